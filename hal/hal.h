@@ -1,0 +1,120 @@
+// hal.h: the hardware abstraction layer. A device is data (an INI file in devices/, or the host
+// CPU detected at run time) plus behaviour chosen by its class (cuda, hip, opencl, cpu).
+// perfmodel and codegen see a device only through const rt_device *.
+//
+// Levels are ordered as in the INI: level[0] is the lowest (largest, slowest: DRAM / global),
+// level[n_levels-1] the highest (registers).
+#ifndef RT_HAL_H
+#define RT_HAL_H
+
+#include "rt.h"
+
+#define RT_MAX_MEM_LEVELS 8
+#define RT_MAX_CURVE_POINTS 16
+
+// ORDER RT_DEVCLASS: registry table in hal.c.
+typedef enum rt_devclass {
+    RT_DEVCLASS_CUDA,
+    RT_DEVCLASS_HIP,
+    RT_DEVCLASS_OPENCL,
+    RT_DEVCLASS_CPU,
+    RT_DEVCLASS_COUNT
+} rt_devclass;
+
+typedef enum rt_mem_scope {
+    RT_MEM_SCOPE_DEVICE, // one instance for the whole device
+    RT_MEM_SCOPE_UNIT,   // one per SM / CU / core
+    RT_MEM_SCOPE_BLOCK,  // one per thread block
+    RT_MEM_SCOPE_THREAD, // one per thread (registers)
+    RT_MEM_SCOPE_COUNT
+} rt_mem_scope;
+
+typedef enum rt_mem_managed {
+    RT_MEM_EXPLICIT, // tiles are copied in by the kernel (shared memory, registers)
+    RT_MEM_CACHE,    // hardware-managed cache (CPU caches)
+} rt_mem_managed;
+
+typedef struct rt_curve_point {
+    int64_t bytes; // bytes moved per unit
+    double gbps;   // whole-device bandwidth achieved at that size
+} rt_curve_point;
+
+typedef struct rt_mem_level {
+    char name[32]; // "global", "shared", "reg", "l1" (from [mem.<name>])
+    rt_loc loc;    // the section header, for messages
+    int32_t level;
+    rt_mem_scope scope;
+    rt_mem_managed managed;
+    int64_t capacity_bytes;      // per instance of the scope
+    int64_t tile_capacity_bytes; // what one rTile may use; = capacity_bytes when not given
+    double bandwidth_gbps;       // whole device; 0 for the register level when not given
+    int32_t transaction_bytes;   // 0 = not given
+    int32_t banks, bank_bytes;   // 0 = no banks
+    int32_t line_bytes, ways;    // caches; 0 = not given
+    double latency_ns;           // 0 = not given
+    int32_t n_curve;
+    rt_curve_point curve[RT_MAX_CURVE_POINTS]; // bandwidth_curve_gbps, ascending bytes
+    const char *source;
+} rt_mem_level;
+
+typedef struct rt_device {
+    const struct rt_hal_ops *ops;
+    rt_devclass devclass;
+    char name[128];
+    char arch[64];   // sm_70, gfx906, an LLVM CPU name
+    char path[512];  // INI path, or "(host)" for the detected host
+    rt_loc origin;   // path:1 for messages
+    int32_t units;         // SMs / CUs / cores
+    int32_t lanes;         // lanes of one TEU (warp, wavefront, fp32 SIMD width)
+    int32_t teus_per_unit; // warp schedulers / FMA ports
+    double clock_mhz;
+    int32_t max_threads_per_block, max_threads_per_unit, max_blocks_per_unit; // GPU; 0 on CPU
+    int64_t regs_per_unit;                                                   // 32-bit registers
+    double launch_overhead_us, sync_overhead_us; // 0 = not given
+    // [compute], whole device. 0 = the device has no such path.
+    double peak_gflops[RT_DTYPE_COUNT]; // f32_gflops, f16_gflops, bf16_gflops, f64_gflops,
+                                        // i32_gops, i8_gops
+    double mma_gflops[RT_DTYPE_COUNT];  // mma_f16_gflops, mma_bf16_gflops, mma_i8_gops, ...
+    int32_t mma_m, mma_n, mma_k;        // mma_shape; 0 = none
+    int32_t fma_latency_cycles;         // CPU: cycles of one FMA (register-block rule); 0 = n/a
+    const char *compute_source;
+    const char *device_source;
+    char features[512];    // CPU ISA features, comma separated ("avx512f,avx512bw,fma,...")
+    bool detected;         // built from the running host
+    int32_t n_levels;
+    rt_mem_level level[RT_MAX_MEM_LEVELS];
+    void *impl;            // owned by ops->open / ops->close
+} rt_device;
+
+// Behaviour of a device class. Members that may be NULL say what NULL means.
+struct rt_hal_ops {
+    const char *class_name; // "cuda", "hip", "opencl", "cpu"
+    // Extra validation of the loaded numbers for this class (e.g. arch spelling). NULL: none.
+    rt_status (*validate)(const rt_device *dev, rt_err *err);
+};
+
+const char *rt_devclass_name(rt_devclass c);
+const char *rt_mem_scope_name(rt_mem_scope s);
+
+// Loads and strictly validates an INI device file (devices/*.ini). Errors carry file:line:col
+// of the offending key or section. The device is written to *out (no arena needed).
+rt_status rt_hal_load_device(const char *path, rt_device *out, rt_err *err);
+
+// Describes the running host CPU (hwloc topology + cpuid), refined by host_ini when that file
+// exists (host_ini may be NULL). Never fails for lack of information: falls back to
+// conservative values and says so in the source strings.
+rt_status rt_hal_detect_host(const char *host_ini, rt_device *out, rt_err *err);
+
+// Bandwidth of a level when moving bytes_per_unit bytes per unit: interpolates the curve
+// (linear in log(bytes)), or returns bandwidth_gbps when the level has no curve.
+double rt_hal_level_gbps(const rt_mem_level *lvl, double bytes_per_unit);
+
+// Peak of a data type, taking the matrix path when use_mma and the device has one.
+double rt_hal_peak_gflops(const rt_device *dev, rt_dtype t, bool use_mma);
+
+// Human summary (for --dry-run) and a JSON object (jansson json_t *, returned as void * so this
+// header does not need jansson.h; the caller owns the reference).
+void rt_hal_print_device(const rt_device *dev, rt_buf *out);
+void *rt_hal_device_to_json(const rt_device *dev);
+
+#endif
