@@ -11,6 +11,8 @@
 
 #define RT_MAX_MEM_LEVELS 8
 #define RT_MAX_CURVE_POINTS 16
+#define RT_MAX_INSN_PEAKS 16    // [compute] <name>_gflops_per_teu entries
+#define RT_DEVICE_TEXT_BYTES 8192 // rt_device.text: the source strings live there
 
 // ORDER RT_DEVCLASS: registry table in hal.c.
 typedef enum rt_devclass {
@@ -39,6 +41,12 @@ typedef struct rt_curve_point {
     double gbps;   // whole-device bandwidth achieved at that size
 } rt_curve_point;
 
+// One measured per-instruction-class peak from [compute] (`f32_fma_gflops_per_teu = 64`).
+typedef struct rt_insn_peak {
+    char name[48];         // "f32_fma"
+    double gflops_per_teu; // per TEU (warp scheduler / FMA port)
+} rt_insn_peak;
+
 typedef struct rt_mem_level {
     char name[32]; // "global", "shared", "reg", "l1" (from [mem.<name>])
     rt_loc loc;    // the section header, for messages
@@ -62,6 +70,7 @@ typedef struct rt_device {
     rt_devclass devclass;
     char name[128];
     char arch[64];   // sm_70, gfx906, an LLVM CPU name
+    rt_loc arch_loc; // where arch was given (the INI value), for the class validate hooks
     char path[512];  // INI path, or "(host)" for the detected host
     rt_loc origin;   // path:1 for messages
     int32_t units;         // SMs / CUs / cores
@@ -77,6 +86,8 @@ typedef struct rt_device {
     double mma_gflops[RT_DTYPE_COUNT];  // mma_f16_gflops, mma_bf16_gflops, mma_i8_gops, ...
     int32_t mma_m, mma_n, mma_k;        // mma_shape; 0 = none
     int32_t fma_latency_cycles;         // CPU: cycles of one FMA (register-block rule); 0 = n/a
+    int32_t n_insn;
+    rt_insn_peak insn[RT_MAX_INSN_PEAKS]; // measured *_gflops_per_teu, in INI order
     const char *compute_source;
     const char *device_source;
     char features[512];    // CPU ISA features, comma separated ("avx512f,avx512bw,fma,...")
@@ -84,6 +95,10 @@ typedef struct rt_device {
     int32_t n_levels;
     rt_mem_level level[RT_MAX_MEM_LEVELS];
     void *impl;            // owned by ops->open / ops->close
+    // Storage of the strings above (sources) and of path: rt_device points into itself, so copy
+    // it with rt_hal_device_copy, never by assignment.
+    int32_t text_used;
+    char text[RT_DEVICE_TEXT_BYTES];
 } rt_device;
 
 // Behaviour of a device class. Members that may be NULL say what NULL means.
@@ -95,6 +110,21 @@ struct rt_hal_ops {
 
 const char *rt_devclass_name(rt_devclass c);
 const char *rt_mem_scope_name(rt_mem_scope s);
+// Looks a class up by its INI spelling ("cuda"); false when unknown.
+bool rt_hal_find_class(const char *name, rt_devclass *out);
+// The behaviour of a class (registry row in hal.c).
+const struct rt_hal_ops *rt_hal_class_ops(rt_devclass c);
+
+// Copies s into dev->text and returns the copy; NULL when dev->text is full.
+const char *rt_hal_device_text(rt_device *dev, const char *s);
+
+// Copies a device, rebasing its internal pointers (sources, locations) onto dst.
+void rt_hal_device_copy(rt_device *dst, const rt_device *src);
+
+// The cross-checks of a complete device (level numbering, capacities, class rules, the class's
+// validate hook), with errors at dev->origin and the level headers. rt_hal_load_device runs the
+// same checks with the exact INI key positions.
+rt_status rt_hal_check_device(const rt_device *dev, rt_err *err);
 
 // Loads and strictly validates an INI device file (devices/*.ini). Errors carry file:line:col
 // of the offending key or section. The device is written to *out (no arena needed).

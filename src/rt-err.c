@@ -55,6 +55,7 @@ const char *rt_status_name(rt_status st) {
         [RT_ERR_USAGE]   = "usage error",
         [RT_ERR_NOMEM]   = "out of memory",
         [RT_ERR_IO]      = "i/o error",
+        [RT_ERR_NOFIT]   = "no candidate fits",
     };
     // clang-format on
     _Static_assert(sizeof names / sizeof names[0] == RT_STATUS_COUNT, "ORDER RT_STATUS");
@@ -69,6 +70,8 @@ int rt_status_exit_code(rt_status st) {
         return 2;
     case RT_ERR_BACKEND:
         return 3;
+    case RT_ERR_NOFIT:
+        return 4;
     default:
         return 1;
     }

@@ -33,6 +33,7 @@ typedef enum rt_status {
     RT_ERR_USAGE,   // bad command-line option
     RT_ERR_NOMEM,
     RT_ERR_IO,
+    RT_ERR_NOFIT,   // no candidate fits the device (CLI exit 4)
     RT_STATUS_COUNT
 } rt_status;
 
@@ -110,10 +111,13 @@ rt_status rt_arena_defer(rt_arena *a, void (*fn)(void *), void *handle);
 void rt_arena_fail_after(rt_arena *a, long n);
 size_t rt_arena_used_bytes(const rt_arena *a);
 
-// Allocation helpers that turn NULL into RT_ERR_NOMEM.
+// Allocation helpers that turn NULL into RT_ERR_NOMEM. n == 0 allocates one element.
+static inline size_t rt_at_least_one(size_t n) {
+    return n > 0 ? n : 1;
+}
 #define RT_ALLOC(a, ptr, n, err)                                                                  \
     do {                                                                                          \
-        (ptr) = rt_arena_calloc((a), (size_t)(n) ? (size_t)(n) : 1, sizeof *(ptr));               \
+        (ptr) = rt_arena_calloc((a), rt_at_least_one((size_t)(n)), sizeof *(ptr));                \
         if (!(ptr))                                                                               \
             return rt_fail((err), RT_ERR_NOMEM, RT_NOLOC, "out of memory");                       \
     } while (0)

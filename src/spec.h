@@ -260,5 +260,8 @@ bool rt_expr_equal(const rt_expr *a, const rt_expr *b);
 // Prints the canonical IR (sizes, tensors with storage, statements with loops, ranges, which
 // are ragged, and fused axes) as text (spec-print.c).
 void rt_op_print(const rt_op *op, rt_buf *out);
+// The same IR as a jansson json_t * (returned as void * so that this header does not need
+// jansson.h); the caller owns it and releases it with json_decref (spec-json.c).
+void *rt_op_to_json(const rt_op *op);
 
 #endif

@@ -1,0 +1,189 @@
+// cost.c: the micro-performance model of one rProgram (Roller §3.3, pipeline view of §3.2).
+//
+// Given the tile at every level, it derives the launch configuration (threads per block from
+// the block and thread tiles, blocks from the scale-out level, concurrent blocks per unit from
+// registers, threads and unit-scoped explicit memory) and predicts time: per level traffic /
+// (bandwidth of the source level, interpolated on its curve, times the share of units in use
+// with wave quantization real / (max * ceil(real / max))), compute from the device peak for the
+// data type, and the rProgram's time is its bottleneck stage plus launch overhead (plus, with
+// explicitly staged levels, the other stages divided by the blocks resident on a unit).
+#include "perfmodel.h"
+
+#include <math.h>
+#include <string.h>
+
+double rt_perf_compute_ns(const rt_perf_model *m, double flops, double eff) {
+    if (eff <= 0)
+        eff = 1e-9;
+    return flops / (m->peak_gflops * eff); // GFLOP/s == flop/ns
+}
+
+static int64_t ceil_pos(double v) {
+    int64_t r = (int64_t)ceil(v - 1e-9);
+    return r < 1 ? 1 : r;
+}
+
+bool rt_perf_evaluate(const rt_perf_model *m, rt_rprog *p, const char **why) {
+    const rt_device *dev = m->dev;
+    int32_t top = m->top;
+    static const char *const ok = "";
+    *why = ok;
+    p->n_levels = dev->n_levels;
+    p->tile[0].level = 0;
+    for (int32_t x = 0; x < m->n_axes; x++)
+        p->tile[0].shape[x] = m->axes[x].extent;
+    // Nesting and capacity.
+    for (int32_t l = 1; l <= top; l++) {
+        rt_rtile *t = &p->tile[l];
+        t->level = l;
+        if (l < top)
+            for (int32_t x = 0; x < m->n_axes; x++)
+                if (p->tile[l + 1].shape[x] < 1 || t->shape[x] % p->tile[l + 1].shape[x] != 0) {
+                    *why = "tile does not nest the tile of the level above";
+                    return false;
+                }
+        const int64_t *reader = l < top ? p->tile[l + 1].shape : NULL;
+        t->footprint_bytes = rt_perf_footprint_bytes(m, l, t->shape, reader, t->pad_elems);
+        for (int32_t i = 0; i < m->n_access; i++)
+            rt_perf_data_tile(m, i, t->shape, t->data[i]);
+        if (t->footprint_bytes > rt_perf_capacity_bytes(m, l)) {
+            *why = "footprint exceeds the level's capacity";
+            return false;
+        }
+    }
+    for (int32_t i = 0; i < m->n_access; i++)
+        rt_perf_data_tile(m, i, p->tile[0].shape, p->tile[0].data[i]);
+    p->tile[0].footprint_bytes = 0;
+
+    // Threads and registers.
+    int32_t bl = m->block_level;
+    const rt_rtile *blk = &p->tile[bl];
+    p->threads_per_block = 1;
+    p->regs_per_thread = 0;
+    if (m->thread_level >= 0) {
+        p->regs_per_thread = (int32_t)rt_ceil_div(p->tile[m->thread_level].footprint_bytes, 4);
+        if (bl < m->thread_level)
+            for (int32_t x = 0; x < m->n_axes; x++)
+                if (!m->axes[x].is_reduce)
+                    p->threads_per_block *= blk->shape[x] / p->tile[m->thread_level].shape[x];
+        if (dev->max_threads_per_block > 0 && p->threads_per_block > dev->max_threads_per_block) {
+            *why = "too many threads per block";
+            return false;
+        }
+        if (dev->regs_per_unit > 0 &&
+            p->threads_per_block * p->regs_per_thread > dev->regs_per_unit) {
+            *why = "registers of the block exceed the unit's register file";
+            return false;
+        }
+    }
+    // Scale-out: blocks over units; the reduction stays inside a block.
+    double nblk = rt_perf_tile_count(m, blk->shape, true);
+    p->blocks = ceil_pos(nblk);
+    for (int32_t x = 0; x < m->n_axes; x++) {
+        int64_t one[RT_PERF_MAX_AXES];
+        for (int32_t y = 0; y < m->n_axes; y++)
+            one[y] = y == x ? blk->shape[x] : m->axes[y].extent;
+        p->grid[x] = m->axes[x].is_reduce ? 1 : ceil_pos(rt_perf_tile_count(m, one, true));
+    }
+    int64_t bpu = 1;
+    if (m->thread_level >= 0) {
+        bpu = INT64_MAX;
+        if (dev->max_blocks_per_unit > 0)
+            bpu = rt_min64(bpu, dev->max_blocks_per_unit);
+        if (dev->max_threads_per_unit > 0)
+            bpu = rt_min64(bpu, dev->max_threads_per_unit / p->threads_per_block);
+        if (dev->regs_per_unit > 0 && p->regs_per_thread > 0)
+            bpu = rt_min64(bpu, dev->regs_per_unit /
+                                    (p->threads_per_block * (int64_t)p->regs_per_thread));
+        for (int32_t l = 1; l < top; l++) {
+            const rt_mem_level *lv = &dev->level[l];
+            if (lv->scope == RT_MEM_SCOPE_UNIT && lv->managed == RT_MEM_EXPLICIT &&
+                p->tile[l].footprint_bytes > 0)
+                bpu = rt_min64(bpu, lv->capacity_bytes / p->tile[l].footprint_bytes);
+        }
+        if (bpu == INT64_MAX)
+            bpu = 1;
+        if (bpu < 1) {
+            *why = "no block fits on one unit";
+            return false;
+        }
+    }
+    p->blocks_per_unit = bpu;
+    int64_t units = dev->units > 0 ? dev->units : 1;
+    // Roller's wave quantization with max = units (Arch compute_max_core[0]): each unit works
+    // through ceil(real / units) blocks; resident blocks only overlap one another's stages.
+    int64_t waves = rt_ceil_div(p->blocks, units);
+    p->wave_eff = (double)p->blocks / (double)(units * waves);
+    int64_t units_used = rt_min64(units, p->blocks);
+
+    // Memory levels: traffic into level l comes from level l-1.
+    double worst = 0;
+    p->bottleneck = -1;
+    for (int32_t l = 1; l <= top; l++) {
+        rt_rtile *t = &p->tile[l];
+        const int64_t *red = (!m->acc_persist && l == top && top - 1 >= 1) ? p->tile[top - 1].shape
+                                                                           : NULL;
+        t->traffic_bytes = rt_perf_traffic_bytes(m, l, t->shape, red);
+        double gbps = rt_hal_level_gbps(&dev->level[l - 1], t->traffic_bytes / (double)units_used);
+        t->time_ns = gbps > 0 ? t->traffic_bytes / (gbps * p->wave_eff) : 0;
+        if (t->time_ns > worst) {
+            worst = t->time_ns;
+            p->bottleneck = l - 1; // the level whose bandwidth binds
+        }
+    }
+    p->tile[0].traffic_bytes = 0;
+    p->tile[0].time_ns = 0;
+
+    // Compute.
+    double padded = rt_perf_padded_points(m, p->tile[1].shape);
+    p->flops = m->flops_per_point * padded + m->extra_flops;
+    p->waste = m->real_points > 0 ? padded / m->real_points - 1 : 0;
+    double eff = p->wave_eff;
+    int32_t lanes = dev->lanes > 0 ? dev->lanes : 1;
+    int64_t need = (int64_t)lanes * (dev->teus_per_unit > 0 ? dev->teus_per_unit : 1);
+    const rt_perf_access *o = &m->access[m->n_access - 1];
+    const rt_rtile *tt = &p->tile[top];
+    if (m->thread_level >= 0) {
+        eff *= (double)p->threads_per_block / (double)rt_round_up(p->threads_per_block, lanes);
+        int64_t active = p->threads_per_block * bpu;
+        if (active < need)
+            eff *= (double)active / (double)need;
+    } else {
+        int64_t inner = tt->data[m->n_access - 1][o->n_dims - 1];
+        eff *= (double)inner / (double)rt_round_up(inner, lanes);
+        bool has_red = false;
+        for (int32_t x = 0; x < m->n_axes; x++)
+            has_red = has_red || m->axes[x].is_reduce;
+        if (dev->fma_latency_cycles > 0 && has_red) {
+            int64_t elems = 1;
+            for (int32_t d = 0; d < o->n_dims; d++)
+                elems *= tt->data[m->n_access - 1][d];
+            double acc = (double)rt_ceil_div(elems, lanes);
+            double want = (double)dev->fma_latency_cycles *
+                          (dev->teus_per_unit > 0 ? dev->teus_per_unit : 1);
+            if (acc < want)
+                eff *= acc / want;
+        }
+    }
+    p->compute_ns = rt_perf_compute_ns(m, p->flops, eff);
+    if (p->compute_ns >= worst) {
+        worst = p->compute_ns;
+        p->bottleneck = -1;
+    }
+    // Explicitly staged levels (shared memory) are not double-buffered: a block loads, then
+    // computes; overlap comes from the other blocks resident on the unit. Caches prefetch, so a
+    // cache hierarchy overlaps fully (pure bottleneck).
+    bool staged = false;
+    for (int32_t l = 1; l < top; l++)
+        staged = staged || (dev->level[l].managed == RT_MEM_EXPLICIT &&
+                            dev->level[l].scope != RT_MEM_SCOPE_DEVICE);
+    double rest = 0;
+    if (staged) {
+        double sum = p->compute_ns;
+        for (int32_t l = 1; l <= top; l++)
+            sum += p->tile[l].time_ns;
+        rest = (sum - worst) / (double)bpu;
+    }
+    p->predicted_ns = worst + rest + dev->launch_overhead_us * 1000.0;
+    return true;
+}

@@ -1,0 +1,232 @@
+// perfmodel.h: rTile construction and the micro-performance model (Roller §3.1-3.3).
+//
+// Pipeline position: rt_op (canonical IR, spec.h) + rt_device (hal.h) --rt_perf_construct-->
+// ranked rPrograms (one rTile per memory level, launch configuration, predicted time) that
+// codegen turns into kernels. Levels follow the device: level 0 is DRAM (the whole operator),
+// level n_levels-1 the registers. Everything lives in the caller's arena; nothing is global.
+//
+// The lower part of this header (rt_perf_model and its functions) is the model's internal
+// vocabulary, exposed so that tests and the benchmark can check each formula on its own.
+#ifndef RT_PERFMODEL_H
+#define RT_PERFMODEL_H
+
+#include "rt.h"
+#include "spec.h"
+#include "hal.h"
+
+#define RT_PERF_MAX_AXES   12 // axes of the modeled statement (fused axes + implicit sums)
+#define RT_PERF_MAX_ACCESS 12 // distinct tensor accesses of the modeled statement (output last)
+
+// ---------------------------------------------------------------------------------------------
+// Extents as distributions
+// ---------------------------------------------------------------------------------------------
+
+// A distribution of loop extents: values[i] occurs with weights[i] (weights sum to 1, values
+// ascending and >= 0). A dense extent is one value of weight 1. Ragged extents (vloops) take a
+// length histogram, so that e.g. the number of tiles along a vloop is E[ceil(len / T)].
+typedef struct rt_extent_dist {
+    int32_t n;
+    const int64_t *values;
+    const double *weights;
+} rt_extent_dist;
+
+// A single value. Errors: RT_ERR_NOMEM.
+rt_status rt_extent_dist_dense(rt_arena *a, int64_t value, rt_extent_dist *out, rt_err *err);
+// Uniform over lo..hi inclusive (lo <= hi, lo >= 0), compressed into at most max_points
+// equal-width buckets represented by their upper end (a conservative choice for tiling).
+rt_status rt_extent_dist_uniform(rt_arena *a, int64_t lo, int64_t hi, int32_t max_points,
+                                 rt_extent_dist *out, rt_err *err);
+// From raw samples (lengths of a batch): a normalized histogram of the distinct values.
+// Errors: RT_ERR_SPEC for n == 0 or a negative sample (loc is used in the message).
+rt_status rt_extent_dist_from_samples(rt_arena *a, const int64_t *samples, int32_t n, rt_loc loc,
+                                      rt_extent_dist *out, rt_err *err);
+double rt_extent_dist_mean(const rt_extent_dist *d);
+int64_t rt_extent_dist_max(const rt_extent_dist *d);
+// E[ceil(v / tile)] and E[ceil(v / tile) * tile] (the padded extent), tile >= 1.
+double rt_extent_dist_tiles(const rt_extent_dist *d, int64_t tile);
+double rt_extent_dist_padded(const rt_extent_dist *d, int64_t tile);
+
+// Vloops whose lengths are not bound get a uniform distribution over 1..this many (buckets of
+// the uniform are capped at 64 points).
+#define RT_PERF_DEFAULT_MAX_LEN 512
+
+// ---------------------------------------------------------------------------------------------
+// The public API
+// ---------------------------------------------------------------------------------------------
+
+// A distribution for the values of one length tensor (by name, as in the spec).
+typedef struct rt_perf_length_dist {
+    const char *tensor;
+    rt_extent_dist dist;
+} rt_perf_length_dist;
+
+typedef struct rt_perf_options {
+    int32_t top_k;            // candidates kept (0: 10)
+    rt_buf *explain;          // when not NULL, the construction trace is appended here
+    const rt_perf_length_dist *lengths; // distributions of length tensors (may be NULL)
+    int32_t n_lengths;
+    int64_t default_max_len;  // 0: RT_PERF_DEFAULT_MAX_LEN
+    bool no_mma;              // never use matrix instructions even where the dtype allows
+    int32_t max_evals;        // tile evaluations per epsilon round (0: 1000; 2x in all)
+} rt_perf_options;
+
+// One rTile: a tile shape over the modeled statement's axes at one memory level, its storage
+// padding and the data tiles it implies. At level 0 the shape is the whole iteration space.
+typedef struct rt_rtile {
+    int32_t level;
+    int64_t shape[RT_PERF_MAX_AXES];                  // per axis, elements
+    int64_t data[RT_PERF_MAX_ACCESS][RT_MAX_DIMS];    // data tile extents per access and dim
+    int64_t pad_elems[RT_PERF_MAX_ACCESS];            // storage padding of the innermost dim
+    int64_t footprint_bytes;                          // per instance of the level's scope
+    double traffic_bytes;                             // into this level, whole operator
+    double time_ns;                                   // traffic / bandwidth share of level-1
+} rt_rtile;
+
+// One candidate rProgram.
+typedef struct rt_rprog {
+    int32_t n_levels;
+    rt_rtile tile[RT_MAX_MEM_LEVELS]; // tile[0]: the whole operator
+    int64_t threads_per_block;   // GPU: threads of one block; CPU: 1
+    int64_t blocks;              // tiles of the scale-out level (spatial), ceil of expectation
+    int64_t blocks_per_unit;     // concurrent blocks on one unit (occupancy)
+    int64_t grid[RT_PERF_MAX_AXES]; // blocks along each axis (expected, rounded up)
+    int32_t regs_per_thread;     // 32-bit registers of the thread-level tile (0 without one)
+    double wave_eff;             // real / (max * ceil(real / max))
+    double compute_ns;           // compute time
+    double predicted_ns;         // bottleneck time + launch overhead
+    int32_t bottleneck;          // level whose bandwidth binds, or -1 when compute bound
+    double waste;                // padded iteration points / real points - 1
+    double flops;                // arithmetic including padding and fused statements
+    double construct_ns;         // time from the start of construction to this candidate
+    double epsilon;              // padding bound it was constructed under
+    bool shrunk;                 // produced by the small-operator shrink
+    int32_t order;               // discovery order (final tie-break)
+} rt_rprog;
+
+typedef struct rt_perf_model rt_perf_model;
+
+typedef struct rt_perf_result {
+    const rt_perf_model *model;
+    int32_t n_cands;          // ranked, best first, at most top_k
+    rt_rprog *cands;
+    int32_t n_found;          // candidates constructed before ranking
+    int64_t n_evals;          // tile evaluations
+    double construct_ns;      // whole construction
+    double top1_ns;           // time until the first complete candidate
+} rt_perf_result;
+
+// Constructs and ranks candidates for op on dev. Errors: RT_ERR_DEVICE when the device has no
+// tiled level or no compute peak; RT_ERR_NOFIT when no candidate fits; RT_ERR_SPEC when the op
+// has no statement; RT_ERR_NOMEM.
+rt_status rt_perf_construct(rt_arena *a, const rt_op *op, const rt_device *dev,
+                            const rt_perf_options *opt, rt_perf_result **out, rt_err *err);
+// JSON report (jansson json_t *, caller owns the reference; NULL on out of memory).
+void *rt_perf_result_to_json(const rt_perf_result *r);
+// Short table for stdout.
+void rt_perf_print_table(const rt_perf_result *r, rt_buf *out);
+// One line "op device: L1 [128,128,8] L2 [8,8,1] threads 256 ..." for the golden table.
+void rt_perf_print_top1(const rt_perf_result *r, rt_buf *out);
+
+// ---------------------------------------------------------------------------------------------
+// Model internals (rtile.c, align.c, cost.c), exposed for tests
+// ---------------------------------------------------------------------------------------------
+
+typedef struct rt_perf_axis {
+    const char *name;
+    bool is_reduce;
+    bool ragged;
+    bool pinned;          // a vloop's extent depends on it (batch axis of a ragged op): tile 1
+    int32_t group;        // ragged axes sharing one length source (joint expectation); -1 dense
+    int64_t extent;       // dense extent, or the maximum of dist
+    rt_extent_dist dist;
+} rt_perf_axis;
+
+// One tensor access A(e_0, ..., e_{n-1}) of the modeled statement, over its axes.
+typedef struct rt_perf_access {
+    int32_t tensor;
+    bool is_output;
+    int32_t elem_bytes;
+    int32_t n_dims;
+    int64_t dim_extent[RT_MAX_DIMS];               // storage extent (max for ragged dims)
+    bool affine[RT_MAX_DIMS];                      // false: uses[] says which axes it involves
+    int64_t coef[RT_MAX_DIMS][RT_PERF_MAX_AXES];   // |coefficient| of each axis in dim d
+} rt_perf_access;
+
+struct rt_perf_model {
+    const rt_op *op;
+    const rt_device *dev;
+    int32_t main_stmt;
+    int32_t n_fused;              // other statements, fused as prologue/epilogue
+    int32_t fused[16];
+    int32_t n_axes;
+    rt_perf_axis axes[RT_PERF_MAX_AXES];
+    int32_t n_access;             // inputs first, the output last
+    rt_perf_access access[RT_PERF_MAX_ACCESS];
+    rt_assign assign;
+    rt_dtype dtype;               // of the computation (the output)
+    double flops_per_point;
+    double extra_dram_bytes;      // traffic of the fused statements
+    double extra_flops;
+    double real_points;           // iteration points of the main statement (expectation)
+    int32_t top;                  // register level
+    int32_t thread_level;         // level of scope thread, -1 when none (CPU)
+    int32_t block_level;          // scale-out level: lowest tiled level of scope unit/block
+    bool acc_persist;             // accumulators stay in thread registers across the reduction
+    bool use_mma;
+    bool recursive;               // modeled as a simple per-statement plan
+    double peak_gflops;
+    double epsilon;               // current tensor-padding bound
+    const char *default_dist_note;// set when a vloop got the default distribution
+};
+
+// Builds the model of op's main statement. Errors as rt_perf_construct.
+rt_status rt_perf_model_build(rt_arena *a, const rt_op *op, const rt_device *dev,
+                              const rt_perf_options *opt, rt_perf_model **out, rt_err *err);
+
+// Data tile of access i for tile shape (extent per dim, capped at the storage extent): an affine
+// dim sum c_a * x_a + c0 spans sum |c_a| * (T_a - 1) + 1, so 2*y + r spans 2*(Ty-1) + Tr.
+void rt_perf_data_tile(const rt_perf_model *m, int32_t i, const int64_t *shape, int64_t *out);
+// Expected number of tiles of shape over the iteration space (spatial axes only when asked).
+double rt_perf_tile_count(const rt_perf_model *m, const int64_t *shape, bool spatial_only);
+// Expected padded iteration points when tiled by shape.
+double rt_perf_padded_points(const rt_perf_model *m, const int64_t *shape);
+// Bank-conflict-free storage padding (elements) of a data tile whose innermost extent is n_elems
+// when read by a tile whose innermost extent is reader_elems (Roller §3.1):
+// pad = (B*L - N mod B*L + L*ceil(n/L)) mod B*L bytes, N and n in bytes, rounded to elements.
+int64_t rt_perf_bank_pad_elems(int32_t banks, int32_t bank_bytes, int32_t elem_bytes,
+                               int64_t n_elems, int64_t reader_elems);
+// Footprint at level of tile shape (bytes, per scope instance), with storage padding computed
+// against reader (the tile one level up, or NULL). pad_out (may be NULL) receives per access.
+int64_t rt_perf_footprint_bytes(const rt_perf_model *m, int32_t level, const int64_t *shape,
+                                const int64_t *reader, int64_t *pad_out);
+// Bytes moved into level from level-1 for the whole operator at the granularity of shape,
+// counting transaction rounding of level-1. red_shape (may be NULL) is the tile whose reduction
+// extent the output accumulators live across when they do not persist (CPU register level).
+double rt_perf_traffic_bytes(const rt_perf_model *m, int32_t level, const int64_t *shape,
+                             const int64_t *red_shape);
+// Effective capacity of one rTile at level (tile_capacity_bytes; for caches minus one way).
+int64_t rt_perf_capacity_bytes(const rt_perf_model *m, int32_t level);
+
+// Alignment rules (align.c). A rule accepts or rejects value for axis at level given the tile
+// (other axes as in shape) and the tile of the level above (upper, NULL at the top).
+typedef struct rt_align_rule {
+    const char *name;
+    bool (*accept)(const rt_perf_model *m, const int64_t *shape, int32_t axis, int32_t level,
+                   const int64_t *upper, int64_t value);
+} rt_align_rule;
+const rt_align_rule *rt_perf_align_rules(int32_t *n_out);
+// The next size of axis above shape[axis] (or >= when inclusive) that is a multiple of upper's
+// extent and satisfies every rule; 0 when there is none.
+int64_t rt_perf_next_aligned_size(const rt_perf_model *m, const int64_t *shape, int32_t axis,
+                                  int32_t level, const int64_t *upper, bool inclusive);
+// The name of the first rule rejecting value, or NULL when all accept.
+const char *rt_perf_align_check(const rt_perf_model *m, const int64_t *shape, int32_t axis,
+                                int32_t level, const int64_t *upper, int64_t value);
+
+// Cost model (cost.c): fills footprints, traffic, launch configuration and times of p, whose
+// tile shapes at levels 1..top are set. Returns false (with a reason) when p does not fit.
+bool rt_perf_evaluate(const rt_perf_model *m, rt_rprog *p, const char **why);
+// Compute time (ns) of the whole operator at the given efficiency factors.
+double rt_perf_compute_ns(const rt_perf_model *m, double flops, double eff);
+
+#endif

@@ -1,0 +1,45 @@
+#!/bin/sh
+# Builds rtgen and runs the whole test suite:
+#   1. strict build (-Werror) and every ctest label that needs no GPU (unit golden err num),
+#   2. the same under AddressSanitizer + UndefinedBehaviorSanitizer,
+#   3. the libFuzzer targets for the spec parser and the INI loader, each for a bounded time
+#      (RTGEN_FUZZ_SECONDS, default 60), seeded from examples/ and devices/,
+#   4. clang-format --dry-run --Werror over the sources.
+set -eu
+cd "$(dirname "$0")/.."
+jobs=$(nproc)
+fuzz_seconds=${RTGEN_FUZZ_SECONDS:-60}
+
+echo "== strict build and tests"
+cmake -S . -B build -DRTGEN_WERROR=ON >/dev/null
+cmake --build build -j"$jobs"
+(cd build && ctest --output-on-failure -j"$jobs" -LE gpu)
+
+echo "== ASan + UBSan build and tests"
+cmake -S . -B build-asan -DCMAKE_BUILD_TYPE=Debug -DRTGEN_WERROR=ON \
+      -DRTGEN_SANITIZE=address,undefined >/dev/null
+cmake --build build-asan -j"$jobs"
+(cd build-asan && ASAN_OPTIONS=detect_leaks=1 ctest --output-on-failure -j"$jobs" -L 'unit|golden|err|num')
+
+if [ "$fuzz_seconds" -gt 0 ]; then
+    echo "== fuzzing (${fuzz_seconds}s per target)"
+    CC=clang-16 cmake -S . -B build-fuzz -DCMAKE_BUILD_TYPE=Debug -DRTGEN_FUZZ=ON >/dev/null
+    cmake --build build-fuzz -j"$jobs" --target fuzz-spec fuzz-ini
+    for t in spec ini; do
+        corpus=build-fuzz/corpus-$t
+        mkdir -p "$corpus"
+        if [ $t = spec ]; then seeds=examples; else seeds=devices; fi
+        (cd build-fuzz && ./fuzz-$t -max_total_time="$fuzz_seconds" -timeout=10 -rss_limit_mb=2048 \
+            -print_final_stats=1 "corpus-$t" "../$seeds" 2>"fuzz-$t.log") || {
+            tail -n 40 "build-fuzz/fuzz-$t.log"; echo "fuzz-$t: FAILED"; exit 1; }
+        grep -E 'stat::number_of_executed_units|Done ' "build-fuzz/fuzz-$t.log" | tail -n 2
+    done
+fi
+
+if command -v clang-format-16 >/dev/null 2>&1; then
+    echo "== clang-format"
+    clang-format-16 --dry-run --Werror src/*.c src/*.h hal/*.c hal/*.h perfmodel/*.[ch] \
+        codegen/*.[ch] tests/unit/*.[ch] tests/num/*.c tests/fuzz/*.c bench/*.c 2>/dev/null \
+        || { echo "clang-format: sources are not formatted (run clang-format-16 -i)"; exit 1; }
+fi
+echo "== all tests passed"

@@ -1,0 +1,275 @@
+// driver.c: the rtgen pipeline behind the CLI and the library. Loads the device (INI or the
+// detected host), parses the op-spec with --set bindings, binds --lengths / --tree files, then:
+//   --dry-run    prints the canonical IR and the device summary (text or --json), writes nothing;
+//   --interpret  runs the reference interpreter on seeded inputs and prints the outputs;
+//   otherwise    constructs ranked rPrograms (perfmodel) and writes DIR/<op>.json through a
+//                temporary directory that is renamed into place only when everything succeeded.
+#include "driver.h"
+#include "hal.h"
+#include "interp.h"
+#include "perfmodel.h"
+
+#include <errno.h>
+#include <jansson.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+void rt_driver_options_init(rt_driver_options *o) {
+    memset(o, 0, sizeof *o);
+    o->out_dir = "rtgen-out";
+    o->top_k = 10;
+    o->seed = 1;
+    o->profile = -1;
+}
+
+// The default device: the host CPU, refined by devices/host.ini when rtcalib wrote one.
+static rt_status rt_driver_load_device(const rt_driver_options *o, rt_device *dev, rt_err *err) {
+    if (o->device_path)
+        return rt_hal_load_device(o->device_path, dev, err);
+    const char *host_ini = "devices/host.ini";
+    return rt_hal_detect_host(access(host_ini, R_OK) == 0 ? host_ini : NULL, dev, err);
+}
+
+static rt_status rt_driver_bind(rt_arena *a, const rt_driver_options *o, const rt_op *op,
+                                rt_bindings **out, rt_err *err) {
+    rt_bindings *b;
+    RT_TRY(rt_bindings_new(a, op, o->seed, &b, err));
+    for (int32_t i = 0; i < o->n_lengths; i++) {
+        const rt_file_binding *fb = &o->lengths[i];
+        rt_lengths_file *f = NULL;
+        rt_status st = rt_lengths_read(a, fb->path, &f, err);
+        if (st == RT_OK)
+            st = rt_bindings_set_lengths_file(b, fb->name, f, o->batch, err);
+        if (st != RT_OK) {
+            rt_file_error_to_option(err, "--lengths", fb->name, fb->path);
+            return st;
+        }
+    }
+    if (o->batch && o->n_lengths == 0)
+        return rt_fail(err, RT_ERR_USAGE, RT_NOLOC, "--batch needs a --lengths histogram");
+    for (int32_t i = 0; i < o->n_trees; i++) {
+        const rt_file_binding *fb = &o->trees[i];
+        int32_t t = rt_op_tree_index(op, fb->name);
+        if (t < 0)
+            return rt_fail(err, RT_ERR_USAGE, RT_NOLOC, "--tree %s=%s: no tree parameter '%s' in %s",
+                           fb->name, fb->path, fb->name, o->spec_path);
+        rt_tree_data *td = NULL;
+        rt_status st = rt_tree_read(a, fb->path, op->trees[t].max_children, &td, err);
+        if (st == RT_OK)
+            st = rt_bindings_set_tree(b, fb->name, td, err);
+        if (st != RT_OK) {
+            rt_file_error_to_option(err, "--tree", fb->name, fb->path);
+            return st;
+        }
+    }
+    *out = b;
+    return RT_OK;
+}
+
+// Writes text to DIR/name inside the staging directory.
+static rt_status rt_driver_write_file(rt_arena *a, const char *dir, const char *name,
+                                      const char *text, rt_err *err) {
+    char *path = rt_arena_printf(a, "%s/%s", dir, name);
+    if (!path)
+        return rt_fail(err, RT_ERR_NOMEM, RT_NOLOC, "out of memory");
+    FILE *f = fopen(path, "w");
+    if (!f)
+        return rt_fail(err, RT_ERR_IO, RT_NOLOC, "cannot write %s: %s", path, strerror(errno));
+    bool ok = fputs(text, f) >= 0;
+    ok = (fclose(f) == 0) && ok;
+    if (!ok)
+        return rt_fail(err, RT_ERR_IO, RT_NOLOC, "cannot write %s: %s", path, strerror(errno));
+    return RT_OK;
+}
+
+static void rt_driver_remove_tree(const char *dir, const char *const *names, int32_t n) {
+    char path[4096];
+    for (int32_t i = 0; i < n; i++) {
+        snprintf(path, sizeof path, "%s/%s", dir, names[i]);
+        unlink(path);
+    }
+    rmdir(dir);
+}
+
+// Output files are staged in OUT_DIR.tmp-PID and moved into OUT_DIR only when all were written.
+typedef struct rt_driver_out {
+    const char *dir, *stage;
+    int32_t n_files;
+    const char *names[64];
+} rt_driver_out;
+
+static rt_status rt_driver_out_begin(rt_arena *a, const char *dir, rt_driver_out *out,
+                                     rt_err *err) {
+    memset(out, 0, sizeof *out);
+    out->dir = dir;
+    out->stage = rt_arena_printf(a, "%s.tmp-%ld", dir, (long)getpid());
+    if (!out->stage)
+        return rt_fail(err, RT_ERR_NOMEM, RT_NOLOC, "out of memory");
+    if (mkdir(out->stage, 0777) != 0)
+        return rt_fail(err, RT_ERR_IO, RT_NOLOC, "-o %s: cannot create %s: %s", dir, out->stage,
+                       strerror(errno));
+    return RT_OK;
+}
+
+static rt_status rt_driver_out_add(rt_arena *a, rt_driver_out *out, const char *name,
+                                   const char *text, rt_err *err) {
+    if (out->n_files == (int32_t)(sizeof out->names / sizeof out->names[0]))
+        return rt_fail(err, RT_ERR_IO, RT_NOLOC, "too many output files");
+    out->names[out->n_files++] = name;
+    return rt_driver_write_file(a, out->stage, name, text, err);
+}
+
+static rt_status rt_driver_out_commit(rt_driver_out *out, rt_err *err) {
+    if (mkdir(out->dir, 0777) != 0 && errno != EEXIST)
+        return rt_fail(err, RT_ERR_IO, RT_NOLOC, "-o %s: cannot create directory: %s", out->dir,
+                       strerror(errno));
+    char from[4096], to[4096];
+    for (int32_t i = 0; i < out->n_files; i++) {
+        snprintf(from, sizeof from, "%s/%s", out->stage, out->names[i]);
+        snprintf(to, sizeof to, "%s/%s", out->dir, out->names[i]);
+        if (rename(from, to) != 0)
+            return rt_fail(err, RT_ERR_IO, RT_NOLOC, "cannot move %s to %s: %s", from, to,
+                           strerror(errno));
+    }
+    rmdir(out->stage);
+    return RT_OK;
+}
+
+static rt_status rt_driver_dry_run(rt_arena *a, const rt_driver_options *o, const rt_op *op,
+                                   const rt_device *dev, FILE *f, rt_err *err) {
+    if (o->json) {
+        json_t *root = json_object();
+        json_object_set_new(root, "rtgen", json_string(RT_VERSION_STRING));
+        json_object_set_new(root, "op", (json_t *)rt_op_to_json(op));
+        if (!o->ir_only)
+            json_object_set_new(root, "device", (json_t *)rt_hal_device_to_json(dev));
+        char *text = json_dumps(root, JSON_INDENT(2));
+        json_decref(root);
+        if (!text)
+            return rt_fail(err, RT_ERR_NOMEM, RT_NOLOC, "out of memory");
+        fprintf(f, "%s\n", text);
+        free(text);
+        return RT_OK;
+    }
+    rt_buf b;
+    rt_buf_init(&b, a);
+    rt_op_print(op, &b);
+    if (!o->ir_only) {
+        rt_buf_puts(&b, "\n");
+        rt_hal_print_device(dev, &b);
+    }
+    if (b.oom)
+        return rt_fail(err, RT_ERR_NOMEM, RT_NOLOC, "out of memory");
+    fputs(b.data ? b.data : "", f);
+    return RT_OK;
+}
+
+static rt_status rt_driver_interpret(rt_arena *a, const rt_op *op, rt_bindings *b, FILE *f,
+                                     rt_err *err) {
+    RT_TRY(rt_interp_run(op, b, err));
+    rt_buf out;
+    rt_buf_init(&out, a);
+    rt_bindings_print_outputs(b, &out);
+    if (out.oom)
+        return rt_fail(err, RT_ERR_NOMEM, RT_NOLOC, "out of memory");
+    fputs(out.data ? out.data : "", f);
+    return RT_OK;
+}
+
+
+// Length tensors bound from files feed the model as distributions (CORA: extents are
+// histograms, not integers); unbound ones get the model's default.
+static rt_status rt_driver_length_dists(rt_arena *a, const rt_driver_options *o, const rt_op *op,
+                                        rt_bindings *b, rt_perf_options *popt, rt_err *err) {
+    if (o->n_lengths == 0)
+        return RT_OK;
+    rt_perf_length_dist *d;
+    RT_ALLOC(a, d, o->n_lengths, err);
+    for (int32_t i = 0; i < o->n_lengths; i++) {
+        int32_t t = rt_op_tensor_index(op, o->lengths[i].name);
+        rt_tensor_data *td = rt_bindings_data(b, o->lengths[i].name);
+        rt_assert(t >= 0 && td && td->laid_out);
+        int64_t n = td->layout.elems;
+        int64_t *samples;
+        RT_ALLOC(a, samples, n, err);
+        for (int64_t k = 0; k < n; k++)
+            samples[k] = (int64_t)td->data[k];
+        d[i].tensor = op->tensors[t].name;
+        RT_TRY(rt_extent_dist_from_samples(a, samples, (int32_t)n, op->tensors[t].loc, &d[i].dist,
+                                           err));
+    }
+    popt->lengths = d;
+    popt->n_lengths = o->n_lengths;
+    return RT_OK;
+}
+
+static rt_status rt_driver_construct(rt_arena *a, const rt_driver_options *o, const rt_op *op,
+                                     const rt_device *dev, rt_bindings *b, FILE *f, rt_err *err) {
+    rt_perf_options popt;
+    memset(&popt, 0, sizeof popt);
+    popt.top_k = o->top_k;
+    RT_TRY(rt_driver_length_dists(a, o, op, b, &popt, err));
+    rt_buf explain;
+    rt_buf_init(&explain, a);
+    if (o->explain)
+        popt.explain = &explain;
+    rt_perf_result *res = NULL;
+    RT_TRY(rt_perf_construct(a, op, dev, &popt, &res, err));
+
+    json_t *root = json_object();
+    json_object_set_new(root, "rtgen", json_string(RT_VERSION_STRING));
+    json_object_set_new(root, "spec", json_string(o->spec_path));
+    json_object_set_new(root, "device", json_string(dev->path));
+    json_object_set_new(root, "profiled", json_false());
+    json_object_set_new(root, "construction", (json_t *)rt_perf_result_to_json(res));
+    char *text = json_dumps(root, JSON_INDENT(2));
+    json_decref(root);
+    if (!text)
+        return rt_fail(err, RT_ERR_NOMEM, RT_NOLOC, "out of memory");
+    char *report = rt_arena_printf(a, "%s\n", text);
+    free(text);
+    if (!report)
+        return rt_fail(err, RT_ERR_NOMEM, RT_NOLOC, "out of memory");
+
+    rt_driver_out out;
+    RT_TRY(rt_driver_out_begin(a, o->out_dir, &out, err));
+    rt_status st = rt_driver_out_add(a, &out, rt_arena_printf(a, "%s.json", op->name), report,
+                                     err);
+    if (st == RT_OK)
+        st = rt_driver_out_commit(&out, err);
+    if (st != RT_OK) {
+        rt_driver_remove_tree(out.stage, out.names, out.n_files);
+        return st;
+    }
+
+    if (o->explain && explain.data)
+        fputs(explain.data, o->json ? stderr : f);
+    if (o->json) {
+        fputs(report, f);
+    } else {
+        rt_buf table;
+        rt_buf_init(&table, a);
+        rt_perf_print_table(res, &table);
+        if (table.data)
+            fputs(table.data, f);
+        fprintf(f, "report: %s/%s.json\n", o->out_dir, op->name);
+    }
+    return RT_OK;
+}
+
+rt_status rt_driver_run(rt_arena *a, const rt_driver_options *o, FILE *f, rt_err *err) {
+    rt_device *dev;
+    RT_ALLOC(a, dev, 1, err);
+    RT_TRY(rt_driver_load_device(o, dev, err));
+    rt_op *op;
+    RT_TRY(rt_spec_load(a, o->spec_path, o->sets, o->n_sets, &op, err));
+    rt_bindings *b = NULL;
+    RT_TRY(rt_driver_bind(a, o, op, &b, err));
+    if (o->dry_run)
+        return rt_driver_dry_run(a, o, op, dev, f, err);
+    if (o->interpret)
+        return rt_driver_interpret(a, op, b, f, err);
+    return rt_driver_construct(a, o, op, dev, b, f, err);
+}

@@ -1,0 +1,3 @@
+# expect: rtgen: error: unknown option '--frobnicate' (see rtgen --help)
+# exit: 2
+--frobnicate ../ok.spec

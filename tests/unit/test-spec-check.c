@@ -1,0 +1,379 @@
+// test-spec-check.c: the op-spec checker — range inference (conv halo, triangular narrowing,
+// where-ranges, pad intersection), output-shape inference, axis fusion, the error cases of
+// tests/err/spec/ (message and location, through rt_spec_load), out-of-memory at every
+// allocation, and a small mutation sweep that must never crash.
+#include "spec-int.h"
+#include "test.h"
+
+#include <dirent.h>
+
+static rt_op *parse(rt_arena *a, const char *text, rt_err *err) {
+    rt_op *op = NULL;
+    rt_err_clear(err);
+    if (rt_spec_parse(a, text, "x.spec", NULL, 0, &op, err) != RT_OK) {
+        return NULL;
+    }
+    return op;
+}
+
+static rt_op *load(rt_arena *a, const char *path) {
+    rt_op *op = NULL;
+    rt_err err = {0};
+    if (rt_spec_load(a, path, NULL, 0, &op, &err) != RT_OK) {
+        fprintf(stderr, "%s: %d:%d: %s\n", path, err.where.line, err.where.col, err.msg);
+        RT_EXPECT(!"parses");
+        return NULL;
+    }
+    return op;
+}
+
+static const char *text(rt_arena *a, const rt_op *op, const rt_stmt *st, const rt_tensor *t,
+                        const rt_expr *e) {
+    rt_buf b;
+    rt_buf_init(&b, a);
+    rt_expr_print(op, st, t, e, &b);
+    return b.data;
+}
+
+static int32_t var(const rt_stmt *st, const char *name) {
+    for (int32_t v = 0; v < st->n_vars; v++)
+        if (!strcmp(st->vars[v].name, name))
+            return v;
+    return -1;
+}
+
+static int64_t extent_of(const rt_op *op, const rt_stmt *st, const char *name) {
+    const rt_ivar *iv = &st->vars[var(st, name)];
+    int64_t lo, hi;
+    if (!rt_expr_const_int(op, iv->lo, &lo) || !rt_expr_const_int(op, iv->hi, &hi))
+        return -1;
+    return hi - lo;
+}
+
+static void test_conv_halo(void) {
+    rt_arena *a = rt_arena_new(1 << 16);
+    rt_op *op = load(a, "examples/conv2d.spec");
+    if (op) {
+        const rt_stmt *st = &op->stmts[0];
+        RT_EXPECT_EQ(extent_of(op, st, "y"), 29); // from the given output shape
+        RT_EXPECT_EQ(extent_of(op, st, "c"), 128);
+        RT_EXPECT_EQ(extent_of(op, st, "r"), 3); // from Wt, not from the padded I
+        RT_EXPECT(!st->vars[var(st, "r")].from_where);
+    }
+    // avgpool: r, s from where-ranges; 2*y + r stays inside 21 without pad
+    op = load(a, "examples/avgpool.spec");
+    if (op) {
+        const rt_stmt *st = &op->stmts[0];
+        RT_EXPECT(st->vars[var(st, "r")].from_where);
+        RT_EXPECT_EQ(extent_of(op, st, "s"), 3);
+    }
+    // one more output row makes 2*y + r reach 21: out of extent without pad
+    rt_err err;
+    RT_EXPECT(!parse(a,
+                     "def p(float(4, 21) I) -> (float(4, 11) O) {\n"
+                     "  O(n, y) +=! I(n, 2*y + r) where r in 0:3\n}\n",
+                     &err));
+    RT_EXPECT_STR(err.msg, "I(n, 2*y + r) can read outside I's extent; declare 'I pad 0' or add "
+                           "a where-range");
+    RT_EXPECT_EQ(err.where.line, 2);
+    RT_EXPECT_EQ(err.where.col, 15);
+    rt_arena_free(a);
+}
+
+static void test_trmm_narrowing(void) {
+    rt_arena *a = rt_arena_new(1 << 16);
+    rt_op *op = load(a, "examples/trmm.spec");
+    if (op) {
+        const rt_stmt *st = &op->stmts[0];
+        const rt_ivar *k = &st->vars[var(st, "k")];
+        RT_EXPECT(k->is_reduce);
+        RT_EXPECT(k->ragged);
+        RT_EXPECT_STR(text(a, op, st, NULL, k->hi), "i + 1");
+        RT_EXPECT_EQ(extent_of(op, st, "p"), 2048);
+        RT_EXPECT(!st->vars[var(st, "i")].ragged);
+    }
+    // a triangle wider than the dense operand cannot narrow it
+    rt_err err;
+    RT_EXPECT(!parse(a,
+                     "size N = 8\ndef t(float(i:N, i + 2) L, float(N, 4) X) -> (Y) {\n"
+                     "  Y(i, p) +=! L(i, k) * X(k, p)\n}\n",
+                     &err));
+    RT_EXPECT_STR(err.msg, "index 'k' ranges over i + 2 in L(i, k) but 8 in X(k, p)");
+    RT_EXPECT_EQ(err.where.col, 25);
+    rt_arena_free(a);
+}
+
+static void test_masked_where(void) {
+    rt_arena *a = rt_arena_new(1 << 16);
+    rt_op *op = load(a, "examples/masked_qkt.spec");
+    if (op) {
+        const rt_stmt *st = &op->stmts[0];
+        const rt_ivar *j = &st->vars[var(st, "j")];
+        RT_EXPECT(j->from_where);
+        RT_EXPECT(j->ragged);
+        RT_EXPECT_STR(text(a, op, st, NULL, j->hi), "i + 1");
+        RT_EXPECT_STR(text(a, op, st, NULL, st->vars[var(st, "i")].hi), "len(b)");
+    }
+    // j in 0:i + 2 can pass len(b)
+    rt_err err;
+    RT_EXPECT(!parse(a,
+                     "size B = 2\ndef m(int32(B) len, float(b:B, len(b)) Q) -> (S) {\n"
+                     "  S(b, i, j) = Q(b, i) * Q(b, j) where j in 0:i + 2\n}\n",
+                     &err));
+    RT_EXPECT_STR(err.msg,
+                  "where-range of 'j' exceeds the extent in Q(b, j) (expected within 0:len(b), "
+                  "got 0:i + 2)");
+    rt_arena_free(a);
+}
+
+static void test_pad_intersection(void) {
+    rt_arena *a = rt_arena_new(1 << 16);
+    rt_err err;
+    // the padded tensor is larger: the other extent wins, no conflict
+    rt_op *op = parse(a,
+                      "def f(float(10) P pad 0, float(8) A) -> (C) {\n"
+                      "  C(i) = P(i) + A(i)\n}\n",
+                      &err);
+    RT_EXPECT(op != NULL);
+    if (op)
+        RT_EXPECT_EQ(extent_of(op, &op->stmts[0], "i"), 8);
+    // only padded tensors: the intersection
+    op = parse(a,
+               "def f(float(10) P pad 0, float(6) Q pad 1.5) -> (C) {\n"
+               "  C(i) = P(i) + Q(i)\n}\n",
+               &err);
+    RT_EXPECT(op != NULL);
+    if (op) {
+        RT_EXPECT_EQ(extent_of(op, &op->stmts[0], "i"), 6);
+        RT_EXPECT_NEAR(op->tensors[1].pad_value, 1.5, 0);
+    }
+    // without pad the same shapes conflict
+    RT_EXPECT(
+        !parse(a, "def f(float(10) P, float(6) Q) -> (C) {\n  C(i) = P(i) + Q(i)\n}\n", &err));
+    RT_EXPECT_STR(err.msg, "index 'i' ranges over 10 in P(i) but 6 in Q(i)");
+    rt_arena_free(a);
+}
+
+static void test_shape_inference(void) {
+    rt_arena *a = rt_arena_new(1 << 16);
+    rt_op *op = load(a, "examples/qkt.spec");
+    if (op) {
+        const rt_tensor *S = &op->tensors[op->outputs[0]];
+        RT_EXPECT_STR(S->name, "S");
+        RT_EXPECT_EQ(S->n_dims, 4);
+        RT_EXPECT(S->ragged);
+        RT_EXPECT(!S->shape_given);
+        RT_EXPECT_STR(text(a, op, NULL, S, S->dims[0].extent), "B");
+        RT_EXPECT_STR(text(a, op, NULL, S, S->dims[1].extent), "H");
+        RT_EXPECT_STR(text(a, op, NULL, S, S->dims[2].extent), "len(b)");
+        RT_EXPECT_STR(text(a, op, NULL, S, S->dims[3].extent), "len(b)");
+        RT_EXPECT_EQ(S->dims[2].extent->args[0]->kind, RT_EXPR_DIMREF);
+        RT_EXPECT_EQ(S->dims[2].extent->args[0]->dim, 0);
+        RT_EXPECT(S->dims[3].ragged);
+        RT_EXPECT(!S->dims[1].ragged);
+        RT_EXPECT_EQ(S->dtype, RT_DTYPE_F32);
+    }
+    // ragged temporaries of the ragged softmax are inferred from earlier statements
+    op = load(a, "examples/ragged_softmax.spec");
+    if (op) {
+        const rt_tensor *mx = &op->tensors[3];
+        RT_EXPECT_STR(mx->name, "mx");
+        RT_EXPECT_EQ(mx->n_dims, 3);
+        RT_EXPECT(mx->ragged);
+        RT_EXPECT_EQ(op->stmts[3].vars[3].is_reduce, false);
+    }
+    // a double input makes an inferred temporary double
+    rt_err err;
+    op = parse(a, "def f(double(4) A) -> (C) {\n  t(i) = A(i) * 2\n  C(i) = t(i)\n}\n", &err);
+    RT_EXPECT(op != NULL);
+    if (op) {
+        RT_EXPECT_EQ(op->tensors[2].role, RT_ROLE_TEMP);
+        RT_EXPECT_EQ(op->tensors[2].dtype, RT_DTYPE_F64);
+    }
+    // a given output shape must agree with the inferred ranges
+    RT_EXPECT(!parse(a, "def f(float(8) A) -> (float(4) C) {\n  C(i) = A(i)\n}\n", &err));
+    RT_EXPECT_STR(err.msg, "index 'i' ranges over 4 in C(i) but 8 in A(i)");
+    rt_arena_free(a);
+}
+
+static void test_axis_fusion(void) {
+    rt_arena *a = rt_arena_new(1 << 16);
+    rt_op *op = load(a, "examples/relu.spec");
+    if (op) {
+        const rt_stmt *st = &op->stmts[0];
+        RT_EXPECT_EQ(st->n_axes, 1);
+        RT_EXPECT_STR(st->axes[0].name, "n.c.h.w");
+        RT_EXPECT_EQ(st->axes[0].n_members, 4);
+        RT_EXPECT_EQ(st->axes[0].extent, 128LL * 1008 * 42 * 42);
+        RT_EXPECT(!st->axes[0].ragged);
+    }
+    op = load(a, "examples/reduce_mean.spec");
+    if (op) {
+        const rt_stmt *st = &op->stmts[0];
+        RT_EXPECT_EQ(st->n_axes, 2);
+        RT_EXPECT_STR(st->axes[0].name, "b.r");
+        RT_EXPECT_EQ(st->axes[0].extent, 65536);
+        RT_EXPECT(!st->axes[0].is_reduce);
+        RT_EXPECT_STR(st->axes[1].name, "l");
+        RT_EXPECT(st->axes[1].is_reduce);
+        RT_EXPECT_EQ(st->axes[1].extent, 1024);
+    }
+    op = load(a, "examples/matmul.spec");
+    if (op) {
+        const rt_stmt *st = &op->stmts[0];
+        RT_EXPECT_EQ(st->n_axes, 3);
+        RT_EXPECT_STR(st->axes[0].name, "m");
+        RT_EXPECT_STR(st->axes[1].name, "n");
+        RT_EXPECT_STR(st->axes[2].name, "k");
+    }
+    op = load(a, "examples/proj.spec");
+    if (op) {
+        const rt_stmt *st = &op->stmts[0];
+        RT_EXPECT_EQ(st->n_axes, 3);
+        RT_EXPECT_STR(st->axes[0].name, "b.i");
+        RT_EXPECT(st->axes[0].ragged);
+        RT_EXPECT_EQ(st->axes[0].extent, -1);
+        RT_EXPECT_STR(st->axes[1].name, "n");
+        RT_EXPECT_EQ(st->axes[1].extent, 512);
+    }
+    // conv: 2*y + r uses y and r in a non-plain argument, nothing fuses
+    op = load(a, "examples/conv2d.spec");
+    if (op)
+        RT_EXPECT_EQ(op->stmts[0].n_axes, 7);
+    // a ragged dependency on a var outside the group blocks fusion (qkt: i, j depend on b)
+    op = load(a, "examples/qkt.spec");
+    if (op)
+        RT_EXPECT_EQ(op->stmts[0].n_axes, 5);
+    rt_arena_free(a);
+}
+
+// Every tests/err/spec case fails with its expected "LINE:COL: error: MSG".
+static void test_error_cases(void) {
+    DIR *d = opendir("tests/err/spec");
+    RT_EXPECT(d != NULL);
+    int n = 0;
+    for (struct dirent *e; d && (e = readdir(d));) {
+        size_t len = strlen(e->d_name);
+        if (len < 6 || strcmp(e->d_name + len - 5, ".spec"))
+            continue;
+        char path[512], want[600], got[700];
+        snprintf(path, sizeof path, "tests/err/spec/%s", e->d_name);
+        FILE *f = fopen(path, "r");
+        if (!f || !fgets(want, sizeof want, f)) {
+            RT_EXPECT(!"readable error case");
+            if (f)
+                fclose(f);
+            continue;
+        }
+        fclose(f);
+        want[strcspn(want, "\n")] = '\0';
+        rt_arena *a = rt_arena_new(1 << 16);
+        rt_op *op = NULL;
+        rt_err err = {0};
+        rt_status st = rt_spec_load(a, path, NULL, 0, &op, &err);
+        snprintf(got, sizeof got, "# expect: %d:%d: error: %s", err.where.line, err.where.col,
+                 err.msg);
+        if (st == RT_OK || strcmp(got, want) != 0)
+            fprintf(stderr, "%s:\n  got  %s\n  want %s\n", path, got, want);
+        RT_EXPECT(st == RT_ERR_SYNTAX || st == RT_ERR_SPEC);
+        RT_EXPECT(strcmp(got, want) == 0);
+        rt_arena_free(a);
+        n++;
+    }
+    if (d)
+        closedir(d);
+    RT_EXPECT(n >= 28);
+}
+
+// Every allocation failure becomes RT_ERR_NOMEM, never a crash.
+static void test_nomem(void) {
+    char *src = NULL;
+    rt_arena *t = rt_arena_new(1 << 16);
+    size_t len;
+    rt_err err = {0};
+    RT_EXPECT_EQ(rt_read_file(t, "examples/treernn.spec", &src, &len, &err), RT_OK);
+    int ok_at = -1;
+    for (int n = 0; src && n < 4000; n++) {
+        rt_arena *a = rt_arena_new(4096);
+        rt_arena_fail_after(a, n);
+        rt_op *op = NULL;
+        rt_err_clear(&err);
+        rt_status st = rt_spec_parse(a, src, "t.spec", NULL, 0, &op, &err);
+        if (st == RT_OK) {
+            ok_at = n;
+            rt_arena_free(a);
+            break;
+        }
+        RT_EXPECT_EQ(st, RT_ERR_NOMEM);
+        rt_arena_free(a);
+    }
+    RT_EXPECT(ok_at > 0);
+    rt_arena_free(t);
+}
+
+// Mutations of every example (deleted, duplicated and replaced characters) parse or fail with
+// a located message; the sanitizer build turns any crash or UB into a failure.
+static void test_mutations(void) {
+    static const char *files[] = {"examples/conv2d.spec", "examples/treernn.spec",
+                                  "examples/masked_qkt.spec", "examples/vgemm.spec"};
+    static const char repl[] = "()+,:*0i-!.@#\n";
+    unsigned seed = 12345;
+    int failed_located = 0, total = 0;
+    for (size_t f = 0; f < sizeof files / sizeof files[0]; f++) {
+        rt_arena *t = rt_arena_new(1 << 16);
+        char *src;
+        size_t len;
+        rt_err err = {0};
+        if (rt_read_file(t, files[f], &src, &len, &err) != RT_OK) {
+            RT_EXPECT(!"readable");
+            rt_arena_free(t);
+            continue;
+        }
+        char *buf = malloc(len * 2 + 2);
+        for (int iter = 0; iter < 300 && buf; iter++) {
+            seed = seed * 1103515245u + 12345u;
+            size_t at = (seed >> 8) % len;
+            memcpy(buf, src, len + 1);
+            switch (iter % 3) {
+            case 0:
+                memmove(buf + at, buf + at + 1, len - at);
+                break;
+            case 1:
+                buf[at] = repl[(seed >> 20) % (sizeof repl - 1)];
+                break;
+            default:
+                memmove(buf + at + 1, buf + at, len - at + 1);
+                break;
+            }
+            rt_arena *a = rt_arena_new(1 << 16);
+            rt_op *op = NULL;
+            rt_err_clear(&err);
+            if (rt_spec_parse(a, buf, "m.spec", NULL, 0, &op, &err) != RT_OK) {
+                failed_located += err.where.line > 0 && err.where.col > 0 && err.msg[0] != '\0';
+                total++;
+            } else {
+                rt_buf b;
+                rt_buf_init(&b, a);
+                rt_op_print(op, &b);
+            }
+            rt_arena_free(a);
+        }
+        free(buf);
+        rt_arena_free(t);
+    }
+    RT_EXPECT(total > 100);
+    RT_EXPECT_EQ(failed_located, total);
+}
+
+int main(void) {
+    test_conv_halo();
+    test_trmm_narrowing();
+    test_masked_where();
+    test_pad_intersection();
+    test_shape_inference();
+    test_axis_fusion();
+    test_error_cases();
+    test_nomem();
+    test_mutations();
+    return rt_test_finish("test-spec-check");
+}
