@@ -1,0 +1,668 @@
+// hal-cuda.c: the cuda class of the HAL. Compiles CUDA C in-process with NVRTC to a CUBIN for
+// the device's sm_XY (or, when this NVRTC lacks it, the nearest supported arch, with a note),
+// and reads registers, spills, shared memory and barriers from the ptxas -v report in the log.
+// At run time it opens the driver with dlopen("libcuda.so.1") — never linked — and loads,
+// launches and times kernels with cuEvents. Without the driver or a GPU it reports "no GPU".
+// Built with NVRTC when CMake finds the CUDA toolkit (RT_WITH_CUDA); otherwise every entry
+// point reports "not built with CUDA".
+#include "hal-gpu.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#if defined(RT_WITH_CUDA)
+
+#include <cuda.h>
+#include <dlfcn.h>
+#include <nvrtc.h>
+#include <pthread.h>
+
+#ifndef RT_CUDA_INCLUDE_DIR
+#define RT_CUDA_INCLUDE_DIR "/usr/local/cuda/include"
+#endif
+
+// ---------------------------------------------------------------------------------------------
+// NVRTC
+// ---------------------------------------------------------------------------------------------
+
+// First line of a compile log that reports an error, for the one-line message.
+static const char *rt_cuda_first_error(rt_arena *a, const char *log) {
+    const char *p = log ? strstr(log, "error") : NULL;
+    if (!p)
+        return "";
+    const char *s = p, *e = p;
+    while (s > log && s[-1] != '\n')
+        s--;
+    while (*e && *e != '\n')
+        e++;
+    size_t n = (size_t)(e - s) < 200 ? (size_t)(e - s) : 200;
+    const char *line = rt_arena_strndup(a, s, n);
+    return line ? line : "";
+}
+
+static const char *rt_cuda_program_log(rt_arena *a, nvrtcProgram prog) {
+    size_t n = 0;
+    if (!prog || nvrtcGetProgramLogSize(prog, &n) != NVRTC_SUCCESS || n == 0)
+        return "";
+    char *log = rt_arena_alloc(a, n + 1);
+    if (!log || nvrtcGetProgramLog(prog, log) != NVRTC_SUCCESS)
+        return "";
+    return log;
+}
+
+// Records a failed NVRTC call: the call's text, NVRTC's message, the first error line of the log
+// in the message and the whole log in err->log.
+static rt_status rt_cuda_nvrtc_fail(rt_arena *a, nvrtcProgram prog, const char *what, nvrtcResult r,
+                                    const char *arch, rt_err *err) {
+    const char *log = rt_cuda_program_log(a, prog);
+    const char *first = rt_cuda_first_error(a, log);
+    rt_status st = rt_fail(err, RT_ERR_BACKEND, RT_NOLOC, "%s failed for %s (%s)%s%s", what, arch,
+                           nvrtcGetErrorString(r), first[0] ? ": " : "", first);
+    if (!err->log)
+        err->log = log;
+    return st;
+}
+
+#define RT_NVRTC(call, a, prog, arch, err)                                                         \
+    do {                                                                                           \
+        nvrtcResult rt_r_ = (call);                                                                \
+        if (rt_r_ != NVRTC_SUCCESS)                                                                \
+            return rt_cuda_nvrtc_fail((a), (prog), #call, rt_r_, (arch), (err));                   \
+    } while (0)
+
+// The architectures this NVRTC can compile for, ascending (queried once).
+static struct {
+    int n;
+    int arch[64];
+    int major, minor;
+} rt_cuda_archs;
+static pthread_once_t rt_cuda_archs_once = PTHREAD_ONCE_INIT;
+
+static void rt_cuda_archs_query(void) {
+    int n = 0;
+    if (nvrtcGetNumSupportedArchs(&n) != NVRTC_SUCCESS || n <= 0 || n > 64)
+        n = 0;
+    if (n > 0 && nvrtcGetSupportedArchs(rt_cuda_archs.arch) != NVRTC_SUCCESS)
+        n = 0;
+    rt_cuda_archs.n = n;
+    if (nvrtcVersion(&rt_cuda_archs.major, &rt_cuda_archs.minor) != NVRTC_SUCCESS)
+        rt_cuda_archs.major = rt_cuda_archs.minor = 0;
+}
+
+// Parses "sm_90a" into 90 and the suffix "a". False when it is not sm_<digits>[letter].
+static bool rt_cuda_parse_arch(const char *arch, int *num, const char **suffix) {
+    if (strncmp(arch, "sm_", 3) != 0)
+        return false;
+    char *end;
+    long v = strtol(arch + 3, &end, 10);
+    if (end == arch + 3 || v <= 0 || v > 10000)
+        return false;
+    *num = (int)v;
+    *suffix = end;
+    return strlen(end) <= 1;
+}
+
+// Picks the arch to compile for: dev->arch when supported; otherwise the nearest supported arch
+// below it (or the lowest, for archs older than every supported one), with a note saying so.
+static rt_status rt_cuda_pick_arch(rt_arena *a, const rt_device *dev, rt_gpu_binary *bin,
+                                   rt_err *err) {
+    int num;
+    const char *suffix;
+    if (!rt_cuda_parse_arch(dev->arch, &num, &suffix))
+        return rt_fail(err, RT_ERR_DEVICE, dev->arch_loc,
+                       "bad arch for class cuda (expected sm_NN, got \"%s\")", dev->arch);
+    pthread_once(&rt_cuda_archs_once, rt_cuda_archs_query);
+    if (rt_cuda_archs.n == 0)
+        return rt_fail(err, RT_ERR_BACKEND, RT_NOLOC,
+                       "nvrtcGetSupportedArchs failed: NVRTC reports no architecture");
+    int pick = -1;
+    for (int i = 0; i < rt_cuda_archs.n; i++) {
+        if (rt_cuda_archs.arch[i] == num) {
+            snprintf(bin->compiled_arch, sizeof bin->compiled_arch, "%s", dev->arch);
+            return RT_OK;
+        }
+        if (rt_cuda_archs.arch[i] < num)
+            pick = rt_cuda_archs.arch[i];
+    }
+    if (pick < 0)
+        pick = rt_cuda_archs.arch[0];
+    snprintf(bin->compiled_arch, sizeof bin->compiled_arch, "sm_%d", pick);
+    bin->note =
+        rt_arena_printf(a, "%s not supported by NVRTC %d.%d; compile-checked for %s", dev->arch,
+                        rt_cuda_archs.major, rt_cuda_archs.minor, bin->compiled_arch);
+    if (!bin->note)
+        return rt_fail(err, RT_ERR_NOMEM, RT_NOLOC, "out of memory");
+    return RT_OK;
+}
+
+static void rt_cuda_program_release(void *h) {
+    nvrtcProgram p = h;
+    nvrtcDestroyProgram(&p);
+}
+
+// The integer right before `phrase` in [s, end), e.g. 40 in "Used 40 registers". -1: absent.
+static int64_t rt_cuda_num_before(const char *s, const char *end, const char *phrase) {
+    size_t n = strlen(phrase);
+    for (const char *p = s; p + n <= end; p++) {
+        if (memcmp(p, phrase, n) != 0)
+            continue;
+        const char *q = p;
+        while (q > s && q[-1] == ' ')
+            q--;
+        const char *d = q;
+        while (d > s && d[-1] >= '0' && d[-1] <= '9')
+            d--;
+        if (d == q)
+            continue;
+        return strtoll(d, NULL, 10);
+    }
+    return -1;
+}
+
+// Reads the ptxas -v report of entry function sym from an NVRTC log:
+//   ptxas info    : Compiling entry function 'sym' for 'sm_80'
+//   ptxas info    : Function properties for sym
+//       0 bytes stack frame, 0 bytes spill stores, 0 bytes spill loads
+//   ptxas info    : Used 40 registers, used 1 barriers, 4096 bytes smem, 392 bytes cmem[0]
+// Returns false when the log has no report for sym.
+static bool rt_cuda_parse_ptxas(const char *log, const char *sym, rt_gpu_resources *res) {
+    static const char marker[] = "Compiling entry function '";
+    const char *s = NULL;
+    for (const char *p = strstr(log, marker); p; p = strstr(p + 1, marker)) {
+        const char *name = p + sizeof marker - 1;
+        size_t n = strlen(sym);
+        if (strncmp(name, sym, n) == 0 && name[n] == '\'') {
+            s = name + n;
+            break;
+        }
+    }
+    if (!s)
+        return false;
+    const char *end = strstr(s, marker);
+    if (!end)
+        end = s + strlen(s);
+    int64_t regs = rt_cuda_num_before(s, end, " registers");
+    if (regs < 0)
+        return false;
+    res->regs = (int32_t)regs;
+    res->spill_store_bytes = rt_max64(rt_cuda_num_before(s, end, " bytes spill stores"), 0);
+    res->spill_load_bytes = rt_max64(rt_cuda_num_before(s, end, " bytes spill loads"), 0);
+    res->stack_frame_bytes = rt_max64(rt_cuda_num_before(s, end, " bytes stack frame"), 0);
+    res->smem_bytes = rt_max64(rt_cuda_num_before(s, end, " bytes smem"), 0);
+    res->barriers = (int32_t)rt_max64(rt_cuda_num_before(s, end, " barriers"), 0);
+    return true;
+}
+
+rt_status rt_gpu_cuda_compile(rt_arena *a, const rt_device *dev, const char *source,
+                              const char *kernel_name, const rt_gpu_compile_options *opts,
+                              rt_gpu_binary *bin, rt_err *err) {
+    RT_TRY(rt_cuda_pick_arch(a, dev, bin, err));
+    const char *arch = bin->compiled_arch;
+    int32_t n_opts = 0;
+    const char **o = rt_arena_calloc(a, (size_t)(8 + rt_max64(opts->n_extra, 0)), sizeof *o);
+    if (!o)
+        return rt_fail(err, RT_ERR_NOMEM, RT_NOLOC, "out of memory");
+    o[n_opts++] = rt_arena_printf(a, "--gpu-architecture=%s", arch);
+    o[n_opts++] = "--ptxas-options=-v";
+    o[n_opts++] = "-I" RT_CUDA_INCLUDE_DIR;
+    o[n_opts++] = "-default-device";
+    o[n_opts++] = "--std=c++17";
+    if (opts->max_regs > 0)
+        o[n_opts++] = rt_arena_printf(a, "--maxrregcount=%d", (int)opts->max_regs);
+    for (int32_t i = 0; i < opts->n_extra; i++)
+        o[n_opts++] = opts->extra[i];
+    rt_buf joined;
+    rt_buf_init(&joined, a);
+    for (int32_t i = 0; i < n_opts; i++) {
+        if (!o[i])
+            return rt_fail(err, RT_ERR_NOMEM, RT_NOLOC, "out of memory");
+        rt_buf_printf(&joined, "%s%s", i ? " " : "", o[i]);
+    }
+    if (joined.oom)
+        return rt_fail(err, RT_ERR_NOMEM, RT_NOLOC, "out of memory");
+    bin->options = joined.data;
+
+    const char *file = rt_arena_printf(a, "%s.cu", kernel_name);
+    nvrtcProgram prog = NULL;
+    RT_NVRTC(nvrtcCreateProgram(&prog, source, file, 0, NULL, NULL), a, NULL, arch, err);
+    if (rt_arena_defer(a, rt_cuda_program_release, prog) != RT_OK) {
+        rt_cuda_program_release(prog);
+        return rt_fail(err, RT_ERR_NOMEM, RT_NOLOC, "out of memory");
+    }
+    RT_NVRTC(nvrtcAddNameExpression(prog, kernel_name), a, prog, arch, err);
+    RT_NVRTC(nvrtcCompileProgram(prog, n_opts, o), a, prog, arch, err);
+    bin->log = rt_cuda_program_log(a, prog);
+    const char *lowered = NULL;
+    RT_NVRTC(nvrtcGetLoweredName(prog, kernel_name, &lowered), a, prog, arch, err);
+    bin->symbol = rt_arena_strdup(a, lowered);
+    size_t n = 0;
+    RT_NVRTC(nvrtcGetCUBINSize(prog, &n), a, prog, arch, err);
+    uint8_t *img = rt_arena_alloc(a, rt_at_least_one(n));
+    if (!img || !bin->symbol)
+        return rt_fail(err, RT_ERR_NOMEM, RT_NOLOC, "out of memory");
+    RT_NVRTC(nvrtcGetCUBIN(prog, (char *)img), a, prog, arch, err);
+    bin->image = img;
+    bin->image_bytes = n;
+    if (!rt_cuda_parse_ptxas(bin->log, bin->symbol, &bin->res)) {
+        rt_status st = rt_fail(err, RT_ERR_BACKEND, RT_NOLOC,
+                               "no ptxas resource report for %s in the NVRTC log (expected "
+                               "\"Used N registers\")",
+                               bin->symbol);
+        err->log = bin->log;
+        return st;
+    }
+    return RT_OK;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Driver (libcuda.so.1, opened at run time)
+// ---------------------------------------------------------------------------------------------
+
+typedef struct rt_cuda_api {
+    CUresult (*init)(unsigned);
+    CUresult (*get_proc_address)(const char *, void **, int, cuuint64_t,
+                                 CUdriverProcAddressQueryResult *);
+    CUresult (*driver_get_version)(int *);
+    CUresult (*device_get_count)(int *);
+    CUresult (*device_get)(CUdevice *, int);
+    CUresult (*device_get_name)(char *, int, CUdevice);
+    CUresult (*device_get_attribute)(int *, CUdevice_attribute, CUdevice);
+    CUresult (*primary_ctx_retain)(CUcontext *, CUdevice);
+    CUresult (*primary_ctx_release)(CUdevice);
+    CUresult (*ctx_set_current)(CUcontext);
+    CUresult (*ctx_synchronize)(void);
+    CUresult (*module_load_data)(CUmodule *, const void *);
+    CUresult (*module_unload)(CUmodule);
+    CUresult (*module_get_function)(CUfunction *, CUmodule, const char *);
+    CUresult (*func_set_attribute)(CUfunction, CUfunction_attribute, int);
+    CUresult (*mem_alloc)(CUdeviceptr *, size_t);
+    CUresult (*mem_free)(CUdeviceptr);
+    CUresult (*memcpy_htod)(CUdeviceptr, const void *, size_t);
+    CUresult (*memcpy_dtoh)(void *, CUdeviceptr, size_t);
+    CUresult (*launch_kernel)(CUfunction, unsigned, unsigned, unsigned, unsigned, unsigned,
+                              unsigned, unsigned, CUstream, void **, void **);
+    CUresult (*event_create)(CUevent *, unsigned);
+    CUresult (*event_record)(CUevent, CUstream);
+    CUresult (*event_synchronize)(CUevent);
+    CUresult (*event_elapsed_time)(float *, CUevent, CUevent);
+    CUresult (*event_destroy)(CUevent);
+    CUresult (*get_error_name)(CUresult, const char **);
+    CUresult (*get_error_string)(CUresult, const char **);
+} rt_cuda_api;
+
+// Entry points resolved after cuInit: the name for cuGetProcAddress_v2 (CUDA 12.0 ABI), and the
+// versioned symbol to dlsym when the driver predates cuGetProcAddress_v2.
+#define RT_CUDA_AT(field) offsetof(rt_cuda_api, field)
+// clang-format off
+static const struct {
+    const char *name, *sym;
+    size_t offset;
+} rt_cuda_entry[] = {
+    {"cuDriverGetVersion",        "cuDriverGetVersion",           RT_CUDA_AT(driver_get_version)},
+    {"cuDeviceGetCount",          "cuDeviceGetCount",             RT_CUDA_AT(device_get_count)},
+    {"cuDeviceGet",               "cuDeviceGet",                  RT_CUDA_AT(device_get)},
+    {"cuDeviceGetName",           "cuDeviceGetName",              RT_CUDA_AT(device_get_name)},
+    {"cuDeviceGetAttribute",      "cuDeviceGetAttribute",         RT_CUDA_AT(device_get_attribute)},
+    {"cuDevicePrimaryCtxRetain",  "cuDevicePrimaryCtxRetain",     RT_CUDA_AT(primary_ctx_retain)},
+    {"cuDevicePrimaryCtxRelease", "cuDevicePrimaryCtxRelease_v2", RT_CUDA_AT(primary_ctx_release)},
+    {"cuCtxSetCurrent",           "cuCtxSetCurrent",              RT_CUDA_AT(ctx_set_current)},
+    {"cuCtxSynchronize",          "cuCtxSynchronize",             RT_CUDA_AT(ctx_synchronize)},
+    {"cuModuleLoadData",          "cuModuleLoadData",             RT_CUDA_AT(module_load_data)},
+    {"cuModuleUnload",            "cuModuleUnload",               RT_CUDA_AT(module_unload)},
+    {"cuModuleGetFunction",       "cuModuleGetFunction",          RT_CUDA_AT(module_get_function)},
+    {"cuFuncSetAttribute",        "cuFuncSetAttribute",           RT_CUDA_AT(func_set_attribute)},
+    {"cuMemAlloc",                "cuMemAlloc_v2",                RT_CUDA_AT(mem_alloc)},
+    {"cuMemFree",                 "cuMemFree_v2",                 RT_CUDA_AT(mem_free)},
+    {"cuMemcpyHtoD",              "cuMemcpyHtoD_v2",              RT_CUDA_AT(memcpy_htod)},
+    {"cuMemcpyDtoH",              "cuMemcpyDtoH_v2",              RT_CUDA_AT(memcpy_dtoh)},
+    {"cuLaunchKernel",            "cuLaunchKernel",               RT_CUDA_AT(launch_kernel)},
+    {"cuEventCreate",             "cuEventCreate",                RT_CUDA_AT(event_create)},
+    {"cuEventRecord",             "cuEventRecord",                RT_CUDA_AT(event_record)},
+    {"cuEventSynchronize",        "cuEventSynchronize",           RT_CUDA_AT(event_synchronize)},
+    {"cuEventElapsedTime",        "cuEventElapsedTime",           RT_CUDA_AT(event_elapsed_time)},
+    {"cuEventDestroy",            "cuEventDestroy_v2",            RT_CUDA_AT(event_destroy)},
+    {"cuGetErrorName",            "cuGetErrorName",               RT_CUDA_AT(get_error_name)},
+    {"cuGetErrorString",          "cuGetErrorString",             RT_CUDA_AT(get_error_string)},
+};
+// clang-format on
+
+typedef struct rt_cuda_module {
+    struct rt_cuda_module *next;
+    const rt_gpu_binary *bin;
+    CUmodule mod;
+    CUfunction fn;
+} rt_cuda_module;
+
+typedef struct rt_cuda_rt {
+    void *lib;
+    rt_cuda_api api;
+    CUdevice device;
+    CUcontext ctx;
+    bool ctx_retained;
+    rt_cuda_module *modules;
+} rt_cuda_rt;
+
+// The name of a driver result; the driver's own when it can say (the stub cannot).
+static const char *rt_cuda_result_name(const rt_cuda_rt *c, CUresult r) {
+    const char *s = NULL;
+    if (c && c->api.get_error_name && c->api.get_error_name(r, &s) == CUDA_SUCCESS && s)
+        return s;
+    switch (r) {
+    case CUDA_ERROR_INVALID_VALUE:
+        return "CUDA_ERROR_INVALID_VALUE";
+    case CUDA_ERROR_OUT_OF_MEMORY:
+        return "CUDA_ERROR_OUT_OF_MEMORY";
+    case CUDA_ERROR_NOT_INITIALIZED:
+        return "CUDA_ERROR_NOT_INITIALIZED";
+    case CUDA_ERROR_STUB_LIBRARY:
+        return "CUDA_ERROR_STUB_LIBRARY";
+    case CUDA_ERROR_NO_DEVICE:
+        return "CUDA_ERROR_NO_DEVICE";
+    case CUDA_ERROR_INVALID_IMAGE:
+        return "CUDA_ERROR_INVALID_IMAGE";
+    case CUDA_ERROR_NO_BINARY_FOR_GPU:
+        return "CUDA_ERROR_NO_BINARY_FOR_GPU";
+    case CUDA_ERROR_NOT_FOUND:
+        return "CUDA_ERROR_NOT_FOUND";
+    case CUDA_ERROR_LAUNCH_OUT_OF_RESOURCES:
+        return "CUDA_ERROR_LAUNCH_OUT_OF_RESOURCES";
+    case CUDA_ERROR_ILLEGAL_ADDRESS:
+        return "CUDA_ERROR_ILLEGAL_ADDRESS";
+    default:
+        return "unknown CUDA error";
+    }
+}
+
+static rt_status rt_cuda_driver_fail(const rt_cuda_rt *c, const char *what, CUresult r,
+                                     rt_err *err) {
+    const char *msg = NULL;
+    if (c->api.get_error_string && c->api.get_error_string(r, &msg) != CUDA_SUCCESS)
+        msg = NULL;
+    return rt_fail(err, RT_ERR_BACKEND, RT_NOLOC, "%s failed: %s (%d)%s%s", what,
+                   rt_cuda_result_name(c, r), (int)r, msg ? ": " : "", msg ? msg : "");
+}
+
+#define RT_CU(c, call, err)                                                                        \
+    do {                                                                                           \
+        CUresult rt_r_ = (c)->api.call;                                                            \
+        if (rt_r_ != CUDA_SUCCESS)                                                                 \
+            return rt_cuda_driver_fail((c), #call, rt_r_, (err));                                  \
+    } while (0)
+
+static void rt_cuda_close(void *h) {
+    rt_cuda_rt *c = h;
+    if (c->ctx && c->api.ctx_set_current)
+        c->api.ctx_set_current(c->ctx);
+    for (rt_cuda_module *m = c->modules; m; m = m->next)
+        c->api.module_unload(m->mod);
+    if (c->ctx_retained)
+        c->api.primary_ctx_release(c->device);
+    if (c->lib)
+        dlclose(c->lib);
+}
+
+// The library to open: $RTGEN_LIBCUDA when set (a driver outside the loader path, or the
+// toolkit's stub for tests), else libcuda.so.1 — never libcuda.so, the link-time stub's name.
+static const char *rt_cuda_lib_name(void) {
+    const char *env = getenv("RTGEN_LIBCUDA");
+    return env && env[0] ? env : "libcuda.so.1";
+}
+
+static rt_status rt_cuda_resolve(rt_cuda_rt *c, rt_err *err) {
+    for (size_t i = 0; i < sizeof rt_cuda_entry / sizeof rt_cuda_entry[0]; i++) {
+        void *p = NULL;
+        if (c->api.get_proc_address) {
+            CUdriverProcAddressQueryResult q;
+            if (c->api.get_proc_address(rt_cuda_entry[i].name, &p, 12000,
+                                        CU_GET_PROC_ADDRESS_DEFAULT, &q) != CUDA_SUCCESS ||
+                q != CU_GET_PROC_ADDRESS_SUCCESS)
+                p = NULL;
+        }
+        if (!p)
+            p = dlsym(c->lib, rt_cuda_entry[i].sym);
+        if (!p)
+            return rt_fail(err, RT_ERR_BACKEND, RT_NOLOC,
+                           "the CUDA driver %s lacks %s (expected a driver for CUDA 12 or newer)",
+                           rt_cuda_lib_name(), rt_cuda_entry[i].name);
+        memcpy((char *)&c->api + rt_cuda_entry[i].offset, &p, sizeof p);
+    }
+    return RT_OK;
+}
+
+// Checks the INI's sm_XY against the live device's compute capability.
+static rt_status rt_cuda_check_arch(rt_gpu_runtime *rt, rt_cuda_rt *c, rt_err *err) {
+    int major = 0, minor = 0, num;
+    const char *suffix;
+    RT_CU(c, device_get_attribute(&major, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR, c->device),
+          err);
+    RT_CU(c, device_get_attribute(&minor, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR, c->device),
+          err);
+    if (!rt_cuda_parse_arch(rt->dev->arch, &num, &suffix) || num != major * 10 + minor)
+        return rt_fail(err, RT_ERR_DEVICE, rt->dev->arch_loc,
+                       "arch does not match the GPU present (expected sm_%d%d for %s, got %s)",
+                       major, minor, rt->device_name, rt->dev->arch);
+    return RT_OK;
+}
+
+rt_status rt_gpu_cuda_open(rt_gpu_runtime *rt, rt_err *err) {
+    rt_cuda_rt *c;
+    RT_ALLOC(rt->arena, c, 1, err);
+    const char *lib = rt_cuda_lib_name();
+    c->lib = dlopen(lib, RTLD_NOW | RTLD_LOCAL);
+    if (!c->lib) {
+        const char *why = dlerror();
+        return rt_fail(err, RT_ERR_BACKEND, RT_NOLOC, RT_GPU_ABSENT_PREFIX "no CUDA driver (%s)",
+                       why ? why : lib);
+    }
+    if (rt_arena_defer(rt->arena, rt_cuda_close, c) != RT_OK) {
+        dlclose(c->lib);
+        return rt_fail(err, RT_ERR_NOMEM, RT_NOLOC, "out of memory");
+    }
+    void *p_init = dlsym(c->lib, "cuInit");
+    void *p_gpa = dlsym(c->lib, "cuGetProcAddress_v2");
+    void *p_name = dlsym(c->lib, "cuGetErrorName");
+    memcpy(&c->api.init, &p_init, sizeof p_init);
+    memcpy(&c->api.get_proc_address, &p_gpa, sizeof p_gpa);
+    memcpy(&c->api.get_error_name, &p_name, sizeof p_name);
+    if (!c->api.init)
+        return rt_fail(err, RT_ERR_BACKEND, RT_NOLOC, "the CUDA driver %s lacks cuInit", lib);
+    CUresult r = c->api.init(0);
+    if (r == CUDA_ERROR_STUB_LIBRARY)
+        return rt_fail(err, RT_ERR_BACKEND, RT_NOLOC,
+                       RT_GPU_ABSENT_PREFIX "the CUDA driver %s is the toolkit's stub library "
+                                            "(cuInit returned CUDA_ERROR_STUB_LIBRARY)",
+                       lib);
+    if (r == CUDA_ERROR_NO_DEVICE)
+        return rt_fail(err, RT_ERR_BACKEND, RT_NOLOC,
+                       RT_GPU_ABSENT_PREFIX
+                       "no CUDA device (cuInit returned CUDA_ERROR_NO_DEVICE)");
+    if (r != CUDA_SUCCESS)
+        return rt_cuda_driver_fail(c, "cuInit(0)", r, err);
+    RT_TRY(rt_cuda_resolve(c, err));
+    int count = 0;
+    RT_CU(c, device_get_count(&count), err);
+    if (count <= 0)
+        return rt_fail(err, RT_ERR_BACKEND, RT_NOLOC,
+                       RT_GPU_ABSENT_PREFIX "no CUDA device (cuDeviceGetCount returned 0)");
+    RT_CU(c, device_get(&c->device, 0), err);
+    RT_CU(c, device_get_name(rt->device_name, (int)sizeof rt->device_name - 1, c->device), err);
+    RT_TRY(rt_cuda_check_arch(rt, c, err));
+    RT_CU(c, primary_ctx_retain(&c->ctx, c->device), err);
+    c->ctx_retained = true;
+    RT_CU(c, ctx_set_current(c->ctx), err);
+    rt->impl = c;
+    return RT_OK;
+}
+
+static rt_status rt_cuda_function(rt_gpu_runtime *rt, rt_cuda_rt *c, const rt_gpu_binary *bin,
+                                  CUfunction *out, rt_err *err) {
+    for (rt_cuda_module *m = c->modules; m; m = m->next) {
+        if (m->bin == bin) {
+            *out = m->fn;
+            return RT_OK;
+        }
+    }
+    if (!bin->image || bin->image_bytes == 0)
+        return rt_fail(err, RT_ERR_BACKEND, RT_NOLOC, "kernel %s has no CUBIN", bin->kernel_name);
+    rt_cuda_module *m;
+    RT_ALLOC(rt->arena, m, 1, err);
+    RT_CU(c, module_load_data(&m->mod, bin->image), err);
+    m->bin = bin;
+    m->next = c->modules;
+    c->modules = m;
+    RT_CU(c, module_get_function(&m->fn, m->mod, bin->symbol ? bin->symbol : bin->kernel_name),
+          err);
+    *out = m->fn;
+    return RT_OK;
+}
+
+// The launch itself, with the device buffers already in place.
+static rt_status rt_cuda_launch_all(rt_cuda_rt *c, CUfunction fn, const rt_gpu_exec *x,
+                                    void **params, rt_err *err) {
+    const rt_gpu_launch *g = x->cfg;
+    unsigned gd[3], bd[3];
+    for (int d = 0; d < 3; d++) {
+        gd[d] = (unsigned)(g->grid[d] > 0 ? g->grid[d] : 1);
+        bd[d] = (unsigned)(g->block[d] > 0 ? g->block[d] : 1);
+    }
+    unsigned smem = (unsigned)g->dyn_smem_bytes;
+    if (x->reps == 0) {
+        RT_CU(c,
+              launch_kernel(fn, gd[0], gd[1], gd[2], bd[0], bd[1], bd[2], smem, NULL, params, NULL),
+              err);
+        RT_CU(c, ctx_synchronize(), err);
+        return RT_OK;
+    }
+    for (int32_t i = 0; i < x->warmup; i++)
+        RT_CU(c,
+              launch_kernel(fn, gd[0], gd[1], gd[2], bd[0], bd[1], bd[2], smem, NULL, params, NULL),
+              err);
+    CUevent ev[2] = {NULL, NULL};
+    rt_status st = RT_OK;
+    CUresult r = c->api.event_create(&ev[0], CU_EVENT_DEFAULT);
+    if (r == CUDA_SUCCESS)
+        r = c->api.event_create(&ev[1], CU_EVENT_DEFAULT);
+    for (int32_t i = 0; r == CUDA_SUCCESS && i < x->reps; i++) {
+        float ms = 0.0f;
+        r = c->api.event_record(ev[0], NULL);
+        if (r == CUDA_SUCCESS)
+            r = c->api.launch_kernel(fn, gd[0], gd[1], gd[2], bd[0], bd[1], bd[2], smem, NULL,
+                                     params, NULL);
+        if (r == CUDA_SUCCESS)
+            r = c->api.event_record(ev[1], NULL);
+        if (r == CUDA_SUCCESS)
+            r = c->api.event_synchronize(ev[1]);
+        if (r == CUDA_SUCCESS)
+            r = c->api.event_elapsed_time(&ms, ev[0], ev[1]);
+        x->samples_ns[i] = (double)ms * 1e6;
+    }
+    if (r != CUDA_SUCCESS)
+        st = rt_cuda_driver_fail(
+            c, "timed launch (cuEventRecord/cuLaunchKernel/cuEventElapsedTime)", r, err);
+    for (int k = 0; k < 2; k++)
+        if (ev[k])
+            c->api.event_destroy(ev[k]);
+    return st;
+}
+
+rt_status rt_gpu_cuda_exec(rt_gpu_runtime *rt, rt_gpu_exec *x, rt_err *err) {
+    rt_cuda_rt *c = rt->impl;
+    RT_CU(c, ctx_set_current(c->ctx), err);
+    CUfunction fn = NULL;
+    RT_TRY(rt_cuda_function(rt, c, x->bin, &fn, err));
+    if (x->cfg->dyn_smem_bytes > 48 * 1024)
+        RT_CU(c,
+              func_set_attribute(fn, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
+                                 (int)x->cfg->dyn_smem_bytes),
+              err);
+    int32_t n = x->n_args;
+    CUdeviceptr *dptr = calloc(rt_at_least_one((size_t)n), sizeof *dptr);
+    void **params = calloc(rt_at_least_one((size_t)n), sizeof *params);
+    union {
+        int32_t i32;
+        int64_t i64;
+        float f32;
+        double f64;
+    } *scalars = calloc(rt_at_least_one((size_t)n), sizeof *scalars);
+    rt_status st = RT_OK;
+    if (!dptr || !params || !scalars)
+        st = rt_fail(err, RT_ERR_NOMEM, RT_NOLOC, "out of memory");
+    for (int32_t i = 0; st == RT_OK && i < n; i++) {
+        const rt_gpu_arg *g = &x->args[i];
+        CUresult r = CUDA_SUCCESS;
+        switch (g->kind) {
+        case RT_GPU_ARG_BUFFER:
+            r = c->api.mem_alloc(&dptr[i], rt_gpu_arg_bytes(g));
+            if (r == CUDA_SUCCESS)
+                r = c->api.memcpy_htod(dptr[i], x->host_staging[i], rt_gpu_arg_bytes(g));
+            params[i] = &dptr[i];
+            break;
+        case RT_GPU_ARG_I32:
+            scalars[i].i32 = (int32_t)g->i;
+            params[i] = &scalars[i].i32;
+            break;
+        case RT_GPU_ARG_I64:
+            scalars[i].i64 = g->i;
+            params[i] = &scalars[i].i64;
+            break;
+        case RT_GPU_ARG_F32:
+            scalars[i].f32 = (float)g->f;
+            params[i] = &scalars[i].f32;
+            break;
+        case RT_GPU_ARG_F64:
+            scalars[i].f64 = g->f;
+            params[i] = &scalars[i].f64;
+            break;
+        default:
+            st = rt_fail(err, RT_ERR_BACKEND, RT_NOLOC,
+                         "argument %d: local buffers are for opencl (expected dyn_smem_bytes on "
+                         "cuda)",
+                         (int)i);
+            break;
+        }
+        if (r != CUDA_SUCCESS)
+            st = rt_cuda_driver_fail(c, "cuMemAlloc/cuMemcpyHtoD", r, err);
+    }
+    if (st == RT_OK)
+        st = rt_cuda_launch_all(c, fn, x, params, err);
+    for (int32_t i = 0; st == RT_OK && x->reps == 0 && i < n; i++) {
+        const rt_gpu_arg *g = &x->args[i];
+        if (g->kind != RT_GPU_ARG_BUFFER || !g->copy_out)
+            continue;
+        CUresult r = c->api.memcpy_dtoh(x->host_staging[i], dptr[i], rt_gpu_arg_bytes(g));
+        if (r != CUDA_SUCCESS)
+            st = rt_cuda_driver_fail(c, "cuMemcpyDtoH", r, err);
+    }
+    for (int32_t i = 0; dptr && i < n; i++)
+        if (dptr[i])
+            c->api.mem_free(dptr[i]);
+    free(dptr);
+    free(params);
+    free(scalars);
+    return st;
+}
+
+#else // !RT_WITH_CUDA
+
+rt_status rt_gpu_cuda_compile(rt_arena *a, const rt_device *dev, const char *source,
+                              const char *kernel_name, const rt_gpu_compile_options *opts,
+                              rt_gpu_binary *bin, rt_err *err) {
+    (void)a, (void)dev, (void)source, (void)kernel_name, (void)opts, (void)bin;
+    return rt_fail(err, RT_ERR_BACKEND, RT_NOLOC,
+                   "not built with CUDA (NVRTC was not found when rtgen was configured)");
+}
+
+rt_status rt_gpu_cuda_open(rt_gpu_runtime *rt, rt_err *err) {
+    (void)rt;
+    return rt_fail(err, RT_ERR_BACKEND, RT_NOLOC,
+                   RT_GPU_ABSENT_PREFIX "not built with CUDA (the CUDA toolkit was not found "
+                                        "when rtgen was configured)");
+}
+
+rt_status rt_gpu_cuda_exec(rt_gpu_runtime *rt, rt_gpu_exec *x, rt_err *err) {
+    (void)rt, (void)x;
+    return rt_fail(err, RT_ERR_BACKEND, RT_NOLOC, "not built with CUDA");
+}
+
+#endif

@@ -1,0 +1,639 @@
+// hal-gpu.c: the class-independent part of the GPU backends declared in hal-gpu.h — dispatch on
+// dev->devclass to hal-cuda.c / hal-hip.c / hal-opencl.c, the occupancy calculator fed by the
+// INI numbers, parallel compilation with a timeout per source (pthreads; each worker compiles
+// into its own arena, the result is copied into the caller's), and the conversion of host
+// doubles to and from the device data types around a launch.
+#include "hal-gpu.h"
+
+#include <errno.h>
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+// ---------------------------------------------------------------------------------------------
+// Occupancy
+// ---------------------------------------------------------------------------------------------
+
+// The level the blocks of a unit share (shared memory / LDS): the lowest explicit level with
+// scope unit or block above global. NULL when the device has none.
+static const rt_mem_level *rt_gpu_shared_level(const rt_device *dev) {
+    for (int32_t i = 1; i < dev->n_levels - 1; i++) {
+        const rt_mem_level *l = &dev->level[i];
+        if (l->managed == RT_MEM_EXPLICIT &&
+            (l->scope == RT_MEM_SCOPE_UNIT || l->scope == RT_MEM_SCOPE_BLOCK))
+            return l;
+    }
+    return NULL;
+}
+
+rt_status rt_gpu_occupancy_of(const rt_device *dev, const rt_gpu_resources *res,
+                              int32_t threads_per_block, rt_gpu_occupancy *out, rt_err *err) {
+    memset(out, 0, sizeof *out);
+    out->threads_per_block = threads_per_block;
+    out->limiter = "threads";
+    if (dev->lanes <= 0 || dev->max_threads_per_unit <= 0 || dev->max_threads_per_block <= 0)
+        return rt_fail(err, RT_ERR_DEVICE, dev->origin,
+                       "device %s lacks the GPU keys lanes, max_threads_per_block and "
+                       "max_threads_per_unit (needed for occupancy)",
+                       dev->name);
+    if (threads_per_block <= 0 || threads_per_block > dev->max_threads_per_block)
+        return rt_fail(err, RT_ERR_DEVICE, dev->origin,
+                       "threads per block out of range (expected 1..%d, got %d)",
+                       (int)dev->max_threads_per_block, (int)threads_per_block);
+    int64_t warps = rt_ceil_div(threads_per_block, dev->lanes);
+    int64_t threads_alloc = warps * dev->lanes;
+    int64_t blocks = dev->max_threads_per_unit / threads_alloc;
+    if (dev->max_blocks_per_unit > 0 && dev->max_blocks_per_unit < blocks) {
+        blocks = dev->max_blocks_per_unit;
+        out->limiter = "blocks";
+    }
+    if (res->regs > 0 && dev->regs_per_unit > 0) {
+        // CUDA allocates registers per warp in granules of 256; AMD allocates VGPRs per lane in
+        // granules of 8 (gfx90a; gfx9 uses 4, 8 is the conservative choice).
+        int64_t per_warp = dev->devclass == RT_DEVCLASS_HIP
+                               ? rt_round_up(res->regs, 8) * dev->lanes
+                               : rt_round_up((int64_t)res->regs * dev->lanes, 256);
+        int64_t by_regs = dev->regs_per_unit / (per_warp * warps);
+        if (by_regs < blocks) {
+            blocks = by_regs;
+            out->limiter = "registers";
+        }
+    }
+    const rt_mem_level *sh = rt_gpu_shared_level(dev);
+    if (res->smem_bytes > 0 && sh && sh->capacity_bytes > 0) {
+        int64_t by_smem = sh->capacity_bytes / res->smem_bytes;
+        if (by_smem < blocks) {
+            blocks = by_smem;
+            out->limiter = "shared memory";
+        }
+    }
+    out->blocks_per_unit = (int32_t)blocks;
+    out->occupancy = (double)(blocks * threads_alloc) / (double)dev->max_threads_per_unit;
+    return RT_OK;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Compilation
+// ---------------------------------------------------------------------------------------------
+
+static bool rt_gpu_is_gpu_class(rt_devclass c) {
+    return c == RT_DEVCLASS_CUDA || c == RT_DEVCLASS_HIP || c == RT_DEVCLASS_OPENCL;
+}
+
+static double rt_gpu_now_ms(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec * 1e-6;
+}
+
+rt_status rt_gpu_compile(rt_arena *a, const rt_device *dev, const char *source,
+                         const char *kernel_name, const rt_gpu_compile_options *opts,
+                         rt_gpu_binary **out, rt_err *err) {
+    *out = NULL;
+    if (!rt_gpu_is_gpu_class(dev->devclass))
+        return rt_fail(err, RT_ERR_DEVICE, dev->origin,
+                       "device %s is not a GPU class (expected cuda, hip or opencl, got %s)",
+                       dev->name, rt_devclass_name(dev->devclass));
+    if (!source || !kernel_name || !kernel_name[0])
+        return rt_fail(err, RT_ERR_BACKEND, RT_NOLOC, "no kernel source or kernel name given");
+    rt_gpu_compile_options none = {0};
+    if (!opts)
+        opts = &none;
+    rt_gpu_binary *bin;
+    RT_ALLOC(a, bin, 1, err);
+    bin->devclass = dev->devclass;
+    bin->kernel_name = rt_arena_strdup(a, kernel_name);
+    bin->source = rt_arena_strdup(a, source);
+    if (!bin->kernel_name || !bin->source)
+        return rt_fail(err, RT_ERR_NOMEM, RT_NOLOC, "out of memory");
+    bin->res = (rt_gpu_resources){.regs = -1,
+                                  .sregs = -1,
+                                  .spill_store_bytes = -1,
+                                  .spill_load_bytes = -1,
+                                  .smem_bytes = -1,
+                                  .stack_frame_bytes = -1,
+                                  .barriers = -1,
+                                  .max_threads_per_block = -1};
+    double t0 = rt_gpu_now_ms();
+    switch (dev->devclass) {
+    case RT_DEVCLASS_CUDA:
+        RT_TRY(rt_gpu_cuda_compile(a, dev, source, kernel_name, opts, bin, err));
+        break;
+    case RT_DEVCLASS_HIP:
+        RT_TRY(rt_gpu_hip_compile(a, dev, source, kernel_name, opts, bin, err));
+        break;
+    default:
+        RT_TRY(rt_gpu_opencl_compile(a, dev, source, kernel_name, opts, bin, err));
+        break;
+    }
+    bin->compile_ms = rt_gpu_now_ms() - t0;
+    int32_t tpb =
+        opts->threads_per_block > 0 ? opts->threads_per_block : dev->max_threads_per_block;
+    if (bin->res.max_threads_per_block > 0 && tpb > bin->res.max_threads_per_block &&
+        opts->threads_per_block == 0)
+        tpb = bin->res.max_threads_per_block;
+    RT_TRY(rt_gpu_occupancy_of(dev, &bin->res, tpb, &bin->occ, err));
+    *out = bin;
+    return RT_OK;
+}
+
+// Deep copy of a worker's binary into the caller's arena.
+static const char *rt_gpu_dup(rt_arena *a, const char *s, bool *oom) {
+    if (!s)
+        return NULL;
+    char *d = rt_arena_strdup(a, s);
+    *oom |= d == NULL;
+    return d;
+}
+
+static rt_gpu_binary *rt_gpu_binary_copy(rt_arena *a, const rt_gpu_binary *src) {
+    rt_gpu_binary *b = rt_arena_alloc(a, sizeof *b);
+    if (!b)
+        return NULL;
+    *b = *src;
+    bool oom = false;
+    b->kernel_name = rt_gpu_dup(a, src->kernel_name, &oom);
+    b->symbol = rt_gpu_dup(a, src->symbol, &oom);
+    b->note = rt_gpu_dup(a, src->note, &oom);
+    b->source = rt_gpu_dup(a, src->source, &oom);
+    b->options = rt_gpu_dup(a, src->options, &oom);
+    b->log = rt_gpu_dup(a, src->log, &oom);
+    b->occ.limiter = src->occ.limiter; // static strings
+    if (src->image_bytes > 0) {
+        uint8_t *img = rt_arena_alloc(a, src->image_bytes);
+        if (img)
+            memcpy(img, src->image, src->image_bytes);
+        b->image = img;
+        oom |= img == NULL;
+    }
+    return oom ? NULL : b;
+}
+
+// One compile handed to a worker thread. Shared between the caller and the worker under
+// rt_gpu_pool_mu; whoever sees it last frees it (the worker when the caller abandoned it).
+typedef struct rt_gpu_task {
+    const rt_device *dev; // a private copy (the caller's may be gone when abandoned)
+    rt_device dev_copy;
+    rt_gpu_compile_options opts;
+    char *source, *kernel_name; // owned
+    rt_arena *arena;            // owned: the worker's allocations
+    rt_gpu_binary *bin;
+    rt_status status;
+    rt_err err;
+    bool done, abandoned;
+    pthread_t thread;
+} rt_gpu_task;
+
+static pthread_mutex_t rt_gpu_pool_mu = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t rt_gpu_pool_cv = PTHREAD_COND_INITIALIZER;
+static int32_t rt_gpu_pool_pending; // abandoned tasks still running
+
+static void rt_gpu_task_free(rt_gpu_task *t) {
+    if (t->arena)
+        rt_arena_free(t->arena);
+    free(t->source);
+    free(t->kernel_name);
+    free(t);
+}
+
+static void *rt_gpu_task_main(void *p) {
+    rt_gpu_task *t = p;
+    rt_gpu_binary *bin = NULL;
+    rt_err e;
+    rt_err_clear(&e);
+    rt_status st = rt_gpu_compile(t->arena, t->dev, t->source, t->kernel_name, &t->opts, &bin, &e);
+    pthread_mutex_lock(&rt_gpu_pool_mu);
+    t->bin = bin;
+    t->status = st;
+    t->err = e;
+    t->done = true;
+    bool abandoned = t->abandoned;
+    if (abandoned)
+        rt_gpu_pool_pending--;
+    pthread_cond_broadcast(&rt_gpu_pool_cv);
+    pthread_mutex_unlock(&rt_gpu_pool_mu);
+    if (abandoned)
+        rt_gpu_task_free(t);
+    return NULL;
+}
+
+int32_t rt_gpu_compile_pending(void) {
+    pthread_mutex_lock(&rt_gpu_pool_mu);
+    int32_t n = rt_gpu_pool_pending;
+    pthread_mutex_unlock(&rt_gpu_pool_mu);
+    return n;
+}
+
+// Moves a finished task's outcome into the caller's job (arena a).
+static void rt_gpu_task_harvest(rt_arena *a, rt_gpu_task *t, rt_gpu_compile_job *job) {
+    rt_err_clear(&job->err);
+    job->status = t->status;
+    job->out = NULL;
+    if (t->status == RT_OK) {
+        job->out = rt_gpu_binary_copy(a, t->bin);
+        if (!job->out)
+            job->status = rt_fail(&job->err, RT_ERR_NOMEM, RT_NOLOC, "out of memory");
+        return;
+    }
+    job->err = t->err;
+    if (t->err.log)
+        job->err.log = rt_arena_strdup(a, t->err.log);
+}
+
+static struct timespec rt_gpu_deadline(double timeout_s) {
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    double whole = (double)(int64_t)timeout_s;
+    ts.tv_sec += (time_t)whole;
+    ts.tv_nsec += (long)((timeout_s - whole) * 1e9);
+    if (ts.tv_nsec >= 1000000000L) {
+        ts.tv_sec++;
+        ts.tv_nsec -= 1000000000L;
+    }
+    return ts;
+}
+
+static bool rt_gpu_past(const struct timespec *now, const struct timespec *t) {
+    return now->tv_sec > t->tv_sec || (now->tv_sec == t->tv_sec && now->tv_nsec >= t->tv_nsec);
+}
+
+rt_status rt_gpu_compile_many(rt_arena *a, const rt_device *dev, const rt_gpu_compile_options *opts,
+                              int32_t n_threads, rt_gpu_compile_job *jobs, int32_t n, rt_err *err) {
+    if (n < 0 || (n > 0 && !jobs))
+        return rt_fail(err, RT_ERR_BACKEND, RT_NOLOC, "bad job list (expected n >= 0, got %d)",
+                       (int)n);
+    rt_gpu_compile_options none = {0};
+    if (!opts)
+        opts = &none;
+    double timeout_s = opts->timeout_s > 0.0 ? opts->timeout_s : 120.0;
+    if (n_threads <= 0)
+        n_threads = 2;
+    rt_gpu_task **tasks = rt_arena_calloc(a, rt_at_least_one((size_t)n), sizeof *tasks);
+    struct timespec *deadline = rt_arena_calloc(a, rt_at_least_one((size_t)n), sizeof *deadline);
+    if (!tasks || !deadline)
+        return rt_fail(err, RT_ERR_NOMEM, RT_NOLOC, "out of memory");
+    for (int32_t i = 0; i < n; i++) {
+        jobs[i].out = NULL;
+        jobs[i].status = RT_ERR_BACKEND;
+        rt_err_clear(&jobs[i].err);
+    }
+
+    int32_t next = 0, running = 0, finished = 0;
+    pthread_mutex_lock(&rt_gpu_pool_mu);
+    while (finished < n) {
+        // Start tasks while there is room.
+        while (next < n && running < n_threads) {
+            int32_t i = next++;
+            rt_gpu_task *t = calloc(1, sizeof *t);
+            if (t) {
+                rt_hal_device_copy(&t->dev_copy, dev);
+                t->dev = &t->dev_copy;
+                t->opts = *opts;
+                t->opts.n_extra = 0; // the extra options are the caller's: copy them below
+                t->opts.extra = NULL;
+                t->source = strdup(jobs[i].source ? jobs[i].source : "");
+                t->kernel_name = strdup(jobs[i].kernel_name ? jobs[i].kernel_name : "");
+                t->arena = rt_arena_new(1 << 16);
+            }
+            char **extra = NULL;
+            bool ok = t && t->source && t->kernel_name && t->arena;
+            if (ok && opts->n_extra > 0) {
+                extra = rt_arena_calloc(t->arena, (size_t)opts->n_extra, sizeof *extra);
+                ok = extra != NULL;
+                for (int32_t k = 0; ok && k < opts->n_extra; k++)
+                    ok = (extra[k] = rt_arena_strdup(t->arena, opts->extra[k])) != NULL;
+                t->opts.n_extra = opts->n_extra;
+                t->opts.extra = (const char *const *)extra;
+            }
+            if (ok && pthread_create(&t->thread, NULL, rt_gpu_task_main, t) != 0)
+                ok = false;
+            if (!ok) {
+                if (t)
+                    rt_gpu_task_free(t);
+                jobs[i].status =
+                    rt_fail(&jobs[i].err, RT_ERR_NOMEM, RT_NOLOC, "cannot start a compile thread");
+                finished++;
+                continue;
+            }
+            tasks[i] = t;
+            deadline[i] = rt_gpu_deadline(timeout_s);
+            running++;
+        }
+        // Harvest finished tasks and abandon late ones.
+        struct timespec now, earliest = {0, 0};
+        clock_gettime(CLOCK_REALTIME, &now);
+        bool any_wait = false, progress = false;
+        for (int32_t i = 0; i < next; i++) {
+            rt_gpu_task *t = tasks[i];
+            if (!t)
+                continue;
+            if (t->done) {
+                pthread_mutex_unlock(&rt_gpu_pool_mu);
+                pthread_join(t->thread, NULL);
+                rt_gpu_task_harvest(a, t, &jobs[i]);
+                rt_gpu_task_free(t);
+                pthread_mutex_lock(&rt_gpu_pool_mu);
+            } else if (rt_gpu_past(&now, &deadline[i])) {
+                t->abandoned = true;
+                rt_gpu_pool_pending++;
+                pthread_detach(t->thread);
+                jobs[i].status =
+                    rt_fail(&jobs[i].err, RT_ERR_BACKEND, RT_NOLOC,
+                            "compile of %s timed out (expected at most %g s)",
+                            jobs[i].kernel_name ? jobs[i].kernel_name : "(null)", timeout_s);
+            } else {
+                if (!any_wait || !rt_gpu_past(&deadline[i], &earliest))
+                    earliest = deadline[i];
+                any_wait = true;
+                continue;
+            }
+            tasks[i] = NULL;
+            running--;
+            finished++;
+            progress = true;
+        }
+        if (!progress && any_wait) {
+            int rc = pthread_cond_timedwait(&rt_gpu_pool_cv, &rt_gpu_pool_mu, &earliest);
+            (void)rc; // ETIMEDOUT or a wake-up: both rescan
+        }
+    }
+    pthread_mutex_unlock(&rt_gpu_pool_mu);
+    return RT_OK;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Runtime
+// ---------------------------------------------------------------------------------------------
+
+bool rt_gpu_err_is_absent(const rt_err *err) {
+    return err->status == RT_ERR_BACKEND &&
+           strncmp(err->msg, RT_GPU_ABSENT_PREFIX, strlen(RT_GPU_ABSENT_PREFIX)) == 0;
+}
+
+const char *rt_gpu_runtime_device_name(const rt_gpu_runtime *rt) {
+    return rt->device_name;
+}
+
+rt_status rt_gpu_runtime_open(rt_arena *a, const rt_device *dev, rt_gpu_runtime **out,
+                              rt_err *err) {
+    *out = NULL;
+    if (!rt_gpu_is_gpu_class(dev->devclass))
+        return rt_fail(err, RT_ERR_DEVICE, dev->origin,
+                       "device %s is not a GPU class (expected cuda, hip or opencl, got %s)",
+                       dev->name, rt_devclass_name(dev->devclass));
+    rt_gpu_runtime *rt;
+    RT_ALLOC(a, rt, 1, err);
+    rt->devclass = dev->devclass;
+    rt->dev = dev;
+    rt->arena = a;
+    switch (dev->devclass) {
+    case RT_DEVCLASS_CUDA:
+        RT_TRY(rt_gpu_cuda_open(rt, err));
+        break;
+    case RT_DEVCLASS_HIP:
+        RT_TRY(rt_gpu_hip_open(rt, err));
+        break;
+    default:
+        RT_TRY(rt_gpu_opencl_open(rt, err));
+        break;
+    }
+    *out = rt;
+    return RT_OK;
+}
+
+size_t rt_gpu_arg_bytes(const rt_gpu_arg *arg) {
+    return (size_t)arg->n_elems * (size_t)rt_dtype_bytes(arg->dtype);
+}
+
+// IEEE binary16 from a float, round to nearest even (handles subnormals, overflow to inf, NaN).
+static uint16_t rt_gpu_f32_to_f16(float f) {
+    uint32_t x;
+    memcpy(&x, &f, 4);
+    uint32_t sign = (x >> 16) & 0x8000u, exp = (x >> 23) & 0xffu, man = x & 0x7fffffu;
+    if (exp == 0xffu)
+        return (uint16_t)(sign | 0x7c00u | (man ? 0x200u : 0u));
+    int32_t e = (int32_t)exp - 127 + 15;
+    if (e >= 31)
+        return (uint16_t)(sign | 0x7c00u);
+    if (e <= 0) {
+        if (e < -10)
+            return (uint16_t)sign;
+        man |= 0x800000u;
+        uint32_t shift = (uint32_t)(14 - e);
+        uint32_t h = man >> shift, rem = man & ((1u << shift) - 1u), half = 1u << (shift - 1);
+        if (rem > half || (rem == half && (h & 1u)))
+            h++;
+        return (uint16_t)(sign | h);
+    }
+    uint32_t h = ((uint32_t)e << 10) | (man >> 13), rem = man & 0x1fffu;
+    if (rem > 0x1000u || (rem == 0x1000u && (h & 1u)))
+        h++; // may carry into the exponent, up to inf: correct
+    return (uint16_t)(sign | h);
+}
+
+static float rt_gpu_f16_to_f32(uint16_t h) {
+    uint32_t sign = (uint32_t)(h & 0x8000u) << 16, exp = (h >> 10) & 0x1fu, man = h & 0x3ffu, x;
+    if (exp == 0x1fu) {
+        x = sign | 0x7f800000u | (man << 13);
+    } else if (exp == 0) {
+        if (man == 0) {
+            x = sign;
+        } else {
+            int32_t e = -1;
+            do {
+                man <<= 1;
+                e++;
+            } while (!(man & 0x400u));
+            x = sign | ((uint32_t)(127 - 15 - e) << 23) | ((man & 0x3ffu) << 13);
+        }
+    } else {
+        x = sign | ((exp - 15 + 127) << 23) | (man << 13);
+    }
+    float f;
+    memcpy(&f, &x, 4);
+    return f;
+}
+
+static uint16_t rt_gpu_f32_to_bf16(float f) {
+    uint32_t x;
+    memcpy(&x, &f, 4);
+    if ((x & 0x7fffffffu) > 0x7f800000u)
+        return (uint16_t)((x >> 16) | 0x40u);
+    uint32_t lsb = (x >> 16) & 1u;
+    x += 0x7fffu + lsb;
+    return (uint16_t)(x >> 16);
+}
+
+static float rt_gpu_bf16_to_f32(uint16_t h) {
+    uint32_t x = (uint32_t)h << 16;
+    float f;
+    memcpy(&f, &x, 4);
+    return f;
+}
+
+static void rt_gpu_pack(const rt_gpu_arg *arg, void *dst) {
+    for (int64_t i = 0; i < arg->n_elems; i++) {
+        double v = arg->host ? arg->host[i] : 0.0;
+        switch (arg->dtype) {
+        case RT_DTYPE_F32:
+            ((float *)dst)[i] = (float)v;
+            break;
+        case RT_DTYPE_F64:
+            ((double *)dst)[i] = v;
+            break;
+        case RT_DTYPE_F16:
+            ((uint16_t *)dst)[i] = rt_gpu_f32_to_f16((float)v);
+            break;
+        case RT_DTYPE_BF16:
+            ((uint16_t *)dst)[i] = rt_gpu_f32_to_bf16((float)v);
+            break;
+        case RT_DTYPE_I32:
+            ((int32_t *)dst)[i] = (int32_t)rt_dtype_round(RT_DTYPE_I32, v);
+            break;
+        case RT_DTYPE_I8:
+            ((int8_t *)dst)[i] = (int8_t)rt_dtype_round(RT_DTYPE_I8, v);
+            break;
+        default:
+            break;
+        }
+    }
+}
+
+static void rt_gpu_unpack(const void *src, rt_gpu_arg *arg) {
+    for (int64_t i = 0; i < arg->n_elems; i++) {
+        double v = 0.0;
+        switch (arg->dtype) {
+        case RT_DTYPE_F32:
+            v = (double)((const float *)src)[i];
+            break;
+        case RT_DTYPE_F64:
+            v = ((const double *)src)[i];
+            break;
+        case RT_DTYPE_F16:
+            v = (double)rt_gpu_f16_to_f32(((const uint16_t *)src)[i]);
+            break;
+        case RT_DTYPE_BF16:
+            v = (double)rt_gpu_bf16_to_f32(((const uint16_t *)src)[i]);
+            break;
+        case RT_DTYPE_I32:
+            v = (double)((const int32_t *)src)[i];
+            break;
+        case RT_DTYPE_I8:
+            v = (double)((const int8_t *)src)[i];
+            break;
+        default:
+            break;
+        }
+        arg->host[i] = v;
+    }
+}
+
+static rt_status rt_gpu_exec_dispatch(rt_gpu_runtime *rt, rt_gpu_exec *x, rt_err *err) {
+    switch (rt->devclass) {
+    case RT_DEVCLASS_CUDA:
+        return rt_gpu_cuda_exec(rt, x, err);
+    case RT_DEVCLASS_HIP:
+        return rt_gpu_hip_exec(rt, x, err);
+    default:
+        return rt_gpu_opencl_exec(rt, x, err);
+    }
+}
+
+// Checks the arguments and converts the buffers; the staging memory is malloc'd (it may be
+// large and lives only for one call) and freed by rt_gpu_exec_run.
+static rt_status rt_gpu_exec_run(rt_gpu_runtime *rt, rt_gpu_exec *x, rt_err *err) {
+    if (x->bin->devclass != rt->devclass)
+        return rt_fail(err, RT_ERR_BACKEND, RT_NOLOC,
+                       "kernel %s was compiled for class %s (expected %s)", x->bin->kernel_name,
+                       rt_devclass_name(x->bin->devclass), rt_devclass_name(rt->devclass));
+    if (x->n_args < 0 || (x->n_args > 0 && !x->args))
+        return rt_fail(err, RT_ERR_BACKEND, RT_NOLOC, "bad argument list");
+    for (int32_t i = 0; i < x->n_args; i++) {
+        const rt_gpu_arg *g = &x->args[i];
+        if ((unsigned)g->kind >= RT_GPU_ARG_COUNT)
+            return rt_fail(err, RT_ERR_BACKEND, RT_NOLOC, "argument %d has a bad kind (got %d)",
+                           (int)i, (int)g->kind);
+        if (g->kind == RT_GPU_ARG_BUFFER &&
+            (g->n_elems <= 0 || (unsigned)g->dtype >= RT_DTYPE_COUNT || (g->copy_out && !g->host)))
+            return rt_fail(err, RT_ERR_BACKEND, RT_NOLOC,
+                           "buffer argument %d needs n_elems > 0, a dtype and, for copy_out, "
+                           "host memory (got %lld elements)",
+                           (int)i, (long long)g->n_elems);
+        if (g->kind == RT_GPU_ARG_LOCAL && g->local_bytes <= 0)
+            return rt_fail(err, RT_ERR_BACKEND, RT_NOLOC,
+                           "local argument %d needs local_bytes > 0 (got %lld)", (int)i,
+                           (long long)g->local_bytes);
+    }
+    void **staging = calloc(rt_at_least_one((size_t)x->n_args), sizeof *staging);
+    if (!staging)
+        return rt_fail(err, RT_ERR_NOMEM, RT_NOLOC, "out of memory");
+    rt_status st = RT_OK;
+    for (int32_t i = 0; i < x->n_args && st == RT_OK; i++) {
+        if (x->args[i].kind != RT_GPU_ARG_BUFFER)
+            continue;
+        staging[i] = malloc(rt_gpu_arg_bytes(&x->args[i]));
+        if (!staging[i])
+            st = rt_fail(err, RT_ERR_NOMEM, RT_NOLOC, "out of memory for argument %d", (int)i);
+        else
+            rt_gpu_pack(&x->args[i], staging[i]);
+    }
+    x->host_staging = staging;
+    if (st == RT_OK)
+        st = rt_gpu_exec_dispatch(rt, x, err);
+    for (int32_t i = 0; i < x->n_args; i++) {
+        if (st == RT_OK && x->reps == 0 && x->args[i].kind == RT_GPU_ARG_BUFFER &&
+            x->args[i].copy_out)
+            rt_gpu_unpack(staging[i], &x->args[i]);
+        free(staging[i]);
+    }
+    free(staging);
+    x->host_staging = NULL;
+    return st;
+}
+
+rt_status rt_gpu_run(rt_gpu_runtime *rt, const rt_gpu_binary *bin, const rt_gpu_launch *cfg,
+                     rt_gpu_arg *args, int32_t n_args, rt_err *err) {
+    rt_gpu_exec x = {.bin = bin, .cfg = cfg, .args = args, .n_args = n_args};
+    return rt_gpu_exec_run(rt, &x, err);
+}
+
+static int rt_gpu_cmp_double(const void *pa, const void *pb) {
+    double a = *(const double *)pa, b = *(const double *)pb;
+    return (a > b) - (a < b);
+}
+
+rt_status rt_gpu_time(rt_gpu_runtime *rt, const rt_gpu_binary *bin, const rt_gpu_launch *cfg,
+                      rt_gpu_arg *args, int32_t n_args, int32_t warmup, int32_t reps,
+                      rt_gpu_timing *out, rt_err *err) {
+    memset(out, 0, sizeof *out);
+    if (reps < 1 || warmup < 0)
+        return rt_fail(err, RT_ERR_BACKEND, RT_NOLOC,
+                       "bad timing counts (expected reps >= 1 and warmup >= 0, got %d and %d)",
+                       (int)reps, (int)warmup);
+    double *samples = calloc((size_t)reps, sizeof *samples);
+    if (!samples)
+        return rt_fail(err, RT_ERR_NOMEM, RT_NOLOC, "out of memory");
+    rt_gpu_exec x = {.bin = bin,
+                     .cfg = cfg,
+                     .args = args,
+                     .n_args = n_args,
+                     .warmup = warmup,
+                     .reps = reps,
+                     .samples_ns = samples};
+    rt_status st = rt_gpu_exec_run(rt, &x, err);
+    if (st == RT_OK) {
+        double sum = 0.0;
+        for (int32_t i = 0; i < reps; i++)
+            sum += samples[i];
+        qsort(samples, (size_t)reps, sizeof *samples, rt_gpu_cmp_double);
+        out->warmup = warmup;
+        out->reps = reps;
+        out->min_ns = samples[0];
+        out->median_ns =
+            reps % 2 ? samples[reps / 2] : 0.5 * (samples[reps / 2 - 1] + samples[reps / 2]);
+        out->mean_ns = sum / reps;
+    }
+    free(samples);
+    return st;
+}

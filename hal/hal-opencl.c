@@ -1,0 +1,469 @@
+// hal-opencl.c: the opencl class of the HAL, through the ICD loader (OpenCL 1.2 API). Picks the
+// platform/device whose names contain the INI's arch (case-insensitive; e.g. "pocl"), builds
+// OpenCL C source with the build log on failure, reports local/private memory per kernel, and
+// runs NDRanges with profiling-event timing. On this project's machines it runs on PoCL's CPU
+// device and is how GPU-structured kernels are checked numerically without a GPU.
+// Built when CMake finds OpenCL (RT_WITH_OPENCL); otherwise it reports "not built with OpenCL".
+#include "hal-gpu.h"
+
+#include <ctype.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#if defined(RT_WITH_OPENCL)
+
+#define CL_TARGET_OPENCL_VERSION 120
+#include <CL/cl.h>
+#include <dlfcn.h>
+
+// ---------------------------------------------------------------------------------------------
+// Errors
+// ---------------------------------------------------------------------------------------------
+
+static const char *rt_cl_result_name(cl_int r) {
+    switch (r) {
+    case CL_DEVICE_NOT_FOUND:
+        return "CL_DEVICE_NOT_FOUND";
+    case CL_DEVICE_NOT_AVAILABLE:
+        return "CL_DEVICE_NOT_AVAILABLE";
+    case CL_OUT_OF_RESOURCES:
+        return "CL_OUT_OF_RESOURCES";
+    case CL_OUT_OF_HOST_MEMORY:
+        return "CL_OUT_OF_HOST_MEMORY";
+    case CL_MEM_OBJECT_ALLOCATION_FAILURE:
+        return "CL_MEM_OBJECT_ALLOCATION_FAILURE";
+    case CL_BUILD_PROGRAM_FAILURE:
+        return "CL_BUILD_PROGRAM_FAILURE";
+    case CL_INVALID_VALUE:
+        return "CL_INVALID_VALUE";
+    case CL_INVALID_PLATFORM:
+        return "CL_INVALID_PLATFORM";
+    case CL_INVALID_DEVICE:
+        return "CL_INVALID_DEVICE";
+    case CL_INVALID_BUILD_OPTIONS:
+        return "CL_INVALID_BUILD_OPTIONS";
+    case CL_INVALID_PROGRAM_EXECUTABLE:
+        return "CL_INVALID_PROGRAM_EXECUTABLE";
+    case CL_INVALID_KERNEL_NAME:
+        return "CL_INVALID_KERNEL_NAME";
+    case CL_INVALID_ARG_INDEX:
+        return "CL_INVALID_ARG_INDEX";
+    case CL_INVALID_ARG_VALUE:
+        return "CL_INVALID_ARG_VALUE";
+    case CL_INVALID_ARG_SIZE:
+        return "CL_INVALID_ARG_SIZE";
+    case CL_INVALID_KERNEL_ARGS:
+        return "CL_INVALID_KERNEL_ARGS";
+    case CL_INVALID_WORK_DIMENSION:
+        return "CL_INVALID_WORK_DIMENSION";
+    case CL_INVALID_WORK_GROUP_SIZE:
+        return "CL_INVALID_WORK_GROUP_SIZE";
+    case CL_INVALID_WORK_ITEM_SIZE:
+        return "CL_INVALID_WORK_ITEM_SIZE";
+    case CL_INVALID_GLOBAL_WORK_SIZE:
+        return "CL_INVALID_GLOBAL_WORK_SIZE";
+    case CL_INVALID_BUFFER_SIZE:
+        return "CL_INVALID_BUFFER_SIZE";
+    case -1001:
+        return "CL_PLATFORM_NOT_FOUND_KHR";
+    default:
+        return "OpenCL error";
+    }
+}
+
+static rt_status rt_cl_fail(const char *what, cl_int r, rt_err *err) {
+    return rt_fail(err, RT_ERR_BACKEND, RT_NOLOC, "%s failed: %s (%d)", what, rt_cl_result_name(r),
+                   (int)r);
+}
+
+#define RT_CL(call, err)                                                                           \
+    do {                                                                                           \
+        cl_int rt_r_ = (call);                                                                     \
+        if (rt_r_ != CL_SUCCESS)                                                                   \
+            return rt_cl_fail(#call, rt_r_, (err));                                                \
+    } while (0)
+
+// ---------------------------------------------------------------------------------------------
+// Device selection and context
+// ---------------------------------------------------------------------------------------------
+
+typedef struct rt_cl_module {
+    struct rt_cl_module *next;
+    const rt_gpu_binary *bin;
+    cl_program prog;
+    cl_kernel kernel;
+} rt_cl_module;
+
+typedef struct rt_cl_rt {
+    cl_platform_id platform;
+    cl_device_id device;
+    cl_context ctx;
+    cl_command_queue queue;
+    char name[128];
+    rt_cl_module *modules;
+} rt_cl_rt;
+
+static bool rt_cl_contains(const char *hay, const char *needle) {
+    size_t n = strlen(needle);
+    for (const char *p = hay; *p; p++) {
+        size_t i = 0;
+        while (i < n && p[i] && tolower((unsigned char)p[i]) == tolower((unsigned char)needle[i]))
+            i++;
+        if (i == n)
+            return true;
+    }
+    return n == 0;
+}
+
+static void rt_cl_release(void *p) {
+    rt_cl_rt *c = p;
+    for (rt_cl_module *m = c->modules; m; m = m->next) {
+        if (m->kernel)
+            clReleaseKernel(m->kernel);
+        if (m->prog)
+            clReleaseProgram(m->prog);
+    }
+    if (c->queue)
+        clReleaseCommandQueue(c->queue);
+    if (c->ctx)
+        clReleaseContext(c->ctx);
+}
+
+// Finds the first device whose "platform name, platform version, device name" contains
+// dev->arch and creates a context (and, with a queue, a profiling queue) on it. Released with a.
+static rt_status rt_cl_open(rt_arena *a, const rt_device *dev, bool with_queue, rt_cl_rt **out,
+                            rt_err *err) {
+    // PoCL links libclang-cpp.so.15; amd_comgr (hipRTC) carries its own clang 15: with both in
+    // one process LLVM aborts on the duplicate options. Refuse instead (hal-hip.c does too).
+    void *comgr = dlopen("libamd_comgr.so.2", RTLD_LAZY | RTLD_NOLOAD);
+    if (comgr) {
+        dlclose(comgr);
+        return rt_fail(err, RT_ERR_BACKEND, RT_NOLOC,
+                       "OpenCL cannot be used in a process that has loaded amd_comgr (hipRTC): "
+                       "PoCL's clang would register its options a second time and LLVM would "
+                       "abort");
+    }
+    cl_platform_id plats[16];
+    cl_uint n_plats = 0;
+    cl_int r = clGetPlatformIDs(16, plats, &n_plats);
+    if (r != CL_SUCCESS || n_plats == 0)
+        return rt_fail(err, RT_ERR_BACKEND, RT_NOLOC,
+                       RT_GPU_ABSENT_PREFIX "no OpenCL platform (clGetPlatformIDs returned %s)",
+                       rt_cl_result_name(r));
+    rt_buf seen;
+    rt_buf_init(&seen, a);
+    rt_cl_rt *c;
+    RT_ALLOC(a, c, 1, err);
+    for (cl_uint p = 0; p < n_plats && !c->device; p++) {
+        char pname[256] = "", pver[256] = "";
+        clGetPlatformInfo(plats[p], CL_PLATFORM_NAME, sizeof pname - 1, pname, NULL);
+        clGetPlatformInfo(plats[p], CL_PLATFORM_VERSION, sizeof pver - 1, pver, NULL);
+        cl_device_id devs[16];
+        cl_uint n_devs = 0;
+        if (clGetDeviceIDs(plats[p], CL_DEVICE_TYPE_ALL, 16, devs, &n_devs) != CL_SUCCESS)
+            continue;
+        for (cl_uint d = 0; d < n_devs; d++) {
+            char dname[256] = "";
+            clGetDeviceInfo(devs[d], CL_DEVICE_NAME, sizeof dname - 1, dname, NULL);
+            rt_buf_printf(&seen, "%s\"%s\"", seen.len ? ", " : "", dname);
+            if (rt_cl_contains(pname, dev->arch) || rt_cl_contains(pver, dev->arch) ||
+                rt_cl_contains(dname, dev->arch)) {
+                c->platform = plats[p];
+                c->device = devs[d];
+                snprintf(c->name, sizeof c->name, "%s", dname);
+                break;
+            }
+        }
+    }
+    if (!c->device)
+        return rt_fail(err, RT_ERR_BACKEND, RT_NOLOC,
+                       RT_GPU_ABSENT_PREFIX "no OpenCL device matches arch \"%s\" (found: %s)",
+                       dev->arch, seen.data && seen.len ? seen.data : "none");
+    if (rt_arena_defer(a, rt_cl_release, c) != RT_OK)
+        return rt_fail(err, RT_ERR_NOMEM, RT_NOLOC, "out of memory");
+    cl_context_properties props[] = {CL_CONTEXT_PLATFORM, (cl_context_properties)c->platform, 0};
+    c->ctx = clCreateContext(props, 1, &c->device, NULL, NULL, &r);
+    if (r != CL_SUCCESS)
+        return rt_cl_fail("clCreateContext", r, err);
+    if (with_queue) {
+        c->queue = clCreateCommandQueue(c->ctx, c->device, CL_QUEUE_PROFILING_ENABLE, &r);
+        if (r != CL_SUCCESS)
+            return rt_cl_fail("clCreateCommandQueue", r, err);
+    }
+    *out = c;
+    return RT_OK;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Build
+// ---------------------------------------------------------------------------------------------
+
+static const char *rt_cl_build_log(rt_arena *a, cl_program prog, cl_device_id dev) {
+    size_t n = 0;
+    if (clGetProgramBuildInfo(prog, dev, CL_PROGRAM_BUILD_LOG, 0, NULL, &n) != CL_SUCCESS || !n)
+        return "";
+    char *log = rt_arena_alloc(a, n + 1);
+    if (!log || clGetProgramBuildInfo(prog, dev, CL_PROGRAM_BUILD_LOG, n, log, NULL) != CL_SUCCESS)
+        return "";
+    return log;
+}
+
+static const char *rt_cl_first_error(rt_arena *a, const char *log) {
+    const char *p = log ? strstr(log, "error") : NULL;
+    if (!p)
+        return "";
+    const char *s = p, *e = p;
+    while (s > log && s[-1] != '\n')
+        s--;
+    while (*e && *e != '\n')
+        e++;
+    size_t n = (size_t)(e - s) < 200 ? (size_t)(e - s) : 200;
+    const char *line = rt_arena_strndup(a, s, n);
+    return line ? line : "";
+}
+
+// Builds source for c's device; on success *out_prog and *out_kernel are set (the caller
+// releases them). Errors: RT_ERR_BACKEND with the build log.
+static rt_status rt_cl_build(rt_arena *a, rt_cl_rt *c, const char *source, const char *options,
+                             const char *kernel_name, cl_program *out_prog, cl_kernel *out_kernel,
+                             const char **out_log, rt_err *err) {
+    cl_int r;
+    *out_prog = NULL;
+    *out_kernel = NULL;
+    cl_program prog = clCreateProgramWithSource(c->ctx, 1, &source, NULL, &r);
+    if (r != CL_SUCCESS)
+        return rt_cl_fail("clCreateProgramWithSource", r, err);
+    r = clBuildProgram(prog, 1, &c->device, options, NULL, NULL);
+    const char *log = rt_cl_build_log(a, prog, c->device);
+    if (out_log)
+        *out_log = log;
+    if (r != CL_SUCCESS) {
+        const char *first = rt_cl_first_error(a, log);
+        rt_status st =
+            rt_fail(err, RT_ERR_BACKEND, RT_NOLOC, "clBuildProgram failed for %s (%s)%s%s", c->name,
+                    rt_cl_result_name(r), first[0] ? ": " : "", first);
+        if (!err->log)
+            err->log = log;
+        clReleaseProgram(prog);
+        return st;
+    }
+    cl_kernel k = clCreateKernel(prog, kernel_name, &r);
+    if (r != CL_SUCCESS) {
+        clReleaseProgram(prog);
+        return rt_fail(err, RT_ERR_BACKEND, RT_NOLOC,
+                       "clCreateKernel failed: no kernel %s in the program (%s)", kernel_name,
+                       rt_cl_result_name(r));
+    }
+    *out_prog = prog;
+    *out_kernel = k;
+    return RT_OK;
+}
+
+rt_status rt_gpu_opencl_compile(rt_arena *a, const rt_device *dev, const char *source,
+                                const char *kernel_name, const rt_gpu_compile_options *opts,
+                                rt_gpu_binary *bin, rt_err *err) {
+    rt_cl_rt *c;
+    RT_TRY(rt_cl_open(a, dev, false, &c, err));
+    rt_buf joined;
+    rt_buf_init(&joined, a);
+    rt_buf_puts(&joined, "-cl-std=CL1.2");
+    for (int32_t i = 0; i < opts->n_extra; i++)
+        rt_buf_printf(&joined, " %s", opts->extra[i]);
+    if (joined.oom)
+        return rt_fail(err, RT_ERR_NOMEM, RT_NOLOC, "out of memory");
+    bin->options = joined.data;
+    snprintf(bin->compiled_arch, sizeof bin->compiled_arch, "%s", c->name);
+    cl_program prog;
+    cl_kernel k = NULL;
+    RT_TRY(rt_cl_build(a, c, source, bin->options, kernel_name, &prog, &k, &bin->log, err));
+    rt_cl_module *m = rt_arena_alloc(a, sizeof *m);
+    if (!m) {
+        clReleaseKernel(k);
+        clReleaseProgram(prog);
+        return rt_fail(err, RT_ERR_NOMEM, RT_NOLOC, "out of memory");
+    }
+    m->prog = prog;
+    m->kernel = k;
+    m->next = c->modules;
+    c->modules = m; // released with c
+    bin->symbol = bin->kernel_name;
+
+    cl_ulong local = 0, priv = 0;
+    size_t wg = 0, bytes = 0;
+    RT_CL(clGetKernelWorkGroupInfo(k, c->device, CL_KERNEL_LOCAL_MEM_SIZE, sizeof local, &local,
+                                   NULL),
+          err);
+    RT_CL(clGetKernelWorkGroupInfo(k, c->device, CL_KERNEL_PRIVATE_MEM_SIZE, sizeof priv, &priv,
+                                   NULL),
+          err);
+    RT_CL(clGetKernelWorkGroupInfo(k, c->device, CL_KERNEL_WORK_GROUP_SIZE, sizeof wg, &wg, NULL),
+          err);
+    bin->res.smem_bytes = (int64_t)local;
+    bin->res.stack_frame_bytes = (int64_t)priv;
+    bin->res.max_threads_per_block = (int32_t)wg;
+    RT_CL(clGetProgramInfo(prog, CL_PROGRAM_BINARY_SIZES, sizeof bytes, &bytes, NULL), err);
+    if (bytes > 0) {
+        uint8_t *img = rt_arena_alloc(a, bytes);
+        if (!img)
+            return rt_fail(err, RT_ERR_NOMEM, RT_NOLOC, "out of memory");
+        unsigned char *ptrs[1] = {img};
+        RT_CL(clGetProgramInfo(prog, CL_PROGRAM_BINARIES, sizeof ptrs, ptrs, NULL), err);
+        bin->image = img;
+        bin->image_bytes = bytes;
+    }
+    return RT_OK;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Runtime
+// ---------------------------------------------------------------------------------------------
+
+rt_status rt_gpu_opencl_open(rt_gpu_runtime *rt, rt_err *err) {
+    rt_cl_rt *c;
+    RT_TRY(rt_cl_open(rt->arena, rt->dev, true, &c, err));
+    snprintf(rt->device_name, sizeof rt->device_name, "%s", c->name);
+    rt->impl = c;
+    return RT_OK;
+}
+
+// The kernel of bin on c, built from its source on first use (PoCL caches the build).
+static rt_status rt_cl_kernel(rt_gpu_runtime *rt, rt_cl_rt *c, const rt_gpu_binary *bin,
+                              cl_kernel *out, rt_err *err) {
+    for (rt_cl_module *m = c->modules; m; m = m->next) {
+        if (m->bin == bin) {
+            *out = m->kernel;
+            return RT_OK;
+        }
+    }
+    rt_cl_module *m;
+    RT_ALLOC(rt->arena, m, 1, err);
+    RT_TRY(rt_cl_build(rt->arena, c, bin->source, bin->options, bin->kernel_name, &m->prog,
+                       &m->kernel, NULL, err));
+    m->bin = bin;
+    m->next = c->modules;
+    c->modules = m;
+    *out = m->kernel;
+    return RT_OK;
+}
+
+static rt_status rt_cl_launch_all(rt_cl_rt *c, cl_kernel k, const rt_gpu_exec *x, rt_err *err) {
+    size_t global[3], local[3];
+    for (int d = 0; d < 3; d++) {
+        size_t g = (size_t)(x->cfg->grid[d] > 0 ? x->cfg->grid[d] : 1);
+        local[d] = (size_t)(x->cfg->block[d] > 0 ? x->cfg->block[d] : 1);
+        global[d] = g * local[d];
+    }
+    if (x->reps == 0) {
+        RT_CL(clEnqueueNDRangeKernel(c->queue, k, 3, NULL, global, local, 0, NULL, NULL), err);
+        RT_CL(clFinish(c->queue), err);
+        return RT_OK;
+    }
+    for (int32_t i = 0; i < x->warmup; i++)
+        RT_CL(clEnqueueNDRangeKernel(c->queue, k, 3, NULL, global, local, 0, NULL, NULL), err);
+    RT_CL(clFinish(c->queue), err);
+    for (int32_t i = 0; i < x->reps; i++) {
+        cl_event ev;
+        cl_ulong t0 = 0, t1 = 0;
+        RT_CL(clEnqueueNDRangeKernel(c->queue, k, 3, NULL, global, local, 0, NULL, &ev), err);
+        cl_int r = clWaitForEvents(1, &ev);
+        if (r == CL_SUCCESS)
+            r = clGetEventProfilingInfo(ev, CL_PROFILING_COMMAND_START, sizeof t0, &t0, NULL);
+        if (r == CL_SUCCESS)
+            r = clGetEventProfilingInfo(ev, CL_PROFILING_COMMAND_END, sizeof t1, &t1, NULL);
+        clReleaseEvent(ev);
+        if (r != CL_SUCCESS)
+            return rt_cl_fail("clGetEventProfilingInfo", r, err);
+        x->samples_ns[i] = (double)(t1 - t0);
+    }
+    return RT_OK;
+}
+
+rt_status rt_gpu_opencl_exec(rt_gpu_runtime *rt, rt_gpu_exec *x, rt_err *err) {
+    rt_cl_rt *c = rt->impl;
+    cl_kernel k = NULL;
+    RT_TRY(rt_cl_kernel(rt, c, x->bin, &k, err));
+    int32_t n = x->n_args;
+    cl_mem *mem = calloc(rt_at_least_one((size_t)n), sizeof *mem);
+    if (!mem)
+        return rt_fail(err, RT_ERR_NOMEM, RT_NOLOC, "out of memory");
+    rt_status st = RT_OK;
+    for (int32_t i = 0; st == RT_OK && i < n; i++) {
+        const rt_gpu_arg *g = &x->args[i];
+        cl_int r = CL_SUCCESS;
+        cl_int v_i32 = (cl_int)g->i;
+        cl_long v_i64 = (cl_long)g->i;
+        cl_float v_f32 = (cl_float)g->f;
+        cl_double v_f64 = g->f;
+        switch (g->kind) {
+        case RT_GPU_ARG_BUFFER:
+            mem[i] = clCreateBuffer(c->ctx, CL_MEM_READ_WRITE | CL_MEM_COPY_HOST_PTR,
+                                    rt_gpu_arg_bytes(g), x->host_staging[i], &r);
+            if (r == CL_SUCCESS)
+                r = clSetKernelArg(k, (cl_uint)i, sizeof mem[i], &mem[i]);
+            break;
+        case RT_GPU_ARG_I32:
+            r = clSetKernelArg(k, (cl_uint)i, sizeof v_i32, &v_i32);
+            break;
+        case RT_GPU_ARG_I64:
+            r = clSetKernelArg(k, (cl_uint)i, sizeof v_i64, &v_i64);
+            break;
+        case RT_GPU_ARG_F32:
+            r = clSetKernelArg(k, (cl_uint)i, sizeof v_f32, &v_f32);
+            break;
+        case RT_GPU_ARG_F64:
+            r = clSetKernelArg(k, (cl_uint)i, sizeof v_f64, &v_f64);
+            break;
+        default:
+            r = clSetKernelArg(k, (cl_uint)i, (size_t)g->local_bytes, NULL);
+            break;
+        }
+        if (r != CL_SUCCESS)
+            st = rt_fail(err, RT_ERR_BACKEND, RT_NOLOC,
+                         "argument %d of %s: clCreateBuffer/clSetKernelArg failed: %s (%d)", (int)i,
+                         x->bin->kernel_name, rt_cl_result_name(r), (int)r);
+    }
+    if (st == RT_OK)
+        st = rt_cl_launch_all(c, k, x, err);
+    for (int32_t i = 0; st == RT_OK && x->reps == 0 && i < n; i++) {
+        const rt_gpu_arg *g = &x->args[i];
+        if (g->kind != RT_GPU_ARG_BUFFER || !g->copy_out)
+            continue;
+        cl_int r = clEnqueueReadBuffer(c->queue, mem[i], CL_TRUE, 0, rt_gpu_arg_bytes(g),
+                                       x->host_staging[i], 0, NULL, NULL);
+        if (r != CL_SUCCESS)
+            st = rt_cl_fail("clEnqueueReadBuffer", r, err);
+    }
+    if (st != RT_OK)
+        clFinish(c->queue);
+    for (int32_t i = 0; i < n; i++)
+        if (mem[i])
+            clReleaseMemObject(mem[i]);
+    free(mem);
+    return st;
+}
+
+#else // !RT_WITH_OPENCL
+
+rt_status rt_gpu_opencl_compile(rt_arena *a, const rt_device *dev, const char *source,
+                                const char *kernel_name, const rt_gpu_compile_options *opts,
+                                rt_gpu_binary *bin, rt_err *err) {
+    (void)a, (void)dev, (void)source, (void)kernel_name, (void)opts, (void)bin;
+    return rt_fail(err, RT_ERR_BACKEND, RT_NOLOC,
+                   "not built with OpenCL (no OpenCL library was found when rtgen was "
+                   "configured)");
+}
+
+rt_status rt_gpu_opencl_open(rt_gpu_runtime *rt, rt_err *err) {
+    (void)rt;
+    return rt_fail(err, RT_ERR_BACKEND, RT_NOLOC,
+                   RT_GPU_ABSENT_PREFIX "not built with OpenCL (no OpenCL library was found "
+                                        "when rtgen was configured)");
+}
+
+rt_status rt_gpu_opencl_exec(rt_gpu_runtime *rt, rt_gpu_exec *x, rt_err *err) {
+    (void)rt, (void)x;
+    return rt_fail(err, RT_ERR_BACKEND, RT_NOLOC, "not built with OpenCL");
+}
+
+#endif

@@ -1,0 +1,112 @@
+// gpu-sgemm.h: the hand-written tiled SGEMM shared by the GPU tests (CUDA and HIP accept the
+// same text), its launch shape and a plain C reference in double precision.
+#ifndef RT_TEST_GPU_SGEMM_H
+#define RT_TEST_GPU_SGEMM_H
+
+#include "hal.h"
+
+#include <stdint.h>
+#include <stdio.h>
+#include <string.h>
+
+// 64x64 block tile, K step 8, 256 threads each holding a 4x4 register tile; guards for ragged
+// edges. The same text compiles as CUDA and as HIP.
+static const char sgemm_src[] =
+    "#define BM 64\n#define BN 64\n#define BK 8\n#define TM 4\n#define TN 4\n"
+    "extern \"C\" __global__ void __launch_bounds__(256)\n"
+    "sgemm(int M, int N, int K, const float *__restrict__ A, const float *__restrict__ B,\n"
+    "      float *__restrict__ C) {\n"
+    "    __shared__ float As[BK][BM];\n"
+    "    __shared__ float Bs[BK][BN];\n"
+    "    int tx = threadIdx.x % 16, ty = threadIdx.x / 16;\n"
+    "    int row0 = blockIdx.y * BM, col0 = blockIdx.x * BN;\n"
+    "    float acc[TM][TN];\n"
+    "    for (int i = 0; i < TM; i++)\n"
+    "        for (int j = 0; j < TN; j++) acc[i][j] = 0.0f;\n"
+    "    for (int k0 = 0; k0 < K; k0 += BK) {\n"
+    "        for (int l = threadIdx.x; l < BM * BK; l += 256) {\n"
+    "            int r = l / BK, c = l % BK, gr = row0 + r, gc = k0 + c;\n"
+    "            As[c][r] = (gr < M && gc < K) ? A[gr * K + gc] : 0.0f;\n"
+    "        }\n"
+    "        for (int l = threadIdx.x; l < BK * BN; l += 256) {\n"
+    "            int r = l / BN, c = l % BN, gr = k0 + r, gc = col0 + c;\n"
+    "            Bs[r][c] = (gr < K && gc < N) ? B[gr * N + gc] : 0.0f;\n"
+    "        }\n"
+    "        __syncthreads();\n"
+    "        for (int kk = 0; kk < BK; kk++) {\n"
+    "            float a[TM], b[TN];\n"
+    "            for (int i = 0; i < TM; i++) a[i] = As[kk][ty * TM + i];\n"
+    "            for (int j = 0; j < TN; j++) b[j] = Bs[kk][tx * TN + j];\n"
+    "            for (int i = 0; i < TM; i++)\n"
+    "                for (int j = 0; j < TN; j++) acc[i][j] += a[i] * b[j];\n"
+    "        }\n"
+    "        __syncthreads();\n"
+    "    }\n"
+    "    for (int i = 0; i < TM; i++)\n"
+    "        for (int j = 0; j < TN; j++) {\n"
+    "            int r = row0 + ty * TM + i, c = col0 + tx * TN + j;\n"
+    "            if (r < M && c < N) C[r * N + c] = acc[i][j];\n"
+    "        }\n"
+    "}\n";
+
+// Launch: 256 threads per block, one block per 64x64 tile of C (grid x over N, y over M).
+#define SGEMM_THREADS 256
+#define SGEMM_TILE    64
+
+// C = A * B, row-major, in double precision.
+static inline void sgemm_ref(int M, int N, int K, const double *A, const double *B, double *C) {
+    for (int i = 0; i < M; i++)
+        for (int j = 0; j < N; j++) {
+            double s = 0.0;
+            for (int k = 0; k < K; k++)
+                s += A[(int64_t)i * K + k] * B[(int64_t)k * N + j];
+            C[(int64_t)i * N + j] = s;
+        }
+}
+
+// Deterministic inputs in [0, 1) (no cancellation, so relative error is meaningful).
+static inline void sgemm_fill(double *x, int64_t n, uint32_t seed) {
+    uint32_t s = seed * 2654435761u + 1u;
+    for (int64_t i = 0; i < n; i++) {
+        s = s * 1664525u + 1013904223u;
+        x[i] = (double)(s >> 8) / 16777216.0;
+    }
+}
+
+// A GPU device described in code (the unit tests do not depend on devices/*.ini): 3 levels,
+// global / shared (scope unit) / registers, arch given at test.ini:4:9.
+static inline void make_gpu(rt_device *d, rt_devclass cls, const char *arch, int32_t lanes,
+                            int64_t shared_bytes) {
+    memset(d, 0, sizeof *d);
+    d->devclass = cls;
+    d->ops = rt_hal_class_ops(cls);
+    snprintf(d->name, sizeof d->name, "test-%s", arch);
+    snprintf(d->arch, sizeof d->arch, "%s", arch);
+    snprintf(d->path, sizeof d->path, "test-%s.ini", arch);
+    d->origin = rt_loc_make("test.ini", 1, 1);
+    d->arch_loc = rt_loc_make("test.ini", 4, 9);
+    d->units = 80;
+    d->lanes = lanes;
+    d->teus_per_unit = 4;
+    d->clock_mhz = 1500;
+    d->max_threads_per_block = 1024;
+    d->max_threads_per_unit = 2048;
+    d->max_blocks_per_unit = 32;
+    d->regs_per_unit = 65536;
+    d->n_levels = 3;
+    static const char *const names[] = {"global", "shared", "reg"};
+    const rt_mem_scope scopes[] = {RT_MEM_SCOPE_DEVICE, RT_MEM_SCOPE_UNIT, RT_MEM_SCOPE_THREAD};
+    const int64_t caps[] = {(int64_t)16 << 30, shared_bytes, 1020};
+    for (int i = 0; i < 3; i++) {
+        rt_mem_level *l = &d->level[i];
+        snprintf(l->name, sizeof l->name, "%s", names[i]);
+        l->level = i;
+        l->scope = scopes[i];
+        l->managed = RT_MEM_EXPLICIT;
+        l->capacity_bytes = caps[i];
+        l->tile_capacity_bytes = caps[i];
+        l->bandwidth_gbps = 1000.0 * (i + 1);
+    }
+}
+
+#endif
