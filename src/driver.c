@@ -32,16 +32,77 @@ static rt_status rt_driver_load_device(const rt_driver_options *o, rt_device *de
     return rt_hal_detect_host(access(host_ini, R_OK) == 0 ? host_ini : NULL, dev, err);
 }
 
+// Reads every --lengths file once, before the spec is parsed for good: their entry counts may
+// bind batch sizes (see rt_driver_infer_sizes).
+static rt_status rt_driver_read_lengths(rt_arena *a, const rt_driver_options *o,
+                                        rt_lengths_file ***out, rt_err *err) {
+    rt_lengths_file **files;
+    RT_ALLOC(a, files, o->n_lengths, err);
+    for (int32_t i = 0; i < o->n_lengths; i++) {
+        rt_status st = rt_lengths_read(a, o->lengths[i].path, &files[i], err);
+        if (st != RT_OK) {
+            rt_file_error_to_option(err, "--lengths", o->lengths[i].name, o->lengths[i].path);
+            return st;
+        }
+    }
+    *out = files;
+    return RT_OK;
+}
+
+// A length tensor whose extent is a bare size symbol that --set did not bind takes its batch
+// size from the data, as a user of TVM or PyTorch expects: the entry count of a plain list, or
+// --batch for a histogram. Returns the --set bindings extended with those sizes.
+static rt_status rt_driver_infer_sizes(rt_arena *a, const rt_driver_options *o, const rt_op *op,
+                                       rt_lengths_file **files, rt_size_binding **out_sets,
+                                       int32_t *out_n, rt_err *err) {
+    rt_size_binding *sets;
+    RT_ALLOC(a, sets, o->n_sets + o->n_lengths, err);
+    int32_t n = 0;
+    for (; n < o->n_sets; n++)
+        sets[n] = o->sets[n];
+    for (int32_t i = 0; i < o->n_lengths; i++) {
+        const rt_file_binding *fb = &o->lengths[i];
+        int32_t t = rt_op_tensor_index(op, fb->name);
+        if (t < 0 || !op->tensors[t].is_length)
+            return rt_fail(err, RT_ERR_USAGE, RT_NOLOC, "--lengths %s=%s: no length tensor '%s' in %s",
+                           fb->name, fb->path, fb->name, o->spec_path);
+        const rt_tensor *lt = &op->tensors[t];
+        const rt_expr *ext = lt->dims[0].extent;
+        if (lt->n_dims != 1 || ext->kind != RT_EXPR_SIZE)
+            continue;
+        int64_t count = files[i]->is_histogram ? o->batch : files[i]->n;
+        if (count <= 0)
+            continue;
+        const char *sym = op->sizes[ext->sym].name;
+        bool given = false;
+        for (int32_t k = 0; k < n; k++) {
+            if (!strcmp(sets[k].name, sym)) {
+                given = true;
+                if (sets[k].value != count && k >= o->n_sets)
+                    return rt_fail(err, RT_ERR_USAGE, RT_NOLOC,
+                                   "--lengths %s=%s: %lld lengths, but size '%s' is already %lld "
+                                   "from another length tensor",
+                                   fb->name, fb->path, (long long)count, sym,
+                                   (long long)sets[k].value);
+            }
+        }
+        if (!given) {
+            sets[n].name = sym;
+            sets[n++].value = count;
+        }
+    }
+    *out_sets = sets;
+    *out_n = n;
+    return RT_OK;
+}
+
 static rt_status rt_driver_bind(rt_arena *a, const rt_driver_options *o, const rt_op *op,
-                                rt_bindings **out, rt_err *err) {
+                                rt_lengths_file **files, rt_bindings **out, rt_err *err) {
     rt_bindings *b;
     RT_TRY(rt_bindings_new(a, op, o->seed, &b, err));
     for (int32_t i = 0; i < o->n_lengths; i++) {
         const rt_file_binding *fb = &o->lengths[i];
-        rt_lengths_file *f = NULL;
-        rt_status st = rt_lengths_read(a, fb->path, &f, err);
-        if (st == RT_OK)
-            st = rt_bindings_set_lengths_file(b, fb->name, f, o->batch, err);
+        rt_status st = rt_bindings_set_lengths_file(b, fb->name, files[i], o->batch, err);
         if (st != RT_OK) {
             rt_file_error_to_option(err, "--lengths", fb->name, fb->path);
             return st;
@@ -137,12 +198,41 @@ static rt_status rt_driver_out_commit(rt_driver_out *out, rt_err *err) {
     return RT_OK;
 }
 
+// min / mean / max of a bound length tensor, for the dry-run report.
+static void rt_driver_length_stats(rt_bindings *b, const char *name, int64_t *n, int64_t *lo,
+                                   double *mean, int64_t *hi) {
+    const rt_tensor_data *td = rt_bindings_data(b, name);
+    *n = td->layout.elems;
+    *lo = *n ? INT64_MAX : 0;
+    *hi = 0;
+    double sum = 0;
+    for (int64_t k = 0; k < *n; k++) {
+        int64_t v = (int64_t)td->data[k];
+        *lo = v < *lo ? v : *lo;
+        *hi = v > *hi ? v : *hi;
+        sum += (double)v;
+    }
+    *mean = *n ? sum / (double)*n : 0.0;
+}
+
 static rt_status rt_driver_dry_run(rt_arena *a, const rt_driver_options *o, const rt_op *op,
-                                   const rt_device *dev, FILE *f, rt_err *err) {
+                                   const rt_device *dev, rt_bindings *lb, FILE *f,
+                                   rt_err *err) {
     if (o->json) {
         json_t *root = json_object();
         json_object_set_new(root, "rtgen", json_string(RT_VERSION_STRING));
         json_object_set_new(root, "op", (json_t *)rt_op_to_json(op));
+        json_t *lens = json_array();
+        for (int32_t i = 0; i < o->n_lengths; i++) {
+            int64_t n, lo, hi;
+            double mean;
+            rt_driver_length_stats(lb, o->lengths[i].name, &n, &lo, &mean, &hi);
+            json_array_append_new(lens, json_pack("{s:s, s:s, s:I, s:I, s:f, s:I}", "tensor",
+                                                  o->lengths[i].name, "file", o->lengths[i].path,
+                                                  "count", (json_int_t)n, "min", (json_int_t)lo,
+                                                  "mean", mean, "max", (json_int_t)hi));
+        }
+        json_object_set_new(root, "lengths", lens);
         if (!o->ir_only)
             json_object_set_new(root, "device", (json_t *)rt_hal_device_to_json(dev));
         char *text = json_dumps(root, JSON_INDENT(2));
@@ -156,6 +246,14 @@ static rt_status rt_driver_dry_run(rt_arena *a, const rt_driver_options *o, cons
     rt_buf b;
     rt_buf_init(&b, a);
     rt_op_print(op, &b);
+    for (int32_t i = 0; i < o->n_lengths; i++) {
+        int64_t n, lo, hi;
+        double mean;
+        rt_driver_length_stats(lb, o->lengths[i].name, &n, &lo, &mean, &hi);
+        rt_buf_linef(&b, 0, "lengths %s: %lld values from %s (seed %llu): min %lld, mean %.1f, max %lld",
+                     o->lengths[i].name, (long long)n, o->lengths[i].path,
+                     (unsigned long long)o->seed, (long long)lo, mean, (long long)hi);
+    }
     if (!o->ir_only) {
         rt_buf_puts(&b, "\n");
         rt_hal_print_device(dev, &b);
@@ -263,12 +361,21 @@ rt_status rt_driver_run(rt_arena *a, const rt_driver_options *o, FILE *f, rt_err
     rt_device *dev;
     RT_ALLOC(a, dev, 1, err);
     RT_TRY(rt_driver_load_device(o, dev, err));
+    rt_lengths_file **files = NULL;
+    RT_TRY(rt_driver_read_lengths(a, o, &files, err));
+    char *text;
+    RT_TRY(rt_read_file(a, o->spec_path, &text, NULL, err));
     rt_op *op;
-    RT_TRY(rt_spec_load(a, o->spec_path, o->sets, o->n_sets, &op, err));
+    RT_TRY(rt_spec_parse(a, text, o->spec_path, o->sets, o->n_sets, &op, err));
+    rt_size_binding *sets = NULL;
+    int32_t n_sets = 0;
+    RT_TRY(rt_driver_infer_sizes(a, o, op, files, &sets, &n_sets, err));
+    if (n_sets > o->n_sets)
+        RT_TRY(rt_spec_parse(a, text, o->spec_path, sets, n_sets, &op, err));
     rt_bindings *b = NULL;
-    RT_TRY(rt_driver_bind(a, o, op, &b, err));
+    RT_TRY(rt_driver_bind(a, o, op, files, &b, err));
     if (o->dry_run)
-        return rt_driver_dry_run(a, o, op, dev, f, err);
+        return rt_driver_dry_run(a, o, op, dev, b, f, err);
     if (o->interpret)
         return rt_driver_interpret(a, op, b, f, err);
     return rt_driver_construct(a, o, op, dev, b, f, err);
