@@ -171,7 +171,7 @@ static rt_status rt_cl_open(rt_arena *a, const rt_device *dev, bool with_queue, 
                 rt_cl_contains(dname, dev->arch)) {
                 c->platform = plats[p];
                 c->device = devs[d];
-                snprintf(c->name, sizeof c->name, "%s", dname);
+                snprintf(c->name, sizeof c->name, "%.127s", dname);
                 break;
             }
         }

@@ -8,6 +8,7 @@
 #include "hal.h"
 #include "interp.h"
 #include "perfmodel.h"
+#include "rtgen.h"
 
 #include <errno.h>
 #include <jansson.h>
@@ -303,6 +304,52 @@ static rt_status rt_driver_length_dists(rt_arena *a, const rt_driver_options *o,
     return RT_OK;
 }
 
+// Kernels for a CPU-class device: lowered, emitted, and (when the device is this host, or
+// --profile asks) JIT-compiled, checked against the reference and timed.
+static rt_status rt_driver_cpu_kernels(rt_arena *a, const rt_driver_options *o, const rt_op *op,
+                                       const rt_device *dev, rt_bindings *b,
+                                       const rt_perf_result *res, rt_cpu_report **out,
+                                       rt_err *err) {
+    if (o->emit && strcmp(o->emit, "c") && strcmp(o->emit, "llvm"))
+        return rt_fail(err, RT_ERR_USAGE, RT_NOLOC,
+                       "--emit=%s needs a GPU device (the device '%s' is of class cpu)", o->emit,
+                       dev->name);
+    rt_cpu_options copt;
+    memset(&copt, 0, sizeof copt);
+    copt.emit = o->emit && !strcmp(o->emit, "c") ? RT_CPU_EMIT_C : RT_CPU_EMIT_LLVM;
+    copt.profile = o->profile < 0 ? dev->detected : o->profile == 1;
+    copt.progress = true;
+    return rt_cpu_build_and_profile(a, op, dev, b, res, &copt, out, err);
+}
+
+// Writes the report and every candidate's source: the winner (or the model's top-1) as
+// DIR/<op>.<ext>, the others as DIR/<op>.rank<N>.<ext>. All or nothing.
+static rt_status rt_driver_write_outputs(rt_arena *a, const rt_driver_options *o,
+                                         const rt_op *op, const char *report,
+                                         const rt_cpu_report *cpu, rt_err *err) {
+    rt_driver_out out;
+    RT_TRY(rt_driver_out_begin(a, o->out_dir, &out, err));
+    rt_status st = rt_driver_out_add(a, &out, rt_arena_printf(a, "%s.json", op->name), report,
+                                     err);
+    for (int32_t i = 0; cpu && st == RT_OK && i < cpu->n; i++) {
+        const char *ext = NULL;
+        const char *src = rt_cpu_report_source(cpu, i, &ext);
+        int32_t best = cpu->winner >= 0 ? cpu->winner : 0;
+        const char *name = i == best ? rt_arena_printf(a, "%s.%s", op->name, ext)
+                                     : rt_arena_printf(a, "%s.rank%d.%s", op->name,
+                                                       (int)cpu->cands[i].rank + 1, ext);
+        if (!name || !src)
+            st = rt_fail(err, RT_ERR_NOMEM, RT_NOLOC, "out of memory");
+        else
+            st = rt_driver_out_add(a, &out, name, src, err);
+    }
+    if (st == RT_OK)
+        st = rt_driver_out_commit(&out, err);
+    if (st != RT_OK)
+        rt_driver_remove_tree(out.stage, out.names, out.n_files);
+    return st;
+}
+
 static rt_status rt_driver_construct(rt_arena *a, const rt_driver_options *o, const rt_op *op,
                                      const rt_device *dev, rt_bindings *b, FILE *f, rt_err *err) {
     rt_perf_options popt;
@@ -315,13 +362,22 @@ static rt_status rt_driver_construct(rt_arena *a, const rt_driver_options *o, co
         popt.explain = &explain;
     rt_perf_result *res = NULL;
     RT_TRY(rt_perf_construct(a, op, dev, &popt, &res, err));
+    if (o->explain && explain.data)
+        fputs(explain.data, o->json ? stderr : f);
+
+    rt_cpu_report *cpu = NULL;
+    if (dev->devclass == RT_DEVCLASS_CPU)
+        RT_TRY(rt_driver_cpu_kernels(a, o, op, dev, b, res, &cpu, err));
 
     json_t *root = json_object();
     json_object_set_new(root, "rtgen", json_string(RT_VERSION_STRING));
     json_object_set_new(root, "spec", json_string(o->spec_path));
     json_object_set_new(root, "device", json_string(dev->path));
-    json_object_set_new(root, "profiled", json_false());
+    bool profiled = cpu && cpu->winner >= 0;
+    json_object_set_new(root, "profiled", json_boolean(profiled));
     json_object_set_new(root, "construction", (json_t *)rt_perf_result_to_json(res));
+    if (cpu)
+        json_object_set_new(root, "kernels", (json_t *)rt_cpu_report_to_json(cpu));
     char *text = json_dumps(root, JSON_INDENT(2));
     json_decref(root);
     if (!text)
@@ -330,30 +386,23 @@ static rt_status rt_driver_construct(rt_arena *a, const rt_driver_options *o, co
     free(text);
     if (!report)
         return rt_fail(err, RT_ERR_NOMEM, RT_NOLOC, "out of memory");
+    RT_TRY(rt_driver_write_outputs(a, o, op, report, cpu, err));
 
-    rt_driver_out out;
-    RT_TRY(rt_driver_out_begin(a, o->out_dir, &out, err));
-    rt_status st = rt_driver_out_add(a, &out, rt_arena_printf(a, "%s.json", op->name), report,
-                                     err);
-    if (st == RT_OK)
-        st = rt_driver_out_commit(&out, err);
-    if (st != RT_OK) {
-        rt_driver_remove_tree(out.stage, out.names, out.n_files);
-        return st;
-    }
-
-    if (o->explain && explain.data)
-        fputs(explain.data, o->json ? stderr : f);
     if (o->json) {
         fputs(report, f);
-    } else {
-        rt_buf table;
-        rt_buf_init(&table, a);
-        rt_perf_print_table(res, &table);
-        if (table.data)
-            fputs(table.data, f);
-        fprintf(f, "report: %s/%s.json\n", o->out_dir, op->name);
+        return RT_OK;
     }
+    rt_buf table;
+    rt_buf_init(&table, a);
+    rt_perf_print_table(res, &table);
+    if (cpu)
+        rt_cpu_report_print(cpu, &table);
+    if (table.data)
+        fputs(table.data, f);
+    if (cpu)
+        fprintf(f, "kernel: %s/%s.%s%s\n", o->out_dir, op->name, cpu->ext,
+                profiled ? "" : " (not profiled: pass --profile to time it on this host)");
+    fprintf(f, "report: %s/%s.json\n", o->out_dir, op->name);
     return RT_OK;
 }
 

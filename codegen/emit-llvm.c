@@ -1,0 +1,567 @@
+// emit-llvm.c: builds a kernel IR (kir.h) as an LLVM 16 module with the C API, then optimizes
+// it with the new pass manager ("default<O3>") for the target machine of hal-cpu.c's JIT.
+// Every function carries "prefer-vector-width"="512" on AVX-512 targets (without it LLVM 16
+// keeps to ymm registers). Phase bodies take their buffers as noalias parameters and are
+// inlined into the args-array wrappers of the common ABI (emit.h). The micro-kernel is built
+// directly in vector form: mr x nr/16 <16 x float> accumulators carried by phis around the k
+// loop, one B row load per 16 lanes, a broadcast of A and llvm.fma per accumulator.
+#include "emit.h"
+
+#include <llvm-c/Analysis.h>
+#include <llvm-c/Core.h>
+#include <llvm-c/DebugInfo.h>
+#include <llvm-c/TargetMachine.h>
+#include <llvm-c/Transforms/PassBuilder.h>
+
+#include <string.h>
+
+typedef struct rt_lemit {
+    rt_arena *a;
+    const rt_kir_kernel *k;
+    const rt_kir_phase *p;
+    LLVMContextRef ctx;
+    LLVMModuleRef m;
+    LLVMBuilderRef b;
+    LLVMValueRef fn;
+    LLVMTypeRef i1, i32, i64, f32, f64, ptr, v16, vd;
+    LLVMValueRef *bufs;
+    LLVMValueRef *vars;
+    LLVMValueRef uk_tmp, uk_i, uk_j; // entry-block allocas of the micro-kernel edge path
+    unsigned loop_kind;
+} rt_lemit;
+
+static LLVMTypeRef rt_l_type(rt_lemit *l, rt_kir_type t) {
+    switch (t) {
+    case RT_KIR_I32: return l->i32;
+    case RT_KIR_F32: return l->f32;
+    case RT_KIR_F64: return l->f64;
+    default: return l->i64;
+    }
+}
+
+static LLVMValueRef rt_l_i64(rt_lemit *l, int64_t v) {
+    return LLVMConstInt(l->i64, (unsigned long long)v, 1);
+}
+
+static LLVMValueRef rt_l_intrinsic(rt_lemit *l, const char *name, LLVMTypeRef t) {
+    unsigned id = LLVMLookupIntrinsicID(name, strlen(name));
+    return LLVMGetIntrinsicDeclaration(l->m, id, &t, 1);
+}
+
+static LLVMValueRef rt_l_call1(rt_lemit *l, const char *intr, LLVMTypeRef t, LLVMValueRef x) {
+    LLVMValueRef f = rt_l_intrinsic(l, intr, t);
+    return LLVMBuildCall2(l->b, LLVMGlobalGetValueType(f), f, &x, 1, "");
+}
+
+static LLVMValueRef rt_l_libm(rt_lemit *l, const char *name, LLVMTypeRef t, LLVMValueRef x) {
+    LLVMValueRef f = LLVMGetNamedFunction(l->m, name);
+    LLVMTypeRef ft = LLVMFunctionType(t, &t, 1, 0);
+    if (!f)
+        f = LLVMAddFunction(l->m, name, ft);
+    return LLVMBuildCall2(l->b, ft, f, &x, 1, "");
+}
+
+static LLVMValueRef rt_l_expr(rt_lemit *l, const rt_kir_expr *e);
+
+static LLVMValueRef rt_l_truth(rt_lemit *l, const rt_kir_expr *e) {
+    return LLVMBuildICmp(l->b, LLVMIntNE, rt_l_expr(l, e), rt_l_i64(l, 0), "");
+}
+
+static LLVMValueRef rt_l_addr(rt_lemit *l, int32_t buf, LLVMValueRef index) {
+    LLVMTypeRef t = rt_l_type(l, l->k->bufs[buf].type);
+    return LLVMBuildInBoundsGEP2(l->b, t, l->bufs[buf], &index, 1, "");
+}
+
+// Floor division / modulo of signed integers (op-spec semantics), divisor 0 gives 0.
+static LLVMValueRef rt_l_floor(rt_lemit *l, bool mod, LLVMValueRef x, LLVMValueRef y) {
+    LLVMBuilderRef b = l->b;
+    LLVMValueRef zero = rt_l_i64(l, 0);
+    LLVMValueRef y0 = LLVMBuildICmp(b, LLVMIntEQ, y, zero, "");
+    LLVMValueRef ys = LLVMBuildSelect(b, y0, rt_l_i64(l, 1), y, "");
+    LLVMValueRef q = LLVMBuildSDiv(b, x, ys, "");
+    LLVMValueRef r = LLVMBuildSRem(b, x, ys, "");
+    LLVMValueRef rnz = LLVMBuildICmp(b, LLVMIntNE, r, zero, "");
+    LLVMValueRef sx = LLVMBuildICmp(b, LLVMIntSLT, LLVMBuildXor(b, r, ys, ""), zero, "");
+    LLVMValueRef adj = LLVMBuildAnd(b, rnz, sx, "");
+    LLVMValueRef out;
+    if (mod)
+        out = LLVMBuildSelect(b, adj, LLVMBuildAdd(b, r, ys, ""), r, "");
+    else
+        out = LLVMBuildSub(b, q, LLVMBuildZExt(b, adj, l->i64, ""), "");
+    return LLVMBuildSelect(b, y0, zero, out, "");
+}
+
+static LLVMValueRef rt_l_bin(rt_lemit *l, const rt_kir_expr *e) {
+    LLVMBuilderRef b = l->b;
+    const rt_kir_expr *ex = e->args[0];
+    LLVMValueRef x = rt_l_expr(l, ex), y = rt_l_expr(l, e->args[1]);
+    bool fl = rt_kir_type_is_float(ex->type);
+    LLVMTypeRef t = rt_l_type(l, ex->type);
+    static const LLVMIntPredicate ip[] = {LLVMIntSLT, LLVMIntSLE, LLVMIntSGT, LLVMIntSGE,
+                                          LLVMIntEQ, LLVMIntNE};
+    static const LLVMRealPredicate fp[] = {LLVMRealOLT, LLVMRealOLE, LLVMRealOGT, LLVMRealOGE,
+                                           LLVMRealOEQ, LLVMRealUNE};
+    switch (e->bop) {
+    case RT_KIR_ADD: return fl ? LLVMBuildFAdd(b, x, y, "") : LLVMBuildNSWAdd(b, x, y, "");
+    case RT_KIR_SUB: return fl ? LLVMBuildFSub(b, x, y, "") : LLVMBuildNSWSub(b, x, y, "");
+    case RT_KIR_MUL: return fl ? LLVMBuildFMul(b, x, y, "") : LLVMBuildNSWMul(b, x, y, "");
+    case RT_KIR_DIV: return fl ? LLVMBuildFDiv(b, x, y, "") : rt_l_floor(l, false, x, y);
+    case RT_KIR_MOD: return fl ? LLVMBuildFRem(b, x, y, "") : rt_l_floor(l, true, x, y);
+    case RT_KIR_MIN:
+    case RT_KIR_MAX: {
+        bool mx = e->bop == RT_KIR_MAX;
+        if (fl) {
+            LLVMValueRef f = rt_l_intrinsic(l, mx ? "llvm.maxnum" : "llvm.minnum", t);
+            LLVMValueRef args[2] = {x, y};
+            return LLVMBuildCall2(b, LLVMGlobalGetValueType(f), f, args, 2, "");
+        }
+        LLVMValueRef c = LLVMBuildICmp(b, mx ? LLVMIntSGT : LLVMIntSLT, x, y, "");
+        return LLVMBuildSelect(b, c, x, y, "");
+    }
+    case RT_KIR_AND:
+    case RT_KIR_OR: {
+        LLVMValueRef zx = LLVMBuildICmp(b, LLVMIntNE, x, rt_l_i64(l, 0), "");
+        LLVMValueRef zy = LLVMBuildICmp(b, LLVMIntNE, y, rt_l_i64(l, 0), "");
+        LLVMValueRef r = e->bop == RT_KIR_AND ? LLVMBuildAnd(b, zx, zy, "")
+                                              : LLVMBuildOr(b, zx, zy, "");
+        return LLVMBuildZExt(b, r, l->i64, "");
+    }
+    default: {
+        int i = (int)e->bop - (int)RT_KIR_LT;
+        LLVMValueRef c = fl ? LLVMBuildFCmp(b, fp[i], x, y, "") : LLVMBuildICmp(b, ip[i], x, y, "");
+        return LLVMBuildZExt(b, c, l->i64, "");
+    }
+    }
+}
+
+static LLVMValueRef rt_l_cast(rt_lemit *l, rt_kir_type to, rt_kir_type from, LLVMValueRef x) {
+    LLVMTypeRef t = rt_l_type(l, to);
+    bool ff = rt_kir_type_is_float(from), tf = rt_kir_type_is_float(to);
+    if (ff && tf)
+        return to == RT_KIR_F64 ? LLVMBuildFPExt(l->b, x, t, "") : LLVMBuildFPTrunc(l->b, x, t, "");
+    if (!ff && tf)
+        return LLVMBuildSIToFP(l->b, x, t, "");
+    if (ff && !tf)
+        return LLVMBuildFPToSI(l->b, x, t, "");
+    return to == RT_KIR_I64 ? LLVMBuildSExt(l->b, x, t, "") : LLVMBuildTrunc(l->b, x, t, "");
+}
+
+static LLVMValueRef rt_l_expr(rt_lemit *l, const rt_kir_expr *e) {
+    LLVMBuilderRef b = l->b;
+    LLVMTypeRef t = rt_l_type(l, e->type);
+    bool f32 = e->type == RT_KIR_F32;
+    switch (e->kind) {
+    case RT_KIR_E_INT:
+        return rt_l_i64(l, e->ival);
+    case RT_KIR_E_FLT:
+        return LLVMConstReal(t, e->fval);
+    case RT_KIR_E_VAR:
+    case RT_KIR_E_FVAR:
+        return LLVMBuildLoad2(b, t, l->vars[e->var], "");
+    case RT_KIR_E_LOAD:
+        return LLVMBuildLoad2(b, t, rt_l_addr(l, e->buf, rt_l_expr(l, e->args[0])), "");
+    case RT_KIR_E_NEG: {
+        LLVMValueRef x = rt_l_expr(l, e->args[0]);
+        return rt_kir_type_is_float(e->type) ? LLVMBuildFNeg(b, x, "") : LLVMBuildNeg(b, x, "");
+    }
+    case RT_KIR_E_BIN:
+        return rt_l_bin(l, e);
+    case RT_KIR_E_SELECT: {
+        LLVMValueRef c = rt_l_truth(l, e->args[0]);
+        LLVMValueRef x = rt_l_expr(l, e->args[1]), y = rt_l_expr(l, e->args[2]);
+        return LLVMBuildSelect(b, c, x, y, "");
+    }
+    case RT_KIR_E_CAST:
+        return rt_l_cast(l, e->type, e->args[0]->type, rt_l_expr(l, e->args[0]));
+    case RT_KIR_E_CALL: {
+        LLVMValueRef x = rt_l_expr(l, e->args[0]);
+        LLVMValueRef one = LLVMConstReal(t, 1.0);
+        switch (e->fn) {
+        case RT_FN_EXP: return rt_l_call1(l, "llvm.exp", t, x);
+        case RT_FN_LOG: return rt_l_call1(l, "llvm.log", t, x);
+        case RT_FN_SQRT: return rt_l_call1(l, "llvm.sqrt", t, x);
+        case RT_FN_ABS: return rt_l_call1(l, "llvm.fabs", t, x);
+        case RT_FN_RSQRT: return LLVMBuildFDiv(b, one, rt_l_call1(l, "llvm.sqrt", t, x), "");
+        case RT_FN_TANH: return rt_l_libm(l, f32 ? "tanhf" : "tanh", t, x);
+        case RT_FN_ERF: return rt_l_libm(l, f32 ? "erff" : "erf", t, x);
+        case RT_FN_SIGMOID: {
+            LLVMValueRef ex = rt_l_call1(l, "llvm.exp", t, LLVMBuildFNeg(b, x, ""));
+            return LLVMBuildFDiv(b, one, LLVMBuildFAdd(b, one, ex, ""), "");
+        }
+        default: return x;
+        }
+    }
+    default:
+        return rt_l_i64(l, 0);
+    }
+}
+
+static LLVMBasicBlockRef rt_l_block(rt_lemit *l, const char *name) {
+    return LLVMAppendBasicBlockInContext(l->ctx, l->fn, name);
+}
+
+static void rt_l_loop_hint(rt_lemit *l, LLVMValueRef br) {
+    LLVMMetadataRef tmp = LLVMTemporaryMDNode(l->ctx, NULL, 0);
+    LLVMMetadataRef hint[2] = {
+        LLVMMDStringInContext2(l->ctx, "llvm.loop.vectorize.enable", 26),
+        LLVMValueAsMetadata(LLVMConstInt(l->i1, 1, 0))};
+    LLVMMetadataRef ops[2] = {tmp, LLVMMDNodeInContext2(l->ctx, hint, 2)};
+    LLVMMetadataRef loop = LLVMMDNodeInContext2(l->ctx, ops, 2);
+    LLVMMetadataReplaceAllUsesWith(tmp, loop);
+    LLVMSetMetadata(br, l->loop_kind, LLVMMetadataAsValue(l->ctx, loop));
+}
+
+// for (var = lo; var < hi; var++) body(): hi is evaluated once.
+static void rt_l_counted(rt_lemit *l, LLVMValueRef var, LLVMValueRef lo, LLVMValueRef hi,
+                         bool vector_hint, const rt_kir_block *body,
+                         void (*emit_body)(rt_lemit *l, const rt_kir_block *body)) {
+    LLVMBuilderRef b = l->b;
+    LLVMBuildStore(b, lo, var);
+    LLVMBasicBlockRef head = rt_l_block(l, "loop"), blk = rt_l_block(l, "body"),
+                      done = rt_l_block(l, "done");
+    LLVMBuildBr(b, head);
+    LLVMPositionBuilderAtEnd(b, head);
+    LLVMValueRef i = LLVMBuildLoad2(b, l->i64, var, "");
+    LLVMBuildCondBr(b, LLVMBuildICmp(b, LLVMIntSLT, i, hi, ""), blk, done);
+    LLVMPositionBuilderAtEnd(b, blk);
+    emit_body(l, body);
+    LLVMValueRef i2 = LLVMBuildLoad2(b, l->i64, var, "");
+    LLVMBuildStore(b, LLVMBuildNSWAdd(b, i2, rt_l_i64(l, 1), ""), var);
+    LLVMValueRef br = LLVMBuildBr(b, head);
+    if (vector_hint)
+        rt_l_loop_hint(l, br);
+    LLVMPositionBuilderAtEnd(b, done);
+}
+
+static void rt_l_nodes(rt_lemit *l, const rt_kir_block *blk);
+
+static void rt_l_ukernel(rt_lemit *l, const rt_kir_ukernel *u) {
+    LLVMBuilderRef b = l->b;
+    int32_t mr = u->mr, nv = u->nr / 16, na = mr * nv;
+    LLVMValueRef ua = rt_l_addr(l, 0, rt_l_expr(l, u->a_off));
+    LLVMValueRef ub = rt_l_addr(l, 0, rt_l_expr(l, u->b_off));
+    LLVMValueRef kc = rt_l_expr(l, u->kc);
+    LLVMValueRef fma = rt_l_intrinsic(l, "llvm.fma", l->v16);
+    LLVMTypeRef fma_t = LLVMGlobalGetValueType(fma);
+    LLVMBasicBlockRef pre = LLVMGetInsertBlock(b);
+    LLVMBasicBlockRef head = rt_l_block(l, "uk.loop"), body = rt_l_block(l, "uk.body"),
+                      done = rt_l_block(l, "uk.done");
+    LLVMBuildBr(b, head);
+    LLVMPositionBuilderAtEnd(b, head);
+    LLVMValueRef kphi = LLVMBuildPhi(b, l->i64, "k");
+    LLVMValueRef acc[28], next[28];
+    LLVMValueRef zero = LLVMConstNull(l->v16);
+    for (int32_t i = 0; i < na; i++) {
+        acc[i] = LLVMBuildPhi(b, l->v16, "acc");
+        LLVMAddIncoming(acc[i], &zero, &pre, 1);
+    }
+    LLVMValueRef k0 = rt_l_i64(l, 0);
+    LLVMAddIncoming(kphi, &k0, &pre, 1);
+    LLVMBuildCondBr(b, LLVMBuildICmp(b, LLVMIntSLT, kphi, kc, ""), body, done);
+    LLVMPositionBuilderAtEnd(b, body);
+    LLVMValueRef bv[4];
+    LLVMValueRef kb = LLVMBuildNSWMul(b, kphi, rt_l_i64(l, u->nr), "");
+    for (int32_t j = 0; j < nv; j++) {
+        LLVMValueRef idx = LLVMBuildNSWAdd(b, kb, rt_l_i64(l, 16 * j), "");
+        LLVMValueRef p = LLVMBuildInBoundsGEP2(b, l->f32, ub, &idx, 1, "");
+        bv[j] = LLVMBuildLoad2(b, l->v16, p, "b");
+        LLVMSetAlignment(bv[j], 4);
+    }
+    LLVMValueRef ka = LLVMBuildNSWMul(b, kphi, rt_l_i64(l, mr), "");
+    LLVMValueRef mask = LLVMConstNull(LLVMVectorType(l->i32, 16));
+    for (int32_t i = 0; i < mr; i++) {
+        LLVMValueRef idx = LLVMBuildNSWAdd(b, ka, rt_l_i64(l, i), "");
+        LLVMValueRef av = LLVMBuildLoad2(b, l->f32, LLVMBuildInBoundsGEP2(b, l->f32, ua, &idx, 1,
+                                                                          ""), "a");
+        LLVMValueRef ins = LLVMBuildInsertElement(b, LLVMGetUndef(l->v16), av,
+                                                  LLVMConstInt(l->i32, 0, 0), "");
+        LLVMValueRef splat = LLVMBuildShuffleVector(b, ins, LLVMGetUndef(l->v16), mask, "");
+        for (int32_t j = 0; j < nv; j++) {
+            LLVMValueRef args[3] = {splat, bv[j], acc[i * nv + j]};
+            next[i * nv + j] = LLVMBuildCall2(b, fma_t, fma, args, 3, "");
+        }
+    }
+    LLVMValueRef k1 = LLVMBuildNSWAdd(b, kphi, rt_l_i64(l, 1), "");
+    LLVMBasicBlockRef latch = LLVMGetInsertBlock(b);
+    LLVMBuildBr(b, head);
+    LLVMAddIncoming(kphi, &k1, &latch, 1);
+    for (int32_t i = 0; i < na; i++)
+        LLVMAddIncoming(acc[i], &next[i], &latch, 1);
+    LLVMPositionBuilderAtEnd(b, done);
+
+    // Store: full tiles with vector stores, edge tiles through the stack buffer.
+    LLVMValueRef c_off = rt_l_expr(l, u->c_off);
+    LLVMValueRef mv = rt_l_expr(l, u->m_valid), nvv = rt_l_expr(l, u->n_valid);
+    LLVMValueRef accum = rt_l_truth(l, u->accumulate);
+    LLVMValueRef full = LLVMBuildAnd(b, LLVMBuildICmp(b, LLVMIntEQ, mv, rt_l_i64(l, mr), ""),
+                                     LLVMBuildICmp(b, LLVMIntEQ, nvv, rt_l_i64(l, u->nr), ""), "");
+    LLVMBasicBlockRef bfull = rt_l_block(l, "uk.full"), bpart = rt_l_block(l, "uk.edge"),
+                      bend = rt_l_block(l, "uk.end");
+    LLVMBuildCondBr(b, full, bfull, bpart);
+    // Full tile: C (+)= acc, the accumulate flag chosen by select on the loaded value.
+    LLVMPositionBuilderAtEnd(b, bfull);
+    for (int32_t i = 0; i < mr; i++)
+        for (int32_t j = 0; j < nv; j++) {
+            LLVMValueRef idx = LLVMBuildNSWAdd(
+                b, c_off, rt_l_i64(l, (int64_t)i * u->ldc + 16 * j), "");
+            LLVMValueRef p = rt_l_addr(l, u->c_buf, idx);
+            LLVMValueRef old = LLVMBuildLoad2(b, l->v16, p, "");
+            LLVMSetAlignment(old, 4);
+            LLVMValueRef base = LLVMBuildSelect(b, accum, old, zero, "");
+            LLVMValueRef st = LLVMBuildStore(b, LLVMBuildFAdd(b, base, acc[i * nv + j], ""), p);
+            LLVMSetAlignment(st, 4);
+        }
+    LLVMBuildBr(b, bend);
+    // Edge tile: spill the accumulators, then copy the valid part element by element.
+    LLVMPositionBuilderAtEnd(b, bpart);
+    for (int32_t i = 0; i < na; i++) {
+        LLVMValueRef idx = rt_l_i64(l, 16 * (int64_t)i);
+        LLVMValueRef st = LLVMBuildStore(
+            b, acc[i], LLVMBuildInBoundsGEP2(b, l->f32, l->uk_tmp, &idx, 1, ""));
+        LLVMSetAlignment(st, 4);
+    }
+    LLVMValueRef iv = l->uk_i, jv = l->uk_j; // promoted by mem2reg
+    LLVMBuildStore(b, rt_l_i64(l, 0), iv);
+    LLVMBasicBlockRef ih = rt_l_block(l, "uk.i"), ib = rt_l_block(l, "uk.ib"),
+                      jh = rt_l_block(l, "uk.j"), jb = rt_l_block(l, "uk.jb"),
+                      il = rt_l_block(l, "uk.il");
+    LLVMBuildBr(b, ih);
+    LLVMPositionBuilderAtEnd(b, ih);
+    LLVMValueRef i_ = LLVMBuildLoad2(b, l->i64, iv, "");
+    LLVMBuildCondBr(b, LLVMBuildICmp(b, LLVMIntSLT, i_, mv, ""), ib, bend);
+    LLVMPositionBuilderAtEnd(b, ib);
+    LLVMBuildStore(b, rt_l_i64(l, 0), jv);
+    LLVMBuildBr(b, jh);
+    LLVMPositionBuilderAtEnd(b, jh);
+    LLVMValueRef j_ = LLVMBuildLoad2(b, l->i64, jv, "");
+    LLVMBuildCondBr(b, LLVMBuildICmp(b, LLVMIntSLT, j_, nvv, ""), jb, il);
+    LLVMPositionBuilderAtEnd(b, jb);
+    LLVMValueRef ii = LLVMBuildLoad2(b, l->i64, iv, ""), jj = LLVMBuildLoad2(b, l->i64, jv, "");
+    LLVMValueRef tidx = LLVMBuildNSWAdd(b, LLVMBuildNSWMul(b, ii, rt_l_i64(l, u->nr), ""), jj, "");
+    LLVMValueRef tv = LLVMBuildLoad2(b, l->f32,
+                                     LLVMBuildInBoundsGEP2(b, l->f32, l->uk_tmp, &tidx, 1, ""), "");
+    LLVMValueRef cidx = LLVMBuildNSWAdd(
+        b, c_off, LLVMBuildNSWAdd(b, LLVMBuildNSWMul(b, ii, rt_l_i64(l, u->ldc), ""), jj, ""), "");
+    LLVMValueRef cp = rt_l_addr(l, u->c_buf, cidx);
+    LLVMValueRef old = LLVMBuildLoad2(b, l->f32, cp, "");
+    LLVMValueRef base = LLVMBuildSelect(b, accum, old, LLVMConstReal(l->f32, 0.0), "");
+    LLVMBuildStore(b, LLVMBuildFAdd(b, base, tv, ""), cp);
+    LLVMBuildStore(b, LLVMBuildNSWAdd(b, jj, rt_l_i64(l, 1), ""), jv);
+    LLVMBuildBr(b, jh);
+    LLVMPositionBuilderAtEnd(b, il);
+    LLVMBuildStore(b, LLVMBuildNSWAdd(b, LLVMBuildLoad2(b, l->i64, iv, ""), rt_l_i64(l, 1), ""),
+                   iv);
+    LLVMBuildBr(b, ih);
+    LLVMPositionBuilderAtEnd(b, bend);
+}
+
+static void rt_l_node(rt_lemit *l, const rt_kir_node *n) {
+    LLVMBuilderRef b = l->b;
+    switch (n->kind) {
+    case RT_KIR_N_LOOP: {
+        LLVMValueRef lo = rt_l_expr(l, n->lo), hi = rt_l_expr(l, n->hi);
+        rt_l_counted(l, l->vars[n->var], lo, hi, n->loop_kind == RT_KIR_LOOP_VECTOR, &n->body,
+                     rt_l_nodes);
+        return;
+    }
+    case RT_KIR_N_LET:
+    case RT_KIR_N_FSET:
+        LLVMBuildStore(b, rt_l_expr(l, n->value), l->vars[n->var]);
+        return;
+    case RT_KIR_N_STORE: {
+        LLVMValueRef v = rt_l_expr(l, n->value);
+        LLVMBuildStore(b, v, rt_l_addr(l, n->buf, rt_l_expr(l, n->index)));
+        return;
+    }
+    case RT_KIR_N_IF: {
+        LLVMBasicBlockRef bt = rt_l_block(l, "then"), be = rt_l_block(l, "else"),
+                          bj = rt_l_block(l, "join");
+        LLVMBuildCondBr(b, rt_l_truth(l, n->cond), bt, be);
+        LLVMPositionBuilderAtEnd(b, bt);
+        rt_l_nodes(l, &n->body);
+        LLVMBuildBr(b, bj);
+        LLVMPositionBuilderAtEnd(b, be);
+        rt_l_nodes(l, &n->else_body);
+        LLVMBuildBr(b, bj);
+        LLVMPositionBuilderAtEnd(b, bj);
+        return;
+    }
+    case RT_KIR_N_COPY:
+        rt_l_nodes(l, &n->body);
+        return;
+    case RT_KIR_N_UKERNEL:
+        rt_l_ukernel(l, &n->uk);
+        return;
+    default:
+        return;
+    }
+}
+
+static void rt_l_nodes(rt_lemit *l, const rt_kir_block *blk) {
+    for (int32_t i = 0; i < blk->n; i++)
+        rt_l_node(l, blk->nodes[i]);
+}
+
+static int32_t rt_l_max_tile(const rt_kir_block *blk) {
+    int32_t best = 0;
+    for (int32_t i = 0; i < blk->n; i++) {
+        const rt_kir_node *n = blk->nodes[i];
+        int32_t t = n->kind == RT_KIR_N_UKERNEL ? n->uk.mr * n->uk.nr : 0;
+        int32_t x = rt_l_max_tile(&n->body), y = rt_l_max_tile(&n->else_body);
+        t = t > x ? t : x;
+        t = t > y ? t : y;
+        best = best > t ? best : t;
+    }
+    return best;
+}
+
+static void rt_l_attrs(rt_lemit *l, LLVMValueRef fn, bool avx512) {
+    if (avx512)
+        LLVMAddAttributeAtIndex(fn, LLVMAttributeFunctionIndex,
+                                LLVMCreateStringAttribute(l->ctx, "prefer-vector-width", 19,
+                                                          "512", 3));
+    unsigned nounwind = LLVMGetEnumAttributeKindForName("nounwind", 8);
+    LLVMAddAttributeAtIndex(fn, LLVMAttributeFunctionIndex,
+                            LLVMCreateEnumAttribute(l->ctx, nounwind, 0));
+}
+
+static void rt_l_phase(rt_lemit *l, const rt_kir_phase *p, bool avx512) {
+    const rt_kir_kernel *k = l->k;
+    LLVMBuilderRef b = l->b;
+    l->p = p;
+    // Body: (scratch, buffers..., lo, hi) with noalias buffers, inlined into the wrapper.
+    int32_t np = k->n_bufs + 2;
+    LLVMTypeRef params[np];
+    for (int32_t i = 0; i < k->n_bufs; i++)
+        params[i] = l->ptr;
+    params[k->n_bufs] = l->i64;
+    params[k->n_bufs + 1] = l->i64;
+    LLVMTypeRef body_t = LLVMFunctionType(LLVMVoidTypeInContext(l->ctx), params, (unsigned)np, 0);
+    char *bname = rt_arena_printf(l->a, "%s_%s_body", k->name, p->name);
+    LLVMValueRef body = LLVMAddFunction(l->m, bname, body_t);
+    LLVMSetLinkage(body, LLVMInternalLinkage);
+    rt_l_attrs(l, body, avx512);
+    unsigned noalias = LLVMGetEnumAttributeKindForName("noalias", 7);
+    unsigned inl = LLVMGetEnumAttributeKindForName("alwaysinline", 12);
+    LLVMAddAttributeAtIndex(body, LLVMAttributeFunctionIndex, LLVMCreateEnumAttribute(l->ctx, inl,
+                                                                                      0));
+    for (int32_t i = 0; i < k->n_bufs; i++) {
+        LLVMAddAttributeAtIndex(body, (unsigned)i + 1, LLVMCreateEnumAttribute(l->ctx, noalias, 0));
+        l->bufs[i] = LLVMGetParam(body, (unsigned)i);
+        LLVMSetValueName2(l->bufs[i], k->bufs[i].name, strlen(k->bufs[i].name));
+    }
+    l->fn = body;
+    LLVMBasicBlockRef entry = rt_l_block(l, "entry");
+    LLVMPositionBuilderAtEnd(b, entry);
+    for (int32_t v = 0; v < p->n_vars; v++)
+        l->vars[v] = LLVMBuildAlloca(b, rt_l_type(l, p->vars[v].type), p->vars[v].name);
+    int32_t tile = rt_l_max_tile(&p->body);
+    l->uk_tmp = NULL;
+    if (tile > 0) {
+        l->uk_tmp = LLVMBuildArrayAlloca(b, l->f32, rt_l_i64(l, tile), "uk_tmp");
+        LLVMSetAlignment(l->uk_tmp, 64);
+        l->uk_i = LLVMBuildAlloca(b, l->i64, "ui");
+        l->uk_j = LLVMBuildAlloca(b, l->i64, "uj");
+    }
+    LLVMValueRef lo = LLVMGetParam(body, (unsigned)k->n_bufs);
+    LLVMValueRef hi = LLVMGetParam(body, (unsigned)k->n_bufs + 1);
+    rt_l_counted(l, l->vars[p->item_var], lo, hi, false, &p->body, rt_l_nodes);
+    LLVMBuildRetVoid(b);
+
+    // Wrapper with the common ABI: (void **args, i64 lo, i64 hi, float *scratch).
+    LLVMTypeRef wparams[4] = {l->ptr, l->i64, l->i64, l->ptr};
+    LLVMTypeRef wrap_t = LLVMFunctionType(LLVMVoidTypeInContext(l->ctx), wparams, 4, 0);
+    char *wname = rt_arena_printf(l->a, "%s_%s", k->name, p->name);
+    LLVMValueRef wrap = LLVMAddFunction(l->m, wname, wrap_t);
+    rt_l_attrs(l, wrap, avx512);
+    l->fn = wrap;
+    LLVMPositionBuilderAtEnd(b, rt_l_block(l, "entry"));
+    LLVMValueRef args[np];
+    args[0] = LLVMGetParam(wrap, 3);
+    for (int32_t i = 1; i < k->n_bufs; i++) {
+        LLVMValueRef idx = rt_l_i64(l, i);
+        LLVMValueRef slot = LLVMBuildInBoundsGEP2(b, l->ptr, LLVMGetParam(wrap, 0), &idx, 1, "");
+        args[i] = LLVMBuildLoad2(b, l->ptr, slot, k->bufs[i].name);
+    }
+    args[k->n_bufs] = LLVMGetParam(wrap, 1);
+    args[k->n_bufs + 1] = LLVMGetParam(wrap, 2);
+    LLVMBuildCall2(b, body_t, body, args, (unsigned)np, "");
+    LLVMBuildRetVoid(b);
+}
+
+rt_status rt_emit_llvm(rt_arena *a, const rt_kir_kernel *k, const rt_llvm_target *t,
+                       bool optimize, void **out_module, const char **out_text, rt_err *err) {
+    RT_TRY(rt_kir_validate(k, err));
+    rt_lemit l;
+    memset(&l, 0, sizeof l);
+    l.a = a;
+    l.k = k;
+    l.ctx = t->context;
+    l.i1 = LLVMInt1TypeInContext(l.ctx);
+    l.i32 = LLVMInt32TypeInContext(l.ctx);
+    l.i64 = LLVMInt64TypeInContext(l.ctx);
+    l.f32 = LLVMFloatTypeInContext(l.ctx);
+    l.f64 = LLVMDoubleTypeInContext(l.ctx);
+    l.ptr = LLVMPointerTypeInContext(l.ctx, 0);
+    l.v16 = LLVMVectorType(l.f32, 16);
+    l.loop_kind = LLVMGetMDKindIDInContext(l.ctx, "llvm.loop", 9);
+    int32_t max_vars = 1;
+    for (int32_t i = 0; i < k->n_phases; i++)
+        max_vars = k->phases[i].n_vars > max_vars ? k->phases[i].n_vars : max_vars;
+    RT_ALLOC(a, l.bufs, k->n_bufs, err);
+    RT_ALLOC(a, l.vars, max_vars, err);
+    l.m = LLVMModuleCreateWithNameInContext(k->name, l.ctx);
+    l.b = LLVMCreateBuilderInContext(l.ctx);
+    LLVMTargetMachineRef tm = t->target_machine;
+    char *triple = LLVMGetTargetMachineTriple(tm);
+    LLVMSetTarget(l.m, triple);
+    LLVMDisposeMessage(triple);
+    LLVMTargetDataRef td = LLVMCreateTargetDataLayout(tm);
+    LLVMSetModuleDataLayout(l.m, td);
+    LLVMDisposeTargetData(td);
+    for (int32_t i = 0; i < k->n_phases; i++)
+        rt_l_phase(&l, &k->phases[i], t->avx512);
+    LLVMDisposeBuilder(l.b);
+    char *msg = NULL;
+    if (LLVMVerifyModule(l.m, LLVMReturnStatusAction, &msg)) {
+        rt_fail(err, RT_ERR_BACKEND, RT_NOLOC, "llvm: kernel %s does not verify: %.300s", k->name,
+                msg ? msg : "?");
+        err->log = msg ? rt_arena_strdup(a, msg) : NULL;
+        LLVMDisposeMessage(msg);
+        LLVMDisposeModule(l.m);
+        return err->status;
+    }
+    LLVMDisposeMessage(msg);
+    if (out_text) {
+        char *s = LLVMPrintModuleToString(l.m);
+        *out_text = rt_arena_strdup(a, s);
+        LLVMDisposeMessage(s);
+        if (!*out_text) {
+            LLVMDisposeModule(l.m);
+            return rt_fail(err, RT_ERR_NOMEM, RT_NOLOC, "out of memory");
+        }
+    }
+    if (optimize) {
+        LLVMPassBuilderOptionsRef po = LLVMCreatePassBuilderOptions();
+        LLVMPassBuilderOptionsSetLoopVectorization(po, 1);
+        LLVMPassBuilderOptionsSetSLPVectorization(po, 1);
+        LLVMPassBuilderOptionsSetLoopUnrolling(po, 1);
+        LLVMErrorRef e = LLVMRunPasses(l.m, "default<O3>", tm, po);
+        LLVMDisposePassBuilderOptions(po);
+        if (e) {
+            char *em = LLVMGetErrorMessage(e);
+            rt_fail(err, RT_ERR_BACKEND, RT_NOLOC, "llvm: O3 failed on %s: %s", k->name,
+                    em ? em : "?");
+            LLVMDisposeErrorMessage(em);
+            LLVMDisposeModule(l.m);
+            return err->status;
+        }
+    }
+    *out_module = l.m;
+    return RT_OK;
+}
+
+void rt_emit_llvm_dispose(void *module) {
+    if (module)
+        LLVMDisposeModule(module);
+}

@@ -1,0 +1,436 @@
+// kir.c: construction helpers and the validator of the kernel IR (kir.h). The lowering
+// (lower-cpu.c) builds kernels with these; the emitters (emit-c.c, emit-llvm.c) rely on the
+// invariants rt_kir_validate checks. Integer constructors fold constants so that dense tensor
+// offsets come out as plain affine expressions (m*1024 + k) in every target.
+#include "kir.h"
+
+#include <string.h>
+
+// clang-format off
+static const char *const rt_kir_type_names[RT_KIR_TYPE_COUNT] = {"i64", "i32", "f32", "f64"};
+static const char *const rt_kir_type_ctypes[RT_KIR_TYPE_COUNT] = {
+    "int64_t", "int32_t", "float", "double"};
+static const char *const rt_kir_bop_names[RT_KIR_BOP_COUNT] = {
+    "+", "-", "*", "/", "%", "min", "max", "<", "<=", ">", ">=", "==", "!=", "&&", "||"};
+static const char *const rt_kir_loop_names[RT_KIR_LOOP_KIND_COUNT] = {
+    "serial", "parallel", "vector", "unroll"};
+// clang-format on
+_Static_assert(sizeof rt_kir_type_names / sizeof *rt_kir_type_names == RT_KIR_TYPE_COUNT,
+               "ORDER RT_KIR_TYPE");
+_Static_assert(sizeof rt_kir_bop_names / sizeof *rt_kir_bop_names == RT_KIR_BOP_COUNT,
+               "ORDER RT_KIR_BOP");
+
+const char *rt_kir_type_name(rt_kir_type t) {
+    return (unsigned)t < RT_KIR_TYPE_COUNT ? rt_kir_type_names[t] : "?";
+}
+const char *rt_kir_type_ctype(rt_kir_type t) {
+    return (unsigned)t < RT_KIR_TYPE_COUNT ? rt_kir_type_ctypes[t] : "?";
+}
+const char *rt_kir_bop_name(rt_kir_bop op) {
+    return (unsigned)op < RT_KIR_BOP_COUNT ? rt_kir_bop_names[op] : "?";
+}
+const char *rt_kir_loop_kind_name(rt_kir_loop_kind k) {
+    return (unsigned)k < RT_KIR_LOOP_KIND_COUNT ? rt_kir_loop_names[k] : "?";
+}
+bool rt_kir_type_is_float(rt_kir_type t) {
+    return t == RT_KIR_F32 || t == RT_KIR_F64;
+}
+
+rt_kir_kernel *rt_kir_kernel_new(rt_arena *a, const char *name) {
+    rt_kir_kernel *k = rt_arena_calloc(a, 1, sizeof *k);
+    if (!k)
+        return NULL;
+    k->name = rt_arena_strdup(a, name);
+    if (!k->name || rt_kir_add_buf(a, k, "scratch", RT_KIR_BUF_SCRATCH, RT_KIR_F32, -1, -1) != 0)
+        return NULL;
+    return k;
+}
+
+// Grows an arena array of elem_bytes elements to hold n + 1.
+static bool rt_kir_grow(rt_arena *a, void **items, int32_t n, int32_t *cap, size_t elem_bytes) {
+    if (n < *cap)
+        return true;
+    int32_t ncap = *cap ? *cap * 2 : 8;
+    void *p = rt_arena_calloc(a, (size_t)ncap, elem_bytes);
+    if (!p)
+        return false;
+    if (*items)
+        memcpy(p, *items, (size_t)n * elem_bytes);
+    *items = p;
+    *cap = ncap;
+    return true;
+}
+
+int32_t rt_kir_add_buf(rt_arena *a, rt_kir_kernel *k, const char *name, rt_kir_buf_role role,
+                       rt_kir_type type, int32_t tensor, int32_t dim) {
+    if (!rt_kir_grow(a, (void **)&k->bufs, k->n_bufs, &k->cap_bufs, sizeof *k->bufs))
+        return -1;
+    rt_kir_buf *b = &k->bufs[k->n_bufs];
+    b->name = rt_arena_strdup(a, name);
+    if (!b->name)
+        return -1;
+    b->role = role;
+    b->type = type;
+    b->tensor = tensor;
+    b->dim = dim;
+    return k->n_bufs++;
+}
+
+rt_kir_phase *rt_kir_add_phase(rt_arena *a, rt_kir_kernel *k, const char *what, int64_t n_items) {
+    if (!rt_kir_grow(a, (void **)&k->phases, k->n_phases, &k->cap_phases, sizeof *k->phases))
+        return NULL;
+    rt_kir_phase *p = &k->phases[k->n_phases];
+    memset(p, 0, sizeof *p);
+    p->name = rt_arena_printf(a, "p%d", (int)k->n_phases);
+    p->what = rt_arena_strdup(a, what);
+    p->n_items = n_items < 1 ? 1 : n_items;
+    if (!p->name || !p->what)
+        return NULL;
+    p->item_var = rt_kir_add_var(a, p, "item", RT_KIR_I64);
+    if (p->item_var < 0)
+        return NULL;
+    k->n_phases++;
+    return p;
+}
+
+int32_t rt_kir_add_var(rt_arena *a, rt_kir_phase *p, const char *name, rt_kir_type type) {
+    if (!rt_kir_grow(a, (void **)&p->vars, p->n_vars, &p->cap_vars, sizeof *p->vars))
+        return -1;
+    // Names are made unique inside the phase by a numeric suffix when needed.
+    const char *base = name;
+    char *unique = rt_arena_strdup(a, base);
+    for (int32_t n = 1, clash = 1; unique && clash; n++) {
+        clash = 0;
+        for (int32_t i = 0; i < p->n_vars; i++)
+            if (strcmp(p->vars[i].name, unique) == 0)
+                clash = 1;
+        if (clash)
+            unique = rt_arena_printf(a, "%s_%d", base, (int)n);
+    }
+    if (!unique)
+        return -1;
+    p->vars[p->n_vars].name = unique;
+    p->vars[p->n_vars].type = type;
+    return p->n_vars++;
+}
+
+static rt_kir_expr *rt_kir_new(rt_arena *a, rt_kir_ekind kind, rt_kir_type type) {
+    rt_kir_expr *e = rt_arena_calloc(a, 1, sizeof *e);
+    if (e) {
+        e->kind = kind;
+        e->type = type;
+    }
+    return e;
+}
+
+rt_kir_expr *rt_kir_int(rt_arena *a, int64_t v) {
+    rt_kir_expr *e = rt_kir_new(a, RT_KIR_E_INT, RT_KIR_I64);
+    if (e)
+        e->ival = v;
+    return e;
+}
+
+rt_kir_expr *rt_kir_flt(rt_arena *a, rt_kir_type t, double v) {
+    rt_kir_expr *e = rt_kir_new(a, RT_KIR_E_FLT, t);
+    if (e)
+        e->fval = v;
+    return e;
+}
+
+rt_kir_expr *rt_kir_var_ref(rt_arena *a, const rt_kir_phase *p, int32_t var) {
+    if (var < 0 || var >= p->n_vars)
+        return NULL;
+    rt_kir_type t = p->vars[var].type;
+    rt_kir_expr *e = rt_kir_new(a, t == RT_KIR_I64 ? RT_KIR_E_VAR : RT_KIR_E_FVAR, t);
+    if (e)
+        e->var = var;
+    return e;
+}
+
+rt_kir_expr *rt_kir_load(rt_arena *a, const rt_kir_kernel *k, int32_t buf, rt_kir_expr *index) {
+    if (!index || buf < 0 || buf >= k->n_bufs)
+        return NULL;
+    rt_kir_expr *e = rt_kir_new(a, RT_KIR_E_LOAD, k->bufs[buf].type);
+    if (e) {
+        e->buf = buf;
+        e->args[0] = index;
+    }
+    return e;
+}
+
+bool rt_kir_is_int(const rt_kir_expr *e, int64_t *out) {
+    if (e && e->kind == RT_KIR_E_INT) {
+        if (out)
+            *out = e->ival;
+        return true;
+    }
+    return false;
+}
+
+static bool rt_kir_is_cmp(rt_kir_bop op) {
+    return op >= RT_KIR_LT && op <= RT_KIR_OR;
+}
+
+rt_kir_expr *rt_kir_bin(rt_arena *a, rt_kir_bop op, rt_kir_expr *x, rt_kir_expr *y) {
+    if (!x || !y)
+        return NULL;
+    int64_t cx = 0, cy = 0;
+    bool kx = rt_kir_is_int(x, &cx), ky = rt_kir_is_int(y, &cy);
+    if (x->type == RT_KIR_I64 && y->type == RT_KIR_I64) {
+        if (kx && ky) {
+            switch (op) {
+            case RT_KIR_ADD: return rt_kir_int(a, (int64_t)((uint64_t)cx + (uint64_t)cy));
+            case RT_KIR_SUB: return rt_kir_int(a, (int64_t)((uint64_t)cx - (uint64_t)cy));
+            case RT_KIR_MUL: return rt_kir_int(a, (int64_t)((uint64_t)cx * (uint64_t)cy));
+            case RT_KIR_DIV: if (cy > 0) return rt_kir_int(a, rt_floor_div(cx, cy)); break;
+            case RT_KIR_MOD: if (cy > 0) return rt_kir_int(a, rt_floor_mod(cx, cy)); break;
+            case RT_KIR_MIN: return rt_kir_int(a, cx < cy ? cx : cy);
+            case RT_KIR_MAX: return rt_kir_int(a, cx > cy ? cx : cy);
+            case RT_KIR_LT: return rt_kir_int(a, cx < cy);
+            case RT_KIR_LE: return rt_kir_int(a, cx <= cy);
+            case RT_KIR_GT: return rt_kir_int(a, cx > cy);
+            case RT_KIR_GE: return rt_kir_int(a, cx >= cy);
+            case RT_KIR_EQ: return rt_kir_int(a, cx == cy);
+            case RT_KIR_NE: return rt_kir_int(a, cx != cy);
+            case RT_KIR_AND: return rt_kir_int(a, cx && cy);
+            case RT_KIR_OR: return rt_kir_int(a, cx || cy);
+            default: break;
+            }
+        }
+        if (op == RT_KIR_ADD && kx && cx == 0)
+            return y;
+        if ((op == RT_KIR_ADD || op == RT_KIR_SUB) && ky && cy == 0)
+            return x;
+        if (op == RT_KIR_MUL && kx && cx == 1)
+            return y;
+        if ((op == RT_KIR_MUL || op == RT_KIR_DIV) && ky && cy == 1)
+            return x;
+        if (op == RT_KIR_MUL && ((kx && cx == 0) || (ky && cy == 0)))
+            return rt_kir_int(a, 0);
+        if (op == RT_KIR_AND && kx && cx != 0)
+            return y;
+        if (op == RT_KIR_AND && ky && cy != 0)
+            return x;
+    }
+    rt_kir_expr *e = rt_kir_new(a, RT_KIR_E_BIN, rt_kir_is_cmp(op) ? RT_KIR_I64 : x->type);
+    if (e) {
+        e->bop = op;
+        e->args[0] = x;
+        e->args[1] = y;
+    }
+    return e;
+}
+
+rt_kir_expr *rt_kir_neg(rt_arena *a, rt_kir_expr *x) {
+    if (!x)
+        return NULL;
+    int64_t c;
+    if (rt_kir_is_int(x, &c))
+        return rt_kir_int(a, (int64_t)(0 - (uint64_t)c));
+    rt_kir_expr *e = rt_kir_new(a, RT_KIR_E_NEG, x->type);
+    if (e)
+        e->args[0] = x;
+    return e;
+}
+
+rt_kir_expr *rt_kir_call(rt_arena *a, rt_fn fn, rt_kir_expr *x, rt_kir_expr *y) {
+    if (!x || ((fn == RT_FN_MAX || fn == RT_FN_MIN) && !y))
+        return NULL;
+    if (fn == RT_FN_MAX || fn == RT_FN_MIN)
+        return rt_kir_bin(a, fn == RT_FN_MAX ? RT_KIR_MAX : RT_KIR_MIN, x, y);
+    rt_kir_expr *e = rt_kir_new(a, RT_KIR_E_CALL, x->type);
+    if (e) {
+        e->fn = fn;
+        e->args[0] = x;
+    }
+    return e;
+}
+
+rt_kir_expr *rt_kir_select(rt_arena *a, rt_kir_expr *c, rt_kir_expr *x, rt_kir_expr *y) {
+    if (!c || !x || !y)
+        return NULL;
+    int64_t k;
+    if (rt_kir_is_int(c, &k))
+        return k ? x : y;
+    rt_kir_expr *e = rt_kir_new(a, RT_KIR_E_SELECT, x->type);
+    if (e) {
+        e->args[0] = c;
+        e->args[1] = x;
+        e->args[2] = y;
+    }
+    return e;
+}
+
+rt_kir_expr *rt_kir_cast(rt_arena *a, rt_kir_type t, rt_kir_expr *x) {
+    if (!x)
+        return NULL;
+    if (x->type == t)
+        return x;
+    if (x->kind == RT_KIR_E_INT && rt_kir_type_is_float(t))
+        return rt_kir_flt(a, t, (double)x->ival);
+    if (x->kind == RT_KIR_E_FLT && rt_kir_type_is_float(t))
+        return rt_kir_flt(a, t, x->fval);
+    rt_kir_expr *e = rt_kir_new(a, RT_KIR_E_CAST, t);
+    if (e)
+        e->args[0] = x;
+    return e;
+}
+
+rt_kir_node *rt_kir_append(rt_arena *a, rt_kir_block *b, rt_kir_nkind kind) {
+    if (!rt_kir_grow(a, (void **)&b->nodes, b->n, &b->cap, sizeof *b->nodes))
+        return NULL;
+    rt_kir_node *n = rt_arena_calloc(a, 1, sizeof *n);
+    if (!n)
+        return NULL;
+    n->kind = kind;
+    b->nodes[b->n++] = n;
+    return n;
+}
+
+rt_kir_node *rt_kir_loop(rt_arena *a, rt_kir_block *b, int32_t var, rt_kir_expr *lo,
+                         rt_kir_expr *hi, rt_kir_loop_kind kind) {
+    if (!lo || !hi || var < 0)
+        return NULL;
+    rt_kir_node *n = rt_kir_append(a, b, RT_KIR_N_LOOP);
+    if (n) {
+        n->var = var;
+        n->lo = lo;
+        n->hi = hi;
+        n->loop_kind = kind;
+    }
+    return n;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Validation
+// ---------------------------------------------------------------------------------------------
+
+typedef struct rt_kir_check {
+    const rt_kir_kernel *k;
+    const rt_kir_phase *p;
+    rt_err *err;
+} rt_kir_check;
+
+static rt_status rt_kir_bad(rt_kir_check *c, const char *what) {
+    return rt_fail(c->err, RT_ERR_BACKEND, RT_NOLOC, "kernel %s, phase %s: %s", c->k->name,
+                   c->p->name, what);
+}
+
+static rt_status rt_kir_check_expr(rt_kir_check *c, const rt_kir_expr *e, bool want_int) {
+    if (!e)
+        return rt_kir_bad(c, "missing expression");
+    if (want_int && e->type != RT_KIR_I64)
+        return rt_kir_bad(c, "expected an i64 expression");
+    switch (e->kind) {
+    case RT_KIR_E_INT:
+    case RT_KIR_E_FLT:
+        return RT_OK;
+    case RT_KIR_E_VAR:
+    case RT_KIR_E_FVAR:
+        if (e->var < 0 || e->var >= c->p->n_vars || c->p->vars[e->var].type != e->type)
+            return rt_kir_bad(c, "variable out of range or of another type");
+        return RT_OK;
+    case RT_KIR_E_LOAD:
+        if (e->buf < 0 || e->buf >= c->k->n_bufs || c->k->bufs[e->buf].type != e->type)
+            return rt_kir_bad(c, "load from an unknown buffer");
+        return rt_kir_check_expr(c, e->args[0], true);
+    case RT_KIR_E_NEG:
+    case RT_KIR_E_CALL:
+        if (e->kind == RT_KIR_E_CALL && !rt_kir_type_is_float(e->type))
+            return rt_kir_bad(c, "math function on an integer");
+        return rt_kir_check_expr(c, e->args[0], false);
+    case RT_KIR_E_CAST:
+        return rt_kir_check_expr(c, e->args[0], false);
+    case RT_KIR_E_BIN:
+        RT_TRY(rt_kir_check_expr(c, e->args[0], false));
+        RT_TRY(rt_kir_check_expr(c, e->args[1], false));
+        if (e->args[0]->type != e->args[1]->type)
+            return rt_kir_bad(c, "binary operands of different types");
+        if ((e->bop == RT_KIR_AND || e->bop == RT_KIR_OR) && e->args[0]->type != RT_KIR_I64)
+            return rt_kir_bad(c, "logical operator on floats");
+        return RT_OK;
+    case RT_KIR_E_SELECT:
+        RT_TRY(rt_kir_check_expr(c, e->args[0], true));
+        RT_TRY(rt_kir_check_expr(c, e->args[1], false));
+        RT_TRY(rt_kir_check_expr(c, e->args[2], false));
+        if (e->args[1]->type != e->type || e->args[2]->type != e->type)
+            return rt_kir_bad(c, "select arms of different types");
+        return RT_OK;
+    default:
+        return rt_kir_bad(c, "unknown expression kind");
+    }
+}
+
+static rt_status rt_kir_check_block(rt_kir_check *c, const rt_kir_block *b);
+
+static rt_status rt_kir_check_node(rt_kir_check *c, const rt_kir_node *n) {
+    const rt_kir_phase *p = c->p;
+    switch (n->kind) {
+    case RT_KIR_N_LOOP:
+        if (n->var < 0 || n->var >= p->n_vars || p->vars[n->var].type != RT_KIR_I64)
+            return rt_kir_bad(c, "loop over a non-integer variable");
+        RT_TRY(rt_kir_check_expr(c, n->lo, true));
+        RT_TRY(rt_kir_check_expr(c, n->hi, true));
+        return rt_kir_check_block(c, &n->body);
+    case RT_KIR_N_LET:
+    case RT_KIR_N_FSET:
+        if (n->var < 0 || n->var >= p->n_vars)
+            return rt_kir_bad(c, "assignment to an unknown variable");
+        RT_TRY(rt_kir_check_expr(c, n->value, false));
+        if (n->value->type != p->vars[n->var].type)
+            return rt_kir_bad(c, "assignment of another type");
+        return RT_OK;
+    case RT_KIR_N_STORE:
+        if (n->buf < 0 || n->buf >= c->k->n_bufs)
+            return rt_kir_bad(c, "store to an unknown buffer");
+        RT_TRY(rt_kir_check_expr(c, n->index, true));
+        RT_TRY(rt_kir_check_expr(c, n->value, false));
+        if (n->value->type != c->k->bufs[n->buf].type)
+            return rt_kir_bad(c, "store of another type than the buffer's");
+        return RT_OK;
+    case RT_KIR_N_IF:
+        RT_TRY(rt_kir_check_expr(c, n->cond, true));
+        RT_TRY(rt_kir_check_block(c, &n->body));
+        return rt_kir_check_block(c, &n->else_body);
+    case RT_KIR_N_COPY:
+        return rt_kir_check_block(c, &n->body);
+    case RT_KIR_N_UKERNEL: {
+        const rt_kir_ukernel *u = &n->uk;
+        if (u->mr < 1 || u->nr < 16 || u->nr % 16 != 0 || u->mr * (u->nr / 16) > 28)
+            return rt_kir_bad(c, "micro-kernel shape (expected mr >= 1, nr a multiple of 16, "
+                                 "at most 28 accumulators)");
+        if (u->c_buf < 0 || u->c_buf >= c->k->n_bufs || c->k->bufs[u->c_buf].type != RT_KIR_F32)
+            return rt_kir_bad(c, "micro-kernel output is not an f32 buffer");
+        RT_TRY(rt_kir_check_expr(c, u->kc, true));
+        RT_TRY(rt_kir_check_expr(c, u->a_off, true));
+        RT_TRY(rt_kir_check_expr(c, u->b_off, true));
+        RT_TRY(rt_kir_check_expr(c, u->c_off, true));
+        RT_TRY(rt_kir_check_expr(c, u->m_valid, true));
+        RT_TRY(rt_kir_check_expr(c, u->n_valid, true));
+        return rt_kir_check_expr(c, u->accumulate, true);
+    }
+    case RT_KIR_N_BARRIER:
+    case RT_KIR_N_COMMENT:
+        return RT_OK;
+    default:
+        return rt_kir_bad(c, "unknown node kind");
+    }
+}
+
+static rt_status rt_kir_check_block(rt_kir_check *c, const rt_kir_block *b) {
+    for (int32_t i = 0; i < b->n; i++)
+        RT_TRY(rt_kir_check_node(c, b->nodes[i]));
+    return RT_OK;
+}
+
+rt_status rt_kir_validate(const rt_kir_kernel *k, rt_err *err) {
+    if (!k || k->n_bufs < 1 || k->bufs[0].role != RT_KIR_BUF_SCRATCH)
+        return rt_fail(err, RT_ERR_BACKEND, RT_NOLOC, "kernel without its scratch buffer");
+    for (int32_t i = 0; i < k->n_phases; i++) {
+        rt_kir_check c = {k, &k->phases[i], err};
+        if (k->phases[i].n_items < 1)
+            return rt_kir_bad(&c, "phase without work items");
+        RT_TRY(rt_kir_check_block(&c, &k->phases[i].body));
+    }
+    return RT_OK;
+}

@@ -1,0 +1,207 @@
+// kir.h: the kernel IR — what an rProgram becomes before any target prints it. A kernel is a
+// list of phases run in order with a barrier between them; each phase is a loop over
+// `n_items` independent work items (the scale-out level: cores on a CPU, blocks on a GPU) whose
+// body is a tree of nodes: loops (serial / parallel / vectorized / unrolled), integer lets,
+// scalar accumulators, stores, conditionals, tile copies between memory levels (packing) and a
+// register-tile micro-kernel (BRGEMM-style broadcast + FMA over an mr x nr accumulator block).
+//
+// Pipeline position: perfmodel (rt_rprog) --lower-cpu.c--> rt_kir_kernel --emit-c.c /
+// emit-llvm.c--> source text or an LLVM module. Everything lives in the caller's arena.
+// Buffers are the flat storage of rt_layout (interp.h): one data array per tensor plus, for
+// every ragged dim, its int64 start array, so kernels and the interpreter share data as is.
+#ifndef RT_KIR_H
+#define RT_KIR_H
+
+#include "rt.h"
+#include "spec.h"
+
+// ORDER RT_KIR_TYPE: type names in kir.c.
+typedef enum rt_kir_type {
+    RT_KIR_I64, // indices, offsets, loop variables, comparisons (0/1)
+    RT_KIR_I32, // length and gather tensors as stored
+    RT_KIR_F32,
+    RT_KIR_F64,
+    RT_KIR_TYPE_COUNT
+} rt_kir_type;
+
+typedef enum rt_kir_ekind {
+    RT_KIR_E_INT,    // ival (I64)
+    RT_KIR_E_FLT,    // fval (F32/F64)
+    RT_KIR_E_VAR,    // var: integer variable of the phase
+    RT_KIR_E_FVAR,   // var: float local of the phase (accumulator)
+    RT_KIR_E_LOAD,   // buf[args[0]], type = the buffer's element type
+    RT_KIR_E_NEG,    // -args[0]
+    RT_KIR_E_BIN,    // bop over args[0], args[1] (both of type, except comparisons)
+    RT_KIR_E_CALL,   // fn over args[0] (args[1] for max/min)
+    RT_KIR_E_SELECT, // args[0] (I64, nonzero = true) ? args[1] : args[2]
+    RT_KIR_E_CAST,   // args[0] converted to type (float->int truncates toward zero)
+    RT_KIR_EKIND_COUNT
+} rt_kir_ekind;
+
+// ORDER RT_KIR_BOP: spelling table in kir.c.
+typedef enum rt_kir_bop {
+    RT_KIR_ADD, RT_KIR_SUB, RT_KIR_MUL,
+    RT_KIR_DIV, // float division; integer floor division (op-spec '/')
+    RT_KIR_MOD, // float fmod; integer floor modulo
+    RT_KIR_MIN, RT_KIR_MAX,
+    RT_KIR_LT, RT_KIR_LE, RT_KIR_GT, RT_KIR_GE, RT_KIR_EQ, RT_KIR_NE, // -> I64 0/1
+    RT_KIR_AND, RT_KIR_OR,                                            // I64 0/1
+    RT_KIR_BOP_COUNT
+} rt_kir_bop;
+
+typedef struct rt_kir_expr rt_kir_expr;
+struct rt_kir_expr {
+    rt_kir_ekind kind;
+    rt_kir_type type;
+    int64_t ival;
+    double fval;
+    int32_t var; // E_VAR / E_FVAR
+    int32_t buf; // E_LOAD
+    rt_kir_bop bop;
+    rt_fn fn;
+    rt_kir_expr *args[3];
+};
+
+typedef enum rt_kir_nkind {
+    RT_KIR_N_LOOP,    // for var in [lo, hi) step 1
+    RT_KIR_N_LET,     // integer var = value
+    RT_KIR_N_FSET,    // float local var = value
+    RT_KIR_N_STORE,   // buf[index] = value (converted to the buffer's type)
+    RT_KIR_N_IF,      // if (cond) body else else_body
+    RT_KIR_N_COPY,    // a tile copy between levels (packing): body does it, text names it
+    RT_KIR_N_UKERNEL, // register-tile micro-kernel, see rt_kir_ukernel
+    RT_KIR_N_BARRIER, // all work items of the level reach this point (GPU block level)
+    RT_KIR_N_COMMENT, // text only
+    RT_KIR_NKIND_COUNT
+} rt_kir_nkind;
+
+typedef enum rt_kir_loop_kind {
+    RT_KIR_LOOP_SERIAL,
+    RT_KIR_LOOP_PARALLEL, // iterations independent, spread over units
+    RT_KIR_LOOP_VECTOR,   // iterations independent enough to run in SIMD lanes (reductions ok)
+    RT_KIR_LOOP_UNROLL,   // small constant trip count, unroll fully
+    RT_KIR_LOOP_KIND_COUNT
+} rt_kir_loop_kind;
+
+// C[c_off + i*ldc + j] (=|+=) sum_k A[a_off + k*mr + i] * B[b_off + k*nr + j] for i < m_valid,
+// j < n_valid, k < kc. A and B are packed panels in the phase's scratch (float elements), zero
+// beyond the valid rows/columns, 64-byte aligned when a_off/b_off are multiples of 16.
+// accumulate: I64, nonzero adds to C, zero overwrites it. nr is a multiple of the vector width.
+typedef struct rt_kir_ukernel {
+    int32_t mr, nr;
+    rt_kir_expr *kc, *a_off, *b_off;
+    int32_t c_buf;
+    rt_kir_expr *c_off;
+    int64_t ldc;
+    rt_kir_expr *m_valid, *n_valid, *accumulate;
+} rt_kir_ukernel;
+
+typedef struct rt_kir_node rt_kir_node;
+typedef struct rt_kir_block {
+    int32_t n, cap;
+    rt_kir_node **nodes;
+} rt_kir_block;
+
+struct rt_kir_node {
+    rt_kir_nkind kind;
+    int32_t var;                 // LOOP, LET, FSET
+    rt_kir_expr *lo, *hi;        // LOOP
+    rt_kir_loop_kind loop_kind;  // LOOP
+    rt_kir_expr *value;          // LET, FSET, STORE
+    int32_t buf;                 // STORE
+    rt_kir_expr *index;          // STORE
+    rt_kir_expr *cond;           // IF
+    rt_kir_ukernel uk;           // UKERNEL
+    const char *text;            // COPY, COMMENT (one line)
+    rt_kir_block body, else_body;
+};
+
+typedef enum rt_kir_buf_role {
+    RT_KIR_BUF_DATA,    // elements of a tensor
+    RT_KIR_BUF_START,   // start array of a ragged dim (I64)
+    RT_KIR_BUF_SCRATCH, // per-thread scratch of the phase (F32), buffer 0 of no tensor
+} rt_kir_buf_role;
+
+typedef struct rt_kir_buf {
+    const char *name; // C identifier
+    rt_kir_buf_role role;
+    rt_kir_type type;
+    int32_t tensor;   // DATA/START: tensor index; -1 for scratch
+    int32_t dim;      // START: the ragged dim
+    bool written;
+} rt_kir_buf;
+
+typedef struct rt_kir_var {
+    const char *name;
+    rt_kir_type type;
+} rt_kir_var;
+
+typedef struct rt_kir_phase {
+    const char *name;       // function name suffix ("p0")
+    const char *what;       // one-line description for the listing
+    int64_t n_items;        // parallel work items (>= 1)
+    int32_t item_var;       // integer var holding the item index
+    int32_t n_vars, cap_vars;
+    rt_kir_var *vars;
+    rt_kir_block body;
+    int64_t scratch_bytes;  // per thread
+} rt_kir_phase;
+
+// What a contraction kernel computes, for checks that need no reference run (the random-vector
+// check C*t ~ alpha*A*(B*t)): flat strides of A (am, ak), B (bk, bn) and C (cm, unit along n).
+typedef struct rt_kir_contraction {
+    bool valid;
+    int32_t ta, tb, tc;  // tensors
+    int64_t M, N, K;
+    int64_t am, ak, bk, bn, cm;
+    double alpha;
+    bool accumulate;     // '+=': C starts from the caller's values
+} rt_kir_contraction;
+
+typedef struct rt_kir_kernel {
+    const char *name;    // C identifier: rt_<op>_<tile>
+    const char *header;  // multi-line comment text (no comment markers)
+    int32_t n_bufs, cap_bufs;
+    rt_kir_buf *bufs;    // bufs[0] is the scratch buffer
+    int32_t n_phases, cap_phases;
+    rt_kir_phase *phases;
+    int64_t scratch_bytes; // max over phases
+    double flops;          // useful arithmetic of one run (for GFLOP/s)
+    double bytes;          // compulsory DRAM traffic of one run (for GB/s)
+    bool compute_bound;    // report GFLOP/s rather than GB/s
+    rt_kir_contraction gemm; // valid when the kernel is one packed contraction
+} rt_kir_kernel;
+
+// Construction. Each returns NULL when out of memory, which the builders in lower-cpu.c check
+// once through rt_kir_ok(). Integer constructors fold constants (x*1, x+0, c1 op c2).
+rt_kir_kernel *rt_kir_kernel_new(rt_arena *a, const char *name);
+int32_t rt_kir_add_buf(rt_arena *a, rt_kir_kernel *k, const char *name, rt_kir_buf_role role,
+                       rt_kir_type type, int32_t tensor, int32_t dim); // -1 when out of memory
+rt_kir_phase *rt_kir_add_phase(rt_arena *a, rt_kir_kernel *k, const char *what, int64_t n_items);
+int32_t rt_kir_add_var(rt_arena *a, rt_kir_phase *p, const char *name, rt_kir_type type);
+rt_kir_expr *rt_kir_int(rt_arena *a, int64_t v);
+rt_kir_expr *rt_kir_flt(rt_arena *a, rt_kir_type t, double v);
+rt_kir_expr *rt_kir_var_ref(rt_arena *a, const rt_kir_phase *p, int32_t var);
+rt_kir_expr *rt_kir_load(rt_arena *a, const rt_kir_kernel *k, int32_t buf, rt_kir_expr *index);
+rt_kir_expr *rt_kir_bin(rt_arena *a, rt_kir_bop op, rt_kir_expr *x, rt_kir_expr *y);
+rt_kir_expr *rt_kir_neg(rt_arena *a, rt_kir_expr *x);
+rt_kir_expr *rt_kir_call(rt_arena *a, rt_fn fn, rt_kir_expr *x, rt_kir_expr *y);
+rt_kir_expr *rt_kir_select(rt_arena *a, rt_kir_expr *c, rt_kir_expr *x, rt_kir_expr *y);
+rt_kir_expr *rt_kir_cast(rt_arena *a, rt_kir_type t, rt_kir_expr *x);
+// Nodes are appended to a block; NULL when out of memory.
+rt_kir_node *rt_kir_append(rt_arena *a, rt_kir_block *b, rt_kir_nkind kind);
+rt_kir_node *rt_kir_loop(rt_arena *a, rt_kir_block *b, int32_t var, rt_kir_expr *lo,
+                         rt_kir_expr *hi, rt_kir_loop_kind kind);
+
+bool rt_kir_is_int(const rt_kir_expr *e, int64_t *out); // constant integer?
+bool rt_kir_type_is_float(rt_kir_type t);
+const char *rt_kir_type_name(rt_kir_type t);   // "i64", "f32", ...
+const char *rt_kir_type_ctype(rt_kir_type t);  // "int64_t", "float", ...
+const char *rt_kir_bop_name(rt_kir_bop op);    // C spelling for the infix ones ("+", "<")
+const char *rt_kir_loop_kind_name(rt_kir_loop_kind k);
+
+// Checks the structural invariants every emitter relies on (types of operands, variables and
+// buffers in range, ukernel shape). Errors: RT_ERR_BACKEND naming the offending node.
+rt_status rt_kir_validate(const rt_kir_kernel *k, rt_err *err);
+
+#endif

@@ -1,0 +1,1104 @@
+// lower-cpu.c: turns one ranked rProgram (perfmodel.h) of an operator into the kernel IR for a
+// CPU. Two shapes of code come out:
+//   - the packed GEMM path, for a contraction C(m, n) (+)= A(m, k) * B(k, n) * const over dense
+//     fp32 tensors (any strides of A and B, unit stride along n in C): the cache-level rTiles
+//     give the blocking (kc from L1, mc from L2, nc from the level below), the register rTile the
+//     mr x nr micro-kernel, and the scale-out the work items (mc x nc blocks) spread over cores;
+//     B and A panels are packed into per-thread scratch (BLIS / TPP BRGEMM structure);
+//   - the general path for everything else (elementwise, reductions, softmax, ragged ops):
+//     loop nests over each statement's index variables with ragged bounds read from the length
+//     tensors and offsets through the rt_layout start arrays, statements that share their outer
+//     loop fused row-wise into one phase, the outer loop spread over cores and the innermost
+//     loop marked for vectorization. The same path with `naive` is the oracle for large shapes.
+#include "emit.h"
+
+#include <math.h>
+#include <string.h>
+
+typedef struct rt_lower {
+    rt_arena *a;
+    const rt_op *op;
+    rt_kir_kernel *k;
+    rt_kir_phase *p;
+    rt_err *err;
+    int32_t *data_buf;              // per tensor: its data buffer (-1: none)
+    int32_t (*start_buf)[RT_MAX_DIMS]; // per tensor and dim: start array buffer (-1: dense)
+    int64_t (*extent)[RT_MAX_DIMS]; // per tensor and dim: dense extent (-1: ragged)
+    const rt_stmt *s;
+    int32_t *var_of;                // statement var -> phase var (-1: unbound)
+    rt_kir_type ct;                 // compute type of the statement
+    rt_kir_block *pre;              // where reductions inside expressions put their loops
+    bool oom;
+} rt_lower;
+
+#define RT_LOWER_CHECK(l, x)                                                                      \
+    do {                                                                                          \
+        if (!(x))                                                                                 \
+            (l)->oom = true;                                                                      \
+    } while (0)
+
+static rt_status rt_lower_unsupported(rt_lower *l, rt_loc loc, const char *what) {
+    return rt_fail(l->err, RT_ERR_SPEC, loc, "%s is not supported by the CPU backend", what);
+}
+
+static bool rt_mentions_dimref(const rt_expr *e) {
+    if (!e)
+        return false;
+    if (e->kind == RT_EXPR_DIMREF)
+        return true;
+    for (int32_t i = 0; i < e->n_args; i++)
+        if (rt_mentions_dimref(e->args[i]))
+            return true;
+    return false;
+}
+
+static rt_kir_type rt_lower_dtype(rt_dtype t, bool *ok) {
+    *ok = true;
+    switch (t) {
+    case RT_DTYPE_F32: return RT_KIR_F32;
+    case RT_DTYPE_F64: return RT_KIR_F64;
+    case RT_DTYPE_I32: return RT_KIR_I32;
+    default: *ok = false; return RT_KIR_F32;
+    }
+}
+
+// Buffers: a data array per tensor and a start array per ragged dim (args order = this order).
+static rt_status rt_lower_buffers(rt_lower *l) {
+    const rt_op *op = l->op;
+    RT_ALLOC(l->a, l->data_buf, op->n_tensors, l->err);
+    RT_ALLOC(l->a, l->start_buf, op->n_tensors, l->err);
+    RT_ALLOC(l->a, l->extent, op->n_tensors, l->err);
+    for (int32_t t = 0; t < op->n_tensors; t++) {
+        const rt_tensor *tn = &op->tensors[t];
+        bool ok;
+        rt_kir_type ty = rt_lower_dtype(tn->dtype, &ok);
+        if (!ok)
+            return rt_lower_unsupported(
+                l, tn->loc, rt_arena_printf(l->a, "tensor '%s' of type %s", tn->name,
+                                            rt_dtype_name(tn->dtype)));
+        l->data_buf[t] = rt_kir_add_buf(l->a, l->k, rt_arena_printf(l->a, "t_%s", tn->name),
+                                        RT_KIR_BUF_DATA, ty, t, -1);
+        if (l->data_buf[t] < 0)
+            return rt_fail(l->err, RT_ERR_NOMEM, RT_NOLOC, "out of memory");
+        l->k->bufs[l->data_buf[t]].written = tn->role != RT_ROLE_INPUT;
+        for (int32_t d = 0; d < RT_MAX_DIMS; d++)
+            l->start_buf[t][d] = -1;
+        for (int32_t d = 0; d < tn->n_dims; d++) {
+            if (rt_mentions_dimref(tn->dims[d].extent)) {
+                l->extent[t][d] = -1;
+                l->start_buf[t][d] = rt_kir_add_buf(
+                    l->a, l->k, rt_arena_printf(l->a, "t_%s_start%d", tn->name, (int)d),
+                    RT_KIR_BUF_START, RT_KIR_I64, t, d);
+                if (l->start_buf[t][d] < 0)
+                    return rt_fail(l->err, RT_ERR_NOMEM, RT_NOLOC, "out of memory");
+            } else if (!tn->dims[d].extent ||
+                       !rt_expr_const_int(op, tn->dims[d].extent, &l->extent[t][d])) {
+                return rt_lower_unsupported(
+                    l, tn->dims[d].loc, rt_arena_printf(l->a, "a run-time extent of '%s'",
+                                                        tn->name));
+            }
+        }
+    }
+    return RT_OK;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Expressions
+// ---------------------------------------------------------------------------------------------
+
+static rt_status rt_tr_num(rt_lower *l, const rt_expr *e, rt_kir_expr **out);
+static rt_status rt_tr_int(rt_lower *l, const rt_expr *e, rt_kir_expr **out);
+
+// Flat offset of tensor t at index expressions idx (rt_layout: dense pos*extent + i, ragged
+// start[pos] + i). valid (may be NULL) receives the in-extent condition of dense tensors.
+static rt_kir_expr *rt_tr_offset(rt_lower *l, int32_t t, rt_kir_expr **idx, rt_kir_expr **valid) {
+    rt_arena *a = l->a;
+    rt_kir_expr *pos = rt_kir_int(a, 0), *ok = rt_kir_int(a, 1);
+    const rt_tensor *tn = &l->op->tensors[t];
+    for (int32_t d = 0; d < tn->n_dims; d++) {
+        if (l->start_buf[t][d] >= 0) {
+            pos = rt_kir_bin(a, RT_KIR_ADD, rt_kir_load(a, l->k, l->start_buf[t][d], pos), idx[d]);
+        } else {
+            rt_kir_expr *ext = rt_kir_int(a, l->extent[t][d]);
+            pos = rt_kir_bin(a, RT_KIR_ADD, rt_kir_bin(a, RT_KIR_MUL, pos, ext), idx[d]);
+            if (valid)
+                ok = rt_kir_bin(a, RT_KIR_AND, ok,
+                                rt_kir_bin(a, RT_KIR_AND,
+                                           rt_kir_bin(a, RT_KIR_GE, idx[d], rt_kir_int(a, 0)),
+                                           rt_kir_bin(a, RT_KIR_LT, idx[d], ext)));
+        }
+    }
+    if (valid)
+        *valid = ok;
+    RT_LOWER_CHECK(l, pos && ok);
+    return pos;
+}
+
+// A tensor read, in the tensor's own type; pad tensors give their pad value outside.
+static rt_status rt_tr_read(rt_lower *l, const rt_expr *e, rt_kir_expr **out) {
+    const rt_tensor *tn = &l->op->tensors[e->tensor];
+    if (e->n_args != tn->n_dims)
+        return rt_fail(l->err, RT_ERR_SPEC, e->loc, "%s takes %d indices (got %d)", tn->name,
+                       (int)tn->n_dims, (int)e->n_args);
+    rt_kir_expr *idx[RT_MAX_DIMS];
+    for (int32_t d = 0; d < e->n_args; d++)
+        RT_TRY(rt_tr_int(l, e->args[d], &idx[d]));
+    if (tn->has_pad) {
+        for (int32_t d = 0; d < tn->n_dims; d++)
+            if (l->start_buf[e->tensor][d] >= 0)
+                return rt_lower_unsupported(l, e->loc, "a padded read of a ragged tensor");
+        rt_kir_expr *valid;
+        rt_kir_expr *off = rt_tr_offset(l, e->tensor, idx, &valid);
+        rt_kir_expr *safe = rt_kir_select(l->a, valid, off, rt_kir_int(l->a, 0));
+        rt_kir_expr *v = rt_kir_load(l->a, l->k, l->data_buf[e->tensor], safe);
+        rt_kir_expr *pad = v ? (rt_kir_type_is_float(v->type)
+                                    ? rt_kir_flt(l->a, v->type, tn->pad_value)
+                                    : rt_kir_cast(l->a, v->type, rt_kir_int(l->a,
+                                                  (int64_t)tn->pad_value)))
+                             : NULL;
+        *out = rt_kir_select(l->a, valid, v, pad);
+    } else {
+        *out = rt_kir_load(l->a, l->k, l->data_buf[e->tensor], rt_tr_offset(l, e->tensor, idx,
+                                                                            NULL));
+    }
+    RT_LOWER_CHECK(l, *out);
+    return RT_OK;
+}
+
+static rt_status rt_tr_var(rt_lower *l, const rt_expr *e, rt_kir_expr **out) {
+    if (!l->s || e->var < 0 || e->var >= l->s->n_vars || l->var_of[e->var] < 0)
+        return rt_fail(l->err, RT_ERR_SPEC, e->loc, "index variable outside its loop");
+    *out = rt_kir_var_ref(l->a, l->p, l->var_of[e->var]);
+    RT_LOWER_CHECK(l, *out);
+    return RT_OK;
+}
+
+static rt_status rt_tr_truth(rt_lower *l, const rt_expr *e, rt_kir_expr **out) {
+    rt_kir_expr *x;
+    if (e->is_int) {
+        RT_TRY(rt_tr_int(l, e, &x));
+        *out = rt_kir_bin(l->a, RT_KIR_NE, x, rt_kir_int(l->a, 0));
+    } else {
+        RT_TRY(rt_tr_num(l, e, &x));
+        *out = rt_kir_bin(l->a, RT_KIR_NE, x, rt_kir_flt(l->a, x->type, 0.0));
+    }
+    RT_LOWER_CHECK(l, *out);
+    return RT_OK;
+}
+
+static rt_kir_bop rt_tr_bop(rt_bop op) {
+    static const rt_kir_bop map[RT_BOP_COUNT] = {
+        RT_KIR_ADD, RT_KIR_SUB, RT_KIR_MUL, RT_KIR_DIV, RT_KIR_MOD, RT_KIR_LT, RT_KIR_LE,
+        RT_KIR_GT, RT_KIR_GE, RT_KIR_EQ, RT_KIR_NE, RT_KIR_AND, RT_KIR_OR};
+    return (unsigned)op < RT_BOP_COUNT ? map[op] : RT_KIR_ADD;
+}
+
+static rt_status rt_tr_int(rt_lower *l, const rt_expr *e, rt_kir_expr **out) {
+    rt_arena *a = l->a;
+    rt_kir_expr *x, *y;
+    switch (e->kind) {
+    case RT_EXPR_NUM:
+        *out = rt_kir_int(a, (int64_t)e->num);
+        break;
+    case RT_EXPR_INDEX:
+        return rt_tr_var(l, e, out);
+    case RT_EXPR_SIZE: {
+        const rt_size *sz = e->sym >= 0 && e->sym < l->op->n_sizes ? &l->op->sizes[e->sym] : NULL;
+        if (!sz || !sz->bound)
+            return rt_lower_unsupported(l, e->loc, "a size bound at run time");
+        *out = rt_kir_int(a, sz->value);
+        break;
+    }
+    case RT_EXPR_CHILD:
+        return rt_lower_unsupported(l, e->loc, "recursion over a tree");
+    case RT_EXPR_READ:
+        if (!rt_dtype_is_int(l->op->tensors[e->tensor].dtype))
+            goto via_float;
+        RT_TRY(rt_tr_read(l, e, &x));
+        *out = rt_kir_cast(a, RT_KIR_I64, x);
+        break;
+    case RT_EXPR_UNARY:
+        RT_TRY(rt_tr_int(l, e->args[0], &x));
+        *out = e->uop == RT_UOP_NEG ? rt_kir_neg(a, x) : rt_kir_bin(a, RT_KIR_EQ, x,
+                                                                   rt_kir_int(a, 0));
+        break;
+    case RT_EXPR_BINARY:
+        if (!e->args[0]->is_int || !e->args[1]->is_int)
+            goto via_float;
+        RT_TRY(rt_tr_int(l, e->args[0], &x));
+        RT_TRY(rt_tr_int(l, e->args[1], &y));
+        *out = rt_kir_bin(a, rt_tr_bop(e->bop), x, y);
+        break;
+    case RT_EXPR_COND: {
+        rt_kir_expr *c;
+        RT_TRY(rt_tr_truth(l, e->args[0], &c));
+        RT_TRY(rt_tr_int(l, e->args[1], &x));
+        RT_TRY(rt_tr_int(l, e->args[2], &y));
+        *out = rt_kir_select(a, c, x, y);
+        break;
+    }
+    case RT_EXPR_CALL: {
+        bool all_int = e->n_args >= 1 && (e->fn == RT_FN_MAX || e->fn == RT_FN_MIN ||
+                                          e->fn == RT_FN_ABS);
+        for (int32_t i = 0; i < e->n_args; i++)
+            all_int = all_int && e->args[i]->is_int;
+        if (!all_int)
+            goto via_float;
+        RT_TRY(rt_tr_int(l, e->args[0], &x));
+        if (e->fn == RT_FN_ABS) {
+            *out = rt_kir_bin(a, RT_KIR_MAX, x, rt_kir_neg(a, x));
+            break;
+        }
+        for (int32_t i = 1; i < e->n_args; i++) {
+            RT_TRY(rt_tr_int(l, e->args[i], &y));
+            x = rt_kir_bin(a, e->fn == RT_FN_MIN ? RT_KIR_MIN : RT_KIR_MAX, x, y);
+        }
+        *out = x;
+        break;
+    }
+    default:
+        goto via_float;
+    }
+    RT_LOWER_CHECK(l, *out);
+    return RT_OK;
+via_float: {
+    rt_expr plain = *e;
+    plain.is_int = false;
+    RT_TRY(rt_tr_num(l, &plain, &x));
+    *out = rt_kir_cast(a, RT_KIR_I64, x);
+    RT_LOWER_CHECK(l, *out);
+    return RT_OK;
+}
+}
+
+static rt_status rt_tr_loops_range(rt_lower *l, int32_t v, rt_kir_expr **lo, rt_kir_expr **hi) {
+    const rt_ivar *iv = &l->s->vars[v];
+    if (!iv->lo || !iv->hi)
+        return rt_fail(l->err, RT_ERR_SPEC, iv->loc, "index '%s' has no range", iv->name);
+    RT_TRY(rt_tr_int(l, iv->lo, lo));
+    return rt_tr_int(l, iv->hi, hi);
+}
+
+// A reduction inside an expression: its loops go to l->pre, the value is a float local.
+static rt_status rt_tr_sum(rt_lower *l, const rt_expr *e, rt_kir_expr **out) {
+    rt_arena *a = l->a;
+    int32_t acc = rt_kir_add_var(a, l->p, "sum", l->ct);
+    if (acc < 0)
+        return rt_fail(l->err, RT_ERR_NOMEM, RT_NOLOC, "out of memory");
+    rt_kir_node *init = rt_kir_append(a, l->pre, RT_KIR_N_FSET);
+    RT_LOWER_CHECK(l, init);
+    if (!init)
+        return RT_OK;
+    init->var = acc;
+    init->value = rt_kir_flt(a, l->ct, 0.0);
+    rt_kir_block *saved = l->pre, *blk = l->pre;
+    for (int32_t i = 0; i < e->n_sum_vars; i++) {
+        int32_t v = e->sum_vars[i];
+        if (v < 0 || v >= l->s->n_vars)
+            return rt_fail(l->err, RT_ERR_SPEC, e->loc, "reduction over an unknown index");
+        rt_kir_expr *lo, *hi;
+        RT_TRY(rt_tr_loops_range(l, v, &lo, &hi));
+        l->var_of[v] = rt_kir_add_var(a, l->p, l->s->vars[v].name, RT_KIR_I64);
+        rt_kir_node *loop = rt_kir_loop(a, blk, l->var_of[v], lo, hi,
+                                        i == e->n_sum_vars - 1 ? RT_KIR_LOOP_VECTOR
+                                                               : RT_KIR_LOOP_SERIAL);
+        RT_LOWER_CHECK(l, loop);
+        if (!loop)
+            return RT_OK;
+        blk = &loop->body;
+    }
+    l->pre = blk;
+    rt_kir_expr *x;
+    rt_status st = rt_tr_num(l, e->args[0], &x);
+    l->pre = saved;
+    RT_TRY(st);
+    rt_kir_node *add = rt_kir_append(a, blk, RT_KIR_N_FSET);
+    RT_LOWER_CHECK(l, add);
+    if (add) {
+        add->var = acc;
+        add->value = rt_kir_bin(a, RT_KIR_ADD, rt_kir_var_ref(a, l->p, acc), x);
+    }
+    *out = rt_kir_var_ref(a, l->p, acc);
+    RT_LOWER_CHECK(l, *out);
+    return RT_OK;
+}
+
+// Value of e in the statement's compute type.
+static rt_status rt_tr_num(rt_lower *l, const rt_expr *e, rt_kir_expr **out) {
+    rt_arena *a = l->a;
+    rt_kir_type ct = l->ct;
+    rt_kir_expr *x, *y;
+    if (e->is_int && e->kind != RT_EXPR_NUM) {
+        RT_TRY(rt_tr_int(l, e, &x));
+        *out = rt_kir_cast(a, ct, x);
+        RT_LOWER_CHECK(l, *out);
+        return RT_OK;
+    }
+    switch (e->kind) {
+    case RT_EXPR_NUM:
+        *out = rt_kir_flt(a, ct, e->num);
+        break;
+    case RT_EXPR_INDEX:
+    case RT_EXPR_SIZE:
+    case RT_EXPR_CHILD:
+    case RT_EXPR_DIMREF:
+        RT_TRY(rt_tr_int(l, e, &x));
+        *out = rt_kir_cast(a, ct, x);
+        break;
+    case RT_EXPR_READ:
+        RT_TRY(rt_tr_read(l, e, &x));
+        *out = rt_kir_cast(a, ct, x);
+        break;
+    case RT_EXPR_UNARY:
+        RT_TRY(rt_tr_num(l, e->args[0], &x));
+        *out = e->uop == RT_UOP_NEG
+                   ? rt_kir_neg(a, x)
+                   : rt_kir_cast(a, ct, rt_kir_bin(a, RT_KIR_EQ, x, rt_kir_flt(a, ct, 0.0)));
+        break;
+    case RT_EXPR_BINARY:
+        if (e->bop == RT_BOP_AND || e->bop == RT_BOP_OR) {
+            RT_TRY(rt_tr_truth(l, e->args[0], &x));
+            RT_TRY(rt_tr_truth(l, e->args[1], &y));
+            *out = rt_kir_cast(a, ct, rt_kir_bin(a, rt_tr_bop(e->bop), x, y));
+            break;
+        }
+        RT_TRY(rt_tr_num(l, e->args[0], &x));
+        RT_TRY(rt_tr_num(l, e->args[1], &y));
+        *out = rt_kir_bin(a, rt_tr_bop(e->bop), x, y);
+        if (*out && !rt_kir_type_is_float((*out)->type))
+            *out = rt_kir_cast(a, ct, *out);
+        break;
+    case RT_EXPR_COND: {
+        rt_kir_expr *c;
+        RT_TRY(rt_tr_truth(l, e->args[0], &c));
+        RT_TRY(rt_tr_num(l, e->args[1], &x));
+        RT_TRY(rt_tr_num(l, e->args[2], &y));
+        *out = rt_kir_select(a, c, x, y);
+        break;
+    }
+    case RT_EXPR_CALL:
+        if (e->n_args < 1)
+            return rt_fail(l->err, RT_ERR_SPEC, e->loc, "%s takes arguments", rt_fn_name(e->fn));
+        RT_TRY(rt_tr_num(l, e->args[0], &x));
+        if (e->n_args == 1) {
+            *out = e->fn == RT_FN_MAX || e->fn == RT_FN_MIN ? x : rt_kir_call(a, e->fn, x, NULL);
+            break;
+        }
+        for (int32_t i = 1; i < e->n_args; i++) {
+            RT_TRY(rt_tr_num(l, e->args[i], &y));
+            x = rt_kir_call(a, e->fn == RT_FN_MIN ? RT_FN_MIN : RT_FN_MAX, x, y);
+        }
+        *out = x;
+        break;
+    case RT_EXPR_SUM:
+        return rt_tr_sum(l, e, out);
+    default:
+        return rt_lower_unsupported(l, e->loc, "this expression");
+    }
+    RT_LOWER_CHECK(l, *out);
+    return RT_OK;
+}
+
+// ---------------------------------------------------------------------------------------------
+// The general path: loop nests per statement
+// ---------------------------------------------------------------------------------------------
+
+static double rt_assign_init(rt_assign op) {
+    switch (op) {
+    case RT_ASSIGN_MUL_INIT: return 1.0;
+    case RT_ASSIGN_MAX_INIT: return -HUGE_VAL;
+    case RT_ASSIGN_MIN_INIT: return HUGE_VAL;
+    default: return 0.0;
+    }
+}
+
+static rt_status rt_lower_begin_stmt(rt_lower *l, const rt_stmt *s) {
+    l->s = s;
+    if (s->n_preds > 0 || s->recursive)
+        return rt_lower_unsupported(l, s->loc, "recursion over a tree");
+    bool ok;
+    l->ct = rt_lower_dtype(l->op->tensors[s->out].dtype, &ok);
+    if (!ok || l->ct == RT_KIR_I32)
+        return rt_lower_unsupported(l, s->loc, "a statement writing a non-float tensor");
+    RT_ALLOC(l->a, l->var_of, s->n_vars, l->err);
+    for (int32_t v = 0; v < s->n_vars; v++)
+        l->var_of[v] = -1;
+    return RT_OK;
+}
+
+// The element of statement l->s at the current LHS vars: evaluate or reduce, then store.
+static rt_status rt_lower_element(rt_lower *l, rt_kir_block *blk, const int32_t *red, int32_t n_red) {
+    rt_arena *a = l->a;
+    const rt_stmt *s = l->s;
+    rt_kir_expr *idx[RT_MAX_DIMS];
+    for (int32_t d = 0; d < s->n_lhs; d++) {
+        int32_t v = s->lhs_vars[d];
+        idx[d] = v >= 0 && v < s->n_vars && l->var_of[v] >= 0 ? rt_kir_var_ref(a, l->p,
+                                                                                l->var_of[v])
+                                                               : NULL;
+        if (!idx[d])
+            return rt_fail(l->err, RT_ERR_SPEC, s->loc, "output index outside its loop");
+    }
+    rt_kir_expr *off = rt_tr_offset(l, s->out, idx, NULL);
+    int32_t ob = l->data_buf[s->out];
+    rt_kir_type ot = l->k->bufs[ob].type;
+    rt_kir_expr *value;
+    if (n_red == 0 && s->op == RT_ASSIGN_SET) {
+        l->pre = blk;
+        RT_TRY(rt_tr_num(l, s->rhs, &value));
+    } else {
+        int32_t acc = rt_kir_add_var(a, l->p, "acc", l->ct);
+        if (acc < 0)
+            return rt_fail(l->err, RT_ERR_NOMEM, RT_NOLOC, "out of memory");
+        rt_kir_node *init = rt_kir_append(a, blk, RT_KIR_N_FSET);
+        RT_LOWER_CHECK(l, init);
+        if (!init)
+            return RT_OK;
+        init->var = acc;
+        init->value = s->op == RT_ASSIGN_ADD ? rt_kir_cast(a, l->ct, rt_kir_load(a, l->k, ob, off))
+                                             : rt_kir_flt(a, l->ct, rt_assign_init(s->op));
+        rt_kir_block *inner = blk;
+        for (int32_t i = 0; i < n_red; i++) {
+            int32_t v = red[i];
+            rt_kir_expr *lo, *hi;
+            RT_TRY(rt_tr_loops_range(l, v, &lo, &hi));
+            l->var_of[v] = rt_kir_add_var(a, l->p, s->vars[v].name, RT_KIR_I64);
+            rt_kir_node *loop = rt_kir_loop(a, inner, l->var_of[v], lo, hi,
+                                            i == n_red - 1 ? RT_KIR_LOOP_VECTOR
+                                                           : RT_KIR_LOOP_SERIAL);
+            RT_LOWER_CHECK(l, loop);
+            if (!loop)
+                return RT_OK;
+            inner = &loop->body;
+        }
+        l->pre = inner;
+        rt_kir_expr *x;
+        RT_TRY(rt_tr_num(l, s->rhs, &x));
+        rt_kir_expr *cur = rt_kir_var_ref(a, l->p, acc);
+        rt_kir_expr *nv;
+        switch (s->op) {
+        case RT_ASSIGN_MUL_INIT: nv = rt_kir_bin(a, RT_KIR_MUL, cur, x); break;
+        case RT_ASSIGN_MAX_INIT: nv = rt_kir_bin(a, RT_KIR_MAX, cur, x); break;
+        case RT_ASSIGN_MIN_INIT: nv = rt_kir_bin(a, RT_KIR_MIN, cur, x); break;
+        default: nv = rt_kir_bin(a, RT_KIR_ADD, cur, x); break;
+        }
+        rt_kir_node *upd = rt_kir_append(a, inner, RT_KIR_N_FSET);
+        RT_LOWER_CHECK(l, upd && nv);
+        if (!upd)
+            return RT_OK;
+        upd->var = acc;
+        upd->value = nv;
+        value = rt_kir_var_ref(a, l->p, acc);
+    }
+    rt_kir_node *st = rt_kir_append(a, blk, RT_KIR_N_STORE);
+    RT_LOWER_CHECK(l, st && off && value);
+    if (st) {
+        st->buf = ob;
+        st->index = off;
+        st->value = rt_kir_cast(a, ot, value);
+    }
+    return RT_OK;
+}
+
+// Loops over the statement's kept vars from position first (earlier ones are bound).
+static rt_status rt_lower_nest(rt_lower *l, rt_kir_block *blk, int32_t first) {
+    const rt_stmt *s = l->s;
+    int32_t kept[RT_MAX_DIMS * 2], red[RT_MAX_DIMS * 2], nk = 0, nr = 0;
+    for (int32_t i = 0; i < s->n_loops && i < RT_MAX_DIMS * 2; i++) {
+        int32_t v = s->loops[i];
+        if (v < 0 || v >= s->n_vars)
+            return rt_fail(l->err, RT_ERR_SPEC, s->loc, "loop over an unknown index variable");
+        if (s->vars[v].is_reduce)
+            red[nr++] = v;
+        else
+            kept[nk++] = v;
+    }
+    for (int32_t i = first; i < nk; i++) {
+        int32_t v = kept[i];
+        rt_kir_expr *lo, *hi;
+        RT_TRY(rt_tr_loops_range(l, v, &lo, &hi));
+        l->var_of[v] = rt_kir_add_var(l->a, l->p, s->vars[v].name, RT_KIR_I64);
+        bool innermost = i == nk - 1 && nr == 0;
+        rt_kir_node *loop = rt_kir_loop(l->a, blk, l->var_of[v], lo, hi,
+                                        innermost ? RT_KIR_LOOP_VECTOR : RT_KIR_LOOP_SERIAL);
+        RT_LOWER_CHECK(l, loop);
+        if (!loop)
+            return RT_OK;
+        blk = &loop->body;
+    }
+    return rt_lower_element(l, blk, red, nr);
+}
+
+// The first kept loop of s when its range is a constant [lo, hi): spread over work items.
+static bool rt_stmt_outer(const rt_op *op, const rt_stmt *s, int32_t *var, int64_t *lo,
+                          int64_t *hi) {
+    for (int32_t i = 0; i < s->n_loops; i++) {
+        int32_t v = s->loops[i];
+        if (v < 0 || v >= s->n_vars)
+            return false;
+        if (s->vars[v].is_reduce)
+            continue;
+        *var = v;
+        return s->vars[v].lo && s->vars[v].hi && rt_expr_const_int(op, s->vars[v].lo, lo) &&
+               rt_expr_const_int(op, s->vars[v].hi, hi) && *hi > *lo;
+    }
+    return false;
+}
+
+static bool rt_reads_tensor(const rt_expr *e, int32_t t, int32_t first_var, bool *ok) {
+    if (!e)
+        return false;
+    bool found = false;
+    if (e->kind == RT_EXPR_READ && e->tensor == t) {
+        found = true;
+        if (e->n_args < 1 || e->args[0]->kind != RT_EXPR_INDEX || e->args[0]->var != first_var)
+            *ok = false;
+    }
+    for (int32_t i = 0; i < e->n_args; i++)
+        found = rt_reads_tensor(e->args[i], t, first_var, ok) || found;
+    return found;
+}
+
+// Can statement j join the row-wise group [g0, j) (same outer range, rows read where written)?
+static bool rt_can_fuse(const rt_op *op, int32_t g0, int32_t j) {
+    int32_t vj, v0;
+    int64_t lo0, hi0, loj, hij;
+    const rt_stmt *sj = &op->stmts[j];
+    if (!rt_stmt_outer(op, &op->stmts[g0], &v0, &lo0, &hi0) ||
+        !rt_stmt_outer(op, sj, &vj, &loj, &hij) || lo0 != loj || hi0 != hij)
+        return false;
+    for (int32_t i = g0; i < j; i++) {
+        const rt_stmt *si = &op->stmts[i];
+        int32_t vi;
+        int64_t a, b;
+        if (!rt_stmt_outer(op, si, &vi, &a, &b) || si->n_lhs < 1 || si->lhs_vars[0] != vi)
+            return false;
+        bool ok = true;
+        rt_reads_tensor(sj->rhs, si->out, vj, &ok);
+        if (!ok || sj->out == si->out)
+            return false;
+        // sj writes what si reads: keep them apart unless si reads it by its own row too.
+        bool ok2 = true;
+        rt_reads_tensor(si->rhs, sj->out, vi, &ok2);
+        if (!ok2)
+            return false;
+    }
+    if (sj->n_lhs < 1 || sj->lhs_vars[0] != vj)
+        return false;
+    return true;
+}
+
+static rt_status rt_lower_general(rt_lower *l, int32_t s0, int32_t s1, bool fuse) {
+    const rt_op *op = l->op;
+    for (int32_t i = s0; i < s1;) {
+        int32_t j = i + 1;
+        while (fuse && j < s1 && rt_can_fuse(op, i, j))
+            j++;
+        int32_t v;
+        int64_t lo = 0, hi = 1;
+        bool outer = rt_stmt_outer(op, &op->stmts[i], &v, &lo, &hi);
+        const char *what = rt_arena_printf(l->a, "statement%s %d%s%s", j - i > 1 ? "s" : "",
+                                           (int)i, j - i > 1 ? rt_arena_printf(l->a, "-%d",
+                                                                              (int)(j - 1))
+                                                             : "",
+                                           j - i > 1 ? " fused row-wise" : "");
+        l->p = rt_kir_add_phase(l->a, l->k, what ? what : "statement", outer ? hi - lo : 1);
+        if (!l->p)
+            return rt_fail(l->err, RT_ERR_NOMEM, RT_NOLOC, "out of memory");
+        for (int32_t si = i; si < j; si++) {
+            const rt_stmt *s = &op->stmts[si];
+            RT_TRY(rt_lower_begin_stmt(l, s));
+            int32_t first = 0;
+            if (outer) {
+                int32_t sv;
+                int64_t a, b;
+                rt_stmt_outer(op, s, &sv, &a, &b);
+                l->var_of[sv] = rt_kir_add_var(l->a, l->p, s->vars[sv].name, RT_KIR_I64);
+                rt_kir_node *let = rt_kir_append(l->a, &l->p->body, RT_KIR_N_LET);
+                RT_LOWER_CHECK(l, let);
+                if (!let)
+                    break;
+                let->var = l->var_of[sv];
+                let->value = rt_kir_bin(l->a, RT_KIR_ADD, rt_kir_var_ref(l->a, l->p,
+                                                                          l->p->item_var),
+                                        rt_kir_int(l->a, a));
+                first = 1;
+            }
+            RT_TRY(rt_lower_nest(l, &l->p->body, first));
+        }
+        i = j;
+    }
+    return RT_OK;
+}
+
+// ---------------------------------------------------------------------------------------------
+// The packed GEMM path
+// ---------------------------------------------------------------------------------------------
+
+typedef struct rt_gemm {
+    int32_t stmt;
+    int32_t ta, tb;           // tensors: A holds the M vars, B the N vars
+    int64_t M, N, K;
+    int64_t am, ak, bk, bn, cm; // flat strides (cn == 1)
+    double alpha;
+    int32_t m_var, n_var, k_var; // last (innermost) var of each group, for the rTile lookup
+    int32_t mr, nr, kc, mc, nc;
+} rt_gemm;
+
+// Offset coefficient of each statement var in a dense access (false: not affine/dense).
+static bool rt_access_coefs(const rt_lower *l, const rt_stmt *s, int32_t t,
+                            rt_expr *const *args, const int32_t *lhs, int32_t n_args,
+                            int64_t *coef, int64_t *c0) {
+    const rt_tensor *tn = &l->op->tensors[t];
+    if (tn->has_pad || tn->ragged || n_args != tn->n_dims || tn->dtype != RT_DTYPE_F32)
+        return false;
+    for (int32_t v = 0; v < s->n_vars; v++)
+        coef[v] = 0;
+    *c0 = 0;
+    int64_t stride = 1;
+    for (int32_t d = tn->n_dims - 1; d >= 0; d--) {
+        if (l->extent[t][d] < 0)
+            return false;
+        if (lhs) {
+            coef[lhs[d]] += stride;
+        } else {
+            rt_affine af;
+            if (!rt_expr_affine(l->op, args[d], &af))
+                return false;
+            for (int32_t i = 0; i < af.n_terms; i++)
+                coef[af.var[i]] += af.coef[i] * stride;
+            *c0 += af.c0 * stride;
+        }
+        stride *= l->extent[t][d];
+    }
+    return true;
+}
+
+// rhs = product of exactly two f32 reads and numeric constants.
+static bool rt_gemm_factors(const rt_expr *e, const rt_expr **reads, int32_t *n, double *alpha) {
+    if (e->kind == RT_EXPR_NUM) {
+        *alpha *= e->num;
+        return true;
+    }
+    if (e->kind == RT_EXPR_READ) {
+        if (*n >= 2)
+            return false;
+        reads[(*n)++] = e;
+        return true;
+    }
+    if (e->kind == RT_EXPR_BINARY && e->bop == RT_BOP_MUL)
+        return rt_gemm_factors(e->args[0], reads, n, alpha) &&
+               rt_gemm_factors(e->args[1], reads, n, alpha);
+    if (e->kind == RT_EXPR_BINARY && e->bop == RT_BOP_DIV && e->args[1]->kind == RT_EXPR_NUM &&
+        e->args[1]->num != 0) {
+        *alpha /= e->args[1]->num;
+        return rt_gemm_factors(e->args[0], reads, n, alpha);
+    }
+    return false;
+}
+
+// Groups of vars (in loop order) must flatten into one index: coef(v_j) = coef(v_last) *
+// product of the later extents, in every tensor that has them.
+static bool rt_gemm_group(const rt_lower *l, const rt_stmt *s, const int32_t *vars, int32_t n,
+                          const int64_t *const *coefs, int32_t n_coefs, int64_t *extent,
+                          int64_t *stride) {
+    int64_t ext = 1;
+    int64_t inner[4] = {0};
+    for (int32_t c = 0; c < n_coefs; c++)
+        inner[c] = coefs[c][vars[n - 1]];
+    for (int32_t i = n - 1; i >= 0; i--) {
+        int64_t lo, hi;
+        int32_t v = vars[i];
+        if (!rt_expr_const_int(l->op, s->vars[v].lo, &lo) || lo != 0 ||
+            !rt_expr_const_int(l->op, s->vars[v].hi, &hi) || hi < 1)
+            return false;
+        for (int32_t c = 0; c < n_coefs; c++)
+            if (coefs[c][v] != inner[c] * ext)
+                return false;
+        ext *= hi;
+    }
+    *extent = ext;
+    for (int32_t c = 0; c < n_coefs; c++)
+        stride[c] = inner[c];
+    return true;
+}
+
+static bool rt_gemm_detect(const rt_lower *l, int32_t si, rt_gemm *g) {
+    const rt_stmt *s = &l->op->stmts[si];
+    memset(g, 0, sizeof *g);
+    g->stmt = si;
+    if ((s->op != RT_ASSIGN_ADD_INIT && s->op != RT_ASSIGN_ADD) || s->n_preds > 0 ||
+        s->n_vars > 16 || l->op->tensors[s->out].dtype != RT_DTYPE_F32)
+        return false;
+    const rt_expr *reads[2];
+    int32_t n = 0;
+    g->alpha = 1.0;
+    if (!rt_gemm_factors(s->rhs, reads, &n, &g->alpha) || n != 2)
+        return false;
+    int64_t ca[16], cb[16], cc[16], c0a, c0b, c0c;
+    if (!rt_access_coefs(l, s, reads[0]->tensor, reads[0]->args, NULL, reads[0]->n_args, ca,
+                         &c0a) ||
+        !rt_access_coefs(l, s, reads[1]->tensor, reads[1]->args, NULL, reads[1]->n_args, cb,
+                         &c0b) ||
+        !rt_access_coefs(l, s, s->out, NULL, s->lhs_vars, s->n_lhs, cc, &c0c) || c0a || c0b ||
+        c0c)
+        return false;
+    int32_t mv[8], nv[8], kv[8], nm = 0, nn = 0, nk = 0;
+    for (int32_t i = 0; i < s->n_loops; i++) {
+        int32_t v = s->loops[i];
+        bool in_a = ca[v] != 0, in_b = cb[v] != 0, in_c = cc[v] != 0;
+        if (s->vars[v].is_reduce) {
+            if (!in_a || !in_b || in_c || nk >= 8)
+                return false;
+            kv[nk++] = v;
+        } else if (in_a && !in_b && in_c && nm < 8) {
+            mv[nm++] = v;
+        } else if (in_b && !in_a && in_c && nn < 8) {
+            nv[nn++] = v;
+        } else {
+            return false;
+        }
+    }
+    if (nm == 0 || nn == 0 || nk == 0)
+        return false;
+    const int64_t *cm_[2] = {ca, cc}, *cn_[2] = {cb, cc}, *ck_[2] = {ca, cb};
+    int64_t sm[2], sn[2], sk[2];
+    if (!rt_gemm_group(l, s, mv, nm, cm_, 2, &g->M, sm) ||
+        !rt_gemm_group(l, s, nv, nn, cn_, 2, &g->N, sn) ||
+        !rt_gemm_group(l, s, kv, nk, ck_, 2, &g->K, sk))
+        return false;
+    g->ta = reads[0]->tensor;
+    g->tb = reads[1]->tensor;
+    g->am = sm[0], g->cm = sm[1], g->bn = sn[0], g->ak = sk[0], g->bk = sk[1];
+    g->m_var = mv[nm - 1], g->n_var = nv[nn - 1], g->k_var = kv[nk - 1];
+    int64_t cn = sn[1];
+    if (cn != 1) {
+        if (g->cm != 1)
+            return false;
+        // C is column-major in (m, n): compute C^T = B^T A^T, swapping the roles.
+        int64_t t;
+        int32_t tv;
+        t = g->M, g->M = g->N, g->N = t;
+        tv = g->ta, g->ta = g->tb, g->tb = tv;
+        t = g->am, g->am = g->bn, g->bn = t;
+        t = g->ak, g->ak = g->bk, g->bk = t;
+        g->cm = cn;
+        tv = g->m_var, g->m_var = g->n_var, g->n_var = tv;
+    }
+    return true;
+}
+
+// Model axis holding statement var v (the main statement's fused axes come first).
+static int32_t rt_model_axis(const rt_stmt *s, const rt_perf_model *m, int32_t v) {
+    for (int32_t x = 0; x < s->n_axes && x < (m ? m->n_axes : 0); x++)
+        for (int32_t i = 0; i < s->axes[x].n_members; i++)
+            if (s->axes[x].members[i] == v)
+                return x;
+    return -1;
+}
+
+static int64_t rt_clamp64(int64_t v, int64_t lo, int64_t hi) {
+    return v < lo ? lo : v > hi ? hi : v;
+}
+
+// Blocking from the rTiles: register tile -> mr x nr, L1 -> kc, L2 -> mc, below -> nc.
+static void rt_gemm_blocking(rt_gemm *g, const rt_op *op, const rt_device *dev,
+                             const rt_perf_model *m, const rt_rprog *p) {
+    const rt_stmt *s = &op->stmts[g->stmt];
+    int64_t mr = 6, nr = 32, kc = 256, mc = 96, nc = 1024;
+    if (m && p && p->n_levels >= 2) {
+        int32_t top = p->n_levels - 1;
+        int32_t xm = rt_model_axis(s, m, g->m_var), xn = rt_model_axis(s, m, g->n_var),
+                xk = rt_model_axis(s, m, g->k_var);
+        if (xm >= 0 && xn >= 0 && xk >= 0) {
+            mr = p->tile[top].shape[xm];
+            nr = p->tile[top].shape[xn];
+            if (top >= 1)
+                kc = p->tile[top - 1].shape[xk];
+            if (top >= 2)
+                mc = p->tile[top - 2].shape[xm];
+            if (top >= 3)
+                nc = p->tile[top - 3].shape[xn];
+        }
+    }
+    // The register tile keeps the model's shape where it fits the vector registers, widened to
+    // two vectors (B loads amortized over mr broadcasts) when N allows.
+    int64_t nv = rt_clamp64(rt_ceil_div(nr, 16), 2, 4);
+    nv = rt_max64(1, rt_min64(nv, rt_ceil_div(g->N, 16)));
+    mr = rt_clamp64(mr, rt_ceil_div(12, nv), 28 / nv);
+    // Cache blocking (BLIS analytical rules): the kc x nr B micro-panel fills at most half of L1
+    // and the mc x kc A block half of L2; rTiles smaller than that only add packing overhead.
+    if (dev && dev->n_levels >= 3) {
+        int32_t top = dev->n_levels - 1;
+        int64_t l1 = dev->level[top - 1].capacity_bytes, l2 = dev->level[top - 2].capacity_bytes;
+        if (l1 > 0)
+            kc = rt_max64(kc, rt_round_up(l1 / 2 / (16 * nv * 4), 16) - 16);
+        if (l2 > 0 && dev->n_levels >= 4)
+            mc = rt_max64(mc, l2 / 2 / (rt_max64(kc, 1) * 4));
+    }
+    mr = rt_clamp64(mr, 1, g->M);
+    g->mr = (int32_t)mr;
+    g->nr = (int32_t)(16 * nv);
+    g->kc = (int32_t)rt_clamp64(kc, rt_min64(16, g->K), rt_min64(1024, g->K));
+    g->mc = (int32_t)rt_clamp64(rt_round_up(mc, mr), mr, rt_min64(rt_round_up(g->M, mr),
+                                                                    rt_round_up(1024, mr)));
+    g->nc = (int32_t)rt_clamp64(rt_round_up(nc, g->nr), g->nr,
+                                rt_min64(rt_round_up(g->N, g->nr), 4096));
+    // Enough work items for every core.
+    int64_t units = dev && dev->units > 0 ? dev->units : 1;
+    while (rt_ceil_div(g->M, g->mc) * rt_ceil_div(g->N, g->nc) < units && g->nc > g->nr)
+        g->nc = (int32_t)rt_round_up(g->nc / 2, g->nr);
+    while (rt_ceil_div(g->M, g->mc) * rt_ceil_div(g->N, g->nc) < units && g->mc > g->mr)
+        g->mc = (int32_t)rt_round_up(g->mc / 2, g->mr);
+}
+
+static rt_kir_expr *rt_v(rt_lower *l, int32_t var) {
+    return rt_kir_var_ref(l->a, l->p, var);
+}
+static rt_kir_expr *rt_i(rt_lower *l, int64_t v) {
+    return rt_kir_int(l->a, v);
+}
+static rt_kir_expr *rt_b(rt_lower *l, rt_kir_bop op, rt_kir_expr *x, rt_kir_expr *y) {
+    return rt_kir_bin(l->a, op, x, y);
+}
+static void rt_let(rt_lower *l, rt_kir_block *blk, int32_t var, rt_kir_expr *v) {
+    rt_kir_node *n = rt_kir_append(l->a, blk, RT_KIR_N_LET);
+    RT_LOWER_CHECK(l, n && v);
+    if (n) {
+        n->var = var;
+        n->value = v;
+    }
+}
+
+// One packing copy: panels of w rows (rows < valid, else 0) x kcur of src into scratch at dst0:
+// scratch[dst0 + (panel*kcur + kk)*w + r] = alpha * src[base + (panel*w + r)*s_row + kk*s_k].
+static void rt_gemm_pack(rt_lower *l, rt_kir_block *blk, const char *what, int32_t w,
+                         rt_kir_expr *valid, rt_kir_expr *kcur, int32_t src, rt_kir_expr *base,
+                         int64_t s_row, int64_t s_k, double alpha, rt_kir_expr *dst0) {
+    rt_arena *a = l->a;
+    rt_kir_node *copy = rt_kir_append(a, blk, RT_KIR_N_COPY);
+    RT_LOWER_CHECK(l, copy);
+    if (!copy)
+        return;
+    copy->text = what;
+    int32_t vp = rt_kir_add_var(a, l->p, "panel", RT_KIR_I64);
+    int32_t vk = rt_kir_add_var(a, l->p, "kk", RT_KIR_I64);
+    int32_t vr = rt_kir_add_var(a, l->p, "r", RT_KIR_I64);
+    int32_t vrow = rt_kir_add_var(a, l->p, "row", RT_KIR_I64);
+    rt_kir_node *lp = rt_kir_loop(a, &copy->body, vp, rt_i(l, 0),
+                                  rt_b(l, RT_KIR_DIV, rt_b(l, RT_KIR_ADD, valid, rt_i(l, w - 1)),
+                                       rt_i(l, w)), RT_KIR_LOOP_SERIAL);
+    RT_LOWER_CHECK(l, lp);
+    if (!lp)
+        return;
+    rt_kir_node *lk = rt_kir_loop(a, &lp->body, vk, rt_i(l, 0), kcur, RT_KIR_LOOP_SERIAL);
+    RT_LOWER_CHECK(l, lk);
+    if (!lk)
+        return;
+    rt_kir_node *lr = rt_kir_loop(a, &lk->body, vr, rt_i(l, 0), rt_i(l, w), RT_KIR_LOOP_VECTOR);
+    RT_LOWER_CHECK(l, lr);
+    if (!lr)
+        return;
+    rt_let(l, &lr->body, vrow, rt_b(l, RT_KIR_ADD, rt_b(l, RT_KIR_MUL, rt_v(l, vp), rt_i(l, w)),
+                                    rt_v(l, vr)));
+    rt_kir_expr *dst = rt_b(l, RT_KIR_ADD, dst0,
+                            rt_b(l, RT_KIR_ADD,
+                                 rt_b(l, RT_KIR_MUL,
+                                      rt_b(l, RT_KIR_ADD, rt_b(l, RT_KIR_MUL, rt_v(l, vp), kcur),
+                                           rt_v(l, vk)),
+                                      rt_i(l, w)),
+                                 rt_v(l, vr)));
+    rt_kir_node *iff = rt_kir_append(a, &lr->body, RT_KIR_N_IF);
+    RT_LOWER_CHECK(l, iff);
+    if (!iff)
+        return;
+    iff->cond = rt_b(l, RT_KIR_LT, rt_v(l, vrow), valid);
+    rt_kir_expr *sidx = rt_b(l, RT_KIR_ADD, base,
+                             rt_b(l, RT_KIR_ADD, rt_b(l, RT_KIR_MUL, rt_v(l, vrow), rt_i(l, s_row)),
+                                  rt_b(l, RT_KIR_MUL, rt_v(l, vk), rt_i(l, s_k))));
+    rt_kir_expr *v = rt_kir_load(a, l->k, src, sidx);
+    if (alpha != 1.0)
+        v = rt_b(l, RT_KIR_MUL, v, rt_kir_flt(a, RT_KIR_F32, alpha));
+    rt_kir_node *s1 = rt_kir_append(a, &iff->body, RT_KIR_N_STORE);
+    rt_kir_node *s0 = rt_kir_append(a, &iff->else_body, RT_KIR_N_STORE);
+    RT_LOWER_CHECK(l, s1 && s0 && v && dst);
+    if (!s1 || !s0)
+        return;
+    s1->buf = s0->buf = 0;
+    s1->index = s0->index = dst;
+    s1->value = v;
+    s0->value = rt_kir_flt(a, RT_KIR_F32, 0.0);
+}
+
+static rt_status rt_lower_gemm(rt_lower *l, const rt_gemm *g) {
+    rt_arena *a = l->a;
+    const rt_stmt *s = &l->op->stmts[g->stmt];
+    int64_t mt = rt_ceil_div(g->M, g->mc), ntl = rt_ceil_div(g->N, g->nc);
+    const char *what = rt_arena_printf(a, "statement %d: packed GEMM %lldx%lldx%lld, blocks "
+                                          "mc=%d nc=%d kc=%d, micro-kernel %dx%d",
+                                       (int)g->stmt, (long long)g->M, (long long)g->N,
+                                       (long long)g->K, g->mc, g->nc, g->kc, g->mr, g->nr);
+    l->p = rt_kir_add_phase(a, l->k, what ? what : "gemm", mt * ntl);
+    if (!l->p)
+        return rt_fail(l->err, RT_ERR_NOMEM, RT_NOLOC, "out of memory");
+    rt_kir_phase *p = l->p;
+    int64_t a_elems = rt_round_up((int64_t)g->mc * g->kc, 16);
+    p->scratch_bytes = (a_elems + rt_round_up(g->nc, g->nr) * g->kc) * 4;
+    if (p->scratch_bytes > l->k->scratch_bytes)
+        l->k->scratch_bytes = p->scratch_bytes;
+    int32_t vi0 = rt_kir_add_var(a, p, "i0", RT_KIR_I64), vj0 = rt_kir_add_var(a, p, "j0", RT_KIR_I64);
+    int32_t vmc = rt_kir_add_var(a, p, "mcur", RT_KIR_I64), vnc = rt_kir_add_var(a, p, "ncur", RT_KIR_I64);
+    int32_t vpk = rt_kir_add_var(a, p, "pk", RT_KIR_I64), vp0 = rt_kir_add_var(a, p, "p0", RT_KIR_I64);
+    int32_t vkc = rt_kir_add_var(a, p, "kcur", RT_KIR_I64);
+    int32_t vjp = rt_kir_add_var(a, p, "jr", RT_KIR_I64), vip = rt_kir_add_var(a, p, "ir", RT_KIR_I64);
+    rt_kir_block *body = &p->body;
+    rt_kir_expr *item = rt_v(l, p->item_var);
+    rt_let(l, body, vi0, rt_b(l, RT_KIR_MUL, rt_b(l, RT_KIR_MOD, item, rt_i(l, mt)), rt_i(l, g->mc)));
+    rt_let(l, body, vj0, rt_b(l, RT_KIR_MUL, rt_b(l, RT_KIR_DIV, item, rt_i(l, mt)), rt_i(l, g->nc)));
+    rt_let(l, body, vmc, rt_b(l, RT_KIR_MIN, rt_i(l, g->mc),
+                              rt_b(l, RT_KIR_SUB, rt_i(l, g->M), rt_v(l, vi0))));
+    rt_let(l, body, vnc, rt_b(l, RT_KIR_MIN, rt_i(l, g->nc),
+                              rt_b(l, RT_KIR_SUB, rt_i(l, g->N), rt_v(l, vj0))));
+    rt_kir_node *lk = rt_kir_loop(a, body, vpk, rt_i(l, 0), rt_i(l, rt_ceil_div(g->K, g->kc)),
+                                  RT_KIR_LOOP_SERIAL);
+    RT_LOWER_CHECK(l, lk);
+    if (!lk)
+        return rt_fail(l->err, RT_ERR_NOMEM, RT_NOLOC, "out of memory");
+    rt_kir_block *kb = &lk->body;
+    rt_let(l, kb, vp0, rt_b(l, RT_KIR_MUL, rt_v(l, vpk), rt_i(l, g->kc)));
+    rt_let(l, kb, vkc, rt_b(l, RT_KIR_MIN, rt_i(l, g->kc),
+                            rt_b(l, RT_KIR_SUB, rt_i(l, g->K), rt_v(l, vp0))));
+    int32_t buf_a = l->data_buf[g->ta], buf_b = l->data_buf[g->tb], buf_c = l->data_buf[s->out];
+    // B block (kcur x ncur) as nr-wide panels after the A block; A block (mcur x kcur) as
+    // mr-tall panels; alpha is folded into A.
+    rt_gemm_pack(l, kb, "B block -> scratch, nr-wide k-major panels (L1 level)", g->nr,
+                 rt_v(l, vnc), rt_v(l, vkc), buf_b,
+                 rt_b(l, RT_KIR_ADD, rt_b(l, RT_KIR_MUL, rt_v(l, vj0), rt_i(l, g->bn)),
+                      rt_b(l, RT_KIR_MUL, rt_v(l, vp0), rt_i(l, g->bk))),
+                 g->bn, g->bk, 1.0, rt_i(l, a_elems));
+    rt_gemm_pack(l, kb, "A block -> scratch, mr-tall k-major panels (L2 level)", g->mr,
+                 rt_v(l, vmc), rt_v(l, vkc), buf_a,
+                 rt_b(l, RT_KIR_ADD, rt_b(l, RT_KIR_MUL, rt_v(l, vi0), rt_i(l, g->am)),
+                      rt_b(l, RT_KIR_MUL, rt_v(l, vp0), rt_i(l, g->ak))),
+                 g->am, g->ak, g->alpha, rt_i(l, 0));
+    rt_kir_node *lj = rt_kir_loop(a, kb, vjp, rt_i(l, 0),
+                                  rt_b(l, RT_KIR_DIV, rt_b(l, RT_KIR_ADD, rt_v(l, vnc),
+                                                           rt_i(l, g->nr - 1)), rt_i(l, g->nr)),
+                                  RT_KIR_LOOP_SERIAL);
+    RT_LOWER_CHECK(l, lj);
+    if (!lj)
+        return rt_fail(l->err, RT_ERR_NOMEM, RT_NOLOC, "out of memory");
+    rt_kir_node *li = rt_kir_loop(a, &lj->body, vip, rt_i(l, 0),
+                                  rt_b(l, RT_KIR_DIV, rt_b(l, RT_KIR_ADD, rt_v(l, vmc),
+                                                           rt_i(l, g->mr - 1)), rt_i(l, g->mr)),
+                                  RT_KIR_LOOP_SERIAL);
+    RT_LOWER_CHECK(l, li);
+    if (!li)
+        return rt_fail(l->err, RT_ERR_NOMEM, RT_NOLOC, "out of memory");
+    rt_kir_node *u = rt_kir_append(a, &li->body, RT_KIR_N_UKERNEL);
+    RT_LOWER_CHECK(l, u);
+    if (!u)
+        return rt_fail(l->err, RT_ERR_NOMEM, RT_NOLOC, "out of memory");
+    rt_kir_expr *rows = rt_b(l, RT_KIR_MUL, rt_v(l, vip), rt_i(l, g->mr));
+    rt_kir_expr *cols = rt_b(l, RT_KIR_MUL, rt_v(l, vjp), rt_i(l, g->nr));
+    u->uk.mr = g->mr;
+    u->uk.nr = g->nr;
+    u->uk.kc = rt_v(l, vkc);
+    u->uk.a_off = rt_b(l, RT_KIR_MUL, rows, rt_v(l, vkc));
+    u->uk.b_off = rt_b(l, RT_KIR_ADD, rt_i(l, a_elems), rt_b(l, RT_KIR_MUL, cols, rt_v(l, vkc)));
+    u->uk.c_buf = buf_c;
+    u->uk.c_off = rt_b(l, RT_KIR_ADD,
+                       rt_b(l, RT_KIR_MUL, rt_b(l, RT_KIR_ADD, rt_v(l, vi0), rows),
+                            rt_i(l, g->cm)),
+                       rt_b(l, RT_KIR_ADD, rt_v(l, vj0), cols));
+    u->uk.ldc = g->cm;
+    u->uk.m_valid = rt_b(l, RT_KIR_MIN, rt_i(l, g->mr), rt_b(l, RT_KIR_SUB, rt_v(l, vmc), rows));
+    u->uk.n_valid = rt_b(l, RT_KIR_MIN, rt_i(l, g->nr), rt_b(l, RT_KIR_SUB, rt_v(l, vnc), cols));
+    u->uk.accumulate = s->op == RT_ASSIGN_ADD ? rt_i(l, 1)
+                                              : rt_b(l, RT_KIR_GT, rt_v(l, vpk), rt_i(l, 0));
+    RT_LOWER_CHECK(l, u->uk.kc && u->uk.a_off && u->uk.b_off && u->uk.c_off && u->uk.m_valid &&
+                          u->uk.n_valid && u->uk.accumulate);
+    return RT_OK;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Entry
+// ---------------------------------------------------------------------------------------------
+
+static void rt_lower_header(rt_lower *l, const rt_device *dev, const rt_perf_model *m,
+                            const rt_rprog *p, const rt_lower_options *opt) {
+    rt_buf b;
+    rt_buf_init(&b, l->a);
+    const rt_op *op = l->op;
+    rt_buf_printf(&b, "rtgen %s: %s, candidate %d\n", RT_VERSION_STRING, op->name,
+                  opt ? opt->rank : 0);
+    rt_buf_printf(&b, "spec: %s\n", opt && opt->spec_path ? opt->spec_path
+                                                          : op->file ? op->file : "(text)");
+    for (int32_t s = 0; s < op->n_sizes; s++)
+        rt_buf_printf(&b, "%s%s=%lld%s", s ? " " : "sizes: ", op->sizes[s].name,
+                      (long long)op->sizes[s].value, s == op->n_sizes - 1 ? "\n" : "");
+    rt_buf_printf(&b, "device: %s (%s, cpu %s)\n", dev ? dev->name : "?",
+                  dev ? dev->path : "?", dev && dev->arch[0] ? dev->arch : "?");
+    if (m && p) {
+        for (int32_t lv = 0; lv < p->n_levels && lv < (dev ? dev->n_levels : 0); lv++) {
+            rt_buf_printf(&b, "rTile L%d %-6s [", (int)lv, dev->level[lv].name);
+            for (int32_t x = 0; x < m->n_axes; x++)
+                rt_buf_printf(&b, "%s%s=%lld", x ? ", " : "", m->axes[x].name,
+                              (long long)p->tile[lv].shape[x]);
+            rt_buf_printf(&b, "] footprint %lld B\n", (long long)p->tile[lv].footprint_bytes);
+        }
+        rt_buf_printf(&b, "predicted: %.3f us (bottleneck %s), %.4g GFLOP\n",
+                      p->predicted_ns * 1e-3,
+                      p->bottleneck >= 0 && p->bottleneck < dev->n_levels
+                          ? dev->level[p->bottleneck].name : "compute",
+                      p->flops * 1e-9);
+    } else {
+        rt_buf_puts(&b, "naive loop nests (reference kernel)\n");
+    }
+    for (int32_t i = 0; i < l->k->n_phases; i++)
+        rt_buf_printf(&b, "phase %s: %s, %lld work items\n", l->k->phases[i].name,
+                      l->k->phases[i].what, (long long)l->k->phases[i].n_items);
+    l->k->header = b.oom ? "" : b.data;
+}
+
+rt_status rt_lower_cpu(rt_arena *a, const rt_op *op, const rt_device *dev,
+                       const rt_perf_model *m, const rt_rprog *p, const rt_lower_options *opt,
+                       rt_kir_kernel **out, rt_err *err) {
+    bool naive = (opt && opt->naive) || !p || !m;
+    rt_lower l;
+    memset(&l, 0, sizeof l);
+    l.a = a;
+    l.op = op;
+    l.err = err;
+    const char *name = naive ? rt_arena_printf(a, "rt_%s_naive", op->name)
+                             : rt_arena_printf(a, "rt_%s_c%d", op->name, opt ? opt->rank : 0);
+    l.k = name ? rt_kir_kernel_new(a, name) : NULL;
+    if (!l.k)
+        return rt_fail(err, RT_ERR_NOMEM, RT_NOLOC, "out of memory");
+    for (int32_t s = 0; s < op->n_stmts; s++)
+        if (op->stmts[s].recursive || op->stmts[s].n_preds > 0)
+            return rt_lower_unsupported(&l, op->stmts[s].loc, "recursion over a tree");
+    RT_TRY(rt_lower_buffers(&l));
+    rt_gemm g;
+    int32_t main_stmt = m ? m->main_stmt : -1;
+    if (!naive && main_stmt >= 0 && rt_gemm_detect(&l, main_stmt, &g)) {
+        rt_gemm_blocking(&g, op, dev, m, p);
+        RT_TRY(rt_lower_general(&l, 0, main_stmt, true));
+        RT_TRY(rt_lower_gemm(&l, &g));
+        RT_TRY(rt_lower_general(&l, main_stmt + 1, op->n_stmts, true));
+        l.k->flops = 2.0 * (double)g.M * (double)g.N * (double)g.K;
+        l.k->compute_bound = true;
+        l.k->gemm = (rt_kir_contraction){true, g.ta, g.tb, op->stmts[main_stmt].out, g.M, g.N,
+                                         g.K, g.am, g.ak, g.bk, g.bn, g.cm, g.alpha,
+                                         op->stmts[main_stmt].op == RT_ASSIGN_ADD};
+    } else {
+        RT_TRY(rt_lower_general(&l, 0, op->n_stmts, !naive));
+        l.k->flops = p ? p->flops : 0.0;
+    }
+    if (l.oom)
+        return rt_fail(err, RT_ERR_NOMEM, RT_NOLOC, "out of memory");
+    rt_lower_header(&l, dev, naive ? NULL : m, naive ? NULL : p, opt);
+    RT_TRY(rt_kir_validate(l.k, err));
+    *out = l.k;
+    return RT_OK;
+}

@@ -1,0 +1,488 @@
+// hal-cpu.c: the CPU class at run time. It owns the LLVM 16 ORC LLJIT that turns modules from
+// codegen/emit-llvm.c into callable kernels (host CPU name and features, PIC, aggressive
+// codegen, libm resolved from the process), the pthread pool that runs a kernel's phases over
+// the cores with a barrier between phases, and the fork-based isolation the profiler uses so
+// that a crashing or hanging candidate is reported and skipped instead of taking rtgen down.
+#include "hal-cpu.h"
+
+#include <llvm-c/Core.h>
+#include <llvm-c/Error.h>
+#include <llvm-c/LLJIT.h>
+#include <llvm-c/Orc.h>
+#include <llvm-c/Target.h>
+#include <llvm-c/TargetMachine.h>
+
+#include <dlfcn.h>
+#include <errno.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+// ---------------------------------------------------------------------------------------------
+// JIT
+// ---------------------------------------------------------------------------------------------
+
+struct rt_cpu_jit {
+    LLVMOrcThreadSafeContextRef tsc;
+    LLVMOrcLLJITRef jit;
+    LLVMTargetMachineRef tm;
+    bool avx512;
+    char cpu[64];
+};
+
+static rt_status rt_cpu_llvm_error(rt_err *err, LLVMErrorRef e, const char *what) {
+    char *msg = LLVMGetErrorMessage(e);
+    rt_status st = rt_fail(err, RT_ERR_BACKEND, RT_NOLOC, "llvm: %s: %s", what, msg ? msg : "?");
+    LLVMDisposeErrorMessage(msg);
+    return st;
+}
+
+static void rt_cpu_jit_release(void *h) {
+    rt_cpu_jit *j = h;
+    if (j->jit)
+        LLVMOrcDisposeLLJIT(j->jit);
+    if (j->tsc)
+        LLVMOrcDisposeThreadSafeContext(j->tsc);
+    if (j->tm)
+        LLVMDisposeTargetMachine(j->tm);
+}
+
+// "avx512f,fma" -> "+avx512f,+fma" (features already signed are kept).
+static char *rt_cpu_llvm_features(rt_arena *a, const char *list) {
+    rt_buf b;
+    rt_buf_init(&b, a);
+    const char *s = list;
+    while (*s) {
+        while (*s == ',' || *s == ' ')
+            s++;
+        size_t n = strcspn(s, ", ");
+        if (n) {
+            if (b.len)
+                rt_buf_puts(&b, ",");
+            if (*s != '+' && *s != '-')
+                rt_buf_puts(&b, "+");
+            rt_buf_putn(&b, s, n);
+        }
+        s += n;
+    }
+    return b.oom ? NULL : b.data ? b.data : rt_arena_strdup(a, "");
+}
+
+static void rt_cpu_llvm_diagnostic(LLVMDiagnosticInfoRef info, void *ctx) {
+    (void)info;
+    (void)ctx;
+}
+
+static pthread_once_t rt_cpu_llvm_once = PTHREAD_ONCE_INIT;
+static void rt_cpu_llvm_init(void) {
+    LLVMInitializeNativeTarget();
+    LLVMInitializeNativeAsmPrinter();
+}
+
+rt_status rt_cpu_jit_new(rt_arena *a, const rt_device *dev, rt_cpu_jit **out, rt_err *err) {
+    pthread_once(&rt_cpu_llvm_once, rt_cpu_llvm_init);
+    rt_cpu_jit *j;
+    RT_ALLOC(a, j, 1, err);
+    char *triple = LLVMGetDefaultTargetTriple();
+    LLVMTargetRef target;
+    char *msg = NULL;
+    if (LLVMGetTargetFromTriple(triple, &target, &msg)) {
+        rt_fail(err, RT_ERR_BACKEND, RT_NOLOC, "llvm: no target for %s: %s", triple,
+                msg ? msg : "?");
+        LLVMDisposeMessage(msg);
+        LLVMDisposeMessage(triple);
+        return err->status;
+    }
+    bool host = !dev || dev->detected || dev->arch[0] == 0 || strcmp(dev->arch, "native") == 0;
+    char *cpu = host ? LLVMGetHostCPUName() : NULL;
+    char *hfeat = host ? LLVMGetHostCPUFeatures() : NULL;
+    const char *feat = hfeat;
+    if (!host) {
+        feat = rt_cpu_llvm_features(a, dev->features);
+        if (!feat) {
+            LLVMDisposeMessage(triple);
+            return rt_fail(err, RT_ERR_NOMEM, RT_NOLOC, "out of memory");
+        }
+    }
+    const char *cpu_name = host ? cpu : dev->arch;
+    snprintf(j->cpu, sizeof j->cpu, "%s", cpu_name);
+    j->avx512 = strstr(feat, "+avx512f") != NULL;
+    j->tm = LLVMCreateTargetMachine(target, triple, cpu_name, feat, LLVMCodeGenLevelAggressive,
+                                    LLVMRelocPIC, LLVMCodeModelJITDefault);
+    LLVMTargetMachineRef tm2 = LLVMCreateTargetMachine(target, triple, cpu_name, feat,
+                                                       LLVMCodeGenLevelAggressive, LLVMRelocPIC,
+                                                       LLVMCodeModelJITDefault);
+    if (cpu)
+        LLVMDisposeMessage(cpu);
+    if (hfeat)
+        LLVMDisposeMessage(hfeat);
+    LLVMDisposeMessage(triple);
+    if (rt_arena_defer(a, rt_cpu_jit_release, j) != RT_OK) {
+        rt_cpu_jit_release(j);
+        if (tm2)
+            LLVMDisposeTargetMachine(tm2);
+        return rt_fail(err, RT_ERR_NOMEM, RT_NOLOC, "out of memory");
+    }
+    if (!j->tm || !tm2) {
+        if (tm2)
+            LLVMDisposeTargetMachine(tm2);
+        return rt_fail(err, RT_ERR_BACKEND, RT_NOLOC, "llvm: cannot create a target machine for "
+                       "cpu %s", j->cpu);
+    }
+    LLVMOrcLLJITBuilderRef jb = LLVMOrcCreateLLJITBuilder();
+    LLVMOrcLLJITBuilderSetJITTargetMachineBuilder(
+        jb, LLVMOrcJITTargetMachineBuilderCreateFromTargetMachine(tm2));
+    LLVMErrorRef e = LLVMOrcCreateLLJIT(&j->jit, jb);
+    if (e) {
+        j->jit = NULL;
+        return rt_cpu_llvm_error(err, e, "cannot create the JIT");
+    }
+    LLVMOrcDefinitionGeneratorRef gen;
+    e = LLVMOrcCreateDynamicLibrarySearchGeneratorForProcess(
+        &gen, LLVMOrcLLJITGetGlobalPrefix(j->jit), NULL, NULL);
+    if (e)
+        return rt_cpu_llvm_error(err, e, "cannot resolve process symbols");
+    LLVMOrcJITDylibAddGenerator(LLVMOrcLLJITGetMainJITDylib(j->jit), gen);
+    j->tsc = LLVMOrcCreateNewThreadSafeContext();
+    // Vectorizer remarks and warnings are not errors: keep them off stderr.
+    LLVMContextSetDiagnosticHandler(LLVMOrcThreadSafeContextGetContext(j->tsc),
+                                    rt_cpu_llvm_diagnostic, NULL);
+    *out = j;
+    return RT_OK;
+}
+
+void *rt_cpu_jit_context(rt_cpu_jit *j) {
+    return LLVMOrcThreadSafeContextGetContext(j->tsc);
+}
+void *rt_cpu_jit_target_machine(rt_cpu_jit *j) {
+    return j->tm;
+}
+bool rt_cpu_jit_avx512(const rt_cpu_jit *j) {
+    return j->avx512;
+}
+const char *rt_cpu_jit_cpu_name(const rt_cpu_jit *j) {
+    return j->cpu;
+}
+
+rt_status rt_cpu_jit_add_module(rt_cpu_jit *j, void *module, rt_err *err) {
+    LLVMOrcThreadSafeModuleRef tsm = LLVMOrcCreateNewThreadSafeModule(module, j->tsc);
+    LLVMErrorRef e = LLVMOrcLLJITAddLLVMIRModule(j->jit, LLVMOrcLLJITGetMainJITDylib(j->jit), tsm);
+    if (e) {
+        LLVMOrcDisposeThreadSafeModule(tsm);
+        return rt_cpu_llvm_error(err, e, "cannot add a module");
+    }
+    return RT_OK;
+}
+
+rt_status rt_cpu_jit_lookup(rt_cpu_jit *j, const char *name, void **out_fn, rt_err *err) {
+    LLVMOrcExecutorAddress addr = 0;
+    LLVMErrorRef e = LLVMOrcLLJITLookup(j->jit, &addr, name);
+    if (e)
+        return rt_cpu_llvm_error(err, e, name);
+    *out_fn = (void *)(uintptr_t)addr;
+    return RT_OK;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Thread pool
+// ---------------------------------------------------------------------------------------------
+
+struct rt_cpu_pool {
+    int32_t n;
+    pthread_t *threads;
+    pthread_mutex_t mu;
+    pthread_cond_t go, done;
+    uint64_t gen;
+    int32_t pending;
+    bool quit;
+    const rt_cpu_launch *job;
+    int32_t phase;
+    float **scratch;
+    int64_t scratch_bytes;
+};
+
+typedef struct rt_cpu_worker {
+    rt_cpu_pool *p;
+    int32_t id;
+} rt_cpu_worker;
+
+static void rt_cpu_chunk(rt_cpu_pool *p, int32_t t) {
+    const rt_cpu_launch *l = p->job;
+    int64_t n = l->n_items[p->phase];
+    int64_t lo = n * t / p->n, hi = n * (t + 1) / p->n;
+    if (lo < hi)
+        l->fns[p->phase](l->args, lo, hi, p->scratch[t]);
+}
+
+static void *rt_cpu_worker_main(void *arg) {
+    rt_cpu_worker *w = arg;
+    rt_cpu_pool *p = w->p;
+    uint64_t seen = 0;
+    for (;;) {
+        pthread_mutex_lock(&p->mu);
+        while (p->gen == seen && !p->quit)
+            pthread_cond_wait(&p->go, &p->mu);
+        if (p->quit) {
+            pthread_mutex_unlock(&p->mu);
+            break;
+        }
+        seen = p->gen;
+        pthread_mutex_unlock(&p->mu);
+        rt_cpu_chunk(p, w->id);
+        pthread_mutex_lock(&p->mu);
+        if (--p->pending == 0)
+            pthread_cond_signal(&p->done);
+        pthread_mutex_unlock(&p->mu);
+    }
+    free(w);
+    return NULL;
+}
+
+rt_cpu_pool *rt_cpu_pool_new(int32_t threads) {
+    if (threads < 1)
+        threads = 1;
+    rt_cpu_pool *p = calloc(1, sizeof *p);
+    if (!p)
+        return NULL;
+    p->n = threads;
+    p->threads = calloc((size_t)threads, sizeof *p->threads);
+    p->scratch = calloc((size_t)threads, sizeof *p->scratch);
+    if (!p->threads || !p->scratch) {
+        free(p->threads);
+        free(p->scratch);
+        free(p);
+        return NULL;
+    }
+    pthread_mutex_init(&p->mu, NULL);
+    pthread_cond_init(&p->go, NULL);
+    pthread_cond_init(&p->done, NULL);
+    for (int32_t t = 1; t < threads; t++) {
+        rt_cpu_worker *w = malloc(sizeof *w);
+        if (w) {
+            w->p = p;
+            w->id = t;
+        }
+        if (!w || pthread_create(&p->threads[t], NULL, rt_cpu_worker_main, w) != 0) {
+            free(w);
+            p->n = t; // the threads started so far
+            rt_cpu_pool_free(p);
+            return NULL;
+        }
+    }
+    return p;
+}
+
+void rt_cpu_pool_free(rt_cpu_pool *p) {
+    if (!p)
+        return;
+    pthread_mutex_lock(&p->mu);
+    p->quit = true;
+    pthread_cond_broadcast(&p->go);
+    pthread_mutex_unlock(&p->mu);
+    for (int32_t t = 1; t < p->n; t++)
+        pthread_join(p->threads[t], NULL);
+    for (int32_t t = 0; t < p->n; t++)
+        free(p->scratch[t]);
+    pthread_mutex_destroy(&p->mu);
+    pthread_cond_destroy(&p->go);
+    pthread_cond_destroy(&p->done);
+    free(p->threads);
+    free(p->scratch);
+    free(p);
+}
+
+int32_t rt_cpu_pool_threads(const rt_cpu_pool *p) {
+    return p->n;
+}
+
+bool rt_cpu_pool_run(rt_cpu_pool *p, const rt_cpu_launch *l) {
+    if (l->scratch_bytes > p->scratch_bytes) {
+        size_t bytes = (size_t)rt_round_up(l->scratch_bytes, 64);
+        for (int32_t t = 0; t < p->n; t++) {
+            free(p->scratch[t]);
+            p->scratch[t] = aligned_alloc(64, bytes);
+            if (!p->scratch[t]) {
+                p->scratch_bytes = 0;
+                return false;
+            }
+        }
+        p->scratch_bytes = l->scratch_bytes;
+    }
+    for (int32_t i = 0; i < l->n_phases; i++) {
+        pthread_mutex_lock(&p->mu);
+        p->job = l;
+        p->phase = i;
+        p->pending = p->n - 1;
+        p->gen++;
+        pthread_cond_broadcast(&p->go);
+        pthread_mutex_unlock(&p->mu);
+        rt_cpu_chunk(p, 0);
+        pthread_mutex_lock(&p->mu);
+        while (p->pending > 0)
+            pthread_cond_wait(&p->done, &p->mu);
+        pthread_mutex_unlock(&p->mu);
+    }
+    return true;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Isolation and timing
+// ---------------------------------------------------------------------------------------------
+
+double rt_cpu_now_ns(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec * 1e9 + (double)ts.tv_nsec;
+}
+
+int32_t rt_cpu_online(void) {
+    long n = sysconf(_SC_NPROCESSORS_ONLN);
+    return n > 0 ? (int32_t)n : 1;
+}
+
+void *rt_cpu_shared_alloc(size_t bytes) {
+    void *p = mmap(NULL, bytes ? bytes : 1, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS,
+                   -1, 0);
+    return p == MAP_FAILED ? NULL : p;
+}
+
+void rt_cpu_shared_free(void *p, size_t bytes) {
+    if (p)
+        munmap(p, bytes ? bytes : 1);
+}
+
+rt_status rt_cpu_run_isolated(int (*fn)(void *ctx), void *ctx, double timeout_ms,
+                              rt_cpu_child_status *out_status, int *out_code, rt_err *err) {
+    fflush(NULL);
+    pid_t pid = fork();
+    if (pid < 0)
+        return rt_fail(err, RT_ERR_BACKEND, RT_NOLOC, "cannot fork a profiling child: %s",
+                       strerror(errno));
+    if (pid == 0)
+        _exit(fn(ctx) & 0xff);
+    double t0 = rt_cpu_now_ns();
+    long sleep_ns = 20000;
+    int st = 0;
+    for (;;) {
+        pid_t r = waitpid(pid, &st, WNOHANG);
+        if (r == pid)
+            break;
+        if (r < 0 && errno != EINTR) {
+            kill(pid, SIGKILL);
+            return rt_fail(err, RT_ERR_BACKEND, RT_NOLOC, "lost the profiling child: %s",
+                           strerror(errno));
+        }
+        if ((rt_cpu_now_ns() - t0) * 1e-6 > timeout_ms) {
+            kill(pid, SIGKILL);
+            while (waitpid(pid, &st, 0) < 0 && errno == EINTR) {
+            }
+            *out_status = RT_CPU_CHILD_TIMEOUT;
+            *out_code = 0;
+            return RT_OK;
+        }
+        struct timespec ts = {0, sleep_ns};
+        nanosleep(&ts, NULL);
+        if (sleep_ns < 2000000)
+            sleep_ns *= 2;
+    }
+    if (WIFSIGNALED(st)) {
+        *out_status = RT_CPU_CHILD_CRASHED;
+        *out_code = WTERMSIG(st);
+    } else {
+        *out_code = WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+        *out_status = *out_code == 0 ? RT_CPU_CHILD_OK : RT_CPU_CHILD_FAILED;
+    }
+    return RT_OK;
+}
+
+// ---------------------------------------------------------------------------------------------
+// System C compiler
+// ---------------------------------------------------------------------------------------------
+
+typedef struct rt_cpu_cc {
+    char dir[64];
+    void *handle;
+} rt_cpu_cc;
+
+static void rt_cpu_cc_release(void *h) {
+    rt_cpu_cc *c = h;
+    if (c->handle)
+        dlclose(c->handle);
+    char path[128];
+    const char *files[] = {"kernel.c", "kernel.so", "cc.log"};
+    for (size_t i = 0; i < sizeof files / sizeof *files; i++) {
+        snprintf(path, sizeof path, "%s/%s", c->dir, files[i]);
+        unlink(path);
+    }
+    rmdir(c->dir);
+}
+
+// The OpenMP runtime the emitted C links against is loaded once for the process and never
+// unloaded: dlclose of a kernel would otherwise unmap libgomp together with the globals that
+// hold its start-up allocations (LeakSanitizer then reports them as leaked).
+static pthread_once_t rt_cpu_gomp_once = PTHREAD_ONCE_INIT;
+
+static void rt_cpu_gomp_pin(void) {
+    void *h = dlopen("libgomp.so.1", RTLD_NOW | RTLD_GLOBAL | RTLD_NODELETE);
+    if (h)
+        dlclose(h);
+}
+
+rt_status rt_cpu_cc_load(rt_arena *a, const char *c_text, const char *const *names, int32_t n,
+                         void **out_fns, rt_err *err) {
+    pthread_once(&rt_cpu_gomp_once, rt_cpu_gomp_pin);
+    rt_cpu_cc *c;
+    RT_ALLOC(a, c, 1, err);
+    const char *tmp = getenv("TMPDIR");
+    snprintf(c->dir, sizeof c->dir, "%s/rtgen-cc-XXXXXX",
+             tmp && *tmp && strlen(tmp) < 40 ? tmp : "/tmp");
+    if (!mkdtemp(c->dir))
+        return rt_fail(err, RT_ERR_IO, RT_NOLOC, "cannot create a temporary directory: %s",
+                       strerror(errno));
+    if (rt_arena_defer(a, rt_cpu_cc_release, c) != RT_OK) {
+        rt_cpu_cc_release(c);
+        return rt_fail(err, RT_ERR_NOMEM, RT_NOLOC, "out of memory");
+    }
+    char *src = rt_arena_printf(a, "%s/kernel.c", c->dir);
+    char *so = rt_arena_printf(a, "%s/kernel.so", c->dir);
+    char *log = rt_arena_printf(a, "%s/cc.log", c->dir);
+    if (!src || !so || !log)
+        return rt_fail(err, RT_ERR_NOMEM, RT_NOLOC, "out of memory");
+    FILE *f = fopen(src, "w");
+    if (!f || fputs(c_text, f) < 0 || fclose(f) != 0)
+        return rt_fail(err, RT_ERR_IO, RT_NOLOC, "cannot write %s", src);
+    const char *cc = getenv("CC");
+    char *cmd = rt_arena_printf(a, "%s -O3 -march=native -fopenmp -shared -fPIC -o %s %s -lm "
+                                   "> %s 2>&1", cc && *cc ? cc : "cc", so, src, log);
+    if (!cmd)
+        return rt_fail(err, RT_ERR_NOMEM, RT_NOLOC, "out of memory");
+    int rc = system(cmd);
+    if (rc != 0) {
+        char *text = NULL;
+        size_t len = 0;
+        rt_err ignore = {0};
+        if (rt_read_file(a, log, &text, &len, &ignore) == RT_OK)
+            err->log = text;
+        rt_status st = rt_fail(err, RT_ERR_BACKEND, RT_NOLOC, "cc failed on the emitted C "
+                               "(exit status %d)", rc);
+        if (text)
+            err->log = text;
+        return st;
+    }
+    c->handle = dlopen(so, RTLD_NOW | RTLD_LOCAL);
+    if (!c->handle)
+        return rt_fail(err, RT_ERR_BACKEND, RT_NOLOC, "dlopen: %s", dlerror());
+    for (int32_t i = 0; i < n; i++) {
+        out_fns[i] = dlsym(c->handle, names[i]);
+        if (!out_fns[i])
+            return rt_fail(err, RT_ERR_BACKEND, RT_NOLOC, "the compiled C has no symbol %s",
+                           names[i]);
+    }
+    return RT_OK;
+}
