@@ -26,20 +26,21 @@ if [ "$fuzz_seconds" -gt 0 ]; then
     CC=clang-16 cmake -S . -B build-fuzz -DCMAKE_BUILD_TYPE=Debug -DRTGEN_FUZZ=ON >/dev/null
     cmake --build build-fuzz -j"$jobs" --target fuzz-spec fuzz-ini
     for t in spec ini; do
+        if [ $t = spec ]; then seeds=examples; else seeds=devices; fi
         corpus=build-fuzz/corpus-$t
         mkdir -p "$corpus"
-        if [ $t = spec ]; then seeds=examples; else seeds=devices; fi
-        (cd build-fuzz && ./fuzz-$t -max_total_time="$fuzz_seconds" -timeout=10 -rss_limit_mb=2048 \
-            -print_final_stats=1 "corpus-$t" "../$seeds" 2>"fuzz-$t.log") || {
-            tail -n 40 "build-fuzz/fuzz-$t.log"; echo "fuzz-$t: FAILED"; exit 1; }
-        grep -E 'stat::number_of_executed_units|Done ' "build-fuzz/fuzz-$t.log" | tail -n 2
+        log=build-fuzz/fuzz-$t.log
+        ./build-fuzz/tests/fuzz-$t -max_total_time="$fuzz_seconds" -timeout=10 -rss_limit_mb=2048 \
+            -print_final_stats=1 -artifact_prefix=build-fuzz/ "$corpus" "$seeds" >"$log" 2>&1 || {
+            tail -n 40 "$log"; echo "fuzz-$t: FAILED (crash input saved by libFuzzer above)"; exit 1; }
+        echo "fuzz-$t: $(grep -E 'stat::number_of_executed_units' "$log" | awk '{print $2}') executions, no crash"
     done
 fi
 
 if command -v clang-format-16 >/dev/null 2>&1; then
     echo "== clang-format"
-    clang-format-16 --dry-run --Werror src/*.c src/*.h hal/*.c hal/*.h perfmodel/*.[ch] \
-        codegen/*.[ch] tests/unit/*.[ch] tests/num/*.c tests/fuzz/*.c bench/*.c 2>/dev/null \
-        || { echo "clang-format: sources are not formatted (run clang-format-16 -i)"; exit 1; }
+    find src hal perfmodel codegen tests bench -name '*.[ch]' | sort \
+        | xargs clang-format-16 --dry-run --Werror \
+        || { echo "clang-format: sources are not formatted (run clang-format-16 -i on them)"; exit 1; }
 fi
 echo "== all tests passed"
