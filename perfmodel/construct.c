@@ -443,6 +443,10 @@ static int cmp_rprog(const void *pa, const void *pb) {
     const rt_rprog *a = pa, *b = pb;
     if (a->predicted_ns != b->predicted_ns)
         return a->predicted_ns < b->predicted_ns ? -1 : 1;
+    // Equal times on a CPU: the larger register block (fewer loads and calls per FMA beyond
+    // what the model resolves).
+    if (a->reg_block_elems != b->reg_block_elems)
+        return a->reg_block_elems > b->reg_block_elems ? -1 : 1;
     double sa = a->compute_ns, sb = b->compute_ns;
     for (int32_t l = 1; l < a->n_levels; l++) {
         sa += a->tile[l].time_ns;

@@ -154,21 +154,55 @@ bool rt_perf_evaluate(const rt_perf_model *m, rt_rprog *p, const char **why) {
         bool has_red = false;
         for (int32_t x = 0; x < m->n_axes; x++)
             has_red = has_red || m->axes[x].is_reduce;
-        if (dev->fma_latency_cycles > 0 && has_red) {
-            int64_t elems = 1;
-            for (int32_t d = 0; d < o->n_dims; d++)
-                elems *= tt->data[m->n_access - 1][d];
-            double acc = (double)rt_ceil_div(elems, lanes);
-            double want = (double)dev->fma_latency_cycles *
-                          (dev->teus_per_unit > 0 ? dev->teus_per_unit : 1);
-            if (acc < want)
-                eff *= acc / want;
+        p->reg_block_elems = 1;
+        for (int32_t d = 0; d < o->n_dims; d++)
+            p->reg_block_elems *= tt->data[m->n_access - 1][d];
+        if (has_red) {
+            // The register block as a micro-kernel: loads per FMA against the load ports, FMA
+            // latency against the accumulators, and the vector registers it needs.
+            int64_t rows = 1;
+            for (int32_t d = 0; d + 1 < o->n_dims; d++)
+                rows *= tt->data[m->n_access - 1][d];
+            rt_perf_ukernel uk;
+            if (!rt_perf_cpu_ukernel(dev, o->elem_bytes, rows, inner, 1, &uk)) {
+                *why = "register block exceeds the vector registers";
+                return false;
+            }
+            eff *= ((double)uk.acc_vectors / (dev->teus_per_unit > 0 ? dev->teus_per_unit : 1)) /
+                   uk.cycles_per_k;
         }
     }
     p->compute_ns = rt_perf_compute_ns(m, p->flops, eff);
     if (p->compute_ns >= worst) {
         worst = p->compute_ns;
         p->bottleneck = -1;
+    }
+    // A contraction on a CPU runs as the backend's packed GEMM: its time is the busiest core's
+    // packing and micro-kernel calls, bounded below by reading the operands once from DRAM.
+    rt_perf_cpu_gemm g;
+    if (m->thread_level < 0 && rt_perf_cpu_gemm_view(m, p, &g)) {
+        double core_ns, pack_ns, uk_eff;
+        const char *gwhy;
+        if (rt_perf_cpu_gemm_time(m, &g, &core_ns, &pack_ns, &uk_eff, &gwhy)) {
+            double bytes = 4.0 * ((double)g.M * (double)g.K + (double)g.K * (double)g.N +
+                                  2.0 * (double)g.M * (double)g.N) +
+                           m->extra_dram_bytes;
+            double gbps = rt_hal_level_gbps(&dev->level[0], bytes / (double)units);
+            double dram_ns = gbps > 0 ? bytes / gbps : 0;
+            // Fused prologue/epilogue statements run as their own loop nests after it.
+            p->compute_ns = core_ns + rt_perf_compute_ns(m, m->extra_flops, p->wave_eff);
+            worst = p->compute_ns;
+            p->bottleneck = -1;
+            if (dram_ns > worst) {
+                worst = dram_ns;
+                p->bottleneck = 0;
+            }
+            p->wave_eff = (double)g.items /
+                          (double)(units * rt_ceil_div(g.items, units));
+        } else if (gwhy[0]) {
+            *why = gwhy;
+            return false;
+        }
     }
     // Explicitly staged levels (shared memory) are not double-buffered: a block loads, then
     // computes; overlap comes from the other blocks resident on the unit. Caches prefetch, so a

@@ -100,6 +100,8 @@ typedef struct rt_rprog {
     double construct_ns;         // time from the start of construction to this candidate
     double epsilon;              // padding bound it was constructed under
     bool shrunk;                 // produced by the small-operator shrink
+    int64_t reg_block_elems;     // CPU: output elements of the register block (ties go to the
+                                 // larger micro-kernel); 0 elsewhere
     int32_t order;               // discovery order (final tie-break)
 } rt_rprog;
 
@@ -228,5 +230,48 @@ const char *rt_perf_align_check(const rt_perf_model *m, const int64_t *shape, in
 bool rt_perf_evaluate(const rt_perf_model *m, rt_rprog *p, const char **why);
 // Compute time (ns) of the whole operator at the given efficiency factors.
 double rt_perf_compute_ns(const rt_perf_model *m, double flops, double eff);
+
+
+// CPU model (cpu.c). Vector load slots per cycle per core come from the L1 (level top-1)
+// bandwidth: gbps / (units x clock x lanes x 4 B); without a clock or an L1 bandwidth, this:
+#define RT_PERF_CPU_DEFAULT_LOAD_PORTS 2.0
+// Cycles of entering one micro-kernel call besides its k loop and C update (policy: pointer
+// set-up, the full/edge test and the loop branches of the two loops around it).
+#define RT_PERF_CPU_CALL_CYCLES 24.0
+
+double rt_perf_cpu_load_ports(const rt_device *dev);
+// Vector registers: the register level's capacity / (lanes x 4 B).
+int64_t rt_perf_cpu_vector_regs(const rt_device *dev);
+
+// One register micro-kernel mr x nr (elements) over kc reduction steps: C(mr x nr) += A panel
+// (mr broadcasts per step) x B panel (ceil(nr / vector) loads per step).
+typedef struct rt_perf_ukernel {
+    int64_t acc_vectors;  // accumulators: mr x ceil(nr / vector elements)
+    int64_t vector_regs;  // accumulators + B vectors of one step + one broadcast
+    double cycles_per_k;  // max(FMAs / FMA ports, loads / load ports, FMA latency)
+    double call_cycles;   // kc steps + C load and store + RT_PERF_CPU_CALL_CYCLES
+    double eff;           // FMA-port cycles / call cycles (1 = peak)
+} rt_perf_ukernel;
+// Fills out (spilled accumulators cost a reload and a store per step); false when the block
+// needs more vector registers than the device has.
+bool rt_perf_cpu_ukernel(const rt_device *dev, int32_t elem_bytes, int64_t mr, int64_t nr,
+                         int64_t kc, rt_perf_ukernel *out);
+
+// The packed GEMM the CPU backend compiles for a contraction C(m, n) (+)= A(m, k) * B(k, n):
+// the blocking codegen/lower-cpu.c derives from the rTiles (ORDER rt_gemm_blocking).
+typedef struct rt_perf_cpu_gemm {
+    int32_t axis_m, axis_n, axis_k; // model axes
+    int32_t in_a, in_b;             // accesses holding m and n
+    int64_t M, N, K;
+    int64_t mr, nr, kc, mc, nc;
+    int64_t items;                  // mc x nc blocks spread over the cores
+} rt_perf_cpu_gemm;
+// False when the statement is not such a contraction or the device has a thread level.
+bool rt_perf_cpu_gemm_view(const rt_perf_model *m, const rt_rprog *p, rt_perf_cpu_gemm *g);
+// Time of the busiest core (packing + micro-kernel calls over its blocks), in ns, with the part
+// spent packing and the micro-kernel's efficiency. False when the device has no clock (why is
+// then empty: the caller keeps its peak-based estimate).
+bool rt_perf_cpu_gemm_time(const rt_perf_model *m, const rt_perf_cpu_gemm *g, double *ns,
+                           double *pack_ns, double *eff, const char **why);
 
 #endif
