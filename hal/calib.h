@@ -7,6 +7,7 @@
 #define RT_CALIB_H
 
 #include "hal.h"
+#include "hal-gpu.h"
 
 // ---------------------------------------------------------------------------------------------
 // Statistics of repeated probes (calib-cpu.c)
@@ -31,7 +32,7 @@ rt_status rt_calib_check_spread(const char *what, const rt_calib_stats *s, doubl
 // Host-CPU probes (calib-cpu.c)
 // ---------------------------------------------------------------------------------------------
 
-#define RT_CALIB_MAX_VALUES 64
+#define RT_CALIB_MAX_VALUES 128 // the GPU probes report 64 register-tile shapes
 
 // Where a measured value goes in the device. RT_CALIB_REPORT values are printed only.
 typedef enum rt_calib_target {
@@ -126,5 +127,119 @@ void rt_hal_file_abort(rt_atomic_file *f);
 // Async-signal-safe: removes the temporary file of the write in progress, if any (for SIGINT
 // and SIGTERM handlers, which then end the process).
 void rt_hal_file_abort_signal(void);
+
+// ---------------------------------------------------------------------------------------------
+// GPU probes (calib-gpu.c) -- BEGIN block owned by calib-gpu.c
+// ---------------------------------------------------------------------------------------------
+// Probes generated as CUDA, HIP or OpenCL C from one generator with a small dialect table,
+// compiled through hal-gpu.h and, where the device is present, timed with device events:
+//   global  grid-stride float4 read, warps per unit swept 1..max -> [mem.<level 0>]
+//           bandwidth_curve_gbps keyed by bytes in flight per unit (resident warps x lanes x
+//           16 B x 4 loads: what a unit requests in one iteration) and bandwidth_gbps (the best)
+//   shared  reads with a stride of 1..32 words per lane -> [mem.<level 1>] bandwidth_gbps
+//           (stride 1) and, per stride, the bank replay factor (printed)
+//   fma     an m x n f32 accumulator tile updated by broadcast FMAs, one warp per TEU
+//           (Roller's compute DB) -> f32_fma_<m>x<n>_gflops_per_teu; the largest tile at full
+//           occupancy -> f32_gflops
+//   mma     f16 16x16x16 matrix instructions (cuda sm_70+: WMMA; hip gfx90a: MFMA)
+//           -> mma_f16_gflops
+//   launch  an empty kernel launched and waited for one at a time -> launch_overhead_us
+
+#define RT_CALIB_GPU_MAX_SAMPLES  256
+#define RT_CALIB_GPU_FMA_UNROLL   8 // tile updates per loop iteration of the fma probe
+#define RT_CALIB_GPU_MMA_CHAINS   4 // independent accumulators of the mma probe
+#define RT_CALIB_GPU_SHARED_WORDS 4096
+
+typedef enum rt_calib_gpu_kind {
+    RT_CALIB_GPU_GLOBAL,
+    RT_CALIB_GPU_SHARED,
+    RT_CALIB_GPU_FMA,
+    RT_CALIB_GPU_MMA,
+    RT_CALIB_GPU_LAUNCH,
+    RT_CALIB_GPU_KIND_COUNT
+} rt_calib_gpu_kind;
+
+// One generated kernel.
+typedef struct rt_calib_gpu_kernel {
+    rt_calib_gpu_kind kind;
+    int32_t m, n;       // fma: the register tile
+    char name[48];      // the kernel function: "rt_calib_fma_4x4"
+    const char *source; // the text compiled (opencl: every probe in one program)
+    rt_gpu_binary *bin; // after rt_calib_gpu_compile; NULL when it failed
+} rt_calib_gpu_kernel;
+
+// One measurement: a kernel, its launch and the work one launch does.
+typedef struct rt_calib_gpu_meas {
+    int32_t kernel;         // index into plan->kernels
+    int32_t warps_per_unit; // global: resident warps per unit
+    int32_t stride_words;   // shared: words between the reads of neighbouring lanes
+    int32_t threads_per_block;
+    int32_t blocks_per_unit; // 0: as many as are resident (occupancy of the compiled kernel)
+    int64_t elems;           // global: floats read
+    int64_t iters;           // loop count (shared, fma, mma; set by the runner); launch: launches
+    rt_gpu_launch launch;    // set by the runner
+    double work;             // bytes or flop of one launch (set by the runner); 0 for launch
+    double scale;            // multiplies the throughput (fma per unit: 1 / units)
+    rt_calib_value v;        // where the value goes; value and stats filled by finish
+    int32_t n_samples;
+    double samples_ns[RT_CALIB_GPU_MAX_SAMPLES]; // launch: ns per launch; else ns per launch
+} rt_calib_gpu_meas;
+
+typedef struct rt_calib_gpu_plan {
+    const rt_device *dev;
+    int32_t n_kernels;
+    rt_calib_gpu_kernel *kernels;
+    int32_t n_meas;
+    rt_calib_gpu_meas *meas;
+    char compiled_arch[128]; // after rt_calib_gpu_compile: what the probes were compiled for
+    char device_name[64];    // after a run: the live device
+} rt_calib_gpu_plan;
+
+// Warps per unit of the global-memory sweep for dev: powers of 2 (quick: of 4) from 1 to
+// max_threads_per_unit / lanes, the maximum always included; at most RT_MAX_CURVE_POINTS.
+// Returns the count written to out.
+int32_t rt_calib_gpu_sweep(const rt_device *dev, bool quick, int32_t *out);
+// Bytes in flight per unit (the curve's key) for w resident warps per unit.
+int64_t rt_calib_gpu_inflight_bytes(const rt_device *dev, int32_t w);
+// The launch that holds w warps on every unit: blocks of at most max_threads_per_block.
+void rt_calib_gpu_spread(const rt_device *dev, int32_t w, int32_t *out_threads_per_block,
+                         int32_t *out_blocks_per_unit);
+
+// Plans the probes of dev (class cuda, hip or opencl) and generates their sources in a.
+// quick: a few sizes and tile shapes (tests). Errors: RT_ERR_DEVICE (not a GPU class, missing
+// GPU keys), RT_ERR_NOMEM.
+rt_status rt_calib_gpu_plan_new(rt_arena *a, const rt_device *dev, bool quick,
+                                rt_calib_gpu_plan **out, rt_err *err);
+
+// Compiles every kernel of the plan (n_threads compiler threads, 0 = 2). Errors: RT_ERR_BACKEND
+// for a kernel that does not compile (log in err->log) or that spills registers.
+rt_status rt_calib_gpu_compile(rt_arena *a, rt_calib_gpu_plan *plan, int32_t n_threads,
+                               rt_err *err);
+
+// Resource usage of the compiled kernels, one line each.
+void rt_calib_gpu_print_resources(const rt_calib_gpu_plan *plan, rt_buf *out);
+
+// Turns the samples of every measurement into rt_calib_values appended to out (pure: no
+// device needed): throughput = work / time x scale (value: the best sample), launch overhead =
+// the time (value: the lowest), the global curve's best point as bandwidth_gbps, shared
+// replay factors against stride 1 in the notes. Errors: RT_ERR_BACKEND for a measurement
+// without samples or with a non-positive or non-finite time, RT_ERR_USAGE when out is full.
+rt_status rt_calib_gpu_finish(rt_calib_gpu_plan *plan, rt_calib_result *out, rt_err *err);
+
+// Plans, compiles, opens the device, times every probe (opts->repeats samples each, sampled
+// again once when the spread exceeds opts->max_spread) and finishes into out. *out_plan (may be
+// NULL) receives the plan, also on failure after compiling. Without a GPU the error is
+// RT_ERR_BACKEND "no GPU: ...; probes compiled for ARCH but not run" (rt_gpu_err_is_absent).
+rt_status rt_calib_gpu_run(rt_arena *a, const rt_device *base, const rt_calib_opts *opts,
+                           rt_calib_gpu_plan **out_plan, rt_calib_result *out, rt_err *err);
+
+// rt_calib_apply for GPU results: a device without mma_shape that gets a measured mma peak
+// gets mma_shape = 16x16x16 (the shape of the probe).
+rt_status rt_calib_gpu_apply(const rt_device *base, rt_calib_result *res, double max_spread,
+                             const char *date, rt_device *out, rt_err *err);
+
+// ---------------------------------------------------------------------------------------------
+// GPU probes -- END
+// ---------------------------------------------------------------------------------------------
 
 #endif

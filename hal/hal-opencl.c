@@ -15,7 +15,9 @@
 
 #define CL_TARGET_OPENCL_VERSION 120
 #include <CL/cl.h>
+#include <dirent.h>
 #include <dlfcn.h>
+#include <pthread.h>
 
 // ---------------------------------------------------------------------------------------------
 // Errors
@@ -130,6 +132,55 @@ static void rt_cl_release(void *p) {
         clReleaseContext(c->ctx);
 }
 
+#if defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define RT_CL_ASAN 1
+#endif
+#endif
+#if defined(__SANITIZE_ADDRESS__)
+#define RT_CL_ASAN 1
+#endif
+
+// OpenCL drivers that compile with their own LLVM (PoCL links LLVM 15) must not bind to the
+// LLVM 16 that rtgen's CPU backend has in the global scope: a cold PoCL build would call into
+// it and crash. Each driver listed by the ICD loader (OCL_ICD_VENDORS or /etc/OpenCL/vendors)
+// is therefore loaded first with RTLD_DEEPBIND, before the ICD loader opens the same handle.
+// AddressSanitizer refuses RTLD_DEEPBIND, so sanitized builds report OpenCL as absent.
+static pthread_once_t rt_cl_isolate_once = PTHREAD_ONCE_INIT;
+static const char *rt_cl_isolation_error; // NULL: drivers isolated (or nothing to isolate)
+
+static void rt_cl_isolate_drivers(void) {
+#if defined(RT_CL_ASAN)
+    rt_cl_isolation_error = "OpenCL is disabled under AddressSanitizer (it refuses RTLD_DEEPBIND, "
+                            "which keeps the driver's LLVM apart from rtgen's)";
+#else
+    const char *dir = getenv("OCL_ICD_VENDORS");
+    if (!dir || !*dir)
+        dir = "/etc/OpenCL/vendors";
+    DIR *d = opendir(dir);
+    if (!d)
+        return; // the ICD loader will report that there is no platform
+    struct dirent *e;
+    while ((e = readdir(d)) != NULL) {
+        size_t n = strlen(e->d_name);
+        if (n < 5 || strcmp(e->d_name + n - 4, ".icd") != 0)
+            continue;
+        char path[1024], lib[512];
+        snprintf(path, sizeof path, "%s/%s", dir, e->d_name);
+        FILE *f = fopen(path, "r");
+        if (!f)
+            continue;
+        if (fgets(lib, sizeof lib, f)) {
+            lib[strcspn(lib, "\r\n")] = '\0';
+            if (lib[0]) // kept loaded for the process: the ICD loader reuses this handle
+                (void)dlopen(lib, RTLD_NOW | RTLD_LOCAL | RTLD_DEEPBIND);
+        }
+        fclose(f);
+    }
+    closedir(d);
+#endif
+}
+
 // Finds the first device whose "platform name, platform version, device name" contains
 // dev->arch and creates a context (and, with a queue, a profiling queue) on it. Released with a.
 static rt_status rt_cl_open(rt_arena *a, const rt_device *dev, bool with_queue, rt_cl_rt **out,
@@ -144,6 +195,10 @@ static rt_status rt_cl_open(rt_arena *a, const rt_device *dev, bool with_queue, 
                        "PoCL's clang would register its options a second time and LLVM would "
                        "abort");
     }
+    pthread_once(&rt_cl_isolate_once, rt_cl_isolate_drivers);
+    if (rt_cl_isolation_error)
+        return rt_fail(err, RT_ERR_BACKEND, RT_NOLOC, RT_GPU_ABSENT_PREFIX "%s",
+                       rt_cl_isolation_error);
     cl_platform_id plats[16];
     cl_uint n_plats = 0;
     cl_int r = clGetPlatformIDs(16, plats, &n_plats);

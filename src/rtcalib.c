@@ -281,13 +281,12 @@ static int rt_calib_main(const rt_calib_cli *cli) {
                                     : rt_hal_detect_host(NULL, &base, &err);
     if (st != RT_OK)
         return rt_calib_print_err(&err, cli->verbose);
-    if (base.devclass != RT_DEVCLASS_CPU) {
-        rt_fail(&err, RT_ERR_BACKEND, base.origin,
-                "cannot calibrate class %s here (rtcalib measures the host CPU; expected class "
-                "cpu)",
-                rt_devclass_name(base.devclass));
-        return rt_calib_print_err(&err, cli->verbose);
-    }
+    // --- GPU probes (hal/calib-gpu.c): a cuda, hip or opencl base is measured on its device;
+    // without one the probes are compiled, their resources printed, and nothing is written.
+    bool gpu = base.devclass != RT_DEVCLASS_CPU;
+    rt_arena *gpu_arena = NULL;
+    rt_calib_gpu_plan *gpu_plan = NULL;
+    // --- end GPU probes
 
     // Open the output first: a bad path fails now, not after a minute of probes.
     rt_calib_signals();
@@ -306,17 +305,29 @@ static int rt_calib_main(const rt_calib_cli *cli) {
         .progress_ctx = &pr,
     };
     static rt_calib_result res;
-    st = rt_calib_cpu_run(&base, &opts, &res, &err);
+    if (gpu) { // --- GPU probes
+        gpu_arena = rt_arena_new(1 << 20);
+        st = gpu_arena ? rt_calib_gpu_run(gpu_arena, &base, &opts, &gpu_plan, &res, &err)
+                       : rt_fail(&err, RT_ERR_NOMEM, RT_NOLOC, "out of memory");
+        if (gpu_plan && gpu_plan->compiled_arch[0]) {
+            rt_buf table;
+            rt_buf_init(&table, gpu_arena);
+            rt_calib_gpu_print_resources(gpu_plan, &table);
+            if (table.data)
+                fputs(table.data, to_file || st != RT_OK ? stdout : stderr);
+        }
+    } else // --- end GPU probes
+        st = rt_calib_cpu_run(&base, &opts, &res, &err);
     if (pr.tty)
         fputs("\r\033[K", stderr);
     if (st == RT_OK) {
-        if (res.threads != base.units)
+        if (!gpu && res.threads != base.units)
             fprintf(stderr,
                     "rtcalib: warning: measured with %d thread%s but the device has units = %d; "
                     "whole-device values describe %d core%s\n",
                     (int)res.threads, res.threads == 1 ? "" : "s", (int)base.units,
                     (int)res.threads, res.threads == 1 ? "" : "s");
-        if (!base.detected && strcmp(base.arch, "native") != 0 &&
+        if (!gpu && !base.detected && strcmp(base.arch, "native") != 0 &&
             strcmp(base.arch, res.cpu_name) != 0)
             fprintf(stderr,
                     "rtcalib: warning: %s has arch = %s but this host is %s; the measured values "
@@ -327,7 +338,8 @@ static int rt_calib_main(const rt_calib_cli *cli) {
         struct tm tm;
         localtime_r(&now, &tm);
         strftime(date, sizeof date, "%Y-%m-%d", &tm);
-        st = rt_calib_apply(&base, &res, opts.max_spread, date, &dev, &err);
+        st = gpu ? rt_calib_gpu_apply(&base, &res, opts.max_spread, date, &dev, &err)
+                 : rt_calib_apply(&base, &res, opts.max_spread, date, &dev, &err);
         if (st == RT_OK) {
             for (int32_t i = 0; i < res.n_values; i++) {
                 if (res.values[i].refused)
@@ -347,11 +359,11 @@ static int rt_calib_main(const rt_calib_cli *cli) {
             rt_buf_init(&ini, a);
             rt_buf_init(&summary, a);
             rt_buf_printf(&header,
-                          "written by rtcalib %s on %s from %s: host %s, %d thread%s, %d "
+                          "written by rtcalib %s on %s from %s: %s %s, %d thread%s, %d "
                           "repeats per probe, max spread %g%%%s\n\n",
                           RT_VERSION_STRING, date, cli->device_path ? cli->device_path : "(host)",
-                          res.cpu_name, (int)res.threads, res.threads == 1 ? "" : "s",
-                          (int)opts.repeats, cli->max_spread_pct,
+                          gpu ? "device" : "host", res.cpu_name, (int)res.threads,
+                          res.threads == 1 ? "" : "s", (int)opts.repeats, cli->max_spread_pct,
                           cli->quick ? " (--quick: rough values)" : "");
             rt_calib_table(&res, &header);
             rt_calib_table(&res, &summary);
@@ -374,8 +386,11 @@ static int rt_calib_main(const rt_calib_cli *cli) {
     }
     if (st != RT_OK) {
         rt_hal_file_abort(&out);
-        return rt_calib_print_err(&err, cli->verbose);
+        int code = rt_calib_print_err(&err, cli->verbose);
+        rt_arena_free(gpu_arena);
+        return code;
     }
+    rt_arena_free(gpu_arena);
     if (fflush(stdout) != 0 || ferror(stdout)) {
         fprintf(stderr, "rtcalib: error: cannot write standard output: %s\n", strerror(errno));
         return 1;

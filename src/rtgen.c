@@ -39,6 +39,7 @@ typedef struct rt_cpu_shared {
 
 typedef struct rt_cpu_impl {
     rt_arena *a;
+    const char **keys;         // per candidate: its code with name and header left out
     const rt_op *op;
     const rt_device *dev;
     rt_cpu_jit *jit;
@@ -75,10 +76,26 @@ static rt_status rt_cpu_build_one(rt_cpu_impl *im, const rt_perf_result *perf, i
     c->name = k->name;
     c->predicted_ns = rank >= 0 ? perf->cands[rank].predicted_ns : 0.0;
     c->summary = k->n_phases > 0 ? k->phases[0].what : "";
+    c->same_as = -1;
     for (int32_t i = 0; i < k->n_phases; i++)
         if (strstr(k->phases[i].what, "GEMM"))
             c->summary = k->phases[i].what;
     RT_TRY(rt_emit_c(a, k, &c->c_source, err));
+    if (rank >= 0) {
+        // Different rTiles often lower to the same blocking: such a candidate shares the code
+        // (and later the profile) of the first one instead of being compiled and timed again.
+        rt_kir_kernel anon = *k;
+        anon.name = "rt_k";
+        anon.header = "";
+        RT_TRY(rt_emit_c(a, &anon, &im->keys[rank], err));
+        for (int32_t j = 0; j < rank && c->same_as < 0; j++)
+            if (im->keys[j] && strcmp(im->keys[j], im->keys[rank]) == 0)
+                c->same_as = im->fns[j] || !want_jit ? j : -1;
+        if (c->same_as >= 0 && want_jit) {
+            want_jit = false;
+            im->fns[rank] = im->fns[c->same_as];
+        }
+    }
     rt_llvm_target t = {rt_cpu_jit_context(im->jit), rt_cpu_jit_target_machine(im->jit),
                         rt_cpu_jit_avx512(im->jit)};
     void *mod = NULL;
@@ -100,7 +117,8 @@ static rt_status rt_cpu_build_one(rt_cpu_impl *im, const rt_perf_result *perf, i
     }
     if (rank >= 0) {
         im->kernels[rank] = k;
-        im->fns[rank] = fns;
+        if (c->same_as < 0)
+            im->fns[rank] = fns;
     } else {
         im->kernels[perf ? perf->n_cands : 0] = k;
         im->fns[perf ? perf->n_cands : 0] = fns;
@@ -184,7 +202,9 @@ static double rt_cpu_buf_get(const rt_kir_buf *bf, const void *p, int64_t i) {
     return (double)((const int32_t *)p)[i];
 }
 
-// Compares every output against d->ref. Returns true when within the dtype's tolerance.
+// Compares every output against d->ref, streaming (no copy of the output: relu-sized tensors
+// run to gigabytes). Same measures as rt_compare_data. Returns true when within the dtype's
+// tolerance.
 static bool rt_cpu_check_outputs(const rt_op *op, const rt_kir_kernel *k, const rt_cpu_data *d,
                                  const rt_bindings *b, rt_cpu_shared *sh) {
     bool ok = true;
@@ -193,24 +213,33 @@ static bool rt_cpu_check_outputs(const rt_op *op, const rt_kir_kernel *k, const 
         if (bf->role != RT_KIR_BUF_DATA || op->tensors[bf->tensor].role != RT_ROLE_OUTPUT ||
             !d->ref[bf->tensor])
             continue;
-        int64_t n = b->tensors[bf->tensor].layout.elems;
-        double *got = malloc((size_t)rt_at_least_one((size_t)n) * sizeof *got);
-        if (!got)
-            return false;
-        double ref_max = 0;
+        int64_t n = b->tensors[bf->tensor].layout.elems, nonfinite = 0;
+        const double *ref = d->ref[bf->tensor];
+        double ref_max = 0, max_abs = 0, max_rel = 0, err2 = 0, ref2 = 0;
         for (int64_t e = 0; e < n; e++) {
-            got[e] = rt_cpu_buf_get(bf, d->args[i], e);
-            ref_max = fmax(ref_max, fabs(d->ref[bf->tensor][e]));
+            double r = ref[e], g = rt_cpu_buf_get(bf, d->args[i], e), abs_err, rel_err;
+            if (!isfinite(r) || !isfinite(g)) {
+                if ((isnan(r) && isnan(g)) || r == g)
+                    continue;
+                nonfinite++;
+                abs_err = rel_err = HUGE_VAL;
+            } else {
+                abs_err = fabs(g - r);
+                rel_err = abs_err / fmax(fabs(r), RT_COMPARE_REL_FLOOR);
+                err2 += abs_err * abs_err;
+                ref2 += r * r;
+                ref_max = fmax(ref_max, fabs(r));
+            }
+            max_abs = fmax(max_abs, abs_err);
+            max_rel = fmax(max_rel, rel_err);
         }
-        rt_compare_result cr;
-        rt_compare_data(d->ref[bf->tensor], got, n, &cr);
-        free(got);
-        sh->max_abs_err = fmax(sh->max_abs_err, cr.max_abs_err);
-        sh->max_rel_err = fmax(sh->max_rel_err, cr.max_rel_err);
-        sh->nmse = fmax(sh->nmse, cr.nmse);
+        double nmse = nonfinite ? HUGE_VAL : ref2 > 0.0 ? err2 / ref2 : err2;
+        sh->max_abs_err = fmax(sh->max_abs_err, max_abs);
+        sh->max_rel_err = fmax(sh->max_rel_err, max_rel);
+        sh->nmse = fmax(sh->nmse, nmse);
         bool f64 = bf->type == RT_KIR_F64;
         double nmse_tol = f64 ? 1e-20 : 1e-8, abs_tol = (f64 ? 1e-9 : 1e-3) * (1.0 + ref_max);
-        if (cr.n_nonfinite > 0 || !(cr.nmse <= nmse_tol) || !(cr.max_abs_err <= abs_tol))
+        if (nonfinite > 0 || !(nmse <= nmse_tol) || !(max_abs <= abs_tol))
             ok = false;
     }
     return ok;
@@ -280,7 +309,22 @@ typedef struct rt_cpu_child {
     rt_bindings *b;
     rt_cpu_shared *sh;
     double budget_ms;
+    double best_ns;   // best median so far (INFINITY: none)
 } rt_cpu_child;
+
+static int rt_cpu_cmp_double(const void *x, const void *y) {
+    double a = *(const double *)x, b = *(const double *)y;
+    return a < b ? -1 : a > b;
+}
+
+// Median of n > 0 times (sorted on a copy).
+static double rt_cpu_median(const double *t, int32_t n) {
+    double tmp[RT_CPU_MAX_REPS];
+    n = n < RT_CPU_MAX_REPS ? n : RT_CPU_MAX_REPS;
+    memcpy(tmp, t, (size_t)n * sizeof *tmp);
+    qsort(tmp, (size_t)n, sizeof *tmp, rt_cpu_cmp_double);
+    return tmp[n / 2];
+}
 
 static int rt_cpu_child_main(void *ctx) {
     rt_cpu_child *c = ctx;
@@ -304,16 +348,16 @@ static int rt_cpu_child_main(void *ctx) {
         double t0 = rt_cpu_now_ns();
         rt_cpu_run(pool, k, fns, c->d->args);
         c->sh->times_ns[c->sh->reps++] = rt_cpu_now_ns() - t0;
-        if (c->sh->reps >= 3 && rt_cpu_ms(start) >= c->budget_ms)
+        // At least 3 repetitions, unless one alone outlasts the budget (4096^3 GEMMs).
+        double spent_ms = rt_cpu_ms(start);
+        if (c->sh->reps >= 3 && (spent_ms >= c->budget_ms ||
+                                 rt_cpu_median(c->sh->times_ns, c->sh->reps) > 1.25 * c->best_ns))
+            break;
+        if (spent_ms >= 3 * c->budget_ms)
             break;
     }
     rt_cpu_pool_free(pool);
     return 0;
-}
-
-static int rt_cpu_cmp_double(const void *x, const void *y) {
-    double a = *(const double *)x, b = *(const double *)y;
-    return a < b ? -1 : a > b;
 }
 
 static double rt_cpu_points(const rt_perf_result *perf) {
@@ -406,6 +450,7 @@ rt_status rt_cpu_build_and_profile(rt_arena *a, const rt_op *op, const rt_device
     RT_ALLOC(a, r->cands, r->n, err);
     RT_ALLOC(a, im->kernels, r->n + 1, err);
     RT_ALLOC(a, im->fns, r->n + 1, err);
+    RT_ALLOC(a, im->keys, r->n, err);
     RT_TRY(rt_cpu_jit_new(a, dev, &im->jit, err));
     bool tty = opt->progress && isatty(2);
     for (int32_t i = 0; i < r->n; i++) {
@@ -438,16 +483,33 @@ rt_status rt_cpu_build_and_profile(rt_arena *a, const rt_op *op, const rt_device
     double best = INFINITY;
     for (int32_t i = 0; i < r->n; i++) {
         rt_cpu_cand *c = &r->cands[i];
+        if (c->same_as >= 0) {
+            const rt_cpu_cand *o = &r->cands[c->same_as];
+            c->status = o->status;
+            c->signal = o->signal;
+            c->check = o->check;
+            c->max_abs_err = o->max_abs_err;
+            c->max_rel_err = o->max_rel_err;
+            c->nmse = o->nmse;
+            c->reps = o->reps;
+            c->min_ns = o->min_ns;
+            c->median_ns = o->median_ns;
+            c->gflops = o->gflops;
+            c->gbps = o->gbps;
+            c->peak_pct = o->peak_pct;
+            continue;
+        }
         if (tty)
             fprintf(stderr, "\r\033[Krtgen: profiling candidate %d/%d (%s)", (int)i + 1,
                     (int)r->n, c->name);
         memset(sh, 0, sizeof *sh);
-        rt_cpu_child ch = {im, i, d, b, sh, opt->budget_ms > 0 ? opt->budget_ms : 80.0};
+        rt_cpu_child ch = {im, i, d, b, sh, opt->budget_ms > 0 ? opt->budget_ms : 80.0, best};
         rt_cpu_child_status cs;
         int code = 0;
-        rt_status st = rt_cpu_run_isolated(rt_cpu_child_main, &ch,
-                                           opt->timeout_ms > 0 ? opt->timeout_ms : 10000.0, &cs,
-                                           &code, err);
+        // Default timeout: 10 s, or 40 predicted runs when longer (check run + repetitions).
+        double timeout_ms = opt->timeout_ms > 0 ? opt->timeout_ms
+                                                : fmax(10000.0, 40e-6 * c->predicted_ns);
+        rt_status st = rt_cpu_run_isolated(rt_cpu_child_main, &ch, timeout_ms, &cs, &code, err);
         if (st != RT_OK) {
             rt_cpu_shared_free(sh, sizeof *sh);
             return st;
@@ -468,11 +530,11 @@ rt_status rt_cpu_build_and_profile(rt_arena *a, const rt_op *op, const rt_device
             c->status = sh->correct ? RT_CPU_CAND_OK : RT_CPU_CAND_WRONG;
         }
         if (sh->reps > 0) {
-            double tmp[RT_CPU_MAX_REPS];
-            memcpy(tmp, sh->times_ns, (size_t)sh->reps * sizeof *tmp);
-            qsort(tmp, (size_t)sh->reps, sizeof *tmp, rt_cpu_cmp_double);
-            c->min_ns = tmp[0];
-            c->median_ns = tmp[sh->reps / 2];
+            int32_t reps = sh->reps < RT_CPU_MAX_REPS ? sh->reps : RT_CPU_MAX_REPS;
+            c->min_ns = sh->times_ns[0];
+            for (int32_t q = 1; q < reps; q++)
+                c->min_ns = fmin(c->min_ns, sh->times_ns[q]);
+            c->median_ns = rt_cpu_median(sh->times_ns, reps);
             const rt_kir_kernel *k = im->kernels[i];
             double flops = k->flops > 0 ? k->flops : perf->cands[i].flops;
             c->gflops = flops / c->median_ns;
@@ -551,6 +613,8 @@ void *rt_cpu_report_to_json(const rt_cpu_report *r) {
         json_object_set_new(o, "winner", json_boolean(i == r->winner));
         json_object_set_new(o, "predicted_ns", json_real(c->predicted_ns));
         json_object_set_new(o, "compile_ms", json_real(c->compile_ms));
+        if (c->same_as >= 0)
+            json_object_set_new(o, "same_code_as", json_integer(r->cands[c->same_as].rank));
         if (c->status != RT_CPU_CAND_NOT_PROFILED) {
             json_object_set_new(o, "threads", json_integer(r->threads));
             json_object_set_new(o, "measured_min_ns", json_real(c->min_ns));

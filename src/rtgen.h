@@ -25,8 +25,11 @@ typedef enum rt_cpu_emit {
 typedef struct rt_cpu_options {
     rt_cpu_emit emit;
     bool profile;        // compile, check and time every candidate on this host
-    double budget_ms;    // timing budget of one candidate (0: 80)
-    double timeout_ms;   // a candidate's child is killed after this long (0: 10000)
+    double budget_ms;    // timing budget of one candidate (0: 80): at least 3 repetitions
+                         // unless they take 3x the budget; a candidate whose running median
+                         // is 25% behind the best so far stops after 3 repetitions
+    double timeout_ms;   // a candidate's child is killed after this long (0: 10000, or 40
+                         // predicted run times when that is longer)
     int32_t threads;     // 0: the device's units, at most the online CPUs
     bool progress;       // progress lines on stderr, only when it is a terminal
     int64_t interp_max_points; // reference by interpreter up to this many points (0: 1<<22)
@@ -52,12 +55,14 @@ typedef struct rt_cpu_cand {
     rt_cpu_cand_status status;
     int signal;              // CRASHED: the signal
     double predicted_ns;
-    double compile_ms;       // lowering + LLVM build + O3 + JIT codegen
+    double compile_ms;       // lowering + LLVM build + pass pipeline + JIT codegen
     double min_ns, median_ns;
     int32_t reps;
     double gflops, gbps, peak_pct; // of the median; peak_pct of FLOP or DRAM peak
     double max_abs_err, max_rel_err, nmse;
     const char *check;       // "interpreter", "random-vector", "naive-kernel", "none"
+    int32_t same_as;         // an earlier candidate lowered to identical code (its JIT'd
+                             // functions and profile are shared), -1 when this one is unique
 } rt_cpu_cand;
 
 typedef struct rt_cpu_report {

@@ -89,6 +89,52 @@ static void run_case(const rt_device *dev, const ocase *c, uint64_t seed) {
     rt_arena_free(a);
 }
 
+// Candidates that lower to the same code share one compilation and one profile: candidate 0 is
+// put in the ranking three times around another one; the copies must report the original's
+// measurements and never become the winner in its place.
+static void dedup_case(const rt_device *dev) {
+    rt_arena *a = rt_arena_new(1 << 20);
+    rt_err err = {0};
+    rt_size_binding sets[3] = {{"M", 45}, {"N", 67}, {"K", 33}};
+    rt_op *op = NULL;
+    rt_perf_result *perf = NULL;
+    rt_bindings *b = NULL;
+    rt_cpu_report *rep = NULL;
+    rt_perf_options popt = {.top_k = 4};
+    rt_cpu_options copt = {.profile = true, .budget_ms = 2, .threads = 1};
+    if (rt_spec_load(a, "examples/matmul.spec", sets, 3, &op, &err) != RT_OK ||
+        rt_perf_construct(a, op, dev, &popt, &perf, &err) != RT_OK) {
+        fprintf(stderr, "dedup: %s\n", err.msg);
+        RT_EXPECT(0);
+        rt_arena_free(a);
+        return;
+    }
+    rt_rprog *c4 = rt_arena_calloc(a, 4, sizeof *c4);
+    c4[0] = c4[1] = c4[3] = perf->cands[0];
+    c4[2] = perf->cands[perf->n_cands - 1]; // may or may not lower like candidate 0
+    perf->cands = c4;
+    perf->n_cands = 4;
+    RT_EXPECT_EQ(rt_bindings_new(a, op, 3, &b, &err), RT_OK);
+    RT_EXPECT_EQ(rt_cpu_build_and_profile(a, op, dev, b, perf, &copt, &rep, &err), RT_OK);
+    if (!rep) {
+        rt_arena_free(a);
+        return;
+    }
+    RT_EXPECT_EQ(rep->cands[0].same_as, -1);
+    RT_EXPECT_EQ(rep->cands[1].same_as, 0);
+    RT_EXPECT_EQ(rep->cands[3].same_as, 0);
+    for (int32_t i = 0; i < 4; i++)
+        RT_EXPECT_EQ(rep->cands[i].status, RT_CPU_CAND_OK);
+    RT_EXPECT(rep->cands[1].median_ns == rep->cands[0].median_ns);
+    RT_EXPECT(rep->cands[3].reps == rep->cands[0].reps);
+    RT_EXPECT(rep->winner >= 0 && rep->cands[rep->winner].same_as < 0);
+    RT_EXPECT(rep->cands[2].same_as == -1 || rep->cands[2].same_as == 0);
+    // The copies keep their own names and sources.
+    RT_EXPECT(strcmp(rep->cands[1].name, rep->cands[0].name) != 0);
+    RT_EXPECT(strstr(rep->cands[3].ll_source, rep->cands[3].name) != NULL);
+    rt_arena_free(a);
+}
+
 int main(void) {
     rt_device dev;
     rt_err err = {0};
@@ -131,5 +177,6 @@ int main(void) {
     };
     for (size_t i = 0; i < sizeof cases / sizeof *cases; i++)
         run_case(&dev, &cases[i], 1 + i);
+    dedup_case(&dev);
     return rt_test_finish("test-cpu-ops");
 }

@@ -72,9 +72,23 @@ grep -Eq '^bad.ini:[0-9]+:[0-9]+: error: .' "$t/stderr" ||
 [ "$(wc -l <"$t/stderr")" -eq 1 ] || fail "malformed base: more than one line on stderr"
 rm -f "$t/bad.ini"
 only ""
-msg="cannot calibrate class cuda here (rtcalib measures the host CPU; expected class cpu)"
-expect 3 "$src/devices/v100.ini:1: error: $msg" \
-    --device="$src/devices/v100.ini" -o out.ini
+# A GPU base without its GPU (hal/calib-gpu.c): the probes compile for sm_75 (NVRTC lacks sm_70),
+# their resources go to stdout, exit 3 with "no GPU", nothing written.
+(cd "$t" && "$rtcalib" --device="$src/devices/v100.ini" --quick -o out.ini) \
+    >"$t/stdout" 2>"$t/stderr"
+code=$?
+if grep -q "not built with" "$t/stderr"; then
+    [ "$code" -eq 3 ] || fail "v100 without NVRTC: exit $code, expected 3"
+elif grep -q "arch does not match" "$t/stderr"; then
+    [ "$code" -eq 1 ] || fail "v100 on another GPU: exit $code, expected 1"
+else
+    [ "$code" -eq 3 ] || fail "v100 without a GPU: exit $code, expected 3"
+    grep -Eq '^rtcalib: error: no GPU: .+; probes compiled for sm_75 but not run$' "$t/stderr" ||
+        fail "v100 without a GPU: stderr '$(cat "$t/stderr")'"
+    [ "$(wc -l <"$t/stderr")" -eq 1 ] || fail "v100 without a GPU: more than one line on stderr"
+    grep -Eq '^rt_calib_fma_8x8 +sm_75 +[0-9]+ +- +0 +0$' "$t/stdout" ||
+        fail "v100 without a GPU: no resource line for rt_calib_fma_8x8 in '$(cat "$t/stdout")'"
+fi
 only ""
 
 # --- unwritable outputs: refused before any probe runs ------------------------------------------

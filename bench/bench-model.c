@@ -1,0 +1,294 @@
+// bench-model.c: issue 6 §3, Roller's Fig. 18 / Table 2 on the CPU — how well the
+// micro-performance model ranks what it constructs. For each benchmark op it constructs the
+// top-10 on the host (or on --device=FILE, e.g. an INI written by rtcalib), builds and profiles
+// every candidate through librtgen, and prints Kendall's tau-b of predicted against measured
+// time, whether the model's top-1 is within 5% of the best measured of the top-10, and the
+// measured utilization of the level the model named as the bottleneck of its top-1.
+// Reported, never asserted (style.md §6). For the perfmodel engineer: --ops= and --quick.
+//
+// usage: bench-model [--device=FILE.ini] [--ops=NAME,...] [--quick] [--top-k=N] [--threads=N]
+//                    [--budget-ms=MS] [--verbose]
+#include "rtgen.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+typedef struct model_op {
+    const char *name;
+    const char *spec; // relative to the source root
+    const char *set;  // --set bindings, "NAME=V,..."
+    bool quick;
+} model_op;
+
+// clang-format off
+static const model_op model_ops[] = {
+    {"matmul256",    "examples/matmul.spec",        "M=256,N=256,K=256",       true},
+    {"matmul1024",   "examples/matmul.spec",        "M=1024,N=1024,K=1024",    false},
+    {"matmul_prime", "examples/matmul.spec",        "M=509,N=521,K=523",       false},
+    {"bert_out",     "examples/bench/bert_out.spec", "",                        false},
+    {"M1",           "examples/bench/M1.spec",      "",                         false},
+    {"conv3x3",      "bench/specs/conv3x3.spec",    "N=1,C=64,H=56,W=56,F=64", true},
+    {"conv1x1",      "bench/specs/conv1x1.spec",    "N=1",                      false},
+    {"dwconv3x3",    "bench/specs/dwconv3x3.spec",  "N=1",                      true},
+    {"relu",         "bench/specs/relu.spec",       "N=1",                      true},
+    {"avgpool",      "bench/specs/avgpool.spec",    "N=2",                      true},
+    {"reduce_mean",  "bench/specs/reduce_mean.spec", "B=4",                     true},
+    {"softmax",      "bench/specs/softmax.spec",    "N=512",                    true},
+    {"linear_gelu",  "bench/specs/linear_gelu.spec", "M=128,N=1024,K=1024",     false},
+};
+// clang-format on
+#define MODEL_N_OPS ((int)(sizeof model_ops / sizeof model_ops[0]))
+
+typedef struct model_opts {
+    const char *device, *ops;
+    bool quick, verbose;
+    int top_k, threads;
+    double budget_ms;
+} model_opts;
+
+// Kendall's tau-b of x against y (n pairs): (concordant - discordant) /
+// sqrt((n0 - ties in x) (n0 - ties in y)); NAN when either side is all ties or n < 2.
+static double model_kendall_tau_b(const double *x, const double *y, int n) {
+    double conc = 0, disc = 0, tx = 0, ty = 0, n0 = 0;
+    for (int i = 0; i < n; i++)
+        for (int j = i + 1; j < n; j++) {
+            n0++;
+            double dx = x[i] - x[j], dy = y[i] - y[j];
+            bool tie_x = fabs(dx) <= 1e-9 * fmax(fabs(x[i]), fabs(x[j]));
+            bool tie_y = fabs(dy) <= 1e-9 * fmax(fabs(y[i]), fabs(y[j]));
+            tx += tie_x;
+            ty += tie_y;
+            if (tie_x || tie_y)
+                continue;
+            if ((dx > 0) == (dy > 0))
+                conc++;
+            else
+                disc++;
+        }
+    double den = sqrt((n0 - tx) * (n0 - ty));
+    return den > 0 ? (conc - disc) / den : (double)NAN;
+}
+
+static bool model_selected(const model_op *o, const model_opts *mo) {
+    if (!mo->ops)
+        return !mo->quick || o->quick;
+    for (const char *s = mo->ops; *s;) {
+        const char *end = strchr(s, ',');
+        size_t n = end ? (size_t)(end - s) : strlen(s);
+        if (n > 0 && strncmp(o->name, s, n) == 0)
+            return true;
+        if (!end)
+            break;
+        s = end + 1;
+    }
+    return false;
+}
+
+static int model_parse_sets(rt_arena *a, const char *text, rt_size_binding *out, int max) {
+    int n = 0;
+    for (const char *s = text; *s && n < max;) {
+        const char *eq = strchr(s, '='), *end = strchr(s, ',');
+        if (!eq)
+            break;
+        if (!end)
+            end = s + strlen(s);
+        out[n].name = rt_arena_strndup(a, s, (size_t)(eq - s));
+        if (!out[n].name)
+            break;
+        out[n].value = strtoll(eq + 1, NULL, 10);
+        n++;
+        s = *end ? end + 1 : end;
+    }
+    return n;
+}
+
+typedef struct model_result {
+    bool ok;
+    int n_ok, n;
+    double tau;       // NAN: undefined (all predictions tied, or fewer than 2 measured)
+    bool top1_within; // model's top-1 within 5% of the best measured
+    double top1_over_best;
+    int best_rank; // model rank of the measured best
+    const char *bottleneck;
+    double achieved, ceiling; // GB/s or GFLOP/s
+    const char *unit;
+} model_result;
+
+static void model_run(const model_op *o, const model_opts *mo, const rt_device *dev,
+                      model_result *res) {
+    memset(res, 0, sizeof *res);
+    res->tau = (double)NAN;
+    rt_arena *a = rt_arena_new(1 << 20);
+    if (!a)
+        return;
+    rt_err err = {0};
+    rt_size_binding sets[12];
+    int n_sets = model_parse_sets(a, o->set, sets, 12);
+    char path[1024];
+    snprintf(path, sizeof path, "%s/%s", RTGEN_SOURCE_DIR, o->spec);
+    rt_perf_options popt = {.top_k = mo->top_k};
+    rt_cpu_options copt = {
+        .profile = true, .threads = mo->threads, .budget_ms = mo->budget_ms, .timeout_ms = 120000};
+    rt_op *op;
+    rt_perf_result *perf;
+    rt_bindings *b;
+    rt_cpu_report *rep;
+    if (rt_spec_load(a, path, sets, n_sets, &op, &err) ||
+        rt_perf_construct(a, op, dev, &popt, &perf, &err) || rt_bindings_new(a, op, 1, &b, &err) ||
+        rt_cpu_build_and_profile(a, op, dev, b, perf, &copt, &rep, &err)) {
+        printf("%-13s failed: %s\n", o->name, err.msg);
+        rt_arena_free(a);
+        return;
+    }
+    res->n = rep->n;
+    double pred[64], meas[64];
+    double best = (double)INFINITY;
+    for (int32_t i = 0; i < rep->n && i < 64; i++) {
+        const rt_cpu_cand *c = &rep->cands[i];
+        if (mo->verbose)
+            printf("    #%-2d %-8s predicted %11.2f us  measured %11.2f us (min %11.2f)  "
+                   "bottleneck %2d  %s\n",
+                   (int)i, rt_cpu_cand_status_name(c->status), perf->cands[i].predicted_ns * 1e-3,
+                   c->median_ns * 1e-3, c->min_ns * 1e-3, (int)perf->cands[i].bottleneck,
+                   c->summary ? c->summary : "");
+        if (c->status != RT_CPU_CAND_OK)
+            continue;
+        pred[res->n_ok] = perf->cands[i].predicted_ns;
+        meas[res->n_ok] = c->median_ns;
+        res->n_ok++;
+        if (c->median_ns < best) {
+            best = c->median_ns;
+            res->best_rank = (int)i;
+        }
+    }
+    res->tau = model_kendall_tau_b(pred, meas, res->n_ok);
+    const rt_cpu_cand *top1 = &rep->cands[0];
+    res->top1_over_best =
+        top1->status == RT_CPU_CAND_OK ? top1->median_ns / best : (double)INFINITY;
+    res->top1_within = top1->status == RT_CPU_CAND_OK && top1->median_ns <= 1.05 * best;
+    // Utilization of the bottleneck the model named for its top-1, at the measured time.
+    const rt_rprog *p = &perf->cands[0];
+    int32_t units = dev->units > 0 ? dev->units : 1;
+    double share = (double)(rep->threads < units ? rep->threads : units) / (double)units;
+    if (top1->status == RT_CPU_CAND_OK && top1->median_ns > 0) {
+        if (p->bottleneck < 0 || p->bottleneck + 1 >= p->n_levels) {
+            res->bottleneck = "compute";
+            res->unit = "GFLOP/s";
+            res->achieved = p->flops / top1->median_ns;
+            res->ceiling = rt_hal_peak_gflops(dev, RT_DTYPE_F32, false) * share;
+        } else {
+            const rt_mem_level *lv = &dev->level[p->bottleneck];
+            double traffic = p->tile[p->bottleneck + 1].traffic_bytes;
+            res->bottleneck = lv->name;
+            res->unit = "GB/s";
+            res->achieved = traffic / top1->median_ns;
+            res->ceiling = rt_hal_level_gbps(lv, traffic / (double)units) * share;
+        }
+    }
+    res->ok = true;
+    rt_arena_free(a);
+}
+
+static void model_usage(void) {
+    fprintf(stderr, "usage: bench-model [--device=FILE.ini] [--ops=NAME,...] [--quick] "
+                    "[--top-k=N] [--threads=N]\n                   [--budget-ms=MS] [--verbose]\n"
+                    "ops (name prefixes):");
+    for (int i = 0; i < MODEL_N_OPS; i++)
+        fprintf(stderr, " %s", model_ops[i].name);
+    fprintf(stderr, "\n");
+}
+
+int main(int argc, char **argv) {
+    model_opts mo = {.top_k = 10};
+    for (int i = 1; i < argc; i++) {
+        const char *s = argv[i];
+        if (strncmp(s, "--device=", 9) == 0)
+            mo.device = s + 9;
+        else if (strncmp(s, "--ops=", 6) == 0)
+            mo.ops = s + 6;
+        else if (strcmp(s, "--quick") == 0)
+            mo.quick = true;
+        else if (strcmp(s, "--verbose") == 0)
+            mo.verbose = true;
+        else if (strncmp(s, "--top-k=", 8) == 0 && atoi(s + 8) >= 2 && atoi(s + 8) <= 64)
+            mo.top_k = atoi(s + 8);
+        else if (strncmp(s, "--threads=", 10) == 0 && atoi(s + 10) >= 1)
+            mo.threads = atoi(s + 10);
+        else if (strncmp(s, "--budget-ms=", 12) == 0 && atof(s + 12) > 0)
+            mo.budget_ms = atof(s + 12);
+        else {
+            model_usage();
+            return 2;
+        }
+    }
+    if (mo.budget_ms == 0)
+        mo.budget_ms = mo.quick ? 25 : 80;
+    rt_device dev;
+    rt_err err = {0};
+    rt_status st = mo.device ? rt_hal_load_device(mo.device, &dev, &err)
+                             : rt_hal_detect_host(NULL, &dev, &err);
+    if (st != RT_OK) {
+        if (err.where.file)
+            fprintf(stderr, "%s:%d:%d: error: %s\n", err.where.file, (int)err.where.line,
+                    (int)err.where.col, err.msg);
+        else
+            fprintf(stderr, "bench-model: error: %s\n", err.msg);
+        return 1;
+    }
+    if (dev.devclass != RT_DEVCLASS_CPU) {
+        fprintf(stderr,
+                "bench-model: error: %s is a %s device (expected a cpu device: the "
+                "candidates are measured on this host)\n",
+                dev.path, rt_devclass_name(dev.devclass));
+        return 1;
+    }
+    printf("device: %s (%s); top-%d per op, timing budget %.0f ms per candidate\n", dev.name,
+           dev.path, mo.top_k, mo.budget_ms);
+    printf("tau = Kendall tau-b of predicted vs measured median time over the correct "
+           "candidates (n/a: all predictions tied);\ntop1/best = measured median of the "
+           "model's top-1 over the best measured; util = achieved / the named level's "
+           "bandwidth (or the FP32 peak), for the top-1\n\n");
+    printf("%-13s %6s %7s %9s %6s %5s %-9s %10s %10s %7s\n", "op", "ok", "tau", "top1/best", "<=5%",
+           "best#", "bottlenck", "achieved", "ceiling", "util");
+    int n_ops = 0, n_within = 0, n_tau = 0;
+    double tau_sum = 0;
+    for (int i = 0; i < MODEL_N_OPS; i++) {
+        const model_op *o = &model_ops[i];
+        if (!model_selected(o, &mo))
+            continue;
+        model_result r;
+        if (mo.verbose)
+            printf("%s:\n", o->name);
+        model_run(o, &mo, &dev, &r);
+        if (!r.ok)
+            continue;
+        n_ops++;
+        n_within += r.top1_within;
+        char tau[16] = "n/a", ok[16], util[64] = "-", ach[32] = "-", ceil_s[32] = "-";
+        if (!isnan(r.tau)) {
+            snprintf(tau, sizeof tau, "%.2f", r.tau);
+            tau_sum += r.tau;
+            n_tau++;
+        }
+        snprintf(ok, sizeof ok, "%d/%d", r.n_ok, r.n);
+        if (r.bottleneck) {
+            snprintf(ach, sizeof ach, "%.1f", r.achieved);
+            snprintf(ceil_s, sizeof ceil_s, "%.1f", r.ceiling);
+            snprintf(util, sizeof util, "%.0f%% %s",
+                     r.ceiling > 0 ? 100 * r.achieved / r.ceiling : 0.0, r.unit);
+        }
+        printf("%-13s %6s %7s %9.2f %6s %5d %-9s %10s %10s %s\n", o->name, ok, tau,
+               r.top1_over_best, r.top1_within ? "yes" : "no", r.best_rank,
+               r.bottleneck ? r.bottleneck : "-", ach, ceil_s, util);
+        fflush(stdout);
+    }
+    char mean[16] = "n/a";
+    if (n_tau)
+        snprintf(mean, sizeof mean, "%.2f", tau_sum / n_tau);
+    printf("\nsummary: top-1 within 5%% of the best measured on %d of %d ops (%.0f%%); mean tau-b "
+           "%s over %d ops with a defined tau\n",
+           n_within, n_ops, n_ops ? 100.0 * n_within / n_ops : 0.0, mean, n_tau);
+    return 0;
+}

@@ -1,0 +1,141 @@
+// bench-util.c: the clock, the common timing loop and the machine ceilings (FMA peak, STREAM
+// triad) shared by bench-ops, bench-ops-blis and bench-model. The ceilings are measured by the
+// benchmark itself in the same run, so "% of peak" compares with this machine as it is now
+// (a shared 2-core VM), not with a datasheet.
+#include "bench-util.h"
+
+#include <immintrin.h>
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#define RT_BENCH_MAX_REPS    1000
+#define RT_BENCH_MAX_THREADS 64
+
+double rt_bench_now_ns(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec * 1e9 + (double)ts.tv_nsec;
+}
+
+static int rt_bench_cmp(const void *x, const void *y) {
+    double a = *(const double *)x, b = *(const double *)y;
+    return (a > b) - (a < b);
+}
+
+double rt_bench_median(double *v, int32_t n) {
+    if (n <= 0)
+        return 0;
+    qsort(v, (size_t)n, sizeof *v, rt_bench_cmp);
+    return v[n / 2];
+}
+
+void rt_bench_time(void (*fn)(void *ctx), void *ctx, double budget_ms, rt_bench_stats *out) {
+    static double ts[RT_BENCH_MAX_REPS];
+    fn(ctx);
+    int32_t reps = 0;
+    double start = rt_bench_now_ns();
+    while (reps < RT_BENCH_MAX_REPS && (reps < 3 || rt_bench_now_ns() - start < budget_ms * 1e6)) {
+        double t0 = rt_bench_now_ns();
+        fn(ctx);
+        ts[reps++] = rt_bench_now_ns() - t0;
+    }
+    out->median_ns = rt_bench_median(ts, reps);
+    out->min_ns = ts[0];
+    out->reps = reps;
+}
+
+#define RT_BENCH_FMA_ITERS 20000000L
+
+__attribute__((target("avx512f"))) static void *rt_bench_fma_thread(void *arg) {
+    __m512 x = _mm512_set1_ps(0.999999f), y = _mm512_set1_ps(1e-7f);
+    __m512 a0 = x, a1 = y, a2 = x, a3 = y, a4 = x, a5 = y, a6 = x, a7 = y, a8 = x, a9 = y;
+    __m512 a10 = x, a11 = y;
+    for (long it = 0; it < RT_BENCH_FMA_ITERS; it++) {
+        a0 = _mm512_fmadd_ps(a0, x, y), a1 = _mm512_fmadd_ps(a1, x, y);
+        a2 = _mm512_fmadd_ps(a2, x, y), a3 = _mm512_fmadd_ps(a3, x, y);
+        a4 = _mm512_fmadd_ps(a4, x, y), a5 = _mm512_fmadd_ps(a5, x, y);
+        a6 = _mm512_fmadd_ps(a6, x, y), a7 = _mm512_fmadd_ps(a7, x, y);
+        a8 = _mm512_fmadd_ps(a8, x, y), a9 = _mm512_fmadd_ps(a9, x, y);
+        a10 = _mm512_fmadd_ps(a10, x, y), a11 = _mm512_fmadd_ps(a11, x, y);
+        __asm__ volatile("" : "+v"(a0), "+v"(a1), "+v"(a2), "+v"(a3), "+v"(a4), "+v"(a5));
+    }
+    __m512 s = _mm512_add_ps(_mm512_add_ps(_mm512_add_ps(a0, a1), _mm512_add_ps(a2, a3)),
+                             _mm512_add_ps(_mm512_add_ps(a4, a5), _mm512_add_ps(a6, a7)));
+    s = _mm512_add_ps(s, _mm512_add_ps(_mm512_add_ps(a8, a9), _mm512_add_ps(a10, a11)));
+    *(float *)arg = _mm512_reduce_add_ps(s);
+    return NULL;
+}
+
+double rt_bench_fma_peak_gflops(int32_t threads) {
+    if (!__builtin_cpu_supports("avx512f") || threads < 1 || threads > RT_BENCH_MAX_THREADS)
+        return 0;
+    double best = 0;
+    for (int rep = 0; rep < 3; rep++) {
+        pthread_t th[RT_BENCH_MAX_THREADS];
+        float sink[RT_BENCH_MAX_THREADS];
+        double t0 = rt_bench_now_ns();
+        for (int32_t t = 0; t < threads; t++)
+            pthread_create(&th[t], NULL, rt_bench_fma_thread, &sink[t]);
+        for (int32_t t = 0; t < threads; t++)
+            pthread_join(th[t], NULL);
+        double gf = threads * (double)RT_BENCH_FMA_ITERS * 12 * 16 * 2 / (rt_bench_now_ns() - t0);
+        best = gf > best ? gf : best;
+    }
+    return best;
+}
+
+typedef struct rt_bench_triad {
+    float *a, *b, *c;
+    int64_t n;
+    int32_t passes;
+    pthread_barrier_t *start;
+} rt_bench_triad;
+
+static void *rt_bench_triad_thread(void *arg) {
+    rt_bench_triad *t = arg;
+    for (int64_t i = 0; i < t->n; i++) // first touch on this thread
+        t->a[i] = 0, t->b[i] = 1.0f, t->c[i] = 2.0f;
+    pthread_barrier_wait(t->start);
+    for (int32_t p = 0; p < t->passes; p++) {
+        float *restrict a = t->a;
+        const float *restrict b = t->b, *restrict c = t->c;
+        for (int64_t i = 0; i < t->n; i++)
+            a[i] = b[i] + 0.5f * c[i];
+        __asm__ volatile("" ::"r"(a) : "memory");
+    }
+    return NULL;
+}
+
+double rt_bench_triad_gbps(int32_t threads, int64_t bytes_per_array) {
+    if (threads < 1 || threads > RT_BENCH_MAX_THREADS || bytes_per_array < 4096)
+        return 0;
+    int64_t n = bytes_per_array / 4 / threads;
+    // Enough passes for about 0.6 GB moved per thread (at least 2).
+    int32_t passes = (int32_t)(6e8 / (12.0 * (double)n)) + 2;
+    float *mem = aligned_alloc(64, (size_t)(3 * n * threads) * sizeof(float));
+    if (!mem)
+        return 0;
+    double best = 0;
+    for (int rep = 0; rep < 5; rep++) {
+        pthread_t th[RT_BENCH_MAX_THREADS];
+        rt_bench_triad tr[RT_BENCH_MAX_THREADS];
+        pthread_barrier_t start;
+        pthread_barrier_init(&start, NULL, (unsigned)threads + 1);
+        for (int32_t t = 0; t < threads; t++) {
+            float *base = mem + 3 * n * t;
+            tr[t] = (rt_bench_triad){base, base + n, base + 2 * n, n, passes, &start};
+            pthread_create(&th[t], NULL, rt_bench_triad_thread, &tr[t]);
+        }
+        pthread_barrier_wait(&start);
+        double t0 = rt_bench_now_ns();
+        for (int32_t t = 0; t < threads; t++)
+            pthread_join(th[t], NULL);
+        double gbps = 12.0 * (double)n * threads * passes / (rt_bench_now_ns() - t0);
+        pthread_barrier_destroy(&start);
+        best = gbps > best ? gbps : best;
+    }
+    free(mem);
+    return best;
+}

@@ -1,0 +1,34 @@
+// bench-util.h: what the benchmark programs share — a monotonic clock, the timing method every
+// kernel (rtgen's and the peers') is measured with, and the machine's own ceilings: an AVX-512
+// FMA loop for the FP32 peak and a STREAM triad for the bandwidth. Not part of librtgen.
+#ifndef RT_BENCH_UTIL_H
+#define RT_BENCH_UTIL_H
+
+#include <stdint.h>
+
+// Min and median of the timed repetitions of one kernel.
+typedef struct rt_bench_stats {
+    double min_ns, median_ns;
+    int32_t reps;
+} rt_bench_stats;
+
+double rt_bench_now_ns(void);
+
+// The timing method: one warm-up call, then repetitions until at least 3 were taken and
+// budget_ms has passed (at most 1000); min and median of the repetitions. The same method as
+// rtgen's profiler (rtgen.c), whose first (checked) run is its warm-up.
+void rt_bench_time(void (*fn)(void *ctx), void *ctx, double budget_ms, rt_bench_stats *out);
+
+// Median of n doubles (sorts v in place); 0 when n == 0.
+double rt_bench_median(double *v, int32_t n);
+
+// Measured FP32 FMA peak in GFLOP/s on `threads` threads: 12 independent 512-bit FMA chains per
+// thread, best of 3; 0 when the CPU has no AVX-512F.
+double rt_bench_fma_peak_gflops(int32_t threads);
+
+// Measured STREAM triad a[i] = b[i] + s*c[i] on floats in GB/s (12 bytes per element, as STREAM
+// counts), each thread on its own chunk, best of 5. bytes_per_array: the working set of one
+// array (e.g. 64 MiB for DRAM, 256 KiB for L2).
+double rt_bench_triad_gbps(int32_t threads, int64_t bytes_per_array);
+
+#endif

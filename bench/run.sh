@@ -1,0 +1,51 @@
+#!/bin/sh
+# Runs the whole CPU benchmark suite (issue 4 and issue 6 §3) in one go:
+#   1. bench-ops-blis: BLIS sgemm (skx kernels) on every GEMM shape of bench-ops;
+#   2. bench-ops: rtgen against oneDNN, OpenBLAS (SkylakeX) and the BLIS results, 1 and 2 threads;
+#   3. bench-model: the perfmodel's ranking of the top-10 against measurement.
+# usage: bench/run.sh [--quick] [--ops=NAME,...] [--model-device=FILE.ini]
+# Environment: RTGEN_BENCH_BUILD (default build-bench) is configured and built if needed.
+set -eu
+root=$(cd "$(dirname "$0")/.." && pwd)
+build=${RTGEN_BENCH_BUILD:-$root/build-bench}
+quick=""
+ops=""
+model_device=""
+for arg in "$@"; do
+    case $arg in
+    --quick) quick=--quick ;;
+    --ops=*) ops=$arg ;;
+    --model-device=*) model_device="--device=${arg#--model-device=}" ;;
+    *) echo "usage: bench/run.sh [--quick] [--ops=NAME,...] [--model-device=FILE.ini]" >&2; exit 2 ;;
+    esac
+done
+# Both libraries choose their kernels when they load: set before any program starts.
+export OPENBLAS_CORETYPE=SkylakeX
+export BLIS_ARCH_TYPE=0
+budget=200
+[ -n "$quick" ] && budget=60
+if [ ! -f "$build/CMakeCache.txt" ]; then
+    cmake -S "$root" -B "$build" -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
+fi
+cmake --build "$build" -j2 --target bench-ops bench-ops-blis bench-model >/dev/null
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+# LLVM's feature-name warnings from the JIT are noise here; everything else on stderr is kept.
+quiet() { { "$@" 2>&1 1>&3 | { grep -v "is not a recognized feature" >&2 || true; }; } 3>&1; }
+
+echo "== bench-ops-blis: BLIS sgemm"
+# shellcheck disable=SC2086
+gemms=$("$build/bench/bench-ops" --list-gemm $quick $ops)
+if [ -n "$gemms" ]; then
+    # shellcheck disable=SC2086
+    "$build/bench/bench-ops-blis" --budget-ms=$budget $gemms >"$tmp/blis.txt"
+    cat "$tmp/blis.txt"
+fi
+echo
+echo "== bench-ops: rtgen vs oneDNN, OpenBLAS, BLIS"
+# shellcheck disable=SC2086
+quiet "$build/bench/bench-ops" $quick $ops --budget-ms=$budget --blis="$tmp/blis.txt"
+echo
+echo "== bench-model: predicted vs measured over the top-10"
+# shellcheck disable=SC2086
+quiet "$build/bench/bench-model" $quick $model_device
