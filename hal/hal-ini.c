@@ -1,19 +1,25 @@
 // hal-ini.c: loads a device file (devices/*.ini) into an rt_device, strictly. A pre-scan of the
 // text builds the section.key -> line:col map and rejects what iniparser accepts silently or
 // reports without a position (duplicates, keys outside sections, malformed lines, unterminated
-// headers, line continuations); iniparser 4.1 then does the actual parse and must agree with the
-// pre-scan on every value. Numbers are parsed here (strict base 10, range-checked), every key is
-// checked against the schema of device-ini.md, and the cross-checks of rt_hal_check_device run
-// with the exact key positions. The result feeds perfmodel through const rt_device *.
+// headers, line continuations); iniparser 4.1 then parses a copy of the same text (with comments
+// after section headers, which it cannot read, blanked out) and must agree with the pre-scan on
+// every value. Numbers are parsed here (strict base 10, range-checked), every key is checked
+// against the schema of device-ini.md, and the cross-checks of rt_hal_check_device run with the
+// exact key positions in the original file. The result feeds perfmodel through const rt_device *.
+#define _GNU_SOURCE // memfd_create
 #include "hal.h"
 
 #include <iniparser/iniparser.h>
 
 #include <errno.h>
+#include <limits.h>
 #include <math.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
 
 #define RT_INI_MAX_FILE_BYTES (1 << 20)
 #define RT_INI_MAX_LINE_CHARS 1000 // iniparser reads lines of at most 1023 characters
@@ -48,6 +54,9 @@ typedef struct rt_ini_entry {
 typedef struct rt_ini {
     const char *path; // the caller's path, for error locations
     rt_arena *arena;
+    const char *text; // the file as read, once
+    char *clean;      // the same bytes with what iniparser cannot read blanked out
+    size_t len;
     rt_ini_sec *secs;
     int32_t n_secs, cap_secs;
     rt_ini_entry *ents;
@@ -115,14 +124,20 @@ static rt_status rt_ini_section_line(rt_ini *ini, const char *s, size_t n, int32
         return rt_fail(err, RT_ERR_SYNTAX, rt_ini_loc(ini, line, col + (int32_t)n),
                        "unterminated section header (expected ']', got end of line)");
     if (close != s + n - 1) {
-        char ex[80];
         size_t off = (size_t)(close - s) + 1;
         while (s[off] == ' ' || s[off] == '\t') // s[n-1] is not blank: stops before n
             off++;
-        rt_ini_excerpt(s + off, n - off, ex, sizeof ex);
-        return rt_fail(err, RT_ERR_SYNTAX, rt_ini_loc(ini, line, col + (int32_t)off),
-                       "unexpected text after section header (expected end of line, got \"%s\")",
-                       ex);
+        if (s[off] != ';' && s[off] != '#') {
+            char ex[80];
+            rt_ini_excerpt(s + off, n - off, ex, sizeof ex);
+            return rt_fail(err, RT_ERR_SYNTAX, rt_ini_loc(ini, line, col + (int32_t)off),
+                           "unexpected text after section header (expected a comment or end of "
+                           "line, got \"%s\")",
+                           ex);
+        }
+        // iniparser 4.1 rejects a comment after a header: blank it out in its copy (same
+        // length, so that line and column numbers still match the original).
+        memset(ini->clean + (s - ini->text) + (close - s) + 1, ' ', n - (size_t)(close - s) - 1);
     }
     const char *a = s + 1, *b = close;
     while (a < b && (*a == ' ' || *a == '\t'))
@@ -281,6 +296,13 @@ static rt_status rt_ini_prescan(rt_ini *ini, const char *text, size_t len, rt_er
         return rt_fail(err, RT_ERR_SYNTAX, rt_ini_loc(ini, 1, 1),
                        "device file too large (expected at most %d bytes, got %zu)",
                        RT_INI_MAX_FILE_BYTES, len);
+    ini->text = text;
+    ini->len = len;
+    ini->clean = rt_arena_alloc(ini->arena, len + 1);
+    if (!ini->clean)
+        return rt_fail(err, RT_ERR_NOMEM, RT_NOLOC, "out of memory reading %s", ini->path);
+    memcpy(ini->clean, text, len);
+    ini->clean[len] = '\0';
     if (len >= 3 && memcmp(text, "\xef\xbb\xbf", 3) == 0)
         return rt_fail(err, RT_ERR_SYNTAX, rt_ini_loc(ini, 1, 1),
                        "byte-order mark at the start of the file (expected plain UTF-8 text)");
@@ -328,6 +350,9 @@ static rt_status rt_ini_prescan(rt_ini *ini, const char *text, size_t len, rt_er
 // iniparser: the actual parse, silenced, and checked against the pre-scan
 // ---------------------------------------------------------------------------------------------
 
+// iniparser reports through one process-wide callback, so loads are serialized: the mutex guards
+// the callback, its message buffer and iniparser_load.
+static pthread_mutex_t rt_ini_lib_mutex = PTHREAD_MUTEX_INITIALIZER;
 static char rt_ini_lib_msg[256];
 
 // iniparser's error callback: keeps the first message instead of printing it.
@@ -345,14 +370,79 @@ static int rt_ini_lib_error(const char *fmt, ...) {
     return 0;
 }
 
+// Writes the sanitized copy where iniparser (which only reads paths) can open it: a memfd named
+// /proc/self/fd/N, or, where that cannot be opened, a temporary file. *out_tmp is set when the
+// caller must unlink path. Returns the descriptor to close, or -1.
+static int rt_ini_write_clean(const rt_ini *ini, char *path, size_t size, bool *out_tmp) {
+    *out_tmp = false;
+    int fd = memfd_create("rtgen-ini", MFD_CLOEXEC);
+    if (fd >= 0) {
+        snprintf(path, size, "/proc/self/fd/%d", fd);
+        if (access(path, R_OK) != 0) {
+            close(fd);
+            fd = -1;
+        }
+    }
+    if (fd < 0) {
+        const char *dir = getenv("TMPDIR");
+        int n = snprintf(path, size, "%s/rtgen-ini-XXXXXX", dir && dir[0] ? dir : "/tmp");
+        if (n < 0 || (size_t)n >= size) {
+            errno = ENAMETOOLONG;
+            return -1;
+        }
+        fd = mkstemp(path);
+        if (fd < 0)
+            return -1;
+        *out_tmp = true;
+    }
+    for (size_t done = 0; done < ini->len;) {
+        ssize_t n = write(fd, ini->clean + done, ini->len - done);
+        if (n <= 0) {
+            int saved = n < 0 ? errno : EIO;
+            close(fd);
+            if (*out_tmp)
+                unlink(path);
+            errno = saved;
+            return -1;
+        }
+        done += (size_t)n;
+    }
+    return fd;
+}
+
+// Replaces the copy's path by the caller's in iniparser's message (it names the file it read).
+static void rt_ini_lib_message(const rt_ini *ini, const char *copy, char *buf, size_t size) {
+    const char *m = rt_ini_lib_msg[0] ? rt_ini_lib_msg : "no message";
+    const char *at = strstr(m, copy);
+    if (at)
+        snprintf(buf, size, "%.*s%s%s", (int)(at - m), m, ini->path, at + strlen(copy));
+    else
+        snprintf(buf, size, "%s", m);
+    size_t n = strlen(buf);
+    while (n > 0 && buf[n - 1] == ' ')
+        buf[--n] = '\0';
+}
+
 static rt_status rt_ini_libparse(rt_ini *ini, rt_err *err) {
+    char copy[PATH_MAX];
+    bool tmp = false;
+    int fd = rt_ini_write_clean(ini, copy, sizeof copy, &tmp);
+    if (fd < 0)
+        return rt_fail(err, RT_ERR_IO, rt_ini_loc(ini, 1, 1),
+                       "cannot make a copy of the file for iniparser (%s)", strerror(errno));
+    char msg[sizeof rt_ini_lib_msg + 256];
+    pthread_mutex_lock(&rt_ini_lib_mutex);
     rt_ini_lib_msg[0] = '\0';
     iniparser_set_error_callback(rt_ini_lib_error);
-    dictionary *d = iniparser_load(ini->path);
+    dictionary *d = iniparser_load(copy);
+    rt_ini_lib_message(ini, copy, msg, sizeof msg);
+    pthread_mutex_unlock(&rt_ini_lib_mutex);
+    close(fd);
+    if (tmp)
+        unlink(copy);
     if (!d)
         return rt_fail(err, RT_ERR_SYNTAX, rt_ini_loc(ini, 1, 1),
-                       "iniparser could not read the file (%s)",
-                       rt_ini_lib_msg[0] ? rt_ini_lib_msg : "no message");
+                       "iniparser could not read the file (%s)", msg);
     rt_status st = RT_OK;
     if (iniparser_getnsec(d) != ini->n_secs)
         st = rt_fail(err, RT_ERR_SYNTAX, rt_ini_loc(ini, 1, 1),

@@ -1,11 +1,13 @@
 // spec-check.c: the op-spec checker. Third stage of the front end, after spec-parse.c:
 // statement rules (one writer per tensor, no written parameters, reads after writes,
-// recursion only at tree children), the implicit sums of '=' statements, range inference for
+// recursion only at tree children, integer tensors read only in integer contexts, the
+// accumulation type), the implicit sums of '=' statements, range inference for
 // every index variable (from tensor extents, where-ranges, pad intersections), bounds proofs
 // of non-trivial index expressions, output-shape inference, directive checks and the
 // canonicalizing axis fusion (Roller §3.2, with CORA's ragged fused loops).
 // Ranges are proved with a small symbolic prover over linear forms whose atoms are index
-// variables, length-tensor reads and run-time sizes.
+// variables, length-tensor reads and run-time sizes, plus interval bounds for floor division
+// and modulo by a positive constant.
 #include "spec-int.h"
 
 #include <string.h>
@@ -19,6 +21,8 @@ typedef struct rt_checker {
     int32_t *pos;      // per var: position in the loop order (loops, then '=' sum vars)
     rt_expr **acc;     // accesses of the statement: [0] the left side, then every read
     int32_t n_acc, cap_acc;
+    int32_t nest;   // depth of nested division/modulo bounds (atom_bound)
+    int32_t budget; // division/modulo bounds left to the current proof (atom_bound)
 } rt_checker;
 
 #define NOMEM(c) rt_fail((c)->err, RT_ERR_NOMEM, RT_NOLOC, "out of memory")
@@ -84,8 +88,12 @@ static bool lf_add(const rt_op *op, rt_lf *f, const rt_expr *e, int64_t scale) {
     return lf_atom(f, e, scale); // index variable or an opaque term
 }
 
+static bool atom_bound(rt_checker *c, const rt_expr *a, bool upper, int64_t *out);
+
 // Upper bound of f: eliminates index variables innermost first (v <= hi - 1, v >= lo), then
-// bounds what remains (length reads and run-time sizes are >= 0). False when unknown.
+// bounds what remains (division/modulo atoms by their intervals, length reads and run-time
+// sizes are >= 0). False when unknown.
+
 static bool lf_max(rt_checker *c, rt_lf f, int64_t *out) {
     const rt_stmt *st = c->st;
     for (int iter = 0; iter < 64; iter++) {
@@ -117,6 +125,13 @@ static bool lf_max(rt_checker *c, rt_lf f, int64_t *out) {
         if (f.coef[i] == 0)
             continue;
         const rt_expr *a = f.atom[i];
+        int64_t bound, t;
+        if (atom_bound(c, a, f.coef[i] > 0, &bound)) {
+            if (__builtin_mul_overflow(f.coef[i], bound, &t) ||
+                __builtin_add_overflow(f.c0, t, &f.c0))
+                return false;
+            continue;
+        }
         bool nonneg =
             (a->kind == RT_EXPR_READ && a->tensor >= 0 && c->op->tensors[a->tensor].is_length) ||
             a->kind == RT_EXPR_SIZE;
@@ -127,16 +142,81 @@ static bool lf_max(rt_checker *c, rt_lf f, int64_t *out) {
     return true;
 }
 
+// Bounds of x over the statement's index variables: the largest value (upper) or the smallest.
+static bool expr_bound(rt_checker *c, const rt_expr *x, bool upper, int64_t *out) {
+    rt_lf f = {0};
+    int64_t m;
+    if (!lf_add(c->op, &f, x, upper ? 1 : -1) || !lf_max(c, f, &m))
+        return false;
+    if (!upper && m == INT64_MIN)
+        return false;
+    *out = upper ? m : -m;
+    return true;
+}
+
+// Interval arithmetic for the atoms that are not linear: floor division and modulo by a
+// positive constant (op-spec's affine indices allow both). With x in [lo, hi] and d > 0:
+// x / d lies in [floor(lo/d), floor(hi/d)], and x % d in [0, d-1], or in [lo%d, hi%d] when
+// [lo, hi] lies within one period. Operands may nest. Each proof may bound at most
+// RT_LF_BUDGET such atoms, nested at most RT_LF_MAX_NEST deep, with operands of at most
+// RT_LF_MAX_NODES nodes, so that its cost stays bounded whatever the input; past a limit a
+// modulo keeps its [0, d-1] bound and a division is unknown.
+#define RT_LF_MAX_NEST  12
+#define RT_LF_BUDGET    256
+#define RT_LF_MAX_NODES 256
+
+// Counts the nodes of e into *left, stopping below zero: false when e has more than *left.
+static bool expr_fits(const rt_expr *e, int32_t *left) {
+    if (!e)
+        return true;
+    if (--*left < 0)
+        return false;
+    for (int32_t i = 0; i < e->n_args; i++)
+        if (!expr_fits(e->args[i], left))
+            return false;
+    return true;
+}
+
+static bool atom_bound(rt_checker *c, const rt_expr *a, bool upper, int64_t *out) {
+    int64_t d, lo, hi;
+    if (a->kind != RT_EXPR_BINARY || (a->bop != RT_BOP_DIV && a->bop != RT_BOP_MOD) || !a->is_int ||
+        !rt_expr_const_int(c->op, a->args[1], &d) || d <= 0)
+        return false;
+    int32_t left = RT_LF_MAX_NODES;
+    if (c->nest >= RT_LF_MAX_NEST || c->budget <= 0 || !expr_fits(a->args[0], &left)) {
+        *out = upper ? d - 1 : 0;
+        return a->bop == RT_BOP_MOD;
+    }
+    c->budget--;
+    c->nest++;
+    bool ok;
+    if (a->bop == RT_BOP_DIV) {
+        ok = expr_bound(c, a->args[0], upper, out);
+        if (ok)
+            *out = rt_floor_div(*out, d);
+    } else {
+        *out = upper ? d - 1 : 0;
+        ok = true;
+        if (expr_bound(c, a->args[0], false, &lo) && expr_bound(c, a->args[0], true, &hi) &&
+            lo <= hi && rt_floor_div(lo, d) == rt_floor_div(hi, d))
+            *out = upper ? rt_floor_mod(hi, d) : rt_floor_mod(lo, d);
+    }
+    c->nest--;
+    return ok;
+}
+
 // Proves a <= b + slack for every value of the statement's index variables.
 static bool prove_le(rt_checker *c, const rt_expr *a, const rt_expr *b, int64_t slack) {
     rt_lf f = {0};
     int64_t m;
+    c->budget = RT_LF_BUDGET;
     return lf_add(c->op, &f, a, 1) && lf_add(c->op, &f, b, -1) && lf_max(c, f, &m) && m <= slack;
 }
 
 static bool prove_nonneg(rt_checker *c, const rt_expr *a) {
     rt_lf f = {0};
     int64_t m;
+    c->budget = RT_LF_BUDGET;
     return lf_add(c->op, &f, a, -1) && lf_max(c, f, &m) && m <= 0;
 }
 
@@ -175,6 +255,52 @@ static void mark_gathers(rt_op *op, const rt_expr *e, bool in_index) {
     bool idx = in_index || e->kind == RT_EXPR_READ || e->kind == RT_EXPR_CHILD;
     for (int32_t i = 0; i < e->n_args; i++)
         mark_gathers(op, e->args[i], idx);
+}
+
+// op-spec: "integer tensors may only be indexed as lengths or read in integer contexts unless
+// cast". There is no cast, so a read of an integer tensor must sit in an integer context: an
+// index (of a read or a tree child), an operand of a comparison, of '&&', '||', '!' or the
+// condition of '?:', or anywhere in the right side of a statement whose output is an integer
+// tensor. Integer arithmetic (+ - * / %, unary -, abs, max, min, the branches of '?:') keeps
+// the context it sits in; every other function is a float context. Where-ranges and extents
+// are integer contexts and are not walked here.
+static rt_status check_int_reads(rt_checker *c, const rt_expr *e, bool int_ctx) {
+    if (!e)
+        return RT_OK;
+    const rt_op *op = c->op;
+    bool sub = int_ctx; // context of the arguments
+    switch (e->kind) {
+    case RT_EXPR_READ:
+        if (!int_ctx && e->tensor >= 0 && rt_dtype_is_int(op->tensors[e->tensor].dtype))
+            return rt_fail(c->err, RT_ERR_SPEC, e->loc,
+                           "%s tensor '%s' read in a float context; integer tensors may only be "
+                           "used as indices, lengths or in comparisons",
+                           rt_dtype_name(op->tensors[e->tensor].dtype),
+                           op->tensors[e->tensor].name);
+        sub = true;
+        break;
+    case RT_EXPR_CHILD:
+        sub = true;
+        break;
+    case RT_EXPR_UNARY:
+        sub = e->uop == RT_UOP_NOT || int_ctx;
+        break;
+    case RT_EXPR_BINARY:
+        sub = e->bop >= RT_BOP_LT || int_ctx;
+        break;
+    case RT_EXPR_CALL:
+        sub = int_ctx && (e->fn == RT_FN_ABS || e->fn == RT_FN_MAX || e->fn == RT_FN_MIN);
+        break;
+    case RT_EXPR_COND:
+        RT_TRY(check_int_reads(c, e->args[0], true));
+        RT_TRY(check_int_reads(c, e->args[1], int_ctx));
+        return check_int_reads(c, e->args[2], int_ctx);
+    default:
+        break;
+    }
+    for (int32_t i = 0; i < e->n_args; i++)
+        RT_TRY(check_int_reads(c, e->args[i], sub));
+    return RT_OK;
 }
 
 static rt_status check_writer(rt_checker *c, int32_t si) {
@@ -558,6 +684,19 @@ static rt_status infer_shape(rt_checker *c) {
     return RT_OK;
 }
 
+// op-spec: "mixed precision accumulates in the output's type (a half output of +=! over half
+// inputs accumulates in float ...)". A reduction into half or bfloat16 accumulates in float;
+// whether the device can is for the back end to check against the device file.
+static void set_acc_dtype(rt_checker *c) {
+    rt_stmt *st = c->st;
+    rt_dtype out = c->op->tensors[st->out].dtype;
+    st->reduces = st->op != RT_ASSIGN_SET;
+    for (int32_t v = 0; v < st->n_vars; v++)
+        st->reduces = st->reduces || st->vars[v].is_reduce;
+    st->acc_dtype =
+        st->reduces && (out == RT_DTYPE_F16 || out == RT_DTYPE_BF16) ? RT_DTYPE_F32 : out;
+}
+
 // ---------------------------------------------------------------------------------------------
 // Axis fusion (Roller §3.2 canonical form)
 // ---------------------------------------------------------------------------------------------
@@ -763,6 +902,8 @@ static rt_status check_stmt(rt_checker *c, int32_t si) {
     }
     RT_TRY(check_writer(c, si));
     RT_TRY(check_reads(c));
+    RT_TRY(check_int_reads(c, st->rhs,
+                           c->shape_known[st->out] && rt_dtype_is_int(op->tensors[st->out].dtype)));
     mark_gathers(op, st->rhs, false);
     RT_TRY(wrap_sums(c));
     RT_TRY(build_loops(c));
@@ -772,6 +913,7 @@ static rt_status check_stmt(rt_checker *c, int32_t si) {
     RT_TRY(prove_ranges(c));
     RT_TRY(check_bounds(c));
     RT_TRY(infer_shape(c));
+    set_acc_dtype(c);
     return fuse_axes(c);
 }
 

@@ -96,6 +96,8 @@ static json_t *stmt_json(const rt_op *op, const rt_stmt *st) {
     json_object_set_new(j, "tensor", json_string(op->tensors[st->out].name));
     json_object_set_new(j, "op", json_string(rt_assign_name(st->op)));
     json_object_set_new(j, "recursive", json_boolean(st->recursive));
+    json_object_set_new(j, "reduces", json_boolean(st->reduces));
+    json_object_set_new(j, "acc_dtype", json_string(rt_dtype_name(st->acc_dtype)));
     json_t *loops = json_array();
     for (int32_t k = 0; k < st->n_loops; k++)
         json_array_append_new(loops, var_json(op, st, st->loops[k]));

@@ -110,6 +110,8 @@ static void print_stmt(const rt_op *op, int32_t si, rt_buf *out) {
         rt_buf_printf(out, "%s%s", i ? ", " : "", st->vars[st->lhs_vars[i]].name);
     rt_buf_printf(out, ") %s ", rt_assign_name(st->op));
     rt_expr_print(op, st, NULL, st->rhs, out);
+    if (st->reduces)
+        rt_buf_printf(out, "; accumulates in %s", rt_dtype_name(st->acc_dtype));
     rt_buf_puts(out, "\n");
     for (int32_t i = 0; i < st->n_preds; i++) {
         const rt_pred *p = &st->preds[i];

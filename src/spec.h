@@ -188,6 +188,9 @@ typedef struct rt_stmt {
     bool recursive;    // reads its own output at a tree child (CORTEX)
     int32_t n_axes;    // canonical form after axis fusion, over loops[]
     rt_axis *axes;
+    bool reduces;       // accumulates: an op other than '=', or '=' with implicit sums
+    rt_dtype acc_dtype; // type it accumulates in: float for half/bfloat16 outputs of a
+                        // reduction (op-spec "mixed precision"), else the output's type
 } rt_stmt;
 
 // ---------------------------------------------------------------------------------------------

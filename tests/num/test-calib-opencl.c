@@ -92,7 +92,7 @@ int main(void) {
     expect_range(&res, "f32 fma 1x1 tile", 0.01, 1000.0);
     expect_range(&res, "f32 fma 8x8 tile, per unit", 0.01, 1000.0);
     expect_range(&res, "f32 fma 8x8 tile, full occupancy", 0.1, 2000.0);
-    expect_range(&res, "launch and wait", 0.05, 100000.0);
+    expect_range(&res, "launch and wait", 1e-6, 100000.0); // PoCL events may read ~0
     const rt_calib_value *f11 = find_value(&res, "f32 fma 1x1 tile");
     const rt_calib_value *f88 = find_value(&res, "f32 fma 8x8 tile, per unit");
     if (f11 && f88) // 64 independent chains beat one

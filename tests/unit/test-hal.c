@@ -1,13 +1,15 @@
 // test-hal.c: unit tests of the HAL's data side: every shipped device loads and passes the
 // cross-checks, specific values of the shipped files, bandwidth-curve interpolation, peak
 // selection, device copies, printing and JSON, host detection on this machine, the loader's
-// strictness on inputs built here, and every error case of tests/err/ini/ (the same check the
-// CLI runner makes, done through rt_hal_load_device and rt_err_format).
+// strictness on inputs built here, the two examples of device-ini.md verbatim, concurrent loads,
+// and every error case of tests/err/ini/ (the same check the CLI runner makes, done through
+// rt_hal_load_device and rt_err_format).
 #include "hal.h"
 #include "test.h"
 
 #include <dirent.h>
 #include <jansson.h>
+#include <pthread.h>
 #include <unistd.h>
 
 #define ERR_DIR "tests/err/ini"
@@ -399,6 +401,97 @@ static void test_strict_values(void) {
     RT_EXPECT_STR(load_text(many, m), "F:1026:1: error: too many keys (expected at most 1024)");
 }
 
+// Number of open file descriptors of this process.
+static int count_fds(void) {
+    DIR *d = opendir("/proc/self/fd");
+    if (!d)
+        return -1;
+    int n = 0;
+    while (readdir(d))
+        n++;
+    closedir(d);
+    return n;
+}
+
+// The two examples of device-ini.md, copied verbatim (comments after section headers and after
+// values included), load; positions refer to the original file.
+static void test_doc_examples(void) {
+    load("tests/data/device-ini-v100.ini");
+    RT_EXPECT_STR(dev.name, "NVIDIA Tesla V100-SXM2-16GB");
+    RT_EXPECT_EQ(dev.devclass, RT_DEVCLASS_CUDA);
+    RT_EXPECT_EQ(dev.units, 80); // "80 ; SMs / compute units / cores"
+    RT_EXPECT_NEAR(dev.peak_gflops[RT_DTYPE_F32], 15700, 0);
+    RT_EXPECT_NEAR(dev.mma_gflops[RT_DTYPE_F16], 125000, 0);
+    RT_EXPECT_EQ(dev.mma_n, 16);
+    RT_EXPECT_EQ(dev.n_levels, 3);
+    RT_EXPECT_STR(dev.level[1].name, "shared");
+    RT_EXPECT_EQ(dev.level[1].loc.line, 32);
+    RT_EXPECT_EQ(dev.level[1].loc.col, 1);
+    RT_EXPECT_EQ(dev.level[2].tile_capacity_bytes, 384);
+    RT_EXPECT_STR(dev.level[1].loc.file, "tests/data/device-ini-v100.ini");
+
+    load("tests/data/device-ini-cpu.ini");
+    RT_EXPECT_EQ(dev.devclass, RT_DEVCLASS_CPU);
+    RT_EXPECT_EQ(dev.units, 2);
+    RT_EXPECT_EQ(dev.lanes, 16);
+    RT_EXPECT_NEAR(dev.peak_gflops[RT_DTYPE_F32], 268.8, 1e-9);
+    RT_EXPECT_EQ(dev.n_levels, 4);
+    RT_EXPECT_EQ(dev.level[3].capacity_bytes, 2048);
+    RT_EXPECT_EQ(dev.level[2].ways, 12);
+
+    // Header comments in every form; an error after one still points into the original text.
+    RT_EXPECT_STR(load_cpu_with("[mem.l1]\t# a comment\nlevel = 2\n"),
+                  "F:22:1: error: missing key 'scope' in [mem.l1]");
+    RT_EXPECT_STR(load_cpu_with("[mem.l1];glued ] with a bracket\nlevel = x ; c\n"),
+                  "F:23:9: error: 'level' expects an integer (got \"x\")");
+    RT_EXPECT_STR(load_cpu_with("[mem.l1]  junk ; c\n"),
+                  "F:22:11: error: unexpected text after section header (expected a comment or "
+                  "end of line, got \"junk ; c\")");
+
+    // Each load closes its copy for iniparser and leaves no file behind.
+    int before = count_fds();
+    for (int i = 0; i < 20; i++)
+        load("tests/data/device-ini-cpu.ini");
+    RT_EXPECT_EQ(count_fds(), before);
+}
+
+typedef struct load_job {
+    const char *path;
+    int failures;
+    int32_t units;
+} load_job;
+
+static void *load_many(void *arg) {
+    load_job *j = arg;
+    rt_device *d = malloc(sizeof *d);
+    for (int i = 0; d && i < 25; i++) {
+        rt_err err = {0};
+        if (rt_hal_load_device(j->path, d, &err) != RT_OK || d->units != j->units)
+            j->failures++;
+        rt_err bad = {0};
+        if (rt_hal_load_device("tests/err/ini/section-trailing-text.ini", d, &bad) == RT_OK ||
+            bad.where.line != 14 || strstr(bad.msg, "\"peaks ; really\"") == NULL)
+            j->failures++;
+    }
+    free(d);
+    return NULL;
+}
+
+// Loads may run on several threads at once (iniparser's callback is process-wide).
+static void test_threads(void) {
+    load_job jobs[4] = {{"tests/data/device-ini-v100.ini", 0, 80},
+                        {"tests/data/device-ini-cpu.ini", 0, 2},
+                        {"tests/data/device-ini-v100.ini", 0, 80},
+                        {"tests/data/device-ini-cpu.ini", 0, 2}};
+    pthread_t th[4];
+    for (int i = 0; i < 4; i++)
+        RT_EXPECT_EQ(pthread_create(&th[i], NULL, load_many, &jobs[i]), 0);
+    for (int i = 0; i < 4; i++) {
+        RT_EXPECT_EQ(pthread_join(th[i], NULL), 0);
+        RT_EXPECT_EQ(jobs[i].failures, 0);
+    }
+}
+
 // Each tests/err/ini case: "; expect: L:C: error: MSG" on line 1, checked as the CLI prints it.
 static void test_error_cases(void) {
     static char names[256][256];
@@ -437,6 +530,8 @@ int main(void) {
     test_copy_print_json();
     test_host();
     test_strict_values();
+    test_doc_examples();
+    test_threads();
     test_error_cases();
     return rt_test_finish("test-hal");
 }

@@ -1,7 +1,8 @@
 // test-spec-check.c: the op-spec checker — range inference (conv halo, triangular narrowing,
-// where-ranges, pad intersection), output-shape inference, axis fusion, the error cases of
-// tests/err/spec/ (message and location, through rt_spec_load), out-of-memory at every
-// allocation, and a small mutation sweep that must never crash.
+// where-ranges, pad intersection), bounds with floor division and modulo, integer tensors in
+// integer contexts only, accumulation types, output-shape inference, axis fusion, the error
+// cases of tests/err/spec/ (message and location, through rt_spec_load), out-of-memory at
+// every allocation, and a small mutation sweep that must never crash.
 #include "spec-int.h"
 #include "test.h"
 
@@ -123,6 +124,173 @@ static void test_masked_where(void) {
     RT_EXPECT_STR(err.msg,
                   "where-range of 'j' exceeds the extent in Q(b, j) (expected within 0:len(b), "
                   "got 0:i + 2)");
+    rt_arena_free(a);
+}
+
+// "" when text checks, else "L:C: message".
+static const char *verdict(rt_arena *a, const char *src) {
+    rt_err err;
+    if (parse(a, src, &err))
+        return "";
+    return rt_arena_printf(a, "%d:%d: %s", err.where.line, err.where.col, err.msg);
+}
+
+// Floor division and modulo by a positive constant in index expressions: interval bounds,
+// multiplication by constants of either sign, nesting; the invalid variants are still rejected.
+static void test_div_mod_bounds(void) {
+    rt_arena *a = rt_arena_new(1 << 16);
+    // i / 2 over 0:8 stays in 0:4; over 0:9 it reaches 4
+    RT_EXPECT_STR(verdict(a, "def u(float(4) I) -> (O) {\n  O(i) = I(i / 2) where i in 0:8\n}\n"),
+                  "");
+    RT_EXPECT_STR(verdict(a, "def u(float(4) I) -> (O) {\n  O(i) = I(i / 2) where i in 0:9\n}\n"),
+                  "2:10: I(i/2) can read outside I's extent; declare 'I pad 0' or add a "
+                  "where-range");
+    // the range comes from the output's given shape
+    RT_EXPECT_STR(verdict(a, "def u(float(4) I) -> (float(8) O) {\n  O(i) = I(i / 2)\n}\n"), "");
+    RT_EXPECT_STR(verdict(a, "def u(float(4) I) -> (float(9) O) {\n  O(i) = I(i / 2)\n}\n"),
+                  "2:10: I(i/2) can read outside I's extent; declare 'I pad 0' or add a "
+                  "where-range");
+    // x % 3 is in 0:3 whatever x is; % 4 is not
+    const char *mod3 = "def m(float(3) X, float(100) Y) -> (O) {\n  O(i) = Y(i) * X(i % 3)\n}\n";
+    RT_EXPECT_STR(verdict(a, mod3), "");
+    RT_EXPECT_STR(verdict(a, "def m(float(3) X, float(100) Y) -> (O) {\n"
+                             "  O(i) = Y(i) * X(i % 4)\n}\n"),
+                  "2:17: X(i%4) can read outside X's extent; declare 'X pad 0' or add a "
+                  "where-range");
+    // within one period the interval is tighter: (i + 3) % 8 over 0:4 is 3..6
+    RT_EXPECT_STR(verdict(a, "def m(float(4) X, float(4) Y) -> (O) {\n"
+                             "  O(i) = Y(i) * X((i + 3) % 8 - 3)\n}\n"),
+                  "");
+    // ...but (i + 3) % 8 over 0:6 wraps to 0, and 0 - 3 < 0
+    RT_EXPECT_STR(verdict(a, "def m(float(4) X, float(6) Y) -> (O) {\n"
+                             "  O(i) = Y(i) * X((i + 3) % 8 - 3)\n}\n"),
+                  "2:17: X((i + 3) % 8 - 3) can read outside X's extent; declare 'X pad 0' or "
+                  "add a where-range");
+    // negative multipliers and floor semantics: -(-i / 5) is ceil(i / 5), 2 for i = 9
+    RT_EXPECT_STR(verdict(a, "def m(float(3) X, float(10) Y) -> (O) {\n"
+                             "  O(i) = Y(i) * X(-(-i / 5)) * X((i / 4) * -1 + 4 - 2)\n}\n"),
+                  "");
+    RT_EXPECT_STR(verdict(a, "def m(float(3) X, float(10) Y) -> (O) {\n"
+                             "  O(i) = Y(i) * X(-(-i / 4))\n}\n"),
+                  "2:17: X(-(-i / 4)) can read outside X's extent; declare 'X pad 0' or add a "
+                  "where-range");
+    RT_EXPECT_STR(verdict(a, "def m(float(3) X, float(10) Y) -> (O) {\n"
+                             "  O(i) = Y(i) * X(3 * (i / 4) - 4)\n}\n"),
+                  "2:17: X(3 * (i/4) - 4) can read outside X's extent; declare 'X pad 0' or add "
+                  "a where-range");
+    // nesting, several index variables, size symbols as divisors
+    RT_EXPECT_STR(verdict(a, "size D = 5\ndef m(float(2, 3) X, float(10, 7) Y) -> (O) {\n"
+                             "  O(i, j) = Y(i, j) * X((i / D) % 2, (i % 6) / 2 + j / 7)\n}\n"),
+                  "");
+    RT_EXPECT_STR(verdict(a, "def m(float(3) X, float(10, 7) Y) -> (O) {\n"
+                             "  O(i, j) = Y(i, j) * X((i + j) / 5)\n}\n"),
+                  "2:23: X((i + j) / 5) can read outside X's extent; declare 'X pad 0' or add a "
+                  "where-range");
+    // a modulo chain deeper than the interval recursion still has its [0, d-1] bound
+    RT_EXPECT_STR(verdict(a, "def m(float(2) X, float(10) Y) -> (O) {\n  O(i) = Y(i) * "
+                             "X((((((((((((((((i % 9) % 8) % 7) % 6) % 5) % 5) % 5) % 5) % 5) "
+                             "% 5) % 5) % 5) % 5) % 4) % 3) % 2)\n}\n"),
+                  "");
+    // a tree of 2^11 modulo atoms over the same operand: bounded work, and still proved
+    char *e = rt_arena_strdup(a, "i");
+    for (int k = 0; e && k < 11; k++)
+        e = rt_arena_printf(a, "(%s) %% 5 + (%s) %% 3", e, e);
+    RT_EXPECT(e != NULL);
+    if (e)
+        RT_EXPECT_STR(verdict(a, rt_arena_printf(a,
+                                                 "def m(float(7) X, float(10) Y) -> (O) {\n"
+                                                 "  O(i) = Y(i) * X(%s)\n}\n",
+                                                 e)),
+                      "");
+    // division by zero, a negative or a non-constant divisor proves nothing
+    RT_EXPECT_STR(verdict(a, "def m(float(3) X, float(10) Y) -> (O) {\n"
+                             "  O(i) = Y(i) * X(i % -3)\n}\n"),
+                  "2:17: X(i % -3) can read outside X's extent; declare 'X pad 0' or add a "
+                  "where-range");
+    RT_EXPECT_STR(verdict(a, "def m(float(3) X, float(10, 3) Y) -> (O) {\n"
+                             "  O(i, j) = Y(i, j) * X(i % (j + 1))\n}\n"),
+                  "2:23: X(i % (j + 1)) can read outside X's extent; declare 'X pad 0' or add "
+                  "a where-range");
+    rt_arena_free(a);
+}
+
+// Integer tensors are read only in integer contexts (indices, comparisons, integer outputs).
+static void test_int_reads(void) {
+    rt_arena *a = rt_arena_new(1 << 16);
+    const char *head = "def g(int32(8) word, int8(8) q, float(8) X) -> ";
+    struct {
+        const char *out, *stmt, *want;
+    } cases[] = {
+        {"(Y)", "Y(n) = X(word(n) % 8)", ""},
+        {"(Y)", "Y(n) = X(n) * (word(n) > 2 ? 1 : 0)", ""},
+        {"(Y)", "Y(n) = (word(n) == 0 && !(q(n) < 3)) ? 1.5 : X(n)", ""},
+        {"(Y)", "Y(n) = X(abs(word(n) - 4) % 8)", ""},
+        {"(int32(8) O)", "O(n) = word(n) * 2 + max(q(n), 1) + (X(n) > 0 ? word(n) : -word(n))", ""},
+        {"(Y)", "Y(n) = X(n) * word(n)",
+         "2:17: int32 tensor 'word' read in a float context; integer tensors may only be used "
+         "as indices, lengths or in comparisons"},
+        {"(Y)", "Y(n) = -q(n)",
+         "2:11: int8 tensor 'q' read in a float context; integer tensors may only be used as "
+         "indices, lengths or in comparisons"},
+        {"(Y)", "Y(n) = X(n) + max(word(n), 1)",
+         "2:21: int32 tensor 'word' read in a float context; integer tensors may only be used "
+         "as indices, lengths or in comparisons"},
+        {"(Y)", "Y(n) = word(n) > 1 ? word(n) : X(n)",
+         "2:24: int32 tensor 'word' read in a float context; integer tensors may only be used "
+         "as indices, lengths or in comparisons"},
+        {"(int32(8) O)", "O(n) = exp(word(n))",
+         "2:14: int32 tensor 'word' read in a float context; integer tensors may only be used "
+         "as indices, lengths or in comparisons"},
+        {"(Y)", "t(n) = word(n) + 1\n  Y(n) = X(t(n))",
+         "2:10: int32 tensor 'word' read in a float context; integer tensors may only be used "
+         "as indices, lengths or in comparisons"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        const char *src =
+            rt_arena_printf(a, "%s%s {\n  %s\n}\n", head, cases[i].out, cases[i].stmt);
+        RT_EXPECT_STR(verdict(a, src), cases[i].want);
+    }
+    rt_arena_free(a);
+}
+
+// Mixed precision: reductions into half/bfloat16 accumulate in float, others in the output type.
+static void test_acc_dtype(void) {
+    rt_arena *a = rt_arena_new(1 << 16);
+    struct {
+        const char *src;
+        bool reduces;
+        rt_dtype acc;
+        const char *line; // expected stmt line of rt_op_print
+    } cases[] = {
+        {"def h(half(8, 8) A, half(8, 8) B) -> (half(8, 8) C) {\n  C(m, n) +=! A(m, k) * B(k, "
+         "n)\n}",
+         true, RT_DTYPE_F32, "stmt 1: C(m, n) +=! A(m, k) * B(k, n); accumulates in float\n"},
+        {"def h(half(8, 8) A) -> (half(8, 8) C) {\n  C(m, n) = A(m, n) * 2\n}", false, RT_DTYPE_F16,
+         "stmt 1: C(m, n) = A(m, n) * 2\n"},
+        {"def h(bfloat16(8, 8) A) -> (bfloat16(8) C) {\n  C(m) max=! A(m, k)\n}", true,
+         RT_DTYPE_F32, "stmt 1: C(m) max=! A(m, k); accumulates in float\n"},
+        {"def h(half(8, 8) A, half(8) x) -> (half(8) y) {\n  y(m) = tanh(A(m, k) * x(k))\n}", true,
+         RT_DTYPE_F32, "stmt 1: y(m) = tanh(A(m, k) * x(k)); accumulates in float\n"},
+        {"def h(double(8, 8) A) -> (C) {\n  C(m) +=! A(m, k)\n}", true, RT_DTYPE_F64,
+         "stmt 1: C(m) +=! A(m, k); accumulates in double\n"},
+        {"def h(int8(8, 8) A) -> (int32(8) C) {\n  C(m) +=! A(m, k) * A(k, m)\n}", true,
+         RT_DTYPE_I32, "stmt 1: C(m) +=! A(m, k) * A(k, m); accumulates in int32\n"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        rt_err err;
+        rt_op *op = parse(a, cases[i].src, &err);
+        RT_EXPECT(op != NULL);
+        if (!op) {
+            fprintf(stderr, "case %zu: %s\n", i, err.msg);
+            continue;
+        }
+        RT_EXPECT_EQ(op->stmts[0].reduces, cases[i].reduces);
+        RT_EXPECT_EQ(op->stmts[0].acc_dtype, cases[i].acc);
+        rt_buf b;
+        rt_buf_init(&b, a);
+        rt_op_print(op, &b);
+        RT_EXPECT(b.data && strstr(b.data, cases[i].line) != NULL);
+    }
     rt_arena_free(a);
 }
 
@@ -369,6 +537,9 @@ int main(void) {
     test_conv_halo();
     test_trmm_narrowing();
     test_masked_where();
+    test_div_mod_bounds();
+    test_int_reads();
+    test_acc_dtype();
     test_pad_intersection();
     test_shape_inference();
     test_axis_fusion();

@@ -330,7 +330,7 @@ static void test_print(void) {
                               "tensor B: float(K, N) input, dense 1024 x 4096, 16777216 bytes\n"
                               "tensor C: float(M, N) output (inferred), dense 4096 x 4096, "
                               "67108864 bytes\n"
-                              "stmt 1: C(m, n) +=! A(m, k) * B(k, n)\n"
+                              "stmt 1: C(m, n) +=! A(m, k) * B(k, n); accumulates in float\n"
                               "    loop m in 0:M (4096) spatial\n"
                               "    loop n in 0:N (4096) spatial\n"
                               "    loop k in 0:K (1024) reduce\n"
@@ -343,6 +343,8 @@ static void test_print(void) {
         RT_EXPECT_STR(json_string_value(json_object_get(s, "text")),
                       "C(m, n) +=! A(m, k) * B(k, n)");
         json_t *k = json_array_get(json_object_get(s, "loops"), 2);
+        RT_EXPECT_STR(json_string_value(json_object_get(s, "acc_dtype")), "float");
+        RT_EXPECT(json_is_true(json_object_get(s, "reduces")));
         RT_EXPECT_EQ(json_integer_value(json_object_get(k, "extent")), 1024);
         RT_EXPECT(json_is_true(json_object_get(k, "reduce")));
         json_decref(j);
