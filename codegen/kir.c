@@ -11,7 +11,8 @@ static const char *const rt_kir_type_names[RT_KIR_TYPE_COUNT] = {"i64", "i32", "
 static const char *const rt_kir_type_ctypes[RT_KIR_TYPE_COUNT] = {
     "int64_t", "int32_t", "float", "double"};
 static const char *const rt_kir_bop_names[RT_KIR_BOP_COUNT] = {
-    "+", "-", "*", "/", "%", "min", "max", "<", "<=", ">", ">=", "==", "!=", "&&", "||"};
+    "+", "-", "*", "/", "%", "min", "max", "<", "<=", ">", ">=", "==", "!=", "&&", "||",
+    "/", "%"};
 static const char *const rt_kir_loop_names[RT_KIR_LOOP_KIND_COUNT] = {
     "serial", "parallel", "vector", "unroll"};
 // clang-format on

@@ -46,6 +46,7 @@ typedef enum rt_kir_bop {
     RT_KIR_MIN, RT_KIR_MAX,
     RT_KIR_LT, RT_KIR_LE, RT_KIR_GT, RT_KIR_GE, RT_KIR_EQ, RT_KIR_NE, // -> I64 0/1
     RT_KIR_AND, RT_KIR_OR,                                            // I64 0/1
+    RT_KIR_UDIV, RT_KIR_UMOD, // I64 of non-negative operands: truncating (GPU index math)
     RT_KIR_BOP_COUNT
 } rt_kir_bop;
 
@@ -120,6 +121,8 @@ typedef enum rt_kir_buf_role {
     RT_KIR_BUF_DATA,    // elements of a tensor
     RT_KIR_BUF_START,   // start array of a ragged dim (I64)
     RT_KIR_BUF_SCRATCH, // per-thread scratch of the phase (F32), buffer 0 of no tensor
+    RT_KIR_BUF_SHARED,  // GPU: array of `elems` shared by the threads of a block (lower-gpu.c)
+    RT_KIR_BUF_LOCAL,   // GPU: per-thread array of `elems` (register tile, lower-gpu.c)
 } rt_kir_buf_role;
 
 typedef struct rt_kir_buf {
@@ -129,6 +132,7 @@ typedef struct rt_kir_buf {
     int32_t tensor;   // DATA/START: tensor index; -1 for scratch
     int32_t dim;      // START: the ragged dim
     bool written;
+    int64_t elems;    // SHARED / LOCAL: array length in elements
 } rt_kir_buf;
 
 typedef struct rt_kir_var {
@@ -145,6 +149,11 @@ typedef struct rt_kir_phase {
     rt_kir_var *vars;
     rt_kir_block body;
     int64_t scratch_bytes;  // per thread
+    // GPU phases (lower-gpu.c): n_items is the block count along grid x and item_var the block
+    // index along x; threads > 0 marks a GPU phase.
+    int32_t threads;        // threads per block; 0 = CPU phase
+    int32_t thread_var;     // var bound to the thread index in the block
+    int32_t grid_var[2];    // vars bound to the block index along grid y and z (-1: unused)
 } rt_kir_phase;
 
 // What a contraction kernel computes, for checks that need no reference run (the random-vector

@@ -183,8 +183,8 @@ static void rt_cl_isolate_drivers(void) {
 
 // Finds the first device whose "platform name, platform version, device name" contains
 // dev->arch and creates a context (and, with a queue, a profiling queue) on it. Released with a.
-static rt_status rt_cl_open(rt_arena *a, const rt_device *dev, bool with_queue, rt_cl_rt **out,
-                            rt_err *err) {
+static rt_status rt_cl_open_locked(rt_arena *a, const rt_device *dev, bool with_queue,
+                                   rt_cl_rt **out, rt_err *err) {
     // PoCL links libclang-cpp.so.15; amd_comgr (hipRTC) carries its own clang 15: with both in
     // one process LLVM aborts on the duplicate options. Refuse instead (hal-hip.c does too).
     void *comgr = dlopen("libamd_comgr.so.2", RTLD_LAZY | RTLD_NOLOAD);
@@ -248,6 +248,18 @@ static rt_status rt_cl_open(rt_arena *a, const rt_device *dev, bool with_queue, 
     }
     *out = c;
     return RT_OK;
+}
+
+// PoCL's platform and device queries race when two threads open it at once (seen as a crash in
+// clGetDeviceInfo while compiling candidates in parallel): discovery is serialized.
+static pthread_mutex_t rt_cl_open_mutex = PTHREAD_MUTEX_INITIALIZER;
+
+static rt_status rt_cl_open(rt_arena *a, const rt_device *dev, bool with_queue, rt_cl_rt **out,
+                            rt_err *err) {
+    pthread_mutex_lock(&rt_cl_open_mutex);
+    rt_status st = rt_cl_open_locked(a, dev, with_queue, out, err);
+    pthread_mutex_unlock(&rt_cl_open_mutex);
+    return st;
 }
 
 // ---------------------------------------------------------------------------------------------

@@ -1,0 +1,30 @@
+// dialect-cuda.c: the CUDA C constructs of the GPU emitter (emit-gpu.c prints every kernel; this
+// table only says how CUDA spells a kernel, shared memory, thread/block indices, barriers,
+// vector types and math functions). Sources are compiled in-process by NVRTC (hal-cuda.c), so
+// nothing here may need a header: infinity comes from a bit pattern, not <math.h>.
+#include "gpu.h"
+
+// clang-format off
+const rt_gpu_dialect rt_gpu_dialect_cuda = {
+    .target            = "cuda",
+    .ext               = "cu",
+    .prelude           = "",
+    .kernel_qual       = "extern \"C\" __global__",
+    .bounds_fmt        = "__launch_bounds__(%d, 1)",
+    .bounds_after_void = true,
+    .global_qual       = "",
+    .shared_qual       = "__shared__",
+    .restrict_kw       = "__restrict__",
+    .thread_idx        = "threadIdx.x",
+    .block_idx         = {"blockIdx.x", "blockIdx.y", "blockIdx.z"},
+    .barrier           = "__syncthreads();",
+    .unroll            = "#pragma unroll",
+    .i64               = "long long",
+    .vec4              = "float4",
+    .inf               = "__int_as_float(0x7f800000)",
+    .fn_qual           = "static __device__ __forceinline__",
+    .fmod_f32          = "fmodf",
+    .fn_f32 = {"expf", "logf", "sqrtf", "rsqrtf", "tanhf", NULL, "erff", "fabsf", "fmaxf", "fminf"},
+    .fn_f64 = {"exp", "log", "sqrt", "rsqrt", "tanh", NULL, "erf", "fabs", "fmax", "fmin"},
+};
+// clang-format on

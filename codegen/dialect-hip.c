@@ -1,0 +1,30 @@
+// dialect-hip.c: the HIP constructs of the GPU emitter (emit-gpu.c prints every kernel; this
+// table only says how HIP spells them). HIP accepts CUDA's spelling of kernels, indices and
+// barriers; what differs is the helper qualifier and the infinity builtin of clang. Sources are
+// compiled in-process by hipRTC (hal-hip.c) for the device's gfx architecture.
+#include "gpu.h"
+
+// clang-format off
+const rt_gpu_dialect rt_gpu_dialect_hip = {
+    .target            = "hip",
+    .ext               = "hip.cpp",
+    .prelude           = "",
+    .kernel_qual       = "extern \"C\" __global__",
+    .bounds_fmt        = "__launch_bounds__(%d)",
+    .bounds_after_void = true,
+    .global_qual       = "",
+    .shared_qual       = "__shared__",
+    .restrict_kw       = "__restrict__",
+    .thread_idx        = "threadIdx.x",
+    .block_idx         = {"blockIdx.x", "blockIdx.y", "blockIdx.z"},
+    .barrier           = "__syncthreads();",
+    .unroll            = "#pragma unroll",
+    .i64               = "long long",
+    .vec4              = "float4",
+    .inf               = "__builtin_huge_valf()",
+    .fn_qual           = "static __device__ inline",
+    .fmod_f32          = "fmodf",
+    .fn_f32 = {"expf", "logf", "sqrtf", "rsqrtf", "tanhf", NULL, "erff", "fabsf", "fmaxf", "fminf"},
+    .fn_f64 = {"exp", "log", "sqrt", "rsqrt", "tanh", NULL, "erf", "fabs", "fmax", "fmin"},
+};
+// clang-format on

@@ -1,0 +1,551 @@
+// emit-gpu.c: the one GPU emitter. It walks the GPU-structured kernel IR of lower-gpu.c and
+// prints CUDA, HIP or OpenCL C; everything that differs between the three comes from the
+// dialect table (dialect-*.c): kernel and address-space qualifiers, restrict, thread/block
+// indices, barriers, launch bounds, math names, the 64-bit integer type. Text goes through
+// rt_buf_linef and is deterministic. Below the emitter: the candidate helpers the driver calls —
+// emit a ranked candidate, compile the top-K in-process (rt_gpu_compile_many) with resource
+// usage, and run a candidate on an OpenCL device against the reference interpreter.
+#include "gpu.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+_Static_assert(RT_GPU_TARGET_COUNT == 3, "ORDER RT_GPU_TARGET: dialect list in emit-gpu.c");
+
+const rt_gpu_dialect *rt_gpu_dialect_of(rt_gpu_target t) {
+    switch (t) {
+    case RT_GPU_TARGET_CUDA: return &rt_gpu_dialect_cuda;
+    case RT_GPU_TARGET_HIP: return &rt_gpu_dialect_hip;
+    case RT_GPU_TARGET_OPENCL: return &rt_gpu_dialect_opencl;
+    default: return NULL;
+    }
+}
+
+bool rt_gpu_target_from_name(const char *name, rt_gpu_target *out) {
+    for (int32_t t = 0; t < RT_GPU_TARGET_COUNT; t++)
+        if (name && strcmp(name, rt_gpu_dialect_of((rt_gpu_target)t)->target) == 0) {
+            *out = (rt_gpu_target)t;
+            return true;
+        }
+    return false;
+}
+
+bool rt_gpu_target_of_device(const rt_device *dev, rt_gpu_target *out) {
+    switch (dev->devclass) {
+    case RT_DEVCLASS_CUDA: *out = RT_GPU_TARGET_CUDA; return true;
+    case RT_DEVCLASS_HIP: *out = RT_GPU_TARGET_HIP; return true;
+    case RT_DEVCLASS_OPENCL: *out = RT_GPU_TARGET_OPENCL; return true;
+    default: return false;
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Printing the kernel IR
+// ---------------------------------------------------------------------------------------------
+
+typedef struct rt_ge {
+    const rt_gpu_kernel *gk;
+    const rt_kir_kernel *k;
+    const rt_kir_phase *p;
+    const rt_gpu_dialect *d;
+    rt_buf *b;
+    bool bad;
+} rt_ge;
+
+static const char *rt_ge_itype(const rt_ge *g) {
+    return g->gk->idx32 ? "int" : g->d->i64;
+}
+
+static const char *rt_ge_type(const rt_ge *g, rt_kir_type t) {
+    switch (t) {
+    case RT_KIR_I64: return rt_ge_itype(g);
+    case RT_KIR_I32: return "int";
+    case RT_KIR_F32: return "float";
+    case RT_KIR_F64: return "double";
+    default: return "?";
+    }
+}
+
+static void rt_ge_float(rt_ge *g, rt_buf *b, rt_kir_type t, double v) {
+    bool f32 = t == RT_KIR_F32;
+    if (isinf(v)) {
+        rt_buf_printf(b, "%s(%s%s)", v < 0 ? "-" : "", f32 ? "" : "(double)", g->d->inf);
+        return;
+    }
+    if (isnan(v)) {
+        rt_buf_puts(b, f32 ? "(0.0f / 0.0f)" : "(0.0 / 0.0)");
+        return;
+    }
+    char s[64];
+    for (int prec = f32 ? 6 : 15; prec <= 17; prec++) {
+        snprintf(s, sizeof s, "%.*g", prec, v);
+        if (f32 ? (float)strtod(s, NULL) == (float)v : strtod(s, NULL) == v)
+            break;
+    }
+    rt_buf_puts(b, s);
+    if (!strpbrk(s, ".e"))
+        rt_buf_puts(b, ".0");
+    if (f32)
+        rt_buf_puts(b, "f");
+}
+
+static void rt_ge_expr(rt_ge *g, rt_buf *b, const rt_kir_expr *e) {
+    const rt_gpu_dialect *d = g->d;
+    if (!e) {
+        g->bad = true;
+        return;
+    }
+    switch (e->kind) {
+    case RT_KIR_E_INT:
+        if (e->ival > 2147483647LL || e->ival < -2147483647LL)
+            rt_buf_printf(b, "((%s)%lldLL)", rt_ge_itype(g), (long long)e->ival);
+        else if (e->ival < 0)
+            rt_buf_printf(b, "(%lld)", (long long)e->ival);
+        else
+            rt_buf_printf(b, "%lld", (long long)e->ival);
+        return;
+    case RT_KIR_E_FLT:
+        rt_ge_float(g, b, e->type, e->fval);
+        return;
+    case RT_KIR_E_VAR:
+    case RT_KIR_E_FVAR:
+        rt_buf_puts(b, g->p->vars[e->var].name);
+        return;
+    case RT_KIR_E_LOAD:
+        rt_buf_printf(b, "%s[", g->k->bufs[e->buf].name);
+        rt_ge_expr(g, b, e->args[0]);
+        rt_buf_puts(b, "]");
+        return;
+    case RT_KIR_E_NEG:
+        rt_buf_puts(b, "(-");
+        rt_ge_expr(g, b, e->args[0]);
+        rt_buf_puts(b, ")");
+        return;
+    case RT_KIR_E_BIN: {
+        const rt_kir_expr *x = e->args[0], *y = e->args[1];
+        bool fl = rt_kir_type_is_float(x->type);
+        const char *fn = NULL;
+        const char *const *tab = x->type == RT_KIR_F64 ? d->fn_f64 : d->fn_f32;
+        switch (e->bop) {
+        case RT_KIR_MIN:
+        case RT_KIR_MAX:
+            if (fl) {
+                fn = tab[e->bop == RT_KIR_MIN ? RT_FN_MIN : RT_FN_MAX];
+                break;
+            }
+            rt_buf_puts(b, "((");
+            rt_ge_expr(g, b, x);
+            rt_buf_puts(b, e->bop == RT_KIR_MIN ? ") < (" : ") > (");
+            rt_ge_expr(g, b, y);
+            rt_buf_puts(b, ") ? (");
+            rt_ge_expr(g, b, x);
+            rt_buf_puts(b, ") : (");
+            rt_ge_expr(g, b, y);
+            rt_buf_puts(b, "))");
+            return;
+        case RT_KIR_DIV:
+            if (!fl)
+                fn = "rt_floordiv";
+            break;
+        case RT_KIR_MOD:
+            fn = fl ? (x->type == RT_KIR_F64 ? "fmod" : d->fmod_f32) : "rt_floormod";
+            break;
+        default: break;
+        }
+        if (fn) {
+            rt_buf_printf(b, "%s(", fn);
+            rt_ge_expr(g, b, x);
+            rt_buf_puts(b, ", ");
+            rt_ge_expr(g, b, y);
+            rt_buf_puts(b, ")");
+            return;
+        }
+        rt_buf_puts(b, "(");
+        rt_ge_expr(g, b, x);
+        rt_buf_printf(b, " %s ", rt_kir_bop_name(e->bop));
+        rt_ge_expr(g, b, y);
+        rt_buf_puts(b, ")");
+        return;
+    }
+    case RT_KIR_E_CALL: {
+        const char *const *tab = e->type == RT_KIR_F64 ? d->fn_f64 : d->fn_f32;
+        if (e->fn == RT_FN_SIGMOID || !tab[e->fn]) {
+            bool f32 = e->type != RT_KIR_F64;
+            rt_buf_printf(b, "(%s / (%s + %s(-(", f32 ? "1.0f" : "1.0", f32 ? "1.0f" : "1.0",
+                          tab[RT_FN_EXP]);
+            rt_ge_expr(g, b, e->args[0]);
+            rt_buf_puts(b, "))))");
+            return;
+        }
+        rt_buf_printf(b, "%s(", tab[e->fn]);
+        rt_ge_expr(g, b, e->args[0]);
+        rt_buf_puts(b, ")");
+        return;
+    }
+    case RT_KIR_E_SELECT:
+        rt_buf_puts(b, "(");
+        rt_ge_expr(g, b, e->args[0]);
+        rt_buf_puts(b, " ? ");
+        rt_ge_expr(g, b, e->args[1]);
+        rt_buf_puts(b, " : ");
+        rt_ge_expr(g, b, e->args[2]);
+        rt_buf_puts(b, ")");
+        return;
+    case RT_KIR_E_CAST:
+        rt_buf_printf(b, "((%s)", rt_ge_type(g, e->type));
+        rt_ge_expr(g, b, e->args[0]);
+        rt_buf_puts(b, ")");
+        return;
+    default:
+        g->bad = true;
+        return;
+    }
+}
+
+// The expression as a string (for rt_buf_linef).
+static const char *rt_ge_str(rt_ge *g, const rt_kir_expr *e) {
+    rt_buf t;
+    rt_buf_init(&t, g->b->arena);
+    rt_ge_expr(g, &t, e);
+    if (t.oom)
+        g->bad = true;
+    return t.oom ? "" : t.data;
+}
+
+static void rt_ge_block(rt_ge *g, const rt_kir_block *blk, int ind);
+
+static void rt_ge_node(rt_ge *g, const rt_kir_node *n, int ind) {
+    rt_buf *b = g->b;
+    const rt_kir_phase *p = g->p;
+    switch (n->kind) {
+    case RT_KIR_N_LOOP: {
+        const char *v = p->vars[n->var].name;
+        if (n->loop_kind == RT_KIR_LOOP_UNROLL)
+            rt_buf_linef(b, ind, "%s", g->d->unroll);
+        rt_buf_linef(b, ind, "for (%s = %s; %s < %s; ++%s) {", v, rt_ge_str(g, n->lo), v,
+                     rt_ge_str(g, n->hi), v);
+        rt_ge_block(g, &n->body, ind + 1);
+        rt_buf_linef(b, ind, "}");
+        return;
+    }
+    case RT_KIR_N_LET:
+    case RT_KIR_N_FSET:
+        rt_buf_linef(b, ind, "%s = %s;", p->vars[n->var].name, rt_ge_str(g, n->value));
+        return;
+    case RT_KIR_N_STORE:
+        rt_buf_linef(b, ind, "%s[%s] = %s;", g->k->bufs[n->buf].name, rt_ge_str(g, n->index),
+                     rt_ge_str(g, n->value));
+        return;
+    case RT_KIR_N_IF:
+        rt_buf_linef(b, ind, "if (%s) {", rt_ge_str(g, n->cond));
+        rt_ge_block(g, &n->body, ind + 1);
+        if (n->else_body.n > 0) {
+            rt_buf_linef(b, ind, "} else {");
+            rt_ge_block(g, &n->else_body, ind + 1);
+        }
+        rt_buf_linef(b, ind, "}");
+        return;
+    case RT_KIR_N_COPY:
+        rt_buf_linef(b, ind, "// copy: %s", n->text ? n->text : "");
+        rt_ge_block(g, &n->body, ind);
+        return;
+    case RT_KIR_N_BARRIER:
+        rt_buf_linef(b, ind, "%s", g->d->barrier);
+        return;
+    case RT_KIR_N_COMMENT:
+        rt_buf_linef(b, ind, "// %s", n->text ? n->text : "");
+        return;
+    default:
+        g->bad = true; // micro-kernels are a CPU construct
+        return;
+    }
+}
+
+static void rt_ge_block(rt_ge *g, const rt_kir_block *blk, int ind) {
+    for (int32_t i = 0; i < blk->n; i++)
+        rt_ge_node(g, blk->nodes[i], ind);
+}
+
+static void rt_ge_phase(rt_ge *g, int32_t pi) {
+    const rt_gpu_dialect *d = g->d;
+    const rt_kir_kernel *k = g->k;
+    const rt_kir_phase *p = &k->phases[pi];
+    const rt_gpu_phase *gp = &g->gk->phases[pi];
+    rt_buf *b = g->b;
+    g->p = p;
+    char bounds[96];
+    snprintf(bounds, sizeof bounds, d->bounds_fmt, (int)p->threads);
+    rt_buf_linef(b, 0, "// %s", p->what);
+    if (d->bounds_after_void)
+        rt_buf_linef(b, 0, "%s void %s", d->kernel_qual, bounds);
+    else
+        rt_buf_linef(b, 0, "%s %s void", d->kernel_qual, bounds);
+    rt_buf_printf(b, "%s(", gp->kernel_name);
+    bool first = true;
+    for (int32_t i = 0; i < g->gk->n_bufs; i++) {
+        const rt_gpu_buffer *gb = &g->gk->bufs[i];
+        const rt_kir_buf *kb = &k->bufs[gb->kir_buf];
+        rt_buf_printf(b, "%s%s%s%s *%s %s", first ? "" : ",\n    ", d->global_qual,
+                      kb->written ? "" : "const ", rt_ge_type(g, kb->type), d->restrict_kw,
+                      kb->name);
+        first = false;
+    }
+    rt_buf_puts(b, ") {\n");
+    for (int32_t i = 0; i < k->n_bufs; i++) {
+        const rt_kir_buf *kb = &k->bufs[i];
+        if (kb->dim != pi)
+            continue;
+        if (kb->role == RT_KIR_BUF_SHARED)
+            rt_buf_linef(b, 1, "%s %s %s[%lld];", d->shared_qual, rt_ge_type(g, kb->type),
+                         kb->name, (long long)kb->elems);
+        else if (kb->role == RT_KIR_BUF_LOCAL)
+            rt_buf_linef(b, 1, "%s %s[%lld];", rt_ge_type(g, kb->type), kb->name,
+                         (long long)kb->elems);
+    }
+    // variables, grouped by type, in order of creation
+    for (int32_t t = 0; t < RT_KIR_TYPE_COUNT; t++) {
+        bool any = false;
+        for (int32_t v = 0; v < p->n_vars; v++) {
+            if ((int32_t)p->vars[v].type != t)
+                continue;
+            rt_buf_printf(b, "%s%s", any ? ", " : rt_arena_printf(b->arena, "    %s ",
+                                                                   rt_ge_type(g, (rt_kir_type)t)),
+                          p->vars[v].name);
+            any = true;
+        }
+        if (any)
+            rt_buf_puts(b, ";\n");
+    }
+    rt_buf_linef(b, 1, "%s = %s;", p->vars[p->item_var].name, d->block_idx[0]);
+    rt_buf_linef(b, 1, "%s = %s;", p->vars[p->thread_var].name, d->thread_idx);
+    for (int32_t i = 0; i < 2; i++)
+        if (p->grid_var[i] >= 0)
+            rt_buf_linef(b, 1, "%s = %s;", p->vars[p->grid_var[i]].name, d->block_idx[1 + i]);
+    rt_ge_block(g, &p->body, 1);
+    rt_buf_linef(b, 0, "}");
+    rt_buf_linef(b, 0, "%s", "");
+}
+
+rt_status rt_gpu_emit(rt_arena *a, const rt_gpu_kernel *k, const rt_gpu_dialect *d,
+                      const char **out_text, rt_err *err) {
+    RT_TRY(rt_kir_validate(k->kir, err));
+    for (int32_t i = 0; i < k->kir->n_phases; i++)
+        if (k->kir->phases[i].threads < 1)
+            return rt_fail(err, RT_ERR_BACKEND, RT_NOLOC, "kernel %s, phase %d is not a GPU phase",
+                           k->kir->name, (int)i);
+    rt_buf b;
+    rt_buf_init(&b, a);
+    rt_ge g = {.gk = k, .k = k->kir, .d = d, .b = &b};
+    // header comment
+    rt_buf_linef(&b, 0, "// %s kernel generated by rtgen", d->target);
+    const char *h = k->header ? k->header : "";
+    while (*h) {
+        const char *nl = strchr(h, '\n');
+        size_t n = nl ? (size_t)(nl - h) : strlen(h);
+        rt_buf_puts(&b, "// ");
+        rt_buf_putn(&b, h, n);
+        rt_buf_puts(&b, "\n");
+        h += n + (nl ? 1 : 0);
+    }
+    rt_buf_puts(&b, d->prelude);
+    const char *it = k->idx32 ? "int" : d->i64;
+    rt_buf_linef(&b, 0, "%s %s rt_floordiv(%s a, %s b) {", d->fn_qual, it, it, it);
+    rt_buf_linef(&b, 1, "%s q = a / b;", it);
+    rt_buf_linef(&b, 1, "return (a %% b != 0 && ((a < 0) != (b < 0))) ? q - 1 : q;");
+    rt_buf_linef(&b, 0, "}");
+    rt_buf_linef(&b, 0, "%s %s rt_floormod(%s a, %s b) {", d->fn_qual, it, it, it);
+    rt_buf_linef(&b, 1, "return a - rt_floordiv(a, b) * b;");
+    rt_buf_linef(&b, 0, "}");
+    rt_buf_linef(&b, 0, "%s", "");
+    for (int32_t i = 0; i < k->kir->n_phases; i++)
+        rt_ge_phase(&g, i);
+    if (b.oom)
+        return rt_fail(err, RT_ERR_NOMEM, RT_NOLOC, "out of memory");
+    if (g.bad)
+        return rt_fail(err, RT_ERR_BACKEND, RT_NOLOC,
+                       "kernel %s has a construct the GPU emitter cannot print", k->kir->name);
+    *out_text = b.data;
+    return RT_OK;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Candidates
+// ---------------------------------------------------------------------------------------------
+
+rt_status rt_gpu_emit_candidate(rt_arena *a, const rt_perf_result *r, int32_t rank,
+                                rt_gpu_target t, const rt_gpu_lower_options *opt,
+                                rt_gpu_candidate *out, rt_err *err) {
+    if (rank < 1 || rank > r->n_cands)
+        return rt_fail(err, RT_ERR_USAGE, RT_NOLOC, "no candidate of rank %d (expected 1..%d)",
+                       (int)rank, (int)r->n_cands);
+    rt_gpu_lower_options o = opt ? *opt : (rt_gpu_lower_options){0};
+    o.rank = rank;
+    memset(out, 0, sizeof *out);
+    out->rank = rank;
+    out->prog = &r->cands[rank - 1];
+    out->target = t;
+    out->regs = -1;
+    const rt_perf_model *m = r->model;
+    RT_TRY(rt_gpu_lower(a, m->op, m->dev, m, out->prog, &o, &out->kernel, err));
+    return rt_gpu_emit(a, out->kernel, rt_gpu_dialect_of(t), &out->source, err);
+}
+
+rt_status rt_gpu_compile_topk(rt_arena *a, const rt_perf_result *r, const rt_device *dev,
+                              int32_t n, int32_t n_threads, rt_gpu_candidate **out, rt_err *err) {
+    rt_gpu_target t;
+    if (!rt_gpu_target_of_device(dev, &t))
+        return rt_fail(err, RT_ERR_DEVICE, dev->origin,
+                       "device '%s' is not a GPU (expected class cuda, hip or opencl, got %s)",
+                       dev->name, rt_devclass_name(dev->devclass));
+    if (n > r->n_cands)
+        n = r->n_cands;
+    rt_gpu_candidate *cs;
+    RT_ALLOC(a, cs, n, err);
+    int32_t n_jobs = 0;
+    for (int32_t i = 0; i < n; i++) {
+        RT_TRY(rt_gpu_emit_candidate(a, r, i + 1, t, NULL, &cs[i], err));
+        n_jobs += cs[i].kernel->n_phases;
+    }
+    rt_gpu_compile_job *jobs;
+    RT_ALLOC(a, jobs, n_jobs, err);
+    int32_t j = 0;
+    for (int32_t i = 0; i < n; i++)
+        for (int32_t p = 0; p < cs[i].kernel->n_phases; p++, j++) {
+            jobs[j].source = cs[i].source;
+            jobs[j].kernel_name = cs[i].kernel->phases[p].kernel_name;
+        }
+    // One parallel batch; occupancy is then recomputed for each phase's own block size.
+    rt_gpu_compile_options o = {.threads_per_block = 0};
+    RT_TRY(rt_gpu_compile_many(a, dev, &o, n_threads, jobs, n_jobs, err));
+    j = 0;
+    for (int32_t i = 0; i < n; i++) {
+        rt_gpu_candidate *c = &cs[i];
+        int32_t np = c->kernel->n_phases;
+        RT_ALLOC(a, c->bins, np, err);
+        c->compiled = true;
+        c->occupancy = 1.0;
+        for (int32_t p = 0; p < np; p++, j++) {
+            rt_gpu_compile_job *jb = &jobs[j];
+            c->bins[p] = jb->out;
+            if (jb->status != RT_OK || !jb->out) {
+                if (c->compiled) {
+                    c->compile_status = jb->status != RT_OK ? jb->status : RT_ERR_BACKEND;
+                    c->compile_err = jb->err;
+                }
+                c->compiled = false;
+                continue;
+            }
+            rt_gpu_binary *bin = jb->out;
+            rt_err oe;
+            rt_err_clear(&oe);
+            rt_gpu_occupancy occ;
+            if (rt_gpu_occupancy_of(dev, &bin->res, c->kernel->phases[p].threads, &occ, &oe) ==
+                RT_OK)
+                bin->occ = occ;
+            c->regs = bin->res.regs > c->regs ? bin->res.regs : c->regs;
+            if (bin->res.spill_store_bytes > 0)
+                c->spill_bytes += bin->res.spill_store_bytes;
+            if (bin->res.spill_load_bytes > 0)
+                c->spill_bytes += bin->res.spill_load_bytes;
+            c->smem_bytes = bin->res.smem_bytes > c->smem_bytes ? bin->res.smem_bytes
+                                                                : c->smem_bytes;
+            if (bin->occ.occupancy < c->occupancy)
+                c->occupancy = bin->occ.occupancy;
+            snprintf(c->compiled_arch, sizeof c->compiled_arch, "%s", bin->compiled_arch);
+            if (bin->note)
+                c->note = bin->note;
+        }
+        if (!c->compiled)
+            c->occupancy = 0.0;
+    }
+    *out = cs;
+    return RT_OK;
+}
+
+static double rt_ge_now_ns(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec * 1e9 + (double)ts.tv_nsec;
+}
+
+rt_status rt_gpu_check_run(rt_arena *a, rt_gpu_runtime *rt, const rt_device *ocl_dev,
+                              const rt_gpu_candidate *c, rt_bindings *b, rt_gpu_check *out,
+                              rt_err *err) {
+    const rt_gpu_kernel *k = c->kernel;
+    const rt_op *op = k->op;
+    memset(out, 0, sizeof *out);
+    rt_gpu_target want;
+    if (!rt_gpu_target_of_device(ocl_dev, &want) || c->target != want)
+        return rt_fail(err, RT_ERR_USAGE, RT_NOLOC,
+                       "candidate was emitted for %s, not for the device '%s'",
+                       rt_gpu_dialect_of(c->target)->target, ocl_dev->name);
+    RT_TRY(rt_bindings_prepare(b, err));
+    // device copies of every tensor's data, start arrays as doubles
+    double **host;
+    RT_ALLOC(a, host, k->n_bufs, err);
+    rt_gpu_arg *args;
+    RT_ALLOC(a, args, k->n_bufs, err);
+    for (int32_t i = 0; i < k->n_bufs; i++) {
+        const rt_gpu_buffer *gb = &k->bufs[i];
+        const rt_tensor_data *td = &b->tensors[gb->tensor];
+        int64_t n;
+        if (gb->is_start) {
+            n = td->layout.n_rows[gb->dim] + 1;
+            RT_ALLOC(a, host[i], n, err);
+            for (int64_t j = 0; j < n; j++) {
+                int64_t v = td->layout.start[gb->dim][j];
+                if (v > 2147483647LL)
+                    return rt_fail(err, RT_ERR_SPEC, op->tensors[gb->tensor].loc,
+                                   "ragged tensor '%s' too large for int32 offsets (got %lld)",
+                                   op->tensors[gb->tensor].name, (long long)v);
+                host[i][j] = (double)v;
+            }
+        } else {
+            n = rt_tensor_elems(b, gb->tensor);
+            RT_ALLOC(a, host[i], n, err);
+            if (n > 0)
+                memcpy(host[i], td->data, (size_t)n * sizeof(double));
+        }
+        args[i] = (rt_gpu_arg){.kind = RT_GPU_ARG_BUFFER,
+                               .dtype = gb->dtype,
+                               .n_elems = n > 0 ? n : 1,
+                               .host = n > 0 ? host[i] : NULL,
+                               .copy_out = gb->written};
+        if (n == 0) { // an empty tensor still needs a valid buffer
+            RT_ALLOC(a, host[i], 1, err);
+            args[i].host = host[i];
+        }
+    }
+    double t0 = rt_ge_now_ns();
+    for (int32_t p = 0; p < k->n_phases; p++) {
+        rt_gpu_binary *bin = NULL;
+        rt_gpu_compile_options o = {.threads_per_block = k->phases[p].threads};
+        if (c->bins && c->bins[p])
+            bin = c->bins[p];
+        else // in the runtime's arena: the runtime keeps its built kernels keyed by binary
+            RT_TRY(rt_gpu_compile(rt->arena, ocl_dev, c->source, k->phases[p].kernel_name, &o,
+                                  &bin, err));
+        rt_gpu_launch cfg;
+        RT_TRY(rt_gpu_phase_launch(k, p, b, &cfg, err));
+        RT_TRY(rt_gpu_run(rt, bin, &cfg, args, k->n_bufs, err));
+    }
+    out->elapsed_ns = rt_ge_now_ns() - t0;
+    RT_TRY(rt_interp_run(op, b, err));
+    for (int32_t o = 0; o < op->n_outputs && o < 8; o++) {
+        int32_t t = op->outputs[o];
+        int32_t bi = -1;
+        for (int32_t i = 0; i < k->n_bufs; i++)
+            if (!k->bufs[i].is_start && k->bufs[i].tensor == t)
+                bi = i;
+        if (bi < 0)
+            continue;
+        rt_compare_data(b->tensors[t].data, host[bi], rt_tensor_elems(b, t), &out->cmp[o]);
+        out->max_rel_err = fmax(out->max_rel_err, out->cmp[o].max_rel_err);
+        out->nmse = fmax(out->nmse, out->cmp[o].nmse);
+        out->n_outputs = o + 1;
+    }
+    return RT_OK;
+}

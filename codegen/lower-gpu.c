@@ -1,0 +1,1824 @@
+// lower-gpu.c: turns one ranked rProgram (perfmodel.h) into GPU-structured kernel IR (kir.h):
+// blocks from the scale-out tile (grid over the spatial dims of the block-level rTile), threads
+// from the block tile divided by the register tile, and per thread a register tile STRIDED over
+// the block's threads (thread t owns elements t, t + T, ... of each dim: coalesced accesses, few
+// bank conflicts, as Roller/TVM schedule). Three shapes of phase come out:
+//   staged   dense contractions (matmul, conv, depthwise conv, linear): every input's data tile
+//            of a reduction step is copied cooperatively into shared memory (halo reads of pad
+//            tensors give the pad value, ragged tails are bounds-checked, rows padded by the
+//            bank rule), accumulators stay in a register array, a fused '=' epilogue (bias +
+//            GELU) is applied in the store;
+//   regtile  other reductions (pooling, reduce_mean, ragged qkt / attn_v / proj / vgemm):
+//            the same register tile, inputs read from global memory, ragged bounds from the
+//            length tensors and offsets through rt_layout's start arrays;
+//   direct   everything else (elementwise, softmax's statement chains, triangular ranges):
+//            each thread runs the group's statements for each element of its register tile.
+// Grid dims of ragged (vloop) extents are grid y / z, sized at launch from the bound lengths.
+#include "gpu.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define RT_GL_MAX_DIMS  (2 * RT_MAX_DIMS)
+#define RT_GL_MAX_READS 16
+
+enum { RT_GL_DIRECT, RT_GL_REGTILE, RT_GL_STAGED };
+static const char *const rt_gl_mode_names[] = {"direct", "regtile", "staged"};
+
+// One dim of the block grid: dense member vars fused into one linear index, or one ragged var.
+typedef struct rt_gdim {
+    int32_t n_members;
+    int32_t members[RT_MAX_DIMS]; // vars of the tiling statement, outer to inner
+    int64_t mext[RT_MAX_DIMS];    // dense: extent of each member
+    int64_t mlo[RT_MAX_DIMS];     // dense: lower bound of each member
+    bool ragged;                  // one member whose range depends on other vars
+    int64_t extent;               // dense: product of mext
+    int64_t T1, R, nt, nb;        // block tile (nt * R), register tile, threads, blocks
+    int32_t grid;                 // 0: part of grid x, 1: grid y, 2: grid z
+    int32_t bvar, tvar;           // phase vars: block and thread coordinate
+} rt_gdim;
+
+// One staged read: a shared array holding the read's data tile of one reduction step.
+typedef struct rt_gstage {
+    const rt_expr *read;
+    int32_t sh_buf;
+    int32_t n_dims;
+    rt_affine aff[RT_MAX_DIMS];
+    int64_t span[RT_MAX_DIMS], stride[RT_MAX_DIMS];
+    int32_t lo_var[RT_MAX_DIMS]; // phase vars: data tile origin per dim
+    int64_t elems;
+} rt_gstage;
+
+typedef struct rt_gplan {
+    int32_t first, n_stmts; // statements run by the phase
+    int32_t tstmt;          // tiling statement: its LHS vars are the spatial dims
+    int32_t epi;            // statement fused into the store (staged / regtile), -1 none
+    int32_t mode;
+    int32_t n_dims;
+    rt_gdim dims[RT_GL_MAX_DIMS];
+    int64_t threads, Rtot;
+    bool from_prog;         // tiles come from the rProgram
+    bool raster;            // grouped block order over the two innermost x dims
+    int64_t red_T1[64];     // staged: reduction step per var of the tiling statement
+    int32_t n_stage;
+    rt_gstage stage[RT_GL_MAX_READS];
+} rt_gplan;
+
+typedef struct rt_gl {
+    rt_arena *a;
+    const rt_op *op;
+    const rt_device *dev;
+    const rt_perf_model *m;
+    const rt_rprog *p;
+    rt_err *err;
+    rt_kir_kernel *k;
+    rt_kir_phase *ph;
+    rt_gplan *plan;
+    int32_t *data_buf;                 // per tensor
+    int32_t (*start_buf)[RT_MAX_DIMS]; // per tensor and dim, -1 dense
+    int64_t (*extent)[RT_MAX_DIMS];    // per tensor and dim, -1 ragged
+    int32_t **var_of;                  // per statement: stmt var -> phase var (-1 unbound)
+    const rt_stmt *s;
+    int32_t si;                        // index of s
+    rt_kir_type ct;
+    rt_kir_block *pre;                 // where sums inside expressions put their loops
+    bool staging;                      // reads of staged expressions come from shared memory
+    int32_t subst_tensor;              // reads of it at the prefix vars give subst_value
+    int32_t subst_n;
+    rt_kir_expr *subst_value;
+    bool oom;
+} rt_gl;
+
+#define RT_GL_CHECK(l, x)                                                                         \
+    do {                                                                                          \
+        if (!(x))                                                                                 \
+            (l)->oom = true;                                                                      \
+    } while (0)
+
+static rt_status rt_gl_unsupported(rt_gl *l, rt_loc loc, const char *what) {
+    return rt_fail(l->err, RT_ERR_SPEC, loc, "%s is not supported by the GPU backend", what);
+}
+
+static rt_status rt_gl_nomem(rt_gl *l) {
+    return rt_fail(l->err, RT_ERR_NOMEM, RT_NOLOC, "out of memory");
+}
+
+static bool rt_gl_mentions_dimref(const rt_expr *e) {
+    if (!e)
+        return false;
+    if (e->kind == RT_EXPR_DIMREF)
+        return true;
+    for (int32_t i = 0; i < e->n_args; i++)
+        if (rt_gl_mentions_dimref(e->args[i]))
+            return true;
+    return false;
+}
+
+// Truncating division / modulo of non-negative integers, folding constants and 1.
+static rt_kir_expr *rt_gl_udiv(rt_arena *a, rt_kir_expr *x, int64_t d) {
+    int64_t c;
+    if (!x || d == 1)
+        return x;
+    if (rt_kir_is_int(x, &c) && c >= 0)
+        return rt_kir_int(a, c / d);
+    return rt_kir_bin(a, RT_KIR_UDIV, x, rt_kir_int(a, d));
+}
+static rt_kir_expr *rt_gl_umod(rt_arena *a, rt_kir_expr *x, int64_t d) {
+    int64_t c;
+    if (!x)
+        return NULL;
+    if (d == 1)
+        return rt_kir_int(a, 0);
+    if (rt_kir_is_int(x, &c) && c >= 0)
+        return rt_kir_int(a, c % d);
+    return rt_kir_bin(a, RT_KIR_UMOD, x, rt_kir_int(a, d));
+}
+
+// Appends `var = value` (integer) and returns a reference to var.
+static rt_kir_expr *rt_gl_let(rt_gl *l, rt_kir_block *b, const char *name, rt_kir_expr *value) {
+    int32_t v = rt_kir_add_var(l->a, l->ph, name, RT_KIR_I64);
+    rt_kir_node *n = v >= 0 && value ? rt_kir_append(l->a, b, RT_KIR_N_LET) : NULL;
+    if (!n) {
+        l->oom = true;
+        return NULL;
+    }
+    n->var = v;
+    n->value = value;
+    return rt_kir_var_ref(l->a, l->ph, v);
+}
+
+static void rt_gl_store(rt_gl *l, rt_kir_block *b, int32_t buf, rt_kir_expr *idx,
+                        rt_kir_expr *value) {
+    rt_kir_node *n = idx && value ? rt_kir_append(l->a, b, RT_KIR_N_STORE) : NULL;
+    RT_GL_CHECK(l, n);
+    if (n) {
+        n->buf = buf;
+        n->index = idx;
+        n->value = rt_kir_cast(l->a, l->k->bufs[buf].type, value);
+        RT_GL_CHECK(l, n->value);
+    }
+}
+
+static rt_kir_node *rt_gl_if(rt_gl *l, rt_kir_block *b, rt_kir_expr *cond) {
+    rt_kir_node *n = cond ? rt_kir_append(l->a, b, RT_KIR_N_IF) : NULL;
+    RT_GL_CHECK(l, n);
+    if (n)
+        n->cond = cond;
+    return n;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Buffers: a data array per tensor and an int32 start array per ragged dim, in tensor order
+// ---------------------------------------------------------------------------------------------
+
+static rt_status rt_gl_buffers(rt_gl *l, rt_gpu_kernel *gk) {
+    const rt_op *op = l->op;
+    RT_ALLOC(l->a, l->data_buf, op->n_tensors, l->err);
+    RT_ALLOC(l->a, l->start_buf, op->n_tensors, l->err);
+    RT_ALLOC(l->a, l->extent, op->n_tensors, l->err);
+    RT_ALLOC(l->a, gk->bufs, op->n_tensors * (RT_MAX_DIMS + 1), l->err);
+    for (int32_t t = 0; t < op->n_tensors; t++) {
+        const rt_tensor *tn = &op->tensors[t];
+        rt_kir_type ty;
+        switch (tn->dtype) {
+        case RT_DTYPE_F32: ty = RT_KIR_F32; break;
+        case RT_DTYPE_F64: ty = RT_KIR_F64; break;
+        case RT_DTYPE_I32: ty = RT_KIR_I32; break;
+        default:
+            return rt_gl_unsupported(l, tn->loc,
+                                     rt_arena_printf(l->a, "tensor '%s' of type %s", tn->name,
+                                                     rt_dtype_name(tn->dtype)));
+        }
+        l->data_buf[t] = rt_kir_add_buf(l->a, l->k, rt_arena_printf(l->a, "t_%s", tn->name),
+                                        RT_KIR_BUF_DATA, ty, t, -1);
+        if (l->data_buf[t] < 0)
+            return rt_gl_nomem(l);
+        rt_gpu_buffer *gb = &gk->bufs[gk->n_bufs++];
+        gb->name = l->k->bufs[l->data_buf[t]].name;
+        gb->tensor = t;
+        gb->dtype = tn->dtype;
+        gb->kir_buf = l->data_buf[t];
+        for (int32_t d = 0; d < RT_MAX_DIMS; d++)
+            l->start_buf[t][d] = -1;
+        for (int32_t d = 0; d < tn->n_dims; d++) {
+            if (rt_gl_mentions_dimref(tn->dims[d].extent)) {
+                l->extent[t][d] = -1;
+                l->start_buf[t][d] = rt_kir_add_buf(
+                    l->a, l->k, rt_arena_printf(l->a, "t_%s_start%d", tn->name, (int)d),
+                    RT_KIR_BUF_START, RT_KIR_I32, t, d);
+                if (l->start_buf[t][d] < 0)
+                    return rt_gl_nomem(l);
+                rt_gpu_buffer *sb = &gk->bufs[gk->n_bufs++];
+                sb->name = l->k->bufs[l->start_buf[t][d]].name;
+                sb->is_start = true;
+                sb->tensor = t;
+                sb->dim = d;
+                sb->dtype = RT_DTYPE_I32;
+                sb->kir_buf = l->start_buf[t][d];
+            } else if (!tn->dims[d].extent ||
+                       !rt_expr_const_int(op, tn->dims[d].extent, &l->extent[t][d])) {
+                return rt_gl_unsupported(
+                    l, tn->dims[d].loc,
+                    rt_arena_printf(l->a, "a run-time extent of '%s'", tn->name));
+            }
+        }
+    }
+    return RT_OK;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Expressions (op-spec IR -> kernel IR) in the context of statement l->s
+// ---------------------------------------------------------------------------------------------
+
+static rt_status rt_gl_num(rt_gl *l, const rt_expr *e, rt_kir_expr **out);
+static rt_status rt_gl_int(rt_gl *l, const rt_expr *e, rt_kir_expr **out);
+
+// Flat offset of tensor t at idx (rt_layout); valid (may be NULL) gets the in-extent condition
+// of the dense dims.
+static rt_kir_expr *rt_gl_offset(rt_gl *l, int32_t t, rt_kir_expr **idx, rt_kir_expr **valid) {
+    rt_arena *a = l->a;
+    rt_kir_expr *pos = rt_kir_int(a, 0), *ok = rt_kir_int(a, 1);
+    const rt_tensor *tn = &l->op->tensors[t];
+    for (int32_t d = 0; d < tn->n_dims; d++) {
+        if (l->start_buf[t][d] >= 0) {
+            rt_kir_expr *st = rt_kir_cast(a, RT_KIR_I64, rt_kir_load(a, l->k, l->start_buf[t][d],
+                                                                      pos));
+            pos = rt_kir_bin(a, RT_KIR_ADD, st, idx[d]);
+        } else {
+            rt_kir_expr *ext = rt_kir_int(a, l->extent[t][d]);
+            pos = rt_kir_bin(a, RT_KIR_ADD, rt_kir_bin(a, RT_KIR_MUL, pos, ext), idx[d]);
+            if (valid)
+                ok = rt_kir_bin(a, RT_KIR_AND, ok,
+                                rt_kir_bin(a, RT_KIR_AND,
+                                           rt_kir_bin(a, RT_KIR_GE, idx[d], rt_kir_int(a, 0)),
+                                           rt_kir_bin(a, RT_KIR_LT, idx[d], ext)));
+        }
+    }
+    if (valid)
+        *valid = ok;
+    RT_GL_CHECK(l, pos && ok);
+    return pos;
+}
+
+static rt_gstage *rt_gl_find_stage(rt_gl *l, const rt_expr *e) {
+    if (!l->staging || !l->plan)
+        return NULL;
+    for (int32_t i = 0; i < l->plan->n_stage; i++)
+        if (l->plan->stage[i].read == e || rt_expr_equal(l->plan->stage[i].read, e))
+            return &l->plan->stage[i];
+    return NULL;
+}
+
+static rt_status rt_gl_read(rt_gl *l, const rt_expr *e, rt_kir_expr **out) {
+    rt_arena *a = l->a;
+    const rt_tensor *tn = &l->op->tensors[e->tensor];
+    if (e->n_args != tn->n_dims)
+        return rt_fail(l->err, RT_ERR_SPEC, e->loc, "%s takes %d indices (got %d)", tn->name,
+                       (int)tn->n_dims, (int)e->n_args);
+    if (e->tensor == l->subst_tensor && e->n_args == l->subst_n) {
+        bool at_prefix = true;
+        for (int32_t d = 0; d < e->n_args; d++)
+            at_prefix = at_prefix && e->args[d]->kind == RT_EXPR_INDEX && e->args[d]->var == d;
+        if (at_prefix) {
+            *out = l->subst_value;
+            return RT_OK;
+        }
+    }
+    rt_kir_expr *idx[RT_MAX_DIMS];
+    for (int32_t d = 0; d < e->n_args; d++)
+        RT_TRY(rt_gl_int(l, e->args[d], &idx[d]));
+    rt_gstage *sg = rt_gl_find_stage(l, e);
+    if (sg) {
+        rt_kir_expr *off = rt_kir_int(a, 0);
+        for (int32_t d = 0; d < sg->n_dims; d++) {
+            rt_kir_expr *rel = rt_kir_bin(a, RT_KIR_SUB, idx[d],
+                                          rt_kir_var_ref(a, l->ph, sg->lo_var[d]));
+            off = rt_kir_bin(a, RT_KIR_ADD, off,
+                             rt_kir_bin(a, RT_KIR_MUL, rel, rt_kir_int(a, sg->stride[d])));
+        }
+        *out = rt_kir_load(a, l->k, sg->sh_buf, off);
+        RT_GL_CHECK(l, *out);
+        return RT_OK;
+    }
+    if (tn->has_pad) {
+        for (int32_t d = 0; d < tn->n_dims; d++)
+            if (l->start_buf[e->tensor][d] >= 0)
+                return rt_gl_unsupported(l, e->loc, "a padded read of a ragged tensor");
+        rt_kir_expr *valid;
+        rt_kir_expr *off = rt_gl_offset(l, e->tensor, idx, &valid);
+        rt_kir_expr *safe = rt_kir_select(a, valid, off, rt_kir_int(a, 0));
+        rt_kir_expr *v = rt_kir_load(a, l->k, l->data_buf[e->tensor], safe);
+        rt_kir_expr *pad = NULL;
+        if (v)
+            pad = rt_kir_type_is_float(v->type)
+                      ? rt_kir_flt(a, v->type, tn->pad_value)
+                      : rt_kir_cast(a, v->type, rt_kir_int(a, (int64_t)tn->pad_value));
+        *out = rt_kir_select(a, valid, v, pad);
+    } else {
+        *out = rt_kir_load(a, l->k, l->data_buf[e->tensor],
+                           rt_gl_offset(l, e->tensor, idx, NULL));
+    }
+    RT_GL_CHECK(l, *out);
+    return RT_OK;
+}
+
+static rt_status rt_gl_var(rt_gl *l, const rt_expr *e, rt_kir_expr **out) {
+    if (!l->s || e->var < 0 || e->var >= l->s->n_vars || l->var_of[l->si][e->var] < 0)
+        return rt_fail(l->err, RT_ERR_SPEC, e->loc, "index variable outside its loop");
+    *out = rt_kir_var_ref(l->a, l->ph, l->var_of[l->si][e->var]);
+    RT_GL_CHECK(l, *out);
+    return RT_OK;
+}
+
+static rt_status rt_gl_truth(rt_gl *l, const rt_expr *e, rt_kir_expr **out) {
+    rt_kir_expr *x;
+    if (e->is_int) {
+        RT_TRY(rt_gl_int(l, e, &x));
+        *out = rt_kir_bin(l->a, RT_KIR_NE, x, rt_kir_int(l->a, 0));
+    } else {
+        RT_TRY(rt_gl_num(l, e, &x));
+        *out = rt_kir_bin(l->a, RT_KIR_NE, x, rt_kir_flt(l->a, x->type, 0.0));
+    }
+    RT_GL_CHECK(l, *out);
+    return RT_OK;
+}
+
+static rt_kir_bop rt_gl_bop(rt_bop op) {
+    static const rt_kir_bop map[RT_BOP_COUNT] = {
+        RT_KIR_ADD, RT_KIR_SUB, RT_KIR_MUL, RT_KIR_DIV, RT_KIR_MOD, RT_KIR_LT, RT_KIR_LE,
+        RT_KIR_GT,  RT_KIR_GE,  RT_KIR_EQ,  RT_KIR_NE,  RT_KIR_AND, RT_KIR_OR};
+    return (unsigned)op < RT_BOP_COUNT ? map[op] : RT_KIR_ADD;
+}
+
+static rt_status rt_gl_int(rt_gl *l, const rt_expr *e, rt_kir_expr **out) {
+    rt_arena *a = l->a;
+    rt_kir_expr *x, *y;
+    switch (e->kind) {
+    case RT_EXPR_NUM:
+        *out = rt_kir_int(a, (int64_t)e->num);
+        break;
+    case RT_EXPR_INDEX:
+        return rt_gl_var(l, e, out);
+    case RT_EXPR_SIZE: {
+        const rt_size *sz = e->sym >= 0 && e->sym < l->op->n_sizes ? &l->op->sizes[e->sym] : NULL;
+        if (!sz || !sz->bound)
+            return rt_gl_unsupported(l, e->loc, "a size bound at run time");
+        *out = rt_kir_int(a, sz->value);
+        break;
+    }
+    case RT_EXPR_CHILD:
+        return rt_gl_unsupported(l, e->loc, "recursion over a tree");
+    case RT_EXPR_READ:
+        if (!rt_dtype_is_int(l->op->tensors[e->tensor].dtype))
+            goto via_float;
+        RT_TRY(rt_gl_read(l, e, &x));
+        *out = rt_kir_cast(a, RT_KIR_I64, x);
+        break;
+    case RT_EXPR_UNARY:
+        RT_TRY(rt_gl_int(l, e->args[0], &x));
+        *out = e->uop == RT_UOP_NEG ? rt_kir_neg(a, x)
+                                    : rt_kir_bin(a, RT_KIR_EQ, x, rt_kir_int(a, 0));
+        break;
+    case RT_EXPR_BINARY:
+        if (!e->args[0]->is_int || !e->args[1]->is_int)
+            goto via_float;
+        RT_TRY(rt_gl_int(l, e->args[0], &x));
+        RT_TRY(rt_gl_int(l, e->args[1], &y));
+        *out = rt_kir_bin(a, rt_gl_bop(e->bop), x, y);
+        break;
+    case RT_EXPR_COND: {
+        rt_kir_expr *c;
+        RT_TRY(rt_gl_truth(l, e->args[0], &c));
+        RT_TRY(rt_gl_int(l, e->args[1], &x));
+        RT_TRY(rt_gl_int(l, e->args[2], &y));
+        *out = rt_kir_select(a, c, x, y);
+        break;
+    }
+    case RT_EXPR_CALL: {
+        bool all_int = e->n_args >= 1 &&
+                       (e->fn == RT_FN_MAX || e->fn == RT_FN_MIN || e->fn == RT_FN_ABS);
+        for (int32_t i = 0; i < e->n_args; i++)
+            all_int = all_int && e->args[i]->is_int;
+        if (!all_int)
+            goto via_float;
+        RT_TRY(rt_gl_int(l, e->args[0], &x));
+        if (e->fn == RT_FN_ABS) {
+            *out = rt_kir_bin(a, RT_KIR_MAX, x, rt_kir_neg(a, x));
+            break;
+        }
+        for (int32_t i = 1; i < e->n_args; i++) {
+            RT_TRY(rt_gl_int(l, e->args[i], &y));
+            x = rt_kir_bin(a, e->fn == RT_FN_MIN ? RT_KIR_MIN : RT_KIR_MAX, x, y);
+        }
+        *out = x;
+        break;
+    }
+    default:
+        goto via_float;
+    }
+    RT_GL_CHECK(l, *out);
+    return RT_OK;
+via_float: {
+    rt_expr plain = *e;
+    plain.is_int = false;
+    RT_TRY(rt_gl_num(l, &plain, &x));
+    *out = rt_kir_cast(a, RT_KIR_I64, x);
+    RT_GL_CHECK(l, *out);
+    return RT_OK;
+}
+}
+
+static rt_status rt_gl_range(rt_gl *l, int32_t v, rt_kir_expr **lo, rt_kir_expr **hi) {
+    const rt_ivar *iv = &l->s->vars[v];
+    if (!iv->lo || !iv->hi)
+        return rt_fail(l->err, RT_ERR_SPEC, iv->loc, "index '%s' has no range", iv->name);
+    RT_TRY(rt_gl_int(l, iv->lo, lo));
+    return rt_gl_int(l, iv->hi, hi);
+}
+
+// A serial loop over statement var v in its range, binding it; returns the body (NULL: oom).
+static rt_status rt_gl_var_loop(rt_gl *l, rt_kir_block *b, int32_t v, rt_kir_block **body) {
+    rt_kir_expr *lo, *hi;
+    RT_TRY(rt_gl_range(l, v, &lo, &hi));
+    int32_t pv = rt_kir_add_var(l->a, l->ph, l->s->vars[v].name, RT_KIR_I64);
+    l->var_of[l->si][v] = pv;
+    rt_kir_node *loop = pv >= 0 ? rt_kir_loop(l->a, b, pv, lo, hi, RT_KIR_LOOP_SERIAL) : NULL;
+    RT_GL_CHECK(l, loop);
+    *body = loop ? &loop->body : NULL;
+    return RT_OK;
+}
+
+static rt_status rt_gl_sum(rt_gl *l, const rt_expr *e, rt_kir_expr **out) {
+    rt_arena *a = l->a;
+    int32_t acc = rt_kir_add_var(a, l->ph, "sum", l->ct);
+    rt_kir_node *init = acc >= 0 ? rt_kir_append(a, l->pre, RT_KIR_N_FSET) : NULL;
+    if (!init)
+        return rt_gl_nomem(l);
+    init->var = acc;
+    init->value = rt_kir_flt(a, l->ct, 0.0);
+    rt_kir_block *saved = l->pre, *blk = l->pre;
+    for (int32_t i = 0; i < e->n_sum_vars && blk; i++) {
+        int32_t v = e->sum_vars[i];
+        if (v < 0 || v >= l->s->n_vars)
+            return rt_fail(l->err, RT_ERR_SPEC, e->loc, "reduction over an unknown index");
+        RT_TRY(rt_gl_var_loop(l, blk, v, &blk));
+    }
+    if (!blk)
+        return rt_gl_nomem(l);
+    l->pre = blk;
+    rt_kir_expr *x;
+    rt_status st = rt_gl_num(l, e->args[0], &x);
+    l->pre = saved;
+    RT_TRY(st);
+    rt_kir_node *add = rt_kir_append(a, blk, RT_KIR_N_FSET);
+    RT_GL_CHECK(l, add);
+    if (add) {
+        add->var = acc;
+        add->value = rt_kir_bin(a, RT_KIR_ADD, rt_kir_var_ref(a, l->ph, acc), x);
+    }
+    *out = rt_kir_var_ref(a, l->ph, acc);
+    RT_GL_CHECK(l, *out);
+    return RT_OK;
+}
+
+static rt_status rt_gl_num(rt_gl *l, const rt_expr *e, rt_kir_expr **out) {
+    rt_arena *a = l->a;
+    rt_kir_type ct = l->ct;
+    rt_kir_expr *x, *y;
+    if (e->is_int && e->kind != RT_EXPR_NUM) {
+        RT_TRY(rt_gl_int(l, e, &x));
+        *out = rt_kir_cast(a, ct, x);
+        RT_GL_CHECK(l, *out);
+        return RT_OK;
+    }
+    switch (e->kind) {
+    case RT_EXPR_NUM:
+        *out = rt_kir_flt(a, ct, e->num);
+        break;
+    case RT_EXPR_INDEX:
+    case RT_EXPR_SIZE:
+    case RT_EXPR_CHILD:
+    case RT_EXPR_DIMREF:
+        RT_TRY(rt_gl_int(l, e, &x));
+        *out = rt_kir_cast(a, ct, x);
+        break;
+    case RT_EXPR_READ:
+        RT_TRY(rt_gl_read(l, e, &x));
+        *out = rt_kir_cast(a, ct, x);
+        break;
+    case RT_EXPR_UNARY:
+        RT_TRY(rt_gl_num(l, e->args[0], &x));
+        *out = e->uop == RT_UOP_NEG
+                   ? rt_kir_neg(a, x)
+                   : rt_kir_cast(a, ct, rt_kir_bin(a, RT_KIR_EQ, x, rt_kir_flt(a, ct, 0.0)));
+        break;
+    case RT_EXPR_BINARY:
+        if (e->bop == RT_BOP_AND || e->bop == RT_BOP_OR) {
+            RT_TRY(rt_gl_truth(l, e->args[0], &x));
+            RT_TRY(rt_gl_truth(l, e->args[1], &y));
+            *out = rt_kir_cast(a, ct, rt_kir_bin(a, rt_gl_bop(e->bop), x, y));
+            break;
+        }
+        RT_TRY(rt_gl_num(l, e->args[0], &x));
+        RT_TRY(rt_gl_num(l, e->args[1], &y));
+        *out = rt_kir_bin(a, rt_gl_bop(e->bop), x, y);
+        if (*out && !rt_kir_type_is_float((*out)->type))
+            *out = rt_kir_cast(a, ct, *out);
+        break;
+    case RT_EXPR_COND: {
+        rt_kir_expr *c;
+        RT_TRY(rt_gl_truth(l, e->args[0], &c));
+        RT_TRY(rt_gl_num(l, e->args[1], &x));
+        RT_TRY(rt_gl_num(l, e->args[2], &y));
+        *out = rt_kir_select(a, c, x, y);
+        break;
+    }
+    case RT_EXPR_CALL:
+        if (e->n_args < 1)
+            return rt_fail(l->err, RT_ERR_SPEC, e->loc, "%s takes arguments", rt_fn_name(e->fn));
+        RT_TRY(rt_gl_num(l, e->args[0], &x));
+        if (e->n_args == 1) {
+            *out = e->fn == RT_FN_MAX || e->fn == RT_FN_MIN ? x : rt_kir_call(a, e->fn, x, NULL);
+            break;
+        }
+        for (int32_t i = 1; i < e->n_args; i++) {
+            RT_TRY(rt_gl_num(l, e->args[i], &y));
+            x = rt_kir_call(a, e->fn == RT_FN_MIN ? RT_FN_MIN : RT_FN_MAX, x, y);
+        }
+        *out = x;
+        break;
+    case RT_EXPR_SUM:
+        return rt_gl_sum(l, e, out);
+    default:
+        return rt_gl_unsupported(l, e->loc, "this expression");
+    }
+    RT_GL_CHECK(l, *out);
+    return RT_OK;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Grouping statements into phases, and the tiles of each phase
+// ---------------------------------------------------------------------------------------------
+
+static double rt_gl_assign_init(rt_assign op) {
+    switch (op) {
+    case RT_ASSIGN_MUL_INIT: return 1.0;
+    case RT_ASSIGN_MAX_INIT: return -HUGE_VAL;
+    case RT_ASSIGN_MIN_INIT: return HUGE_VAL;
+    default: return 0.0;
+    }
+}
+
+static rt_kir_expr *rt_gl_combine(rt_arena *a, rt_assign op, rt_kir_expr *cur, rt_kir_expr *x) {
+    switch (op) {
+    case RT_ASSIGN_MUL_INIT: return rt_kir_bin(a, RT_KIR_MUL, cur, x);
+    case RT_ASSIGN_MAX_INIT: return rt_kir_bin(a, RT_KIR_MAX, cur, x);
+    case RT_ASSIGN_MIN_INIT: return rt_kir_bin(a, RT_KIR_MIN, cur, x);
+    default: return rt_kir_bin(a, RT_KIR_ADD, cur, x);
+    }
+}
+
+// True when statement s starts with the LHS vars of t (same names and ranges, in order).
+static bool rt_gl_same_prefix(const rt_stmt *t, const rt_stmt *s) {
+    if (s->n_lhs < t->n_lhs)
+        return false;
+    for (int32_t i = 0; i < t->n_lhs; i++) {
+        if (t->lhs_vars[i] != i || s->lhs_vars[i] != i)
+            return false;
+        const rt_ivar *a = &t->vars[i], *b = &s->vars[i];
+        if (strcmp(a->name, b->name) != 0 || !rt_expr_equal(a->lo, b->lo) ||
+            !rt_expr_equal(a->hi, b->hi))
+            return false;
+    }
+    return true;
+}
+
+// Every read of a tensor in written[] is at the first n vars (the thread's own element).
+static bool rt_gl_reads_at_prefix(const rt_expr *e, const bool *written, int32_t n) {
+    if (!e)
+        return true;
+    if (e->kind == RT_EXPR_READ && written[e->tensor]) {
+        if (e->n_args < n)
+            return false;
+        for (int32_t d = 0; d < n; d++)
+            if (e->args[d]->kind != RT_EXPR_INDEX || e->args[d]->var != d)
+                return false;
+    }
+    for (int32_t i = 0; i < e->n_args; i++)
+        if (!rt_gl_reads_at_prefix(e->args[i], written, n))
+            return false;
+    return true;
+}
+
+static bool rt_gl_reads_tensor(const rt_expr *e, int32_t t) {
+    if (!e)
+        return false;
+    if (e->kind == RT_EXPR_READ && e->tensor == t)
+        return true;
+    for (int32_t i = 0; i < e->n_args; i++)
+        if (rt_gl_reads_tensor(e->args[i], t))
+            return true;
+    return false;
+}
+
+static bool rt_gl_has_sum(const rt_expr *e) {
+    if (!e)
+        return false;
+    if (e->kind == RT_EXPR_SUM)
+        return true;
+    for (int32_t i = 0; i < e->n_args; i++)
+        if (rt_gl_has_sum(e->args[i]))
+            return true;
+    return false;
+}
+
+// Does expression e mention index var v (directly)?
+static bool rt_gl_mentions_var(const rt_expr *e, int32_t v) {
+    if (!e)
+        return false;
+    if (e->kind == RT_EXPR_INDEX && e->var == v)
+        return true;
+    for (int32_t i = 0; i < e->n_args; i++)
+        if (rt_gl_mentions_var(e->args[i], v))
+            return true;
+    return false;
+}
+
+static void rt_gl_dim_finish(rt_gdim *d) {
+    if (d->T1 < 1)
+        d->T1 = 1;
+    if (d->R < 1)
+        d->R = 1;
+    if (d->R > d->T1)
+        d->R = d->T1;
+    d->nt = rt_ceil_div(d->T1, d->R);
+    d->T1 = d->nt * d->R;
+    d->nb = d->ragged ? 0 : rt_ceil_div(d->extent, d->T1);
+    if (!d->ragged && d->nb < 1)
+        d->nb = 1;
+}
+
+// A dense dim of vars[] (all with constant ranges) or a ragged dim of one var.
+static bool rt_gl_dim_make(const rt_op *op, const rt_stmt *s, const int32_t *vars, int32_t n,
+                           int64_t T1, int64_t R, rt_gdim *d) {
+    memset(d, 0, sizeof *d);
+    d->extent = 1;
+    d->T1 = T1;
+    d->R = R;
+    for (int32_t k = 0; k < n; k++) {
+        const rt_ivar *iv = &s->vars[vars[k]];
+        int64_t lo, hi;
+        d->members[d->n_members] = vars[k];
+        if (iv->lo && iv->hi && rt_expr_const_int(op, iv->lo, &lo) &&
+            rt_expr_const_int(op, iv->hi, &hi)) {
+            d->mlo[d->n_members] = lo;
+            d->mext[d->n_members] = hi > lo ? hi - lo : 0;
+            d->extent *= d->mext[d->n_members];
+        } else {
+            if (n != 1)
+                return false;
+            d->ragged = true;
+        }
+        d->n_members++;
+    }
+    rt_gl_dim_finish(d);
+    return true;
+}
+
+// Spatial dims of tiling statement s from the rProgram (axes of the model's main statement) or,
+// without one, a naive tiling: the dense vars fused into one dim of 256 threads, each ragged
+// var a dim of its own.
+static rt_status rt_gl_dims(rt_gl *l, rt_gplan *pl, const rt_stmt *s, bool from_prog) {
+    pl->n_dims = 0;
+    if (from_prog) {
+        const rt_perf_model *m = l->m;
+        int32_t bl = m->block_level >= 0 ? m->block_level : 1;
+        int32_t tl = m->thread_level;
+        for (int32_t x = 0; x < s->n_axes && x < m->n_axes; x++) {
+            const rt_axis *ax = &s->axes[x];
+            if (ax->is_reduce)
+                continue;
+            int64_t T1 = l->p->tile[bl].shape[x];
+            int64_t R = tl >= 0 ? l->p->tile[tl].shape[x] : 1;
+            if (pl->n_dims >= RT_GL_MAX_DIMS)
+                return rt_gl_unsupported(l, s->loc, "a statement with this many axes");
+            if (rt_gl_dim_make(l->op, s, ax->members, ax->n_members, T1, R,
+                               &pl->dims[pl->n_dims])) {
+                pl->n_dims++;
+                continue;
+            }
+            // A fused ragged axis: its vloop member takes the tile, the others one per block.
+            int32_t last_ragged = -1;
+            for (int32_t k = 0; k < ax->n_members; k++)
+                if (s->vars[ax->members[k]].ragged)
+                    last_ragged = k;
+            for (int32_t k = 0; k < ax->n_members; k++) {
+                if (pl->n_dims >= RT_GL_MAX_DIMS)
+                    return rt_gl_unsupported(l, s->loc, "a statement with this many axes");
+                bool tiled = k == last_ragged;
+                if (!rt_gl_dim_make(l->op, s, &ax->members[k], 1, tiled ? T1 : 1, tiled ? R : 1,
+                                    &pl->dims[pl->n_dims]))
+                    return rt_gl_unsupported(l, s->loc, "this ragged axis");
+                pl->n_dims++;
+            }
+        }
+    } else {
+        int32_t dense[RT_MAX_DIMS], nd = 0;
+        int64_t ext = 1;
+        for (int32_t i = 0; i < s->n_lhs; i++) {
+            const rt_ivar *iv = &s->vars[i];
+            int64_t lo, hi;
+            if (iv->lo && iv->hi && rt_expr_const_int(l->op, iv->lo, &lo) &&
+                rt_expr_const_int(l->op, iv->hi, &hi)) {
+                dense[nd++] = i;
+                ext *= hi > lo ? hi - lo : 0;
+            }
+        }
+        int64_t T1 = rt_min64(256, rt_round_up(rt_max64(ext, 1), 32));
+        if (nd > 0 && !rt_gl_dim_make(l->op, s, dense, nd, T1, 1, &pl->dims[pl->n_dims++]))
+            return rt_gl_unsupported(l, s->loc, "this statement");
+        for (int32_t i = 0; i < s->n_lhs; i++) {
+            bool is_dense = false;
+            for (int32_t k = 0; k < nd; k++)
+                is_dense = is_dense || dense[k] == i;
+            if (is_dense)
+                continue;
+            if (!rt_gl_dim_make(l->op, s, &i, 1, 1, 1, &pl->dims[pl->n_dims++]))
+                return rt_gl_unsupported(l, s->loc, "this statement");
+        }
+    }
+    if (pl->n_dims == 0) { // a scalar output: one dim of extent 1
+        memset(&pl->dims[0], 0, sizeof pl->dims[0]);
+        pl->dims[0].extent = 1;
+        pl->dims[0].T1 = pl->dims[0].R = 1;
+        rt_gl_dim_finish(&pl->dims[0]);
+        pl->n_dims = 1;
+    }
+    int32_t n_ragged = 0;
+    pl->threads = 1;
+    pl->Rtot = 1;
+    for (int32_t d = 0; d < pl->n_dims; d++) {
+        rt_gdim *g = &pl->dims[d];
+        g->grid = g->ragged ? 1 + n_ragged++ : 0;
+        pl->threads *= g->nt;
+        pl->Rtot *= g->R;
+    }
+    if (n_ragged > 2)
+        return rt_gl_unsupported(l, s->loc, "more than two ragged spatial dims");
+    if (pl->threads > l->dev->max_threads_per_block && l->dev->max_threads_per_block > 0)
+        return rt_fail(l->err, RT_ERR_NOFIT, s->loc,
+                       "block of %lld threads exceeds the device (expected at most %d)",
+                       (long long)pl->threads, (int)l->dev->max_threads_per_block);
+    return RT_OK;
+}
+
+// Block-uniform var of the tiling statement: its dim gives one value per block.
+static bool rt_gl_uniform_var(const rt_gplan *pl, int32_t v) {
+    for (int32_t d = 0; d < pl->n_dims; d++)
+        for (int32_t k = 0; k < pl->dims[d].n_members; k++)
+            if (pl->dims[d].members[k] == v)
+                return pl->dims[d].T1 == 1 && pl->dims[d].n_members == 1;
+    return false;
+}
+
+// The staged reads of statement s (single-member dense axes, affine reads of dense tensors)
+// and their shared arrays; false when s does not qualify or the tiles do not fit.
+static bool rt_gl_plan_stage(rt_gl *l, rt_gplan *pl, const rt_stmt *s) {
+    const rt_perf_model *m = l->m;
+    int32_t bl = m->block_level;
+    if (bl < 1 || l->op->tensors[s->out].dtype != RT_DTYPE_F32 || rt_gl_has_sum(s->rhs))
+        return false;
+    int64_t T[64];
+    for (int32_t v = 0; v < s->n_vars && v < 64; v++)
+        T[v] = 0;
+    if (s->n_vars > 64)
+        return false;
+    for (int32_t x = 0; x < s->n_axes; x++) {
+        const rt_axis *ax = &s->axes[x];
+        if (ax->n_members != 1 || ax->ragged || x >= m->n_axes)
+            return false;
+        int32_t v = ax->members[0];
+        int64_t lo, hi;
+        if (!rt_expr_const_int(l->op, s->vars[v].lo, &lo) ||
+            !rt_expr_const_int(l->op, s->vars[v].hi, &hi))
+            return false;
+        if (ax->is_reduce) {
+            T[v] = rt_max64(1, rt_min64(l->p->tile[bl].shape[x], hi - lo));
+            pl->red_T1[v] = T[v];
+        }
+    }
+    for (int32_t d = 0; d < pl->n_dims; d++) {
+        if (pl->dims[d].ragged || pl->dims[d].n_members != 1)
+            return false;
+        T[pl->dims[d].members[0]] = pl->dims[d].T1;
+    }
+    for (int32_t v = 0; v < s->n_vars; v++)
+        if (T[v] == 0)
+            return false;
+    // Collect the distinct reads (iterative walk over the expression tree).
+    const rt_expr *stack[256];
+    int32_t sp = 0;
+    stack[sp++] = s->rhs;
+    int64_t bytes = 0;
+    const rt_mem_level *lv = &l->dev->level[bl];
+    while (sp > 0) {
+        const rt_expr *e = stack[--sp];
+        if (e->kind == RT_EXPR_READ && !rt_dtype_is_int(l->op->tensors[e->tensor].dtype)) {
+            bool seen = false;
+            for (int32_t i = 0; i < pl->n_stage; i++)
+                seen = seen || rt_expr_equal(pl->stage[i].read, e);
+            if (seen)
+                continue;
+            if (pl->n_stage >= RT_GL_MAX_READS || l->op->tensors[e->tensor].ragged ||
+                l->op->tensors[e->tensor].dtype != RT_DTYPE_F32)
+                return false;
+            rt_gstage *g = &pl->stage[pl->n_stage++];
+            memset(g, 0, sizeof *g);
+            g->read = e;
+            g->n_dims = e->n_args;
+            g->elems = 1;
+            for (int32_t d = 0; d < e->n_args; d++) {
+                if (!rt_expr_affine(l->op, e->args[d], &g->aff[d]))
+                    return false;
+                g->span[d] = 1;
+                for (int32_t t = 0; t < g->aff[d].n_terms; t++) {
+                    int32_t v = g->aff[d].var[t];
+                    if (v < 0 || v >= s->n_vars)
+                        return false;
+                    int64_t c = g->aff[d].coef[t];
+                    g->span[d] += (c < 0 ? -c : c) * (T[v] - 1);
+                }
+            }
+            int64_t stride = 1;
+            for (int32_t d = g->n_dims - 1; d >= 0; d--) {
+                int64_t row = g->span[d];
+                if (d == g->n_dims - 1 && lv->banks > 0 && lv->bank_bytes > 0)
+                    row += rt_perf_bank_pad_elems(lv->banks, lv->bank_bytes, 4, g->span[d], 1);
+                g->stride[d] = stride;
+                stride *= row;
+            }
+            g->elems = stride;
+            bytes += g->elems * 4;
+            continue;
+        }
+        for (int32_t i = 0; i < e->n_args && sp < 256; i++)
+            stack[sp++] = e->args[i];
+    }
+    int64_t cap = lv->tile_capacity_bytes > 0 ? lv->tile_capacity_bytes : lv->capacity_bytes;
+    return pl->n_stage > 0 && bytes <= cap;
+}
+
+// The statements of each phase and their modes.
+static rt_status rt_gl_plan(rt_gl *l, const rt_gpu_lower_options *opt, rt_gplan **out,
+                            int32_t *n_out) {
+    const rt_op *op = l->op;
+    rt_gplan *plans;
+    RT_ALLOC(l->a, plans, op->n_stmts, l->err);
+    bool *written;
+    RT_ALLOC(l->a, written, op->n_tensors, l->err);
+    int32_t n = 0, main_stmt = l->m ? l->m->main_stmt : -1;
+    for (int32_t si = 0; si < op->n_stmts; si++) {
+        const rt_stmt *s = &op->stmts[si];
+        if (s->recursive || s->n_preds > 0)
+            return rt_gl_unsupported(l, s->loc, "recursion over a tree");
+        rt_gplan *cur = n > 0 ? &plans[n - 1] : NULL;
+        if (cur) {
+            const rt_stmt *t = &op->stmts[cur->tstmt];
+            bool ok = rt_gl_same_prefix(t, s) && rt_gl_reads_at_prefix(s->rhs, written, t->n_lhs);
+            // the tiling statement must stay the main one when the rProgram tiles the phase
+            if (ok && si == main_stmt && cur->tstmt != si && t->n_lhs != s->n_lhs)
+                ok = false;
+            if (ok) {
+                if (si == main_stmt)
+                    cur->tstmt = si;
+                cur->n_stmts++;
+                written[s->out] = true;
+                continue;
+            }
+        }
+        memset(&plans[n], 0, sizeof plans[n]);
+        plans[n].first = si;
+        plans[n].n_stmts = 1;
+        plans[n].tstmt = si;
+        plans[n].epi = -1;
+        n++;
+        for (int32_t t = 0; t < op->n_tensors; t++)
+            written[t] = false;
+        written[s->out] = true;
+    }
+    for (int32_t i = 0; i < n; i++) {
+        rt_gplan *pl = &plans[i];
+        const rt_stmt *t = &op->stmts[pl->tstmt];
+        pl->from_prog = l->p && pl->tstmt == main_stmt;
+        RT_TRY(rt_gl_dims(l, pl, t, pl->from_prog));
+        pl->mode = RT_GL_DIRECT;
+        bool has_red = t->n_loops > t->n_lhs;
+        // A single contraction, or one followed by an '=' epilogue over the same element.
+        bool single = pl->n_stmts == 1 && pl->first == pl->tstmt;
+        if (pl->n_stmts == 2 && pl->first == pl->tstmt) {
+            const rt_stmt *e = &op->stmts[pl->first + 1];
+            if (e->op == RT_ASSIGN_SET && e->n_lhs == t->n_lhs && e->n_loops == e->n_lhs &&
+                !rt_gl_has_sum(e->rhs) && !rt_gl_reads_tensor(e->rhs, e->out)) {
+                pl->epi = pl->first + 1;
+                single = true;
+            }
+        }
+        if (has_red && single && pl->Rtot <= 256 && !rt_gl_has_sum(t->rhs) &&
+            t->op != RT_ASSIGN_ADD) {
+            bool uniform = true;
+            for (int32_t v = t->n_lhs; v < t->n_vars; v++)
+                for (int32_t w = 0; w < t->n_lhs; w++)
+                    if ((rt_gl_mentions_var(t->vars[v].lo, w) ||
+                         rt_gl_mentions_var(t->vars[v].hi, w)) &&
+                        !rt_gl_uniform_var(pl, w))
+                        uniform = false;
+            if (uniform)
+                pl->mode = RT_GL_REGTILE;
+        }
+        if (pl->mode == RT_GL_REGTILE && pl->from_prog && !opt->no_stage &&
+            rt_gl_plan_stage(l, pl, t))
+            pl->mode = RT_GL_STAGED;
+        if (pl->mode != RT_GL_STAGED)
+            pl->n_stage = 0;
+        if (pl->mode == RT_GL_DIRECT)
+            pl->epi = -1;
+        // Grouped block order (L2 reuse) on devices with a large L2.
+        const rt_device *dev = l->dev;
+        bool big_l2 = (dev->devclass == RT_DEVCLASS_CUDA && strncmp(dev->arch, "sm_", 3) == 0 &&
+                       atoi(dev->arch + 3) >= 80) ||
+                      (dev->devclass == RT_DEVCLASS_HIP && strcmp(dev->arch, "gfx90a") == 0);
+        int32_t nx = 0;
+        for (int32_t d = 0; d < pl->n_dims; d++)
+            nx += pl->dims[d].grid == 0 && pl->dims[d].nb > 1;
+        pl->raster = big_l2 && !opt->no_rasterize && pl->mode == RT_GL_STAGED && nx >= 2;
+    }
+    *out = plans;
+    *n_out = n;
+    return RT_OK;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Building a phase
+// ---------------------------------------------------------------------------------------------
+
+// Block coordinates: grid x linear index decomposed over the dense dims (inner dims fastest,
+// optionally in grouped order over the two innermost), ragged dims from grid y / z; thread
+// coordinates from the thread index (inner dims fastest: coalesced).
+static void rt_gl_coords(rt_gl *l, rt_gplan *pl, rt_kir_block *b) {
+    rt_arena *a = l->a;
+    int32_t xs[RT_GL_MAX_DIMS], nx = 0;
+    for (int32_t d = 0; d < pl->n_dims; d++)
+        if (pl->dims[d].grid == 0)
+            xs[nx++] = d;
+    rt_kir_expr *rest = rt_kir_var_ref(a, l->ph, l->ph->item_var);
+    if (pl->raster) {
+        // the two innermost x dims with more than one block
+        int32_t in = -1, out = -1;
+        for (int32_t i = nx - 1; i >= 0; i--) {
+            if (pl->dims[xs[i]].nb <= 1)
+                continue;
+            if (in < 0)
+                in = i;
+            else if (out < 0)
+                out = i;
+        }
+        rt_gdim *go = &pl->dims[xs[out]], *gi = &pl->dims[xs[in]];
+        const int64_t G = 8;
+        int64_t pair = go->nb * gi->nb, width = G * gi->nb;
+        rt_kir_expr *L = rt_gl_let(l, b, "blk_pair", rt_gl_umod(a, rest, pair));
+        rest = rt_gl_let(l, b, "blk_rest", rt_gl_udiv(a, rest, pair));
+        rt_kir_expr *grp = rt_gl_let(l, b, "blk_group", rt_gl_udiv(a, L, width));
+        rt_kir_expr *first = rt_gl_let(l, b, "blk_first",
+                                       rt_kir_bin(a, RT_KIR_MUL, grp, rt_kir_int(a, G)));
+        rt_kir_expr *gsz = rt_gl_let(
+            l, b, "blk_gsize",
+            rt_kir_bin(a, RT_KIR_MIN, rt_kir_bin(a, RT_KIR_SUB, rt_kir_int(a, go->nb), first),
+                       rt_kir_int(a, G)));
+        rt_kir_expr *inw = rt_gl_let(l, b, "blk_in_group", rt_gl_umod(a, L, width));
+        rt_kir_expr *vo = rt_kir_bin(a, RT_KIR_ADD, first, rt_kir_bin(a, RT_KIR_UMOD, inw, gsz));
+        rt_kir_expr *vi = rt_kir_bin(a, RT_KIR_UDIV, inw, gsz);
+        rt_kir_expr *ro = rt_gl_let(l, b, "b_pair_o", vo), *ri = rt_gl_let(l, b, "b_pair_i", vi);
+        RT_GL_CHECK(l, ro && ri);
+        if (ro && ri) {
+            go->bvar = ro->var;
+            gi->bvar = ri->var;
+        }
+        // the pair is peeled; the remaining x dims decompose rest below
+        int32_t keep = 0;
+        for (int32_t i = 0; i < nx; i++)
+            if (i != in && i != out)
+                xs[keep++] = xs[i];
+        nx = keep;
+    }
+    for (int32_t i = nx - 1; i >= 0; i--) {
+        rt_gdim *g = &pl->dims[xs[i]];
+        rt_kir_expr *v = i == 0 ? rest : rt_gl_umod(a, rest, g->nb);
+        rt_kir_expr *r = rt_gl_let(l, b, "b", v);
+        if (r)
+            g->bvar = r->var;
+        if (i > 0)
+            rest = rt_gl_udiv(a, rest, g->nb);
+    }
+    for (int32_t d = 0; d < pl->n_dims; d++)
+        if (pl->dims[d].grid > 0)
+            pl->dims[d].bvar = l->ph->grid_var[pl->dims[d].grid - 1];
+    rest = rt_kir_var_ref(a, l->ph, l->ph->thread_var);
+    int32_t outer_t = -1;
+    for (int32_t d = 0; d < pl->n_dims; d++)
+        if (pl->dims[d].nt > 1 && outer_t < 0)
+            outer_t = d;
+    for (int32_t d = pl->n_dims - 1; d >= 0; d--) {
+        rt_gdim *g = &pl->dims[d];
+        rt_kir_expr *v = g->nt == 1 ? rt_kir_int(a, 0)
+                                    : (d == outer_t ? rest : rt_gl_umod(a, rest, g->nt));
+        rt_kir_expr *r = rt_gl_let(l, b, "t", v);
+        if (r)
+            g->tvar = r->var;
+        if (g->nt > 1)
+            rest = rt_gl_udiv(a, rest, g->nt);
+    }
+}
+
+// Binds the tiling statement's LHS vars (and the prefix of the phase's other statements) to
+// element e of the thread's register tile; *valid receives the in-range condition.
+static rt_status rt_gl_bind(rt_gl *l, rt_gplan *pl, rt_kir_block *b, rt_kir_expr *e,
+                            rt_kir_expr **valid) {
+    rt_arena *a = l->a;
+    const rt_stmt *ts = &l->op->stmts[pl->tstmt];
+    int32_t si = l->si;
+    const rt_stmt *ss = l->s;
+    l->si = pl->tstmt;
+    l->s = ts;
+    rt_kir_expr *ok = rt_kir_int(a, 1);
+    int64_t rstride = 1;
+    for (int32_t d = pl->n_dims - 1; d >= 0; d--) {
+        rt_gdim *g = &pl->dims[d];
+        rt_kir_expr *j = rt_gl_umod(a, rt_gl_udiv(a, e, rstride), g->R);
+        rstride *= g->R;
+        rt_kir_expr *lin = rt_kir_bin(
+            a, RT_KIR_ADD,
+            rt_kir_bin(a, RT_KIR_MUL, rt_kir_var_ref(a, l->ph, g->bvar), rt_kir_int(a, g->T1)),
+            rt_kir_bin(a, RT_KIR_ADD, rt_kir_var_ref(a, l->ph, g->tvar),
+                       rt_kir_bin(a, RT_KIR_MUL, j, rt_kir_int(a, g->nt))));
+        if (g->ragged) {
+            rt_kir_expr *r = rt_gl_let(l, b, ts->vars[g->members[0]].name, lin);
+            if (r)
+                l->var_of[pl->tstmt][g->members[0]] = r->var;
+            continue;
+        }
+        if (g->n_members > 1 || g->extent % g->T1 != 0)
+            ok = rt_kir_bin(a, RT_KIR_AND, ok, rt_kir_bin(a, RT_KIR_LT, lin,
+                                                         rt_kir_int(a, g->extent)));
+        rt_kir_expr *rest = g->n_members > 1 ? rt_gl_let(l, b, "lin", lin) : lin;
+        for (int32_t k = g->n_members - 1; k >= 0; k--) {
+            rt_kir_expr *v = k == 0 ? rest : rt_gl_umod(a, rest, g->mext[k]);
+            if (k > 0)
+                rest = rt_gl_udiv(a, rest, g->mext[k]);
+            v = rt_kir_bin(a, RT_KIR_ADD, v, rt_kir_int(a, g->mlo[k]));
+            rt_kir_expr *r = rt_gl_let(l, b, ts->vars[g->members[k]].name, v);
+            if (r)
+                l->var_of[pl->tstmt][g->members[k]] = r->var;
+        }
+    }
+    // ragged members: lo <= v < hi with the other vars bound
+    rt_status st = RT_OK;
+    for (int32_t d = 0; d < pl->n_dims && st == RT_OK; d++) {
+        rt_gdim *g = &pl->dims[d];
+        if (!g->ragged)
+            continue;
+        rt_kir_expr *lo, *hi;
+        st = rt_gl_range(l, g->members[0], &lo, &hi);
+        if (st != RT_OK)
+            break;
+        rt_kir_expr *v = rt_kir_var_ref(a, l->ph, l->var_of[pl->tstmt][g->members[0]]);
+        ok = rt_kir_bin(a, RT_KIR_AND, ok,
+                        rt_kir_bin(a, RT_KIR_AND, rt_kir_bin(a, RT_KIR_GE, v, lo),
+                                   rt_kir_bin(a, RT_KIR_LT, v, hi)));
+    }
+    // the other statements of the phase share the prefix
+    for (int32_t k = pl->first; k < pl->first + pl->n_stmts; k++)
+        if (k != pl->tstmt)
+            for (int32_t v = 0; v < ts->n_lhs && v < l->op->stmts[k].n_vars; v++)
+                l->var_of[k][v] = l->var_of[pl->tstmt][v];
+    l->si = si;
+    l->s = ss;
+    *valid = ok;
+    RT_GL_CHECK(l, ok);
+    return st;
+}
+
+static void rt_gl_set_stmt(rt_gl *l, int32_t si) {
+    l->si = si;
+    l->s = &l->op->stmts[si];
+    l->ct = l->op->tensors[l->s->out].dtype == RT_DTYPE_F64 ? RT_KIR_F64 : RT_KIR_F32;
+}
+
+// Output offset of statement l->s at its bound LHS vars.
+static rt_status rt_gl_out_offset(rt_gl *l, rt_kir_expr **out) {
+    const rt_stmt *s = l->s;
+    rt_kir_expr *idx[RT_MAX_DIMS];
+    for (int32_t d = 0; d < s->n_lhs; d++) {
+        int32_t v = s->lhs_vars[d];
+        idx[d] = v >= 0 && v < s->n_vars && l->var_of[l->si][v] >= 0
+                     ? rt_kir_var_ref(l->a, l->ph, l->var_of[l->si][v])
+                     : NULL;
+        if (!idx[d])
+            return rt_fail(l->err, RT_ERR_SPEC, s->loc, "output index outside its loop");
+    }
+    *out = rt_gl_offset(l, s->out, idx, NULL);
+    return RT_OK;
+}
+
+// Direct mode: statement l->s at its bound prefix; loops over its remaining vars.
+static rt_status rt_gl_direct_stmt(rt_gl *l, rt_kir_block *b, int32_t n_prefix) {
+    rt_arena *a = l->a;
+    const rt_stmt *s = l->s;
+    int32_t red[2 * RT_MAX_DIMS], nr = 0;
+    for (int32_t i = 0; i < s->n_loops; i++) {
+        int32_t v = s->loops[i];
+        if (v < 0 || v >= s->n_vars)
+            return rt_fail(l->err, RT_ERR_SPEC, s->loc, "loop over an unknown index variable");
+        if (s->vars[v].is_reduce) {
+            red[nr++] = v;
+            continue;
+        }
+        if (v < n_prefix)
+            continue;
+        RT_TRY(rt_gl_var_loop(l, b, v, &b));
+        if (!b)
+            return rt_gl_nomem(l);
+    }
+    rt_kir_expr *off;
+    RT_TRY(rt_gl_out_offset(l, &off));
+    int32_t ob = l->data_buf[s->out];
+    rt_kir_expr *value;
+    if (nr == 0 && s->op == RT_ASSIGN_SET) {
+        l->pre = b;
+        RT_TRY(rt_gl_num(l, s->rhs, &value));
+    } else {
+        int32_t acc = rt_kir_add_var(a, l->ph, "acc", l->ct);
+        rt_kir_node *init = acc >= 0 ? rt_kir_append(a, b, RT_KIR_N_FSET) : NULL;
+        if (!init)
+            return rt_gl_nomem(l);
+        init->var = acc;
+        init->value = s->op == RT_ASSIGN_ADD
+                          ? rt_kir_cast(a, l->ct, rt_kir_load(a, l->k, ob, off))
+                          : rt_kir_flt(a, l->ct, rt_gl_assign_init(s->op));
+        rt_kir_block *inner = b;
+        for (int32_t i = 0; i < nr && inner; i++)
+            RT_TRY(rt_gl_var_loop(l, inner, red[i], &inner));
+        if (!inner)
+            return rt_gl_nomem(l);
+        l->pre = inner;
+        rt_kir_expr *x;
+        RT_TRY(rt_gl_num(l, s->rhs, &x));
+        rt_kir_node *upd = rt_kir_append(a, inner, RT_KIR_N_FSET);
+        RT_GL_CHECK(l, upd);
+        if (upd) {
+            upd->var = acc;
+            upd->value = rt_gl_combine(a, s->op, rt_kir_var_ref(a, l->ph, acc), x);
+        }
+        value = rt_kir_var_ref(a, l->ph, acc);
+    }
+    rt_gl_store(l, b, ob, off, value);
+    return RT_OK;
+}
+
+// The cooperative copy of every staged read's data tile for the current reduction step.
+static rt_status rt_gl_copies(rt_gl *l, rt_gplan *pl, rt_kir_block *b, const int32_t *base_var,
+                              const int64_t *T) {
+    rt_arena *a = l->a;
+    for (int32_t i = 0; i < pl->n_stage; i++) {
+        rt_gstage *g = &pl->stage[i];
+        const rt_tensor *tn = &l->op->tensors[g->read->tensor];
+        rt_kir_node *cp = rt_kir_append(a, b, RT_KIR_N_COPY);
+        if (!cp)
+            return rt_gl_nomem(l);
+        cp->text = rt_arena_printf(a, "%s data tile -> %s (%lld elements)", tn->name,
+                                   l->k->bufs[g->sh_buf].name, (long long)g->elems);
+        rt_kir_block *cb = &cp->body;
+        for (int32_t d = 0; d < g->n_dims; d++) {
+            rt_kir_expr *lo = rt_kir_int(a, g->aff[d].c0);
+            for (int32_t t = 0; t < g->aff[d].n_terms; t++) {
+                int32_t v = g->aff[d].var[t];
+                int64_t c = g->aff[d].coef[t];
+                rt_kir_expr *bv = rt_kir_var_ref(a, l->ph, base_var[v]);
+                if (c < 0)
+                    bv = rt_kir_bin(a, RT_KIR_ADD, bv, rt_kir_int(a, T[v] - 1));
+                lo = rt_kir_bin(a, RT_KIR_ADD, lo, rt_kir_bin(a, RT_KIR_MUL, bv, rt_kir_int(a, c)));
+            }
+            rt_kir_expr *r = rt_gl_let(l, cb, rt_arena_printf(a, "lo_%s%d", tn->name, (int)d), lo);
+            if (r)
+                g->lo_var[d] = r->var;
+        }
+        int64_t total = 1;
+        for (int32_t d = 0; d < g->n_dims; d++)
+            total *= g->span[d];
+        int64_t rounds = rt_ceil_div(total, pl->threads);
+        int32_t cv = rt_kir_add_var(a, l->ph, "c", RT_KIR_I64);
+        rt_kir_node *loop = cv >= 0 ? rt_kir_loop(a, cb, cv, rt_kir_int(a, 0),
+                                                  rt_kir_int(a, rounds), RT_KIR_LOOP_SERIAL)
+                                    : NULL;
+        if (!loop)
+            return rt_gl_nomem(l);
+        rt_kir_block *lb = &loop->body;
+        rt_kir_expr *li = rt_kir_bin(
+            a, RT_KIR_ADD,
+            rt_kir_bin(a, RT_KIR_MUL, rt_kir_var_ref(a, l->ph, cv), rt_kir_int(a, pl->threads)),
+            rt_kir_var_ref(a, l->ph, l->ph->thread_var));
+        rt_kir_expr *lv = rt_gl_let(l, lb, "l", li);
+        if (total % pl->threads != 0) {
+            rt_kir_node *in = rt_gl_if(l, lb, rt_kir_bin(a, RT_KIR_LT, lv, rt_kir_int(a, total)));
+            if (!in)
+                return rt_gl_nomem(l);
+            lb = &in->body;
+        }
+        rt_kir_expr *gidx[RT_MAX_DIMS], *soff = rt_kir_int(a, 0), *rest = lv;
+        for (int32_t d = g->n_dims - 1; d >= 0; d--) {
+            rt_kir_expr *o = d == 0 ? rest : rt_gl_umod(a, rest, g->span[d]);
+            if (d > 0)
+                rest = rt_gl_udiv(a, rest, g->span[d]);
+            rt_kir_expr *ov = rt_gl_let(l, lb, "o", o);
+            gidx[d] = rt_kir_bin(a, RT_KIR_ADD, rt_kir_var_ref(a, l->ph, g->lo_var[d]), ov);
+            soff = rt_kir_bin(a, RT_KIR_ADD, soff,
+                              rt_kir_bin(a, RT_KIR_MUL, ov, rt_kir_int(a, g->stride[d])));
+        }
+        rt_kir_expr *valid;
+        rt_kir_expr *off = rt_gl_offset(l, g->read->tensor, gidx, &valid);
+        rt_kir_expr *safe = rt_kir_select(a, valid, off, rt_kir_int(a, 0));
+        rt_kir_expr *v = rt_kir_load(a, l->k, l->data_buf[g->read->tensor], safe);
+        rt_kir_expr *val = rt_kir_select(a, valid, v,
+                                         rt_kir_flt(a, RT_KIR_F32, tn->has_pad ? tn->pad_value
+                                                                               : 0.0));
+        rt_gl_store(l, lb, g->sh_buf, soff, val);
+    }
+    return RT_OK;
+}
+
+// Register-tile phases (regtile, staged): accumulators in a per-thread array, reductions
+// outermost, the register tile innermost (unrolled), then the store with the epilogue.
+static rt_status rt_gl_regtile(rt_gl *l, rt_gplan *pl, rt_kir_block *b) {
+    rt_arena *a = l->a;
+    int32_t ti = pl->tstmt;
+    rt_gl_set_stmt(l, ti);
+    const rt_stmt *s = l->s;
+    rt_kir_type ct = l->ct;
+    int32_t acc = rt_kir_add_buf(a, l->k, rt_arena_printf(a, "acc_p%d", (int)(l->k->n_phases - 1)),
+                                 RT_KIR_BUF_LOCAL, ct, -1, l->k->n_phases - 1);
+    if (acc < 0)
+        return rt_gl_nomem(l);
+    l->k->bufs[acc].elems = pl->Rtot;
+    int32_t ob = l->data_buf[s->out];
+    rt_kir_loop_kind ek = RT_KIR_LOOP_UNROLL;
+    // bind element 0: block-uniform vars for the reduction ranges
+    rt_kir_expr *valid;
+    RT_TRY(rt_gl_bind(l, pl, b, rt_kir_int(a, 0), &valid));
+    // init
+    int32_t ev = rt_kir_add_var(a, l->ph, "e", RT_KIR_I64);
+    rt_kir_node *il = ev >= 0 ? rt_kir_loop(a, b, ev, rt_kir_int(a, 0), rt_kir_int(a, pl->Rtot),
+                                            ek)
+                              : NULL;
+    if (!il)
+        return rt_gl_nomem(l);
+    rt_gl_store(l, &il->body, acc, rt_kir_var_ref(a, l->ph, ev),
+                rt_kir_flt(a, ct, rt_gl_assign_init(s->op)));
+    // reductions: staged steps or plain loops
+    int32_t red[2 * RT_MAX_DIMS], nr = 0;
+    for (int32_t i = 0; i < s->n_loops; i++)
+        if (s->loops[i] >= 0 && s->loops[i] < s->n_vars && s->vars[s->loops[i]].is_reduce)
+            red[nr++] = s->loops[i];
+    rt_kir_block *inner = b;
+    if (pl->mode == RT_GL_STAGED) {
+        int32_t base_var[64];
+        int64_t T[64];
+        for (int32_t d = 0; d < pl->n_dims; d++) {
+            rt_gdim *g = &pl->dims[d];
+            int32_t v = g->members[0];
+            rt_kir_expr *bv = rt_gl_let(
+                l, b, rt_arena_printf(a, "base_%s", s->vars[v].name),
+                rt_kir_bin(a, RT_KIR_ADD,
+                           rt_kir_bin(a, RT_KIR_MUL, rt_kir_var_ref(a, l->ph, g->bvar),
+                                      rt_kir_int(a, g->T1)),
+                           rt_kir_int(a, g->mlo[0])));
+            if (!bv)
+                return rt_gl_nomem(l);
+            base_var[v] = bv->var;
+            T[v] = g->T1;
+        }
+        for (int32_t i = 0; i < pl->n_stage; i++) {
+            rt_gstage *g = &pl->stage[i];
+            g->sh_buf = rt_kir_add_buf(
+                a, l->k,
+                rt_arena_printf(a, "sh_%s_p%d", l->op->tensors[g->read->tensor].name,
+                                (int)(l->k->n_phases - 1)),
+                RT_KIR_BUF_SHARED, RT_KIR_F32, -1, l->k->n_phases - 1);
+            if (g->sh_buf < 0)
+                return rt_gl_nomem(l);
+            l->k->bufs[g->sh_buf].elems = g->elems;
+            l->k->bufs[g->sh_buf].written = true;
+        }
+        // step loops
+        int64_t lo_r[2 * RT_MAX_DIMS], hi_r[2 * RT_MAX_DIMS];
+        for (int32_t i = 0; i < nr; i++) {
+            int32_t v = red[i];
+            rt_expr_const_int(l->op, s->vars[v].lo, &lo_r[i]);
+            rt_expr_const_int(l->op, s->vars[v].hi, &hi_r[i]);
+            int64_t steps = rt_ceil_div(hi_r[i] - lo_r[i], pl->red_T1[v]);
+            int32_t cv = rt_kir_add_var(a, l->ph, rt_arena_printf(a, "step_%s", s->vars[v].name),
+                                        RT_KIR_I64);
+            rt_kir_node *loop = cv >= 0 ? rt_kir_loop(a, inner, cv, rt_kir_int(a, 0),
+                                                      rt_kir_int(a, steps), RT_KIR_LOOP_SERIAL)
+                                        : NULL;
+            if (!loop)
+                return rt_gl_nomem(l);
+            inner = &loop->body;
+            rt_kir_expr *r0 = rt_gl_let(
+                l, inner, rt_arena_printf(a, "base_%s", s->vars[v].name),
+                rt_kir_bin(a, RT_KIR_ADD,
+                           rt_kir_bin(a, RT_KIR_MUL, rt_kir_var_ref(a, l->ph, cv),
+                                      rt_kir_int(a, pl->red_T1[v])),
+                           rt_kir_int(a, lo_r[i])));
+            if (!r0)
+                return rt_gl_nomem(l);
+            base_var[v] = r0->var;
+            T[v] = pl->red_T1[v];
+        }
+        RT_TRY(rt_gl_copies(l, pl, inner, base_var, T));
+        RT_GL_CHECK(l, rt_kir_append(a, inner, RT_KIR_N_BARRIER));
+        rt_kir_block *after = inner;
+        for (int32_t i = 0; i < nr; i++) {
+            int32_t v = red[i];
+            int32_t rv = rt_kir_add_var(a, l->ph, s->vars[v].name, RT_KIR_I64);
+            int64_t T1 = pl->red_T1[v];
+            rt_kir_node *loop = rv >= 0 ? rt_kir_loop(a, inner, rv, rt_kir_var_ref(a, l->ph,
+                                                                                   base_var[v]),
+                                                      rt_kir_bin(a, RT_KIR_MIN,
+                                                                 rt_kir_bin(a, RT_KIR_ADD,
+                                                                            rt_kir_var_ref(
+                                                                                a, l->ph,
+                                                                                base_var[v]),
+                                                                            rt_kir_int(a, T1)),
+                                                                 rt_kir_int(a, hi_r[i])),
+                                                      RT_KIR_LOOP_SERIAL)
+                                        : NULL;
+            if (!loop)
+                return rt_gl_nomem(l);
+            l->var_of[ti][v] = rv;
+            inner = &loop->body;
+        }
+        l->staging = true;
+        int32_t ev2 = rt_kir_add_var(a, l->ph, "e", RT_KIR_I64);
+        rt_kir_node *el = ev2 >= 0 ? rt_kir_loop(a, inner, ev2, rt_kir_int(a, 0),
+                                                 rt_kir_int(a, pl->Rtot), ek)
+                                   : NULL;
+        if (!el)
+            return rt_gl_nomem(l);
+        rt_kir_expr *ok;
+        RT_TRY(rt_gl_bind(l, pl, &el->body, rt_kir_var_ref(a, l->ph, ev2), &ok));
+        rt_gl_set_stmt(l, ti);
+        l->pre = &el->body;
+        rt_kir_expr *x;
+        RT_TRY(rt_gl_num(l, s->rhs, &x));
+        rt_kir_expr *ei = rt_kir_var_ref(a, l->ph, ev2);
+        rt_gl_store(l, &el->body, acc, ei,
+                    rt_gl_combine(a, s->op, rt_kir_load(a, l->k, acc, ei), x));
+        l->staging = false;
+        RT_GL_CHECK(l, rt_kir_append(a, after, RT_KIR_N_BARRIER));
+    } else {
+        for (int32_t i = 0; i < nr && inner; i++)
+            RT_TRY(rt_gl_var_loop(l, inner, red[i], &inner));
+        if (!inner)
+            return rt_gl_nomem(l);
+        int32_t ev2 = rt_kir_add_var(a, l->ph, "e", RT_KIR_I64);
+        rt_kir_node *el = ev2 >= 0 ? rt_kir_loop(a, inner, ev2, rt_kir_int(a, 0),
+                                                 rt_kir_int(a, pl->Rtot), ek)
+                                   : NULL;
+        if (!el)
+            return rt_gl_nomem(l);
+        rt_kir_expr *ok;
+        RT_TRY(rt_gl_bind(l, pl, &el->body, rt_kir_var_ref(a, l->ph, ev2), &ok));
+        rt_gl_set_stmt(l, ti);
+        rt_kir_node *in = rt_gl_if(l, &el->body, ok);
+        if (!in)
+            return rt_gl_nomem(l);
+        l->pre = &in->body;
+        rt_kir_expr *x;
+        RT_TRY(rt_gl_num(l, s->rhs, &x));
+        rt_kir_expr *ei = rt_kir_var_ref(a, l->ph, ev2);
+        rt_gl_store(l, &in->body, acc, ei,
+                    rt_gl_combine(a, s->op, rt_kir_load(a, l->k, acc, ei), x));
+    }
+    // store (+ epilogue)
+    int32_t ev3 = rt_kir_add_var(a, l->ph, "e", RT_KIR_I64);
+    rt_kir_node *sl = ev3 >= 0 ? rt_kir_loop(a, b, ev3, rt_kir_int(a, 0), rt_kir_int(a, pl->Rtot),
+                                             ek)
+                               : NULL;
+    if (!sl)
+        return rt_gl_nomem(l);
+    rt_kir_expr *ok;
+    RT_TRY(rt_gl_bind(l, pl, &sl->body, rt_kir_var_ref(a, l->ph, ev3), &ok));
+    rt_gl_set_stmt(l, ti);
+    rt_kir_node *in = rt_gl_if(l, &sl->body, ok);
+    if (!in)
+        return rt_gl_nomem(l);
+    rt_kir_expr *val = rt_kir_load(a, l->k, acc, rt_kir_var_ref(a, l->ph, ev3));
+    if (pl->epi < 0 || l->op->tensors[s->out].role != RT_ROLE_TEMP) {
+        rt_kir_expr *off;
+        RT_TRY(rt_gl_out_offset(l, &off));
+        rt_gl_store(l, &in->body, ob, off, val);
+    }
+    if (pl->epi >= 0) {
+        // the accumulator goes to a float local that the epilogue reads in place of s->out
+        int32_t fv = rt_kir_add_var(a, l->ph, "t_acc", ct);
+        rt_kir_node *fs = fv >= 0 ? rt_kir_append(a, &in->body, RT_KIR_N_FSET) : NULL;
+        if (!fs)
+            return rt_gl_nomem(l);
+        fs->var = fv;
+        fs->value = val;
+        rt_gl_set_stmt(l, pl->epi);
+        l->subst_tensor = s->out;
+        l->subst_n = s->n_lhs;
+        l->subst_value = rt_kir_cast(a, l->ct, rt_kir_var_ref(a, l->ph, fv));
+        l->pre = &in->body;
+        rt_kir_expr *y, *off;
+        RT_TRY(rt_gl_num(l, l->s->rhs, &y));
+        RT_TRY(rt_gl_out_offset(l, &off));
+        rt_gl_store(l, &in->body, l->data_buf[l->s->out], off, y);
+        l->subst_tensor = -1;
+    }
+    return RT_OK;
+}
+
+static rt_status rt_gl_phase(rt_gl *l, rt_gplan *pl, rt_gpu_phase *gp, const char *name) {
+    rt_arena *a = l->a;
+    const rt_op *op = l->op;
+    int64_t nx = 1;
+    for (int32_t d = 0; d < pl->n_dims; d++)
+        if (pl->dims[d].grid == 0)
+            nx *= pl->dims[d].nb;
+    rt_buf what;
+    rt_buf_init(&what, a);
+    rt_buf_printf(&what, "%s:", rt_gl_mode_names[pl->mode]);
+    for (int32_t i = 0; i < pl->n_stmts; i++) {
+        const rt_stmt *s = &op->stmts[pl->first + i];
+        rt_buf_printf(&what, " %s%s", op->tensors[s->out].name,
+                      pl->first + i == pl->epi ? " (epilogue)" : "");
+    }
+    if (what.oom)
+        return rt_gl_nomem(l);
+    l->ph = rt_kir_add_phase(a, l->k, what.data, nx);
+    if (!l->ph)
+        return rt_gl_nomem(l);
+    l->ph->name = name;
+    l->ph->threads = (int32_t)pl->threads;
+    l->ph->thread_var = rt_kir_add_var(a, l->ph, "tid", RT_KIR_I64);
+    l->ph->grid_var[0] = rt_kir_add_var(a, l->ph, "blk_y", RT_KIR_I64);
+    l->ph->grid_var[1] = rt_kir_add_var(a, l->ph, "blk_z", RT_KIR_I64);
+    if (l->ph->thread_var < 0 || l->ph->grid_var[0] < 0 || l->ph->grid_var[1] < 0)
+        return rt_gl_nomem(l);
+    l->plan = pl;
+    for (int32_t i = 0; i < op->n_stmts; i++)
+        for (int32_t v = 0; v < op->stmts[i].n_vars; v++)
+            l->var_of[i][v] = -1;
+    rt_kir_block *b = &l->ph->body;
+    rt_gl_coords(l, pl, b);
+    if (pl->mode == RT_GL_DIRECT) {
+        int32_t ev = rt_kir_add_var(a, l->ph, "e", RT_KIR_I64);
+        rt_kir_node *el = ev >= 0 ? rt_kir_loop(a, b, ev, rt_kir_int(a, 0),
+                                                rt_kir_int(a, pl->Rtot),
+                                                pl->Rtot <= 16 ? RT_KIR_LOOP_UNROLL
+                                                               : RT_KIR_LOOP_SERIAL)
+                                  : NULL;
+        if (!el)
+            return rt_gl_nomem(l);
+        rt_kir_expr *ok;
+        rt_gl_set_stmt(l, pl->tstmt);
+        RT_TRY(rt_gl_bind(l, pl, &el->body, rt_kir_var_ref(a, l->ph, ev), &ok));
+        rt_kir_node *in = rt_gl_if(l, &el->body, ok);
+        if (!in)
+            return rt_gl_nomem(l);
+        int32_t np = op->stmts[pl->tstmt].n_lhs;
+        for (int32_t i = 0; i < pl->n_stmts; i++) {
+            rt_gl_set_stmt(l, pl->first + i);
+            RT_TRY(rt_gl_direct_stmt(l, &in->body, np));
+        }
+    } else {
+        RT_TRY(rt_gl_regtile(l, pl, b));
+    }
+    if (l->oom)
+        return rt_gl_nomem(l);
+    gp->kernel_name = name;
+    gp->grid_x = nx;
+    gp->threads = (int32_t)pl->threads;
+    gp->staged = pl->mode == RT_GL_STAGED;
+    gp->what = l->ph->what;
+    for (int32_t i = 0; i < pl->n_stage; i++)
+        gp->smem_bytes += pl->stage[i].elems * 4;
+    for (int32_t d = 0; d < pl->n_dims; d++) {
+        const rt_gdim *g = &pl->dims[d];
+        if (g->grid > 0) {
+            rt_gpu_ragged_grid *r = &gp->ragged[g->grid - 1];
+            r->stmt = pl->tstmt;
+            r->var = g->members[0];
+            r->tile = g->T1;
+            gp->n_ragged = g->grid > gp->n_ragged ? g->grid : gp->n_ragged;
+        }
+    }
+    return RT_OK;
+}
+
+// The comment text opening the source: spec, device, rTile per level, predicted time.
+static const char *rt_gl_header(rt_gl *l, const rt_gpu_lower_options *opt, rt_gplan *plans,
+                                int32_t n) {
+    rt_arena *a = l->a;
+    const rt_op *op = l->op;
+    const rt_device *dev = l->dev;
+    rt_buf b;
+    rt_buf_init(&b, a);
+    rt_buf_printf(&b, "rtgen %s: op %s from %s\n", RT_VERSION_STRING, op->name,
+                  opt->spec_path ? opt->spec_path : (op->file ? op->file : "?"));
+    rt_buf_printf(&b, "device: %s (class %s, arch %s)\n", dev->name,
+                  rt_devclass_name(dev->devclass), dev->arch);
+    if (l->p && l->m) {
+        const rt_perf_model *m = l->m;
+        const rt_rprog *p = l->p;
+        rt_buf_printf(&b, "candidate %d: predicted %.2f us, bottleneck %s, threads %lld, "
+                          "blocks %lld\n",
+                      (int)opt->rank, p->predicted_ns / 1000.0,
+                      p->bottleneck >= 0 && p->bottleneck < dev->n_levels
+                          ? dev->level[p->bottleneck].name
+                          : "compute",
+                      (long long)p->threads_per_block, (long long)p->blocks);
+        rt_buf_puts(&b, "axes:");
+        for (int32_t x = 0; x < m->n_axes; x++)
+            rt_buf_printf(&b, " %s%s", m->axes[x].name, m->axes[x].is_reduce ? "(r)" : "");
+        rt_buf_puts(&b, "\n");
+        for (int32_t lv = 1; lv < p->n_levels && lv < dev->n_levels; lv++) {
+            rt_buf_printf(&b, "rTile %s: [", dev->level[lv].name);
+            for (int32_t x = 0; x < m->n_axes; x++)
+                rt_buf_printf(&b, "%s%lld", x ? ", " : "", (long long)p->tile[lv].shape[x]);
+            rt_buf_puts(&b, "]\n");
+        }
+    } else {
+        rt_buf_puts(&b, "naive program: one element per thread\n");
+    }
+    for (int32_t i = 0; i < n; i++) {
+        rt_buf_printf(&b, "kernel %d: %s, %lld threads, register tile %lld", (int)i,
+                      l->k->phases[i].what, (long long)plans[i].threads,
+                      (long long)plans[i].Rtot);
+        if (plans[i].n_stage > 0) {
+            int64_t bytes = 0;
+            for (int32_t s = 0; s < plans[i].n_stage; s++)
+                bytes += plans[i].stage[s].elems * 4;
+            rt_buf_printf(&b, ", %lld B shared", (long long)bytes);
+        }
+        if (plans[i].raster)
+            rt_buf_puts(&b, ", grouped block order");
+        rt_buf_puts(&b, "\n");
+    }
+    return b.oom ? NULL : b.data;
+}
+
+rt_status rt_gpu_lower(rt_arena *a, const rt_op *op, const rt_device *dev, const rt_perf_model *m,
+                       const rt_rprog *p, const rt_gpu_lower_options *opt, rt_gpu_kernel **out,
+                       rt_err *err) {
+    rt_gpu_lower_options defaults = {.rank = 1};
+    if (!opt)
+        opt = &defaults;
+    if (dev->devclass == RT_DEVCLASS_CPU)
+        return rt_fail(err, RT_ERR_DEVICE, dev->origin,
+                       "device '%s' is not a GPU (expected class cuda, hip or opencl, got cpu)",
+                       dev->name);
+    if (p && !m)
+        return rt_fail(err, RT_ERR_BACKEND, RT_NOLOC, "an rProgram needs its model");
+    rt_gl l = {.a = a, .op = op, .dev = dev, .m = p ? m : NULL, .p = p, .err = err,
+               .subst_tensor = -1};
+    rt_gpu_kernel *gk;
+    RT_ALLOC(a, gk, 1, err);
+    gk->op = op;
+    gk->dev = dev;
+    gk->prog = p;
+    // name: rt_<op>_<block tile>_<register tile>
+    rt_buf nm;
+    rt_buf_init(&nm, a);
+    rt_buf_printf(&nm, "rt_%s", op->name);
+    if (p && m) {
+        for (int32_t lv = 1; lv < p->n_levels && lv < dev->n_levels; lv++) {
+            rt_buf_puts(&nm, "_");
+            for (int32_t x = 0; x < m->n_axes; x++)
+                rt_buf_printf(&nm, "%s%lld", x ? "x" : "", (long long)p->tile[lv].shape[x]);
+        }
+    } else {
+        rt_buf_puts(&nm, "_naive");
+    }
+    if (nm.oom)
+        return rt_gl_nomem(&l);
+    l.k = rt_kir_kernel_new(a, nm.data);
+    if (!l.k)
+        return rt_gl_nomem(&l);
+    gk->kir = l.k;
+    RT_TRY(rt_gl_buffers(&l, gk));
+    RT_ALLOC(a, l.var_of, op->n_stmts, err);
+    for (int32_t i = 0; i < op->n_stmts; i++)
+        RT_ALLOC(a, l.var_of[i], op->stmts[i].n_vars, err);
+    rt_gplan *plans = NULL;
+    int32_t n = 0;
+    RT_TRY(rt_gl_plan(&l, opt, &plans, &n));
+    RT_ALLOC(a, gk->phases, n, err);
+    for (int32_t i = 0; i < n; i++) {
+        const char *name = n == 1 ? l.k->name : rt_arena_printf(a, "%s_p%d", l.k->name, (int)i);
+        if (!name)
+            return rt_gl_nomem(&l);
+        RT_TRY(rt_gl_phase(&l, &plans[i], &gk->phases[i], name));
+        gk->n_phases++;
+    }
+    // written buffers and 32-bit index math
+    bool idx32 = true;
+    for (int32_t i = 0; i < gk->n_bufs; i++) {
+        rt_gpu_buffer *gb = &gk->bufs[i];
+        const rt_tensor *tn = &op->tensors[gb->tensor];
+        gb->written = !gb->is_start && tn->role != RT_ROLE_INPUT;
+        l.k->bufs[gb->kir_buf].written = gb->written;
+        int64_t elems = 1;
+        for (int32_t d = 0; d < tn->n_dims; d++)
+            elems = l.extent[gb->tensor][d] < 0 || elems > ((int64_t)1 << 40)
+                        ? elems
+                        : elems * l.extent[gb->tensor][d];
+        if (elems >= ((int64_t)1 << 31))
+            idx32 = false;
+    }
+    for (int32_t i = 0; i < gk->n_phases; i++)
+        if (gk->phases[i].grid_x * gk->phases[i].threads >= ((int64_t)1 << 31))
+            idx32 = false;
+    gk->idx32 = idx32;
+    gk->header = rt_gl_header(&l, opt, plans, n);
+    if (!gk->header)
+        return rt_gl_nomem(&l);
+    l.k->header = gk->header;
+    RT_TRY(rt_kir_validate(l.k, err));
+    *out = gk;
+    return RT_OK;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Launch: ragged grid dims from the bound lengths
+// ---------------------------------------------------------------------------------------------
+
+typedef struct rt_gl_eval {
+    const rt_op *op;
+    const rt_stmt *s;
+    rt_bindings *b;
+    int64_t vals[64];
+    bool bound[64];
+    int64_t budget; // leaf evaluations left
+} rt_gl_eval;
+
+static bool rt_gl_eval_int(rt_gl_eval *ev, const rt_expr *e, int64_t *out) {
+    int64_t x, y;
+    switch (e->kind) {
+    case RT_EXPR_NUM: *out = (int64_t)e->num; return true;
+    case RT_EXPR_SIZE:
+        if (e->sym < 0 || e->sym >= ev->op->n_sizes)
+            return false;
+        *out = ev->b->sizes[e->sym];
+        return true;
+    case RT_EXPR_INDEX:
+        if (e->var < 0 || e->var >= 64 || !ev->bound[e->var])
+            return false;
+        *out = ev->vals[e->var];
+        return true;
+    case RT_EXPR_READ: {
+        int64_t idx[RT_MAX_DIMS], off;
+        for (int32_t i = 0; i < e->n_args && i < RT_MAX_DIMS; i++)
+            if (!rt_gl_eval_int(ev, e->args[i], &idx[i]))
+                return false;
+        if (!rt_tensor_offset(ev->b, e->tensor, idx, &off))
+            return false;
+        *out = (int64_t)ev->b->tensors[e->tensor].data[off];
+        return true;
+    }
+    case RT_EXPR_UNARY:
+        if (!rt_gl_eval_int(ev, e->args[0], &x))
+            return false;
+        *out = e->uop == RT_UOP_NEG ? -x : !x;
+        return true;
+    case RT_EXPR_BINARY:
+        if (!rt_gl_eval_int(ev, e->args[0], &x) || !rt_gl_eval_int(ev, e->args[1], &y))
+            return false;
+        switch (e->bop) {
+        case RT_BOP_ADD: *out = x + y; return true;
+        case RT_BOP_SUB: *out = x - y; return true;
+        case RT_BOP_MUL: *out = x * y; return true;
+        case RT_BOP_DIV: if (y <= 0) return false; *out = rt_floor_div(x, y); return true;
+        case RT_BOP_MOD: if (y <= 0) return false; *out = rt_floor_mod(x, y); return true;
+        case RT_BOP_LT: *out = x < y; return true;
+        case RT_BOP_LE: *out = x <= y; return true;
+        case RT_BOP_GT: *out = x > y; return true;
+        case RT_BOP_GE: *out = x >= y; return true;
+        case RT_BOP_EQ: *out = x == y; return true;
+        case RT_BOP_NE: *out = x != y; return true;
+        case RT_BOP_AND: *out = x && y; return true;
+        case RT_BOP_OR: *out = x || y; return true;
+        default: return false;
+        }
+    case RT_EXPR_COND:
+        if (!rt_gl_eval_int(ev, e->args[0], &x))
+            return false;
+        return rt_gl_eval_int(ev, e->args[x ? 1 : 2], out);
+    case RT_EXPR_CALL:
+        if (e->n_args < 1 || !rt_gl_eval_int(ev, e->args[0], &x))
+            return false;
+        if (e->fn == RT_FN_ABS) {
+            *out = x < 0 ? -x : x;
+            return true;
+        }
+        if (e->fn != RT_FN_MIN && e->fn != RT_FN_MAX)
+            return false;
+        for (int32_t i = 1; i < e->n_args; i++) {
+            if (!rt_gl_eval_int(ev, e->args[i], &y))
+                return false;
+            x = e->fn == RT_FN_MIN ? (x < y ? x : y) : (x > y ? x : y);
+        }
+        *out = x;
+        return true;
+    default: return false;
+    }
+}
+
+static void rt_gl_collect_vars(const rt_expr *e, uint64_t *mask) {
+    if (!e)
+        return;
+    if (e->kind == RT_EXPR_INDEX && e->var >= 0 && e->var < 64)
+        *mask |= (uint64_t)1 << e->var;
+    for (int32_t i = 0; i < e->n_args; i++)
+        rt_gl_collect_vars(e->args[i], mask);
+}
+
+// Maximum of hi(v) over every assignment of the vars in deps (ascending), each in its range.
+static bool rt_gl_max_hi(rt_gl_eval *ev, int32_t v, const int32_t *deps, int32_t n, int32_t i,
+                         int64_t *best) {
+    if (i == n) {
+        int64_t h;
+        if (--ev->budget < 0 || !rt_gl_eval_int(ev, ev->s->vars[v].hi, &h))
+            return false;
+        *best = h > *best ? h : *best;
+        return true;
+    }
+    int32_t w = deps[i];
+    int64_t lo, hi;
+    if (!rt_gl_eval_int(ev, ev->s->vars[w].lo, &lo) || !rt_gl_eval_int(ev, ev->s->vars[w].hi, &hi))
+        return false;
+    ev->bound[w] = true;
+    for (int64_t x = lo; x < hi; x++) {
+        ev->vals[w] = x;
+        if (!rt_gl_max_hi(ev, v, deps, n, i + 1, best))
+            return false;
+    }
+    ev->bound[w] = false;
+    return true;
+}
+
+rt_status rt_gpu_phase_launch(const rt_gpu_kernel *k, int32_t phase, rt_bindings *b,
+                              rt_gpu_launch *out, rt_err *err) {
+    if (phase < 0 || phase >= k->n_phases)
+        return rt_fail(err, RT_ERR_USAGE, RT_NOLOC, "kernel has no phase %d (expected 0..%d)",
+                       (int)phase, (int)k->n_phases - 1);
+    const rt_gpu_phase *gp = &k->phases[phase];
+    memset(out, 0, sizeof *out);
+    out->grid[0] = gp->grid_x;
+    out->grid[1] = out->grid[2] = 1;
+    out->block[0] = gp->threads;
+    out->block[1] = out->block[2] = 1;
+    if (gp->n_ragged > 0)
+        RT_TRY(rt_bindings_prepare(b, err));
+    for (int32_t i = 0; i < gp->n_ragged; i++) {
+        const rt_gpu_ragged_grid *r = &gp->ragged[i];
+        const rt_stmt *s = &k->op->stmts[r->stmt];
+        rt_gl_eval ev = {.op = k->op, .s = s, .b = b, .budget = (int64_t)1 << 24};
+        // the vars hi depends on, transitively through their own ranges
+        uint64_t mask = 0, done = 0;
+        rt_gl_collect_vars(s->vars[r->var].hi, &mask);
+        while (mask != done) {
+            uint64_t todo = mask & ~done;
+            for (int32_t w = 0; w < 64 && w < s->n_vars; w++)
+                if (todo & ((uint64_t)1 << w)) {
+                    rt_gl_collect_vars(s->vars[w].lo, &mask);
+                    rt_gl_collect_vars(s->vars[w].hi, &mask);
+                    done |= (uint64_t)1 << w;
+                }
+        }
+        int32_t deps[64], n = 0;
+        for (int32_t w = 0; w < 64 && w < s->n_vars; w++)
+            if (mask & ((uint64_t)1 << w))
+                deps[n++] = w;
+        int64_t best = 0;
+        if (!rt_gl_max_hi(&ev, r->var, deps, n, 0, &best))
+            return rt_fail(err, RT_ERR_SPEC, s->vars[r->var].loc,
+                           "cannot evaluate the extent of '%s' from the bound lengths",
+                           s->vars[r->var].name);
+        out->grid[1 + i] = rt_max64(1, rt_ceil_div(best, r->tile));
+    }
+    return RT_OK;
+}
