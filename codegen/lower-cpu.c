@@ -10,6 +10,9 @@
 //     tensors and offsets through the rt_layout start arrays, statements that share their outer
 //     loop fused row-wise into one phase, the outer loop spread over cores and the innermost
 //     loop marked for vectorization. The same path with `naive` is the oracle for large shapes.
+//     With an rProgram, the modeled statement alone in its phase is blocked by its rTiles
+//     (rt_lower_tiled): scale-out tiles as work items, a tile loop per lower level, point loops
+//     innermost, so every ranked candidate lowers to its own loop nest.
 #include "emit.h"
 
 #include <math.h>
@@ -29,6 +32,9 @@ typedef struct rt_lower {
     rt_kir_type ct;                 // compute type of the statement
     rt_kir_block *pre;              // where reductions inside expressions put their loops
     bool oom;
+    const rt_device *dev;           // general path: the rTile blocking (NULL when naive)
+    const rt_perf_model *m;
+    const rt_rprog *rp;
 } rt_lower;
 
 #define RT_LOWER_CHECK(l, x)                                                                      \
@@ -588,12 +594,257 @@ static bool rt_can_fuse(const rt_op *op, int32_t g0, int32_t j) {
     return true;
 }
 
+// Model axis holding statement var v of the modeled statement (its fused axes), -1 when none.
+static int32_t rt_model_axis_of(const rt_stmt *s, const rt_perf_model *m, int32_t v) {
+    for (int32_t x = 0; x < s->n_axes && x < m->n_axes; x++)
+        for (int32_t i = 0; i < s->axes[x].n_members; i++)
+            if (s->axes[x].members[i] == v)
+                return x;
+    return -1;
+}
+
+// ---------------------------------------------------------------------------------------------
+// The general path with the rTiles: the modeled statement's loop nest blocked level by level
+// ---------------------------------------------------------------------------------------------
+
+// One kept var of the blocked nest: its constant range, its tile extent per level (levels
+// block_level..top, each at most the one above) and the bounds [base, end) of the current tile.
+typedef struct rt_tvar {
+    int32_t v;
+    bool tiled; // false: a vloop or a var of no model axis, looped over its own range
+    int64_t lo, hi;
+    int64_t t[RT_MAX_MEM_LEVELS];
+    bool exact; // the current tile is always full (its end is base + t)
+    rt_kir_expr *base, *end;
+} rt_tvar;
+
+// An integer let of a fresh phase var; constants are returned as they are.
+static rt_kir_expr *rt_gen_let(rt_lower *l, rt_kir_block *blk, const char *name,
+                               rt_kir_expr *v) {
+    int64_t c;
+    if (v && rt_kir_is_int(v, &c))
+        return v;
+    int32_t var = rt_kir_add_var(l->a, l->p, name ? name : "t", RT_KIR_I64);
+    rt_kir_node *n = var >= 0 ? rt_kir_append(l->a, blk, RT_KIR_N_LET) : NULL;
+    RT_LOWER_CHECK(l, n && v);
+    if (!n || !v)
+        return rt_kir_int(l->a, 0);
+    n->var = var;
+    n->value = v;
+    return rt_kir_var_ref(l->a, l->p, var);
+}
+
+static int64_t rt_ceil_div64(int64_t x, int64_t y) {
+    return (x + y - 1) / y;
+}
+
+// The share of var v in a tile of `tile` points over the fused model axis ax: the members are
+// filled from the innermost (whole rows of the inner members, then as many of the next as
+// fit). 0 when a member has no constant range.
+static int64_t rt_member_tile(const rt_lower *l, const rt_stmt *s, int32_t ax, int32_t v,
+                              int64_t tile) {
+    int64_t rem = tile < 1 ? 1 : tile;
+    for (int32_t i = s->axes[ax].n_members - 1; i >= 0; i--) {
+        int32_t mv = s->axes[ax].members[i];
+        int64_t lo, hi;
+        if (mv < 0 || mv >= s->n_vars || !s->vars[mv].lo || !s->vars[mv].hi ||
+            !rt_expr_const_int(l->op, s->vars[mv].lo, &lo) ||
+            !rt_expr_const_int(l->op, s->vars[mv].hi, &hi) || hi <= lo)
+            return 0;
+        int64_t t = rem < hi - lo ? rem : hi - lo;
+        if (mv == v)
+            return t;
+        rem = t == hi - lo ? (rem / t > 1 ? rem / t : 1) : 1;
+    }
+    return 0;
+}
+
+// Collects the kept vars of s with their tiles from the rProgram; false when none is tiled
+// (or the work items would overflow), in which case the caller lowers the plain nest.
+static bool rt_tiled_plan(const rt_lower *l, const rt_stmt *s, rt_tvar *tv, int32_t *n_kept,
+                          int32_t *red, int32_t *n_red, int64_t *n_items) {
+    const rt_perf_model *m = l->m;
+    const rt_rprog *rp = l->rp;
+    int32_t bl = m->block_level, top = m->top, nk = 0, nr = 0, n_tiled = 0;
+    int64_t lanes = l->dev->lanes > 1 ? l->dev->lanes : 1, items = 1;
+    for (int32_t i = 0; i < s->n_loops && i < RT_MAX_DIMS * 2; i++) {
+        int32_t v = s->loops[i];
+        if (v < 0 || v >= s->n_vars)
+            return false;
+        if (s->vars[v].is_reduce) {
+            red[nr++] = v;
+            continue;
+        }
+        rt_tvar *t = &tv[nk++];
+        memset(t, 0, sizeof *t);
+        t->v = v;
+        int32_t ax = rt_model_axis_of(s, m, v);
+        t->tiled = ax >= 0 && !m->axes[ax].ragged && s->vars[v].lo && s->vars[v].hi &&
+                   rt_expr_const_int(l->op, s->vars[v].lo, &t->lo) &&
+                   rt_expr_const_int(l->op, s->vars[v].hi, &t->hi) && t->hi > t->lo;
+        if (!t->tiled)
+            continue;
+        int64_t ext = t->hi - t->lo, up = ext;
+        for (int32_t lv = bl; lv <= top && t->tiled; lv++) {
+            int64_t e = rt_member_tile(l, s, ax, v, rp->tile[lv].shape[ax]);
+            t->tiled = e > 0;
+            t->t[lv] = e < 1 ? 1 : e > up ? up : e;
+            up = t->t[lv];
+        }
+        n_tiled += t->tiled;
+    }
+    if (n_tiled == 0 || nk == 0)
+        return false;
+    // The innermost kept var runs in vector lanes: no tile below the register width.
+    rt_tvar *in = &tv[nk - 1];
+    if (in->tiled)
+        for (int32_t lv = bl + 1; lv <= top; lv++)
+            if (in->t[lv] < lanes)
+                in->t[lv] = in->t[lv - 1] < lanes ? in->t[lv - 1] : lanes;
+    for (int32_t i = 0; i < nk; i++) {
+        if (!tv[i].tiled)
+            continue;
+        items *= rt_ceil_div64(tv[i].hi - tv[i].lo, tv[i].t[bl]);
+        if (items > ((int64_t)1 << 31))
+            return false;
+    }
+    *n_kept = nk;
+    *n_red = nr;
+    *n_items = items;
+    return true;
+}
+
+// Statement si blocked by the rTiles into a phase of its own: the scale-out level's tiles are
+// the work items (spread over cores), each lower level a serial tile loop per tiled var (outer
+// tile loops before inner ones), the register level's point loops innermost with the last kept
+// var vectorized. *done is false when nothing is tiled (no phase was added).
+static rt_status rt_lower_tiled(rt_lower *l, int32_t si, bool *done) {
+    rt_arena *a = l->a;
+    const rt_stmt *s = &l->op->stmts[si];
+    const rt_perf_model *m = l->m;
+    int32_t bl = m->block_level, top = m->top, nk, red[RT_MAX_DIMS * 2], nr;
+    int64_t n_items;
+    rt_tvar tv[RT_MAX_DIMS * 2];
+    *done = false;
+    if (!rt_tiled_plan(l, s, tv, &nk, red, &nr, &n_items))
+        return RT_OK;
+    *done = true;
+    rt_buf b;
+    rt_buf_init(&b, a);
+    rt_buf_printf(&b, "statement %d blocked by the rTiles [", (int)si);
+    for (int32_t lv = bl; lv <= top; lv++) {
+        rt_buf_printf(&b, "%s", lv > bl ? "; " : "");
+        for (int32_t i = 0, first = 1; i < nk; i++)
+            if (tv[i].tiled) {
+                rt_buf_printf(&b, "%s%s=%lld", first ? "" : ",", s->vars[tv[i].v].name,
+                              (long long)tv[i].t[lv]);
+                first = 0;
+            }
+    }
+    rt_buf_puts(&b, "]");
+    l->p = rt_kir_add_phase(a, l->k, b.oom ? "statement" : b.data, n_items);
+    if (!l->p)
+        return rt_fail(l->err, RT_ERR_NOMEM, RT_NOLOC, "out of memory");
+    RT_TRY(rt_lower_begin_stmt(l, s));
+    rt_kir_block *blk = &l->p->body;
+    // Work item -> tile index per tiled var (the first var varies slowest).
+    rt_kir_expr *rem = rt_kir_var_ref(a, l->p, l->p->item_var);
+    int64_t left = n_items;
+    for (int32_t i = nk - 1; i >= 0; i--) {
+        rt_tvar *t = &tv[i];
+        if (!t->tiled)
+            continue;
+        const char *name = s->vars[t->v].name;
+        int64_t ext = t->hi - t->lo, nb = rt_ceil_div64(ext, t->t[bl]);
+        t->exact = ext % t->t[bl] == 0;
+        if (nb == 1) {
+            t->base = rt_kir_int(a, t->lo);
+            t->end = rt_kir_int(a, t->hi);
+            continue;
+        }
+        rt_kir_expr *bi = left == nb ? rem : rt_kir_bin(a, RT_KIR_MOD, rem, rt_kir_int(a, nb));
+        left /= nb;
+        rem = left > 1 ? rt_kir_bin(a, RT_KIR_DIV, rem, rt_kir_int(a, nb)) : rt_kir_int(a, 0);
+        t->base = rt_gen_let(l, blk, rt_arena_printf(a, "%s_b%d", name, (int)bl),
+                             rt_kir_bin(a, RT_KIR_ADD, rt_kir_int(a, t->lo),
+                                        rt_kir_bin(a, RT_KIR_MUL, bi, rt_kir_int(a, t->t[bl]))));
+        rt_kir_expr *end = rt_kir_bin(a, RT_KIR_ADD, t->base, rt_kir_int(a, t->t[bl]));
+        t->end = t->exact ? end
+                          : rt_gen_let(l, blk, rt_arena_printf(a, "%s_e%d", name, (int)bl),
+                                       rt_kir_bin(a, RT_KIR_MIN, end, rt_kir_int(a, t->hi)));
+    }
+    // Tile loops of the levels below, outer levels first.
+    for (int32_t lv = bl + 1; lv <= top; lv++) {
+        for (int32_t i = 0; i < nk; i++) {
+            rt_tvar *t = &tv[i];
+            if (!t->tiled || t->t[lv] >= t->t[lv - 1])
+                continue;
+            const char *name = s->vars[t->v].name;
+            int64_t tl = t->t[lv];
+            bool exact = t->exact && t->t[lv - 1] % tl == 0;
+            rt_kir_expr *trip =
+                t->exact ? rt_kir_int(a, rt_ceil_div64(t->t[lv - 1], tl))
+                         : rt_kir_bin(a, RT_KIR_DIV,
+                                      rt_kir_bin(a, RT_KIR_ADD,
+                                                 rt_kir_bin(a, RT_KIR_SUB, t->end, t->base),
+                                                 rt_kir_int(a, tl - 1)),
+                                      rt_kir_int(a, tl));
+            int32_t ti = rt_kir_add_var(a, l->p, rt_arena_printf(a, "%s_t%d", name, (int)lv),
+                                        RT_KIR_I64);
+            if (ti < 0)
+                return rt_fail(l->err, RT_ERR_NOMEM, RT_NOLOC, "out of memory");
+            rt_kir_node *loop = rt_kir_loop(a, blk, ti, rt_kir_int(a, 0), trip,
+                                            RT_KIR_LOOP_SERIAL);
+            RT_LOWER_CHECK(l, loop && trip);
+            if (!loop)
+                return RT_OK;
+            blk = &loop->body;
+            rt_kir_expr *base = rt_gen_let(
+                l, blk, rt_arena_printf(a, "%s_b%d", name, (int)lv),
+                rt_kir_bin(a, RT_KIR_ADD, t->base,
+                           rt_kir_bin(a, RT_KIR_MUL, rt_kir_var_ref(a, l->p, ti),
+                                      rt_kir_int(a, tl))));
+            rt_kir_expr *end = rt_kir_bin(a, RT_KIR_ADD, base, rt_kir_int(a, tl));
+            t->end = exact ? end
+                           : rt_gen_let(l, blk, rt_arena_printf(a, "%s_e%d", name, (int)lv),
+                                        rt_kir_bin(a, RT_KIR_MIN, end, t->end));
+            t->base = base;
+            t->exact = exact;
+        }
+    }
+    // Point loops in the statement's order; vloops read their bounds here.
+    for (int32_t i = 0; i < nk; i++) {
+        rt_tvar *t = &tv[i];
+        rt_kir_expr *lo = t->base, *hi = t->end;
+        if (!t->tiled)
+            RT_TRY(rt_tr_loops_range(l, t->v, &lo, &hi));
+        l->var_of[t->v] = rt_kir_add_var(a, l->p, s->vars[t->v].name, RT_KIR_I64);
+        bool innermost = i == nk - 1 && nr == 0;
+        rt_kir_node *loop = rt_kir_loop(a, blk, l->var_of[t->v], lo, hi,
+                                        innermost ? RT_KIR_LOOP_VECTOR : RT_KIR_LOOP_SERIAL);
+        RT_LOWER_CHECK(l, loop);
+        if (!loop)
+            return RT_OK;
+        blk = &loop->body;
+    }
+    return rt_lower_element(l, blk, red, nr);
+}
+
 static rt_status rt_lower_general(rt_lower *l, int32_t s0, int32_t s1, bool fuse) {
     const rt_op *op = l->op;
     for (int32_t i = s0; i < s1;) {
         int32_t j = i + 1;
         while (fuse && j < s1 && rt_can_fuse(op, i, j))
             j++;
+        if (j == i + 1 && l->m && l->rp && i == l->m->main_stmt && l->m->block_level >= 0 &&
+            l->m->top < RT_MAX_MEM_LEVELS && l->m->block_level <= l->m->top) {
+            bool done;
+            RT_TRY(rt_lower_tiled(l, i, &done));
+            if (done) {
+                i = j;
+                continue;
+            }
+        }
         int32_t v;
         int64_t lo = 0, hi = 1;
         bool outer = rt_stmt_outer(op, &op->stmts[i], &v, &lo, &hi);
@@ -643,7 +894,18 @@ typedef struct rt_gemm {
     double alpha;
     int32_t m_var, n_var, k_var; // last (innermost) var of each group, for the rTile lookup
     int32_t mr, nr, kc, mc, nc;
+    int64_t batch;            // independent GEMMs (implicit: product of the batch var extents)
+    // Implicit GEMM (a contraction over affine reads, e.g. a convolution): the packs gather
+    // A and B through the reads themselves (pad value outside the extents), decomposing the flat
+    // m, n, k of a block into the statement vars of each group (outer first).
+    bool implicit;
+    const rt_expr *ra, *rb;   // the reads holding the m and the n vars
+    int32_t gvar[4][8];       // groups: RT_GEMM_G_M, _N, _K, _BATCH
+    int32_t n_gvar[4];
+    int64_t ccoef[16];        // flat offset coefficient of each statement var in C
 } rt_gemm;
+
+enum { RT_GEMM_G_M, RT_GEMM_G_N, RT_GEMM_G_K, RT_GEMM_G_BATCH };
 
 // Offset coefficient of each statement var in a dense access (false: not affine/dense).
 static bool rt_access_coefs(const rt_lower *l, const rt_stmt *s, int32_t t,
@@ -727,6 +989,7 @@ static bool rt_gemm_detect(const rt_lower *l, int32_t si, rt_gemm *g) {
     const rt_stmt *s = &l->op->stmts[si];
     memset(g, 0, sizeof *g);
     g->stmt = si;
+    g->batch = 1;
     if ((s->op != RT_ASSIGN_ADD_INIT && s->op != RT_ASSIGN_ADD) || s->n_preds > 0 ||
         s->n_vars > 16 || l->op->tensors[s->out].dtype != RT_DTYPE_F32)
         return false;
@@ -788,6 +1051,143 @@ static bool rt_gemm_detect(const rt_lower *l, int32_t si, rt_gemm *g) {
     return true;
 }
 
+// Which of the statement vars an affine read uses (false: a dim is not affine, the tensor is
+// not a dense f32 one with constant extents, or a var is out of range).
+static bool rt_gemm_read_uses(const rt_lower *l, const rt_stmt *s, const rt_expr *rd,
+                              bool *used) {
+    const rt_tensor *tn = &l->op->tensors[rd->tensor];
+    if (tn->ragged || tn->dtype != RT_DTYPE_F32 || rd->n_args != tn->n_dims)
+        return false;
+    for (int32_t v = 0; v < s->n_vars; v++)
+        used[v] = false;
+    for (int32_t d = 0; d < tn->n_dims; d++) {
+        rt_affine af;
+        if (l->extent[rd->tensor][d] < 0 || !rt_expr_affine(l->op, rd->args[d], &af))
+            return false;
+        for (int32_t i = 0; i < af.n_terms; i++) {
+            if (af.var[i] < 0 || af.var[i] >= s->n_vars)
+                return false;
+            used[af.var[i]] = used[af.var[i]] || af.coef[i] != 0;
+        }
+    }
+    return true;
+}
+
+// Implicit GEMM: C(...) (+)= const * X(affine) * Y(affine) where every loop var runs over a
+// constant [0, hi), each reduction var is read by both X and Y but not stored, and each stored
+// var is read by exactly one of them. The read holding C's innermost var is B (n: the stored
+// vars of B that flatten into C's unit-stride suffix); the other's stored vars are m (they must
+// flatten in C too); B's other stored vars (a batch, like n of NCHW) index independent GEMMs.
+// A convolution O(n, f, y, x) +=! I(n, c, 2*y + r - 1, 2*x + s - 1) * W(f, c, r, s) becomes
+// batch n, M = f, N = (y, x), K = (c, r, s). Depthwise (c stored and read by both) is not one.
+static bool rt_gemm_detect_implicit(const rt_lower *l, int32_t si, rt_gemm *g) {
+    const rt_stmt *s = &l->op->stmts[si];
+    const rt_tensor *to = &l->op->tensors[s->out];
+    memset(g, 0, sizeof *g);
+    g->stmt = si;
+    g->batch = 1;
+    g->implicit = true;
+    if ((s->op != RT_ASSIGN_ADD_INIT && s->op != RT_ASSIGN_ADD) || s->n_preds > 0 ||
+        s->recursive || s->n_vars > 16 || s->n_loops != s->n_vars || s->n_lhs < 1 ||
+        to->dtype != RT_DTYPE_F32)
+        return false;
+    const rt_expr *reads[2];
+    int32_t n = 0;
+    g->alpha = 1.0;
+    if (!rt_gemm_factors(s->rhs, reads, &n, &g->alpha) || n != 2 ||
+        reads[0]->tensor == s->out || reads[1]->tensor == s->out)
+        return false;
+    int64_t c0c, ext[16];
+    bool u0[16], u1[16], in_c[16];
+    if (!rt_access_coefs(l, s, s->out, NULL, s->lhs_vars, s->n_lhs, g->ccoef, &c0c) ||
+        !rt_gemm_read_uses(l, s, reads[0], u0) || !rt_gemm_read_uses(l, s, reads[1], u1))
+        return false;
+    for (int32_t v = 0; v < s->n_vars; v++) {
+        int64_t lo, hi;
+        if (!s->vars[v].lo || !s->vars[v].hi || !rt_expr_const_int(l->op, s->vars[v].lo, &lo) ||
+            lo != 0 || !rt_expr_const_int(l->op, s->vars[v].hi, &hi) || hi < 1)
+            return false;
+        ext[v] = hi;
+        in_c[v] = g->ccoef[v] != 0;
+    }
+    int32_t inner = s->lhs_vars[s->n_lhs - 1];
+    if (inner < 0 || inner >= s->n_vars || u0[inner] == u1[inner])
+        return false;
+    int32_t ib = u0[inner] ? 0 : 1;
+    const bool *ua = ib ? u0 : u1, *ub = ib ? u1 : u0;
+    g->ra = reads[1 - ib];
+    g->rb = reads[ib];
+    g->ta = g->ra->tensor;
+    g->tb = g->rb->tensor;
+    // n: C's unit-stride suffix of B's vars, inner first, then reversed to outer first.
+    bool in_n[16] = {false};
+    int64_t run = 1;
+    for (int32_t d = s->n_lhs - 1; d >= 0; d--) {
+        int32_t v = s->lhs_vars[d];
+        if (v < 0 || v >= s->n_vars || !ub[v] || ua[v] || in_n[v] || g->ccoef[v] != run ||
+            g->n_gvar[RT_GEMM_G_N] >= 8)
+            break;
+        in_n[v] = true;
+        g->gvar[RT_GEMM_G_N][g->n_gvar[RT_GEMM_G_N]++] = v;
+        run *= ext[v];
+    }
+    int32_t *nv = g->gvar[RT_GEMM_G_N], nn = g->n_gvar[RT_GEMM_G_N];
+    for (int32_t i = 0; i < nn / 2; i++) {
+        int32_t t = nv[i];
+        nv[i] = nv[nn - 1 - i];
+        nv[nn - 1 - i] = t;
+    }
+    for (int32_t i = 0; i < s->n_loops; i++) {
+        int32_t v = s->loops[i], grp;
+        if (v < 0 || v >= s->n_vars)
+            return false;
+        if (s->vars[v].is_reduce) {
+            if (!ua[v] || !ub[v] || in_c[v])
+                return false;
+            grp = RT_GEMM_G_K;
+        } else if (!in_c[v] || ua[v] == ub[v]) {
+            return false;
+        } else if (ua[v]) {
+            grp = RT_GEMM_G_M;
+        } else if (in_n[v]) {
+            continue;
+        } else {
+            grp = RT_GEMM_G_BATCH;
+        }
+        if (g->n_gvar[grp] >= 8)
+            return false;
+        g->gvar[grp][g->n_gvar[grp]++] = v;
+    }
+    if (g->n_gvar[RT_GEMM_G_M] == 0 || nn == 0 || g->n_gvar[RT_GEMM_G_K] == 0)
+        return false;
+    // m vars outer first by their C stride, which must flatten like one index.
+    int32_t *mv = g->gvar[RT_GEMM_G_M], nm = g->n_gvar[RT_GEMM_G_M];
+    for (int32_t i = 1; i < nm; i++)
+        for (int32_t j = i; j > 0 && g->ccoef[mv[j]] > g->ccoef[mv[j - 1]]; j--) {
+            int32_t t = mv[j];
+            mv[j] = mv[j - 1];
+            mv[j - 1] = t;
+        }
+    int64_t m_run = 1;
+    for (int32_t i = nm - 1; i >= 0; i--) {
+        if (g->ccoef[mv[i]] != g->ccoef[mv[nm - 1]] * m_run)
+            return false;
+        m_run *= ext[mv[i]];
+    }
+    g->M = m_run;
+    g->N = run;
+    g->K = 1;
+    for (int32_t i = 0; i < g->n_gvar[RT_GEMM_G_K]; i++)
+        g->K *= ext[g->gvar[RT_GEMM_G_K][i]];
+    for (int32_t i = 0; i < g->n_gvar[RT_GEMM_G_BATCH]; i++)
+        g->batch *= ext[g->gvar[RT_GEMM_G_BATCH][i]];
+    g->cm = g->ccoef[mv[nm - 1]];
+    g->m_var = mv[nm - 1];
+    g->n_var = nv[nn - 1];
+    g->k_var = g->gvar[RT_GEMM_G_K][g->n_gvar[RT_GEMM_G_K] - 1];
+    return c0c == 0;
+}
+
 // Model axis holding statement var v (the main statement's fused axes come first).
 static int32_t rt_model_axis(const rt_stmt *s, const rt_perf_model *m, int32_t v) {
     for (int32_t x = 0; x < s->n_axes && x < (m ? m->n_axes : 0); x++)
@@ -797,59 +1197,70 @@ static int32_t rt_model_axis(const rt_stmt *s, const rt_perf_model *m, int32_t v
     return -1;
 }
 
-static int64_t rt_clamp64(int64_t v, int64_t lo, int64_t hi) {
-    return v < lo ? lo : v > hi ? hi : v;
-}
-
-// Blocking from the rTiles: register tile -> mr x nr, L1 -> kc, L2 -> mc, below -> nc.
+// Blocking: the model's own view of the GEMM when it models this one (so the kernel is the one
+// it predicted), else the rTiles of the group vars seed the same rule (rt_perf_cpu_gemm_block).
 static void rt_gemm_blocking(rt_gemm *g, const rt_op *op, const rt_device *dev,
                              const rt_perf_model *m, const rt_rprog *p) {
     const rt_stmt *s = &op->stmts[g->stmt];
-    int64_t mr = 6, nr = 32, kc = 256, mc = 96, nc = 1024;
-    if (m && p && p->n_levels >= 2) {
+    rt_perf_cpu_gemm v;
+    if (m && p && g->batch <= 1 && rt_perf_cpu_gemm_view(m, p, &v) && v.M == g->M &&
+        v.N == g->N && v.K == g->K) {
+        g->mr = (int32_t)v.mr, g->nr = (int32_t)v.nr, g->kc = (int32_t)v.kc;
+        g->mc = (int32_t)v.mc, g->nc = (int32_t)v.nc;
+        return;
+    }
+    memset(&v, 0, sizeof v);
+    v.M = g->M, v.N = g->N, v.K = g->K;
+    v.mr = 6, v.nr = 32, v.kc = 256, v.mc = 96, v.nc = 1024;
+    if (m && p && p->n_levels >= 2 && g->implicit) {
+        // A group's tile is the product of its vars' axes at the level (each axis once).
+        int32_t top = p->n_levels - 1, grp[3] = {RT_GEMM_G_M, RT_GEMM_G_N, RT_GEMM_G_K};
+        int64_t t[3][RT_MAX_MEM_LEVELS];
+        bool ok = true;
+        for (int32_t gi = 0; gi < 3; gi++) {
+            bool seen[RT_PERF_MAX_AXES] = {false};
+            for (int32_t lv = 0; lv <= top; lv++)
+                t[gi][lv] = 1;
+            for (int32_t i = 0; i < g->n_gvar[grp[gi]]; i++) {
+                int32_t x = rt_model_axis(s, m, g->gvar[grp[gi]][i]);
+                if (x < 0 || x >= RT_PERF_MAX_AXES) {
+                    ok = false;
+                    continue;
+                }
+                if (seen[x])
+                    continue;
+                seen[x] = true;
+                for (int32_t lv = 0; lv <= top; lv++)
+                    t[gi][lv] *= p->tile[lv].shape[x];
+            }
+        }
+        if (ok) {
+            v.mr = t[0][top];
+            v.nr = t[1][top];
+            v.kc = t[2][top - 1];
+            if (top >= 2)
+                v.mc = t[0][top - 2];
+            if (top >= 3)
+                v.nc = t[1][top - 3];
+        }
+    } else if (m && p && p->n_levels >= 2) {
         int32_t top = p->n_levels - 1;
         int32_t xm = rt_model_axis(s, m, g->m_var), xn = rt_model_axis(s, m, g->n_var),
                 xk = rt_model_axis(s, m, g->k_var);
         if (xm >= 0 && xn >= 0 && xk >= 0) {
-            mr = p->tile[top].shape[xm];
-            nr = p->tile[top].shape[xn];
+            v.mr = p->tile[top].shape[xm];
+            v.nr = p->tile[top].shape[xn];
             if (top >= 1)
-                kc = p->tile[top - 1].shape[xk];
+                v.kc = p->tile[top - 1].shape[xk];
             if (top >= 2)
-                mc = p->tile[top - 2].shape[xm];
+                v.mc = p->tile[top - 2].shape[xm];
             if (top >= 3)
-                nc = p->tile[top - 3].shape[xn];
+                v.nc = p->tile[top - 3].shape[xn];
         }
     }
-    // The register tile keeps the model's shape where it fits the vector registers, widened to
-    // two vectors (B loads amortized over mr broadcasts) when N allows.
-    int64_t nv = rt_clamp64(rt_ceil_div(nr, 16), 2, 4);
-    nv = rt_max64(1, rt_min64(nv, rt_ceil_div(g->N, 16)));
-    mr = rt_clamp64(mr, rt_ceil_div(12, nv), 28 / nv);
-    // Cache blocking (BLIS analytical rules): the kc x nr B micro-panel fills at most half of L1
-    // and the mc x kc A block half of L2; rTiles smaller than that only add packing overhead.
-    if (dev && dev->n_levels >= 3) {
-        int32_t top = dev->n_levels - 1;
-        int64_t l1 = dev->level[top - 1].capacity_bytes, l2 = dev->level[top - 2].capacity_bytes;
-        if (l1 > 0)
-            kc = rt_max64(kc, rt_round_up(l1 / 2 / (16 * nv * 4), 16) - 16);
-        if (l2 > 0 && dev->n_levels >= 4)
-            mc = rt_max64(mc, l2 / 2 / (rt_max64(kc, 1) * 4));
-    }
-    mr = rt_clamp64(mr, 1, g->M);
-    g->mr = (int32_t)mr;
-    g->nr = (int32_t)(16 * nv);
-    g->kc = (int32_t)rt_clamp64(kc, rt_min64(16, g->K), rt_min64(1024, g->K));
-    g->mc = (int32_t)rt_clamp64(rt_round_up(mc, mr), mr, rt_min64(rt_round_up(g->M, mr),
-                                                                    rt_round_up(1024, mr)));
-    g->nc = (int32_t)rt_clamp64(rt_round_up(nc, g->nr), g->nr,
-                                rt_min64(rt_round_up(g->N, g->nr), 4096));
-    // Enough work items for every core.
-    int64_t units = dev && dev->units > 0 ? dev->units : 1;
-    while (rt_ceil_div(g->M, g->mc) * rt_ceil_div(g->N, g->nc) < units && g->nc > g->nr)
-        g->nc = (int32_t)rt_round_up(g->nc / 2, g->nr);
-    while (rt_ceil_div(g->M, g->mc) * rt_ceil_div(g->N, g->nc) < units && g->mc > g->mr)
-        g->mc = (int32_t)rt_round_up(g->mc / 2, g->mr);
+    rt_perf_cpu_gemm_block(dev, g->batch, &v);
+    g->mr = (int32_t)v.mr, g->nr = (int32_t)v.nr, g->kc = (int32_t)v.kc;
+    g->mc = (int32_t)v.mc, g->nc = (int32_t)v.nc;
 }
 
 static rt_kir_expr *rt_v(rt_lower *l, int32_t var) {
@@ -930,6 +1341,92 @@ static void rt_gemm_pack(rt_lower *l, rt_kir_block *blk, const char *what, int32
     s0->value = rt_kir_flt(a, RT_KIR_F32, 0.0);
 }
 
+// Binds the statement vars vars[0..n) (outer first, each over [0, hi)) to the digits of the
+// flat index x in blk: v_i = x / (product of the later extents) mod hi_i.
+static void rt_gemm_unflatten(rt_lower *l, rt_kir_block *blk, rt_kir_expr *x,
+                              const int32_t *vars, int32_t n) {
+    int64_t inner = 1;
+    for (int32_t i = n - 1; i >= 0; i--) {
+        int32_t v = vars[i];
+        int64_t hi = 1;
+        rt_expr_const_int(l->op, l->s->vars[v].hi, &hi);
+        rt_kir_expr *d = inner == 1 ? x : rt_b(l, RT_KIR_DIV, x, rt_i(l, inner));
+        if (i > 0)
+            d = rt_b(l, RT_KIR_MOD, d, rt_i(l, hi));
+        l->var_of[v] = rt_kir_add_var(l->a, l->p, l->s->vars[v].name, RT_KIR_I64);
+        RT_LOWER_CHECK(l, l->var_of[v] >= 0);
+        if (l->var_of[v] < 0)
+            return;
+        rt_let(l, blk, l->var_of[v], d);
+        inner *= hi;
+    }
+}
+
+// The implicit GEMM's packing copy: the layout of rt_gemm_pack, each element gathered through
+// the read rd itself (its pad value outside the tensor's extent): row row0 + panel*w + r is
+// the flat index of the rows vars, k0 + kk that of the ks vars (both outer first).
+static rt_status rt_gemm_pack_affine(rt_lower *l, rt_kir_block *blk, const char *what, int32_t w,
+                                     rt_kir_expr *valid, rt_kir_expr *kcur, const rt_expr *rd,
+                                     const int32_t *rows, int32_t n_rows, const int32_t *ks,
+                                     int32_t n_ks, rt_kir_expr *row0, rt_kir_expr *k0,
+                                     double alpha, rt_kir_expr *dst0) {
+    rt_arena *a = l->a;
+    rt_kir_node *copy = rt_kir_append(a, blk, RT_KIR_N_COPY);
+    RT_LOWER_CHECK(l, copy);
+    if (!copy)
+        return RT_OK;
+    copy->text = what;
+    int32_t vp = rt_kir_add_var(a, l->p, "panel", RT_KIR_I64);
+    int32_t vk = rt_kir_add_var(a, l->p, "kk", RT_KIR_I64);
+    int32_t vr = rt_kir_add_var(a, l->p, "r", RT_KIR_I64);
+    int32_t vrow = rt_kir_add_var(a, l->p, "row", RT_KIR_I64);
+    rt_kir_node *lp = rt_kir_loop(a, &copy->body, vp, rt_i(l, 0),
+                                  rt_b(l, RT_KIR_DIV, rt_b(l, RT_KIR_ADD, valid, rt_i(l, w - 1)),
+                                       rt_i(l, w)), RT_KIR_LOOP_SERIAL);
+    RT_LOWER_CHECK(l, lp);
+    if (!lp)
+        return RT_OK;
+    rt_kir_node *lk = rt_kir_loop(a, &lp->body, vk, rt_i(l, 0), kcur, RT_KIR_LOOP_SERIAL);
+    RT_LOWER_CHECK(l, lk);
+    if (!lk)
+        return RT_OK;
+    rt_gemm_unflatten(l, &lk->body, rt_b(l, RT_KIR_ADD, k0, rt_v(l, vk)), ks, n_ks);
+    rt_kir_node *lr = rt_kir_loop(a, &lk->body, vr, rt_i(l, 0), rt_i(l, w), RT_KIR_LOOP_VECTOR);
+    RT_LOWER_CHECK(l, lr);
+    if (!lr)
+        return RT_OK;
+    rt_let(l, &lr->body, vrow, rt_b(l, RT_KIR_ADD, rt_b(l, RT_KIR_MUL, rt_v(l, vp), rt_i(l, w)),
+                                    rt_v(l, vr)));
+    rt_kir_expr *dst = rt_b(l, RT_KIR_ADD, dst0,
+                            rt_b(l, RT_KIR_ADD,
+                                 rt_b(l, RT_KIR_MUL,
+                                      rt_b(l, RT_KIR_ADD, rt_b(l, RT_KIR_MUL, rt_v(l, vp), kcur),
+                                           rt_v(l, vk)),
+                                      rt_i(l, w)),
+                                 rt_v(l, vr)));
+    rt_kir_node *iff = rt_kir_append(a, &lr->body, RT_KIR_N_IF);
+    RT_LOWER_CHECK(l, iff);
+    if (!iff)
+        return RT_OK;
+    iff->cond = rt_b(l, RT_KIR_LT, rt_v(l, vrow), valid);
+    rt_gemm_unflatten(l, &iff->body, rt_b(l, RT_KIR_ADD, row0, rt_v(l, vrow)), rows, n_rows);
+    rt_kir_expr *v;
+    RT_TRY(rt_tr_read(l, rd, &v));
+    v = rt_kir_cast(a, RT_KIR_F32, v);
+    if (alpha != 1.0)
+        v = rt_b(l, RT_KIR_MUL, v, rt_kir_flt(a, RT_KIR_F32, alpha));
+    rt_kir_node *s1 = rt_kir_append(a, &iff->body, RT_KIR_N_STORE);
+    rt_kir_node *s0 = rt_kir_append(a, &iff->else_body, RT_KIR_N_STORE);
+    RT_LOWER_CHECK(l, s1 && s0 && v && dst);
+    if (!s1 || !s0)
+        return RT_OK;
+    s1->buf = s0->buf = 0;
+    s1->index = s0->index = dst;
+    s1->value = v;
+    s0->value = rt_kir_flt(a, RT_KIR_F32, 0.0);
+    return RT_OK;
+}
+
 static rt_status rt_lower_gemm(rt_lower *l, const rt_gemm *g) {
     rt_arena *a = l->a;
     const rt_stmt *s = &l->op->stmts[g->stmt];
@@ -938,10 +1435,18 @@ static rt_status rt_lower_gemm(rt_lower *l, const rt_gemm *g) {
                                           "mc=%d nc=%d kc=%d, micro-kernel %dx%d",
                                        (int)g->stmt, (long long)g->M, (long long)g->N,
                                        (long long)g->K, g->mc, g->nc, g->kc, g->mr, g->nr);
-    l->p = rt_kir_add_phase(a, l->k, what ? what : "gemm", mt * ntl);
+    if (g->implicit)
+        what = rt_arena_printf(a, "statement %d: implicit GEMM %lld x %lldx%lldx%lld (gathered "
+                                  "packs), blocks mc=%d nc=%d kc=%d, micro-kernel %dx%d",
+                               (int)g->stmt, (long long)g->batch, (long long)g->M,
+                               (long long)g->N, (long long)g->K, g->mc, g->nc, g->kc, g->mr,
+                               g->nr);
+    l->p = rt_kir_add_phase(a, l->k, what ? what : "gemm", mt * ntl * g->batch);
     if (!l->p)
         return rt_fail(l->err, RT_ERR_NOMEM, RT_NOLOC, "out of memory");
     rt_kir_phase *p = l->p;
+    if (g->implicit)
+        RT_TRY(rt_lower_begin_stmt(l, s));
     int64_t a_elems = rt_round_up((int64_t)g->mc * g->kc, 16);
     p->scratch_bytes = (a_elems + rt_round_up(g->nc, g->nr) * g->kc) * 4;
     if (p->scratch_bytes > l->k->scratch_bytes)
@@ -953,6 +1458,20 @@ static rt_status rt_lower_gemm(rt_lower *l, const rt_gemm *g) {
     int32_t vjp = rt_kir_add_var(a, p, "jr", RT_KIR_I64), vip = rt_kir_add_var(a, p, "ir", RT_KIR_I64);
     rt_kir_block *body = &p->body;
     rt_kir_expr *item = rt_v(l, p->item_var);
+    rt_kir_expr *c_batch = rt_i(l, 0);
+    if (g->implicit) {
+        // item = batch index x (mt x ntl) + block; the batch vars index C and B directly.
+        int32_t vt = rt_kir_add_var(a, p, "blk", RT_KIR_I64);
+        rt_let(l, body, vt, rt_b(l, RT_KIR_MOD, item, rt_i(l, mt * ntl)));
+        rt_gemm_unflatten(l, body, rt_b(l, RT_KIR_DIV, item, rt_i(l, mt * ntl)),
+                          g->gvar[RT_GEMM_G_BATCH], g->n_gvar[RT_GEMM_G_BATCH]);
+        for (int32_t i = 0; i < g->n_gvar[RT_GEMM_G_BATCH]; i++) {
+            int32_t v = g->gvar[RT_GEMM_G_BATCH][i];
+            c_batch = rt_b(l, RT_KIR_ADD, c_batch,
+                           rt_b(l, RT_KIR_MUL, rt_v(l, l->var_of[v]), rt_i(l, g->ccoef[v])));
+        }
+        item = rt_v(l, vt);
+    }
     rt_let(l, body, vi0, rt_b(l, RT_KIR_MUL, rt_b(l, RT_KIR_MOD, item, rt_i(l, mt)), rt_i(l, g->mc)));
     rt_let(l, body, vj0, rt_b(l, RT_KIR_MUL, rt_b(l, RT_KIR_DIV, item, rt_i(l, mt)), rt_i(l, g->nc)));
     rt_let(l, body, vmc, rt_b(l, RT_KIR_MIN, rt_i(l, g->mc),
@@ -971,16 +1490,29 @@ static rt_status rt_lower_gemm(rt_lower *l, const rt_gemm *g) {
     int32_t buf_a = l->data_buf[g->ta], buf_b = l->data_buf[g->tb], buf_c = l->data_buf[s->out];
     // B block (kcur x ncur) as nr-wide panels after the A block; A block (mcur x kcur) as
     // mr-tall panels; alpha is folded into A.
-    rt_gemm_pack(l, kb, "B block -> scratch, nr-wide k-major panels (L1 level)", g->nr,
-                 rt_v(l, vnc), rt_v(l, vkc), buf_b,
-                 rt_b(l, RT_KIR_ADD, rt_b(l, RT_KIR_MUL, rt_v(l, vj0), rt_i(l, g->bn)),
-                      rt_b(l, RT_KIR_MUL, rt_v(l, vp0), rt_i(l, g->bk))),
-                 g->bn, g->bk, 1.0, rt_i(l, a_elems));
-    rt_gemm_pack(l, kb, "A block -> scratch, mr-tall k-major panels (L2 level)", g->mr,
-                 rt_v(l, vmc), rt_v(l, vkc), buf_a,
-                 rt_b(l, RT_KIR_ADD, rt_b(l, RT_KIR_MUL, rt_v(l, vi0), rt_i(l, g->am)),
-                      rt_b(l, RT_KIR_MUL, rt_v(l, vp0), rt_i(l, g->ak))),
-                 g->am, g->ak, g->alpha, rt_i(l, 0));
+    if (g->implicit) {
+        RT_TRY(rt_gemm_pack_affine(l, kb, "B block -> scratch, gathered nr-wide k-major panels "
+                                          "(L1 level)", g->nr, rt_v(l, vnc), rt_v(l, vkc), g->rb,
+                                   g->gvar[RT_GEMM_G_N], g->n_gvar[RT_GEMM_G_N],
+                                   g->gvar[RT_GEMM_G_K], g->n_gvar[RT_GEMM_G_K], rt_v(l, vj0),
+                                   rt_v(l, vp0), 1.0, rt_i(l, a_elems)));
+        RT_TRY(rt_gemm_pack_affine(l, kb, "A block -> scratch, gathered mr-tall k-major panels "
+                                          "(L2 level)", g->mr, rt_v(l, vmc), rt_v(l, vkc), g->ra,
+                                   g->gvar[RT_GEMM_G_M], g->n_gvar[RT_GEMM_G_M],
+                                   g->gvar[RT_GEMM_G_K], g->n_gvar[RT_GEMM_G_K], rt_v(l, vi0),
+                                   rt_v(l, vp0), g->alpha, rt_i(l, 0)));
+    } else {
+        rt_gemm_pack(l, kb, "B block -> scratch, nr-wide k-major panels (L1 level)", g->nr,
+                     rt_v(l, vnc), rt_v(l, vkc), buf_b,
+                     rt_b(l, RT_KIR_ADD, rt_b(l, RT_KIR_MUL, rt_v(l, vj0), rt_i(l, g->bn)),
+                          rt_b(l, RT_KIR_MUL, rt_v(l, vp0), rt_i(l, g->bk))),
+                     g->bn, g->bk, 1.0, rt_i(l, a_elems));
+        rt_gemm_pack(l, kb, "A block -> scratch, mr-tall k-major panels (L2 level)", g->mr,
+                     rt_v(l, vmc), rt_v(l, vkc), buf_a,
+                     rt_b(l, RT_KIR_ADD, rt_b(l, RT_KIR_MUL, rt_v(l, vi0), rt_i(l, g->am)),
+                          rt_b(l, RT_KIR_MUL, rt_v(l, vp0), rt_i(l, g->ak))),
+                     g->am, g->ak, g->alpha, rt_i(l, 0));
+    }
     rt_kir_node *lj = rt_kir_loop(a, kb, vjp, rt_i(l, 0),
                                   rt_b(l, RT_KIR_DIV, rt_b(l, RT_KIR_ADD, rt_v(l, vnc),
                                                            rt_i(l, g->nr - 1)), rt_i(l, g->nr)),
@@ -1011,6 +1543,8 @@ static rt_status rt_lower_gemm(rt_lower *l, const rt_gemm *g) {
                        rt_b(l, RT_KIR_MUL, rt_b(l, RT_KIR_ADD, rt_v(l, vi0), rows),
                             rt_i(l, g->cm)),
                        rt_b(l, RT_KIR_ADD, rt_v(l, vj0), cols));
+    if (g->implicit)
+        u->uk.c_off = rt_b(l, RT_KIR_ADD, c_batch, u->uk.c_off);
     u->uk.ldc = g->cm;
     u->uk.m_valid = rt_b(l, RT_KIR_MIN, rt_i(l, g->mr), rt_b(l, RT_KIR_SUB, rt_v(l, vmc), rows));
     u->uk.n_valid = rt_b(l, RT_KIR_MIN, rt_i(l, g->nr), rt_b(l, RT_KIR_SUB, rt_v(l, vnc), cols));
@@ -1079,17 +1613,24 @@ rt_status rt_lower_cpu(rt_arena *a, const rt_op *op, const rt_device *dev,
         if (op->stmts[s].recursive || op->stmts[s].n_preds > 0)
             return rt_lower_unsupported(&l, op->stmts[s].loc, "recursion over a tree");
     RT_TRY(rt_lower_buffers(&l));
+    if (!naive && dev) {
+        l.dev = dev;
+        l.m = m;
+        l.rp = p;
+    }
     rt_gemm g;
     int32_t main_stmt = m ? m->main_stmt : -1;
-    if (!naive && main_stmt >= 0 && rt_gemm_detect(&l, main_stmt, &g)) {
+    if (!naive && main_stmt >= 0 && (rt_gemm_detect(&l, main_stmt, &g) ||
+                                     rt_gemm_detect_implicit(&l, main_stmt, &g))) {
         rt_gemm_blocking(&g, op, dev, m, p);
         RT_TRY(rt_lower_general(&l, 0, main_stmt, true));
         RT_TRY(rt_lower_gemm(&l, &g));
         RT_TRY(rt_lower_general(&l, main_stmt + 1, op->n_stmts, true));
-        l.k->flops = 2.0 * (double)g.M * (double)g.N * (double)g.K;
+        l.k->flops = 2.0 * (double)g.batch * (double)g.M * (double)g.N * (double)g.K;
         l.k->compute_bound = true;
-        l.k->gemm = (rt_kir_contraction){true, g.ta, g.tb, op->stmts[main_stmt].out, g.M, g.N,
-                                         g.K, g.am, g.ak, g.bk, g.bn, g.cm, g.alpha,
+        // The random-vector check needs plain strides: an implicit GEMM has none.
+        l.k->gemm = (rt_kir_contraction){!g.implicit, g.ta, g.tb, op->stmts[main_stmt].out, g.M,
+                                         g.N, g.K, g.am, g.ak, g.bk, g.bn, g.cm, g.alpha,
                                          op->stmts[main_stmt].op == RT_ASSIGN_ADD};
     } else {
         RT_TRY(rt_lower_general(&l, 0, op->n_stmts, !naive));

@@ -108,32 +108,21 @@ static bool gemm_axes(const rt_perf_model *m, int32_t *xm, int32_t *xn, int32_t 
     return *xm >= 0 && *xn >= 0 && *xk >= 0 && *ia != *ib;
 }
 
-// ORDER rt_gemm_blocking: the mapping and the clamps of codegen/lower-cpu.c, which turns the
-// rTiles into the blocking it compiles (register tile -> mr x nr, L1 -> kc, L2 -> mc, the level
-// below -> nc). The model predicts the kernel that runs, so it applies them too.
-bool rt_perf_cpu_gemm_view(const rt_perf_model *m, const rt_rprog *p, rt_perf_cpu_gemm *g) {
-    memset(g, 0, sizeof *g);
-    if (m->thread_level >= 0 || !gemm_axes(m, &g->axis_m, &g->axis_n, &g->axis_k, &g->in_a,
-                                            &g->in_b))
-        return false;
-    const rt_device *dev = m->dev;
-    int64_t M = m->axes[g->axis_m].extent, N = m->axes[g->axis_n].extent,
-            K = m->axes[g->axis_k].extent;
-    g->M = M, g->N = N, g->K = K;
-    int32_t top = m->top;
-    int64_t mr = 6, nr = 32, kc = 256, mc = 96, nc = 1024;
-    mr = p->tile[top].shape[g->axis_m];
-    nr = p->tile[top].shape[g->axis_n];
-    if (top >= 1)
-        kc = p->tile[top - 1].shape[g->axis_k];
-    if (top >= 2)
-        mc = p->tile[top - 2].shape[g->axis_m];
-    if (top >= 3)
-        nc = p->tile[top - 3].shape[g->axis_n];
+// The blocking rule of the packed GEMM, shared with codegen/lower-cpu.c (which calls this and
+// rt_perf_cpu_gemm_view, so model and backend compile and predict the same blocks). g holds M,
+// N, K and the rTile seeds in mr (register tile along m), nr (along n), kc (L1 tile along k), mc
+// (L2 tile along m) and nc (the level below, along n); batch independent GEMMs share the cores.
+void rt_perf_cpu_gemm_block(const rt_device *dev, int64_t batch, rt_perf_cpu_gemm *g) {
+    int64_t M = g->M, N = g->N, K = g->K;
+    int64_t mr = g->mr, nr = g->nr, kc = g->kc, mc = g->mc, nc = g->nc;
+    // The register tile keeps the model's shape where it fits the vector registers, widened to
+    // two vectors (B loads amortized over mr broadcasts) when N allows.
     int64_t nv = clamp64(rt_ceil_div(nr, 16), 2, 4);
     nv = rt_max64(1, rt_min64(nv, rt_ceil_div(N, 16)));
     mr = clamp64(mr, rt_ceil_div(12, nv), 28 / nv);
-    if (dev->n_levels >= 3) {
+    // Cache blocking (BLIS analytical rules): the kc x nr B micro-panel fills at most half of L1
+    // and the mc x kc A block half of L2; rTiles smaller than that only add packing overhead.
+    if (dev && dev->n_levels >= 3) {
         int32_t t = dev->n_levels - 1;
         int64_t l1 = dev->level[t - 1].capacity_bytes, l2 = dev->level[t - 2].capacity_bytes;
         if (l1 > 0)
@@ -147,12 +136,34 @@ bool rt_perf_cpu_gemm_view(const rt_perf_model *m, const rt_rprog *p, rt_perf_cp
     g->kc = clamp64(kc, rt_min64(16, K), rt_min64(1024, K));
     g->mc = clamp64(rt_round_up(mc, mr), mr, rt_min64(rt_round_up(M, mr), rt_round_up(1024, mr)));
     g->nc = clamp64(rt_round_up(nc, g->nr), g->nr, rt_min64(rt_round_up(N, g->nr), 4096));
-    int64_t units = dev->units > 0 ? dev->units : 1;
-    while (rt_ceil_div(M, g->mc) * rt_ceil_div(N, g->nc) < units && g->nc > g->nr)
+    // Enough work items for every core.
+    int64_t units = dev && dev->units > 0 ? dev->units : 1;
+    if (batch < 1)
+        batch = 1;
+    while (batch * rt_ceil_div(M, g->mc) * rt_ceil_div(N, g->nc) < units && g->nc > g->nr)
         g->nc = rt_round_up(g->nc / 2, g->nr);
-    while (rt_ceil_div(M, g->mc) * rt_ceil_div(N, g->nc) < units && g->mc > g->mr)
+    while (batch * rt_ceil_div(M, g->mc) * rt_ceil_div(N, g->nc) < units && g->mc > g->mr)
         g->mc = rt_round_up(g->mc / 2, g->mr);
-    g->items = rt_ceil_div(M, g->mc) * rt_ceil_div(N, g->nc);
+    g->items = batch * rt_ceil_div(M, g->mc) * rt_ceil_div(N, g->nc);
+}
+
+// The packed GEMM codegen/lower-cpu.c compiles for p: the rTiles give the seeds (register tile
+// -> mr x nr, L1 -> kc, L2 -> mc, the level below -> nc), rt_perf_cpu_gemm_block the blocking.
+bool rt_perf_cpu_gemm_view(const rt_perf_model *m, const rt_rprog *p, rt_perf_cpu_gemm *g) {
+    memset(g, 0, sizeof *g);
+    if (m->thread_level >= 0 || !gemm_axes(m, &g->axis_m, &g->axis_n, &g->axis_k, &g->in_a,
+                                            &g->in_b))
+        return false;
+    g->M = m->axes[g->axis_m].extent;
+    g->N = m->axes[g->axis_n].extent;
+    g->K = m->axes[g->axis_k].extent;
+    int32_t top = m->top;
+    g->mr = p->tile[top].shape[g->axis_m];
+    g->nr = p->tile[top].shape[g->axis_n];
+    g->kc = top >= 1 ? p->tile[top - 1].shape[g->axis_k] : 256;
+    g->mc = top >= 2 ? p->tile[top - 2].shape[g->axis_m] : 96;
+    g->nc = top >= 3 ? p->tile[top - 3].shape[g->axis_n] : 1024;
+    rt_perf_cpu_gemm_block(m->dev, 1, g);
     return true;
 }
 

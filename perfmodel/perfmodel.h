@@ -258,7 +258,7 @@ bool rt_perf_cpu_ukernel(const rt_device *dev, int32_t elem_bytes, int64_t mr, i
                          int64_t kc, rt_perf_ukernel *out);
 
 // The packed GEMM the CPU backend compiles for a contraction C(m, n) (+)= A(m, k) * B(k, n):
-// the blocking codegen/lower-cpu.c derives from the rTiles (ORDER rt_gemm_blocking).
+// the blocking codegen/lower-cpu.c derives from the rTiles (one rule, called by both).
 typedef struct rt_perf_cpu_gemm {
     int32_t axis_m, axis_n, axis_k; // model axes
     int32_t in_a, in_b;             // accesses holding m and n
@@ -268,6 +268,10 @@ typedef struct rt_perf_cpu_gemm {
 } rt_perf_cpu_gemm;
 // False when the statement is not such a contraction or the device has a thread level.
 bool rt_perf_cpu_gemm_view(const rt_perf_model *m, const rt_rprog *p, rt_perf_cpu_gemm *g);
+// The blocking rule behind the view, for callers that seed it themselves (the backend's
+// implicit GEMMs): g->M, N, K and the rTile seeds mr, nr, kc, mc, nc in, the blocking and items
+// (batch x blocks) out. dev may be NULL (no cache or core counts).
+void rt_perf_cpu_gemm_block(const rt_device *dev, int64_t batch, rt_perf_cpu_gemm *g);
 // Time of the busiest core (packing + micro-kernel calls over its blocks), in ns, with the part
 // spent packing and the micro-kernel's efficiency. False when the device has no clock (why is
 // then empty: the caller keeps its peak-based estimate).

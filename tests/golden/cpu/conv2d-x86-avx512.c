@@ -8,7 +8,7 @@
 // rTile L3 l1     [n=1, f=8, y=6, x=5, c=4, r=3, s=3] footprint 3552 B
 // rTile L4 reg    [n=1, f=8, y=3, x=5, c=1, r=3, s=3] footprint 1048 B
 // predicted: 0.823 us (bottleneck compute), 6.912e-05 GFLOP
-// phase p0: statement 0, 1 work items
+// phase p0: statement 0: implicit GEMM 1 x 16x25x72 (gathered packs), blocks mc=8 nc=32 kc=72, micro-kernel 8x32, 2 work items
 // Build: cc -O3 -march=native -fopenmp -shared -fPIC -o kernel.so kernel.c -lm
 #include <math.h>
 #include <stdint.h>
@@ -31,38 +31,117 @@ static inline int64_t rt_imax(int64_t a, int64_t b) {
     return a > b ? a : b;
 }
 
-// Buffers (args[i]): scratch is per thread (0 bytes)
+// Buffers (args[i]): scratch is per thread (11520 bytes)
 //   args[1] f32 t_I
 //   args[2] f32 t_Wt
 //   args[3] f32 t_O
 
-// phase p0: statement 0 (1 work items)
+// phase p0: statement 0: implicit GEMM 1 x 16x25x72 (gathered packs), blocks mc=8 nc=32 kc=72, micro-kernel 8x32 (2 work items)
 static void rt_conv2d_c0_p0_body(float *restrict scratch, const float *restrict t_I, const float *restrict t_Wt, float *restrict t_O, int64_t lo, int64_t hi) {
     int64_t item;
+    int64_t i0;
+    int64_t j0;
+    int64_t mcur;
+    int64_t ncur;
+    int64_t pk;
+    int64_t p0;
+    int64_t kcur;
+    int64_t jr;
+    int64_t ir;
+    int64_t blk;
     int64_t n;
-    int64_t f;
-    int64_t y;
-    int64_t x;
-    float acc;
-    int64_t c;
+    int64_t panel;
+    int64_t kk;
     int64_t r;
+    int64_t row;
     int64_t s;
+    int64_t r_1;
+    int64_t c;
+    int64_t x;
+    int64_t y;
+    int64_t panel_1;
+    int64_t kk_1;
+    int64_t r_2;
+    int64_t row_1;
+    int64_t s_1;
+    int64_t r_3;
+    int64_t c_1;
+    int64_t f;
     (void)scratch;
     for (item = lo; item < hi; item++) {
-        n = item;
-        for (f = 0; f < 16; f++) {
-            for (y = 0; y < 5; y++) {
-                for (x = 0; x < 5; x++) {
-                    acc = 0.0f;
-                    for (c = 0; c < 8; c++) {
-                        for (r = 0; r < 3; r++) {
-                            #pragma GCC ivdep
-                            for (s = 0; s < 3; s++) {
-                                acc = (acc + (((int64_t)((int64_t)((int64_t)((int64_t)((int64_t)(n >= 0) && (int64_t)(n < 1)) && (int64_t)((int64_t)(c >= 0) && (int64_t)(c < 8))) && (int64_t)((int64_t)((((2 * y) + r) - 1) >= 0) && (int64_t)((((2 * y) + r) - 1) < 10))) && (int64_t)((int64_t)((((2 * x) + s) - 1) >= 0) && (int64_t)((((2 * x) + s) - 1) < 10))) ? t_I[((int64_t)((int64_t)((int64_t)((int64_t)((int64_t)(n >= 0) && (int64_t)(n < 1)) && (int64_t)((int64_t)(c >= 0) && (int64_t)(c < 8))) && (int64_t)((int64_t)((((2 * y) + r) - 1) >= 0) && (int64_t)((((2 * y) + r) - 1) < 10))) && (int64_t)((int64_t)((((2 * x) + s) - 1) >= 0) && (int64_t)((((2 * x) + s) - 1) < 10))) ? ((((((n * 8) + c) * 10) + (((2 * y) + r) - 1)) * 10) + (((2 * x) + s) - 1)) : 0)] : 0.0f) * t_Wt[((((((f * 8) + c) * 3) + r) * 3) + s)]));
-                            }
+        blk = rt_floormod(item, 2);
+        n = rt_floordiv(item, 2);
+        i0 = (rt_floormod(blk, 2) * 8);
+        j0 = (rt_floordiv(blk, 2) * 32);
+        mcur = rt_imin(8, (16 - i0));
+        ncur = rt_imin(32, (25 - j0));
+        for (pk = 0; pk < 1; pk++) {
+            p0 = (pk * 72);
+            kcur = rt_imin(72, (72 - p0));
+            // copy: B block -> scratch, gathered nr-wide k-major panels (L1 level)
+            for (panel = 0; panel < rt_floordiv((ncur + 31), 32); panel++) {
+                for (kk = 0; kk < kcur; kk++) {
+                    s = rt_floormod((p0 + kk), 3);
+                    r_1 = rt_floormod(rt_floordiv((p0 + kk), 3), 3);
+                    c = rt_floordiv((p0 + kk), 9);
+                    #pragma GCC ivdep
+                    for (r = 0; r < 32; r++) {
+                        row = ((panel * 32) + r);
+                        if ((int64_t)(row < ncur)) {
+                            x = rt_floormod((j0 + row), 5);
+                            y = rt_floordiv((j0 + row), 5);
+                            scratch[(576 + ((((panel * kcur) + kk) * 32) + r))] = ((int64_t)((int64_t)((int64_t)((int64_t)((int64_t)(n >= 0) && (int64_t)(n < 1)) && (int64_t)((int64_t)(c >= 0) && (int64_t)(c < 8))) && (int64_t)((int64_t)((((2 * y) + r_1) - 1) >= 0) && (int64_t)((((2 * y) + r_1) - 1) < 10))) && (int64_t)((int64_t)((((2 * x) + s) - 1) >= 0) && (int64_t)((((2 * x) + s) - 1) < 10))) ? t_I[((int64_t)((int64_t)((int64_t)((int64_t)((int64_t)(n >= 0) && (int64_t)(n < 1)) && (int64_t)((int64_t)(c >= 0) && (int64_t)(c < 8))) && (int64_t)((int64_t)((((2 * y) + r_1) - 1) >= 0) && (int64_t)((((2 * y) + r_1) - 1) < 10))) && (int64_t)((int64_t)((((2 * x) + s) - 1) >= 0) && (int64_t)((((2 * x) + s) - 1) < 10))) ? ((((((n * 8) + c) * 10) + (((2 * y) + r_1) - 1)) * 10) + (((2 * x) + s) - 1)) : 0)] : 0.0f);
+                        } else {
+                            scratch[(576 + ((((panel * kcur) + kk) * 32) + r))] = 0.0f;
                         }
                     }
-                    t_O[((((((n * 16) + f) * 5) + y) * 5) + x)] = acc;
+                }
+            }
+            // copy: A block -> scratch, gathered mr-tall k-major panels (L2 level)
+            for (panel_1 = 0; panel_1 < rt_floordiv((mcur + 7), 8); panel_1++) {
+                for (kk_1 = 0; kk_1 < kcur; kk_1++) {
+                    s_1 = rt_floormod((p0 + kk_1), 3);
+                    r_3 = rt_floormod(rt_floordiv((p0 + kk_1), 3), 3);
+                    c_1 = rt_floordiv((p0 + kk_1), 9);
+                    #pragma GCC ivdep
+                    for (r_2 = 0; r_2 < 8; r_2++) {
+                        row_1 = ((panel_1 * 8) + r_2);
+                        if ((int64_t)(row_1 < mcur)) {
+                            f = (i0 + row_1);
+                            scratch[((((panel_1 * kcur) + kk_1) * 8) + r_2)] = t_Wt[((((((f * 8) + c_1) * 3) + r_3) * 3) + s_1)];
+                        } else {
+                            scratch[((((panel_1 * kcur) + kk_1) * 8) + r_2)] = 0.0f;
+                        }
+                    }
+                }
+            }
+            for (jr = 0; jr < rt_floordiv((ncur + 31), 32); jr++) {
+                for (ir = 0; ir < rt_floordiv((mcur + 7), 8); ir++) {
+                    { // micro-kernel 8x32: broadcast A, FMA with B rows, reduce over k
+                        const float *ua = scratch + ((ir * 8) * kcur);
+                        const float *ub = scratch + (576 + ((jr * 32) * kcur));
+                        float uacc[8][32];
+                        memset(uacc, 0, sizeof uacc);
+                        const int64_t ukc = kcur;
+                        for (int64_t uk = 0; uk < ukc; uk++) {
+                            for (int ui = 0; ui < 8; ui++) {
+                                const float av = ua[uk * 8 + ui];
+                                for (int uj = 0; uj < 32; uj++)
+                                    uacc[ui][uj] += av * ub[uk * 32 + uj];
+                            }
+                        }
+                        float *uc = t_O + ((n * 400) + (((i0 + (ir * 8)) * 25) + (j0 + (jr * 32))));
+                        const int64_t umv = rt_imin(8, (mcur - (ir * 8))), unv = rt_imin(32, (ncur - (jr * 32)));
+                        if ((int64_t)(pk > 0)) {
+                            for (int64_t ui = 0; ui < umv; ui++)
+                                for (int64_t uj = 0; uj < unv; uj++)
+                                    uc[ui * 25 + uj] += uacc[ui][uj];
+                        } else {
+                            for (int64_t ui = 0; ui < umv; ui++)
+                                for (int64_t uj = 0; uj < unv; uj++)
+                                    uc[ui * 25 + uj] = uacc[ui][uj];
+                        }
+                    }
                 }
             }
         }
@@ -77,9 +156,9 @@ void rt_conv2d_c0_p0(void **args, int64_t lo, int64_t hi, float *scratch) {
 void rt_conv2d_c0(void **args) {
     #pragma omp parallel
     {
-        float *scratch = NULL;
+        float *scratch = aligned_alloc(64, 11520);
         #pragma omp for schedule(static)
-        for (int64_t i = 0; i < 1; i++)
+        for (int64_t i = 0; i < 2; i++)
             rt_conv2d_c0_p0(args, i, i + 1, scratch);
         free(scratch);
     }
