@@ -9,6 +9,8 @@
 #include "interp.h"
 #include "perfmodel.h"
 #include "rtgen.h"
+#include "gpu.h"
+#include "hal-gpu.h"
 
 #include <errno.h>
 #include <jansson.h>
@@ -322,26 +324,176 @@ static rt_status rt_driver_cpu_kernels(rt_arena *a, const rt_driver_options *o, 
     return rt_cpu_build_and_profile(a, op, dev, b, res, &copt, out, err);
 }
 
+// Reference checks of GPU-structured kernels run the interpreter on the full operator: above
+// this many iteration points they are skipped (shrink the op with --set to check it).
+#define RT_DRIVER_GPU_CHECK_MAX_POINTS (1 << 26)
+
+// What the GPU path produced: one emitted (and, for the device's own target, compiled)
+// candidate per rank, and when a runtime was found, checked and timed runs.
+typedef struct rt_driver_gpu {
+    int32_t n;
+    rt_gpu_candidate *cands;
+    bool *checked;
+    rt_gpu_check *check;
+    const char **status; // "ok", "wrong", "compile failed", "not profiled"
+    int32_t winner;      // index, -1 when nothing ran
+    const char *not_profiled; // why nothing ran (no GPU, other target, too large)
+    const char *ext;
+} rt_driver_gpu;
+
+static rt_status rt_driver_gpu_kernels(rt_arena *a, const rt_driver_options *o,
+                                       const rt_device *dev, rt_bindings *b,
+                                       const rt_perf_result *res, rt_driver_gpu *g, rt_err *err) {
+    memset(g, 0, sizeof *g);
+    g->winner = -1;
+    rt_gpu_target own, t;
+    if (!rt_gpu_target_of_device(dev, &own))
+        return rt_fail(err, RT_ERR_DEVICE, dev->origin, "device class %s has no GPU target",
+                       rt_devclass_name(dev->devclass));
+    t = own;
+    if (o->emit && !rt_gpu_target_from_name(o->emit, &t))
+        return rt_fail(err, RT_ERR_USAGE, RT_NOLOC,
+                       "--emit=%s needs a CPU device (the device '%s' is of class %s)", o->emit,
+                       dev->name, rt_devclass_name(dev->devclass));
+    g->ext = rt_gpu_dialect_of(t)->ext;
+    g->n = res->n_cands;
+    RT_ALLOC(a, g->checked, g->n, err);
+    RT_ALLOC(a, g->check, g->n, err);
+    RT_ALLOC(a, g->status, g->n, err);
+    if (t == own) {
+        RT_TRY(rt_gpu_compile_topk(a, res, dev, g->n, 2, &g->cands, err));
+    } else {
+        RT_ALLOC(a, g->cands, g->n, err);
+        for (int32_t i = 0; i < g->n; i++) {
+            rt_gpu_lower_options lo = {.rank = i + 1, .spec_path = o->spec_path};
+            RT_TRY(rt_gpu_emit_candidate(a, res, i + 1, t, &lo, &g->cands[i], err));
+        }
+    }
+    for (int32_t i = 0; i < g->n; i++)
+        g->status[i] = t != own ? "emitted" : g->cands[i].compiled ? "compiled" : "compile failed";
+
+    // Run, check and time where the device is present (a GPU, or OpenCL on PoCL here).
+    if (o->profile == 0) {
+        g->not_profiled = "--no-profile";
+        return RT_OK;
+    }
+    if (t != own) {
+        g->not_profiled = rt_arena_printf(a, "emitted for %s, which is not the device's target",
+                                          rt_gpu_dialect_of(t)->target);
+        return RT_OK;
+    }
+    rt_gpu_runtime *rt = NULL;
+    rt_err open_err;
+    rt_err_clear(&open_err);
+    if (rt_gpu_runtime_open(a, dev, &rt, &open_err) != RT_OK) {
+        if (!rt_gpu_err_is_absent(&open_err)) {
+            *err = open_err;
+            return open_err.status;
+        }
+        g->not_profiled = rt_arena_strdup(a, open_err.msg);
+        return RT_OK;
+    }
+    if (res->model && res->model->real_points > (double)RT_DRIVER_GPU_CHECK_MAX_POINTS) {
+        g->not_profiled = rt_arena_printf(
+            a, "%.3g iteration points exceed the reference check's limit of %d; shrink the op "
+               "with --set to run it",
+            res->model->real_points, RT_DRIVER_GPU_CHECK_MAX_POINTS);
+        return RT_OK;
+    }
+    for (int32_t i = 0; i < g->n; i++) {
+        if (!g->cands[i].compiled)
+            continue;
+        RT_TRY(rt_gpu_check_run(a, rt, dev, &g->cands[i], b, &g->check[i], err));
+        g->checked[i] = true;
+        bool ok = g->check[i].max_rel_err <= 1e-3 || g->check[i].nmse <= 1e-10;
+        g->status[i] = ok ? "ok" : "wrong";
+        if (ok && (g->winner < 0 || g->check[i].elapsed_ns < g->check[g->winner].elapsed_ns))
+            g->winner = i;
+    }
+    return RT_OK;
+}
+
+static void *rt_driver_gpu_to_json(const rt_driver_gpu *g, const rt_perf_result *res) {
+    json_t *arr = json_array();
+    for (int32_t i = 0; i < g->n; i++) {
+        const rt_gpu_candidate *c = &g->cands[i];
+        json_t *j = json_object();
+        json_object_set_new(j, "rank", json_integer(c->rank));
+        json_object_set_new(j, "status", json_string(g->status[i]));
+        json_object_set_new(j, "winner", json_boolean(i == g->winner));
+        json_object_set_new(j, "predicted_ns", json_real(res->cands[i].predicted_ns));
+        json_t *phases = json_array();
+        for (int32_t p = 0; p < c->kernel->n_phases; p++) {
+            const rt_gpu_phase *ph = &c->kernel->phases[p];
+            json_array_append_new(phases, json_pack("{s:s, s:I, s:i, s:i, s:I, s:b}", "kernel",
+                                                    ph->kernel_name, "grid_x",
+                                                    (json_int_t)ph->grid_x, "ragged_grid_dims",
+                                                    ph->n_ragged, "threads", ph->threads,
+                                                    "smem_bytes", (json_int_t)ph->smem_bytes,
+                                                    "staged", ph->staged));
+        }
+        json_object_set_new(j, "phases", phases);
+        if (c->bins) {
+            json_object_set_new(j, "compiled", json_boolean(c->compiled));
+            json_object_set_new(j, "compiled_arch", json_string(c->compiled_arch));
+            if (c->note)
+                json_object_set_new(j, "compile_note", json_string(c->note));
+            if (!c->compiled)
+                json_object_set_new(j, "compile_error", json_string(c->compile_err.msg));
+            json_object_set_new(j, "registers", json_integer(c->regs));
+            json_object_set_new(j, "spill_bytes", json_integer(c->spill_bytes));
+            json_object_set_new(j, "smem_bytes", json_integer(c->smem_bytes));
+            json_object_set_new(j, "occupancy", json_real(c->occupancy));
+        }
+        if (g->checked[i]) {
+            json_object_set_new(j, "checked_run_ns", json_real(g->check[i].elapsed_ns));
+            json_object_set_new(j, "max_rel_err", json_real(g->check[i].max_rel_err));
+            json_object_set_new(j, "nmse", json_real(g->check[i].nmse));
+        }
+        json_array_append_new(arr, j);
+    }
+    return arr;
+}
+
+static void rt_driver_gpu_print(const rt_driver_gpu *g, const rt_perf_result *res, rt_buf *out) {
+    rt_buf_linef(out, 0, "rank %-16s %5s %7s %10s %6s %12s %12s %10s", "status", "regs",
+                 "spill_B", "smem_B", "occ", "predicted_us", "run_us", "max_rel");
+    for (int32_t i = 0; i < g->n; i++) {
+        const rt_gpu_candidate *c = &g->cands[i];
+        char run[32] = "-", rel[32] = "-";
+        if (g->checked[i]) {
+            snprintf(run, sizeof run, "%.2f", g->check[i].elapsed_ns / 1e3);
+            snprintf(rel, sizeof rel, "%.2e", g->check[i].max_rel_err);
+        }
+        rt_buf_linef(out, 0, "%4d %-16s %5d %7lld %10lld %6.2f %12.2f %12s %10s%s", (int)c->rank,
+                     g->status[i], (int)c->regs, (long long)c->spill_bytes,
+                     (long long)c->smem_bytes, c->occupancy, res->cands[i].predicted_ns / 1e3,
+                     run, rel, i == g->winner ? "  <- winner" : "");
+    }
+    if (g->n > 0 && g->cands[0].note)
+        rt_buf_linef(out, 0, "note: %s", g->cands[0].note);
+    if (g->not_profiled)
+        rt_buf_linef(out, 0, "not profiled: %s", g->not_profiled);
+}
+
 // Writes the report and every candidate's source: the winner (or the model's top-1) as
 // DIR/<op>.<ext>, the others as DIR/<op>.rank<N>.<ext>. All or nothing.
 static rt_status rt_driver_write_outputs(rt_arena *a, const rt_driver_options *o,
-                                         const rt_op *op, const char *report,
-                                         const rt_cpu_report *cpu, rt_err *err) {
+                                         const rt_op *op, const char *report, int32_t n,
+                                         const char *const *sources, const int32_t *ranks,
+                                         int32_t best, const char *ext, rt_err *err) {
     rt_driver_out out;
     RT_TRY(rt_driver_out_begin(a, o->out_dir, &out, err));
     rt_status st = rt_driver_out_add(a, &out, rt_arena_printf(a, "%s.json", op->name), report,
                                      err);
-    for (int32_t i = 0; cpu && st == RT_OK && i < cpu->n; i++) {
-        const char *ext = NULL;
-        const char *src = rt_cpu_report_source(cpu, i, &ext);
-        int32_t best = cpu->winner >= 0 ? cpu->winner : 0;
+    for (int32_t i = 0; st == RT_OK && i < n; i++) {
         const char *name = i == best ? rt_arena_printf(a, "%s.%s", op->name, ext)
                                      : rt_arena_printf(a, "%s.rank%d.%s", op->name,
-                                                       (int)cpu->cands[i].rank + 1, ext);
-        if (!name || !src)
+                                                       (int)ranks[i], ext);
+        if (!name || !sources[i])
             st = rt_fail(err, RT_ERR_NOMEM, RT_NOLOC, "out of memory");
         else
-            st = rt_driver_out_add(a, &out, name, src, err);
+            st = rt_driver_out_add(a, &out, name, sources[i], err);
     }
     if (st == RT_OK)
         st = rt_driver_out_commit(&out, err);
@@ -366,18 +518,44 @@ static rt_status rt_driver_construct(rt_arena *a, const rt_driver_options *o, co
         fputs(explain.data, o->json ? stderr : f);
 
     rt_cpu_report *cpu = NULL;
-    if (dev->devclass == RT_DEVCLASS_CPU)
+    rt_driver_gpu gpu;
+    memset(&gpu, 0, sizeof gpu);
+    bool is_cpu = dev->devclass == RT_DEVCLASS_CPU;
+    if (is_cpu)
         RT_TRY(rt_driver_cpu_kernels(a, o, op, dev, b, res, &cpu, err));
+    else
+        RT_TRY(rt_driver_gpu_kernels(a, o, dev, b, res, &gpu, err));
+
+    // Sources in rank order, and which one is the winner.
+    int32_t n = is_cpu ? cpu->n : gpu.n, best;
+    const char **sources;
+    int32_t *ranks;
+    RT_ALLOC(a, sources, n, err);
+    RT_ALLOC(a, ranks, n, err);
+    const char *ext = is_cpu ? cpu->ext : gpu.ext;
+    for (int32_t i = 0; i < n; i++) {
+        if (is_cpu) {
+            sources[i] = rt_cpu_report_source(cpu, i, &ext);
+            ranks[i] = cpu->cands[i].rank + 1;
+        } else {
+            sources[i] = gpu.cands[i].source;
+            ranks[i] = gpu.cands[i].rank;
+        }
+    }
+    int32_t winner = is_cpu ? cpu->winner : gpu.winner;
+    best = winner >= 0 ? winner : 0;
 
     json_t *root = json_object();
     json_object_set_new(root, "rtgen", json_string(RT_VERSION_STRING));
     json_object_set_new(root, "spec", json_string(o->spec_path));
     json_object_set_new(root, "device", json_string(dev->path));
-    bool profiled = cpu && cpu->winner >= 0;
-    json_object_set_new(root, "profiled", json_boolean(profiled));
+    json_object_set_new(root, "profiled", json_boolean(winner >= 0));
+    if (!is_cpu && gpu.not_profiled)
+        json_object_set_new(root, "not_profiled", json_string(gpu.not_profiled));
     json_object_set_new(root, "construction", (json_t *)rt_perf_result_to_json(res));
-    if (cpu)
-        json_object_set_new(root, "kernels", (json_t *)rt_cpu_report_to_json(cpu));
+    json_object_set_new(root, "kernels",
+                        is_cpu ? (json_t *)rt_cpu_report_to_json(cpu)
+                               : (json_t *)rt_driver_gpu_to_json(&gpu, res));
     char *text = json_dumps(root, JSON_INDENT(2));
     json_decref(root);
     if (!text)
@@ -386,7 +564,7 @@ static rt_status rt_driver_construct(rt_arena *a, const rt_driver_options *o, co
     free(text);
     if (!report)
         return rt_fail(err, RT_ERR_NOMEM, RT_NOLOC, "out of memory");
-    RT_TRY(rt_driver_write_outputs(a, o, op, report, cpu, err));
+    RT_TRY(rt_driver_write_outputs(a, o, op, report, n, sources, ranks, best, ext, err));
 
     if (o->json) {
         fputs(report, f);
@@ -395,13 +573,14 @@ static rt_status rt_driver_construct(rt_arena *a, const rt_driver_options *o, co
     rt_buf table;
     rt_buf_init(&table, a);
     rt_perf_print_table(res, &table);
-    if (cpu)
+    if (is_cpu)
         rt_cpu_report_print(cpu, &table);
+    else
+        rt_driver_gpu_print(&gpu, res, &table);
     if (table.data)
         fputs(table.data, f);
-    if (cpu)
-        fprintf(f, "kernel: %s/%s.%s%s\n", o->out_dir, op->name, cpu->ext,
-                profiled ? "" : " (not profiled: pass --profile to time it on this host)");
+    fprintf(f, "kernel: %s/%s.%s%s\n", o->out_dir, op->name, ext,
+            winner >= 0 ? "" : " (model's top-1; not profiled)");
     fprintf(f, "report: %s/%s.json\n", o->out_dir, op->name);
     return RT_OK;
 }
