@@ -63,6 +63,54 @@ static LLVMValueRef rt_l_libm(rt_lemit *l, const char *name, LLVMTypeRef t, LLVM
 
 static LLVMValueRef rt_l_expr(rt_lemit *l, const rt_kir_expr *e);
 
+static LLVMValueRef rt_l_fma(rt_lemit *l, LLVMValueRef x, LLVMValueRef y, LLVMValueRef z) {
+    LLVMValueRef f = rt_l_intrinsic(l, "llvm.fma", l->f32);
+    LLVMValueRef args[3] = {x, y, z};
+    return LLVMBuildCall2(l->b, LLVMGlobalGetValueType(f), f, args, 3, "");
+}
+
+// 2^k for an i32 k in [-126, 127], built from its exponent bits.
+static LLVMValueRef rt_l_pow2(rt_lemit *l, LLVMValueRef k) {
+    LLVMBuilderRef b = l->b;
+    LLVMValueRef e = LLVMBuildAdd(b, k, LLVMConstInt(l->i32, 127, 0), "");
+    return LLVMBuildBitCast(b, LLVMBuildShl(b, e, LLVMConstInt(l->i32, 23, 0), ""), l->f32, "");
+}
+
+// expf without a libm call, so that the loop vectorizer keeps it in vector lanes (llvm.exp is
+// scalarized to expf calls on the JIT target): x = n ln2 + r with n = rint(x log2e) and
+// |r| <= ln2/2 (two-part ln2 through FMA), e^r by Cephes' degree-7 polynomial, times 2^n applied
+// as two factors 2^(n>>1) 2^(n-(n>>1)) so that results in the subnormal range and overflow to
+// inf round as expf does. Inputs are clamped to [-104, 89] (exp is 0 / inf beyond) with NaN
+// passed through. About 1 ulp against a correctly rounded expf over the normal range.
+static LLVMValueRef rt_l_expf(rt_lemit *l, LLVMValueRef x) {
+    LLVMBuilderRef b = l->b;
+    LLVMValueRef lo = LLVMConstReal(l->f32, -104.0), hi = LLVMConstReal(l->f32, 89.0);
+    LLVMValueRef xc = LLVMBuildSelect(b, LLVMBuildFCmp(b, LLVMRealOGT, x, hi, ""), hi, x, "");
+    xc = LLVMBuildSelect(b, LLVMBuildFCmp(b, LLVMRealOLT, xc, lo, ""), lo, xc, "");
+    LLVMValueRef n = rt_l_call1(l, "llvm.rint", l->f32,
+                                LLVMBuildFMul(b, xc, LLVMConstReal(l->f32, 1.44269504088896341),
+                                              ""));
+    LLVMValueRef r = rt_l_fma(l, n, LLVMConstReal(l->f32, -0.693145751953125), xc);
+    r = rt_l_fma(l, n, LLVMConstReal(l->f32, -1.428606765330187e-06), r);
+    static const double c[] = {1.9875691500e-4, 1.3981999507e-3, 8.3334519073e-3,
+                               4.1665795894e-2, 1.6666665459e-1, 5.0000001201e-1};
+    LLVMValueRef p = LLVMConstReal(l->f32, c[0]);
+    for (int i = 1; i < 6; i++)
+        p = rt_l_fma(l, p, r, LLVMConstReal(l->f32, c[i]));
+    LLVMValueRef r2 = LLVMBuildFMul(b, r, r, "");
+    p = rt_l_fma(l, p, r2, LLVMBuildFAdd(b, r, LLVMConstReal(l->f32, 1.0), ""));
+    LLVMValueRef ni = LLVMBuildFPToSI(b, n, l->i32, "");
+    LLVMValueRef k1 = LLVMBuildAShr(b, ni, LLVMConstInt(l->i32, 1, 0), "");
+    LLVMValueRef k2 = LLVMBuildSub(b, ni, k1, "");
+    LLVMValueRef y = LLVMBuildFMul(b, LLVMBuildFMul(b, p, rt_l_pow2(l, k1), ""),
+                                   rt_l_pow2(l, k2), "");
+    return LLVMBuildSelect(b, LLVMBuildFCmp(b, LLVMRealUNO, x, x, ""), x, y, "");
+}
+
+static LLVMValueRef rt_l_exp(rt_lemit *l, LLVMTypeRef t, LLVMValueRef x) {
+    return t == l->f32 ? rt_l_expf(l, x) : rt_l_call1(l, "llvm.exp", t, x);
+}
+
 static LLVMValueRef rt_l_truth(rt_lemit *l, const rt_kir_expr *e) {
     return LLVMBuildICmp(l->b, LLVMIntNE, rt_l_expr(l, e), rt_l_i64(l, 0), "");
 }
@@ -177,7 +225,7 @@ static LLVMValueRef rt_l_expr(rt_lemit *l, const rt_kir_expr *e) {
         LLVMValueRef x = rt_l_expr(l, e->args[0]);
         LLVMValueRef one = LLVMConstReal(t, 1.0);
         switch (e->fn) {
-        case RT_FN_EXP: return rt_l_call1(l, "llvm.exp", t, x);
+        case RT_FN_EXP: return rt_l_exp(l, t, x);
         case RT_FN_LOG: return rt_l_call1(l, "llvm.log", t, x);
         case RT_FN_SQRT: return rt_l_call1(l, "llvm.sqrt", t, x);
         case RT_FN_ABS: return rt_l_call1(l, "llvm.fabs", t, x);
@@ -185,7 +233,7 @@ static LLVMValueRef rt_l_expr(rt_lemit *l, const rt_kir_expr *e) {
         case RT_FN_TANH: return rt_l_libm(l, f32 ? "tanhf" : "tanh", t, x);
         case RT_FN_ERF: return rt_l_libm(l, f32 ? "erff" : "erf", t, x);
         case RT_FN_SIGMOID: {
-            LLVMValueRef ex = rt_l_call1(l, "llvm.exp", t, LLVMBuildFNeg(b, x, ""));
+            LLVMValueRef ex = rt_l_exp(l, t, LLVMBuildFNeg(b, x, ""));
             return LLVMBuildFDiv(b, one, LLVMBuildFAdd(b, one, ex, ""), "");
         }
         default: return x;
@@ -303,8 +351,24 @@ static void rt_l_ukernel(rt_lemit *l, const rt_kir_ukernel *u) {
     LLVMPositionBuilderAtEnd(b, bfull);
     LLVMBasicBlockRef badd = rt_l_block(l, "uk.add"), bset = rt_l_block(l, "uk.set");
     LLVMBuildCondBr(b, accum, badd, bset);
-    for (int32_t pass = 0; pass < 2; pass++) {
-        LLVMPositionBuilderAtEnd(b, pass == 0 ? badd : bset);
+    // Streaming: overwrites of a 64-byte aligned tile (ldc keeps every row aligned) take
+    // non-temporal stores; the phase ends with a fence (rt_l_phase).
+    LLVMBasicBlockRef bnt = NULL, bst = bset;
+    LLVMValueRef nt_md = NULL;
+    if (u->stream && u->ldc % 16 == 0) {
+        LLVMPositionBuilderAtEnd(b, bset);
+        bnt = rt_l_block(l, "uk.nt");
+        bst = rt_l_block(l, "uk.st");
+        LLVMValueRef low = LLVMBuildAnd(b, LLVMBuildPtrToInt(b, rt_l_addr(l, u->c_buf, c_off),
+                                                             l->i64, ""), rt_l_i64(l, 63), "");
+        LLVMBuildCondBr(b, LLVMBuildICmp(b, LLVMIntEQ, low, rt_l_i64(l, 0), ""), bnt, bst);
+        LLVMMetadataRef one = LLVMValueAsMetadata(LLVMConstInt(l->i32, 1, 0));
+        nt_md = LLVMMetadataAsValue(l->ctx, LLVMMDNodeInContext2(l->ctx, &one, 1));
+    }
+    for (int32_t pass = 0; pass < 3; pass++) {
+        if (pass == 2 && !bnt)
+            break;
+        LLVMPositionBuilderAtEnd(b, pass == 0 ? badd : pass == 1 ? bst : bnt);
         for (int32_t i = 0; i < mr; i++)
             for (int32_t j = 0; j < nv; j++) {
                 LLVMValueRef idx = LLVMBuildNSWAdd(
@@ -316,7 +380,11 @@ static void rt_l_ukernel(rt_lemit *l, const rt_kir_ukernel *u) {
                     LLVMSetAlignment(old, 4);
                     v = LLVMBuildFAdd(b, old, v, "");
                 }
-                LLVMSetAlignment(LLVMBuildStore(b, v, p), 4);
+                LLVMValueRef st = LLVMBuildStore(b, v, p);
+                LLVMSetAlignment(st, pass == 2 ? 64 : 4);
+                if (pass == 2)
+                    LLVMSetMetadata(st, LLVMGetMDKindIDInContext(l->ctx, "nontemporal", 11),
+                                    nt_md);
             }
         LLVMBuildBr(b, bend);
     }
@@ -410,6 +478,16 @@ static void rt_l_nodes(rt_lemit *l, const rt_kir_block *blk) {
         rt_l_node(l, blk->nodes[i]);
 }
 
+static bool rt_l_has_stream(const rt_kir_block *blk) {
+    for (int32_t i = 0; i < blk->n; i++) {
+        const rt_kir_node *n = blk->nodes[i];
+        if ((n->kind == RT_KIR_N_UKERNEL && n->uk.stream) || rt_l_has_stream(&n->body) ||
+            rt_l_has_stream(&n->else_body))
+            return true;
+    }
+    return false;
+}
+
 static int32_t rt_l_max_tile(const rt_kir_block *blk) {
     int32_t best = 0;
     for (int32_t i = 0; i < blk->n; i++) {
@@ -423,7 +501,35 @@ static int32_t rt_l_max_tile(const rt_kir_block *blk) {
     return best;
 }
 
+// Does blk hold a float max/min reduction (acc = max(acc, x))? LLVM 16 vectorizes those only
+// under the function attributes no-nans-fp-math and no-signed-zeros-fp-math (its C API has no
+// per-instruction fast-math flags), which rt_l_attrs then sets on the phase: such phases
+// give no guarantee on NaN inputs or on the sign of a zero maximum.
+static bool rt_l_has_minmax_red(const rt_kir_block *blk) {
+    for (int32_t i = 0; i < blk->n; i++) {
+        const rt_kir_node *n = blk->nodes[i];
+        const rt_kir_expr *v = n->value;
+        if (n->kind == RT_KIR_N_FSET && v && v->kind == RT_KIR_E_BIN &&
+            (v->bop == RT_KIR_MAX || v->bop == RT_KIR_MIN) && v->args[0]->kind == RT_KIR_E_FVAR &&
+            v->args[0]->var == n->var)
+            return true;
+        if (rt_l_has_minmax_red(&n->body) || rt_l_has_minmax_red(&n->else_body))
+            return true;
+    }
+    return false;
+}
+
+static void rt_l_str_attr(rt_lemit *l, LLVMValueRef fn, const char *k, const char *v) {
+    LLVMAddAttributeAtIndex(fn, LLVMAttributeFunctionIndex,
+                            LLVMCreateStringAttribute(l->ctx, k, (unsigned)strlen(k), v,
+                                                      (unsigned)strlen(v)));
+}
+
 static void rt_l_attrs(rt_lemit *l, LLVMValueRef fn, bool avx512) {
+    if (l->p && rt_l_has_minmax_red(&l->p->body)) {
+        rt_l_str_attr(l, fn, "no-nans-fp-math", "true");
+        rt_l_str_attr(l, fn, "no-signed-zeros-fp-math", "true");
+    }
     if (avx512)
         LLVMAddAttributeAtIndex(fn, LLVMAttributeFunctionIndex,
                                 LLVMCreateStringAttribute(l->ctx, "prefer-vector-width", 19,
@@ -474,6 +580,8 @@ static void rt_l_phase(rt_lemit *l, const rt_kir_phase *p, bool avx512) {
     LLVMValueRef lo = LLVMGetParam(body, (unsigned)k->n_bufs);
     LLVMValueRef hi = LLVMGetParam(body, (unsigned)k->n_bufs + 1);
     rt_l_counted(l, l->vars[p->item_var], lo, hi, false, &p->body, rt_l_nodes);
+    if (rt_l_has_stream(&p->body)) // orders the non-temporal stores before the barrier
+        LLVMBuildFence(b, LLVMAtomicOrderingSequentiallyConsistent, 0, "");
     LLVMBuildRetVoid(b);
 
     // Wrapper with the common ABI: (void **args, i64 lo, i64 hi, float *scratch).

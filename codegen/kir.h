@@ -95,6 +95,9 @@ typedef struct rt_kir_ukernel {
     rt_kir_expr *c_off;
     int64_t ldc;
     rt_kir_expr *m_valid, *n_valid, *accumulate;
+    // Streaming (non-temporal) stores of full tiles that overwrite C, for GEMMs with a single
+    // k block whose C is far larger than the caches (C is written once and never read back).
+    bool stream;
 } rt_kir_ukernel;
 
 typedef struct rt_kir_node rt_kir_node;

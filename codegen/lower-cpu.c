@@ -1427,6 +1427,217 @@ static rt_status rt_gemm_pack_affine(rt_lower *l, rt_kir_block *blk, const char 
     return RT_OK;
 }
 
+// The dim of read rd that the rows' innermost var x indexes, and x's coefficient there: the
+// segmented pack needs x in exactly one dim with a positive coefficient (false otherwise).
+static bool rt_gemm_seg_dim(const rt_lower *l, const rt_expr *rd, int32_t x, int32_t *dx,
+                            int64_t *sx) {
+    *dx = -1;
+    *sx = 0;
+    for (int32_t d = 0; d < rd->n_args; d++) {
+        rt_affine af;
+        if (!rt_expr_affine(l->op, rd->args[d], &af))
+            return false;
+        int64_t c = 0;
+        for (int32_t i = 0; i < af.n_terms; i++)
+            if (af.var[i] == x)
+                c += af.coef[i];
+        if (c == 0)
+            continue;
+        if (*dx >= 0 || c < 0)
+            return false;
+        *dx = d;
+        *sx = c;
+    }
+    return *dx >= 0;
+}
+
+static rt_kir_node *rt_seg_loop(rt_lower *l, rt_kir_block *blk, int32_t var, rt_kir_expr *lo,
+                                rt_kir_expr *hi, rt_kir_loop_kind kind) {
+    rt_kir_node *n = rt_kir_loop(l->a, blk, var, lo, hi, kind);
+    RT_LOWER_CHECK(l, n);
+    return n;
+}
+
+static void rt_seg_store(rt_lower *l, rt_kir_block *blk, rt_kir_expr *index, rt_kir_expr *v) {
+    rt_kir_node *st = rt_kir_append(l->a, blk, RT_KIR_N_STORE);
+    RT_LOWER_CHECK(l, st && index && v);
+    if (!st)
+        return;
+    st->buf = 0;
+    st->index = index;
+    st->value = v;
+}
+
+// The implicit GEMM's packing copy without per-element index arithmetic (same layout as
+// rt_gemm_pack_affine). For each k of the block (its vars unflattened once) and each w-row
+// panel, the panel's rows split into segments of constant outer row vars; in a segment the
+// innermost row var x only moves along dim dx of rd (coefficient sx), so the bounds of every
+// other dim are one scalar test and those of dim dx one clamped x range [xlo, xhi): the rows
+// outside it take the pad value, the rows inside are a strided run of the source (contiguous
+// for stride 1, vectorized); rows of the last panel past `valid` are zero.
+static rt_status rt_gemm_pack_segments(rt_lower *l, rt_kir_block *blk, const char *what,
+                                       int32_t w, rt_kir_expr *valid, rt_kir_expr *kcur,
+                                       const rt_expr *rd, const int32_t *rows, int32_t n_rows,
+                                       const int32_t *ks, int32_t n_ks, rt_kir_expr *row0,
+                                       rt_kir_expr *k0, double alpha, rt_kir_expr *dst0,
+                                       int32_t dx, int64_t sx) {
+    rt_arena *a = l->a;
+    const rt_tensor *tn = &l->op->tensors[rd->tensor];
+    int32_t x = rows[n_rows - 1];
+    int64_t X = 1;
+    rt_expr_const_int(l->op, l->s->vars[x].hi, &X);
+    rt_kir_node *copy = rt_kir_append(a, blk, RT_KIR_N_COPY);
+    RT_LOWER_CHECK(l, copy);
+    if (!copy)
+        return RT_OK;
+    copy->text = what;
+    int32_t vk = rt_kir_add_var(a, l->p, "kk", RT_KIR_I64);
+    int32_t vp = rt_kir_add_var(a, l->p, "panel", RT_KIR_I64);
+    int32_t vjb = rt_kir_add_var(a, l->p, "jb", RT_KIR_I64);
+    int32_t vje = rt_kir_add_var(a, l->p, "je", RT_KIR_I64);
+    int32_t vdb = rt_kir_add_var(a, l->p, "dbase", RT_KIR_I64);
+    int32_t vq = rt_kir_add_var(a, l->p, "q", RT_KIR_I64);
+    int32_t vxa = rt_kir_add_var(a, l->p, "xa", RT_KIR_I64);
+    int32_t vxb = rt_kir_add_var(a, l->p, "xb", RT_KIR_I64);
+    int32_t vxlo = rt_kir_add_var(a, l->p, "xlo", RT_KIR_I64);
+    int32_t vxhi = rt_kir_add_var(a, l->p, "xhi", RT_KIR_I64);
+    int32_t vo0 = rt_kir_add_var(a, l->p, "o0", RT_KIR_I64);
+    int32_t vsb = rt_kir_add_var(a, l->p, "sbase", RT_KIR_I64);
+    int32_t vx = rt_kir_add_var(a, l->p, l->s->vars[x].name, RT_KIR_I64);
+    int32_t vz = rt_kir_add_var(a, l->p, "tail", RT_KIR_I64);
+    RT_LOWER_CHECK(l, vk >= 0 && vp >= 0 && vjb >= 0 && vje >= 0 && vdb >= 0 && vq >= 0 &&
+                          vxa >= 0 && vxb >= 0 && vxlo >= 0 && vxhi >= 0 && vo0 >= 0 &&
+                          vsb >= 0 && vx >= 0 && vz >= 0);
+    if (l->oom)
+        return RT_OK;
+    rt_kir_node *lk = rt_seg_loop(l, &copy->body, vk, rt_i(l, 0), kcur, RT_KIR_LOOP_SERIAL);
+    if (!lk)
+        return RT_OK;
+    rt_gemm_unflatten(l, &lk->body, rt_b(l, RT_KIR_ADD, k0, rt_v(l, vk)), ks, n_ks);
+    rt_kir_node *lp = rt_seg_loop(l, &lk->body, vp, rt_i(l, 0),
+                                  rt_b(l, RT_KIR_DIV, rt_b(l, RT_KIR_ADD, valid, rt_i(l, w - 1)),
+                                       rt_i(l, w)), RT_KIR_LOOP_SERIAL);
+    if (!lp)
+        return RT_OK;
+    rt_kir_block *pb = &lp->body;
+    // Panel rows [jb, je) of the flat row index; dst of row j is dbase + j.
+    rt_let(l, pb, vjb, rt_b(l, RT_KIR_ADD, row0, rt_b(l, RT_KIR_MUL, rt_v(l, vp), rt_i(l, w))));
+    rt_let(l, pb, vje, rt_b(l, RT_KIR_MIN, rt_b(l, RT_KIR_ADD, rt_v(l, vjb), rt_i(l, w)),
+                            rt_b(l, RT_KIR_ADD, row0, valid)));
+    rt_let(l, pb, vdb, rt_b(l, RT_KIR_SUB,
+                            rt_b(l, RT_KIR_ADD, dst0,
+                                 rt_b(l, RT_KIR_MUL,
+                                      rt_b(l, RT_KIR_ADD,
+                                           rt_b(l, RT_KIR_MUL, rt_v(l, vp), kcur), rt_v(l, vk)),
+                                      rt_i(l, w))),
+                            rt_v(l, vjb)));
+    rt_kir_node *lq = rt_seg_loop(l, pb, vq, rt_b(l, RT_KIR_DIV, rt_v(l, vjb), rt_i(l, X)),
+                                  rt_b(l, RT_KIR_ADD,
+                                       rt_b(l, RT_KIR_DIV, rt_b(l, RT_KIR_SUB, rt_v(l, vje),
+                                                                rt_i(l, 1)), rt_i(l, X)),
+                                       rt_i(l, 1)), RT_KIR_LOOP_SERIAL);
+    if (!lq)
+        return RT_OK;
+    rt_kir_block *qb = &lq->body;
+    rt_gemm_unflatten(l, qb, rt_v(l, vq), rows, n_rows - 1);
+    rt_kir_expr *qx = rt_b(l, RT_KIR_MUL, rt_v(l, vq), rt_i(l, X));
+    rt_let(l, qb, vxa, rt_b(l, RT_KIR_MAX, rt_b(l, RT_KIR_SUB, rt_v(l, vjb), qx), rt_i(l, 0)));
+    rt_let(l, qb, vxb, rt_b(l, RT_KIR_MIN, rt_b(l, RT_KIR_SUB, rt_v(l, vje), qx), rt_i(l, X)));
+    // The read's indices at x = 0 (x's phase var is 0 here, the run variable below).
+    l->var_of[x] = vx;
+    rt_let(l, qb, vx, rt_i(l, 0));
+    rt_kir_expr *idx[RT_MAX_DIMS];
+    for (int32_t d = 0; d < rd->n_args; d++)
+        RT_TRY(rt_tr_int(l, rd->args[d], &idx[d]));
+    int64_t step = sx;
+    for (int32_t d = tn->n_dims - 1; d > dx; d--)
+        step *= l->extent[rd->tensor][d];
+    rt_let(l, qb, vo0, rt_tr_offset(l, rd->tensor, idx, NULL));
+    rt_kir_expr *pad = rt_kir_flt(a, RT_KIR_F32, alpha * tn->pad_value);
+    if (tn->has_pad) {
+        rt_kir_expr *ok = rt_i(l, 1);
+        for (int32_t d = 0; d < tn->n_dims; d++)
+            if (d != dx)
+                ok = rt_b(l, RT_KIR_AND, ok,
+                          rt_b(l, RT_KIR_AND, rt_b(l, RT_KIR_GE, idx[d], rt_i(l, 0)),
+                               rt_b(l, RT_KIR_LT, idx[d], rt_i(l, l->extent[rd->tensor][d]))));
+        // 0 <= kx + sx*x < ext  <=>  ceil(-kx / sx) <= x < ceil((ext - kx) / sx).
+        rt_kir_expr *lo = rt_b(l, RT_KIR_DIV, rt_b(l, RT_KIR_SUB, rt_i(l, sx - 1), idx[dx]),
+                               rt_i(l, sx));
+        rt_kir_expr *hi = rt_b(l, RT_KIR_DIV,
+                               rt_b(l, RT_KIR_SUB,
+                                    rt_i(l, l->extent[rd->tensor][dx] + sx - 1), idx[dx]),
+                               rt_i(l, sx));
+        rt_let(l, qb, vxlo, rt_kir_select(a, ok, rt_b(l, RT_KIR_MIN, rt_b(l, RT_KIR_MAX, lo,
+                                                                          rt_v(l, vxa)),
+                                                      rt_v(l, vxb)),
+                                          rt_v(l, vxb)));
+        rt_let(l, qb, vxhi, rt_b(l, RT_KIR_MAX, rt_b(l, RT_KIR_MIN, hi, rt_v(l, vxb)),
+                                 rt_v(l, vxlo)));
+    } else {
+        rt_let(l, qb, vxlo, rt_v(l, vxa));
+        rt_let(l, qb, vxhi, rt_v(l, vxb));
+    }
+    rt_let(l, qb, vsb, rt_b(l, RT_KIR_ADD, rt_v(l, vdb), qx));
+    if (tn->has_pad) {
+        rt_kir_node *l1 = rt_seg_loop(l, qb, vx, rt_v(l, vxa), rt_v(l, vxlo),
+                                      RT_KIR_LOOP_VECTOR);
+        if (l1)
+            rt_seg_store(l, &l1->body, rt_b(l, RT_KIR_ADD, rt_v(l, vsb), rt_v(l, vx)), pad);
+    }
+    rt_kir_node *l2 = rt_seg_loop(l, qb, vx, rt_v(l, vxlo), rt_v(l, vxhi), RT_KIR_LOOP_VECTOR);
+    if (l2) {
+        rt_kir_expr *v = rt_kir_load(a, l->k, l->data_buf[rd->tensor],
+                                     rt_b(l, RT_KIR_ADD, rt_v(l, vo0),
+                                          rt_b(l, RT_KIR_MUL, rt_v(l, vx), rt_i(l, step))));
+        if (alpha != 1.0)
+            v = rt_b(l, RT_KIR_MUL, v, rt_kir_flt(a, RT_KIR_F32, alpha));
+        rt_seg_store(l, &l2->body, rt_b(l, RT_KIR_ADD, rt_v(l, vsb), rt_v(l, vx)), v);
+    }
+    if (tn->has_pad) {
+        rt_kir_node *l3 = rt_seg_loop(l, qb, vx, rt_v(l, vxhi), rt_v(l, vxb),
+                                      RT_KIR_LOOP_VECTOR);
+        if (l3)
+            rt_seg_store(l, &l3->body, rt_b(l, RT_KIR_ADD, rt_v(l, vsb), rt_v(l, vx)), pad);
+    }
+    // The last panel's rows past valid are zero.
+    rt_kir_node *lz = rt_seg_loop(l, pb, vz, rt_v(l, vje),
+                                  rt_b(l, RT_KIR_ADD, rt_v(l, vjb), rt_i(l, w)),
+                                  RT_KIR_LOOP_VECTOR);
+    if (lz)
+        rt_seg_store(l, &lz->body, rt_b(l, RT_KIR_ADD, rt_v(l, vdb), rt_v(l, vz)),
+                     rt_kir_flt(a, RT_KIR_F32, 0.0));
+    return RT_OK;
+}
+
+// A pack of the implicit GEMM that is a plain strided copy: rd reads a tensor without padding
+// whose rows vars and ks vars each flatten into one index (rt_gemm_group), the other vars
+// being the batch vars bound in the phase. Gives the strides and the offset of the batch.
+static bool rt_gemm_plain_read(rt_lower *l, const rt_gemm *g, const rt_expr *rd,
+                               const int32_t *rows, int32_t n_rows, int64_t *s_row,
+                               int64_t *s_k, rt_kir_expr **base) {
+    const rt_stmt *s = &l->op->stmts[g->stmt];
+    int64_t coef[16], c0, ext, st[1];
+    if (!rt_access_coefs(l, s, rd->tensor, rd->args, NULL, rd->n_args, coef, &c0) || c0 != 0)
+        return false;
+    const int64_t *cs[1] = {coef};
+    if (!rt_gemm_group(l, s, rows, n_rows, cs, 1, &ext, st))
+        return false;
+    *s_row = st[0];
+    if (!rt_gemm_group(l, s, g->gvar[RT_GEMM_G_K], g->n_gvar[RT_GEMM_G_K], cs, 1, &ext, st))
+        return false;
+    *s_k = st[0];
+    rt_kir_expr *b = rt_i(l, 0);
+    for (int32_t i = 0; i < g->n_gvar[RT_GEMM_G_BATCH]; i++) {
+        int32_t v = g->gvar[RT_GEMM_G_BATCH][i];
+        if (coef[v] != 0)
+            b = rt_b(l, RT_KIR_ADD, b, rt_b(l, RT_KIR_MUL, rt_v(l, l->var_of[v]),
+                                            rt_i(l, coef[v])));
+    }
+    *base = b;
+    return b != NULL;
+}
+
 static rt_status rt_lower_gemm(rt_lower *l, const rt_gemm *g) {
     rt_arena *a = l->a;
     const rt_stmt *s = &l->op->stmts[g->stmt];
@@ -1491,16 +1702,54 @@ static rt_status rt_lower_gemm(rt_lower *l, const rt_gemm *g) {
     // B block (kcur x ncur) as nr-wide panels after the A block; A block (mcur x kcur) as
     // mr-tall panels; alpha is folded into A.
     if (g->implicit) {
-        RT_TRY(rt_gemm_pack_affine(l, kb, "B block -> scratch, gathered nr-wide k-major panels "
-                                          "(L1 level)", g->nr, rt_v(l, vnc), rt_v(l, vkc), g->rb,
-                                   g->gvar[RT_GEMM_G_N], g->n_gvar[RT_GEMM_G_N],
-                                   g->gvar[RT_GEMM_G_K], g->n_gvar[RT_GEMM_G_K], rt_v(l, vj0),
-                                   rt_v(l, vp0), 1.0, rt_i(l, a_elems)));
-        RT_TRY(rt_gemm_pack_affine(l, kb, "A block -> scratch, gathered mr-tall k-major panels "
-                                          "(L2 level)", g->mr, rt_v(l, vmc), rt_v(l, vkc), g->ra,
-                                   g->gvar[RT_GEMM_G_M], g->n_gvar[RT_GEMM_G_M],
-                                   g->gvar[RT_GEMM_G_K], g->n_gvar[RT_GEMM_G_K], rt_v(l, vi0),
-                                   rt_v(l, vp0), g->alpha, rt_i(l, 0)));
+        // Segmented packs where the rows' innermost var moves along one dim of the read, else
+        // the per-element gather.
+        int32_t dxb, dxa;
+        int64_t sxb, sxa;
+        const int32_t *nvars = g->gvar[RT_GEMM_G_N], *mvars = g->gvar[RT_GEMM_G_M];
+        int32_t nn = g->n_gvar[RT_GEMM_G_N], nm = g->n_gvar[RT_GEMM_G_M];
+        int64_t srow, sk;
+        rt_kir_expr *pbase;
+        if (rt_gemm_plain_read(l, g, g->rb, nvars, nn, &srow, &sk, &pbase))
+            rt_gemm_pack(l, kb, "B block -> scratch, nr-wide k-major panels (L1 level)", g->nr,
+                         rt_v(l, vnc), rt_v(l, vkc), buf_b,
+                         rt_b(l, RT_KIR_ADD, pbase,
+                              rt_b(l, RT_KIR_ADD, rt_b(l, RT_KIR_MUL, rt_v(l, vj0), rt_i(l, srow)),
+                                   rt_b(l, RT_KIR_MUL, rt_v(l, vp0), rt_i(l, sk)))),
+                         srow, sk, 1.0, rt_i(l, a_elems));
+        else if (rt_gemm_seg_dim(l, g->rb, nvars[nn - 1], &dxb, &sxb))
+            RT_TRY(rt_gemm_pack_segments(l, kb, "B block -> scratch, nr-wide k-major panels "
+                                                "copied by row segments (L1 level)", g->nr,
+                                         rt_v(l, vnc), rt_v(l, vkc), g->rb, nvars, nn,
+                                         g->gvar[RT_GEMM_G_K], g->n_gvar[RT_GEMM_G_K],
+                                         rt_v(l, vj0), rt_v(l, vp0), 1.0, rt_i(l, a_elems), dxb,
+                                         sxb));
+        else
+            RT_TRY(rt_gemm_pack_affine(l, kb, "B block -> scratch, gathered nr-wide k-major "
+                                              "panels (L1 level)", g->nr, rt_v(l, vnc),
+                                       rt_v(l, vkc), g->rb, nvars, nn, g->gvar[RT_GEMM_G_K],
+                                       g->n_gvar[RT_GEMM_G_K], rt_v(l, vj0), rt_v(l, vp0), 1.0,
+                                       rt_i(l, a_elems)));
+        if (rt_gemm_plain_read(l, g, g->ra, mvars, nm, &srow, &sk, &pbase))
+            rt_gemm_pack(l, kb, "A block -> scratch, mr-tall k-major panels (L2 level)", g->mr,
+                         rt_v(l, vmc), rt_v(l, vkc), buf_a,
+                         rt_b(l, RT_KIR_ADD, pbase,
+                              rt_b(l, RT_KIR_ADD, rt_b(l, RT_KIR_MUL, rt_v(l, vi0), rt_i(l, srow)),
+                                   rt_b(l, RT_KIR_MUL, rt_v(l, vp0), rt_i(l, sk)))),
+                         srow, sk, g->alpha, rt_i(l, 0));
+        else if (rt_gemm_seg_dim(l, g->ra, mvars[nm - 1], &dxa, &sxa))
+            RT_TRY(rt_gemm_pack_segments(l, kb, "A block -> scratch, mr-tall k-major panels "
+                                                "copied by row segments (L2 level)", g->mr,
+                                         rt_v(l, vmc), rt_v(l, vkc), g->ra, mvars, nm,
+                                         g->gvar[RT_GEMM_G_K], g->n_gvar[RT_GEMM_G_K],
+                                         rt_v(l, vi0), rt_v(l, vp0), g->alpha, rt_i(l, 0), dxa,
+                                         sxa));
+        else
+            RT_TRY(rt_gemm_pack_affine(l, kb, "A block -> scratch, gathered mr-tall k-major "
+                                              "panels (L2 level)", g->mr, rt_v(l, vmc),
+                                       rt_v(l, vkc), g->ra, mvars, nm, g->gvar[RT_GEMM_G_K],
+                                       g->n_gvar[RT_GEMM_G_K], rt_v(l, vi0), rt_v(l, vp0),
+                                       g->alpha, rt_i(l, 0)));
     } else {
         rt_gemm_pack(l, kb, "B block -> scratch, nr-wide k-major panels (L1 level)", g->nr,
                      rt_v(l, vnc), rt_v(l, vkc), buf_b,
@@ -1550,6 +1799,16 @@ static rt_status rt_lower_gemm(rt_lower *l, const rt_gemm *g) {
     u->uk.n_valid = rt_b(l, RT_KIR_MIN, rt_i(l, g->nr), rt_b(l, RT_KIR_SUB, rt_v(l, vnc), cols));
     u->uk.accumulate = s->op == RT_ASSIGN_ADD ? rt_i(l, 1)
                                               : rt_b(l, RT_KIR_GT, rt_v(l, vpk), rt_i(l, 0));
+    // Streaming stores: a single k block overwriting a C over half the largest cache (it
+    // would evict most of it and is not read back by this phase).
+    int64_t cache_bytes = 0;
+    for (int32_t lv = 1; l->dev && lv < l->dev->n_levels; lv++)
+        if (l->dev->level[lv].capacity_bytes > cache_bytes)
+            cache_bytes = l->dev->level[lv].capacity_bytes;
+    u->uk.stream = s->op == RT_ASSIGN_ADD_INIT && g->K <= g->kc && g->cm % 16 == 0 &&
+                   cache_bytes > 0 &&
+                   4.0 * (double)g->batch * (double)g->M * (double)g->N >
+                       0.5 * (double)cache_bytes;
     RT_LOWER_CHECK(l, u->uk.kc && u->uk.a_off && u->uk.b_off && u->uk.c_off && u->uk.m_valid &&
                           u->uk.n_valid && u->uk.accumulate);
     return RT_OK;

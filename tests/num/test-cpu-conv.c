@@ -1,7 +1,8 @@
 // test-cpu-conv.c: convolutions on the CPU backend's implicit-GEMM path (codegen/lower-cpu.c):
 // stride 1 and 2, padding (zero and non-zero pad values), 1x1 and 3x3 filters, prime spatial
 // sizes, batch 1 and 3, a single input channel, a scaled and an accumulating statement, and K
-// spanning several kc blocks. Every case is built for the host, each top-K candidate checked
+// spanning several kc blocks; packs by row segments crossing panels, x along a non-innermost dim,
+// an in-bounds padded read. Every case is built for the host, each top-K candidate checked
 // against the reference interpreter in its child, and the lowering must be the implicit GEMM;
 // depthwise convolution (no channel reduction) must stay on the general path. Last, the packed
 // GEMM's blocking must be the perfmodel's own view of it (rt_perf_cpu_gemm_view: one rule).
@@ -145,6 +146,16 @@ int main(void) {
         // K = 64 x 9 spans several kc blocks; N = 17 x 19 several nr panels.
         {"def c(float(2, 64, 17, 19) I pad 0, float(37, 64, 3, 3) Wt) -> (float(2, 37, 17, 19) O) "
          "{\n O(n, f, y, x) +=! I(n, c, y + r - 1, x + s - 1) * Wt(f, c, r, s)\n}", true, true},
+        // Row segments crossing nr panels: width 37, stride 2 along x only, pad value 1.5.
+        {"def c(float(1, 2, 6, 75) I pad 1.5, float(4, 2, 3, 3) Wt) -> (float(1, 4, 6, 37) O) {\n"
+         " O(n, f, y, x) +=! I(n, c, y + r - 1, 2*x + s - 1) * Wt(f, c, r, s)\n}", true, false},
+        // x indexes a non-innermost dim of I (strided segment copies), batch 3, scaled.
+        {"def c(float(3, 2, 9, 6) I pad 0, float(5, 2, 3, 3) Wt) -> (float(3, 5, 6, 9) O) {\n"
+         " O(n, f, y, x) +=! 0.5 * I(n, c, x + s - 1, y + r - 1) * Wt(f, c, r, s)\n}", true,
+         false},
+        // A padded tensor read in bounds only (1x1): segments without a halo.
+        {"def c(float(2, 3, 5, 7) I pad 2, float(6, 3) Wt) -> (float(2, 6, 5, 7) O) {\n"
+         " O(n, f, y, x) +=! I(n, c, y, x) * Wt(f, c)\n}", true, false},
         // Depthwise: no channel reduction, so the general path.
         {"def c(float(2, 3, 11, 9) I pad 0, float(3, 3, 3) Wt) -> (float(2, 3, 11, 9) O) {\n"
          " O(n, c, y, x) +=! I(n, c, y + r - 1, x + s - 1) * Wt(c, r, s)\n}", false, false},

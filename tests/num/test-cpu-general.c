@@ -9,6 +9,7 @@
 #include "emit.h"
 #include "rtgen.h"
 
+#include <math.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -125,6 +126,66 @@ static void structure_case(const rt_device *dev) {
     rt_arena_free(a);
 }
 
+// exp on the JIT path (the inline vector expf of emit-llvm.c): within 2 ulp of the correctly
+// rounded expf over the normal range, and exact where it must be: exp(0) = 1, 0 below the
+// subnormals, inf above FLT_MAX and for inf, NaN for NaN; subnormal results within 2^-148.
+static void exp_case(const rt_device *dev) {
+    rt_arena *a = rt_arena_new(1 << 20);
+    rt_err err = {0};
+    rt_op *op = NULL;
+    rt_perf_result *perf = NULL;
+    rt_bindings *b = NULL;
+    rt_cpu_report *rep = NULL;
+    rt_perf_options popt = {.top_k = 1};
+    rt_cpu_options copt = {.profile = true, .budget_ms = 1, .threads = 1};
+    enum { N = 4099 };
+    const char *spec = "def ex(float(4099) X) -> (Y) {\n Y(i) = exp(X(i))\n}";
+    static double x[N];
+    int32_t n = 0;
+    static const double special[] = {0.0, -0.0, 1.0, -1.0, 88.72283, 88.7229, 89.5, 200.0,
+                                     -87.33654, -87.34, -100.0, -103.97, -103.98, -150.0,
+                                     0.34657359, -0.34657359, 1e-8, -1e-8, HUGE_VAL, -HUGE_VAL,
+                                     NAN};
+    for (size_t i = 0; i < sizeof special / sizeof special[0]; i++)
+        x[n++] = special[i];
+    while (n < N) // a sweep over [-110, 95)
+        x[n] = -110.0 + 205.0 * (double)n / N, n++;
+    if (load(a, spec, &op, &err) != RT_OK ||
+        rt_perf_construct(a, op, dev, &popt, &perf, &err) != RT_OK ||
+        rt_bindings_new(a, op, 3, &b, &err) != RT_OK ||
+        rt_bindings_set_data(b, "X", x, N, &err) != RT_OK ||
+        rt_cpu_build_and_profile(a, op, dev, b, perf, &copt, &rep, &err) != RT_OK ||
+        rt_cpu_run_winner(rep, b, &err) != RT_OK) {
+        fprintf(stderr, "exp: %s\n", err.msg);
+        RT_EXPECT(0);
+        rt_arena_free(a);
+        return;
+    }
+    const rt_tensor_data *y = rt_bindings_data(b, "Y");
+    RT_EXPECT(y && y->layout.elems == N);
+    int32_t bad = 0;
+    for (int32_t i = 0; y && i < N; i++) {
+        float xi = (float)x[i], got = (float)y->data[i];
+        double want = exp((double)xi);
+        float wf = (float)want;
+        bool ok;
+        if (isnan(xi))
+            ok = isnan(got);
+        else if (isinf(wf) || wf == 0.0f)
+            ok = got == wf;
+        else if (fabs(want) < 1.1754943508222875e-38)
+            ok = fabs((double)got - want) <= ldexp(1.0, -148);
+        else
+            ok = fabs((double)got - want) <= 2.0 * (double)(nextafterf(fabsf(wf), HUGE_VALF) -
+                                                          fabsf(wf));
+        if (!ok && bad++ < 5)
+            fprintf(stderr, "exp(%.9g): got %.9g, want %.9g\n", (double)xi, (double)got, want);
+    }
+    RT_EXPECT_EQ(bad, 0);
+    RT_EXPECT(y && y->data[0] == 1.0);
+    rt_arena_free(a);
+}
+
 int main(void) {
     rt_device dev;
     rt_err err = {0};
@@ -150,5 +211,6 @@ int main(void) {
     for (size_t i = 0; i < sizeof specs / sizeof specs[0]; i++)
         numeric_case(&dev, specs[i], 10);
     structure_case(&dev);
+    exp_case(&dev);
     return rt_test_finish("test-cpu-general");
 }

@@ -136,7 +136,7 @@ static rt_kir_kernel *build_gemm(rt_arena *a, int64_t m, int64_t n, int64_t kk, 
                                  rt_kir_int(a, (int64_t)mr * kk), bc,
                                  rt_kir_bin(a, RT_KIR_ADD, rt_kir_bin(a, RT_KIR_MUL, i0,
                                                                       rt_kir_int(a, n)), j0),
-                                 n, mv, nv, rt_kir_int(a, acc)};
+                                 n, mv, nv, rt_kir_int(a, acc), acc == 0};
     }
     return k;
 }
@@ -225,7 +225,12 @@ static void test_gemm(rt_arena *a, rt_cpu_jit *jit, int64_t m, int64_t n, int64_
     const char *c;
     RT_EXPECT(build_both(a, jit, k, &rl, &rc, &c));
     float *A = rt_arena_calloc(a, (size_t)(m * kk), 4), *B = rt_arena_calloc(a, (size_t)(kk * n), 4);
-    float *C1 = rt_arena_calloc(a, (size_t)(m * n), 4), *C2 = rt_arena_calloc(a, (size_t)(m * n), 4);
+    // The overwriting pass streams (non-temporal stores): C1 is 64-byte aligned (the streaming
+    // path when ldc keeps rows aligned), C2 at offset 4 bytes from alignment (the fallback).
+    float *C1 = rt_arena_calloc(a, (size_t)(m * n + 32), 4);
+    float *C2 = rt_arena_calloc(a, (size_t)(m * n + 32), 4);
+    C1 = (float *)(((uintptr_t)C1 + 63) & ~(uintptr_t)63);
+    C2 = (float *)((((uintptr_t)C2 + 63) & ~(uintptr_t)63) + 4);
     for (int64_t i = 0; i < m * kk; i++)
         A[i] = (float)((i * 7) % 13 - 6) / 4.0f;
     for (int64_t i = 0; i < kk * n; i++)

@@ -50,23 +50,28 @@ static void rt_conv2d_c0_p0_body(float *restrict scratch, const float *restrict 
     int64_t ir;
     int64_t blk;
     int64_t n;
-    int64_t panel;
     int64_t kk;
-    int64_t r;
-    int64_t row;
-    int64_t s;
-    int64_t r_1;
-    int64_t c;
+    int64_t panel;
+    int64_t jb;
+    int64_t je;
+    int64_t dbase;
+    int64_t q;
+    int64_t xa;
+    int64_t xb;
+    int64_t xlo;
+    int64_t xhi;
+    int64_t o0;
+    int64_t sbase;
     int64_t x;
+    int64_t tail;
+    int64_t s;
+    int64_t r;
+    int64_t c;
     int64_t y;
     int64_t panel_1;
     int64_t kk_1;
-    int64_t r_2;
-    int64_t row_1;
-    int64_t s_1;
-    int64_t r_3;
-    int64_t c_1;
-    int64_t f;
+    int64_t r_1;
+    int64_t row;
     (void)scratch;
     for (item = lo; item < hi; item++) {
         blk = rt_floormod(item, 2);
@@ -78,39 +83,53 @@ static void rt_conv2d_c0_p0_body(float *restrict scratch, const float *restrict 
         for (pk = 0; pk < 1; pk++) {
             p0 = (pk * 72);
             kcur = rt_imin(72, (72 - p0));
-            // copy: B block -> scratch, gathered nr-wide k-major panels (L1 level)
-            for (panel = 0; panel < rt_floordiv((ncur + 31), 32); panel++) {
-                for (kk = 0; kk < kcur; kk++) {
-                    s = rt_floormod((p0 + kk), 3);
-                    r_1 = rt_floormod(rt_floordiv((p0 + kk), 3), 3);
-                    c = rt_floordiv((p0 + kk), 9);
-                    #pragma GCC ivdep
-                    for (r = 0; r < 32; r++) {
-                        row = ((panel * 32) + r);
-                        if ((int64_t)(row < ncur)) {
-                            x = rt_floormod((j0 + row), 5);
-                            y = rt_floordiv((j0 + row), 5);
-                            scratch[(576 + ((((panel * kcur) + kk) * 32) + r))] = ((int64_t)((int64_t)((int64_t)((int64_t)((int64_t)(n >= 0) && (int64_t)(n < 1)) && (int64_t)((int64_t)(c >= 0) && (int64_t)(c < 8))) && (int64_t)((int64_t)((((2 * y) + r_1) - 1) >= 0) && (int64_t)((((2 * y) + r_1) - 1) < 10))) && (int64_t)((int64_t)((((2 * x) + s) - 1) >= 0) && (int64_t)((((2 * x) + s) - 1) < 10))) ? t_I[((int64_t)((int64_t)((int64_t)((int64_t)((int64_t)(n >= 0) && (int64_t)(n < 1)) && (int64_t)((int64_t)(c >= 0) && (int64_t)(c < 8))) && (int64_t)((int64_t)((((2 * y) + r_1) - 1) >= 0) && (int64_t)((((2 * y) + r_1) - 1) < 10))) && (int64_t)((int64_t)((((2 * x) + s) - 1) >= 0) && (int64_t)((((2 * x) + s) - 1) < 10))) ? ((((((n * 8) + c) * 10) + (((2 * y) + r_1) - 1)) * 10) + (((2 * x) + s) - 1)) : 0)] : 0.0f);
-                        } else {
-                            scratch[(576 + ((((panel * kcur) + kk) * 32) + r))] = 0.0f;
+            // copy: B block -> scratch, nr-wide k-major panels copied by row segments (L1 level)
+            for (kk = 0; kk < kcur; kk++) {
+                s = rt_floormod((p0 + kk), 3);
+                r = rt_floormod(rt_floordiv((p0 + kk), 3), 3);
+                c = rt_floordiv((p0 + kk), 9);
+                for (panel = 0; panel < rt_floordiv((ncur + 31), 32); panel++) {
+                    jb = (j0 + (panel * 32));
+                    je = rt_imin((jb + 32), (j0 + ncur));
+                    dbase = ((576 + (((panel * kcur) + kk) * 32)) - jb);
+                    for (q = rt_floordiv(jb, 5); q < (rt_floordiv((je - 1), 5) + 1); q++) {
+                        y = q;
+                        xa = rt_imax((jb - (q * 5)), 0);
+                        xb = rt_imin((je - (q * 5)), 5);
+                        x = 0;
+                        o0 = ((((((n * 8) + c) * 10) + (((2 * y) + r) - 1)) * 10) + (((2 * x) + s) - 1));
+                        xlo = ((int64_t)((int64_t)((int64_t)((int64_t)(n >= 0) && (int64_t)(n < 1)) && (int64_t)((int64_t)(c >= 0) && (int64_t)(c < 8))) && (int64_t)((int64_t)((((2 * y) + r) - 1) >= 0) && (int64_t)((((2 * y) + r) - 1) < 10))) ? rt_imin(rt_imax(rt_floordiv((1 - (((2 * x) + s) - 1)), 2), xa), xb) : xb);
+                        xhi = rt_imax(rt_imin(rt_floordiv((11 - (((2 * x) + s) - 1)), 2), xb), xlo);
+                        sbase = (dbase + (q * 5));
+                        #pragma GCC ivdep
+                        for (x = xa; x < xlo; x++) {
+                            scratch[(sbase + x)] = 0.0f;
                         }
+                        #pragma GCC ivdep
+                        for (x = xlo; x < xhi; x++) {
+                            scratch[(sbase + x)] = t_I[(o0 + (x * 2))];
+                        }
+                        #pragma GCC ivdep
+                        for (x = xhi; x < xb; x++) {
+                            scratch[(sbase + x)] = 0.0f;
+                        }
+                    }
+                    #pragma GCC ivdep
+                    for (tail = je; tail < (jb + 32); tail++) {
+                        scratch[(dbase + tail)] = 0.0f;
                     }
                 }
             }
-            // copy: A block -> scratch, gathered mr-tall k-major panels (L2 level)
+            // copy: A block -> scratch, mr-tall k-major panels (L2 level)
             for (panel_1 = 0; panel_1 < rt_floordiv((mcur + 7), 8); panel_1++) {
                 for (kk_1 = 0; kk_1 < kcur; kk_1++) {
-                    s_1 = rt_floormod((p0 + kk_1), 3);
-                    r_3 = rt_floormod(rt_floordiv((p0 + kk_1), 3), 3);
-                    c_1 = rt_floordiv((p0 + kk_1), 9);
                     #pragma GCC ivdep
-                    for (r_2 = 0; r_2 < 8; r_2++) {
-                        row_1 = ((panel_1 * 8) + r_2);
-                        if ((int64_t)(row_1 < mcur)) {
-                            f = (i0 + row_1);
-                            scratch[((((panel_1 * kcur) + kk_1) * 8) + r_2)] = t_Wt[((((((f * 8) + c_1) * 3) + r_3) * 3) + s_1)];
+                    for (r_1 = 0; r_1 < 8; r_1++) {
+                        row = ((panel_1 * 8) + r_1);
+                        if ((int64_t)(row < mcur)) {
+                            scratch[((((panel_1 * kcur) + kk_1) * 8) + r_1)] = t_Wt[(((i0 * 72) + p0) + ((row * 72) + kk_1))];
                         } else {
-                            scratch[((((panel_1 * kcur) + kk_1) * 8) + r_2)] = 0.0f;
+                            scratch[((((panel_1 * kcur) + kk_1) * 8) + r_1)] = 0.0f;
                         }
                     }
                 }
