@@ -136,15 +136,16 @@ int main(int argc, char **argv) {
         sizes[1] = 2048;
         n_sizes = 2;
     }
-    printf("%-6s %-3s %10s %10s %10s %8s %8s %10s  %s\n", "n", "thr", "rtgen", "oneDNN",
-           "OpenBLAS", "vs dnnl", "%peak", "rtgen ms", "winner");
+    printf("%-6s %-3s %10s %10s %10s %8s %8s %10s  %s\n", "n", "thr", "rtgen", "oneDNN", "OpenBLAS",
+           "vs dnnl", "%peak", "rtgen ms", "winner");
     for (int threads = 1; threads <= 2; threads++) {
         double peak = fma_peak(threads);
         omp_set_num_threads(threads);
         openblas_set_num_threads(threads);
         for (int s = 0; s < n_sizes; s++) {
             int n = sizes[s];
-            float *A = aligned_alloc(64, (size_t)n * n * 4), *B = aligned_alloc(64, (size_t)n * n * 4),
+            float *A = aligned_alloc(64, (size_t)n * n * 4),
+                  *B = aligned_alloc(64, (size_t)n * n * 4),
                   *C = aligned_alloc(64, (size_t)n * n * 4);
             for (long i = 0; i < (long)n * n; i++) {
                 A[i] = (float)((i * 7) % 13) / 13.0f - 0.5f;

@@ -37,13 +37,20 @@ static void rt_c_float(rt_cemit *c, rt_kir_type t, double v) {
 
 static const char *rt_c_fn(rt_fn fn, bool f32) {
     switch (fn) {
-    case RT_FN_EXP: return f32 ? "expf" : "exp";
-    case RT_FN_LOG: return f32 ? "logf" : "log";
-    case RT_FN_SQRT: return f32 ? "sqrtf" : "sqrt";
-    case RT_FN_TANH: return f32 ? "tanhf" : "tanh";
-    case RT_FN_ERF: return f32 ? "erff" : "erf";
-    case RT_FN_ABS: return f32 ? "fabsf" : "fabs";
-    default: return NULL;
+    case RT_FN_EXP:
+        return f32 ? "expf" : "exp";
+    case RT_FN_LOG:
+        return f32 ? "logf" : "log";
+    case RT_FN_SQRT:
+        return f32 ? "sqrtf" : "sqrt";
+    case RT_FN_TANH:
+        return f32 ? "tanhf" : "tanh";
+    case RT_FN_ERF:
+        return f32 ? "erff" : "erf";
+    case RT_FN_ABS:
+        return f32 ? "fabsf" : "fabs";
+    default:
+        return NULL;
     }
 }
 
@@ -106,11 +113,20 @@ static void rt_c_expr(rt_cemit *c, const rt_kir_expr *e) {
         bool xf32 = x->type == RT_KIR_F32;
         const char *fn = NULL;
         switch (e->bop) {
-        case RT_KIR_DIV: fn = fl ? NULL : "rt_floordiv"; break;
-        case RT_KIR_MOD: fn = fl ? (xf32 ? "fmodf" : "fmod") : "rt_floormod"; break;
-        case RT_KIR_MIN: fn = fl ? (xf32 ? "fminf" : "fmin") : "rt_imin"; break;
-        case RT_KIR_MAX: fn = fl ? (xf32 ? "fmaxf" : "fmax") : "rt_imax"; break;
-        default: break;
+        case RT_KIR_DIV:
+            fn = fl ? NULL : "rt_floordiv";
+            break;
+        case RT_KIR_MOD:
+            fn = fl ? (xf32 ? "fmodf" : "fmod") : "rt_floormod";
+            break;
+        case RT_KIR_MIN:
+            fn = fl ? (xf32 ? "fminf" : "fmin") : "rt_imin";
+            break;
+        case RT_KIR_MAX:
+            fn = fl ? (xf32 ? "fmaxf" : "fmax") : "rt_imax";
+            break;
+        default:
+            break;
         }
         if (fn) {
             rt_buf_printf(c->b, "%s(", fn);
@@ -256,8 +272,9 @@ static void rt_c_phase(rt_cemit *c, const rt_kir_phase *p) {
     rt_buf_printf(b, "static void %s_%s_body(", k->name, p->name);
     for (int32_t i = 0; i < k->n_bufs; i++) {
         const rt_kir_buf *bf = &k->bufs[i];
-        rt_buf_printf(b, "%s%s *restrict %s", bf->written || bf->role == RT_KIR_BUF_SCRATCH
-                      ? "" : "const ", rt_kir_type_ctype(bf->type), bf->name);
+        rt_buf_printf(b, "%s%s *restrict %s",
+                      bf->written || bf->role == RT_KIR_BUF_SCRATCH ? "" : "const ",
+                      rt_kir_type_ctype(bf->type), bf->name);
         rt_buf_puts(b, ", ");
     }
     rt_buf_puts(b, "int64_t lo, int64_t hi) {\n");
@@ -270,8 +287,8 @@ static void rt_c_phase(rt_cemit *c, const rt_kir_phase *p) {
     rt_buf_linef(b, 1, "}");
     rt_buf_linef(b, 0, "}");
     rt_buf_puts(b, "\n");
-    rt_buf_linef(b, 0, "void %s_%s(void **args, int64_t lo, int64_t hi, float *scratch) {",
-                 k->name, p->name);
+    rt_buf_linef(b, 0, "void %s_%s(void **args, int64_t lo, int64_t hi, float *scratch) {", k->name,
+                 p->name);
     rt_buf_printf(b, "    %s_%s_body(scratch", k->name, p->name);
     for (int32_t i = 1; i < k->n_bufs; i++)
         rt_buf_printf(b, ", (%s *)args[%d]", rt_kir_type_ctype(k->bufs[i].type), (int)i);
@@ -294,9 +311,10 @@ rt_status rt_emit_c(rt_arena *a, const rt_kir_kernel *k, const char **out_text, 
         rt_buf_puts(b, "\n");
         h += n + (nl ? 1 : 0);
     }
-    rt_buf_puts(b, "// Build: cc -O3 -march=native -fopenmp -shared -fPIC -o kernel.so kernel.c -lm\n"
-                   "#include <math.h>\n#include <stdint.h>\n#include <stdlib.h>\n"
-                   "#include <string.h>\n\n");
+    rt_buf_puts(b,
+                "// Build: cc -O3 -march=native -fopenmp -shared -fPIC -o kernel.so kernel.c -lm\n"
+                "#include <math.h>\n#include <stdint.h>\n#include <stdlib.h>\n"
+                "#include <string.h>\n\n");
     rt_buf_puts(b, "static inline int64_t rt_floordiv(int64_t a, int64_t b) {\n"
                    "    if (b == 0)\n        return 0;\n"
                    "    int64_t q = a / b;\n"
@@ -311,8 +329,8 @@ rt_status rt_emit_c(rt_arena *a, const rt_kir_kernel *k, const char **out_text, 
                  (long long)k->scratch_bytes);
     for (int32_t i = 1; i < k->n_bufs; i++)
         rt_buf_linef(b, 0, "//   args[%d] %s %s%s", (int)i, rt_kir_type_name(k->bufs[i].type),
-                     k->bufs[i].name, k->bufs[i].role == RT_KIR_BUF_START ? " (ragged starts)"
-                                                                          : "");
+                     k->bufs[i].name,
+                     k->bufs[i].role == RT_KIR_BUF_START ? " (ragged starts)" : "");
     rt_buf_puts(b, "\n");
     for (int32_t i = 0; i < k->n_phases; i++)
         rt_c_phase(&c, &k->phases[i]);

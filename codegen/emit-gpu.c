@@ -17,10 +17,14 @@ _Static_assert(RT_GPU_TARGET_COUNT == 3, "ORDER RT_GPU_TARGET: dialect list in e
 
 const rt_gpu_dialect *rt_gpu_dialect_of(rt_gpu_target t) {
     switch (t) {
-    case RT_GPU_TARGET_CUDA: return &rt_gpu_dialect_cuda;
-    case RT_GPU_TARGET_HIP: return &rt_gpu_dialect_hip;
-    case RT_GPU_TARGET_OPENCL: return &rt_gpu_dialect_opencl;
-    default: return NULL;
+    case RT_GPU_TARGET_CUDA:
+        return &rt_gpu_dialect_cuda;
+    case RT_GPU_TARGET_HIP:
+        return &rt_gpu_dialect_hip;
+    case RT_GPU_TARGET_OPENCL:
+        return &rt_gpu_dialect_opencl;
+    default:
+        return NULL;
     }
 }
 
@@ -35,10 +39,17 @@ bool rt_gpu_target_from_name(const char *name, rt_gpu_target *out) {
 
 bool rt_gpu_target_of_device(const rt_device *dev, rt_gpu_target *out) {
     switch (dev->devclass) {
-    case RT_DEVCLASS_CUDA: *out = RT_GPU_TARGET_CUDA; return true;
-    case RT_DEVCLASS_HIP: *out = RT_GPU_TARGET_HIP; return true;
-    case RT_DEVCLASS_OPENCL: *out = RT_GPU_TARGET_OPENCL; return true;
-    default: return false;
+    case RT_DEVCLASS_CUDA:
+        *out = RT_GPU_TARGET_CUDA;
+        return true;
+    case RT_DEVCLASS_HIP:
+        *out = RT_GPU_TARGET_HIP;
+        return true;
+    case RT_DEVCLASS_OPENCL:
+        *out = RT_GPU_TARGET_OPENCL;
+        return true;
+    default:
+        return false;
     }
 }
 
@@ -61,11 +72,16 @@ static const char *rt_ge_itype(const rt_ge *g) {
 
 static const char *rt_ge_type(const rt_ge *g, rt_kir_type t) {
     switch (t) {
-    case RT_KIR_I64: return rt_ge_itype(g);
-    case RT_KIR_I32: return "int";
-    case RT_KIR_F32: return "float";
-    case RT_KIR_F64: return "double";
-    default: return "?";
+    case RT_KIR_I64:
+        return rt_ge_itype(g);
+    case RT_KIR_I32:
+        return "int";
+    case RT_KIR_F32:
+        return "float";
+    case RT_KIR_F64:
+        return "double";
+    default:
+        return "?";
     }
 }
 
@@ -153,7 +169,8 @@ static void rt_ge_expr(rt_ge *g, rt_buf *b, const rt_kir_expr *e) {
         case RT_KIR_MOD:
             fn = fl ? (x->type == RT_KIR_F64 ? "fmod" : d->fmod_f32) : "rt_floormod";
             break;
-        default: break;
+        default:
+            break;
         }
         if (fn) {
             rt_buf_printf(b, "%s(", fn);
@@ -299,8 +316,8 @@ static void rt_ge_phase(rt_ge *g, int32_t pi) {
         if (kb->dim != pi)
             continue;
         if (kb->role == RT_KIR_BUF_SHARED)
-            rt_buf_linef(b, 1, "%s %s %s[%lld];", d->shared_qual, rt_ge_type(g, kb->type),
-                         kb->name, (long long)kb->elems);
+            rt_buf_linef(b, 1, "%s %s %s[%lld];", d->shared_qual, rt_ge_type(g, kb->type), kb->name,
+                         (long long)kb->elems);
         else if (kb->role == RT_KIR_BUF_LOCAL)
             rt_buf_linef(b, 1, "%s %s[%lld];", rt_ge_type(g, kb->type), kb->name,
                          (long long)kb->elems);
@@ -311,8 +328,9 @@ static void rt_ge_phase(rt_ge *g, int32_t pi) {
         for (int32_t v = 0; v < p->n_vars; v++) {
             if ((int32_t)p->vars[v].type != t)
                 continue;
-            rt_buf_printf(b, "%s%s", any ? ", " : rt_arena_printf(b->arena, "    %s ",
-                                                                   rt_ge_type(g, (rt_kir_type)t)),
+            rt_buf_printf(b, "%s%s",
+                          any ? ", "
+                              : rt_arena_printf(b->arena, "    %s ", rt_ge_type(g, (rt_kir_type)t)),
                           p->vars[v].name);
             any = true;
         }
@@ -375,9 +393,9 @@ rt_status rt_gpu_emit(rt_arena *a, const rt_gpu_kernel *k, const rt_gpu_dialect 
 // Candidates
 // ---------------------------------------------------------------------------------------------
 
-rt_status rt_gpu_emit_candidate(rt_arena *a, const rt_perf_result *r, int32_t rank,
-                                rt_gpu_target t, const rt_gpu_lower_options *opt,
-                                rt_gpu_candidate *out, rt_err *err) {
+rt_status rt_gpu_emit_candidate(rt_arena *a, const rt_perf_result *r, int32_t rank, rt_gpu_target t,
+                                const rt_gpu_lower_options *opt, rt_gpu_candidate *out,
+                                rt_err *err) {
     if (rank < 1 || rank > r->n_cands)
         return rt_fail(err, RT_ERR_USAGE, RT_NOLOC, "no candidate of rank %d (expected 1..%d)",
                        (int)rank, (int)r->n_cands);
@@ -393,8 +411,8 @@ rt_status rt_gpu_emit_candidate(rt_arena *a, const rt_perf_result *r, int32_t ra
     return rt_gpu_emit(a, out->kernel, rt_gpu_dialect_of(t), &out->source, err);
 }
 
-rt_status rt_gpu_compile_topk(rt_arena *a, const rt_perf_result *r, const rt_device *dev,
-                              int32_t n, int32_t n_threads, rt_gpu_candidate **out, rt_err *err) {
+rt_status rt_gpu_compile_topk(rt_arena *a, const rt_perf_result *r, const rt_device *dev, int32_t n,
+                              int32_t n_threads, rt_gpu_candidate **out, rt_err *err) {
     rt_gpu_target t;
     if (!rt_gpu_target_of_device(dev, &t))
         return rt_fail(err, RT_ERR_DEVICE, dev->origin,
@@ -450,8 +468,8 @@ rt_status rt_gpu_compile_topk(rt_arena *a, const rt_perf_result *r, const rt_dev
                 c->spill_bytes += bin->res.spill_store_bytes;
             if (bin->res.spill_load_bytes > 0)
                 c->spill_bytes += bin->res.spill_load_bytes;
-            c->smem_bytes = bin->res.smem_bytes > c->smem_bytes ? bin->res.smem_bytes
-                                                                : c->smem_bytes;
+            c->smem_bytes =
+                bin->res.smem_bytes > c->smem_bytes ? bin->res.smem_bytes : c->smem_bytes;
             if (bin->occ.occupancy < c->occupancy)
                 c->occupancy = bin->occ.occupancy;
             snprintf(c->compiled_arch, sizeof c->compiled_arch, "%s", bin->compiled_arch);
@@ -472,8 +490,8 @@ static double rt_ge_now_ns(void) {
 }
 
 rt_status rt_gpu_check_run(rt_arena *a, rt_gpu_runtime *rt, const rt_device *ocl_dev,
-                              const rt_gpu_candidate *c, rt_bindings *b, rt_gpu_check *out,
-                              rt_err *err) {
+                           const rt_gpu_candidate *c, rt_bindings *b, rt_gpu_check *out,
+                           rt_err *err) {
     const rt_gpu_kernel *k = c->kernel;
     const rt_op *op = k->op;
     memset(out, 0, sizeof *out);
@@ -526,8 +544,8 @@ rt_status rt_gpu_check_run(rt_arena *a, rt_gpu_runtime *rt, const rt_device *ocl
         if (c->bins && c->bins[p])
             bin = c->bins[p];
         else // in the runtime's arena: the runtime keeps its built kernels keyed by binary
-            RT_TRY(rt_gpu_compile(rt->arena, ocl_dev, c->source, k->phases[p].kernel_name, &o,
-                                  &bin, err));
+            RT_TRY(rt_gpu_compile(rt->arena, ocl_dev, c->source, k->phases[p].kernel_name, &o, &bin,
+                                  err));
         rt_gpu_launch cfg;
         RT_TRY(rt_gpu_phase_launch(k, p, b, &cfg, err));
         RT_TRY(rt_gpu_run(rt, bin, &cfg, args, k->n_bufs, err));

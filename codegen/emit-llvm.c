@@ -32,10 +32,14 @@ typedef struct rt_lemit {
 
 static LLVMTypeRef rt_l_type(rt_lemit *l, rt_kir_type t) {
     switch (t) {
-    case RT_KIR_I32: return l->i32;
-    case RT_KIR_F32: return l->f32;
-    case RT_KIR_F64: return l->f64;
-    default: return l->i64;
+    case RT_KIR_I32:
+        return l->i32;
+    case RT_KIR_F32:
+        return l->f32;
+    case RT_KIR_F64:
+        return l->f64;
+    default:
+        return l->i64;
     }
 }
 
@@ -87,9 +91,9 @@ static LLVMValueRef rt_l_expf(rt_lemit *l, LLVMValueRef x) {
     LLVMValueRef lo = LLVMConstReal(l->f32, -104.0), hi = LLVMConstReal(l->f32, 89.0);
     LLVMValueRef xc = LLVMBuildSelect(b, LLVMBuildFCmp(b, LLVMRealOGT, x, hi, ""), hi, x, "");
     xc = LLVMBuildSelect(b, LLVMBuildFCmp(b, LLVMRealOLT, xc, lo, ""), lo, xc, "");
-    LLVMValueRef n = rt_l_call1(l, "llvm.rint", l->f32,
-                                LLVMBuildFMul(b, xc, LLVMConstReal(l->f32, 1.44269504088896341),
-                                              ""));
+    LLVMValueRef n =
+        rt_l_call1(l, "llvm.rint", l->f32,
+                   LLVMBuildFMul(b, xc, LLVMConstReal(l->f32, 1.44269504088896341), ""));
     LLVMValueRef r = rt_l_fma(l, n, LLVMConstReal(l->f32, -0.693145751953125), xc);
     r = rt_l_fma(l, n, LLVMConstReal(l->f32, -1.428606765330187e-06), r);
     static const double c[] = {1.9875691500e-4, 1.3981999507e-3, 8.3334519073e-3,
@@ -102,8 +106,8 @@ static LLVMValueRef rt_l_expf(rt_lemit *l, LLVMValueRef x) {
     LLVMValueRef ni = LLVMBuildFPToSI(b, n, l->i32, "");
     LLVMValueRef k1 = LLVMBuildAShr(b, ni, LLVMConstInt(l->i32, 1, 0), "");
     LLVMValueRef k2 = LLVMBuildSub(b, ni, k1, "");
-    LLVMValueRef y = LLVMBuildFMul(b, LLVMBuildFMul(b, p, rt_l_pow2(l, k1), ""),
-                                   rt_l_pow2(l, k2), "");
+    LLVMValueRef y =
+        LLVMBuildFMul(b, LLVMBuildFMul(b, p, rt_l_pow2(l, k1), ""), rt_l_pow2(l, k2), "");
     return LLVMBuildSelect(b, LLVMBuildFCmp(b, LLVMRealUNO, x, x, ""), x, y, "");
 }
 
@@ -145,16 +149,21 @@ static LLVMValueRef rt_l_bin(rt_lemit *l, const rt_kir_expr *e) {
     LLVMValueRef x = rt_l_expr(l, ex), y = rt_l_expr(l, e->args[1]);
     bool fl = rt_kir_type_is_float(ex->type);
     LLVMTypeRef t = rt_l_type(l, ex->type);
-    static const LLVMIntPredicate ip[] = {LLVMIntSLT, LLVMIntSLE, LLVMIntSGT, LLVMIntSGE,
-                                          LLVMIntEQ, LLVMIntNE};
-    static const LLVMRealPredicate fp[] = {LLVMRealOLT, LLVMRealOLE, LLVMRealOGT, LLVMRealOGE,
-                                           LLVMRealOEQ, LLVMRealUNE};
+    static const LLVMIntPredicate ip[] = {LLVMIntSLT, LLVMIntSLE, LLVMIntSGT,
+                                          LLVMIntSGE, LLVMIntEQ,  LLVMIntNE};
+    static const LLVMRealPredicate fp[] = {LLVMRealOLT, LLVMRealOLE, LLVMRealOGT,
+                                           LLVMRealOGE, LLVMRealOEQ, LLVMRealUNE};
     switch (e->bop) {
-    case RT_KIR_ADD: return fl ? LLVMBuildFAdd(b, x, y, "") : LLVMBuildNSWAdd(b, x, y, "");
-    case RT_KIR_SUB: return fl ? LLVMBuildFSub(b, x, y, "") : LLVMBuildNSWSub(b, x, y, "");
-    case RT_KIR_MUL: return fl ? LLVMBuildFMul(b, x, y, "") : LLVMBuildNSWMul(b, x, y, "");
-    case RT_KIR_DIV: return fl ? LLVMBuildFDiv(b, x, y, "") : rt_l_floor(l, false, x, y);
-    case RT_KIR_MOD: return fl ? LLVMBuildFRem(b, x, y, "") : rt_l_floor(l, true, x, y);
+    case RT_KIR_ADD:
+        return fl ? LLVMBuildFAdd(b, x, y, "") : LLVMBuildNSWAdd(b, x, y, "");
+    case RT_KIR_SUB:
+        return fl ? LLVMBuildFSub(b, x, y, "") : LLVMBuildNSWSub(b, x, y, "");
+    case RT_KIR_MUL:
+        return fl ? LLVMBuildFMul(b, x, y, "") : LLVMBuildNSWMul(b, x, y, "");
+    case RT_KIR_DIV:
+        return fl ? LLVMBuildFDiv(b, x, y, "") : rt_l_floor(l, false, x, y);
+    case RT_KIR_MOD:
+        return fl ? LLVMBuildFRem(b, x, y, "") : rt_l_floor(l, true, x, y);
     case RT_KIR_MIN:
     case RT_KIR_MAX: {
         bool mx = e->bop == RT_KIR_MAX;
@@ -170,8 +179,8 @@ static LLVMValueRef rt_l_bin(rt_lemit *l, const rt_kir_expr *e) {
     case RT_KIR_OR: {
         LLVMValueRef zx = LLVMBuildICmp(b, LLVMIntNE, x, rt_l_i64(l, 0), "");
         LLVMValueRef zy = LLVMBuildICmp(b, LLVMIntNE, y, rt_l_i64(l, 0), "");
-        LLVMValueRef r = e->bop == RT_KIR_AND ? LLVMBuildAnd(b, zx, zy, "")
-                                              : LLVMBuildOr(b, zx, zy, "");
+        LLVMValueRef r =
+            e->bop == RT_KIR_AND ? LLVMBuildAnd(b, zx, zy, "") : LLVMBuildOr(b, zx, zy, "");
         return LLVMBuildZExt(b, r, l->i64, "");
     }
     default: {
@@ -225,18 +234,26 @@ static LLVMValueRef rt_l_expr(rt_lemit *l, const rt_kir_expr *e) {
         LLVMValueRef x = rt_l_expr(l, e->args[0]);
         LLVMValueRef one = LLVMConstReal(t, 1.0);
         switch (e->fn) {
-        case RT_FN_EXP: return rt_l_exp(l, t, x);
-        case RT_FN_LOG: return rt_l_call1(l, "llvm.log", t, x);
-        case RT_FN_SQRT: return rt_l_call1(l, "llvm.sqrt", t, x);
-        case RT_FN_ABS: return rt_l_call1(l, "llvm.fabs", t, x);
-        case RT_FN_RSQRT: return LLVMBuildFDiv(b, one, rt_l_call1(l, "llvm.sqrt", t, x), "");
-        case RT_FN_TANH: return rt_l_libm(l, f32 ? "tanhf" : "tanh", t, x);
-        case RT_FN_ERF: return rt_l_libm(l, f32 ? "erff" : "erf", t, x);
+        case RT_FN_EXP:
+            return rt_l_exp(l, t, x);
+        case RT_FN_LOG:
+            return rt_l_call1(l, "llvm.log", t, x);
+        case RT_FN_SQRT:
+            return rt_l_call1(l, "llvm.sqrt", t, x);
+        case RT_FN_ABS:
+            return rt_l_call1(l, "llvm.fabs", t, x);
+        case RT_FN_RSQRT:
+            return LLVMBuildFDiv(b, one, rt_l_call1(l, "llvm.sqrt", t, x), "");
+        case RT_FN_TANH:
+            return rt_l_libm(l, f32 ? "tanhf" : "tanh", t, x);
+        case RT_FN_ERF:
+            return rt_l_libm(l, f32 ? "erff" : "erf", t, x);
         case RT_FN_SIGMOID: {
             LLVMValueRef ex = rt_l_exp(l, t, LLVMBuildFNeg(b, x, ""));
             return LLVMBuildFDiv(b, one, LLVMBuildFAdd(b, one, ex, ""), "");
         }
-        default: return x;
+        default:
+            return x;
         }
     }
     default:
@@ -250,9 +267,8 @@ static LLVMBasicBlockRef rt_l_block(rt_lemit *l, const char *name) {
 
 static void rt_l_loop_hint(rt_lemit *l, LLVMValueRef br) {
     LLVMMetadataRef tmp = LLVMTemporaryMDNode(l->ctx, NULL, 0);
-    LLVMMetadataRef hint[2] = {
-        LLVMMDStringInContext2(l->ctx, "llvm.loop.vectorize.enable", 26),
-        LLVMValueAsMetadata(LLVMConstInt(l->i1, 1, 0))};
+    LLVMMetadataRef hint[2] = {LLVMMDStringInContext2(l->ctx, "llvm.loop.vectorize.enable", 26),
+                               LLVMValueAsMetadata(LLVMConstInt(l->i1, 1, 0))};
     LLVMMetadataRef ops[2] = {tmp, LLVMMDNodeInContext2(l->ctx, hint, 2)};
     LLVMMetadataRef loop = LLVMMDNodeInContext2(l->ctx, ops, 2);
     LLVMMetadataReplaceAllUsesWith(tmp, loop);
@@ -319,10 +335,10 @@ static void rt_l_ukernel(rt_lemit *l, const rt_kir_ukernel *u) {
     LLVMValueRef mask = LLVMConstNull(LLVMVectorType(l->i32, 16));
     for (int32_t i = 0; i < mr; i++) {
         LLVMValueRef idx = LLVMBuildNSWAdd(b, ka, rt_l_i64(l, i), "");
-        LLVMValueRef av = LLVMBuildLoad2(b, l->f32, LLVMBuildInBoundsGEP2(b, l->f32, ua, &idx, 1,
-                                                                          ""), "a");
-        LLVMValueRef ins = LLVMBuildInsertElement(b, LLVMGetUndef(l->v16), av,
-                                                  LLVMConstInt(l->i32, 0, 0), "");
+        LLVMValueRef av =
+            LLVMBuildLoad2(b, l->f32, LLVMBuildInBoundsGEP2(b, l->f32, ua, &idx, 1, ""), "a");
+        LLVMValueRef ins =
+            LLVMBuildInsertElement(b, LLVMGetUndef(l->v16), av, LLVMConstInt(l->i32, 0, 0), "");
         LLVMValueRef splat = LLVMBuildShuffleVector(b, ins, LLVMGetUndef(l->v16), mask, "");
         for (int32_t j = 0; j < nv; j++) {
             LLVMValueRef args[3] = {splat, bv[j], acc[i * nv + j]};
@@ -359,8 +375,9 @@ static void rt_l_ukernel(rt_lemit *l, const rt_kir_ukernel *u) {
         LLVMPositionBuilderAtEnd(b, bset);
         bnt = rt_l_block(l, "uk.nt");
         bst = rt_l_block(l, "uk.st");
-        LLVMValueRef low = LLVMBuildAnd(b, LLVMBuildPtrToInt(b, rt_l_addr(l, u->c_buf, c_off),
-                                                             l->i64, ""), rt_l_i64(l, 63), "");
+        LLVMValueRef low =
+            LLVMBuildAnd(b, LLVMBuildPtrToInt(b, rt_l_addr(l, u->c_buf, c_off), l->i64, ""),
+                         rt_l_i64(l, 63), "");
         LLVMBuildCondBr(b, LLVMBuildICmp(b, LLVMIntEQ, low, rt_l_i64(l, 0), ""), bnt, bst);
         LLVMMetadataRef one = LLVMValueAsMetadata(LLVMConstInt(l->i32, 1, 0));
         nt_md = LLVMMetadataAsValue(l->ctx, LLVMMDNodeInContext2(l->ctx, &one, 1));
@@ -371,8 +388,8 @@ static void rt_l_ukernel(rt_lemit *l, const rt_kir_ukernel *u) {
         LLVMPositionBuilderAtEnd(b, pass == 0 ? badd : pass == 1 ? bst : bnt);
         for (int32_t i = 0; i < mr; i++)
             for (int32_t j = 0; j < nv; j++) {
-                LLVMValueRef idx = LLVMBuildNSWAdd(
-                    b, c_off, rt_l_i64(l, (int64_t)i * u->ldc + 16 * j), "");
+                LLVMValueRef idx =
+                    LLVMBuildNSWAdd(b, c_off, rt_l_i64(l, (int64_t)i * u->ldc + 16 * j), "");
                 LLVMValueRef p = rt_l_addr(l, u->c_buf, idx);
                 LLVMValueRef v = acc[i * nv + j];
                 if (pass == 0) {
@@ -383,8 +400,7 @@ static void rt_l_ukernel(rt_lemit *l, const rt_kir_ukernel *u) {
                 LLVMValueRef st = LLVMBuildStore(b, v, p);
                 LLVMSetAlignment(st, pass == 2 ? 64 : 4);
                 if (pass == 2)
-                    LLVMSetMetadata(st, LLVMGetMDKindIDInContext(l->ctx, "nontemporal", 11),
-                                    nt_md);
+                    LLVMSetMetadata(st, LLVMGetMDKindIDInContext(l->ctx, "nontemporal", 11), nt_md);
             }
         LLVMBuildBr(b, bend);
     }
@@ -392,8 +408,8 @@ static void rt_l_ukernel(rt_lemit *l, const rt_kir_ukernel *u) {
     LLVMPositionBuilderAtEnd(b, bpart);
     for (int32_t i = 0; i < na; i++) {
         LLVMValueRef idx = rt_l_i64(l, 16 * (int64_t)i);
-        LLVMValueRef st = LLVMBuildStore(
-            b, acc[i], LLVMBuildInBoundsGEP2(b, l->f32, l->uk_tmp, &idx, 1, ""));
+        LLVMValueRef st =
+            LLVMBuildStore(b, acc[i], LLVMBuildInBoundsGEP2(b, l->f32, l->uk_tmp, &idx, 1, ""));
         LLVMSetAlignment(st, 4);
     }
     LLVMValueRef iv = l->uk_i, jv = l->uk_j; // promoted by mem2reg
@@ -414,8 +430,8 @@ static void rt_l_ukernel(rt_lemit *l, const rt_kir_ukernel *u) {
     LLVMPositionBuilderAtEnd(b, jb);
     LLVMValueRef ii = LLVMBuildLoad2(b, l->i64, iv, ""), jj = LLVMBuildLoad2(b, l->i64, jv, "");
     LLVMValueRef tidx = LLVMBuildNSWAdd(b, LLVMBuildNSWMul(b, ii, rt_l_i64(l, u->nr), ""), jj, "");
-    LLVMValueRef tv = LLVMBuildLoad2(b, l->f32,
-                                     LLVMBuildInBoundsGEP2(b, l->f32, l->uk_tmp, &tidx, 1, ""), "");
+    LLVMValueRef tv =
+        LLVMBuildLoad2(b, l->f32, LLVMBuildInBoundsGEP2(b, l->f32, l->uk_tmp, &tidx, 1, ""), "");
     LLVMValueRef cidx = LLVMBuildNSWAdd(
         b, c_off, LLVMBuildNSWAdd(b, LLVMBuildNSWMul(b, ii, rt_l_i64(l, u->ldc), ""), jj, ""), "");
     LLVMValueRef cp = rt_l_addr(l, u->c_buf, cidx);
@@ -520,9 +536,9 @@ static bool rt_l_has_minmax_red(const rt_kir_block *blk) {
 }
 
 static void rt_l_str_attr(rt_lemit *l, LLVMValueRef fn, const char *k, const char *v) {
-    LLVMAddAttributeAtIndex(fn, LLVMAttributeFunctionIndex,
-                            LLVMCreateStringAttribute(l->ctx, k, (unsigned)strlen(k), v,
-                                                      (unsigned)strlen(v)));
+    LLVMAddAttributeAtIndex(
+        fn, LLVMAttributeFunctionIndex,
+        LLVMCreateStringAttribute(l->ctx, k, (unsigned)strlen(k), v, (unsigned)strlen(v)));
 }
 
 static void rt_l_attrs(rt_lemit *l, LLVMValueRef fn, bool avx512) {
@@ -531,9 +547,9 @@ static void rt_l_attrs(rt_lemit *l, LLVMValueRef fn, bool avx512) {
         rt_l_str_attr(l, fn, "no-signed-zeros-fp-math", "true");
     }
     if (avx512)
-        LLVMAddAttributeAtIndex(fn, LLVMAttributeFunctionIndex,
-                                LLVMCreateStringAttribute(l->ctx, "prefer-vector-width", 19,
-                                                          "512", 3));
+        LLVMAddAttributeAtIndex(
+            fn, LLVMAttributeFunctionIndex,
+            LLVMCreateStringAttribute(l->ctx, "prefer-vector-width", 19, "512", 3));
     unsigned nounwind = LLVMGetEnumAttributeKindForName("nounwind", 8);
     LLVMAddAttributeAtIndex(fn, LLVMAttributeFunctionIndex,
                             LLVMCreateEnumAttribute(l->ctx, nounwind, 0));
@@ -557,8 +573,8 @@ static void rt_l_phase(rt_lemit *l, const rt_kir_phase *p, bool avx512) {
     rt_l_attrs(l, body, avx512);
     unsigned noalias = LLVMGetEnumAttributeKindForName("noalias", 7);
     unsigned inl = LLVMGetEnumAttributeKindForName("alwaysinline", 12);
-    LLVMAddAttributeAtIndex(body, LLVMAttributeFunctionIndex, LLVMCreateEnumAttribute(l->ctx, inl,
-                                                                                      0));
+    LLVMAddAttributeAtIndex(body, LLVMAttributeFunctionIndex,
+                            LLVMCreateEnumAttribute(l->ctx, inl, 0));
     for (int32_t i = 0; i < k->n_bufs; i++) {
         LLVMAddAttributeAtIndex(body, (unsigned)i + 1, LLVMCreateEnumAttribute(l->ctx, noalias, 0));
         l->bufs[i] = LLVMGetParam(body, (unsigned)i);
@@ -615,8 +631,8 @@ static const char rt_l_pipeline[] =
     "loop-rotate,loop-mssa(licm),indvars,loop-vectorize,instcombine,simplifycfg,"
     "loop-unroll<O3>,instcombine)";
 
-rt_status rt_emit_llvm(rt_arena *a, const rt_kir_kernel *k, const rt_llvm_target *t,
-                       bool optimize, void **out_module, const char **out_text, rt_err *err) {
+rt_status rt_emit_llvm(rt_arena *a, const rt_kir_kernel *k, const rt_llvm_target *t, bool optimize,
+                       void **out_module, const char **out_text, rt_err *err) {
     RT_TRY(rt_kir_validate(k, err));
     rt_lemit l;
     memset(&l, 0, sizeof l);
@@ -676,8 +692,8 @@ rt_status rt_emit_llvm(rt_arena *a, const rt_kir_kernel *k, const rt_llvm_target
         LLVMDisposePassBuilderOptions(po);
         if (e) {
             char *em = LLVMGetErrorMessage(e);
-            rt_fail(err, RT_ERR_BACKEND, RT_NOLOC, "llvm: the pass pipeline failed on %s: %s", k->name,
-                    em ? em : "?");
+            rt_fail(err, RT_ERR_BACKEND, RT_NOLOC, "llvm: the pass pipeline failed on %s: %s",
+                    k->name, em ? em : "?");
             LLVMDisposeErrorMessage(em);
             LLVMDisposeModule(l.m);
             return err->status;

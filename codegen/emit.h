@@ -23,8 +23,8 @@
 // ---------------------------------------------------------------------------------------------
 
 typedef struct rt_lower_options {
-    bool naive;       // straightforward loop nests, no tiling or packing (the check oracle)
-    int32_t rank;     // candidate rank, part of the kernel name
+    bool naive;            // straightforward loop nests, no tiling or packing (the check oracle)
+    int32_t rank;          // candidate rank, part of the kernel name
     const char *spec_path; // for the header comment
 } rt_lower_options;
 
@@ -32,9 +32,9 @@ typedef struct rt_lower_options {
 // Sizes come from op (bound); ragged extents are read at run time. Errors: RT_ERR_SPEC with the
 // location of the construct the CPU backend does not support (recursion over trees, half /
 // bfloat16 / int8 tensors), RT_ERR_NOMEM.
-rt_status rt_lower_cpu(rt_arena *a, const rt_op *op, const rt_device *dev,
-                       const rt_perf_model *m, const rt_rprog *p, const rt_lower_options *opt,
-                       rt_kir_kernel **out, rt_err *err);
+rt_status rt_lower_cpu(rt_arena *a, const rt_op *op, const rt_device *dev, const rt_perf_model *m,
+                       const rt_rprog *p, const rt_lower_options *opt, rt_kir_kernel **out,
+                       rt_err *err);
 
 // ---------------------------------------------------------------------------------------------
 // Emitters
@@ -55,8 +55,8 @@ typedef struct rt_llvm_target {
 // optimization (its golden form); then, when optimize, the module runs a short pipeline
 // (inline, SROA, LICM, loop vectorizer, unroll; a quarter of O3's compile time).
 // *out_module is an LLVMModuleRef owned by the caller (hand it to rt_cpu_jit_add_module).
-rt_status rt_emit_llvm(rt_arena *a, const rt_kir_kernel *k, const rt_llvm_target *t,
-                       bool optimize, void **out_module, const char **out_text, rt_err *err);
+rt_status rt_emit_llvm(rt_arena *a, const rt_kir_kernel *k, const rt_llvm_target *t, bool optimize,
+                       void **out_module, const char **out_text, rt_err *err);
 // Disposes a module of rt_emit_llvm that was not handed to the JIT.
 void rt_emit_llvm_dispose(void *module);
 

@@ -31,24 +31,24 @@ typedef enum rt_gpu_target {
 } rt_gpu_target;
 
 typedef struct rt_gpu_dialect {
-    const char *target;         // "cuda", "hip", "opencl"
-    const char *ext;            // file extension of the source ("cu", "hip.cpp", "cl")
-    const char *prelude;        // lines before the kernels (pragmas, helpers), may be ""
-    const char *kernel_qual;    // before the return type: `extern "C" __global__`, `__kernel`
-    const char *bounds_fmt;     // launch-bounds attribute, one %d for threads per block
-    bool bounds_after_void;     // cuda/hip: `__global__ void __launch_bounds__(n) k(`
-    const char *global_qual;    // address space of kernel buffer arguments ("" or "__global ")
-    const char *shared_qual;    // block-shared arrays: "__shared__", "__local"
-    const char *restrict_kw;    // "__restrict__", "restrict"
-    const char *thread_idx;     // thread index in the block
-    const char *block_idx[3];   // block index along x, y, z
-    const char *barrier;        // block barrier statement
-    const char *unroll;         // pragma line asking for full unrolling
-    const char *i64;            // 64-bit signed integer type
-    const char *vec4;           // 4-wide float vector type
-    const char *inf;            // +infinity of float
-    const char *fn_qual;        // qualifiers of the helper functions of the prelude
-    const char *fmod_f32;       // float remainder ("fmodf", "fmod")
+    const char *target;              // "cuda", "hip", "opencl"
+    const char *ext;                 // file extension of the source ("cu", "hip.cpp", "cl")
+    const char *prelude;             // lines before the kernels (pragmas, helpers), may be ""
+    const char *kernel_qual;         // before the return type: `extern "C" __global__`, `__kernel`
+    const char *bounds_fmt;          // launch-bounds attribute, one %d for threads per block
+    bool bounds_after_void;          // cuda/hip: `__global__ void __launch_bounds__(n) k(`
+    const char *global_qual;         // address space of kernel buffer arguments ("" or "__global ")
+    const char *shared_qual;         // block-shared arrays: "__shared__", "__local"
+    const char *restrict_kw;         // "__restrict__", "restrict"
+    const char *thread_idx;          // thread index in the block
+    const char *block_idx[3];        // block index along x, y, z
+    const char *barrier;             // block barrier statement
+    const char *unroll;              // pragma line asking for full unrolling
+    const char *i64;                 // 64-bit signed integer type
+    const char *vec4;                // 4-wide float vector type
+    const char *inf;                 // +infinity of float
+    const char *fn_qual;             // qualifiers of the helper functions of the prelude
+    const char *fmod_f32;            // float remainder ("fmodf", "fmod")
     const char *fn_f32[RT_FN_COUNT]; // math functions of float (NULL: printed as an expression)
     const char *fn_f64[RT_FN_COUNT]; // of double
 } rt_gpu_dialect;
@@ -72,7 +72,7 @@ bool rt_gpu_target_of_device(const rt_device *dev, rt_gpu_target *out);
 // (int32 on the device, rt_layout.start of the tensor's dim).
 typedef struct rt_gpu_buffer {
     const char *name;
-    bool is_start;   // false: data of tensor; true: start array of tensor's dim
+    bool is_start; // false: data of tensor; true: start array of tensor's dim
     int32_t tensor;
     int32_t dim;     // is_start only
     rt_dtype dtype;  // element type on the device
@@ -89,13 +89,13 @@ typedef struct rt_gpu_ragged_grid {
 // One kernel of the program (a phase of the IR): launched in order, each after the previous.
 typedef struct rt_gpu_phase {
     const char *kernel_name;
-    int64_t grid_x;            // blocks along x (fixed)
-    int32_t n_ragged;          // 0..2: grid y and z are ragged_grid[0], [1]
+    int64_t grid_x;   // blocks along x (fixed)
+    int32_t n_ragged; // 0..2: grid y and z are ragged_grid[0], [1]
     rt_gpu_ragged_grid ragged[2];
-    int32_t threads;           // threads per block (x)
-    int64_t smem_bytes;        // static shared memory per block
-    bool staged;               // inputs staged through shared memory per reduction step
-    const char *what;          // one line: statements it runs
+    int32_t threads;    // threads per block (x)
+    int64_t smem_bytes; // static shared memory per block
+    bool staged;        // inputs staged through shared memory per reduction step
+    const char *what;   // one line: statements it runs
 } rt_gpu_phase;
 
 typedef struct rt_gpu_lower_options {
@@ -109,14 +109,14 @@ typedef struct rt_gpu_lower_options {
 typedef struct rt_gpu_kernel {
     const rt_op *op;
     const rt_device *dev;
-    const rt_rprog *prog;     // NULL for the naive lowering
+    const rt_rprog *prog; // NULL for the naive lowering
     rt_kir_kernel *kir;
     int32_t n_bufs;
-    rt_gpu_buffer *bufs;      // kernel arguments, the same list for every phase
+    rt_gpu_buffer *bufs; // kernel arguments, the same list for every phase
     int32_t n_phases;
-    rt_gpu_phase *phases;     // phases[i] is kir->phases[i]
-    const char *header;       // the comment text opening the source (spec, device, rTiles, time)
-    bool idx32;               // every index fits in 32 bits: index math is printed as int
+    rt_gpu_phase *phases; // phases[i] is kir->phases[i]
+    const char *header;   // the comment text opening the source (spec, device, rTiles, time)
+    bool idx32;           // every index fits in 32 bits: index math is printed as int
 } rt_gpu_kernel;
 
 // Lowers rProgram p of op (built by model m) for GPU device dev. p == NULL lowers a naive
@@ -147,35 +147,35 @@ rt_status rt_gpu_emit(rt_arena *a, const rt_gpu_kernel *k, const rt_gpu_dialect 
 
 // One emitted candidate: the lowered kernel and its source in one target's dialect.
 typedef struct rt_gpu_candidate {
-    int32_t rank;            // 1-based
+    int32_t rank; // 1-based
     const rt_rprog *prog;
     rt_gpu_kernel *kernel;
     rt_gpu_target target;
     const char *source;
     // Filled by rt_gpu_compile_topk, per phase (kernel):
-    bool compiled;           // every phase compiled
+    bool compiled; // every phase compiled
     rt_status compile_status;
-    rt_err compile_err;      // first failing phase's error (log in compile_err.log)
-    rt_gpu_binary **bins;    // [n_phases], NULL entries for phases that failed
-    int32_t regs;            // max over phases (-1 unknown)
-    int64_t spill_bytes;     // sum of spill stores + loads over phases
-    int64_t smem_bytes;      // max over phases
-    double occupancy;        // min over phases
+    rt_err compile_err;   // first failing phase's error (log in compile_err.log)
+    rt_gpu_binary **bins; // [n_phases], NULL entries for phases that failed
+    int32_t regs;         // max over phases (-1 unknown)
+    int64_t spill_bytes;  // sum of spill stores + loads over phases
+    int64_t smem_bytes;   // max over phases
+    double occupancy;     // min over phases
     char compiled_arch[128];
-    const char *note;        // e.g. "sm_70 is not supported by NVRTC 13; compiled for sm_75"
+    const char *note; // e.g. "sm_70 is not supported by NVRTC 13; compiled for sm_75"
 } rt_gpu_candidate;
 
 // Lowers and emits the candidate of rank `rank` (1-based) of result r in target t.
-rt_status rt_gpu_emit_candidate(rt_arena *a, const rt_perf_result *r, int32_t rank,
-                                rt_gpu_target t, const rt_gpu_lower_options *opt,
-                                rt_gpu_candidate *out, rt_err *err);
+rt_status rt_gpu_emit_candidate(rt_arena *a, const rt_perf_result *r, int32_t rank, rt_gpu_target t,
+                                const rt_gpu_lower_options *opt, rt_gpu_candidate *out,
+                                rt_err *err);
 
 // Emits the first n candidates of r (n <= r->n_cands) for dev's own target and compiles them
 // on n_threads threads with rt_gpu_compile_many for dev. out receives n candidates; a compile
 // failure is recorded in the candidate (compiled false), not returned. Errors: lowering errors,
 // RT_ERR_DEVICE for a non-GPU device, RT_ERR_NOMEM.
-rt_status rt_gpu_compile_topk(rt_arena *a, const rt_perf_result *r, const rt_device *dev,
-                              int32_t n, int32_t n_threads, rt_gpu_candidate **out, rt_err *err);
+rt_status rt_gpu_compile_topk(rt_arena *a, const rt_perf_result *r, const rt_device *dev, int32_t n,
+                              int32_t n_threads, rt_gpu_candidate **out, rt_err *err);
 
 // Result of a numerical check of one candidate on a live device (a GPU, or OpenCL on PoCL).
 typedef struct rt_gpu_check {
@@ -192,7 +192,7 @@ typedef struct rt_gpu_check {
 // and compares every output with the reference interpreter run on a copy of the same data.
 // Errors: those of rt_gpu_compile / rt_gpu_run, RT_ERR_SPEC from the interpreter.
 rt_status rt_gpu_check_run(rt_arena *a, rt_gpu_runtime *rt, const rt_device *ocl_dev,
-                              const rt_gpu_candidate *c, rt_bindings *b, rt_gpu_check *out,
-                              rt_err *err);
+                           const rt_gpu_candidate *c, rt_bindings *b, rt_gpu_check *out,
+                           rt_err *err);
 
 #endif

@@ -180,22 +180,42 @@ rt_kir_expr *rt_kir_bin(rt_arena *a, rt_kir_bop op, rt_kir_expr *x, rt_kir_expr 
     if (x->type == RT_KIR_I64 && y->type == RT_KIR_I64) {
         if (kx && ky) {
             switch (op) {
-            case RT_KIR_ADD: return rt_kir_int(a, (int64_t)((uint64_t)cx + (uint64_t)cy));
-            case RT_KIR_SUB: return rt_kir_int(a, (int64_t)((uint64_t)cx - (uint64_t)cy));
-            case RT_KIR_MUL: return rt_kir_int(a, (int64_t)((uint64_t)cx * (uint64_t)cy));
-            case RT_KIR_DIV: if (cy > 0) return rt_kir_int(a, rt_floor_div(cx, cy)); break;
-            case RT_KIR_MOD: if (cy > 0) return rt_kir_int(a, rt_floor_mod(cx, cy)); break;
-            case RT_KIR_MIN: return rt_kir_int(a, cx < cy ? cx : cy);
-            case RT_KIR_MAX: return rt_kir_int(a, cx > cy ? cx : cy);
-            case RT_KIR_LT: return rt_kir_int(a, cx < cy);
-            case RT_KIR_LE: return rt_kir_int(a, cx <= cy);
-            case RT_KIR_GT: return rt_kir_int(a, cx > cy);
-            case RT_KIR_GE: return rt_kir_int(a, cx >= cy);
-            case RT_KIR_EQ: return rt_kir_int(a, cx == cy);
-            case RT_KIR_NE: return rt_kir_int(a, cx != cy);
-            case RT_KIR_AND: return rt_kir_int(a, cx && cy);
-            case RT_KIR_OR: return rt_kir_int(a, cx || cy);
-            default: break;
+            case RT_KIR_ADD:
+                return rt_kir_int(a, (int64_t)((uint64_t)cx + (uint64_t)cy));
+            case RT_KIR_SUB:
+                return rt_kir_int(a, (int64_t)((uint64_t)cx - (uint64_t)cy));
+            case RT_KIR_MUL:
+                return rt_kir_int(a, (int64_t)((uint64_t)cx * (uint64_t)cy));
+            case RT_KIR_DIV:
+                if (cy > 0)
+                    return rt_kir_int(a, rt_floor_div(cx, cy));
+                break;
+            case RT_KIR_MOD:
+                if (cy > 0)
+                    return rt_kir_int(a, rt_floor_mod(cx, cy));
+                break;
+            case RT_KIR_MIN:
+                return rt_kir_int(a, cx < cy ? cx : cy);
+            case RT_KIR_MAX:
+                return rt_kir_int(a, cx > cy ? cx : cy);
+            case RT_KIR_LT:
+                return rt_kir_int(a, cx < cy);
+            case RT_KIR_LE:
+                return rt_kir_int(a, cx <= cy);
+            case RT_KIR_GT:
+                return rt_kir_int(a, cx > cy);
+            case RT_KIR_GE:
+                return rt_kir_int(a, cx >= cy);
+            case RT_KIR_EQ:
+                return rt_kir_int(a, cx == cy);
+            case RT_KIR_NE:
+                return rt_kir_int(a, cx != cy);
+            case RT_KIR_AND:
+                return rt_kir_int(a, cx && cy);
+            case RT_KIR_OR:
+                return rt_kir_int(a, cx || cy);
+            default:
+                break;
             }
         }
         if (op == RT_KIR_ADD && kx && cx == 0)

@@ -40,13 +40,23 @@ typedef enum rt_kir_ekind {
 
 // ORDER RT_KIR_BOP: spelling table in kir.c.
 typedef enum rt_kir_bop {
-    RT_KIR_ADD, RT_KIR_SUB, RT_KIR_MUL,
+    RT_KIR_ADD,
+    RT_KIR_SUB,
+    RT_KIR_MUL,
     RT_KIR_DIV, // float division; integer floor division (op-spec '/')
     RT_KIR_MOD, // float fmod; integer floor modulo
-    RT_KIR_MIN, RT_KIR_MAX,
-    RT_KIR_LT, RT_KIR_LE, RT_KIR_GT, RT_KIR_GE, RT_KIR_EQ, RT_KIR_NE, // -> I64 0/1
-    RT_KIR_AND, RT_KIR_OR,                                            // I64 0/1
-    RT_KIR_UDIV, RT_KIR_UMOD, // I64 of non-negative operands: truncating (GPU index math)
+    RT_KIR_MIN,
+    RT_KIR_MAX,
+    RT_KIR_LT,
+    RT_KIR_LE,
+    RT_KIR_GT,
+    RT_KIR_GE,
+    RT_KIR_EQ,
+    RT_KIR_NE, // -> I64 0/1
+    RT_KIR_AND,
+    RT_KIR_OR, // I64 0/1
+    RT_KIR_UDIV,
+    RT_KIR_UMOD, // I64 of non-negative operands: truncating (GPU index math)
     RT_KIR_BOP_COUNT
 } rt_kir_bop;
 
@@ -108,15 +118,15 @@ typedef struct rt_kir_block {
 
 struct rt_kir_node {
     rt_kir_nkind kind;
-    int32_t var;                 // LOOP, LET, FSET
-    rt_kir_expr *lo, *hi;        // LOOP
-    rt_kir_loop_kind loop_kind;  // LOOP
-    rt_kir_expr *value;          // LET, FSET, STORE
-    int32_t buf;                 // STORE
-    rt_kir_expr *index;          // STORE
-    rt_kir_expr *cond;           // IF
-    rt_kir_ukernel uk;           // UKERNEL
-    const char *text;            // COPY, COMMENT (one line)
+    int32_t var;                // LOOP, LET, FSET
+    rt_kir_expr *lo, *hi;       // LOOP
+    rt_kir_loop_kind loop_kind; // LOOP
+    rt_kir_expr *value;         // LET, FSET, STORE
+    int32_t buf;                // STORE
+    rt_kir_expr *index;         // STORE
+    rt_kir_expr *cond;          // IF
+    rt_kir_ukernel uk;          // UKERNEL
+    const char *text;           // COPY, COMMENT (one line)
     rt_kir_block body, else_body;
 };
 
@@ -132,10 +142,10 @@ typedef struct rt_kir_buf {
     const char *name; // C identifier
     rt_kir_buf_role role;
     rt_kir_type type;
-    int32_t tensor;   // DATA/START: tensor index; -1 for scratch
-    int32_t dim;      // START: the ragged dim
+    int32_t tensor; // DATA/START: tensor index; -1 for scratch
+    int32_t dim;    // START: the ragged dim
     bool written;
-    int64_t elems;    // SHARED / LOCAL: array length in elements
+    int64_t elems; // SHARED / LOCAL: array length in elements
 } rt_kir_buf;
 
 typedef struct rt_kir_var {
@@ -144,43 +154,43 @@ typedef struct rt_kir_var {
 } rt_kir_var;
 
 typedef struct rt_kir_phase {
-    const char *name;       // function name suffix ("p0")
-    const char *what;       // one-line description for the listing
-    int64_t n_items;        // parallel work items (>= 1)
-    int32_t item_var;       // integer var holding the item index
+    const char *name; // function name suffix ("p0")
+    const char *what; // one-line description for the listing
+    int64_t n_items;  // parallel work items (>= 1)
+    int32_t item_var; // integer var holding the item index
     int32_t n_vars, cap_vars;
     rt_kir_var *vars;
     rt_kir_block body;
-    int64_t scratch_bytes;  // per thread
+    int64_t scratch_bytes; // per thread
     // GPU phases (lower-gpu.c): n_items is the block count along grid x and item_var the block
     // index along x; threads > 0 marks a GPU phase.
-    int32_t threads;        // threads per block; 0 = CPU phase
-    int32_t thread_var;     // var bound to the thread index in the block
-    int32_t grid_var[2];    // vars bound to the block index along grid y and z (-1: unused)
+    int32_t threads;     // threads per block; 0 = CPU phase
+    int32_t thread_var;  // var bound to the thread index in the block
+    int32_t grid_var[2]; // vars bound to the block index along grid y and z (-1: unused)
 } rt_kir_phase;
 
 // What a contraction kernel computes, for checks that need no reference run (the random-vector
 // check C*t ~ alpha*A*(B*t)): flat strides of A (am, ak), B (bk, bn) and C (cm, unit along n).
 typedef struct rt_kir_contraction {
     bool valid;
-    int32_t ta, tb, tc;  // tensors
+    int32_t ta, tb, tc; // tensors
     int64_t M, N, K;
     int64_t am, ak, bk, bn, cm;
     double alpha;
-    bool accumulate;     // '+=': C starts from the caller's values
+    bool accumulate; // '+=': C starts from the caller's values
 } rt_kir_contraction;
 
 typedef struct rt_kir_kernel {
-    const char *name;    // C identifier: rt_<op>_<tile>
-    const char *header;  // multi-line comment text (no comment markers)
+    const char *name;   // C identifier: rt_<op>_<tile>
+    const char *header; // multi-line comment text (no comment markers)
     int32_t n_bufs, cap_bufs;
-    rt_kir_buf *bufs;    // bufs[0] is the scratch buffer
+    rt_kir_buf *bufs; // bufs[0] is the scratch buffer
     int32_t n_phases, cap_phases;
     rt_kir_phase *phases;
-    int64_t scratch_bytes; // max over phases
-    double flops;          // useful arithmetic of one run (for GFLOP/s)
-    double bytes;          // compulsory DRAM traffic of one run (for GB/s)
-    bool compute_bound;    // report GFLOP/s rather than GB/s
+    int64_t scratch_bytes;   // max over phases
+    double flops;            // useful arithmetic of one run (for GFLOP/s)
+    double bytes;            // compulsory DRAM traffic of one run (for GB/s)
+    bool compute_bound;      // report GFLOP/s rather than GB/s
     rt_kir_contraction gemm; // valid when the kernel is one packed contraction
 } rt_kir_kernel;
 
@@ -207,9 +217,9 @@ rt_kir_node *rt_kir_loop(rt_arena *a, rt_kir_block *b, int32_t var, rt_kir_expr 
 
 bool rt_kir_is_int(const rt_kir_expr *e, int64_t *out); // constant integer?
 bool rt_kir_type_is_float(rt_kir_type t);
-const char *rt_kir_type_name(rt_kir_type t);   // "i64", "f32", ...
-const char *rt_kir_type_ctype(rt_kir_type t);  // "int64_t", "float", ...
-const char *rt_kir_bop_name(rt_kir_bop op);    // C spelling for the infix ones ("+", "<")
+const char *rt_kir_type_name(rt_kir_type t);  // "i64", "f32", ...
+const char *rt_kir_type_ctype(rt_kir_type t); // "int64_t", "float", ...
+const char *rt_kir_bop_name(rt_kir_bop op);   // C spelling for the infix ones ("+", "<")
 const char *rt_kir_loop_kind_name(rt_kir_loop_kind k);
 
 // Checks the structural invariants every emitter relies on (types of operands, variables and

@@ -24,23 +24,23 @@ typedef struct rt_lower {
     rt_kir_kernel *k;
     rt_kir_phase *p;
     rt_err *err;
-    int32_t *data_buf;              // per tensor: its data buffer (-1: none)
+    int32_t *data_buf;                 // per tensor: its data buffer (-1: none)
     int32_t (*start_buf)[RT_MAX_DIMS]; // per tensor and dim: start array buffer (-1: dense)
-    int64_t (*extent)[RT_MAX_DIMS]; // per tensor and dim: dense extent (-1: ragged)
+    int64_t (*extent)[RT_MAX_DIMS];    // per tensor and dim: dense extent (-1: ragged)
     const rt_stmt *s;
-    int32_t *var_of;                // statement var -> phase var (-1: unbound)
-    rt_kir_type ct;                 // compute type of the statement
-    rt_kir_block *pre;              // where reductions inside expressions put their loops
+    int32_t *var_of;   // statement var -> phase var (-1: unbound)
+    rt_kir_type ct;    // compute type of the statement
+    rt_kir_block *pre; // where reductions inside expressions put their loops
     bool oom;
-    const rt_device *dev;           // general path: the rTile blocking (NULL when naive)
+    const rt_device *dev; // general path: the rTile blocking (NULL when naive)
     const rt_perf_model *m;
     const rt_rprog *rp;
 } rt_lower;
 
-#define RT_LOWER_CHECK(l, x)                                                                      \
-    do {                                                                                          \
-        if (!(x))                                                                                 \
-            (l)->oom = true;                                                                      \
+#define RT_LOWER_CHECK(l, x)                                                                       \
+    do {                                                                                           \
+        if (!(x))                                                                                  \
+            (l)->oom = true;                                                                       \
     } while (0)
 
 static rt_status rt_lower_unsupported(rt_lower *l, rt_loc loc, const char *what) {
@@ -61,10 +61,15 @@ static bool rt_mentions_dimref(const rt_expr *e) {
 static rt_kir_type rt_lower_dtype(rt_dtype t, bool *ok) {
     *ok = true;
     switch (t) {
-    case RT_DTYPE_F32: return RT_KIR_F32;
-    case RT_DTYPE_F64: return RT_KIR_F64;
-    case RT_DTYPE_I32: return RT_KIR_I32;
-    default: *ok = false; return RT_KIR_F32;
+    case RT_DTYPE_F32:
+        return RT_KIR_F32;
+    case RT_DTYPE_F64:
+        return RT_KIR_F64;
+    case RT_DTYPE_I32:
+        return RT_KIR_I32;
+    default:
+        *ok = false;
+        return RT_KIR_F32;
     }
 }
 
@@ -79,9 +84,9 @@ static rt_status rt_lower_buffers(rt_lower *l) {
         bool ok;
         rt_kir_type ty = rt_lower_dtype(tn->dtype, &ok);
         if (!ok)
-            return rt_lower_unsupported(
-                l, tn->loc, rt_arena_printf(l->a, "tensor '%s' of type %s", tn->name,
-                                            rt_dtype_name(tn->dtype)));
+            return rt_lower_unsupported(l, tn->loc,
+                                        rt_arena_printf(l->a, "tensor '%s' of type %s", tn->name,
+                                                        rt_dtype_name(tn->dtype)));
         l->data_buf[t] = rt_kir_add_buf(l->a, l->k, rt_arena_printf(l->a, "t_%s", tn->name),
                                         RT_KIR_BUF_DATA, ty, t, -1);
         if (l->data_buf[t] < 0)
@@ -100,8 +105,8 @@ static rt_status rt_lower_buffers(rt_lower *l) {
             } else if (!tn->dims[d].extent ||
                        !rt_expr_const_int(op, tn->dims[d].extent, &l->extent[t][d])) {
                 return rt_lower_unsupported(
-                    l, tn->dims[d].loc, rt_arena_printf(l->a, "a run-time extent of '%s'",
-                                                        tn->name));
+                    l, tn->dims[d].loc,
+                    rt_arena_printf(l->a, "a run-time extent of '%s'", tn->name));
             }
         }
     }
@@ -157,15 +162,15 @@ static rt_status rt_tr_read(rt_lower *l, const rt_expr *e, rt_kir_expr **out) {
         rt_kir_expr *off = rt_tr_offset(l, e->tensor, idx, &valid);
         rt_kir_expr *safe = rt_kir_select(l->a, valid, off, rt_kir_int(l->a, 0));
         rt_kir_expr *v = rt_kir_load(l->a, l->k, l->data_buf[e->tensor], safe);
-        rt_kir_expr *pad = v ? (rt_kir_type_is_float(v->type)
-                                    ? rt_kir_flt(l->a, v->type, tn->pad_value)
-                                    : rt_kir_cast(l->a, v->type, rt_kir_int(l->a,
-                                                  (int64_t)tn->pad_value)))
-                             : NULL;
+        rt_kir_expr *pad =
+            v ? (rt_kir_type_is_float(v->type)
+                     ? rt_kir_flt(l->a, v->type, tn->pad_value)
+                     : rt_kir_cast(l->a, v->type, rt_kir_int(l->a, (int64_t)tn->pad_value)))
+              : NULL;
         *out = rt_kir_select(l->a, valid, v, pad);
     } else {
-        *out = rt_kir_load(l->a, l->k, l->data_buf[e->tensor], rt_tr_offset(l, e->tensor, idx,
-                                                                            NULL));
+        *out =
+            rt_kir_load(l->a, l->k, l->data_buf[e->tensor], rt_tr_offset(l, e->tensor, idx, NULL));
     }
     RT_LOWER_CHECK(l, *out);
     return RT_OK;
@@ -195,7 +200,7 @@ static rt_status rt_tr_truth(rt_lower *l, const rt_expr *e, rt_kir_expr **out) {
 static rt_kir_bop rt_tr_bop(rt_bop op) {
     static const rt_kir_bop map[RT_BOP_COUNT] = {
         RT_KIR_ADD, RT_KIR_SUB, RT_KIR_MUL, RT_KIR_DIV, RT_KIR_MOD, RT_KIR_LT, RT_KIR_LE,
-        RT_KIR_GT, RT_KIR_GE, RT_KIR_EQ, RT_KIR_NE, RT_KIR_AND, RT_KIR_OR};
+        RT_KIR_GT,  RT_KIR_GE,  RT_KIR_EQ,  RT_KIR_NE,  RT_KIR_AND, RT_KIR_OR};
     return (unsigned)op < RT_BOP_COUNT ? map[op] : RT_KIR_ADD;
 }
 
@@ -225,8 +230,8 @@ static rt_status rt_tr_int(rt_lower *l, const rt_expr *e, rt_kir_expr **out) {
         break;
     case RT_EXPR_UNARY:
         RT_TRY(rt_tr_int(l, e->args[0], &x));
-        *out = e->uop == RT_UOP_NEG ? rt_kir_neg(a, x) : rt_kir_bin(a, RT_KIR_EQ, x,
-                                                                   rt_kir_int(a, 0));
+        *out =
+            e->uop == RT_UOP_NEG ? rt_kir_neg(a, x) : rt_kir_bin(a, RT_KIR_EQ, x, rt_kir_int(a, 0));
         break;
     case RT_EXPR_BINARY:
         if (!e->args[0]->is_int || !e->args[1]->is_int)
@@ -244,8 +249,8 @@ static rt_status rt_tr_int(rt_lower *l, const rt_expr *e, rt_kir_expr **out) {
         break;
     }
     case RT_EXPR_CALL: {
-        bool all_int = e->n_args >= 1 && (e->fn == RT_FN_MAX || e->fn == RT_FN_MIN ||
-                                          e->fn == RT_FN_ABS);
+        bool all_int =
+            e->n_args >= 1 && (e->fn == RT_FN_MAX || e->fn == RT_FN_MIN || e->fn == RT_FN_ABS);
         for (int32_t i = 0; i < e->n_args; i++)
             all_int = all_int && e->args[i]->is_int;
         if (!all_int)
@@ -267,7 +272,7 @@ static rt_status rt_tr_int(rt_lower *l, const rt_expr *e, rt_kir_expr **out) {
     }
     RT_LOWER_CHECK(l, *out);
     return RT_OK;
-via_float: {
+via_float : {
     rt_expr plain = *e;
     plain.is_int = false;
     RT_TRY(rt_tr_num(l, &plain, &x));
@@ -305,9 +310,9 @@ static rt_status rt_tr_sum(rt_lower *l, const rt_expr *e, rt_kir_expr **out) {
         rt_kir_expr *lo, *hi;
         RT_TRY(rt_tr_loops_range(l, v, &lo, &hi));
         l->var_of[v] = rt_kir_add_var(a, l->p, l->s->vars[v].name, RT_KIR_I64);
-        rt_kir_node *loop = rt_kir_loop(a, blk, l->var_of[v], lo, hi,
-                                        i == e->n_sum_vars - 1 ? RT_KIR_LOOP_VECTOR
-                                                               : RT_KIR_LOOP_SERIAL);
+        rt_kir_node *loop =
+            rt_kir_loop(a, blk, l->var_of[v], lo, hi,
+                        i == e->n_sum_vars - 1 ? RT_KIR_LOOP_VECTOR : RT_KIR_LOOP_SERIAL);
         RT_LOWER_CHECK(l, loop);
         if (!loop)
             return RT_OK;
@@ -411,10 +416,14 @@ static rt_status rt_tr_num(rt_lower *l, const rt_expr *e, rt_kir_expr **out) {
 
 static double rt_assign_init(rt_assign op) {
     switch (op) {
-    case RT_ASSIGN_MUL_INIT: return 1.0;
-    case RT_ASSIGN_MAX_INIT: return -HUGE_VAL;
-    case RT_ASSIGN_MIN_INIT: return HUGE_VAL;
-    default: return 0.0;
+    case RT_ASSIGN_MUL_INIT:
+        return 1.0;
+    case RT_ASSIGN_MAX_INIT:
+        return -HUGE_VAL;
+    case RT_ASSIGN_MIN_INIT:
+        return HUGE_VAL;
+    default:
+        return 0.0;
     }
 }
 
@@ -433,15 +442,16 @@ static rt_status rt_lower_begin_stmt(rt_lower *l, const rt_stmt *s) {
 }
 
 // The element of statement l->s at the current LHS vars: evaluate or reduce, then store.
-static rt_status rt_lower_element(rt_lower *l, rt_kir_block *blk, const int32_t *red, int32_t n_red) {
+static rt_status rt_lower_element(rt_lower *l, rt_kir_block *blk, const int32_t *red,
+                                  int32_t n_red) {
     rt_arena *a = l->a;
     const rt_stmt *s = l->s;
     rt_kir_expr *idx[RT_MAX_DIMS];
     for (int32_t d = 0; d < s->n_lhs; d++) {
         int32_t v = s->lhs_vars[d];
-        idx[d] = v >= 0 && v < s->n_vars && l->var_of[v] >= 0 ? rt_kir_var_ref(a, l->p,
-                                                                                l->var_of[v])
-                                                               : NULL;
+        idx[d] = v >= 0 && v < s->n_vars && l->var_of[v] >= 0
+                     ? rt_kir_var_ref(a, l->p, l->var_of[v])
+                     : NULL;
         if (!idx[d])
             return rt_fail(l->err, RT_ERR_SPEC, s->loc, "output index outside its loop");
     }
@@ -469,9 +479,9 @@ static rt_status rt_lower_element(rt_lower *l, rt_kir_block *blk, const int32_t 
             rt_kir_expr *lo, *hi;
             RT_TRY(rt_tr_loops_range(l, v, &lo, &hi));
             l->var_of[v] = rt_kir_add_var(a, l->p, s->vars[v].name, RT_KIR_I64);
-            rt_kir_node *loop = rt_kir_loop(a, inner, l->var_of[v], lo, hi,
-                                            i == n_red - 1 ? RT_KIR_LOOP_VECTOR
-                                                           : RT_KIR_LOOP_SERIAL);
+            rt_kir_node *loop =
+                rt_kir_loop(a, inner, l->var_of[v], lo, hi,
+                            i == n_red - 1 ? RT_KIR_LOOP_VECTOR : RT_KIR_LOOP_SERIAL);
             RT_LOWER_CHECK(l, loop);
             if (!loop)
                 return RT_OK;
@@ -483,10 +493,18 @@ static rt_status rt_lower_element(rt_lower *l, rt_kir_block *blk, const int32_t 
         rt_kir_expr *cur = rt_kir_var_ref(a, l->p, acc);
         rt_kir_expr *nv;
         switch (s->op) {
-        case RT_ASSIGN_MUL_INIT: nv = rt_kir_bin(a, RT_KIR_MUL, cur, x); break;
-        case RT_ASSIGN_MAX_INIT: nv = rt_kir_bin(a, RT_KIR_MAX, cur, x); break;
-        case RT_ASSIGN_MIN_INIT: nv = rt_kir_bin(a, RT_KIR_MIN, cur, x); break;
-        default: nv = rt_kir_bin(a, RT_KIR_ADD, cur, x); break;
+        case RT_ASSIGN_MUL_INIT:
+            nv = rt_kir_bin(a, RT_KIR_MUL, cur, x);
+            break;
+        case RT_ASSIGN_MAX_INIT:
+            nv = rt_kir_bin(a, RT_KIR_MAX, cur, x);
+            break;
+        case RT_ASSIGN_MIN_INIT:
+            nv = rt_kir_bin(a, RT_KIR_MIN, cur, x);
+            break;
+        default:
+            nv = rt_kir_bin(a, RT_KIR_ADD, cur, x);
+            break;
         }
         rt_kir_node *upd = rt_kir_append(a, inner, RT_KIR_N_FSET);
         RT_LOWER_CHECK(l, upd && nv);
@@ -619,8 +637,7 @@ typedef struct rt_tvar {
 } rt_tvar;
 
 // An integer let of a fresh phase var; constants are returned as they are.
-static rt_kir_expr *rt_gen_let(rt_lower *l, rt_kir_block *blk, const char *name,
-                               rt_kir_expr *v) {
+static rt_kir_expr *rt_gen_let(rt_lower *l, rt_kir_block *blk, const char *name, rt_kir_expr *v) {
     int64_t c;
     if (v && rt_kir_is_int(v, &c))
         return v;
@@ -789,21 +806,20 @@ static rt_status rt_lower_tiled(rt_lower *l, int32_t si, bool *done) {
                                                  rt_kir_bin(a, RT_KIR_SUB, t->end, t->base),
                                                  rt_kir_int(a, tl - 1)),
                                       rt_kir_int(a, tl));
-            int32_t ti = rt_kir_add_var(a, l->p, rt_arena_printf(a, "%s_t%d", name, (int)lv),
-                                        RT_KIR_I64);
+            int32_t ti =
+                rt_kir_add_var(a, l->p, rt_arena_printf(a, "%s_t%d", name, (int)lv), RT_KIR_I64);
             if (ti < 0)
                 return rt_fail(l->err, RT_ERR_NOMEM, RT_NOLOC, "out of memory");
-            rt_kir_node *loop = rt_kir_loop(a, blk, ti, rt_kir_int(a, 0), trip,
-                                            RT_KIR_LOOP_SERIAL);
+            rt_kir_node *loop = rt_kir_loop(a, blk, ti, rt_kir_int(a, 0), trip, RT_KIR_LOOP_SERIAL);
             RT_LOWER_CHECK(l, loop && trip);
             if (!loop)
                 return RT_OK;
             blk = &loop->body;
-            rt_kir_expr *base = rt_gen_let(
-                l, blk, rt_arena_printf(a, "%s_b%d", name, (int)lv),
-                rt_kir_bin(a, RT_KIR_ADD, t->base,
-                           rt_kir_bin(a, RT_KIR_MUL, rt_kir_var_ref(a, l->p, ti),
-                                      rt_kir_int(a, tl))));
+            rt_kir_expr *base =
+                rt_gen_let(l, blk, rt_arena_printf(a, "%s_b%d", name, (int)lv),
+                           rt_kir_bin(a, RT_KIR_ADD, t->base,
+                                      rt_kir_bin(a, RT_KIR_MUL, rt_kir_var_ref(a, l->p, ti),
+                                                 rt_kir_int(a, tl))));
             rt_kir_expr *end = rt_kir_bin(a, RT_KIR_ADD, base, rt_kir_int(a, tl));
             t->end = exact ? end
                            : rt_gen_let(l, blk, rt_arena_printf(a, "%s_e%d", name, (int)lv),
@@ -848,11 +864,10 @@ static rt_status rt_lower_general(rt_lower *l, int32_t s0, int32_t s1, bool fuse
         int32_t v;
         int64_t lo = 0, hi = 1;
         bool outer = rt_stmt_outer(op, &op->stmts[i], &v, &lo, &hi);
-        const char *what = rt_arena_printf(l->a, "statement%s %d%s%s", j - i > 1 ? "s" : "",
-                                           (int)i, j - i > 1 ? rt_arena_printf(l->a, "-%d",
-                                                                              (int)(j - 1))
-                                                             : "",
-                                           j - i > 1 ? " fused row-wise" : "");
+        const char *what =
+            rt_arena_printf(l->a, "statement%s %d%s%s", j - i > 1 ? "s" : "", (int)i,
+                            j - i > 1 ? rt_arena_printf(l->a, "-%d", (int)(j - 1)) : "",
+                            j - i > 1 ? " fused row-wise" : "");
         l->p = rt_kir_add_phase(l->a, l->k, what ? what : "statement", outer ? hi - lo : 1);
         if (!l->p)
             return rt_fail(l->err, RT_ERR_NOMEM, RT_NOLOC, "out of memory");
@@ -870,9 +885,9 @@ static rt_status rt_lower_general(rt_lower *l, int32_t s0, int32_t s1, bool fuse
                 if (!let)
                     break;
                 let->var = l->var_of[sv];
-                let->value = rt_kir_bin(l->a, RT_KIR_ADD, rt_kir_var_ref(l->a, l->p,
-                                                                          l->p->item_var),
-                                        rt_kir_int(l->a, a));
+                let->value =
+                    rt_kir_bin(l->a, RT_KIR_ADD, rt_kir_var_ref(l->a, l->p, l->p->item_var),
+                               rt_kir_int(l->a, a));
                 first = 1;
             }
             RT_TRY(rt_lower_nest(l, &l->p->body, first));
@@ -888,29 +903,28 @@ static rt_status rt_lower_general(rt_lower *l, int32_t s0, int32_t s1, bool fuse
 
 typedef struct rt_gemm {
     int32_t stmt;
-    int32_t ta, tb;           // tensors: A holds the M vars, B the N vars
+    int32_t ta, tb; // tensors: A holds the M vars, B the N vars
     int64_t M, N, K;
     int64_t am, ak, bk, bn, cm; // flat strides (cn == 1)
     double alpha;
     int32_t m_var, n_var, k_var; // last (innermost) var of each group, for the rTile lookup
     int32_t mr, nr, kc, mc, nc;
-    int64_t batch;            // independent GEMMs (implicit: product of the batch var extents)
+    int64_t batch; // independent GEMMs (implicit: product of the batch var extents)
     // Implicit GEMM (a contraction over affine reads, e.g. a convolution): the packs gather
     // A and B through the reads themselves (pad value outside the extents), decomposing the flat
     // m, n, k of a block into the statement vars of each group (outer first).
     bool implicit;
-    const rt_expr *ra, *rb;   // the reads holding the m and the n vars
-    int32_t gvar[4][8];       // groups: RT_GEMM_G_M, _N, _K, _BATCH
+    const rt_expr *ra, *rb; // the reads holding the m and the n vars
+    int32_t gvar[4][8];     // groups: RT_GEMM_G_M, _N, _K, _BATCH
     int32_t n_gvar[4];
-    int64_t ccoef[16];        // flat offset coefficient of each statement var in C
+    int64_t ccoef[16]; // flat offset coefficient of each statement var in C
 } rt_gemm;
 
 enum { RT_GEMM_G_M, RT_GEMM_G_N, RT_GEMM_G_K, RT_GEMM_G_BATCH };
 
 // Offset coefficient of each statement var in a dense access (false: not affine/dense).
-static bool rt_access_coefs(const rt_lower *l, const rt_stmt *s, int32_t t,
-                            rt_expr *const *args, const int32_t *lhs, int32_t n_args,
-                            int64_t *coef, int64_t *c0) {
+static bool rt_access_coefs(const rt_lower *l, const rt_stmt *s, int32_t t, rt_expr *const *args,
+                            const int32_t *lhs, int32_t n_args, int64_t *coef, int64_t *c0) {
     const rt_tensor *tn = &l->op->tensors[t];
     if (tn->has_pad || tn->ragged || n_args != tn->n_dims || tn->dtype != RT_DTYPE_F32)
         return false;
@@ -1003,8 +1017,7 @@ static bool rt_gemm_detect(const rt_lower *l, int32_t si, rt_gemm *g) {
                          &c0a) ||
         !rt_access_coefs(l, s, reads[1]->tensor, reads[1]->args, NULL, reads[1]->n_args, cb,
                          &c0b) ||
-        !rt_access_coefs(l, s, s->out, NULL, s->lhs_vars, s->n_lhs, cc, &c0c) || c0a || c0b ||
-        c0c)
+        !rt_access_coefs(l, s, s->out, NULL, s->lhs_vars, s->n_lhs, cc, &c0c) || c0a || c0b || c0c)
         return false;
     int32_t mv[8], nv[8], kv[8], nm = 0, nn = 0, nk = 0;
     for (int32_t i = 0; i < s->n_loops; i++) {
@@ -1053,8 +1066,7 @@ static bool rt_gemm_detect(const rt_lower *l, int32_t si, rt_gemm *g) {
 
 // Which of the statement vars an affine read uses (false: a dim is not affine, the tensor is
 // not a dense f32 one with constant extents, or a var is out of range).
-static bool rt_gemm_read_uses(const rt_lower *l, const rt_stmt *s, const rt_expr *rd,
-                              bool *used) {
+static bool rt_gemm_read_uses(const rt_lower *l, const rt_stmt *s, const rt_expr *rd, bool *used) {
     const rt_tensor *tn = &l->op->tensors[rd->tensor];
     if (tn->ragged || tn->dtype != RT_DTYPE_F32 || rd->n_args != tn->n_dims)
         return false;
@@ -1087,15 +1099,14 @@ static bool rt_gemm_detect_implicit(const rt_lower *l, int32_t si, rt_gemm *g) {
     g->stmt = si;
     g->batch = 1;
     g->implicit = true;
-    if ((s->op != RT_ASSIGN_ADD_INIT && s->op != RT_ASSIGN_ADD) || s->n_preds > 0 ||
-        s->recursive || s->n_vars > 16 || s->n_loops != s->n_vars || s->n_lhs < 1 ||
-        to->dtype != RT_DTYPE_F32)
+    if ((s->op != RT_ASSIGN_ADD_INIT && s->op != RT_ASSIGN_ADD) || s->n_preds > 0 || s->recursive ||
+        s->n_vars > 16 || s->n_loops != s->n_vars || s->n_lhs < 1 || to->dtype != RT_DTYPE_F32)
         return false;
     const rt_expr *reads[2];
     int32_t n = 0;
     g->alpha = 1.0;
-    if (!rt_gemm_factors(s->rhs, reads, &n, &g->alpha) || n != 2 ||
-        reads[0]->tensor == s->out || reads[1]->tensor == s->out)
+    if (!rt_gemm_factors(s->rhs, reads, &n, &g->alpha) || n != 2 || reads[0]->tensor == s->out ||
+        reads[1]->tensor == s->out)
         return false;
     int64_t c0c, ext[16];
     bool u0[16], u1[16], in_c[16];
@@ -1203,8 +1214,8 @@ static void rt_gemm_blocking(rt_gemm *g, const rt_op *op, const rt_device *dev,
                              const rt_perf_model *m, const rt_rprog *p) {
     const rt_stmt *s = &op->stmts[g->stmt];
     rt_perf_cpu_gemm v;
-    if (m && p && g->batch <= 1 && rt_perf_cpu_gemm_view(m, p, &v) && v.M == g->M &&
-        v.N == g->N && v.K == g->K) {
+    if (m && p && g->batch <= 1 && rt_perf_cpu_gemm_view(m, p, &v) && v.M == g->M && v.N == g->N &&
+        v.K == g->K) {
         g->mr = (int32_t)v.mr, g->nr = (int32_t)v.nr, g->kc = (int32_t)v.kc;
         g->mc = (int32_t)v.mc, g->nc = (int32_t)v.nc;
         return;
@@ -1296,9 +1307,10 @@ static void rt_gemm_pack(rt_lower *l, rt_kir_block *blk, const char *what, int32
     int32_t vk = rt_kir_add_var(a, l->p, "kk", RT_KIR_I64);
     int32_t vr = rt_kir_add_var(a, l->p, "r", RT_KIR_I64);
     int32_t vrow = rt_kir_add_var(a, l->p, "row", RT_KIR_I64);
-    rt_kir_node *lp = rt_kir_loop(a, &copy->body, vp, rt_i(l, 0),
-                                  rt_b(l, RT_KIR_DIV, rt_b(l, RT_KIR_ADD, valid, rt_i(l, w - 1)),
-                                       rt_i(l, w)), RT_KIR_LOOP_SERIAL);
+    rt_kir_node *lp =
+        rt_kir_loop(a, &copy->body, vp, rt_i(l, 0),
+                    rt_b(l, RT_KIR_DIV, rt_b(l, RT_KIR_ADD, valid, rt_i(l, w - 1)), rt_i(l, w)),
+                    RT_KIR_LOOP_SERIAL);
     RT_LOWER_CHECK(l, lp);
     if (!lp)
         return;
@@ -1310,15 +1322,15 @@ static void rt_gemm_pack(rt_lower *l, rt_kir_block *blk, const char *what, int32
     RT_LOWER_CHECK(l, lr);
     if (!lr)
         return;
-    rt_let(l, &lr->body, vrow, rt_b(l, RT_KIR_ADD, rt_b(l, RT_KIR_MUL, rt_v(l, vp), rt_i(l, w)),
-                                    rt_v(l, vr)));
-    rt_kir_expr *dst = rt_b(l, RT_KIR_ADD, dst0,
-                            rt_b(l, RT_KIR_ADD,
-                                 rt_b(l, RT_KIR_MUL,
-                                      rt_b(l, RT_KIR_ADD, rt_b(l, RT_KIR_MUL, rt_v(l, vp), kcur),
-                                           rt_v(l, vk)),
-                                      rt_i(l, w)),
-                                 rt_v(l, vr)));
+    rt_let(l, &lr->body, vrow,
+           rt_b(l, RT_KIR_ADD, rt_b(l, RT_KIR_MUL, rt_v(l, vp), rt_i(l, w)), rt_v(l, vr)));
+    rt_kir_expr *dst =
+        rt_b(l, RT_KIR_ADD, dst0,
+             rt_b(l, RT_KIR_ADD,
+                  rt_b(l, RT_KIR_MUL,
+                       rt_b(l, RT_KIR_ADD, rt_b(l, RT_KIR_MUL, rt_v(l, vp), kcur), rt_v(l, vk)),
+                       rt_i(l, w)),
+                  rt_v(l, vr)));
     rt_kir_node *iff = rt_kir_append(a, &lr->body, RT_KIR_N_IF);
     RT_LOWER_CHECK(l, iff);
     if (!iff)
@@ -1343,8 +1355,8 @@ static void rt_gemm_pack(rt_lower *l, rt_kir_block *blk, const char *what, int32
 
 // Binds the statement vars vars[0..n) (outer first, each over [0, hi)) to the digits of the
 // flat index x in blk: v_i = x / (product of the later extents) mod hi_i.
-static void rt_gemm_unflatten(rt_lower *l, rt_kir_block *blk, rt_kir_expr *x,
-                              const int32_t *vars, int32_t n) {
+static void rt_gemm_unflatten(rt_lower *l, rt_kir_block *blk, rt_kir_expr *x, const int32_t *vars,
+                              int32_t n) {
     int64_t inner = 1;
     for (int32_t i = n - 1; i >= 0; i--) {
         int32_t v = vars[i];
@@ -1368,8 +1380,8 @@ static void rt_gemm_unflatten(rt_lower *l, rt_kir_block *blk, rt_kir_expr *x,
 static rt_status rt_gemm_pack_affine(rt_lower *l, rt_kir_block *blk, const char *what, int32_t w,
                                      rt_kir_expr *valid, rt_kir_expr *kcur, const rt_expr *rd,
                                      const int32_t *rows, int32_t n_rows, const int32_t *ks,
-                                     int32_t n_ks, rt_kir_expr *row0, rt_kir_expr *k0,
-                                     double alpha, rt_kir_expr *dst0) {
+                                     int32_t n_ks, rt_kir_expr *row0, rt_kir_expr *k0, double alpha,
+                                     rt_kir_expr *dst0) {
     rt_arena *a = l->a;
     rt_kir_node *copy = rt_kir_append(a, blk, RT_KIR_N_COPY);
     RT_LOWER_CHECK(l, copy);
@@ -1380,9 +1392,10 @@ static rt_status rt_gemm_pack_affine(rt_lower *l, rt_kir_block *blk, const char 
     int32_t vk = rt_kir_add_var(a, l->p, "kk", RT_KIR_I64);
     int32_t vr = rt_kir_add_var(a, l->p, "r", RT_KIR_I64);
     int32_t vrow = rt_kir_add_var(a, l->p, "row", RT_KIR_I64);
-    rt_kir_node *lp = rt_kir_loop(a, &copy->body, vp, rt_i(l, 0),
-                                  rt_b(l, RT_KIR_DIV, rt_b(l, RT_KIR_ADD, valid, rt_i(l, w - 1)),
-                                       rt_i(l, w)), RT_KIR_LOOP_SERIAL);
+    rt_kir_node *lp =
+        rt_kir_loop(a, &copy->body, vp, rt_i(l, 0),
+                    rt_b(l, RT_KIR_DIV, rt_b(l, RT_KIR_ADD, valid, rt_i(l, w - 1)), rt_i(l, w)),
+                    RT_KIR_LOOP_SERIAL);
     RT_LOWER_CHECK(l, lp);
     if (!lp)
         return RT_OK;
@@ -1395,15 +1408,15 @@ static rt_status rt_gemm_pack_affine(rt_lower *l, rt_kir_block *blk, const char 
     RT_LOWER_CHECK(l, lr);
     if (!lr)
         return RT_OK;
-    rt_let(l, &lr->body, vrow, rt_b(l, RT_KIR_ADD, rt_b(l, RT_KIR_MUL, rt_v(l, vp), rt_i(l, w)),
-                                    rt_v(l, vr)));
-    rt_kir_expr *dst = rt_b(l, RT_KIR_ADD, dst0,
-                            rt_b(l, RT_KIR_ADD,
-                                 rt_b(l, RT_KIR_MUL,
-                                      rt_b(l, RT_KIR_ADD, rt_b(l, RT_KIR_MUL, rt_v(l, vp), kcur),
-                                           rt_v(l, vk)),
-                                      rt_i(l, w)),
-                                 rt_v(l, vr)));
+    rt_let(l, &lr->body, vrow,
+           rt_b(l, RT_KIR_ADD, rt_b(l, RT_KIR_MUL, rt_v(l, vp), rt_i(l, w)), rt_v(l, vr)));
+    rt_kir_expr *dst =
+        rt_b(l, RT_KIR_ADD, dst0,
+             rt_b(l, RT_KIR_ADD,
+                  rt_b(l, RT_KIR_MUL,
+                       rt_b(l, RT_KIR_ADD, rt_b(l, RT_KIR_MUL, rt_v(l, vp), kcur), rt_v(l, vk)),
+                       rt_i(l, w)),
+                  rt_v(l, vr)));
     rt_kir_node *iff = rt_kir_append(a, &lr->body, RT_KIR_N_IF);
     RT_LOWER_CHECK(l, iff);
     if (!iff)
@@ -1475,12 +1488,11 @@ static void rt_seg_store(rt_lower *l, rt_kir_block *blk, rt_kir_expr *index, rt_
 // other dim are one scalar test and those of dim dx one clamped x range [xlo, xhi): the rows
 // outside it take the pad value, the rows inside are a strided run of the source (contiguous
 // for stride 1, vectorized); rows of the last panel past `valid` are zero.
-static rt_status rt_gemm_pack_segments(rt_lower *l, rt_kir_block *blk, const char *what,
-                                       int32_t w, rt_kir_expr *valid, rt_kir_expr *kcur,
-                                       const rt_expr *rd, const int32_t *rows, int32_t n_rows,
-                                       const int32_t *ks, int32_t n_ks, rt_kir_expr *row0,
-                                       rt_kir_expr *k0, double alpha, rt_kir_expr *dst0,
-                                       int32_t dx, int64_t sx) {
+static rt_status rt_gemm_pack_segments(rt_lower *l, rt_kir_block *blk, const char *what, int32_t w,
+                                       rt_kir_expr *valid, rt_kir_expr *kcur, const rt_expr *rd,
+                                       const int32_t *rows, int32_t n_rows, const int32_t *ks,
+                                       int32_t n_ks, rt_kir_expr *row0, rt_kir_expr *k0,
+                                       double alpha, rt_kir_expr *dst0, int32_t dx, int64_t sx) {
     rt_arena *a = l->a;
     const rt_tensor *tn = &l->op->tensors[rd->tensor];
     int32_t x = rows[n_rows - 1];
@@ -1506,36 +1518,39 @@ static rt_status rt_gemm_pack_segments(rt_lower *l, rt_kir_block *blk, const cha
     int32_t vx = rt_kir_add_var(a, l->p, l->s->vars[x].name, RT_KIR_I64);
     int32_t vz = rt_kir_add_var(a, l->p, "tail", RT_KIR_I64);
     RT_LOWER_CHECK(l, vk >= 0 && vp >= 0 && vjb >= 0 && vje >= 0 && vdb >= 0 && vq >= 0 &&
-                          vxa >= 0 && vxb >= 0 && vxlo >= 0 && vxhi >= 0 && vo0 >= 0 &&
-                          vsb >= 0 && vx >= 0 && vz >= 0);
+                          vxa >= 0 && vxb >= 0 && vxlo >= 0 && vxhi >= 0 && vo0 >= 0 && vsb >= 0 &&
+                          vx >= 0 && vz >= 0);
     if (l->oom)
         return RT_OK;
     rt_kir_node *lk = rt_seg_loop(l, &copy->body, vk, rt_i(l, 0), kcur, RT_KIR_LOOP_SERIAL);
     if (!lk)
         return RT_OK;
     rt_gemm_unflatten(l, &lk->body, rt_b(l, RT_KIR_ADD, k0, rt_v(l, vk)), ks, n_ks);
-    rt_kir_node *lp = rt_seg_loop(l, &lk->body, vp, rt_i(l, 0),
-                                  rt_b(l, RT_KIR_DIV, rt_b(l, RT_KIR_ADD, valid, rt_i(l, w - 1)),
-                                       rt_i(l, w)), RT_KIR_LOOP_SERIAL);
+    rt_kir_node *lp =
+        rt_seg_loop(l, &lk->body, vp, rt_i(l, 0),
+                    rt_b(l, RT_KIR_DIV, rt_b(l, RT_KIR_ADD, valid, rt_i(l, w - 1)), rt_i(l, w)),
+                    RT_KIR_LOOP_SERIAL);
     if (!lp)
         return RT_OK;
     rt_kir_block *pb = &lp->body;
     // Panel rows [jb, je) of the flat row index; dst of row j is dbase + j.
     rt_let(l, pb, vjb, rt_b(l, RT_KIR_ADD, row0, rt_b(l, RT_KIR_MUL, rt_v(l, vp), rt_i(l, w))));
-    rt_let(l, pb, vje, rt_b(l, RT_KIR_MIN, rt_b(l, RT_KIR_ADD, rt_v(l, vjb), rt_i(l, w)),
-                            rt_b(l, RT_KIR_ADD, row0, valid)));
-    rt_let(l, pb, vdb, rt_b(l, RT_KIR_SUB,
-                            rt_b(l, RT_KIR_ADD, dst0,
-                                 rt_b(l, RT_KIR_MUL,
-                                      rt_b(l, RT_KIR_ADD,
-                                           rt_b(l, RT_KIR_MUL, rt_v(l, vp), kcur), rt_v(l, vk)),
-                                      rt_i(l, w))),
-                            rt_v(l, vjb)));
-    rt_kir_node *lq = rt_seg_loop(l, pb, vq, rt_b(l, RT_KIR_DIV, rt_v(l, vjb), rt_i(l, X)),
-                                  rt_b(l, RT_KIR_ADD,
-                                       rt_b(l, RT_KIR_DIV, rt_b(l, RT_KIR_SUB, rt_v(l, vje),
-                                                                rt_i(l, 1)), rt_i(l, X)),
-                                       rt_i(l, 1)), RT_KIR_LOOP_SERIAL);
+    rt_let(l, pb, vje,
+           rt_b(l, RT_KIR_MIN, rt_b(l, RT_KIR_ADD, rt_v(l, vjb), rt_i(l, w)),
+                rt_b(l, RT_KIR_ADD, row0, valid)));
+    rt_let(l, pb, vdb,
+           rt_b(l, RT_KIR_SUB,
+                rt_b(l, RT_KIR_ADD, dst0,
+                     rt_b(l, RT_KIR_MUL,
+                          rt_b(l, RT_KIR_ADD, rt_b(l, RT_KIR_MUL, rt_v(l, vp), kcur), rt_v(l, vk)),
+                          rt_i(l, w))),
+                rt_v(l, vjb)));
+    rt_kir_node *lq = rt_seg_loop(
+        l, pb, vq, rt_b(l, RT_KIR_DIV, rt_v(l, vjb), rt_i(l, X)),
+        rt_b(l, RT_KIR_ADD,
+             rt_b(l, RT_KIR_DIV, rt_b(l, RT_KIR_SUB, rt_v(l, vje), rt_i(l, 1)), rt_i(l, X)),
+             rt_i(l, 1)),
+        RT_KIR_LOOP_SERIAL);
     if (!lq)
         return RT_OK;
     rt_kir_block *qb = &lq->body;
@@ -1562,48 +1577,44 @@ static rt_status rt_gemm_pack_segments(rt_lower *l, rt_kir_block *blk, const cha
                           rt_b(l, RT_KIR_AND, rt_b(l, RT_KIR_GE, idx[d], rt_i(l, 0)),
                                rt_b(l, RT_KIR_LT, idx[d], rt_i(l, l->extent[rd->tensor][d]))));
         // 0 <= kx + sx*x < ext  <=>  ceil(-kx / sx) <= x < ceil((ext - kx) / sx).
-        rt_kir_expr *lo = rt_b(l, RT_KIR_DIV, rt_b(l, RT_KIR_SUB, rt_i(l, sx - 1), idx[dx]),
-                               rt_i(l, sx));
-        rt_kir_expr *hi = rt_b(l, RT_KIR_DIV,
-                               rt_b(l, RT_KIR_SUB,
-                                    rt_i(l, l->extent[rd->tensor][dx] + sx - 1), idx[dx]),
-                               rt_i(l, sx));
-        rt_let(l, qb, vxlo, rt_kir_select(a, ok, rt_b(l, RT_KIR_MIN, rt_b(l, RT_KIR_MAX, lo,
-                                                                          rt_v(l, vxa)),
-                                                      rt_v(l, vxb)),
-                                          rt_v(l, vxb)));
-        rt_let(l, qb, vxhi, rt_b(l, RT_KIR_MAX, rt_b(l, RT_KIR_MIN, hi, rt_v(l, vxb)),
-                                 rt_v(l, vxlo)));
+        rt_kir_expr *lo =
+            rt_b(l, RT_KIR_DIV, rt_b(l, RT_KIR_SUB, rt_i(l, sx - 1), idx[dx]), rt_i(l, sx));
+        rt_kir_expr *hi = rt_b(
+            l, RT_KIR_DIV,
+            rt_b(l, RT_KIR_SUB, rt_i(l, l->extent[rd->tensor][dx] + sx - 1), idx[dx]), rt_i(l, sx));
+        rt_let(l, qb, vxlo,
+               rt_kir_select(
+                   a, ok, rt_b(l, RT_KIR_MIN, rt_b(l, RT_KIR_MAX, lo, rt_v(l, vxa)), rt_v(l, vxb)),
+                   rt_v(l, vxb)));
+        rt_let(l, qb, vxhi,
+               rt_b(l, RT_KIR_MAX, rt_b(l, RT_KIR_MIN, hi, rt_v(l, vxb)), rt_v(l, vxlo)));
     } else {
         rt_let(l, qb, vxlo, rt_v(l, vxa));
         rt_let(l, qb, vxhi, rt_v(l, vxb));
     }
     rt_let(l, qb, vsb, rt_b(l, RT_KIR_ADD, rt_v(l, vdb), qx));
     if (tn->has_pad) {
-        rt_kir_node *l1 = rt_seg_loop(l, qb, vx, rt_v(l, vxa), rt_v(l, vxlo),
-                                      RT_KIR_LOOP_VECTOR);
+        rt_kir_node *l1 = rt_seg_loop(l, qb, vx, rt_v(l, vxa), rt_v(l, vxlo), RT_KIR_LOOP_VECTOR);
         if (l1)
             rt_seg_store(l, &l1->body, rt_b(l, RT_KIR_ADD, rt_v(l, vsb), rt_v(l, vx)), pad);
     }
     rt_kir_node *l2 = rt_seg_loop(l, qb, vx, rt_v(l, vxlo), rt_v(l, vxhi), RT_KIR_LOOP_VECTOR);
     if (l2) {
-        rt_kir_expr *v = rt_kir_load(a, l->k, l->data_buf[rd->tensor],
-                                     rt_b(l, RT_KIR_ADD, rt_v(l, vo0),
-                                          rt_b(l, RT_KIR_MUL, rt_v(l, vx), rt_i(l, step))));
+        rt_kir_expr *v = rt_kir_load(
+            a, l->k, l->data_buf[rd->tensor],
+            rt_b(l, RT_KIR_ADD, rt_v(l, vo0), rt_b(l, RT_KIR_MUL, rt_v(l, vx), rt_i(l, step))));
         if (alpha != 1.0)
             v = rt_b(l, RT_KIR_MUL, v, rt_kir_flt(a, RT_KIR_F32, alpha));
         rt_seg_store(l, &l2->body, rt_b(l, RT_KIR_ADD, rt_v(l, vsb), rt_v(l, vx)), v);
     }
     if (tn->has_pad) {
-        rt_kir_node *l3 = rt_seg_loop(l, qb, vx, rt_v(l, vxhi), rt_v(l, vxb),
-                                      RT_KIR_LOOP_VECTOR);
+        rt_kir_node *l3 = rt_seg_loop(l, qb, vx, rt_v(l, vxhi), rt_v(l, vxb), RT_KIR_LOOP_VECTOR);
         if (l3)
             rt_seg_store(l, &l3->body, rt_b(l, RT_KIR_ADD, rt_v(l, vsb), rt_v(l, vx)), pad);
     }
     // The last panel's rows past valid are zero.
-    rt_kir_node *lz = rt_seg_loop(l, pb, vz, rt_v(l, vje),
-                                  rt_b(l, RT_KIR_ADD, rt_v(l, vjb), rt_i(l, w)),
-                                  RT_KIR_LOOP_VECTOR);
+    rt_kir_node *lz = rt_seg_loop(
+        l, pb, vz, rt_v(l, vje), rt_b(l, RT_KIR_ADD, rt_v(l, vjb), rt_i(l, w)), RT_KIR_LOOP_VECTOR);
     if (lz)
         rt_seg_store(l, &lz->body, rt_b(l, RT_KIR_ADD, rt_v(l, vdb), rt_v(l, vz)),
                      rt_kir_flt(a, RT_KIR_F32, 0.0));
@@ -1614,8 +1625,8 @@ static rt_status rt_gemm_pack_segments(rt_lower *l, rt_kir_block *blk, const cha
 // whose rows vars and ks vars each flatten into one index (rt_gemm_group), the other vars
 // being the batch vars bound in the phase. Gives the strides and the offset of the batch.
 static bool rt_gemm_plain_read(rt_lower *l, const rt_gemm *g, const rt_expr *rd,
-                               const int32_t *rows, int32_t n_rows, int64_t *s_row,
-                               int64_t *s_k, rt_kir_expr **base) {
+                               const int32_t *rows, int32_t n_rows, int64_t *s_row, int64_t *s_k,
+                               rt_kir_expr **base) {
     const rt_stmt *s = &l->op->stmts[g->stmt];
     int64_t coef[16], c0, ext, st[1];
     if (!rt_access_coefs(l, s, rd->tensor, rd->args, NULL, rd->n_args, coef, &c0) || c0 != 0)
@@ -1631,8 +1642,8 @@ static bool rt_gemm_plain_read(rt_lower *l, const rt_gemm *g, const rt_expr *rd,
     for (int32_t i = 0; i < g->n_gvar[RT_GEMM_G_BATCH]; i++) {
         int32_t v = g->gvar[RT_GEMM_G_BATCH][i];
         if (coef[v] != 0)
-            b = rt_b(l, RT_KIR_ADD, b, rt_b(l, RT_KIR_MUL, rt_v(l, l->var_of[v]),
-                                            rt_i(l, coef[v])));
+            b = rt_b(l, RT_KIR_ADD, b,
+                     rt_b(l, RT_KIR_MUL, rt_v(l, l->var_of[v]), rt_i(l, coef[v])));
     }
     *base = b;
     return b != NULL;
@@ -1642,16 +1653,17 @@ static rt_status rt_lower_gemm(rt_lower *l, const rt_gemm *g) {
     rt_arena *a = l->a;
     const rt_stmt *s = &l->op->stmts[g->stmt];
     int64_t mt = rt_ceil_div(g->M, g->mc), ntl = rt_ceil_div(g->N, g->nc);
-    const char *what = rt_arena_printf(a, "statement %d: packed GEMM %lldx%lldx%lld, blocks "
-                                          "mc=%d nc=%d kc=%d, micro-kernel %dx%d",
+    const char *what = rt_arena_printf(a,
+                                       "statement %d: packed GEMM %lldx%lldx%lld, blocks "
+                                       "mc=%d nc=%d kc=%d, micro-kernel %dx%d",
                                        (int)g->stmt, (long long)g->M, (long long)g->N,
                                        (long long)g->K, g->mc, g->nc, g->kc, g->mr, g->nr);
     if (g->implicit)
-        what = rt_arena_printf(a, "statement %d: implicit GEMM %lld x %lldx%lldx%lld (gathered "
-                                  "packs), blocks mc=%d nc=%d kc=%d, micro-kernel %dx%d",
-                               (int)g->stmt, (long long)g->batch, (long long)g->M,
-                               (long long)g->N, (long long)g->K, g->mc, g->nc, g->kc, g->mr,
-                               g->nr);
+        what = rt_arena_printf(a,
+                               "statement %d: implicit GEMM %lld x %lldx%lldx%lld (gathered "
+                               "packs), blocks mc=%d nc=%d kc=%d, micro-kernel %dx%d",
+                               (int)g->stmt, (long long)g->batch, (long long)g->M, (long long)g->N,
+                               (long long)g->K, g->mc, g->nc, g->kc, g->mr, g->nr);
     l->p = rt_kir_add_phase(a, l->k, what ? what : "gemm", mt * ntl * g->batch);
     if (!l->p)
         return rt_fail(l->err, RT_ERR_NOMEM, RT_NOLOC, "out of memory");
@@ -1662,11 +1674,15 @@ static rt_status rt_lower_gemm(rt_lower *l, const rt_gemm *g) {
     p->scratch_bytes = (a_elems + rt_round_up(g->nc, g->nr) * g->kc) * 4;
     if (p->scratch_bytes > l->k->scratch_bytes)
         l->k->scratch_bytes = p->scratch_bytes;
-    int32_t vi0 = rt_kir_add_var(a, p, "i0", RT_KIR_I64), vj0 = rt_kir_add_var(a, p, "j0", RT_KIR_I64);
-    int32_t vmc = rt_kir_add_var(a, p, "mcur", RT_KIR_I64), vnc = rt_kir_add_var(a, p, "ncur", RT_KIR_I64);
-    int32_t vpk = rt_kir_add_var(a, p, "pk", RT_KIR_I64), vp0 = rt_kir_add_var(a, p, "p0", RT_KIR_I64);
+    int32_t vi0 = rt_kir_add_var(a, p, "i0", RT_KIR_I64),
+            vj0 = rt_kir_add_var(a, p, "j0", RT_KIR_I64);
+    int32_t vmc = rt_kir_add_var(a, p, "mcur", RT_KIR_I64),
+            vnc = rt_kir_add_var(a, p, "ncur", RT_KIR_I64);
+    int32_t vpk = rt_kir_add_var(a, p, "pk", RT_KIR_I64),
+            vp0 = rt_kir_add_var(a, p, "p0", RT_KIR_I64);
     int32_t vkc = rt_kir_add_var(a, p, "kcur", RT_KIR_I64);
-    int32_t vjp = rt_kir_add_var(a, p, "jr", RT_KIR_I64), vip = rt_kir_add_var(a, p, "ir", RT_KIR_I64);
+    int32_t vjp = rt_kir_add_var(a, p, "jr", RT_KIR_I64),
+            vip = rt_kir_add_var(a, p, "ir", RT_KIR_I64);
     rt_kir_block *body = &p->body;
     rt_kir_expr *item = rt_v(l, p->item_var);
     rt_kir_expr *c_batch = rt_i(l, 0);
@@ -1683,12 +1699,14 @@ static rt_status rt_lower_gemm(rt_lower *l, const rt_gemm *g) {
         }
         item = rt_v(l, vt);
     }
-    rt_let(l, body, vi0, rt_b(l, RT_KIR_MUL, rt_b(l, RT_KIR_MOD, item, rt_i(l, mt)), rt_i(l, g->mc)));
-    rt_let(l, body, vj0, rt_b(l, RT_KIR_MUL, rt_b(l, RT_KIR_DIV, item, rt_i(l, mt)), rt_i(l, g->nc)));
-    rt_let(l, body, vmc, rt_b(l, RT_KIR_MIN, rt_i(l, g->mc),
-                              rt_b(l, RT_KIR_SUB, rt_i(l, g->M), rt_v(l, vi0))));
-    rt_let(l, body, vnc, rt_b(l, RT_KIR_MIN, rt_i(l, g->nc),
-                              rt_b(l, RT_KIR_SUB, rt_i(l, g->N), rt_v(l, vj0))));
+    rt_let(l, body, vi0,
+           rt_b(l, RT_KIR_MUL, rt_b(l, RT_KIR_MOD, item, rt_i(l, mt)), rt_i(l, g->mc)));
+    rt_let(l, body, vj0,
+           rt_b(l, RT_KIR_MUL, rt_b(l, RT_KIR_DIV, item, rt_i(l, mt)), rt_i(l, g->nc)));
+    rt_let(l, body, vmc,
+           rt_b(l, RT_KIR_MIN, rt_i(l, g->mc), rt_b(l, RT_KIR_SUB, rt_i(l, g->M), rt_v(l, vi0))));
+    rt_let(l, body, vnc,
+           rt_b(l, RT_KIR_MIN, rt_i(l, g->nc), rt_b(l, RT_KIR_SUB, rt_i(l, g->N), rt_v(l, vj0))));
     rt_kir_node *lk = rt_kir_loop(a, body, vpk, rt_i(l, 0), rt_i(l, rt_ceil_div(g->K, g->kc)),
                                   RT_KIR_LOOP_SERIAL);
     RT_LOWER_CHECK(l, lk);
@@ -1696,8 +1714,8 @@ static rt_status rt_lower_gemm(rt_lower *l, const rt_gemm *g) {
         return rt_fail(l->err, RT_ERR_NOMEM, RT_NOLOC, "out of memory");
     rt_kir_block *kb = &lk->body;
     rt_let(l, kb, vp0, rt_b(l, RT_KIR_MUL, rt_v(l, vpk), rt_i(l, g->kc)));
-    rt_let(l, kb, vkc, rt_b(l, RT_KIR_MIN, rt_i(l, g->kc),
-                            rt_b(l, RT_KIR_SUB, rt_i(l, g->K), rt_v(l, vp0))));
+    rt_let(l, kb, vkc,
+           rt_b(l, RT_KIR_MIN, rt_i(l, g->kc), rt_b(l, RT_KIR_SUB, rt_i(l, g->K), rt_v(l, vp0))));
     int32_t buf_a = l->data_buf[g->ta], buf_b = l->data_buf[g->tb], buf_c = l->data_buf[s->out];
     // B block (kcur x ncur) as nr-wide panels after the A block; A block (mcur x kcur) as
     // mr-tall panels; alpha is folded into A.
@@ -1718,18 +1736,19 @@ static rt_status rt_lower_gemm(rt_lower *l, const rt_gemm *g) {
                                    rt_b(l, RT_KIR_MUL, rt_v(l, vp0), rt_i(l, sk)))),
                          srow, sk, 1.0, rt_i(l, a_elems));
         else if (rt_gemm_seg_dim(l, g->rb, nvars[nn - 1], &dxb, &sxb))
-            RT_TRY(rt_gemm_pack_segments(l, kb, "B block -> scratch, nr-wide k-major panels "
-                                                "copied by row segments (L1 level)", g->nr,
-                                         rt_v(l, vnc), rt_v(l, vkc), g->rb, nvars, nn,
-                                         g->gvar[RT_GEMM_G_K], g->n_gvar[RT_GEMM_G_K],
-                                         rt_v(l, vj0), rt_v(l, vp0), 1.0, rt_i(l, a_elems), dxb,
-                                         sxb));
+            RT_TRY(rt_gemm_pack_segments(l, kb,
+                                         "B block -> scratch, nr-wide k-major panels "
+                                         "copied by row segments (L1 level)",
+                                         g->nr, rt_v(l, vnc), rt_v(l, vkc), g->rb, nvars, nn,
+                                         g->gvar[RT_GEMM_G_K], g->n_gvar[RT_GEMM_G_K], rt_v(l, vj0),
+                                         rt_v(l, vp0), 1.0, rt_i(l, a_elems), dxb, sxb));
         else
-            RT_TRY(rt_gemm_pack_affine(l, kb, "B block -> scratch, gathered nr-wide k-major "
-                                              "panels (L1 level)", g->nr, rt_v(l, vnc),
-                                       rt_v(l, vkc), g->rb, nvars, nn, g->gvar[RT_GEMM_G_K],
-                                       g->n_gvar[RT_GEMM_G_K], rt_v(l, vj0), rt_v(l, vp0), 1.0,
-                                       rt_i(l, a_elems)));
+            RT_TRY(rt_gemm_pack_affine(l, kb,
+                                       "B block -> scratch, gathered nr-wide k-major "
+                                       "panels (L1 level)",
+                                       g->nr, rt_v(l, vnc), rt_v(l, vkc), g->rb, nvars, nn,
+                                       g->gvar[RT_GEMM_G_K], g->n_gvar[RT_GEMM_G_K], rt_v(l, vj0),
+                                       rt_v(l, vp0), 1.0, rt_i(l, a_elems)));
         if (rt_gemm_plain_read(l, g, g->ra, mvars, nm, &srow, &sk, &pbase))
             rt_gemm_pack(l, kb, "A block -> scratch, mr-tall k-major panels (L2 level)", g->mr,
                          rt_v(l, vmc), rt_v(l, vkc), buf_a,
@@ -1738,18 +1757,19 @@ static rt_status rt_lower_gemm(rt_lower *l, const rt_gemm *g) {
                                    rt_b(l, RT_KIR_MUL, rt_v(l, vp0), rt_i(l, sk)))),
                          srow, sk, g->alpha, rt_i(l, 0));
         else if (rt_gemm_seg_dim(l, g->ra, mvars[nm - 1], &dxa, &sxa))
-            RT_TRY(rt_gemm_pack_segments(l, kb, "A block -> scratch, mr-tall k-major panels "
-                                                "copied by row segments (L2 level)", g->mr,
-                                         rt_v(l, vmc), rt_v(l, vkc), g->ra, mvars, nm,
-                                         g->gvar[RT_GEMM_G_K], g->n_gvar[RT_GEMM_G_K],
-                                         rt_v(l, vi0), rt_v(l, vp0), g->alpha, rt_i(l, 0), dxa,
-                                         sxa));
+            RT_TRY(rt_gemm_pack_segments(l, kb,
+                                         "A block -> scratch, mr-tall k-major panels "
+                                         "copied by row segments (L2 level)",
+                                         g->mr, rt_v(l, vmc), rt_v(l, vkc), g->ra, mvars, nm,
+                                         g->gvar[RT_GEMM_G_K], g->n_gvar[RT_GEMM_G_K], rt_v(l, vi0),
+                                         rt_v(l, vp0), g->alpha, rt_i(l, 0), dxa, sxa));
         else
-            RT_TRY(rt_gemm_pack_affine(l, kb, "A block -> scratch, gathered mr-tall k-major "
-                                              "panels (L2 level)", g->mr, rt_v(l, vmc),
-                                       rt_v(l, vkc), g->ra, mvars, nm, g->gvar[RT_GEMM_G_K],
-                                       g->n_gvar[RT_GEMM_G_K], rt_v(l, vi0), rt_v(l, vp0),
-                                       g->alpha, rt_i(l, 0)));
+            RT_TRY(rt_gemm_pack_affine(l, kb,
+                                       "A block -> scratch, gathered mr-tall k-major "
+                                       "panels (L2 level)",
+                                       g->mr, rt_v(l, vmc), rt_v(l, vkc), g->ra, mvars, nm,
+                                       g->gvar[RT_GEMM_G_K], g->n_gvar[RT_GEMM_G_K], rt_v(l, vi0),
+                                       rt_v(l, vp0), g->alpha, rt_i(l, 0)));
     } else {
         rt_gemm_pack(l, kb, "B block -> scratch, nr-wide k-major panels (L1 level)", g->nr,
                      rt_v(l, vnc), rt_v(l, vkc), buf_b,
@@ -1762,17 +1782,17 @@ static rt_status rt_lower_gemm(rt_lower *l, const rt_gemm *g) {
                           rt_b(l, RT_KIR_MUL, rt_v(l, vp0), rt_i(l, g->ak))),
                      g->am, g->ak, g->alpha, rt_i(l, 0));
     }
-    rt_kir_node *lj = rt_kir_loop(a, kb, vjp, rt_i(l, 0),
-                                  rt_b(l, RT_KIR_DIV, rt_b(l, RT_KIR_ADD, rt_v(l, vnc),
-                                                           rt_i(l, g->nr - 1)), rt_i(l, g->nr)),
-                                  RT_KIR_LOOP_SERIAL);
+    rt_kir_node *lj = rt_kir_loop(
+        a, kb, vjp, rt_i(l, 0),
+        rt_b(l, RT_KIR_DIV, rt_b(l, RT_KIR_ADD, rt_v(l, vnc), rt_i(l, g->nr - 1)), rt_i(l, g->nr)),
+        RT_KIR_LOOP_SERIAL);
     RT_LOWER_CHECK(l, lj);
     if (!lj)
         return rt_fail(l->err, RT_ERR_NOMEM, RT_NOLOC, "out of memory");
-    rt_kir_node *li = rt_kir_loop(a, &lj->body, vip, rt_i(l, 0),
-                                  rt_b(l, RT_KIR_DIV, rt_b(l, RT_KIR_ADD, rt_v(l, vmc),
-                                                           rt_i(l, g->mr - 1)), rt_i(l, g->mr)),
-                                  RT_KIR_LOOP_SERIAL);
+    rt_kir_node *li = rt_kir_loop(
+        a, &lj->body, vip, rt_i(l, 0),
+        rt_b(l, RT_KIR_DIV, rt_b(l, RT_KIR_ADD, rt_v(l, vmc), rt_i(l, g->mr - 1)), rt_i(l, g->mr)),
+        RT_KIR_LOOP_SERIAL);
     RT_LOWER_CHECK(l, li);
     if (!li)
         return rt_fail(l->err, RT_ERR_NOMEM, RT_NOLOC, "out of memory");
@@ -1789,16 +1809,15 @@ static rt_status rt_lower_gemm(rt_lower *l, const rt_gemm *g) {
     u->uk.b_off = rt_b(l, RT_KIR_ADD, rt_i(l, a_elems), rt_b(l, RT_KIR_MUL, cols, rt_v(l, vkc)));
     u->uk.c_buf = buf_c;
     u->uk.c_off = rt_b(l, RT_KIR_ADD,
-                       rt_b(l, RT_KIR_MUL, rt_b(l, RT_KIR_ADD, rt_v(l, vi0), rows),
-                            rt_i(l, g->cm)),
+                       rt_b(l, RT_KIR_MUL, rt_b(l, RT_KIR_ADD, rt_v(l, vi0), rows), rt_i(l, g->cm)),
                        rt_b(l, RT_KIR_ADD, rt_v(l, vj0), cols));
     if (g->implicit)
         u->uk.c_off = rt_b(l, RT_KIR_ADD, c_batch, u->uk.c_off);
     u->uk.ldc = g->cm;
     u->uk.m_valid = rt_b(l, RT_KIR_MIN, rt_i(l, g->mr), rt_b(l, RT_KIR_SUB, rt_v(l, vmc), rows));
     u->uk.n_valid = rt_b(l, RT_KIR_MIN, rt_i(l, g->nr), rt_b(l, RT_KIR_SUB, rt_v(l, vnc), cols));
-    u->uk.accumulate = s->op == RT_ASSIGN_ADD ? rt_i(l, 1)
-                                              : rt_b(l, RT_KIR_GT, rt_v(l, vpk), rt_i(l, 0));
+    u->uk.accumulate =
+        s->op == RT_ASSIGN_ADD ? rt_i(l, 1) : rt_b(l, RT_KIR_GT, rt_v(l, vpk), rt_i(l, 0));
     // Streaming stores: a single k block overwriting a C over half the largest cache (it
     // would evict most of it and is not read back by this phase).
     int64_t cache_bytes = 0;
@@ -1807,8 +1826,7 @@ static rt_status rt_lower_gemm(rt_lower *l, const rt_gemm *g) {
             cache_bytes = l->dev->level[lv].capacity_bytes;
     u->uk.stream = s->op == RT_ASSIGN_ADD_INIT && g->K <= g->kc && g->cm % 16 == 0 &&
                    cache_bytes > 0 &&
-                   4.0 * (double)g->batch * (double)g->M * (double)g->N >
-                       0.5 * (double)cache_bytes;
+                   4.0 * (double)g->batch * (double)g->M * (double)g->N > 0.5 * (double)cache_bytes;
     RT_LOWER_CHECK(l, u->uk.kc && u->uk.a_off && u->uk.b_off && u->uk.c_off && u->uk.m_valid &&
                           u->uk.n_valid && u->uk.accumulate);
     return RT_OK;
@@ -1825,13 +1843,15 @@ static void rt_lower_header(rt_lower *l, const rt_device *dev, const rt_perf_mod
     const rt_op *op = l->op;
     rt_buf_printf(&b, "rtgen %s: %s, candidate %d\n", RT_VERSION_STRING, op->name,
                   opt ? opt->rank : 0);
-    rt_buf_printf(&b, "spec: %s\n", opt && opt->spec_path ? opt->spec_path
-                                                          : op->file ? op->file : "(text)");
+    rt_buf_printf(&b, "spec: %s\n",
+                  opt && opt->spec_path ? opt->spec_path
+                  : op->file            ? op->file
+                                        : "(text)");
     for (int32_t s = 0; s < op->n_sizes; s++)
         rt_buf_printf(&b, "%s%s=%lld%s", s ? " " : "sizes: ", op->sizes[s].name,
                       (long long)op->sizes[s].value, s == op->n_sizes - 1 ? "\n" : "");
-    rt_buf_printf(&b, "device: %s (%s, cpu %s)\n", dev ? dev->name : "?",
-                  dev ? dev->path : "?", dev && dev->arch[0] ? dev->arch : "?");
+    rt_buf_printf(&b, "device: %s (%s, cpu %s)\n", dev ? dev->name : "?", dev ? dev->path : "?",
+                  dev && dev->arch[0] ? dev->arch : "?");
     if (m && p) {
         for (int32_t lv = 0; lv < p->n_levels && lv < (dev ? dev->n_levels : 0); lv++) {
             rt_buf_printf(&b, "rTile L%d %-6s [", (int)lv, dev->level[lv].name);
@@ -1840,11 +1860,11 @@ static void rt_lower_header(rt_lower *l, const rt_device *dev, const rt_perf_mod
                               (long long)p->tile[lv].shape[x]);
             rt_buf_printf(&b, "] footprint %lld B\n", (long long)p->tile[lv].footprint_bytes);
         }
-        rt_buf_printf(&b, "predicted: %.3f us (bottleneck %s), %.4g GFLOP\n",
-                      p->predicted_ns * 1e-3,
-                      p->bottleneck >= 0 && p->bottleneck < dev->n_levels
-                          ? dev->level[p->bottleneck].name : "compute",
-                      p->flops * 1e-9);
+        rt_buf_printf(
+            &b, "predicted: %.3f us (bottleneck %s), %.4g GFLOP\n", p->predicted_ns * 1e-3,
+            p->bottleneck >= 0 && p->bottleneck < dev->n_levels ? dev->level[p->bottleneck].name
+                                                                : "compute",
+            p->flops * 1e-9);
     } else {
         rt_buf_puts(&b, "naive loop nests (reference kernel)\n");
     }
@@ -1854,9 +1874,9 @@ static void rt_lower_header(rt_lower *l, const rt_device *dev, const rt_perf_mod
     l->k->header = b.oom ? "" : b.data;
 }
 
-rt_status rt_lower_cpu(rt_arena *a, const rt_op *op, const rt_device *dev,
-                       const rt_perf_model *m, const rt_rprog *p, const rt_lower_options *opt,
-                       rt_kir_kernel **out, rt_err *err) {
+rt_status rt_lower_cpu(rt_arena *a, const rt_op *op, const rt_device *dev, const rt_perf_model *m,
+                       const rt_rprog *p, const rt_lower_options *opt, rt_kir_kernel **out,
+                       rt_err *err) {
     bool naive = (opt && opt->naive) || !p || !m;
     rt_lower l;
     memset(&l, 0, sizeof l);
@@ -1879,8 +1899,8 @@ rt_status rt_lower_cpu(rt_arena *a, const rt_op *op, const rt_device *dev,
     }
     rt_gemm g;
     int32_t main_stmt = m ? m->main_stmt : -1;
-    if (!naive && main_stmt >= 0 && (rt_gemm_detect(&l, main_stmt, &g) ||
-                                     rt_gemm_detect_implicit(&l, main_stmt, &g))) {
+    if (!naive && main_stmt >= 0 &&
+        (rt_gemm_detect(&l, main_stmt, &g) || rt_gemm_detect_implicit(&l, main_stmt, &g))) {
         rt_gemm_blocking(&g, op, dev, m, p);
         RT_TRY(rt_lower_general(&l, 0, main_stmt, true));
         RT_TRY(rt_lower_gemm(&l, &g));
@@ -1888,9 +1908,13 @@ rt_status rt_lower_cpu(rt_arena *a, const rt_op *op, const rt_device *dev,
         l.k->flops = 2.0 * (double)g.batch * (double)g.M * (double)g.N * (double)g.K;
         l.k->compute_bound = true;
         // The random-vector check needs plain strides: an implicit GEMM has none.
-        l.k->gemm = (rt_kir_contraction){!g.implicit, g.ta, g.tb, op->stmts[main_stmt].out, g.M,
-                                         g.N, g.K, g.am, g.ak, g.bk, g.bn, g.cm, g.alpha,
-                                         op->stmts[main_stmt].op == RT_ASSIGN_ADD};
+        l.k->gemm = (rt_kir_contraction){!g.implicit, g.ta,
+                                         g.tb,        op->stmts[main_stmt].out,
+                                         g.M,         g.N,
+                                         g.K,         g.am,
+                                         g.ak,        g.bk,
+                                         g.bn,        g.cm,
+                                         g.alpha,     op->stmts[main_stmt].op == RT_ASSIGN_ADD};
     } else {
         RT_TRY(rt_lower_general(&l, 0, op->n_stmts, !naive));
         l.k->flops = p ? p->flops : 0.0;

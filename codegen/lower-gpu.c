@@ -59,9 +59,9 @@ typedef struct rt_gplan {
     int32_t n_dims;
     rt_gdim dims[RT_GL_MAX_DIMS];
     int64_t threads, Rtot;
-    bool from_prog;         // tiles come from the rProgram
-    bool raster;            // grouped block order over the two innermost x dims
-    int64_t red_T1[64];     // staged: reduction step per var of the tiling statement
+    bool from_prog;     // tiles come from the rProgram
+    bool raster;        // grouped block order over the two innermost x dims
+    int64_t red_T1[64]; // staged: reduction step per var of the tiling statement
     int32_t n_stage;
     rt_gstage stage[RT_GL_MAX_READS];
 } rt_gplan;
@@ -81,20 +81,20 @@ typedef struct rt_gl {
     int64_t (*extent)[RT_MAX_DIMS];    // per tensor and dim, -1 ragged
     int32_t **var_of;                  // per statement: stmt var -> phase var (-1 unbound)
     const rt_stmt *s;
-    int32_t si;                        // index of s
+    int32_t si; // index of s
     rt_kir_type ct;
-    rt_kir_block *pre;                 // where sums inside expressions put their loops
-    bool staging;                      // reads of staged expressions come from shared memory
-    int32_t subst_tensor;              // reads of it at the prefix vars give subst_value
+    rt_kir_block *pre;    // where sums inside expressions put their loops
+    bool staging;         // reads of staged expressions come from shared memory
+    int32_t subst_tensor; // reads of it at the prefix vars give subst_value
     int32_t subst_n;
     rt_kir_expr *subst_value;
     bool oom;
 } rt_gl;
 
-#define RT_GL_CHECK(l, x)                                                                         \
-    do {                                                                                          \
-        if (!(x))                                                                                 \
-            (l)->oom = true;                                                                      \
+#define RT_GL_CHECK(l, x)                                                                          \
+    do {                                                                                           \
+        if (!(x))                                                                                  \
+            (l)->oom = true;                                                                       \
     } while (0)
 
 static rt_status rt_gl_unsupported(rt_gl *l, rt_loc loc, const char *what) {
@@ -183,9 +183,15 @@ static rt_status rt_gl_buffers(rt_gl *l, rt_gpu_kernel *gk) {
         const rt_tensor *tn = &op->tensors[t];
         rt_kir_type ty;
         switch (tn->dtype) {
-        case RT_DTYPE_F32: ty = RT_KIR_F32; break;
-        case RT_DTYPE_F64: ty = RT_KIR_F64; break;
-        case RT_DTYPE_I32: ty = RT_KIR_I32; break;
+        case RT_DTYPE_F32:
+            ty = RT_KIR_F32;
+            break;
+        case RT_DTYPE_F64:
+            ty = RT_KIR_F64;
+            break;
+        case RT_DTYPE_I32:
+            ty = RT_KIR_I32;
+            break;
         default:
             return rt_gl_unsupported(l, tn->loc,
                                      rt_arena_printf(l->a, "tensor '%s' of type %s", tn->name,
@@ -243,8 +249,8 @@ static rt_kir_expr *rt_gl_offset(rt_gl *l, int32_t t, rt_kir_expr **idx, rt_kir_
     const rt_tensor *tn = &l->op->tensors[t];
     for (int32_t d = 0; d < tn->n_dims; d++) {
         if (l->start_buf[t][d] >= 0) {
-            rt_kir_expr *st = rt_kir_cast(a, RT_KIR_I64, rt_kir_load(a, l->k, l->start_buf[t][d],
-                                                                      pos));
+            rt_kir_expr *st =
+                rt_kir_cast(a, RT_KIR_I64, rt_kir_load(a, l->k, l->start_buf[t][d], pos));
             pos = rt_kir_bin(a, RT_KIR_ADD, st, idx[d]);
         } else {
             rt_kir_expr *ext = rt_kir_int(a, l->extent[t][d]);
@@ -293,8 +299,8 @@ static rt_status rt_gl_read(rt_gl *l, const rt_expr *e, rt_kir_expr **out) {
     if (sg) {
         rt_kir_expr *off = rt_kir_int(a, 0);
         for (int32_t d = 0; d < sg->n_dims; d++) {
-            rt_kir_expr *rel = rt_kir_bin(a, RT_KIR_SUB, idx[d],
-                                          rt_kir_var_ref(a, l->ph, sg->lo_var[d]));
+            rt_kir_expr *rel =
+                rt_kir_bin(a, RT_KIR_SUB, idx[d], rt_kir_var_ref(a, l->ph, sg->lo_var[d]));
             off = rt_kir_bin(a, RT_KIR_ADD, off,
                              rt_kir_bin(a, RT_KIR_MUL, rel, rt_kir_int(a, sg->stride[d])));
         }
@@ -317,8 +323,7 @@ static rt_status rt_gl_read(rt_gl *l, const rt_expr *e, rt_kir_expr **out) {
                       : rt_kir_cast(a, v->type, rt_kir_int(a, (int64_t)tn->pad_value));
         *out = rt_kir_select(a, valid, v, pad);
     } else {
-        *out = rt_kir_load(a, l->k, l->data_buf[e->tensor],
-                           rt_gl_offset(l, e->tensor, idx, NULL));
+        *out = rt_kir_load(a, l->k, l->data_buf[e->tensor], rt_gl_offset(l, e->tensor, idx, NULL));
     }
     RT_GL_CHECK(l, *out);
     return RT_OK;
@@ -378,8 +383,8 @@ static rt_status rt_gl_int(rt_gl *l, const rt_expr *e, rt_kir_expr **out) {
         break;
     case RT_EXPR_UNARY:
         RT_TRY(rt_gl_int(l, e->args[0], &x));
-        *out = e->uop == RT_UOP_NEG ? rt_kir_neg(a, x)
-                                    : rt_kir_bin(a, RT_KIR_EQ, x, rt_kir_int(a, 0));
+        *out =
+            e->uop == RT_UOP_NEG ? rt_kir_neg(a, x) : rt_kir_bin(a, RT_KIR_EQ, x, rt_kir_int(a, 0));
         break;
     case RT_EXPR_BINARY:
         if (!e->args[0]->is_int || !e->args[1]->is_int)
@@ -397,8 +402,8 @@ static rt_status rt_gl_int(rt_gl *l, const rt_expr *e, rt_kir_expr **out) {
         break;
     }
     case RT_EXPR_CALL: {
-        bool all_int = e->n_args >= 1 &&
-                       (e->fn == RT_FN_MAX || e->fn == RT_FN_MIN || e->fn == RT_FN_ABS);
+        bool all_int =
+            e->n_args >= 1 && (e->fn == RT_FN_MAX || e->fn == RT_FN_MIN || e->fn == RT_FN_ABS);
         for (int32_t i = 0; i < e->n_args; i++)
             all_int = all_int && e->args[i]->is_int;
         if (!all_int)
@@ -420,7 +425,7 @@ static rt_status rt_gl_int(rt_gl *l, const rt_expr *e, rt_kir_expr **out) {
     }
     RT_GL_CHECK(l, *out);
     return RT_OK;
-via_float: {
+via_float : {
     rt_expr plain = *e;
     plain.is_int = false;
     RT_TRY(rt_gl_num(l, &plain, &x));
@@ -564,19 +569,27 @@ static rt_status rt_gl_num(rt_gl *l, const rt_expr *e, rt_kir_expr **out) {
 
 static double rt_gl_assign_init(rt_assign op) {
     switch (op) {
-    case RT_ASSIGN_MUL_INIT: return 1.0;
-    case RT_ASSIGN_MAX_INIT: return -HUGE_VAL;
-    case RT_ASSIGN_MIN_INIT: return HUGE_VAL;
-    default: return 0.0;
+    case RT_ASSIGN_MUL_INIT:
+        return 1.0;
+    case RT_ASSIGN_MAX_INIT:
+        return -HUGE_VAL;
+    case RT_ASSIGN_MIN_INIT:
+        return HUGE_VAL;
+    default:
+        return 0.0;
     }
 }
 
 static rt_kir_expr *rt_gl_combine(rt_arena *a, rt_assign op, rt_kir_expr *cur, rt_kir_expr *x) {
     switch (op) {
-    case RT_ASSIGN_MUL_INIT: return rt_kir_bin(a, RT_KIR_MUL, cur, x);
-    case RT_ASSIGN_MAX_INIT: return rt_kir_bin(a, RT_KIR_MAX, cur, x);
-    case RT_ASSIGN_MIN_INIT: return rt_kir_bin(a, RT_KIR_MIN, cur, x);
-    default: return rt_kir_bin(a, RT_KIR_ADD, cur, x);
+    case RT_ASSIGN_MUL_INIT:
+        return rt_kir_bin(a, RT_KIR_MUL, cur, x);
+    case RT_ASSIGN_MAX_INIT:
+        return rt_kir_bin(a, RT_KIR_MAX, cur, x);
+    case RT_ASSIGN_MIN_INIT:
+        return rt_kir_bin(a, RT_KIR_MIN, cur, x);
+    default:
+        return rt_kir_bin(a, RT_KIR_ADD, cur, x);
     }
 }
 
@@ -990,8 +1003,8 @@ static void rt_gl_coords(rt_gl *l, rt_gplan *pl, rt_kir_block *b) {
         rt_kir_expr *L = rt_gl_let(l, b, "blk_pair", rt_gl_umod(a, rest, pair));
         rest = rt_gl_let(l, b, "blk_rest", rt_gl_udiv(a, rest, pair));
         rt_kir_expr *grp = rt_gl_let(l, b, "blk_group", rt_gl_udiv(a, L, width));
-        rt_kir_expr *first = rt_gl_let(l, b, "blk_first",
-                                       rt_kir_bin(a, RT_KIR_MUL, grp, rt_kir_int(a, G)));
+        rt_kir_expr *first =
+            rt_gl_let(l, b, "blk_first", rt_kir_bin(a, RT_KIR_MUL, grp, rt_kir_int(a, G)));
         rt_kir_expr *gsz = rt_gl_let(
             l, b, "blk_gsize",
             rt_kir_bin(a, RT_KIR_MIN, rt_kir_bin(a, RT_KIR_SUB, rt_kir_int(a, go->nb), first),
@@ -1031,8 +1044,8 @@ static void rt_gl_coords(rt_gl *l, rt_gplan *pl, rt_kir_block *b) {
             outer_t = d;
     for (int32_t d = pl->n_dims - 1; d >= 0; d--) {
         rt_gdim *g = &pl->dims[d];
-        rt_kir_expr *v = g->nt == 1 ? rt_kir_int(a, 0)
-                                    : (d == outer_t ? rest : rt_gl_umod(a, rest, g->nt));
+        rt_kir_expr *v =
+            g->nt == 1 ? rt_kir_int(a, 0) : (d == outer_t ? rest : rt_gl_umod(a, rest, g->nt));
         rt_kir_expr *r = rt_gl_let(l, b, "t", v);
         if (r)
             g->tvar = r->var;
@@ -1069,8 +1082,8 @@ static rt_status rt_gl_bind(rt_gl *l, rt_gplan *pl, rt_kir_block *b, rt_kir_expr
             continue;
         }
         if (g->n_members > 1 || g->extent % g->T1 != 0)
-            ok = rt_kir_bin(a, RT_KIR_AND, ok, rt_kir_bin(a, RT_KIR_LT, lin,
-                                                         rt_kir_int(a, g->extent)));
+            ok = rt_kir_bin(a, RT_KIR_AND, ok,
+                            rt_kir_bin(a, RT_KIR_LT, lin, rt_kir_int(a, g->extent)));
         rt_kir_expr *rest = g->n_members > 1 ? rt_gl_let(l, b, "lin", lin) : lin;
         for (int32_t k = g->n_members - 1; k >= 0; k--) {
             rt_kir_expr *v = k == 0 ? rest : rt_gl_umod(a, rest, g->mext[k]);
@@ -1163,9 +1176,8 @@ static rt_status rt_gl_direct_stmt(rt_gl *l, rt_kir_block *b, int32_t n_prefix) 
         if (!init)
             return rt_gl_nomem(l);
         init->var = acc;
-        init->value = s->op == RT_ASSIGN_ADD
-                          ? rt_kir_cast(a, l->ct, rt_kir_load(a, l->k, ob, off))
-                          : rt_kir_flt(a, l->ct, rt_gl_assign_init(s->op));
+        init->value = s->op == RT_ASSIGN_ADD ? rt_kir_cast(a, l->ct, rt_kir_load(a, l->k, ob, off))
+                                             : rt_kir_flt(a, l->ct, rt_gl_assign_init(s->op));
         rt_kir_block *inner = b;
         for (int32_t i = 0; i < nr && inner; i++)
             RT_TRY(rt_gl_var_loop(l, inner, red[i], &inner));
@@ -1249,9 +1261,8 @@ static rt_status rt_gl_copies(rt_gl *l, rt_gplan *pl, rt_kir_block *b, const int
         rt_kir_expr *off = rt_gl_offset(l, g->read->tensor, gidx, &valid);
         rt_kir_expr *safe = rt_kir_select(a, valid, off, rt_kir_int(a, 0));
         rt_kir_expr *v = rt_kir_load(a, l->k, l->data_buf[g->read->tensor], safe);
-        rt_kir_expr *val = rt_kir_select(a, valid, v,
-                                         rt_kir_flt(a, RT_KIR_F32, tn->has_pad ? tn->pad_value
-                                                                               : 0.0));
+        rt_kir_expr *val = rt_kir_select(
+            a, valid, v, rt_kir_flt(a, RT_KIR_F32, tn->has_pad ? tn->pad_value : 0.0));
         rt_gl_store(l, lb, g->sh_buf, soff, val);
     }
     return RT_OK;
@@ -1277,9 +1288,8 @@ static rt_status rt_gl_regtile(rt_gl *l, rt_gplan *pl, rt_kir_block *b) {
     RT_TRY(rt_gl_bind(l, pl, b, rt_kir_int(a, 0), &valid));
     // init
     int32_t ev = rt_kir_add_var(a, l->ph, "e", RT_KIR_I64);
-    rt_kir_node *il = ev >= 0 ? rt_kir_loop(a, b, ev, rt_kir_int(a, 0), rt_kir_int(a, pl->Rtot),
-                                            ek)
-                              : NULL;
+    rt_kir_node *il =
+        ev >= 0 ? rt_kir_loop(a, b, ev, rt_kir_int(a, 0), rt_kir_int(a, pl->Rtot), ek) : NULL;
     if (!il)
         return rt_gl_nomem(l);
     rt_gl_store(l, &il->body, acc, rt_kir_var_ref(a, l->ph, ev),
@@ -1296,12 +1306,12 @@ static rt_status rt_gl_regtile(rt_gl *l, rt_gplan *pl, rt_kir_block *b) {
         for (int32_t d = 0; d < pl->n_dims; d++) {
             rt_gdim *g = &pl->dims[d];
             int32_t v = g->members[0];
-            rt_kir_expr *bv = rt_gl_let(
-                l, b, rt_arena_printf(a, "base_%s", s->vars[v].name),
-                rt_kir_bin(a, RT_KIR_ADD,
-                           rt_kir_bin(a, RT_KIR_MUL, rt_kir_var_ref(a, l->ph, g->bvar),
-                                      rt_kir_int(a, g->T1)),
-                           rt_kir_int(a, g->mlo[0])));
+            rt_kir_expr *bv =
+                rt_gl_let(l, b, rt_arena_printf(a, "base_%s", s->vars[v].name),
+                          rt_kir_bin(a, RT_KIR_ADD,
+                                     rt_kir_bin(a, RT_KIR_MUL, rt_kir_var_ref(a, l->ph, g->bvar),
+                                                rt_kir_int(a, g->T1)),
+                                     rt_kir_int(a, g->mlo[0])));
             if (!bv)
                 return rt_gl_nomem(l);
             base_var[v] = bv->var;
@@ -1309,11 +1319,11 @@ static rt_status rt_gl_regtile(rt_gl *l, rt_gplan *pl, rt_kir_block *b) {
         }
         for (int32_t i = 0; i < pl->n_stage; i++) {
             rt_gstage *g = &pl->stage[i];
-            g->sh_buf = rt_kir_add_buf(
-                a, l->k,
-                rt_arena_printf(a, "sh_%s_p%d", l->op->tensors[g->read->tensor].name,
-                                (int)(l->k->n_phases - 1)),
-                RT_KIR_BUF_SHARED, RT_KIR_F32, -1, l->k->n_phases - 1);
+            g->sh_buf =
+                rt_kir_add_buf(a, l->k,
+                               rt_arena_printf(a, "sh_%s_p%d", l->op->tensors[g->read->tensor].name,
+                                               (int)(l->k->n_phases - 1)),
+                               RT_KIR_BUF_SHARED, RT_KIR_F32, -1, l->k->n_phases - 1);
             if (g->sh_buf < 0)
                 return rt_gl_nomem(l);
             l->k->bufs[g->sh_buf].elems = g->elems;
@@ -1334,12 +1344,12 @@ static rt_status rt_gl_regtile(rt_gl *l, rt_gplan *pl, rt_kir_block *b) {
             if (!loop)
                 return rt_gl_nomem(l);
             inner = &loop->body;
-            rt_kir_expr *r0 = rt_gl_let(
-                l, inner, rt_arena_printf(a, "base_%s", s->vars[v].name),
-                rt_kir_bin(a, RT_KIR_ADD,
-                           rt_kir_bin(a, RT_KIR_MUL, rt_kir_var_ref(a, l->ph, cv),
-                                      rt_kir_int(a, pl->red_T1[v])),
-                           rt_kir_int(a, lo_r[i])));
+            rt_kir_expr *r0 =
+                rt_gl_let(l, inner, rt_arena_printf(a, "base_%s", s->vars[v].name),
+                          rt_kir_bin(a, RT_KIR_ADD,
+                                     rt_kir_bin(a, RT_KIR_MUL, rt_kir_var_ref(a, l->ph, cv),
+                                                rt_kir_int(a, pl->red_T1[v])),
+                                     rt_kir_int(a, lo_r[i])));
             if (!r0)
                 return rt_gl_nomem(l);
             base_var[v] = r0->var;
@@ -1352,17 +1362,15 @@ static rt_status rt_gl_regtile(rt_gl *l, rt_gplan *pl, rt_kir_block *b) {
             int32_t v = red[i];
             int32_t rv = rt_kir_add_var(a, l->ph, s->vars[v].name, RT_KIR_I64);
             int64_t T1 = pl->red_T1[v];
-            rt_kir_node *loop = rv >= 0 ? rt_kir_loop(a, inner, rv, rt_kir_var_ref(a, l->ph,
-                                                                                   base_var[v]),
-                                                      rt_kir_bin(a, RT_KIR_MIN,
-                                                                 rt_kir_bin(a, RT_KIR_ADD,
-                                                                            rt_kir_var_ref(
-                                                                                a, l->ph,
-                                                                                base_var[v]),
-                                                                            rt_kir_int(a, T1)),
-                                                                 rt_kir_int(a, hi_r[i])),
-                                                      RT_KIR_LOOP_SERIAL)
-                                        : NULL;
+            rt_kir_node *loop =
+                rv >= 0 ? rt_kir_loop(a, inner, rv, rt_kir_var_ref(a, l->ph, base_var[v]),
+                                      rt_kir_bin(a, RT_KIR_MIN,
+                                                 rt_kir_bin(a, RT_KIR_ADD,
+                                                            rt_kir_var_ref(a, l->ph, base_var[v]),
+                                                            rt_kir_int(a, T1)),
+                                                 rt_kir_int(a, hi_r[i])),
+                                      RT_KIR_LOOP_SERIAL)
+                        : NULL;
             if (!loop)
                 return rt_gl_nomem(l);
             l->var_of[ti][v] = rv;
@@ -1370,9 +1378,9 @@ static rt_status rt_gl_regtile(rt_gl *l, rt_gplan *pl, rt_kir_block *b) {
         }
         l->staging = true;
         int32_t ev2 = rt_kir_add_var(a, l->ph, "e", RT_KIR_I64);
-        rt_kir_node *el = ev2 >= 0 ? rt_kir_loop(a, inner, ev2, rt_kir_int(a, 0),
-                                                 rt_kir_int(a, pl->Rtot), ek)
-                                   : NULL;
+        rt_kir_node *el =
+            ev2 >= 0 ? rt_kir_loop(a, inner, ev2, rt_kir_int(a, 0), rt_kir_int(a, pl->Rtot), ek)
+                     : NULL;
         if (!el)
             return rt_gl_nomem(l);
         rt_kir_expr *ok;
@@ -1392,9 +1400,9 @@ static rt_status rt_gl_regtile(rt_gl *l, rt_gplan *pl, rt_kir_block *b) {
         if (!inner)
             return rt_gl_nomem(l);
         int32_t ev2 = rt_kir_add_var(a, l->ph, "e", RT_KIR_I64);
-        rt_kir_node *el = ev2 >= 0 ? rt_kir_loop(a, inner, ev2, rt_kir_int(a, 0),
-                                                 rt_kir_int(a, pl->Rtot), ek)
-                                   : NULL;
+        rt_kir_node *el =
+            ev2 >= 0 ? rt_kir_loop(a, inner, ev2, rt_kir_int(a, 0), rt_kir_int(a, pl->Rtot), ek)
+                     : NULL;
         if (!el)
             return rt_gl_nomem(l);
         rt_kir_expr *ok;
@@ -1412,9 +1420,8 @@ static rt_status rt_gl_regtile(rt_gl *l, rt_gplan *pl, rt_kir_block *b) {
     }
     // store (+ epilogue)
     int32_t ev3 = rt_kir_add_var(a, l->ph, "e", RT_KIR_I64);
-    rt_kir_node *sl = ev3 >= 0 ? rt_kir_loop(a, b, ev3, rt_kir_int(a, 0), rt_kir_int(a, pl->Rtot),
-                                             ek)
-                               : NULL;
+    rt_kir_node *sl =
+        ev3 >= 0 ? rt_kir_loop(a, b, ev3, rt_kir_int(a, 0), rt_kir_int(a, pl->Rtot), ek) : NULL;
     if (!sl)
         return rt_gl_nomem(l);
     rt_kir_expr *ok;
@@ -1486,11 +1493,10 @@ static rt_status rt_gl_phase(rt_gl *l, rt_gplan *pl, rt_gpu_phase *gp, const cha
     rt_gl_coords(l, pl, b);
     if (pl->mode == RT_GL_DIRECT) {
         int32_t ev = rt_kir_add_var(a, l->ph, "e", RT_KIR_I64);
-        rt_kir_node *el = ev >= 0 ? rt_kir_loop(a, b, ev, rt_kir_int(a, 0),
-                                                rt_kir_int(a, pl->Rtot),
-                                                pl->Rtot <= 16 ? RT_KIR_LOOP_UNROLL
-                                                               : RT_KIR_LOOP_SERIAL)
-                                  : NULL;
+        rt_kir_node *el =
+            ev >= 0 ? rt_kir_loop(a, b, ev, rt_kir_int(a, 0), rt_kir_int(a, pl->Rtot),
+                                  pl->Rtot <= 16 ? RT_KIR_LOOP_UNROLL : RT_KIR_LOOP_SERIAL)
+                    : NULL;
         if (!el)
             return rt_gl_nomem(l);
         rt_kir_expr *ok;
@@ -1544,8 +1550,9 @@ static const char *rt_gl_header(rt_gl *l, const rt_gpu_lower_options *opt, rt_gp
     if (l->p && l->m) {
         const rt_perf_model *m = l->m;
         const rt_rprog *p = l->p;
-        rt_buf_printf(&b, "candidate %d: predicted %.2f us, bottleneck %s, threads %lld, "
-                          "blocks %lld\n",
+        rt_buf_printf(&b,
+                      "candidate %d: predicted %.2f us, bottleneck %s, threads %lld, "
+                      "blocks %lld\n",
                       (int)opt->rank, p->predicted_ns / 1000.0,
                       p->bottleneck >= 0 && p->bottleneck < dev->n_levels
                           ? dev->level[p->bottleneck].name
@@ -1566,8 +1573,7 @@ static const char *rt_gl_header(rt_gl *l, const rt_gpu_lower_options *opt, rt_gp
     }
     for (int32_t i = 0; i < n; i++) {
         rt_buf_printf(&b, "kernel %d: %s, %lld threads, register tile %lld", (int)i,
-                      l->k->phases[i].what, (long long)plans[i].threads,
-                      (long long)plans[i].Rtot);
+                      l->k->phases[i].what, (long long)plans[i].threads, (long long)plans[i].Rtot);
         if (plans[i].n_stage > 0) {
             int64_t bytes = 0;
             for (int32_t s = 0; s < plans[i].n_stage; s++)
@@ -1593,8 +1599,8 @@ rt_status rt_gpu_lower(rt_arena *a, const rt_op *op, const rt_device *dev, const
                        dev->name);
     if (p && !m)
         return rt_fail(err, RT_ERR_BACKEND, RT_NOLOC, "an rProgram needs its model");
-    rt_gl l = {.a = a, .op = op, .dev = dev, .m = p ? m : NULL, .p = p, .err = err,
-               .subst_tensor = -1};
+    rt_gl l = {
+        .a = a, .op = op, .dev = dev, .m = p ? m : NULL, .p = p, .err = err, .subst_tensor = -1};
     rt_gpu_kernel *gk;
     RT_ALLOC(a, gk, 1, err);
     gk->op = op;
@@ -1678,7 +1684,9 @@ typedef struct rt_gl_eval {
 static bool rt_gl_eval_int(rt_gl_eval *ev, const rt_expr *e, int64_t *out) {
     int64_t x, y;
     switch (e->kind) {
-    case RT_EXPR_NUM: *out = (int64_t)e->num; return true;
+    case RT_EXPR_NUM:
+        *out = (int64_t)e->num;
+        return true;
     case RT_EXPR_SIZE:
         if (e->sym < 0 || e->sym >= ev->op->n_sizes)
             return false;
@@ -1708,20 +1716,51 @@ static bool rt_gl_eval_int(rt_gl_eval *ev, const rt_expr *e, int64_t *out) {
         if (!rt_gl_eval_int(ev, e->args[0], &x) || !rt_gl_eval_int(ev, e->args[1], &y))
             return false;
         switch (e->bop) {
-        case RT_BOP_ADD: *out = x + y; return true;
-        case RT_BOP_SUB: *out = x - y; return true;
-        case RT_BOP_MUL: *out = x * y; return true;
-        case RT_BOP_DIV: if (y <= 0) return false; *out = rt_floor_div(x, y); return true;
-        case RT_BOP_MOD: if (y <= 0) return false; *out = rt_floor_mod(x, y); return true;
-        case RT_BOP_LT: *out = x < y; return true;
-        case RT_BOP_LE: *out = x <= y; return true;
-        case RT_BOP_GT: *out = x > y; return true;
-        case RT_BOP_GE: *out = x >= y; return true;
-        case RT_BOP_EQ: *out = x == y; return true;
-        case RT_BOP_NE: *out = x != y; return true;
-        case RT_BOP_AND: *out = x && y; return true;
-        case RT_BOP_OR: *out = x || y; return true;
-        default: return false;
+        case RT_BOP_ADD:
+            *out = x + y;
+            return true;
+        case RT_BOP_SUB:
+            *out = x - y;
+            return true;
+        case RT_BOP_MUL:
+            *out = x * y;
+            return true;
+        case RT_BOP_DIV:
+            if (y <= 0)
+                return false;
+            *out = rt_floor_div(x, y);
+            return true;
+        case RT_BOP_MOD:
+            if (y <= 0)
+                return false;
+            *out = rt_floor_mod(x, y);
+            return true;
+        case RT_BOP_LT:
+            *out = x < y;
+            return true;
+        case RT_BOP_LE:
+            *out = x <= y;
+            return true;
+        case RT_BOP_GT:
+            *out = x > y;
+            return true;
+        case RT_BOP_GE:
+            *out = x >= y;
+            return true;
+        case RT_BOP_EQ:
+            *out = x == y;
+            return true;
+        case RT_BOP_NE:
+            *out = x != y;
+            return true;
+        case RT_BOP_AND:
+            *out = x && y;
+            return true;
+        case RT_BOP_OR:
+            *out = x || y;
+            return true;
+        default:
+            return false;
         }
     case RT_EXPR_COND:
         if (!rt_gl_eval_int(ev, e->args[0], &x))
@@ -1743,7 +1782,8 @@ static bool rt_gl_eval_int(rt_gl_eval *ev, const rt_expr *e, int64_t *out) {
         }
         *out = x;
         return true;
-    default: return false;
+    default:
+        return false;
     }
 }
 

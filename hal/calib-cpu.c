@@ -84,8 +84,8 @@ rt_status rt_calib_check_spread(const char *what, const rt_calib_stats *s, doubl
 // The probes as LLVM IR
 // ---------------------------------------------------------------------------------------------
 
-#define RT_CALIB_ACCS 16     // independent accumulators: > FMA latency (4) x ports (2)
-#define RT_CALIB_LOAD_ACCS 8 // read loop: fadd latency (4) x 2 loads per cycle
+#define RT_CALIB_ACCS      16 // independent accumulators: > FMA latency (4) x ports (2)
+#define RT_CALIB_LOAD_ACCS 8  // read loop: fadd latency (4) x 2 loads per cycle
 
 typedef float (*rt_fma_f32_fn)(int64_t iters, float x, float y);
 typedef double (*rt_fma_f64_fn)(int64_t iters, double x, double y);
@@ -137,8 +137,8 @@ static LLVMValueRef rt_ir_fn(rt_ir *ir, const char *name, LLVMTypeRef ret, LLVMT
     LLVMTypeRef ty = LLVMFunctionType(ret, params, n, 0);
     LLVMValueRef fn = LLVMAddFunction(ir->m, name, ty);
     LLVMAddAttributeAtIndex(fn, LLVMAttributeFunctionIndex,
-                            LLVMCreateStringAttribute(ir->ctx, "prefer-vector-width", 19,
-                                                      ir->width, (unsigned)strlen(ir->width)));
+                            LLVMCreateStringAttribute(ir->ctx, "prefer-vector-width", 19, ir->width,
+                                                      (unsigned)strlen(ir->width)));
     LLVMAddAttributeAtIndex(
         fn, LLVMAttributeFunctionIndex,
         LLVMCreateEnumAttribute(ir->ctx, LLVMGetEnumAttributeKindForName("nounwind", 8), 0));
@@ -146,8 +146,7 @@ static LLVMValueRef rt_ir_fn(rt_ir *ir, const char *name, LLVMTypeRef ret, LLVMT
         if (params[i] == ir->ptr)
             LLVMAddAttributeAtIndex(
                 fn, i + 1,
-                LLVMCreateEnumAttribute(ir->ctx, LLVMGetEnumAttributeKindForName("noalias", 7),
-                                        0));
+                LLVMCreateEnumAttribute(ir->ctx, LLVMGetEnumAttributeKindForName("noalias", 7), 0));
     }
     return fn;
 }
@@ -169,8 +168,8 @@ static LLVMValueRef rt_ir_call(rt_ir *ir, const char *name, LLVMTypeRef ret, LLV
 
 static LLVMValueRef rt_ir_splat(rt_ir *ir, LLVMValueRef x, unsigned lanes) {
     LLVMTypeRef vt = LLVMVectorType(LLVMTypeOf(x), lanes);
-    LLVMValueRef v = LLVMBuildInsertElement(ir->b, LLVMGetUndef(vt), x,
-                                            LLVMConstInt(ir->i32, 0, 0), "");
+    LLVMValueRef v =
+        LLVMBuildInsertElement(ir->b, LLVMGetUndef(vt), x, LLVMConstInt(ir->i32, 0, 0), "");
     return LLVMBuildShuffleVector(ir->b, v, LLVMGetUndef(vt),
                                   LLVMConstNull(LLVMVectorType(ir->i32, lanes)), "");
 }
@@ -181,8 +180,8 @@ static LLVMValueRef rt_ir_i64(rt_ir *ir, int64_t v) {
 
 // float|double|half rt_calib_fma_<t>(i64 n, s x, s y): RT_CALIB_ACCS chains acc = fma(acc, x, y)
 // on vectors of et, n iterations, returning the sum of all lanes (as the scalar type s).
-static void rt_ir_fma(rt_ir *ir, const char *name, LLVMTypeRef et, LLVMTypeRef st,
-                      unsigned lanes, const char *fma_name, const char *reduce_name) {
+static void rt_ir_fma(rt_ir *ir, const char *name, LLVMTypeRef et, LLVMTypeRef st, unsigned lanes,
+                      const char *fma_name, const char *reduce_name) {
     LLVMTypeRef params[] = {ir->i64, st, st};
     LLVMValueRef fn = rt_ir_fn(ir, name, st, params, 3);
     LLVMBasicBlockRef entry = LLVMAppendBasicBlockInContext(ir->ctx, fn, "entry");
@@ -284,8 +283,7 @@ static LLVMValueRef rt_ir_i8(rt_ir *ir, int v) {
 // tdpbf16ps of A tiles 4-5 and B tiles 6-7 (16 rows x 64 bytes each), n iterations of 4.
 static void rt_ir_amx(rt_ir *ir) {
     LLVMTypeRef params[] = {ir->i64, ir->ptr, ir->ptr, ir->ptr, ir->ptr};
-    LLVMValueRef fn = rt_ir_fn(ir, "rt_calib_amx_bf16", LLVMVoidTypeInContext(ir->ctx), params,
-                               5);
+    LLVMValueRef fn = rt_ir_fn(ir, "rt_calib_amx_bf16", LLVMVoidTypeInContext(ir->ctx), params, 5);
     LLVMTypeRef vt = LLVMVoidTypeInContext(ir->ctx);
     LLVMBasicBlockRef entry = LLVMAppendBasicBlockInContext(ir->ctx, fn, "entry");
     LLVMBasicBlockRef loop = LLVMAppendBasicBlockInContext(ir->ctx, fn, "loop");
@@ -383,23 +381,21 @@ static LLVMValueRef rt_ir_volatile_splat(rt_ir *ir, LLVMValueRef p, unsigned lan
 // [k0, k1), at slot (k * odd) & mask: a[o+i] = b[o+i] + s * c[o+i] for i < elems, o = slot *
 // elems. mask 0 repeats one working set; a larger mask walks a buffer in scattered chunks.
 static void rt_ir_triad(rt_ir *ir, unsigned lanes) {
-    LLVMTypeRef params[] = {ir->ptr, ir->ptr, ir->ptr, ir->i64,
-                            ir->i64, ir->i64, ir->i64, ir->ptr};
+    LLVMTypeRef params[] = {ir->ptr, ir->ptr, ir->ptr, ir->i64, ir->i64, ir->i64, ir->i64, ir->ptr};
     LLVMValueRef fn = rt_ir_fn(ir, "rt_calib_triad", LLVMVoidTypeInContext(ir->ctx), params, 8);
     LLVMPositionBuilderAtEnd(ir->b, LLVMAppendBasicBlockInContext(ir->ctx, fn, "entry"));
     unsigned align = lanes * 4;
     rt_ir_loop outer, inner;
     rt_ir_loop_begin(ir, fn, &outer, LLVMGetParam(fn, 5), LLVMGetParam(fn, 6), rt_ir_i64(ir, 1));
     LLVMValueRef sv = rt_ir_volatile_splat(ir, LLVMGetParam(fn, 7), lanes);
-    LLVMValueRef slot = LLVMBuildAnd(
-        ir->b, LLVMBuildMul(ir->b, outer.i, rt_ir_i64(ir, 0x9E3779B1), ""), LLVMGetParam(fn, 4),
-        "");
+    LLVMValueRef slot =
+        LLVMBuildAnd(ir->b, LLVMBuildMul(ir->b, outer.i, rt_ir_i64(ir, 0x9E3779B1), ""),
+                     LLVMGetParam(fn, 4), "");
     LLVMValueRef off = LLVMBuildMul(ir->b, slot, LLVMGetParam(fn, 3), "");
     LLVMValueRef pa = LLVMBuildInBoundsGEP2(ir->b, ir->f32, LLVMGetParam(fn, 0), &off, 1, "");
     LLVMValueRef pb = LLVMBuildInBoundsGEP2(ir->b, ir->f32, LLVMGetParam(fn, 1), &off, 1, "");
     LLVMValueRef pc = LLVMBuildInBoundsGEP2(ir->b, ir->f32, LLVMGetParam(fn, 2), &off, 1, "");
-    rt_ir_loop_begin(ir, fn, &inner, rt_ir_i64(ir, 0), LLVMGetParam(fn, 3),
-                     rt_ir_i64(ir, lanes));
+    rt_ir_loop_begin(ir, fn, &inner, rt_ir_i64(ir, 0), LLVMGetParam(fn, 3), rt_ir_i64(ir, lanes));
     LLVMValueRef bv = rt_ir_vload(ir, pb, inner.i, align);
     LLVMValueRef cv = rt_ir_vload(ir, pc, inner.i, align);
     LLVMValueRef av = LLVMBuildFAdd(ir->b, bv, LLVMBuildFMul(ir->b, sv, cv, ""), "");
@@ -434,8 +430,8 @@ static void rt_ir_load(rt_ir *ir, unsigned lanes) {
     }
     for (int k = 0; k < RT_CALIB_LOAD_ACCS; k++) {
         LLVMValueRef idx = LLVMBuildAdd(ir->b, inner.i, rt_ir_i64(ir, (int64_t)lanes * k), "");
-        nacc[k] = LLVMBuildFAdd(ir->b, iacc[k], rt_ir_vload(ir, LLVMGetParam(fn, 0), idx, align),
-                                "");
+        nacc[k] =
+            LLVMBuildFAdd(ir->b, iacc[k], rt_ir_vload(ir, LLVMGetParam(fn, 0), idx, align), "");
     }
     rt_ir_loop_end(ir, &inner);
     for (int k = 0; k < RT_CALIB_LOAD_ACCS; k++)
@@ -461,8 +457,7 @@ static void rt_ir_store(rt_ir *ir, unsigned lanes) {
     rt_ir_loop outer, inner;
     rt_ir_loop_begin(ir, fn, &outer, rt_ir_i64(ir, 0), LLVMGetParam(fn, 2), rt_ir_i64(ir, 1));
     LLVMValueRef v = rt_ir_volatile_splat(ir, LLVMGetParam(fn, 3), lanes);
-    rt_ir_loop_begin(ir, fn, &inner, rt_ir_i64(ir, 0), LLVMGetParam(fn, 1),
-                     rt_ir_i64(ir, lanes));
+    rt_ir_loop_begin(ir, fn, &inner, rt_ir_i64(ir, 0), LLVMGetParam(fn, 1), rt_ir_i64(ir, lanes));
     rt_ir_vstore(ir, v, LLVMGetParam(fn, 0), inner.i, lanes * 4);
     rt_ir_loop_end(ir, &inner);
     rt_ir_loop_end(ir, &outer);
@@ -583,7 +578,7 @@ static rt_status rt_calib_build(rt_arena *a, rt_kernels *k, char *cpu_name, size
 // ---------------------------------------------------------------------------------------------
 
 #define RT_CALIB_MAX_THREADS 256
-#define RT_CALIB_SPINS 20000
+#define RT_CALIB_SPINS       20000
 
 typedef void (*rt_job_fn)(void *arg, int32_t tid);
 
@@ -742,7 +737,7 @@ typedef struct rt_probe {
     rt_calib_value v;    // name, target and unit filled when planned
 } rt_probe;
 
-#define RT_CALIB_MAX_PROBES 64
+#define RT_CALIB_MAX_PROBES  64
 #define RT_CALIB_SYNC_PHASES 16
 
 typedef struct rt_calib {
@@ -953,7 +948,7 @@ static rt_status rt_calib_trial(rt_calib *c, rt_probe *p, rt_err *err) {
     if (st != RT_CPU_CHILD_OK) {
         p->v.skipped = true;
         snprintf(p->v.note, sizeof p->v.note, "skipped: the probe %s in a trial run%s",
-                 st == RT_CPU_CHILD_CRASHED  ? "crashed"
+                 st == RT_CPU_CHILD_CRASHED   ? "crashed"
                  : st == RT_CPU_CHILD_TIMEOUT ? "hung"
                                               : "failed",
                  st == RT_CPU_CHILD_CRASHED && code == SIGILL ? " (illegal instruction)" : "");
@@ -1085,19 +1080,19 @@ static void rt_calib_plan(const rt_calib *c, const rt_device *base, rt_plan *pla
         rt_probe *p1 = rt_plan_add(plan, kind, 1, compute[i].mma ? RT_CALIB_REPORT : RT_CALIB_INSN,
                                    "GFLOP/s", "%s, 1 thread", compute[i].name);
         snprintf(p1->v.insn, sizeof p1->v.insn, "%s", compute[i].insn);
-        rt_probe *pt = rt_plan_add(plan, kind, T, compute[i].mma ? RT_CALIB_MMA : RT_CALIB_PEAK,
-                                   "GFLOP/s", "%s, %d thread%s", compute[i].name, (int)T,
-                                   rt_plural(T));
+        rt_probe *pt =
+            rt_plan_add(plan, kind, T, compute[i].mma ? RT_CALIB_MMA : RT_CALIB_PEAK, "GFLOP/s",
+                        "%s, %d thread%s", compute[i].name, (int)T, rt_plural(T));
         pt->v.dtype = compute[i].dtype;
     }
 
     // Load and store throughput of one core, L1-resident.
     int64_t l1_elems = 4096; // 16 KiB
-    rt_probe *ld = rt_plan_add(plan, RT_PROBE_LOAD, 1, RT_CALIB_REPORT, "GB/s",
-                               "load, 1 thread (16 KiB)");
+    rt_probe *ld =
+        rt_plan_add(plan, RT_PROBE_LOAD, 1, RT_CALIB_REPORT, "GB/s", "load, 1 thread (16 KiB)");
     ld->elems = l1_elems;
-    rt_probe *st = rt_plan_add(plan, RT_PROBE_STORE, 1, RT_CALIB_REPORT, "GB/s",
-                               "store, 1 thread (16 KiB)");
+    rt_probe *st =
+        rt_plan_add(plan, RT_PROBE_STORE, 1, RT_CALIB_REPORT, "GB/s", "store, 1 thread (16 KiB)");
     st->elems = l1_elems;
 
     // Triad at about half of each cache level (from the top), then DRAM.
@@ -1147,8 +1142,8 @@ static void rt_calib_plan(const rt_calib *c, const rt_device *base, rt_plan *pla
         pt->v.level = i;
         if (i == 0) {
             // The DRAM curve: triad on chunks of S bytes at scattered places of the buffer.
-            static const int64_t full[] = {1 << 10,  4 << 10,  16 << 10, 64 << 10, 256 << 10,
-                                           1 << 20,  4 << 20,  16 << 20, 64 << 20};
+            static const int64_t full[] = {1 << 10, 4 << 10, 16 << 10, 64 << 10, 256 << 10,
+                                           1 << 20, 4 << 20, 16 << 20, 64 << 20};
             static const int64_t tiny[] = {4 << 10, 64 << 10, 1 << 20};
             const int64_t *pts = quick ? tiny : full;
             size_t n = quick ? sizeof tiny / sizeof tiny[0] : sizeof full / sizeof full[0];
@@ -1169,8 +1164,10 @@ static void rt_calib_plan(const rt_calib *c, const rt_device *base, rt_plan *pla
         }
     }
 
-    rt_plan_add(plan, RT_PROBE_FORK, T, RT_CALIB_REPORT, "us", "fork/join of the probe pool, %d "
-                "thread%s", (int)T, rt_plural(T));
+    rt_plan_add(plan, RT_PROBE_FORK, T, RT_CALIB_REPORT, "us",
+                "fork/join of the probe pool, %d "
+                "thread%s",
+                (int)T, rt_plural(T));
     rt_plan_add(plan, RT_PROBE_SYNC, T, RT_CALIB_SYNC, "us",
                 "phase barrier of the kernel pool, %d thread%s", (int)T, rt_plural(T));
     rt_plan_add(plan, RT_PROBE_LAUNCH, T, RT_CALIB_LAUNCH, "us",
@@ -1242,7 +1239,9 @@ static rt_status rt_calib_probes(rt_calib *c, const rt_device *base, rt_calib_re
     rt_status st = RT_OK;
     for (int32_t i = 0; i < plan->n && st == RT_OK; i++) {
         rt_probe *p = &plan->p[i];
-        rt_calib_event ev = {.index = i + 1, .count = plan->n, .probe = p->v.name,
+        rt_calib_event ev = {.index = i + 1,
+                             .count = plan->n,
+                             .probe = p->v.name,
                              .elapsed_s = rt_now_s() - t_start};
         if (o->progress)
             o->progress(o->progress_ctx, &ev);
@@ -1253,9 +1252,8 @@ static rt_status rt_calib_probes(rt_calib *c, const rt_device *base, rt_calib_re
                    p->kind == RT_PROBE_AMX_BF16) {
             st = rt_calib_trial(c, p, err);
         }
-        if (st == RT_OK && !p->v.skipped && (p->kind == RT_PROBE_TRIAD ||
-                                             p->kind == RT_PROBE_LOAD ||
-                                             p->kind == RT_PROBE_STORE))
+        if (st == RT_OK && !p->v.skipped &&
+            (p->kind == RT_PROBE_TRIAD || p->kind == RT_PROBE_LOAD || p->kind == RT_PROBE_STORE))
             st = rt_calib_buffers(c, p->elems, err);
         if (st == RT_OK && !p->v.skipped)
             st = rt_calib_measure(c, p, err);
@@ -1271,8 +1269,8 @@ static rt_status rt_calib_probes(rt_calib *c, const rt_device *base, rt_calib_re
     return st;
 }
 
-rt_status rt_calib_cpu_run(const rt_device *base, const rt_calib_opts *opts,
-                           rt_calib_result *out, rt_err *err) {
+rt_status rt_calib_cpu_run(const rt_device *base, const rt_calib_opts *opts, rt_calib_result *out,
+                           rt_err *err) {
     memset(out, 0, sizeof *out);
     if (base->devclass != RT_DEVCLASS_CPU)
         return rt_fail(err, RT_ERR_DEVICE, base->origin,

@@ -47,18 +47,18 @@ typedef enum rt_calib_target {
 } rt_calib_target;
 
 typedef struct rt_calib_value {
-    char name[64];          // what was measured: "f32 fma, 2 threads"
+    char name[64]; // what was measured: "f32 fma, 2 threads"
     rt_calib_target target;
-    rt_dtype dtype;         // RT_CALIB_PEAK, RT_CALIB_MMA
-    char insn[48];          // RT_CALIB_INSN: "f32_fma"
-    int32_t level;          // RT_CALIB_LEVEL_BW, RT_CALIB_CURVE: index into dev->level
-    int64_t curve_bytes;    // RT_CALIB_CURVE: bytes moved per unit
-    const char *unit;       // "GFLOP/s", "GB/s", "us"
+    rt_dtype dtype;      // RT_CALIB_PEAK, RT_CALIB_MMA
+    char insn[48];       // RT_CALIB_INSN: "f32_fma"
+    int32_t level;       // RT_CALIB_LEVEL_BW, RT_CALIB_CURVE: index into dev->level
+    int64_t curve_bytes; // RT_CALIB_CURVE: bytes moved per unit
+    const char *unit;    // "GFLOP/s", "GB/s", "us"
     int32_t threads;
-    double value;           // the best repeat (throughputs: the highest; overheads: the lowest)
-    rt_calib_stats stats;   // over the repeats, in the unit of value
-    bool skipped;           // not measured; note says why
-    bool refused;           // measured but too noisy to write (rt_calib_apply); note says why
+    double value;         // the best repeat (throughputs: the highest; overheads: the lowest)
+    rt_calib_stats stats; // over the repeats, in the unit of value
+    bool skipped;         // not measured; note says why
+    bool refused;         // measured but too noisy to write (rt_calib_apply); note says why
     char note[512];
 } rt_calib_value;
 
@@ -66,8 +66,8 @@ typedef struct rt_calib_result {
     int32_t n_values;
     rt_calib_value values[RT_CALIB_MAX_VALUES];
     int32_t threads;
-    char cpu_name[64];  // LLVM's name of the host CPU
-    double seconds;     // wall time of the whole run
+    char cpu_name[64]; // LLVM's name of the host CPU
+    double seconds;    // wall time of the whole run
 } rt_calib_result;
 
 // One step of the run, for a progress display (the caller prints; the HAL never does).
@@ -90,8 +90,8 @@ typedef struct rt_calib_opts {
 // Runs every probe the host supports on the levels of base (a class cpu device). Errors:
 // RT_ERR_BACKEND (LLVM, threads), RT_ERR_NOMEM, RT_ERR_USAGE (bad opts), RT_ERR_DEVICE (base
 // not class cpu).
-rt_status rt_calib_cpu_run(const rt_device *base, const rt_calib_opts *opts,
-                           rt_calib_result *out, rt_err *err);
+rt_status rt_calib_cpu_run(const rt_device *base, const rt_calib_opts *opts, rt_calib_result *out,
+                           rt_err *err);
 
 // Copies base into out and replaces every measured value whose spread is at most max_spread;
 // the others are marked refused (their note says why) and keep base's value. Each section that

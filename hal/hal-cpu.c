@@ -115,9 +115,9 @@ rt_status rt_cpu_jit_new(rt_arena *a, const rt_device *dev, rt_cpu_jit **out, rt
     j->avx512 = strstr(feat, "+avx512f") != NULL;
     j->tm = LLVMCreateTargetMachine(target, triple, cpu_name, feat, LLVMCodeGenLevelAggressive,
                                     LLVMRelocPIC, LLVMCodeModelJITDefault);
-    LLVMTargetMachineRef tm2 = LLVMCreateTargetMachine(target, triple, cpu_name, feat,
-                                                       LLVMCodeGenLevelAggressive, LLVMRelocPIC,
-                                                       LLVMCodeModelJITDefault);
+    LLVMTargetMachineRef tm2 =
+        LLVMCreateTargetMachine(target, triple, cpu_name, feat, LLVMCodeGenLevelAggressive,
+                                LLVMRelocPIC, LLVMCodeModelJITDefault);
     if (cpu)
         LLVMDisposeMessage(cpu);
     if (hfeat)
@@ -132,8 +132,10 @@ rt_status rt_cpu_jit_new(rt_arena *a, const rt_device *dev, rt_cpu_jit **out, rt
     if (!j->tm || !tm2) {
         if (tm2)
             LLVMDisposeTargetMachine(tm2);
-        return rt_fail(err, RT_ERR_BACKEND, RT_NOLOC, "llvm: cannot create a target machine for "
-                       "cpu %s", j->cpu);
+        return rt_fail(err, RT_ERR_BACKEND, RT_NOLOC,
+                       "llvm: cannot create a target machine for "
+                       "cpu %s",
+                       j->cpu);
     }
     LLVMOrcLLJITBuilderRef jb = LLVMOrcCreateLLJITBuilder();
     LLVMOrcLLJITBuilderSetJITTargetMachineBuilder(
@@ -347,8 +349,8 @@ int32_t rt_cpu_online(void) {
 }
 
 void *rt_cpu_shared_alloc(size_t bytes) {
-    void *p = mmap(NULL, bytes ? bytes : 1, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS,
-                   -1, 0);
+    void *p =
+        mmap(NULL, bytes ? bytes : 1, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
     return p == MAP_FAILED ? NULL : p;
 }
 
@@ -458,8 +460,10 @@ rt_status rt_cpu_cc_load(rt_arena *a, const char *c_text, const char *const *nam
     if (!f || fputs(c_text, f) < 0 || fclose(f) != 0)
         return rt_fail(err, RT_ERR_IO, RT_NOLOC, "cannot write %s", src);
     const char *cc = getenv("CC");
-    char *cmd = rt_arena_printf(a, "%s -O3 -march=native -fopenmp -shared -fPIC -o %s %s -lm "
-                                   "> %s 2>&1", cc && *cc ? cc : "cc", so, src, log);
+    char *cmd = rt_arena_printf(a,
+                                "%s -O3 -march=native -fopenmp -shared -fPIC -o %s %s -lm "
+                                "> %s 2>&1",
+                                cc && *cc ? cc : "cc", so, src, log);
     if (!cmd)
         return rt_fail(err, RT_ERR_NOMEM, RT_NOLOC, "out of memory");
     int rc = system(cmd);
@@ -469,8 +473,10 @@ rt_status rt_cpu_cc_load(rt_arena *a, const char *c_text, const char *const *nam
         rt_err ignore = {0};
         if (rt_read_file(a, log, &text, &len, &ignore) == RT_OK)
             err->log = text;
-        rt_status st = rt_fail(err, RT_ERR_BACKEND, RT_NOLOC, "cc failed on the emitted C "
-                               "(exit status %d)", rc);
+        rt_status st = rt_fail(err, RT_ERR_BACKEND, RT_NOLOC,
+                               "cc failed on the emitted C "
+                               "(exit status %d)",
+                               rc);
         if (text)
             err->log = text;
         return st;

@@ -37,8 +37,8 @@ static void rt_ini_fmt_num(double x, char *buf, size_t size) {
 }
 
 // Text values are written bare when hal-ini.c would read them back unchanged, else quoted.
-static rt_status rt_ini_put_text(rt_buf *out, const char *section, const char *key,
-                                 const char *v, rt_err *err) {
+static rt_status rt_ini_put_text(rt_buf *out, const char *section, const char *key, const char *v,
+                                 rt_err *err) {
     size_t n = strlen(v);
     bool bare = n > 0 && v[0] != ' ' && v[0] != '\t' && v[n - 1] != ' ' && v[n - 1] != '\t' &&
                 v[0] != '"' && v[0] != '\'' && !strpbrk(v, ";#");
@@ -167,8 +167,8 @@ static rt_status rt_ini_write_compute(const rt_device *dev, rt_buf *out, rt_err 
 static rt_status rt_ini_write_level(const rt_mem_level *l, rt_buf *out, rt_err *err) {
     for (const char *p = l->name; *p; p++) {
         char c = *p;
-        bool ok = (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '_' || c == '.' ||
-                  c == '-';
+        bool ok =
+            (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '_' || c == '.' || c == '-';
         if (!ok || !l->name[0])
             return rt_fail(err, RT_ERR_DEVICE, l->loc,
                            "cannot write level name \"%s\" (expected lower-case letters, digits, "
@@ -230,8 +230,7 @@ rt_status rt_hal_write_ini(const rt_device *dev, const char *header, rt_buf *out
     for (int32_t i = 0; i < dev->n_levels; i++)
         RT_TRY(rt_ini_write_level(&dev->level[i], out, err));
     if (out->oom)
-        return rt_fail(err, RT_ERR_NOMEM, RT_NOLOC, "out of memory writing device %s",
-                       dev->name);
+        return rt_fail(err, RT_ERR_NOMEM, RT_NOLOC, "out of memory writing device %s", dev->name);
     return RT_OK;
 }
 
@@ -272,8 +271,7 @@ rt_status rt_hal_file_begin(rt_atomic_file *f, const char *path, rt_err *err) {
     if (f->fd < 0) {
         int e = errno;
         rt_pending = 0;
-        return rt_fail(err, RT_ERR_IO, rt_loc_make(f->path, 0, 0), "cannot write: %s",
-                       strerror(e));
+        return rt_fail(err, RT_ERR_IO, rt_loc_make(f->path, 0, 0), "cannot write: %s", strerror(e));
     }
     return RT_OK;
 }
@@ -334,8 +332,8 @@ rt_status rt_hal_file_commit(rt_atomic_file *f, const char *data, size_t len, rt
     if (e) {
         unlink(f->tmp);
         rt_pending = 0;
-        return rt_fail(err, RT_ERR_IO, rt_loc_make(f->path, 0, 0), "cannot write (%s): %s",
-                       what, strerror(e));
+        return rt_fail(err, RT_ERR_IO, rt_loc_make(f->path, 0, 0), "cannot write (%s): %s", what,
+                       strerror(e));
     }
     rt_pending = 0;
     rt_hal_sync_dir(f->path);

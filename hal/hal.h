@@ -9,9 +9,9 @@
 
 #include "rt.h"
 
-#define RT_MAX_MEM_LEVELS 8
-#define RT_MAX_CURVE_POINTS 16
-#define RT_MAX_INSN_PEAKS 16    // [compute] <name>_gflops_per_teu entries
+#define RT_MAX_MEM_LEVELS    8
+#define RT_MAX_CURVE_POINTS  16
+#define RT_MAX_INSN_PEAKS    16   // [compute] <name>_gflops_per_teu entries
 #define RT_DEVICE_TEXT_BYTES 8192 // rt_device.text: the source strings live there
 
 // ORDER RT_DEVCLASS: registry table in hal.c.
@@ -69,17 +69,17 @@ typedef struct rt_device {
     const struct rt_hal_ops *ops;
     rt_devclass devclass;
     char name[128];
-    char arch[64];   // sm_70, gfx906, an LLVM CPU name
-    rt_loc arch_loc; // where arch was given (the INI value), for the class validate hooks
-    char path[512];  // INI path, or "(host)" for the detected host
-    rt_loc origin;   // path:1 for messages
+    char arch[64];         // sm_70, gfx906, an LLVM CPU name
+    rt_loc arch_loc;       // where arch was given (the INI value), for the class validate hooks
+    char path[512];        // INI path, or "(host)" for the detected host
+    rt_loc origin;         // path:1 for messages
     int32_t units;         // SMs / CUs / cores
     int32_t lanes;         // lanes of one TEU (warp, wavefront, fp32 SIMD width)
     int32_t teus_per_unit; // warp schedulers / FMA ports
     double clock_mhz;
     int32_t max_threads_per_block, max_threads_per_unit, max_blocks_per_unit; // GPU; 0 on CPU
-    int64_t regs_per_unit;                                                   // 32-bit registers
-    double launch_overhead_us, sync_overhead_us; // 0 = not given
+    int64_t regs_per_unit;                                                    // 32-bit registers
+    double launch_overhead_us, sync_overhead_us;                              // 0 = not given
     // [compute], whole device. 0 = the device has no such path.
     double peak_gflops[RT_DTYPE_COUNT]; // f32_gflops, f16_gflops, bf16_gflops, f64_gflops,
                                         // i32_gops, i8_gops
@@ -90,11 +90,11 @@ typedef struct rt_device {
     rt_insn_peak insn[RT_MAX_INSN_PEAKS]; // measured *_gflops_per_teu, in INI order
     const char *compute_source;
     const char *device_source;
-    char features[512];    // CPU ISA features, comma separated ("avx512f,avx512bw,fma,...")
-    bool detected;         // built from the running host
+    char features[512]; // CPU ISA features, comma separated ("avx512f,avx512bw,fma,...")
+    bool detected;      // built from the running host
     int32_t n_levels;
     rt_mem_level level[RT_MAX_MEM_LEVELS];
-    void *impl;            // owned by ops->open / ops->close
+    void *impl; // owned by ops->open / ops->close
     // Storage of the strings above (sources) and of path: rt_device points into itself, so copy
     // it with rt_hal_device_copy, never by assignment.
     int32_t text_used;

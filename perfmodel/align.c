@@ -28,8 +28,8 @@ static bool rule_shape(const rt_perf_model *m, const int64_t *shape, int32_t axi
 }
 
 // A batch axis a vloop depends on is tiled by 1 (each entry has its own length).
-static bool rule_pinned(const rt_perf_model *m, const int64_t *shape, int32_t axis,
-                        int32_t level, const int64_t *upper, int64_t value) {
+static bool rule_pinned(const rt_perf_model *m, const int64_t *shape, int32_t axis, int32_t level,
+                        const int64_t *upper, int64_t value) {
     (void)shape, (void)level, (void)upper;
     return !m->axes[axis].pinned || value == 1;
 }

@@ -21,17 +21,17 @@ typedef struct cons {
     rt_perf_model *m;
     rt_buf *explain;
     int64_t tiles[RT_MAX_MEM_LEVELS][RT_PERF_MAX_AXES]; // current path
-    int64_t full[RT_PERF_MAX_AXES];                      // the whole iteration space
-    uint64_t *memo;     // visited (level, tile, tiles above) hashes; 0 = empty slot
+    int64_t full[RT_PERF_MAX_AXES];                     // the whole iteration space
+    uint64_t *memo; // visited (level, tile, tiles above) hashes; 0 = empty slot
     int64_t memo_cap, memo_n;
-    uint64_t *seen;     // completed rPrograms, across epsilon rounds
+    uint64_t *seen; // completed rPrograms, across epsilon rounds
     int64_t seen_cap, seen_n;
     int64_t evals, max_evals, total_evals;
     rt_rprog *found;
     int32_t n_found, cap_found, want;
-    int32_t limit;      // results allowed in the current subtree (spreads them over tiles)
+    int32_t limit; // results allowed in the current subtree (spreads them over tiles)
     double t0_ns, top1_ns;
-    bool relaxed;       // last resort: record without thread-count alignment
+    bool relaxed; // last resort: record without thread-count alignment
     bool has_red;
     rt_status st;
     rt_err *err;
@@ -167,8 +167,8 @@ static bool recordable(const cons *c, int32_t l, const int64_t *t) {
             whole *= o->dim_extent[d];
         }
         int64_t lanes = dev->lanes > 0 ? dev->lanes : 1;
-        int64_t want = (int64_t)dev->fma_latency_cycles *
-                       (dev->teus_per_unit > 0 ? dev->teus_per_unit : 1);
+        int64_t want =
+            (int64_t)dev->fma_latency_cycles * (dev->teus_per_unit > 0 ? dev->teus_per_unit : 1);
         return rt_ceil_div(elems, lanes) >= want || elems >= whole;
     }
     return true;
@@ -194,9 +194,11 @@ static void record(cons *c) {
         char b1[160];
         shape_str(m, p.tile[1].shape, b1, sizeof b1);
         if (fits)
-            rt_buf_linef(c->explain, 1, "rprog %s threads %lld blocks %lld: predicted %.4g ns "
-                         "(%.4g GFLOP/s), kept", b1, (long long)p.threads_per_block,
-                         (long long)p.blocks, p.predicted_ns, p.flops / p.predicted_ns);
+            rt_buf_linef(c->explain, 1,
+                         "rprog %s threads %lld blocks %lld: predicted %.4g ns "
+                         "(%.4g GFLOP/s), kept",
+                         b1, (long long)p.threads_per_block, (long long)p.blocks, p.predicted_ns,
+                         p.flops / p.predicted_ns);
         else
             rt_buf_linef(c->explain, 1, "rprog %s: dropped (%s)", b1, why);
     }
@@ -269,8 +271,7 @@ static void sort_grows(grow *g, int32_t n) {
     for (int32_t i = 1; i < n; i++) { // insertion sort: stable, n <= RT_PERF_MAX_AXES
         grow k = g[i];
         int32_t j = i - 1;
-        while (j >= 0 && (g[j].score < k.score ||
-                          (g[j].score == k.score && g[j].pref > k.pref))) {
+        while (j >= 0 && (g[j].score < k.score || (g[j].score == k.score && g[j].pref > k.pref))) {
             g[j + 1] = g[j];
             j--;
         }
@@ -333,9 +334,9 @@ static void enlarge(cons *c, int32_t l, const int64_t *t) {
                                        (mem_ns > comp_ns ? mem_ns : comp_ns)
                                  : 0.0,
                      n_fit ? g[0].score : 0.0,
-                     n_fit == 0 ? (rec ? "kept (no larger tile fits)" : "dropped (not aligned)")
+                     n_fit == 0  ? (rec ? "kept (no larger tile fits)" : "dropped (not aligned)")
                      : cb && rec ? "kept (compute bound), also enlarged"
-                     : best_blocked && rec ? "kept (next tile exceeds capacity), also enlarged"
+                     : best_blocked && rec    ? "kept (next tile exceeds capacity), also enlarged"
                      : g[0].score <= 0 && rec ? "kept (no reuse left)"
                                               : "enlarged (memory bound)");
     }

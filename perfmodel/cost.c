@@ -121,8 +121,8 @@ bool rt_perf_evaluate(const rt_perf_model *m, rt_rprog *p, const char **why) {
     p->bottleneck = -1;
     for (int32_t l = 1; l <= top; l++) {
         rt_rtile *t = &p->tile[l];
-        const int64_t *red = (!m->acc_persist && l == top && top - 1 >= 1) ? p->tile[top - 1].shape
-                                                                           : NULL;
+        const int64_t *red =
+            (!m->acc_persist && l == top && top - 1 >= 1) ? p->tile[top - 1].shape : NULL;
         t->traffic_bytes = rt_perf_traffic_bytes(m, l, t->shape, red);
         double gbps = rt_hal_level_gbps(&dev->level[l - 1], t->traffic_bytes / (double)units_used);
         t->time_ns = gbps > 0 ? t->traffic_bytes / (gbps * p->wave_eff) : 0;
@@ -197,8 +197,7 @@ bool rt_perf_evaluate(const rt_perf_model *m, rt_rprog *p, const char **why) {
                 worst = dram_ns;
                 p->bottleneck = 0;
             }
-            p->wave_eff = (double)g.items /
-                          (double)(units * rt_ceil_div(g.items, units));
+            p->wave_eff = (double)g.items / (double)(units * rt_ceil_div(g.items, units));
         } else if (gwhy[0]) {
             *why = gwhy;
             return false;

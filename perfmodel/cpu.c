@@ -41,7 +41,8 @@ int64_t rt_perf_cpu_vector_regs(const rt_device *dev) {
 bool rt_perf_cpu_ukernel(const rt_device *dev, int32_t elem_bytes, int64_t mr, int64_t nr,
                          int64_t kc, rt_perf_ukernel *out) {
     memset(out, 0, sizeof *out);
-    int64_t vec_elems = (int64_t)(dev->lanes > 0 ? dev->lanes : 1) * 4 / (elem_bytes > 0 ? elem_bytes : 4);
+    int64_t vec_elems =
+        (int64_t)(dev->lanes > 0 ? dev->lanes : 1) * 4 / (elem_bytes > 0 ? elem_bytes : 4);
     if (vec_elems < 1)
         vec_elems = 1;
     double teus = dev->teus_per_unit > 0 ? dev->teus_per_unit : 1;
@@ -77,8 +78,8 @@ bool rt_perf_cpu_ukernel(const rt_device *dev, int32_t elem_bytes, int64_t mr, i
 }
 
 // The model axis of a spatial axis that appears in exactly the given input and the output.
-static bool gemm_axes(const rt_perf_model *m, int32_t *xm, int32_t *xn, int32_t *xk,
-                      int32_t *ia, int32_t *ib) {
+static bool gemm_axes(const rt_perf_model *m, int32_t *xm, int32_t *xn, int32_t *xk, int32_t *ia,
+                      int32_t *ib) {
     if (m->n_access != 3 || m->n_axes != 3 || m->dtype != RT_DTYPE_F32 ||
         (m->assign != RT_ASSIGN_ADD_INIT && m->assign != RT_ASSIGN_ADD))
         return false;
@@ -151,8 +152,8 @@ void rt_perf_cpu_gemm_block(const rt_device *dev, int64_t batch, rt_perf_cpu_gem
 // -> mr x nr, L1 -> kc, L2 -> mc, the level below -> nc), rt_perf_cpu_gemm_block the blocking.
 bool rt_perf_cpu_gemm_view(const rt_perf_model *m, const rt_rprog *p, rt_perf_cpu_gemm *g) {
     memset(g, 0, sizeof *g);
-    if (m->thread_level >= 0 || !gemm_axes(m, &g->axis_m, &g->axis_n, &g->axis_k, &g->in_a,
-                                            &g->in_b))
+    if (m->thread_level >= 0 ||
+        !gemm_axes(m, &g->axis_m, &g->axis_n, &g->axis_k, &g->in_a, &g->in_b))
         return false;
     g->M = m->axes[g->axis_m].extent;
     g->N = m->axes[g->axis_n].extent;

@@ -61,60 +61,60 @@ typedef struct rt_perf_length_dist {
 } rt_perf_length_dist;
 
 typedef struct rt_perf_options {
-    int32_t top_k;            // candidates kept (0: 10)
-    rt_buf *explain;          // when not NULL, the construction trace is appended here
+    int32_t top_k;                      // candidates kept (0: 10)
+    rt_buf *explain;                    // when not NULL, the construction trace is appended here
     const rt_perf_length_dist *lengths; // distributions of length tensors (may be NULL)
     int32_t n_lengths;
-    int64_t default_max_len;  // 0: RT_PERF_DEFAULT_MAX_LEN
-    bool no_mma;              // never use matrix instructions even where the dtype allows
-    int32_t max_evals;        // tile evaluations per epsilon round (0: 1000; 2x in all)
+    int64_t default_max_len; // 0: RT_PERF_DEFAULT_MAX_LEN
+    bool no_mma;             // never use matrix instructions even where the dtype allows
+    int32_t max_evals;       // tile evaluations per epsilon round (0: 1000; 2x in all)
 } rt_perf_options;
 
 // One rTile: a tile shape over the modeled statement's axes at one memory level, its storage
 // padding and the data tiles it implies. At level 0 the shape is the whole iteration space.
 typedef struct rt_rtile {
     int32_t level;
-    int64_t shape[RT_PERF_MAX_AXES];                  // per axis, elements
-    int64_t data[RT_PERF_MAX_ACCESS][RT_MAX_DIMS];    // data tile extents per access and dim
-    int64_t pad_elems[RT_PERF_MAX_ACCESS];            // storage padding of the innermost dim
-    int64_t footprint_bytes;                          // per instance of the level's scope
-    double traffic_bytes;                             // into this level, whole operator
-    double time_ns;                                   // traffic / bandwidth share of level-1
+    int64_t shape[RT_PERF_MAX_AXES];               // per axis, elements
+    int64_t data[RT_PERF_MAX_ACCESS][RT_MAX_DIMS]; // data tile extents per access and dim
+    int64_t pad_elems[RT_PERF_MAX_ACCESS];         // storage padding of the innermost dim
+    int64_t footprint_bytes;                       // per instance of the level's scope
+    double traffic_bytes;                          // into this level, whole operator
+    double time_ns;                                // traffic / bandwidth share of level-1
 } rt_rtile;
 
 // One candidate rProgram.
 typedef struct rt_rprog {
     int32_t n_levels;
     rt_rtile tile[RT_MAX_MEM_LEVELS]; // tile[0]: the whole operator
-    int64_t threads_per_block;   // GPU: threads of one block; CPU: 1
-    int64_t blocks;              // tiles of the scale-out level (spatial), ceil of expectation
-    int64_t blocks_per_unit;     // concurrent blocks on one unit (occupancy)
-    int64_t grid[RT_PERF_MAX_AXES]; // blocks along each axis (expected, rounded up)
-    int32_t regs_per_thread;     // 32-bit registers of the thread-level tile (0 without one)
-    double wave_eff;             // real / (max * ceil(real / max))
-    double compute_ns;           // compute time
-    double predicted_ns;         // bottleneck time + launch overhead
-    int32_t bottleneck;          // level whose bandwidth binds, or -1 when compute bound
-    double waste;                // padded iteration points / real points - 1
-    double flops;                // arithmetic including padding and fused statements
-    double construct_ns;         // time from the start of construction to this candidate
-    double epsilon;              // padding bound it was constructed under
-    bool shrunk;                 // produced by the small-operator shrink
-    int64_t reg_block_elems;     // CPU: output elements of the register block (ties go to the
-                                 // larger micro-kernel); 0 elsewhere
-    int32_t order;               // discovery order (final tie-break)
+    int64_t threads_per_block;        // GPU: threads of one block; CPU: 1
+    int64_t blocks;                   // tiles of the scale-out level (spatial), ceil of expectation
+    int64_t blocks_per_unit;          // concurrent blocks on one unit (occupancy)
+    int64_t grid[RT_PERF_MAX_AXES];   // blocks along each axis (expected, rounded up)
+    int32_t regs_per_thread;          // 32-bit registers of the thread-level tile (0 without one)
+    double wave_eff;                  // real / (max * ceil(real / max))
+    double compute_ns;                // compute time
+    double predicted_ns;              // bottleneck time + launch overhead
+    int32_t bottleneck;               // level whose bandwidth binds, or -1 when compute bound
+    double waste;                     // padded iteration points / real points - 1
+    double flops;                     // arithmetic including padding and fused statements
+    double construct_ns;              // time from the start of construction to this candidate
+    double epsilon;                   // padding bound it was constructed under
+    bool shrunk;                      // produced by the small-operator shrink
+    int64_t reg_block_elems;          // CPU: output elements of the register block (ties go to the
+                                      // larger micro-kernel); 0 elsewhere
+    int32_t order;                    // discovery order (final tie-break)
 } rt_rprog;
 
 typedef struct rt_perf_model rt_perf_model;
 
 typedef struct rt_perf_result {
     const rt_perf_model *model;
-    int32_t n_cands;          // ranked, best first, at most top_k
+    int32_t n_cands; // ranked, best first, at most top_k
     rt_rprog *cands;
-    int32_t n_found;          // candidates constructed before ranking
-    int64_t n_evals;          // tile evaluations
-    double construct_ns;      // whole construction
-    double top1_ns;           // time until the first complete candidate
+    int32_t n_found;     // candidates constructed before ranking
+    int64_t n_evals;     // tile evaluations
+    double construct_ns; // whole construction
+    double top1_ns;      // time until the first complete candidate
 } rt_perf_result;
 
 // Constructs and ranks candidates for op on dev. Errors: RT_ERR_DEVICE when the device has no
@@ -137,9 +137,9 @@ typedef struct rt_perf_axis {
     const char *name;
     bool is_reduce;
     bool ragged;
-    bool pinned;          // a vloop's extent depends on it (batch axis of a ragged op): tile 1
-    int32_t group;        // ragged axes sharing one length source (joint expectation); -1 dense
-    int64_t extent;       // dense extent, or the maximum of dist
+    bool pinned;    // a vloop's extent depends on it (batch axis of a ragged op): tile 1
+    int32_t group;  // ragged axes sharing one length source (joint expectation); -1 dense
+    int64_t extent; // dense extent, or the maximum of dist
     rt_extent_dist dist;
 } rt_perf_axis;
 
@@ -149,36 +149,36 @@ typedef struct rt_perf_access {
     bool is_output;
     int32_t elem_bytes;
     int32_t n_dims;
-    int64_t dim_extent[RT_MAX_DIMS];               // storage extent (max for ragged dims)
-    bool affine[RT_MAX_DIMS];                      // false: uses[] says which axes it involves
-    int64_t coef[RT_MAX_DIMS][RT_PERF_MAX_AXES];   // |coefficient| of each axis in dim d
+    int64_t dim_extent[RT_MAX_DIMS];             // storage extent (max for ragged dims)
+    bool affine[RT_MAX_DIMS];                    // false: uses[] says which axes it involves
+    int64_t coef[RT_MAX_DIMS][RT_PERF_MAX_AXES]; // |coefficient| of each axis in dim d
 } rt_perf_access;
 
 struct rt_perf_model {
     const rt_op *op;
     const rt_device *dev;
     int32_t main_stmt;
-    int32_t n_fused;              // other statements, fused as prologue/epilogue
+    int32_t n_fused; // other statements, fused as prologue/epilogue
     int32_t fused[16];
     int32_t n_axes;
     rt_perf_axis axes[RT_PERF_MAX_AXES];
-    int32_t n_access;             // inputs first, the output last
+    int32_t n_access; // inputs first, the output last
     rt_perf_access access[RT_PERF_MAX_ACCESS];
     rt_assign assign;
-    rt_dtype dtype;               // of the computation (the output)
+    rt_dtype dtype; // of the computation (the output)
     double flops_per_point;
-    double extra_dram_bytes;      // traffic of the fused statements
+    double extra_dram_bytes; // traffic of the fused statements
     double extra_flops;
-    double real_points;           // iteration points of the main statement (expectation)
-    int32_t top;                  // register level
-    int32_t thread_level;         // level of scope thread, -1 when none (CPU)
-    int32_t block_level;          // scale-out level: lowest tiled level of scope unit/block
-    bool acc_persist;             // accumulators stay in thread registers across the reduction
+    double real_points;   // iteration points of the main statement (expectation)
+    int32_t top;          // register level
+    int32_t thread_level; // level of scope thread, -1 when none (CPU)
+    int32_t block_level;  // scale-out level: lowest tiled level of scope unit/block
+    bool acc_persist;     // accumulators stay in thread registers across the reduction
     bool use_mma;
-    bool recursive;               // modeled as a simple per-statement plan
+    bool recursive; // modeled as a simple per-statement plan
     double peak_gflops;
-    double epsilon;               // current tensor-padding bound
-    const char *default_dist_note;// set when a vloop got the default distribution
+    double epsilon;                // current tensor-padding bound
+    const char *default_dist_note; // set when a vloop got the default distribution
 };
 
 // Builds the model of op's main statement. Errors as rt_perf_construct.
@@ -231,7 +231,6 @@ bool rt_perf_evaluate(const rt_perf_model *m, rt_rprog *p, const char **why);
 // Compute time (ns) of the whole operator at the given efficiency factors.
 double rt_perf_compute_ns(const rt_perf_model *m, double flops, double eff);
 
-
 // CPU model (cpu.c). Vector load slots per cycle per core come from the L1 (level top-1)
 // bandwidth: gbps / (units x clock x lanes x 4 B); without a clock or an L1 bandwidth, this:
 #define RT_PERF_CPU_DEFAULT_LOAD_PORTS 2.0
@@ -246,11 +245,11 @@ int64_t rt_perf_cpu_vector_regs(const rt_device *dev);
 // One register micro-kernel mr x nr (elements) over kc reduction steps: C(mr x nr) += A panel
 // (mr broadcasts per step) x B panel (ceil(nr / vector) loads per step).
 typedef struct rt_perf_ukernel {
-    int64_t acc_vectors;  // accumulators: mr x ceil(nr / vector elements)
-    int64_t vector_regs;  // accumulators + B vectors of one step + one broadcast
-    double cycles_per_k;  // max(FMAs / FMA ports, loads / load ports, FMA latency)
-    double call_cycles;   // kc steps + C load and store + RT_PERF_CPU_CALL_CYCLES
-    double eff;           // FMA-port cycles / call cycles (1 = peak)
+    int64_t acc_vectors; // accumulators: mr x ceil(nr / vector elements)
+    int64_t vector_regs; // accumulators + B vectors of one step + one broadcast
+    double cycles_per_k; // max(FMAs / FMA ports, loads / load ports, FMA latency)
+    double call_cycles;  // kc steps + C load and store + RT_PERF_CPU_CALL_CYCLES
+    double eff;          // FMA-port cycles / call cycles (1 = peak)
 } rt_perf_ukernel;
 // Fills out (spilled accumulators cost a reload and a store per step); false when the block
 // needs more vector registers than the device has.
@@ -264,7 +263,7 @@ typedef struct rt_perf_cpu_gemm {
     int32_t in_a, in_b;             // accesses holding m and n
     int64_t M, N, K;
     int64_t mr, nr, kc, mc, nc;
-    int64_t items;                  // mc x nc blocks spread over the cores
+    int64_t items; // mc x nc blocks spread over the cores
 } rt_perf_cpu_gemm;
 // False when the statement is not such a contraction or the device has a thread level.
 bool rt_perf_cpu_gemm_view(const rt_perf_model *m, const rt_rprog *p, rt_perf_cpu_gemm *g);

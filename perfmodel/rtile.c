@@ -73,7 +73,8 @@ static int cmp_i64(const void *pa, const void *pb) {
 rt_status rt_extent_dist_from_samples(rt_arena *a, const int64_t *samples, int32_t n, rt_loc loc,
                                       rt_extent_dist *out, rt_err *err) {
     if (n <= 0)
-        return rt_fail(err, RT_ERR_SPEC, loc, "length distribution is empty (expected at least "
+        return rt_fail(err, RT_ERR_SPEC, loc,
+                       "length distribution is empty (expected at least "
                        "one length, got 0)");
     int64_t *sorted;
     RT_ALLOC(a, sorted, n, err);
@@ -139,13 +140,13 @@ double rt_extent_dist_padded(const rt_extent_dist *d, int64_t tile) {
 // ---------------------------------------------------------------------------------------------
 
 typedef struct var_info {
-    int32_t axis;      // axis of the model holding it
-    int32_t member;    // position inside the axis
+    int32_t axis;   // axis of the model holding it
+    int32_t member; // position inside the axis
     bool dense;
-    int64_t extent;    // dense extent or maximum
+    int64_t extent; // dense extent or maximum
     double mean;
     rt_extent_dist dist;
-    int32_t group;     // length source (tensor index) or -1
+    int32_t group; // length source (tensor index) or -1
 } var_info;
 
 static bool const_range(const rt_op *op, const rt_ivar *v, int64_t *ext) {
@@ -181,8 +182,7 @@ static const rt_extent_dist *find_length(const rt_perf_options *opt, const char 
 static rt_status analyze_vars(rt_arena *a, rt_perf_model *m, const rt_stmt *st,
                               const rt_perf_options *opt, var_info *vi, bool *pin, rt_err *err) {
     const rt_op *op = m->op;
-    int64_t dmax = opt && opt->default_max_len > 0 ? opt->default_max_len
-                                                     : RT_PERF_DEFAULT_MAX_LEN;
+    int64_t dmax = opt && opt->default_max_len > 0 ? opt->default_max_len : RT_PERF_DEFAULT_MAX_LEN;
     // Dense first: affine bounds may refer to them.
     for (int32_t v = 0; v < st->n_vars; v++) {
         vi[v].group = -1;
@@ -300,9 +300,9 @@ static bool is_plain_var(const rt_op *op, const rt_expr *e, int32_t *var) {
 }
 
 // Fills one access from its index expressions (args) or, for the output, lhs variables.
-static void build_access(rt_perf_model *m, const rt_stmt *st, const var_info *vi,
-                         int32_t tensor, rt_expr *const *args, const int32_t *lhs_vars,
-                         int32_t n_idx, bool is_output, rt_perf_access *acc) {
+static void build_access(rt_perf_model *m, const rt_stmt *st, const var_info *vi, int32_t tensor,
+                         rt_expr *const *args, const int32_t *lhs_vars, int32_t n_idx,
+                         bool is_output, rt_perf_access *acc) {
     const rt_op *op = m->op;
     const rt_tensor *t = &op->tensors[tensor];
     memset(acc, 0, sizeof *acc);
@@ -444,13 +444,13 @@ rt_status rt_perf_model_build(rt_arena *a, const rt_op *op, const rt_device *dev
     if (dev->n_levels < 2)
         return rt_fail(err, RT_ERR_DEVICE, dev->origin,
                        "device has no memory level above level 0 (expected at least 2 levels, "
-                       "got %d)", dev->n_levels);
+                       "got %d)",
+                       dev->n_levels);
     rt_perf_model *m;
     RT_ALLOC(a, m, 1, err);
     m->op = op;
     m->dev = dev;
-    int64_t dmax = opt && opt->default_max_len > 0 ? opt->default_max_len
-                                                     : RT_PERF_DEFAULT_MAX_LEN;
+    int64_t dmax = opt && opt->default_max_len > 0 ? opt->default_max_len : RT_PERF_DEFAULT_MAX_LEN;
     // Main statement: the most iteration points; ties go to reductions, then to the first.
     int32_t best = 0;
     double best_pts = -1;
@@ -547,8 +547,8 @@ rt_status rt_perf_model_build(rt_arena *a, const rt_op *op, const rt_device *dev
     collect_reads(op, st->rhs, &rl);
     int32_t nacc = 0;
     for (int32_t i = 0; i < rl.n && nacc < RT_PERF_MAX_ACCESS - 1; i++)
-        build_access(m, st, vi, rl.reads[i]->tensor, rl.reads[i]->args, NULL,
-                     rl.reads[i]->n_args, false, &m->access[nacc++]);
+        build_access(m, st, vi, rl.reads[i]->tensor, rl.reads[i]->args, NULL, rl.reads[i]->n_args,
+                     false, &m->access[nacc++]);
     build_access(m, st, vi, st->out, NULL, st->lhs_vars, st->n_lhs, true, &m->access[nacc++]);
     m->n_access = nacc;
     m->flops_per_point = count_ops(st->rhs) + (st->op != RT_ASSIGN_SET ? 1 : 0);
@@ -605,18 +605,18 @@ rt_status rt_perf_model_build(rt_arena *a, const rt_op *op, const rt_device *dev
     bool has_red = false;
     for (int32_t x = 0; x < na; x++)
         has_red = has_red || m->axes[x].is_reduce;
-    m->use_mma = !(opt && opt->no_mma) && has_red &&
-                 (m->dtype == RT_DTYPE_F16 || m->dtype == RT_DTYPE_BF16 ||
-                  m->dtype == RT_DTYPE_I8) &&
-                 dev->mma_gflops[m->dtype] > 0 && dev->mma_m > 0 && dev->mma_n > 0 &&
-                 dev->mma_k > 0;
+    m->use_mma =
+        !(opt && opt->no_mma) && has_red &&
+        (m->dtype == RT_DTYPE_F16 || m->dtype == RT_DTYPE_BF16 || m->dtype == RT_DTYPE_I8) &&
+        dev->mma_gflops[m->dtype] > 0 && dev->mma_m > 0 && dev->mma_n > 0 && dev->mma_k > 0;
     m->peak_gflops = rt_hal_peak_gflops(dev, m->dtype, m->use_mma);
     if (!(m->peak_gflops > 0))
         m->peak_gflops = rt_hal_peak_gflops(dev, RT_DTYPE_F32, false);
     if (!(m->peak_gflops > 0))
         return rt_fail(err, RT_ERR_DEVICE, dev->origin,
                        "device has no compute peak for %s (expected a positive [compute] "
-                       "entry, got none)", rt_dtype_name(m->dtype));
+                       "entry, got none)",
+                       rt_dtype_name(m->dtype));
     *out = m;
     return RT_OK;
 }
@@ -657,8 +657,9 @@ static double expect_over_axes(const rt_perf_model *m, const int64_t *shape, boo
         int64_t t = shape[x] < 1 ? 1 : shape[x];
         if (ax->group < 0 || ax->dist.n <= 1) {
             int64_t e = ax->dist.n == 1 ? ax->dist.values[0] : ax->extent;
-            r *= mode == 0 ? (double)rt_ceil_div(e, t)
-                           : mode == 1 ? (double)(rt_ceil_div(e, t) * t) : (double)e;
+            r *= mode == 0   ? (double)rt_ceil_div(e, t)
+                 : mode == 1 ? (double)(rt_ceil_div(e, t) * t)
+                             : (double)e;
             continue;
         }
         // Joint expectation over the axes sharing this length source.
@@ -671,8 +672,9 @@ static double expect_over_axes(const rt_perf_model *m, const int64_t *shape, boo
                 if (ay->group != ax->group || (spatial_only && ay->is_reduce))
                     continue;
                 int64_t ty = shape[y] < 1 ? 1 : shape[y];
-                p *= mode == 0 ? (double)rt_ceil_div(v, ty)
-                               : mode == 1 ? (double)(rt_ceil_div(v, ty) * ty) : (double)v;
+                p *= mode == 0   ? (double)rt_ceil_div(v, ty)
+                     : mode == 1 ? (double)(rt_ceil_div(v, ty) * ty)
+                                 : (double)v;
             }
             s += ax->dist.weights[k] * p;
         }
@@ -765,8 +767,9 @@ double rt_perf_traffic_bytes(const rt_perf_model *m, int32_t level, const int64_
                              const int64_t *red_shape) {
     const rt_mem_level *src = &m->dev->level[level > 0 ? level - 1 : 0];
     // Registers are filled by per-thread (vector) loads: no transaction rounding into them.
-    int32_t txn = level == m->top ? 0
-                  : src->transaction_bytes > 0 ? src->transaction_bytes : src->line_bytes;
+    int32_t txn = level == m->top              ? 0
+                  : src->transaction_bytes > 0 ? src->transaction_bytes
+                                               : src->line_bytes;
     double n_all = rt_perf_tile_count(m, shape, false);
     double n_sp = rt_perf_tile_count(m, shape, true);
     double in = 0, out = 0;

@@ -18,8 +18,7 @@ static json_t *shape_json(const rt_perf_model *m, const int64_t *s) {
 
 static const char *tensor_name(const rt_perf_model *m, int32_t i) {
     int32_t t = m->access[i].tensor;
-    return t >= 0 && t < m->op->n_tensors && m->op->tensors[t].name ? m->op->tensors[t].name
-                                                                    : "?";
+    return t >= 0 && t < m->op->n_tensors && m->op->tensors[t].name ? m->op->tensors[t].name : "?";
 }
 
 static json_t *rprog_json(const rt_perf_model *m, const rt_rprog *p, int32_t rank) {
@@ -63,9 +62,9 @@ static json_t *rprog_json(const rt_perf_model *m, const rt_rprog *p, int32_t ran
     json_object_set_new(o, "wave_efficiency", json_real(p->wave_eff));
     json_object_set_new(o, "compute_ns", json_real(p->compute_ns));
     json_object_set_new(o, "predicted_ns", json_real(p->predicted_ns));
-    json_object_set_new(o, "bottleneck",
-                        json_string(p->bottleneck < 0 ? "compute"
-                                                      : m->dev->level[p->bottleneck].name));
+    json_object_set_new(
+        o, "bottleneck",
+        json_string(p->bottleneck < 0 ? "compute" : m->dev->level[p->bottleneck].name));
     json_object_set_new(o, "bottleneck_level", json_integer(p->bottleneck));
     json_object_set_new(o, "flops", json_real(p->flops));
     json_object_set_new(o, "padding_waste", json_real(p->waste));

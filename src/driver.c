@@ -67,8 +67,9 @@ static rt_status rt_driver_infer_sizes(rt_arena *a, const rt_driver_options *o, 
         const rt_file_binding *fb = &o->lengths[i];
         int32_t t = rt_op_tensor_index(op, fb->name);
         if (t < 0 || !op->tensors[t].is_length)
-            return rt_fail(err, RT_ERR_USAGE, RT_NOLOC, "--lengths %s=%s: no length tensor '%s' in %s",
-                           fb->name, fb->path, fb->name, o->spec_path);
+            return rt_fail(err, RT_ERR_USAGE, RT_NOLOC,
+                           "--lengths %s=%s: no length tensor '%s' in %s", fb->name, fb->path,
+                           fb->name, o->spec_path);
         const rt_tensor *lt = &op->tensors[t];
         const rt_expr *ext = lt->dims[0].extent;
         if (lt->n_dims != 1 || ext->kind != RT_EXPR_SIZE)
@@ -117,8 +118,9 @@ static rt_status rt_driver_bind(rt_arena *a, const rt_driver_options *o, const r
         const rt_file_binding *fb = &o->trees[i];
         int32_t t = rt_op_tree_index(op, fb->name);
         if (t < 0)
-            return rt_fail(err, RT_ERR_USAGE, RT_NOLOC, "--tree %s=%s: no tree parameter '%s' in %s",
-                           fb->name, fb->path, fb->name, o->spec_path);
+            return rt_fail(err, RT_ERR_USAGE, RT_NOLOC,
+                           "--tree %s=%s: no tree parameter '%s' in %s", fb->name, fb->path,
+                           fb->name, o->spec_path);
         rt_tree_data *td = NULL;
         rt_status st = rt_tree_read(a, fb->path, op->trees[t].max_children, &td, err);
         if (st == RT_OK)
@@ -219,8 +221,7 @@ static void rt_driver_length_stats(rt_bindings *b, const char *name, int64_t *n,
 }
 
 static rt_status rt_driver_dry_run(rt_arena *a, const rt_driver_options *o, const rt_op *op,
-                                   const rt_device *dev, rt_bindings *lb, FILE *f,
-                                   rt_err *err) {
+                                   const rt_device *dev, rt_bindings *lb, FILE *f, rt_err *err) {
     if (o->json) {
         json_t *root = json_object();
         json_object_set_new(root, "rtgen", json_string(RT_VERSION_STRING));
@@ -253,7 +254,8 @@ static rt_status rt_driver_dry_run(rt_arena *a, const rt_driver_options *o, cons
         int64_t n, lo, hi;
         double mean;
         rt_driver_length_stats(lb, o->lengths[i].name, &n, &lo, &mean, &hi);
-        rt_buf_linef(&b, 0, "lengths %s: %lld values from %s (seed %llu): min %lld, mean %.1f, max %lld",
+        rt_buf_linef(&b, 0,
+                     "lengths %s: %lld values from %s (seed %llu): min %lld, mean %.1f, max %lld",
                      o->lengths[i].name, (long long)n, o->lengths[i].path,
                      (unsigned long long)o->seed, (long long)lo, mean, (long long)hi);
     }
@@ -278,7 +280,6 @@ static rt_status rt_driver_interpret(rt_arena *a, const rt_op *op, rt_bindings *
     fputs(out.data ? out.data : "", f);
     return RT_OK;
 }
-
 
 // Length tensors bound from files feed the model as distributions (CORA: extents are
 // histograms, not integers); unbound ones get the model's default.
@@ -335,8 +336,8 @@ typedef struct rt_driver_gpu {
     rt_gpu_candidate *cands;
     bool *checked;
     rt_gpu_check *check;
-    const char **status; // "ok", "wrong", "compile failed", "not profiled"
-    int32_t winner;      // index, -1 when nothing ran
+    const char **status;      // "ok", "wrong", "compile failed", "not profiled"
+    int32_t winner;           // index, -1 when nothing ran
     const char *not_profiled; // why nothing ran (no GPU, other target, too large)
     const char *ext;
 } rt_driver_gpu;
@@ -395,8 +396,9 @@ static rt_status rt_driver_gpu_kernels(rt_arena *a, const rt_driver_options *o,
     }
     if (res->model && res->model->real_points > (double)RT_DRIVER_GPU_CHECK_MAX_POINTS) {
         g->not_profiled = rt_arena_printf(
-            a, "%.3g iteration points exceed the reference check's limit of %d; shrink the op "
-               "with --set to run it",
+            a,
+            "%.3g iteration points exceed the reference check's limit of %d; shrink the op "
+            "with --set to run it",
             res->model->real_points, RT_DRIVER_GPU_CHECK_MAX_POINTS);
         return RT_OK;
     }
@@ -425,12 +427,11 @@ static void *rt_driver_gpu_to_json(const rt_driver_gpu *g, const rt_perf_result 
         json_t *phases = json_array();
         for (int32_t p = 0; p < c->kernel->n_phases; p++) {
             const rt_gpu_phase *ph = &c->kernel->phases[p];
-            json_array_append_new(phases, json_pack("{s:s, s:I, s:i, s:i, s:I, s:b}", "kernel",
-                                                    ph->kernel_name, "grid_x",
-                                                    (json_int_t)ph->grid_x, "ragged_grid_dims",
-                                                    ph->n_ragged, "threads", ph->threads,
-                                                    "smem_bytes", (json_int_t)ph->smem_bytes,
-                                                    "staged", ph->staged));
+            json_array_append_new(
+                phases, json_pack("{s:s, s:I, s:i, s:i, s:I, s:b}", "kernel", ph->kernel_name,
+                                  "grid_x", (json_int_t)ph->grid_x, "ragged_grid_dims",
+                                  ph->n_ragged, "threads", ph->threads, "smem_bytes",
+                                  (json_int_t)ph->smem_bytes, "staged", ph->staged));
         }
         json_object_set_new(j, "phases", phases);
         if (c->bins) {
@@ -456,8 +457,8 @@ static void *rt_driver_gpu_to_json(const rt_driver_gpu *g, const rt_perf_result 
 }
 
 static void rt_driver_gpu_print(const rt_driver_gpu *g, const rt_perf_result *res, rt_buf *out) {
-    rt_buf_linef(out, 0, "rank %-16s %5s %7s %10s %6s %12s %12s %10s", "status", "regs",
-                 "spill_B", "smem_B", "occ", "predicted_us", "run_us", "max_rel");
+    rt_buf_linef(out, 0, "rank %-16s %5s %7s %10s %6s %12s %12s %10s", "status", "regs", "spill_B",
+                 "smem_B", "occ", "predicted_us", "run_us", "max_rel");
     for (int32_t i = 0; i < g->n; i++) {
         const rt_gpu_candidate *c = &g->cands[i];
         char run[32] = "-", rel[32] = "-";
@@ -467,8 +468,8 @@ static void rt_driver_gpu_print(const rt_driver_gpu *g, const rt_perf_result *re
         }
         rt_buf_linef(out, 0, "%4d %-16s %5d %7lld %10lld %6.2f %12.2f %12s %10s%s", (int)c->rank,
                      g->status[i], (int)c->regs, (long long)c->spill_bytes,
-                     (long long)c->smem_bytes, c->occupancy, res->cands[i].predicted_ns / 1e3,
-                     run, rel, i == g->winner ? "  <- winner" : "");
+                     (long long)c->smem_bytes, c->occupancy, res->cands[i].predicted_ns / 1e3, run,
+                     rel, i == g->winner ? "  <- winner" : "");
     }
     if (g->n > 0 && g->cands[0].note)
         rt_buf_linef(out, 0, "note: %s", g->cands[0].note);
@@ -478,18 +479,17 @@ static void rt_driver_gpu_print(const rt_driver_gpu *g, const rt_perf_result *re
 
 // Writes the report and every candidate's source: the winner (or the model's top-1) as
 // DIR/<op>.<ext>, the others as DIR/<op>.rank<N>.<ext>. All or nothing.
-static rt_status rt_driver_write_outputs(rt_arena *a, const rt_driver_options *o,
-                                         const rt_op *op, const char *report, int32_t n,
-                                         const char *const *sources, const int32_t *ranks,
-                                         int32_t best, const char *ext, rt_err *err) {
+static rt_status rt_driver_write_outputs(rt_arena *a, const rt_driver_options *o, const rt_op *op,
+                                         const char *report, int32_t n, const char *const *sources,
+                                         const int32_t *ranks, int32_t best, const char *ext,
+                                         rt_err *err) {
     rt_driver_out out;
     RT_TRY(rt_driver_out_begin(a, o->out_dir, &out, err));
-    rt_status st = rt_driver_out_add(a, &out, rt_arena_printf(a, "%s.json", op->name), report,
-                                     err);
+    rt_status st = rt_driver_out_add(a, &out, rt_arena_printf(a, "%s.json", op->name), report, err);
     for (int32_t i = 0; st == RT_OK && i < n; i++) {
-        const char *name = i == best ? rt_arena_printf(a, "%s.%s", op->name, ext)
-                                     : rt_arena_printf(a, "%s.rank%d.%s", op->name,
-                                                       (int)ranks[i], ext);
+        const char *name = i == best
+                               ? rt_arena_printf(a, "%s.%s", op->name, ext)
+                               : rt_arena_printf(a, "%s.rank%d.%s", op->name, (int)ranks[i], ext);
         if (!name || !sources[i])
             st = rt_fail(err, RT_ERR_NOMEM, RT_NOLOC, "out of memory");
         else

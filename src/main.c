@@ -79,8 +79,8 @@ static rt_status rt_main_parse_int(const char *opt, const char *text, int64_t lo
         return rt_fail(err, RT_ERR_USAGE, RT_NOLOC, "%s: expected an integer, got \"%s\"", opt,
                        text);
     if (v < lo || v > hi)
-        return rt_fail(err, RT_ERR_USAGE, RT_NOLOC, "%s: %lld is out of range [%lld, %lld]", opt,
-                       v, (long long)lo, (long long)hi);
+        return rt_fail(err, RT_ERR_USAGE, RT_NOLOC, "%s: %lld is out of range [%lld, %lld]", opt, v,
+                       (long long)lo, (long long)hi);
     *out = v;
     return RT_OK;
 }

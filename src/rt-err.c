@@ -83,8 +83,8 @@ void rt_err_format(const rt_err *err, const char *prog, bool verbose, char *buf,
         n = (size_t)snprintf(buf, size, "%s:%d:%d: error: %s", err->where.file,
                              (int)err->where.line, (int)err->where.col, err->msg);
     else if (err->where.file && err->where.line > 0)
-        n = (size_t)snprintf(buf, size, "%s:%d: error: %s", err->where.file,
-                             (int)err->where.line, err->msg);
+        n = (size_t)snprintf(buf, size, "%s:%d: error: %s", err->where.file, (int)err->where.line,
+                             err->msg);
     else if (err->where.file)
         n = (size_t)snprintf(buf, size, "%s: error: %s", err->where.file, err->msg);
     else
@@ -92,8 +92,7 @@ void rt_err_format(const rt_err *err, const char *prog, bool verbose, char *buf,
     if (n < size && err->note[0])
         n += (size_t)snprintf(buf + n, size - n, " (%s)", err->note);
     if (n < size && verbose && err->raised_file)
-        snprintf(buf + n, size - n, " [raised at %s:%d]", err->raised_file,
-                 (int)err->raised_line);
+        snprintf(buf + n, size - n, " [raised at %s:%d]", err->raised_file, (int)err->raised_line);
 }
 
 void rt_assert_fail(const char *expr, const char *file, int line) {
@@ -139,7 +138,8 @@ bool rt_dtype_is_int(rt_dtype t) {
 
 bool rt_dtype_from_name(const char *name, size_t len, rt_dtype *out) {
     for (int i = 0; i < RT_DTYPE_COUNT; i++) {
-        if (strlen(rt_dtype_table[i].name) == len && memcmp(rt_dtype_table[i].name, name, len) == 0) {
+        if (strlen(rt_dtype_table[i].name) == len &&
+            memcmp(rt_dtype_table[i].name, name, len) == 0) {
             *out = (rt_dtype)i;
             return true;
         }
@@ -191,8 +191,7 @@ rt_status rt_read_file(rt_arena *a, const char *path, char **out_text, size_t *o
                        rt_err *err) {
     FILE *f = fopen(path, "rb");
     if (!f)
-        return rt_fail(err, RT_ERR_IO, rt_loc_make(path, 0, 0), "cannot open: %s",
-                       strerror(errno));
+        return rt_fail(err, RT_ERR_IO, rt_loc_make(path, 0, 0), "cannot open: %s", strerror(errno));
     rt_buf b;
     rt_buf_init(&b, a);
     char chunk[8192];

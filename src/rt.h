@@ -33,7 +33,7 @@ typedef enum rt_status {
     RT_ERR_USAGE,   // bad command-line option
     RT_ERR_NOMEM,
     RT_ERR_IO,
-    RT_ERR_NOFIT,   // no candidate fits the device (CLI exit 4)
+    RT_ERR_NOFIT, // no candidate fits the device (CLI exit 4)
     RT_STATUS_COUNT
 } rt_status;
 
@@ -50,8 +50,8 @@ typedef struct rt_err {
     const char *raised_file; // rtgen source that raised it, printed with --verbose
     int32_t raised_line;
     char msg[512];
-    char note[256];          // context added by callers ("while loading device ...")
-    const char *log;         // backend log, arena-owned, may be NULL
+    char note[256];  // context added by callers ("while loading device ...")
+    const char *log; // backend log, arena-owned, may be NULL
 } rt_err;
 
 // Sets *err unless an error is already recorded (the first error wins). Returns st.
@@ -70,11 +70,11 @@ void rt_err_format(const rt_err *err, const char *prog, bool verbose, char *buf,
 int rt_status_exit_code(rt_status st);
 
 #define rt_fail(err, st, loc, ...) rt_err_set((err), (st), (loc), __FILE__, __LINE__, __VA_ARGS__)
-#define RT_TRY(x)                                                                                 \
-    do {                                                                                          \
-        rt_status rt_st_ = (x);                                                                   \
-        if (rt_st_ != RT_OK)                                                                      \
-            return rt_st_;                                                                        \
+#define RT_TRY(x)                                                                                  \
+    do {                                                                                           \
+        rt_status rt_st_ = (x);                                                                    \
+        if (rt_st_ != RT_OK)                                                                       \
+            return rt_st_;                                                                         \
     } while (0)
 
 static inline rt_loc rt_loc_make(const char *file, int32_t line, int32_t col) {
@@ -85,10 +85,10 @@ static inline rt_loc rt_loc_make(const char *file, int32_t line, int32_t col) {
 
 // For rtgen bugs only: input must never be able to trigger it.
 RT_NORETURN void rt_assert_fail(const char *expr, const char *file, int line);
-#define rt_assert(cond)                                                                           \
-    do {                                                                                          \
-        if (!(cond))                                                                              \
-            rt_assert_fail(#cond, __FILE__, __LINE__);                                            \
+#define rt_assert(cond)                                                                            \
+    do {                                                                                           \
+        if (!(cond))                                                                               \
+            rt_assert_fail(#cond, __FILE__, __LINE__);                                             \
     } while (0)
 
 // ---------------------------------------------------------------------------------------------
@@ -115,11 +115,11 @@ size_t rt_arena_used_bytes(const rt_arena *a);
 static inline size_t rt_at_least_one(size_t n) {
     return n > 0 ? n : 1;
 }
-#define RT_ALLOC(a, ptr, n, err)                                                                  \
-    do {                                                                                          \
-        (ptr) = rt_arena_calloc((a), rt_at_least_one((size_t)(n)), sizeof *(ptr));                \
-        if (!(ptr))                                                                               \
-            return rt_fail((err), RT_ERR_NOMEM, RT_NOLOC, "out of memory");                       \
+#define RT_ALLOC(a, ptr, n, err)                                                                   \
+    do {                                                                                           \
+        (ptr) = rt_arena_calloc((a), rt_at_least_one((size_t)(n)), sizeof *(ptr));                 \
+        if (!(ptr))                                                                                \
+            return rt_fail((err), RT_ERR_NOMEM, RT_NOLOC, "out of memory");                        \
     } while (0)
 
 // ---------------------------------------------------------------------------------------------

@@ -39,12 +39,12 @@ typedef struct rt_cpu_shared {
 
 typedef struct rt_cpu_impl {
     rt_arena *a;
-    const char **keys;         // per candidate: its code with name and header left out
+    const char **keys; // per candidate: its code with name and header left out
     const rt_op *op;
     const rt_device *dev;
     rt_cpu_jit *jit;
-    rt_kir_kernel **kernels;   // per candidate
-    rt_cpu_phase_fn **fns;     // per candidate, NULL when not compiled
+    rt_kir_kernel **kernels; // per candidate
+    rt_cpu_phase_fn **fns;   // per candidate, NULL when not compiled
     int32_t threads;
 } rt_cpu_impl;
 
@@ -52,9 +52,9 @@ typedef struct rt_cpu_impl {
 typedef struct rt_cpu_data {
     int32_t n_bufs;
     void **args;
-    void **init;      // initial contents of written buffers (restore before a run)
+    void **init; // initial contents of written buffers (restore before a run)
     size_t *bytes;
-    double **ref;     // per tensor: reference values of outputs (NULL: none)
+    double **ref; // per tensor: reference values of outputs (NULL: none)
     const char *check;
     bool restore_each; // an op with '+=' accumulates into the caller's values
 } rt_cpu_data;
@@ -156,8 +156,10 @@ static rt_status rt_cpu_data_make(rt_arena *a, const rt_kir_kernel *k, rt_bindin
         const rt_tensor_data *td = &b->tensors[bf->tensor];
         if (bf->role == RT_KIR_BUF_START) {
             if (!td->layout.start[bf->dim])
-                return rt_fail(err, RT_ERR_BACKEND, RT_NOLOC, "tensor %s has no start array "
-                               "for dim %d", b->op->tensors[bf->tensor].name, (int)bf->dim);
+                return rt_fail(err, RT_ERR_BACKEND, RT_NOLOC,
+                               "tensor %s has no start array "
+                               "for dim %d",
+                               b->op->tensors[bf->tensor].name, (int)bf->dim);
             d->args[i] = td->layout.start[bf->dim];
             continue;
         }
@@ -309,7 +311,7 @@ typedef struct rt_cpu_child {
     rt_bindings *b;
     rt_cpu_shared *sh;
     double budget_ms;
-    double best_ns;   // best median so far (INFINITY: none)
+    double best_ns; // best median so far (INFINITY: none)
 } rt_cpu_child;
 
 static int rt_cpu_cmp_double(const void *x, const void *y) {
@@ -336,9 +338,9 @@ static int rt_cpu_child_main(void *ctx) {
     rt_cpu_data_restore(c->d);
     if (!rt_cpu_run(pool, k, fns, c->d->args))
         return 3;
-    bool ok = strcmp(c->d->check, "random-vector") == 0 ? rt_cpu_check_gemm(k, c->d, c->sh)
-                                                         : rt_cpu_check_outputs(c->im->op, k, c->d,
-                                                                                c->b, c->sh);
+    bool ok = strcmp(c->d->check, "random-vector") == 0
+                  ? rt_cpu_check_gemm(k, c->d, c->sh)
+                  : rt_cpu_check_outputs(c->im->op, k, c->d, c->b, c->sh);
     c->sh->checked = 1;
     c->sh->correct = ok;
     double start = rt_cpu_now_ns();
@@ -500,15 +502,15 @@ rt_status rt_cpu_build_and_profile(rt_arena *a, const rt_op *op, const rt_device
             continue;
         }
         if (tty)
-            fprintf(stderr, "\r\033[Krtgen: profiling candidate %d/%d (%s)", (int)i + 1,
-                    (int)r->n, c->name);
+            fprintf(stderr, "\r\033[Krtgen: profiling candidate %d/%d (%s)", (int)i + 1, (int)r->n,
+                    c->name);
         memset(sh, 0, sizeof *sh);
         rt_cpu_child ch = {im, i, d, b, sh, opt->budget_ms > 0 ? opt->budget_ms : 80.0, best};
         rt_cpu_child_status cs;
         int code = 0;
         // Default timeout: 10 s, or 40 predicted runs when longer (check run + repetitions).
-        double timeout_ms = opt->timeout_ms > 0 ? opt->timeout_ms
-                                                : fmax(10000.0, 40e-6 * c->predicted_ns);
+        double timeout_ms =
+            opt->timeout_ms > 0 ? opt->timeout_ms : fmax(10000.0, 40e-6 * c->predicted_ns);
         rt_status st = rt_cpu_run_isolated(rt_cpu_child_main, &ch, timeout_ms, &cs, &code, err);
         if (st != RT_OK) {
             rt_cpu_shared_free(sh, sizeof *sh);
@@ -580,8 +582,8 @@ rt_status rt_cpu_run_winner(rt_cpu_report *r, rt_bindings *b, rt_err *err) {
             continue;
         rt_tensor_data *td = &b->tensors[bf->tensor];
         for (int64_t e = 0; e < td->layout.elems; e++)
-            td->data[e] = rt_dtype_round(im->op->tensors[bf->tensor].dtype,
-                                         rt_cpu_buf_get(bf, d.args[i], e));
+            td->data[e] =
+                rt_dtype_round(im->op->tensors[bf->tensor].dtype, rt_cpu_buf_get(bf, d.args[i], e));
     }
     return RT_OK;
 }
@@ -624,10 +626,10 @@ void *rt_cpu_report_to_json(const rt_cpu_report *r) {
             json_object_set_new(o, "gbps", json_real(c->gbps));
             json_object_set_new(o, "peak_pct", json_real(c->peak_pct));
             json_object_set_new(o, "check", json_string(c->check ? c->check : "none"));
-            json_object_set_new(o, "max_abs_err", json_real(isfinite(c->max_abs_err)
-                                                                ? c->max_abs_err : -1.0));
-            json_object_set_new(o, "max_rel_err", json_real(isfinite(c->max_rel_err)
-                                                                ? c->max_rel_err : -1.0));
+            json_object_set_new(o, "max_abs_err",
+                                json_real(isfinite(c->max_abs_err) ? c->max_abs_err : -1.0));
+            json_object_set_new(o, "max_rel_err",
+                                json_real(isfinite(c->max_rel_err) ? c->max_rel_err : -1.0));
             json_object_set_new(o, "nmse", json_real(isfinite(c->nmse) ? c->nmse : -1.0));
             if (c->status == RT_CPU_CAND_CRASHED)
                 json_object_set_new(o, "signal", json_integer(c->signal));
@@ -642,10 +644,10 @@ void rt_cpu_report_print(const rt_cpu_report *r, rt_buf *out) {
                   "predicted_us", "median_us", "GFLOP/s", "peak%", "max_err");
     for (int32_t i = 0; i < r->n; i++) {
         const rt_cpu_cand *c = &r->cands[i];
-        rt_buf_printf(out, "%-4d %-28s %-12s %12.2f %12.2f %10.1f %8.1f %10.2e%s\n",
-                      (int)c->rank, c->name, rt_cpu_cand_status_name(c->status),
-                      c->predicted_ns * 1e-3, c->median_ns * 1e-3, c->gflops, c->peak_pct,
-                      c->max_abs_err, i == r->winner ? "  <- winner" : "");
+        rt_buf_printf(out, "%-4d %-28s %-12s %12.2f %12.2f %10.1f %8.1f %10.2e%s\n", (int)c->rank,
+                      c->name, rt_cpu_cand_status_name(c->status), c->predicted_ns * 1e-3,
+                      c->median_ns * 1e-3, c->gflops, c->peak_pct, c->max_abs_err,
+                      i == r->winner ? "  <- winner" : "");
     }
     rt_buf_printf(out, "top-1 JIT-compiled in %.1f ms; total %.1f ms on %d threads\n", r->top1_ms,
                   r->total_ms, (int)r->threads);

@@ -24,14 +24,14 @@ typedef enum rt_cpu_emit {
 
 typedef struct rt_cpu_options {
     rt_cpu_emit emit;
-    bool profile;        // compile, check and time every candidate on this host
-    double budget_ms;    // timing budget of one candidate (0: 80): at least 3 repetitions
-                         // unless they take 3x the budget; a candidate whose running median
-                         // is 25% behind the best so far stops after 3 repetitions
-    double timeout_ms;   // a candidate's child is killed after this long (0: 10000, or 40
-                         // predicted run times when that is longer)
-    int32_t threads;     // 0: the device's units, at most the online CPUs
-    bool progress;       // progress lines on stderr, only when it is a terminal
+    bool profile;              // compile, check and time every candidate on this host
+    double budget_ms;          // timing budget of one candidate (0: 80): at least 3 repetitions
+                               // unless they take 3x the budget; a candidate whose running median
+                               // is 25% behind the best so far stops after 3 repetitions
+    double timeout_ms;         // a candidate's child is killed after this long (0: 10000, or 40
+                               // predicted run times when that is longer)
+    int32_t threads;           // 0: the device's units, at most the online CPUs
+    bool progress;             // progress lines on stderr, only when it is a terminal
     int64_t interp_max_points; // reference by interpreter up to this many points (0: 1<<22)
 } rt_cpu_options;
 
@@ -42,37 +42,37 @@ typedef enum rt_cpu_cand_status {
     RT_CPU_CAND_WRONG,   // output differs from the reference beyond tolerance: never wins
     RT_CPU_CAND_CRASHED, // its child died on a signal
     RT_CPU_CAND_TIMEOUT,
-    RT_CPU_CAND_FAILED,  // could not be compiled or run
+    RT_CPU_CAND_FAILED, // could not be compiled or run
     RT_CPU_CAND_COUNT
 } rt_cpu_cand_status;
 
 typedef struct rt_cpu_cand {
-    int32_t rank;            // index into the perf result's cands
-    const char *name;        // kernel (function) name
-    const char *c_source;    // emitted C
-    const char *ll_source;   // emitted LLVM IR (before optimization)
-    const char *summary;     // one line: path, blocking, micro-kernel
+    int32_t rank;          // index into the perf result's cands
+    const char *name;      // kernel (function) name
+    const char *c_source;  // emitted C
+    const char *ll_source; // emitted LLVM IR (before optimization)
+    const char *summary;   // one line: path, blocking, micro-kernel
     rt_cpu_cand_status status;
-    int signal;              // CRASHED: the signal
+    int signal; // CRASHED: the signal
     double predicted_ns;
-    double compile_ms;       // lowering + LLVM build + pass pipeline + JIT codegen
+    double compile_ms; // lowering + LLVM build + pass pipeline + JIT codegen
     double min_ns, median_ns;
     int32_t reps;
     double gflops, gbps, peak_pct; // of the median; peak_pct of FLOP or DRAM peak
     double max_abs_err, max_rel_err, nmse;
-    const char *check;       // "interpreter", "random-vector", "naive-kernel", "none"
-    int32_t same_as;         // an earlier candidate lowered to identical code (its JIT'd
-                             // functions and profile are shared), -1 when this one is unique
+    const char *check; // "interpreter", "random-vector", "naive-kernel", "none"
+    int32_t same_as;   // an earlier candidate lowered to identical code (its JIT'd
+                       // functions and profile are shared), -1 when this one is unique
 } rt_cpu_cand;
 
 typedef struct rt_cpu_report {
     int32_t n;
     rt_cpu_cand *cands;
-    int32_t winner;          // index into cands, -1 when nothing was profiled correct
+    int32_t winner; // index into cands, -1 when nothing was profiled correct
     int32_t threads;
-    double top1_ms;          // from the call until top-1 was JIT-compiled and callable
+    double top1_ms; // from the call until top-1 was JIT-compiled and callable
     double total_ms;
-    const char *ext;         // "c" or "ll": the primary source
+    const char *ext; // "c" or "ll": the primary source
     // Internal: what rt_cpu_run_winner needs (opaque to callers).
     void *impl;
 } rt_cpu_report;

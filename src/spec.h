@@ -39,28 +39,46 @@ typedef enum rt_uop { RT_UOP_NEG, RT_UOP_NOT } rt_uop;
 
 // ORDER RT_BOP: spelling table in spec-expr.c.
 typedef enum rt_bop {
-    RT_BOP_ADD, RT_BOP_SUB, RT_BOP_MUL, RT_BOP_DIV, RT_BOP_MOD,
-    RT_BOP_LT, RT_BOP_LE, RT_BOP_GT, RT_BOP_GE, RT_BOP_EQ, RT_BOP_NE,
-    RT_BOP_AND, RT_BOP_OR,
+    RT_BOP_ADD,
+    RT_BOP_SUB,
+    RT_BOP_MUL,
+    RT_BOP_DIV,
+    RT_BOP_MOD,
+    RT_BOP_LT,
+    RT_BOP_LE,
+    RT_BOP_GT,
+    RT_BOP_GE,
+    RT_BOP_EQ,
+    RT_BOP_NE,
+    RT_BOP_AND,
+    RT_BOP_OR,
     RT_BOP_COUNT
 } rt_bop;
 
 // ORDER RT_FN: spelling and arity table in spec-expr.c.
 typedef enum rt_fn {
-    RT_FN_EXP, RT_FN_LOG, RT_FN_SQRT, RT_FN_RSQRT, RT_FN_TANH, RT_FN_SIGMOID, RT_FN_ERF,
-    RT_FN_ABS, RT_FN_MAX, RT_FN_MIN,
+    RT_FN_EXP,
+    RT_FN_LOG,
+    RT_FN_SQRT,
+    RT_FN_RSQRT,
+    RT_FN_TANH,
+    RT_FN_SIGMOID,
+    RT_FN_ERF,
+    RT_FN_ABS,
+    RT_FN_MAX,
+    RT_FN_MIN,
     RT_FN_COUNT
 } rt_fn;
 
 typedef struct rt_expr rt_expr;
 struct rt_expr {
     rt_expr_kind kind;
-    rt_loc loc;    // first character of the construct, for messages
-    bool is_int;   // integer-valued (indices, sizes, int literals, int tensor reads)
-    double num;    // RT_EXPR_NUM
-    int32_t var;   // RT_EXPR_INDEX
-    int32_t sym;   // RT_EXPR_SIZE
-    int32_t dim;   // RT_EXPR_DIMREF
+    rt_loc loc;     // first character of the construct, for messages
+    bool is_int;    // integer-valued (indices, sizes, int literals, int tensor reads)
+    double num;     // RT_EXPR_NUM
+    int32_t var;    // RT_EXPR_INDEX
+    int32_t sym;    // RT_EXPR_SIZE
+    int32_t dim;    // RT_EXPR_DIMREF
     int32_t tensor; // RT_EXPR_READ: index into op->tensors
     int32_t tree;   // RT_EXPR_CHILD: index into op->trees
     int32_t child;  // RT_EXPR_CHILD: which child (0-based constant)
@@ -97,8 +115,8 @@ typedef struct rt_size {
 typedef struct rt_dim {
     const char *name; // "b" in b:B, NULL when unnamed
     rt_loc loc;
-    rt_expr *extent;  // over sizes, RT_EXPR_DIMREF to outer dims, reads of length tensors
-    bool ragged;      // extent depends on an outer dim
+    rt_expr *extent; // over sizes, RT_EXPR_DIMREF to outer dims, reads of length tensors
+    bool ragged;     // extent depends on an outer dim
 } rt_dim;
 
 typedef enum rt_role {
@@ -115,13 +133,13 @@ typedef struct rt_tensor {
     rt_role role;
     int32_t n_dims;
     rt_dim dims[RT_MAX_DIMS];
-    bool has_pad;      // 'pad VALUE': out-of-extent reads return pad_value
+    bool has_pad; // 'pad VALUE': out-of-extent reads return pad_value
     double pad_value;
-    bool is_length;    // an int32 tensor used in a ragged extent
-    bool is_index;     // an integer tensor read in an index position (gather)
-    bool ragged;       // some dim is ragged: packed storage, no padding between slices
-    bool shape_given;  // output/temp shape written in the spec rather than inferred
-    int32_t writer;    // first statement writing it; -1 for inputs
+    bool is_length;   // an int32 tensor used in a ragged extent
+    bool is_index;    // an integer tensor read in an index position (gather)
+    bool ragged;      // some dim is ragged: packed storage, no padding between slices
+    bool shape_given; // output/temp shape written in the spec rather than inferred
+    int32_t writer;   // first statement writing it; -1 for inputs
 } rt_tensor;
 
 typedef struct rt_tree {
@@ -147,11 +165,11 @@ typedef enum rt_assign {
 
 typedef struct rt_ivar {
     const char *name;
-    rt_loc loc;      // first use
-    bool is_reduce;  // absent from the left side
+    rt_loc loc;       // first use
+    bool is_reduce;   // absent from the left side
     rt_expr *lo, *hi; // half-open [lo, hi): sizes, outer index vars, length-tensor reads
-    bool ragged;     // lo or hi depends on another index var (a vloop)
-    bool from_where; // range given by a where-clause
+    bool ragged;      // lo or hi depends on another index var (a vloop)
+    bool from_where;  // range given by a where-clause
 } rt_ivar;
 
 typedef struct rt_pred {
@@ -164,29 +182,29 @@ typedef struct rt_pred {
 
 // A group of adjacent index vars fused into one loop by the canonicalizing axis fusion.
 typedef struct rt_axis {
-    const char *name;  // member names joined with '.', e.g. "n.c.h.w"
+    const char *name; // member names joined with '.', e.g. "n.c.h.w"
     int32_t n_members;
     int32_t members[RT_MAX_DIMS]; // var indices, outer to inner
     bool is_reduce;
-    bool ragged;       // some member's range depends on another member or an outer var
-    int64_t extent;    // product of member extents when dense; for ragged: -1
+    bool ragged;    // some member's range depends on another member or an outer var
+    int64_t extent; // product of member extents when dense; for ragged: -1
 } rt_axis;
 
 typedef struct rt_stmt {
     rt_loc loc;
-    int32_t out;       // tensor written
+    int32_t out; // tensor written
     int32_t n_lhs;
     int32_t lhs_vars[RT_MAX_DIMS]; // var index per LHS position
     rt_assign op;
     rt_expr *rhs;
-    int32_t n_vars;    // LHS vars first (in LHS order), then reduced vars (first appearance)
+    int32_t n_vars; // LHS vars first (in LHS order), then reduced vars (first appearance)
     rt_ivar *vars;
-    int32_t n_loops;   // loop nest outer->inner: LHS vars, then reduced vars unless op is '='
-    int32_t *loops;    // ('=' statements reduce inside RT_EXPR_SUM nodes instead)
+    int32_t n_loops; // loop nest outer->inner: LHS vars, then reduced vars unless op is '='
+    int32_t *loops;  // ('=' statements reduce inside RT_EXPR_SUM nodes instead)
     int32_t n_preds;
     rt_pred *preds;
-    bool recursive;    // reads its own output at a tree child (CORTEX)
-    int32_t n_axes;    // canonical form after axis fusion, over loops[]
+    bool recursive; // reads its own output at a tree child (CORTEX)
+    int32_t n_axes; // canonical form after axis fusion, over loops[]
     rt_axis *axes;
     bool reduces;       // accumulates: an op other than '=', or '=' with implicit sums
     rt_dtype acc_dtype; // type it accumulates in: float for half/bfloat16 outputs of a
@@ -226,7 +244,7 @@ typedef struct rt_op {
     int32_t n_trees;
     rt_tree *trees;
     int32_t n_outputs;
-    int32_t *outputs;  // tensor indices in the order of the outputs list
+    int32_t *outputs; // tensor indices in the order of the outputs list
     int32_t n_stmts;
     rt_stmt *stmts;
     int32_t n_directives;
@@ -241,8 +259,8 @@ typedef struct rt_size_binding {
 
 // Parses, checks and canonicalizes one op-spec. path is used in messages. The --set bindings
 // override 'size' defaults; a binding for an unknown size is an RT_ERR_USAGE error.
-rt_status rt_spec_parse(rt_arena *a, const char *text, const char *path,
-                        const rt_size_binding *set, int32_t n_set, rt_op **out, rt_err *err);
+rt_status rt_spec_parse(rt_arena *a, const char *text, const char *path, const rt_size_binding *set,
+                        int32_t n_set, rt_op **out, rt_err *err);
 // Reads path and calls rt_spec_parse.
 rt_status rt_spec_load(rt_arena *a, const char *path, const rt_size_binding *set, int32_t n_set,
                        rt_op **out, rt_err *err);
@@ -252,8 +270,8 @@ const char *rt_bop_name(rt_bop op);
 const char *rt_fn_name(rt_fn fn);
 const char *rt_assign_name(rt_assign op);
 // Prints e in op-spec syntax. stmt may be NULL outside statements; tensor names dims DIMREFs.
-void rt_expr_print(const rt_op *op, const rt_stmt *stmt, const rt_tensor *tensor,
-                   const rt_expr *e, rt_buf *out);
+void rt_expr_print(const rt_op *op, const rt_stmt *stmt, const rt_tensor *tensor, const rt_expr *e,
+                   rt_buf *out);
 // Linear form of e over stmt's index vars; false when e is not affine (or uses unbound sizes).
 bool rt_expr_affine(const rt_op *op, const rt_expr *e, rt_affine *out);
 // Value of an expression made only of literals and bound sizes; false otherwise.

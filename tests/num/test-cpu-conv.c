@@ -81,7 +81,8 @@ static void blocking_case(const rt_device *dev, const char *sets) {
     rt_err err = {0};
     rt_size_binding bind[3] = {{"M", 0}, {"N", 0}, {"K", 0}};
     RT_EXPECT_EQ(sscanf(sets, "%lld %lld %lld", (long long *)&bind[0].value,
-                        (long long *)&bind[1].value, (long long *)&bind[2].value), 3);
+                        (long long *)&bind[1].value, (long long *)&bind[2].value),
+                 3);
     rt_op *op = NULL;
     rt_perf_result *perf = NULL;
     rt_perf_options popt = {.top_k = 3};
@@ -101,9 +102,11 @@ static void blocking_case(const rt_device *dev, const char *sets) {
                      RT_OK);
         if (!k)
             continue;
-        const char *want = rt_arena_printf(a, "blocks mc=%lld nc=%lld kc=%lld, micro-kernel "
-                                              "%lldx%lld", (long long)g.mc, (long long)g.nc,
-                                           (long long)g.kc, (long long)g.mr, (long long)g.nr);
+        const char *want = rt_arena_printf(a,
+                                           "blocks mc=%lld nc=%lld kc=%lld, micro-kernel "
+                                           "%lldx%lld",
+                                           (long long)g.mc, (long long)g.nc, (long long)g.kc,
+                                           (long long)g.mr, (long long)g.nr);
         bool found = false;
         for (int32_t ph = 0; ph < k->n_phases; ph++)
             found = found || strstr(k->phases[ph].what, want) != NULL;
@@ -126,39 +129,48 @@ int main(void) {
     static const conv_case cases[] = {
         // 3x3, stride 1, padding 1, batch 1, prime spatial sizes.
         {"def c(float(1, 3, 11, 13) I pad 0, float(5, 3, 3, 3) Wt) -> (float(1, 5, 11, 13) O) {\n"
-         " O(n, f, y, x) +=! I(n, c, y + r - 1, x + s - 1) * Wt(f, c, r, s)\n}", true, false},
+         " O(n, f, y, x) +=! I(n, c, y + r - 1, x + s - 1) * Wt(f, c, r, s)\n}",
+         true, false},
         // 3x3, stride 2, padding 1, batch 3 (reads past the bottom/right edge too).
         {"def c(float(3, 4, 13, 11) I pad 0, float(7, 4, 3, 3) Wt) -> (float(3, 7, 7, 6) O) {\n"
-         " O(n, f, y, x) +=! I(n, c, 2*y + r - 1, 2*x + s - 1) * Wt(f, c, r, s)\n}", true, false},
+         " O(n, f, y, x) +=! I(n, c, 2*y + r - 1, 2*x + s - 1) * Wt(f, c, r, s)\n}",
+         true, false},
         // 1x1, no padding, a single input channel, batch 3.
         {"def c(float(3, 1, 7, 5) I, float(17, 1) Wt) -> (float(3, 17, 7, 5) O) {\n"
-         " O(n, f, y, x) +=! I(n, c, y, x) * Wt(f, c)\n}", true, false},
+         " O(n, f, y, x) +=! I(n, c, y, x) * Wt(f, c)\n}",
+         true, false},
         // 1x1 with many channels and a prime output size.
         {"def c(float(1, 37, 7, 11) I, float(41, 37) Wt) -> (float(1, 41, 7, 11) O) {\n"
-         " O(n, f, y, x) +=! I(n, c, y, x) * Wt(f, c)\n}", true, false},
+         " O(n, f, y, x) +=! I(n, c, y, x) * Wt(f, c)\n}",
+         true, false},
         // c = 1, 3x3, a non-zero pad value, scaled by a constant.
         {"def c(float(1, 1, 5, 17) I pad 0.5, float(3, 1, 3, 3) Wt) -> (float(1, 3, 5, 17) O) {\n"
-         " O(n, f, y, x) +=! 0.25 * I(n, c, y + r - 1, x + s - 1) * Wt(f, c, r, s)\n}", true,
-         false},
+         " O(n, f, y, x) +=! 0.25 * I(n, c, y + r - 1, x + s - 1) * Wt(f, c, r, s)\n}",
+         true, false},
         // '+=': accumulates onto O's values; 5x5 padding 2, stride 2 along y only.
         {"def c(float(2, 2, 9, 7) I pad 0, float(3, 2, 5, 5) Wt) -> (float(2, 3, 5, 7) O) {\n"
-         " O(n, f, y, x) += I(n, c, 2*y + r - 2, x + s - 2) * Wt(f, c, r, s)\n}", true, false},
+         " O(n, f, y, x) += I(n, c, 2*y + r - 2, x + s - 2) * Wt(f, c, r, s)\n}",
+         true, false},
         // K = 64 x 9 spans several kc blocks; N = 17 x 19 several nr panels.
         {"def c(float(2, 64, 17, 19) I pad 0, float(37, 64, 3, 3) Wt) -> (float(2, 37, 17, 19) O) "
-         "{\n O(n, f, y, x) +=! I(n, c, y + r - 1, x + s - 1) * Wt(f, c, r, s)\n}", true, true},
+         "{\n O(n, f, y, x) +=! I(n, c, y + r - 1, x + s - 1) * Wt(f, c, r, s)\n}",
+         true, true},
         // Row segments crossing nr panels: width 37, stride 2 along x only, pad value 1.5.
         {"def c(float(1, 2, 6, 75) I pad 1.5, float(4, 2, 3, 3) Wt) -> (float(1, 4, 6, 37) O) {\n"
-         " O(n, f, y, x) +=! I(n, c, y + r - 1, 2*x + s - 1) * Wt(f, c, r, s)\n}", true, false},
+         " O(n, f, y, x) +=! I(n, c, y + r - 1, 2*x + s - 1) * Wt(f, c, r, s)\n}",
+         true, false},
         // x indexes a non-innermost dim of I (strided segment copies), batch 3, scaled.
         {"def c(float(3, 2, 9, 6) I pad 0, float(5, 2, 3, 3) Wt) -> (float(3, 5, 6, 9) O) {\n"
-         " O(n, f, y, x) +=! 0.5 * I(n, c, x + s - 1, y + r - 1) * Wt(f, c, r, s)\n}", true,
-         false},
+         " O(n, f, y, x) +=! 0.5 * I(n, c, x + s - 1, y + r - 1) * Wt(f, c, r, s)\n}",
+         true, false},
         // A padded tensor read in bounds only (1x1): segments without a halo.
         {"def c(float(2, 3, 5, 7) I pad 2, float(6, 3) Wt) -> (float(2, 6, 5, 7) O) {\n"
-         " O(n, f, y, x) +=! I(n, c, y, x) * Wt(f, c)\n}", true, false},
+         " O(n, f, y, x) +=! I(n, c, y, x) * Wt(f, c)\n}",
+         true, false},
         // Depthwise: no channel reduction, so the general path.
         {"def c(float(2, 3, 11, 9) I pad 0, float(3, 3, 3) Wt) -> (float(2, 3, 11, 9) O) {\n"
-         " O(n, c, y, x) +=! I(n, c, y + r - 1, x + s - 1) * Wt(c, r, s)\n}", false, false},
+         " O(n, c, y, x) +=! I(n, c, y + r - 1, x + s - 1) * Wt(c, r, s)\n}",
+         false, false},
     };
     for (size_t i = 0; i < sizeof cases / sizeof *cases; i++)
         run_case(&dev, &cases[i], 1 + i);

@@ -108,14 +108,17 @@ int main(void) {
     rt_err err = {0};
     if (rt_hal_detect_host(NULL, &dev, &err) != RT_OK)
         return 77;
-    diff_case(&dev, "matmul.spec", "def matmul(float(67, 43) A, float(43, 89) B) -> (C) {\n"
-                                   "    C(m, n) +=! A(m, k) * B(k, n)\n}\n");
-    diff_case(&dev, "softmax.spec", "def softmax(float(29, 71) X) -> (Y) {\n"
-                                    " mx(n) max=! X(n, d)\n e(n, d) = exp(X(n, d) - mx(n))\n"
-                                    " s(n) +=! e(n, d)\n Y(n, d) = e(n, d) / s(n)\n}\n");
-    diff_case(&dev, "qkt.spec", "size B = 4\nsize H = 2\nsize D = 8\n"
-                                "def qkt(int32(B) len, float(b:B, len(b), H, D) Q, "
-                                "float(b:B, len(b), H, D) K) -> (S) {\n"
-                                " S(b, h, i, j) +=! Q(b, i, h, d) * K(b, j, h, d) * 0.125\n}\n");
+    diff_case(&dev, "matmul.spec",
+              "def matmul(float(67, 43) A, float(43, 89) B) -> (C) {\n"
+              "    C(m, n) +=! A(m, k) * B(k, n)\n}\n");
+    diff_case(&dev, "softmax.spec",
+              "def softmax(float(29, 71) X) -> (Y) {\n"
+              " mx(n) max=! X(n, d)\n e(n, d) = exp(X(n, d) - mx(n))\n"
+              " s(n) +=! e(n, d)\n Y(n, d) = e(n, d) / s(n)\n}\n");
+    diff_case(&dev, "qkt.spec",
+              "size B = 4\nsize H = 2\nsize D = 8\n"
+              "def qkt(int32(B) len, float(b:B, len(b), H, D) Q, "
+              "float(b:B, len(b), H, D) K) -> (S) {\n"
+              " S(b, h, i, j) +=! Q(b, i, h, d) * K(b, j, h, d) * 0.125\n}\n");
     return rt_test_finish("test-cpu-diff");
 }

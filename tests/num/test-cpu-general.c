@@ -142,10 +142,10 @@ static void exp_case(const rt_device *dev) {
     const char *spec = "def ex(float(4099) X) -> (Y) {\n Y(i) = exp(X(i))\n}";
     static double x[N];
     int32_t n = 0;
-    static const double special[] = {0.0, -0.0, 1.0, -1.0, 88.72283, 88.7229, 89.5, 200.0,
-                                     -87.33654, -87.34, -100.0, -103.97, -103.98, -150.0,
-                                     0.34657359, -0.34657359, 1e-8, -1e-8, HUGE_VAL, -HUGE_VAL,
-                                     NAN};
+    static const double special[] = {
+        0.0,        -0.0,        1.0,    -1.0,   88.72283, 88.7229,   89.5,
+        200.0,      -87.33654,   -87.34, -100.0, -103.97,  -103.98,   -150.0,
+        0.34657359, -0.34657359, 1e-8,   -1e-8,  HUGE_VAL, -HUGE_VAL, NAN};
     for (size_t i = 0; i < sizeof special / sizeof special[0]; i++)
         x[n++] = special[i];
     while (n < N) // a sweep over [-110, 95)
@@ -176,8 +176,8 @@ static void exp_case(const rt_device *dev) {
         else if (fabs(want) < 1.1754943508222875e-38)
             ok = fabs((double)got - want) <= ldexp(1.0, -148);
         else
-            ok = fabs((double)got - want) <= 2.0 * (double)(nextafterf(fabsf(wf), HUGE_VALF) -
-                                                          fabsf(wf));
+            ok = fabs((double)got - want) <=
+                 2.0 * (double)(nextafterf(fabsf(wf), HUGE_VALF) - fabsf(wf));
         if (!ok && bad++ < 5)
             fprintf(stderr, "exp(%.9g): got %.9g, want %.9g\n", (double)xi, (double)got, want);
     }

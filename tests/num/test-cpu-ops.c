@@ -12,8 +12,8 @@
 #include <string.h>
 
 typedef struct ocase {
-    const char *spec; // examples/<spec>.spec, or the spec text itself when it has a '('
-    const char *sets; // "M=7,N=33" or ""
+    const char *spec;  // examples/<spec>.spec, or the spec text itself when it has a '('
+    const char *sets;  // "M=7,N=33" or ""
     const char *check; // expected reference (NULL: "interpreter")
 } ocase;
 
@@ -51,8 +51,7 @@ static void run_case(const rt_device *dev, const ocase *c, uint64_t seed) {
         rt_cpu_build_and_profile(a, op, dev, b, perf, &copt, &rep, &err) != RT_OK) {
         char msg[1024];
         rt_err_format(&err, "test", true, msg, sizeof msg);
-        fprintf(stderr, "%s [%s] seed %llu: %s\n", c->spec, c->sets, (unsigned long long)seed,
-                msg);
+        fprintf(stderr, "%s [%s] seed %llu: %s\n", c->spec, c->sets, (unsigned long long)seed, msg);
         RT_EXPECT(0);
         rt_arena_free(a);
         return;
@@ -70,7 +69,8 @@ static void run_case(const rt_device *dev, const ocase *c, uint64_t seed) {
     RT_EXPECT(rep->winner >= 0);
     // The winner in-process: outputs into a second set of bindings, compared to the first.
     rt_bindings *b2 = NULL;
-    if (rt_bindings_new(a, op, seed, &b2, &err) == RT_OK && rt_cpu_run_winner(rep, b2, &err) == RT_OK) {
+    if (rt_bindings_new(a, op, seed, &b2, &err) == RT_OK &&
+        rt_cpu_run_winner(rep, b2, &err) == RT_OK) {
         for (int32_t t = 0; t < op->n_tensors; t++) {
             if (op->tensors[t].role != RT_ROLE_OUTPUT || c->check)
                 continue;
@@ -144,23 +144,29 @@ int main(void) {
     }
     static const ocase cases[] = {
         {"matmul", "M=64,N=64,K=64", NULL},
-        {"matmul", "M=37,N=53,K=29", NULL},   // primes: edge tiles everywhere
+        {"matmul", "M=37,N=53,K=29", NULL}, // primes: edge tiles everywhere
         {"matmul", "M=1,N=1,K=1", NULL},
         {"matmul", "M=97,N=131,K=1", NULL},
         // The Roller-sized examples with small literal shapes (odd tails, size-1 dims).
-        {"def relu(float(3, 7, 5, 19) I) -> (O) {\n O(n, c, h, w) = max(I(n, c, h, w), 0)\n}", "", NULL},
+        {"def relu(float(3, 7, 5, 19) I) -> (O) {\n O(n, c, h, w) = max(I(n, c, h, w), 0)\n}", "",
+         NULL},
         {"def reduce_mean(float(3, 5, 67) I) -> (O) {\n O(b, r) +=! I(b, r, l) / 67\n}", "", NULL},
         {"def softmax(float(13, 37) X) -> (Y) {\n mx(n) max=! X(n, d)\n"
-         " e(n, d) = exp(X(n, d) - mx(n))\n s(n) +=! e(n, d)\n Y(n, d) = e(n, d) / s(n)\n}", "", NULL},
+         " e(n, d) = exp(X(n, d) - mx(n))\n s(n) +=! e(n, d)\n Y(n, d) = e(n, d) / s(n)\n}",
+         "", NULL},
         {"def softmax1(float(1, 1) X) -> (Y) {\n mx(n) max=! X(n, d)\n"
-         " e(n, d) = exp(X(n, d) - mx(n))\n s(n) +=! e(n, d)\n Y(n, d) = e(n, d) / s(n)\n}", "", NULL},
+         " e(n, d) = exp(X(n, d) - mx(n))\n s(n) +=! e(n, d)\n Y(n, d) = e(n, d) / s(n)\n}",
+         "", NULL},
         {"def avgpool(float(2, 3, 11, 9) I) -> (float(2, 3, 5, 4) O) {\n"
-         " O(n, c, y, x) +=! I(n, c, 2*y + r, 2*x + s) / 9   where r in 0:3, s in 0:3\n}", "", NULL},
+         " O(n, c, y, x) +=! I(n, c, 2*y + r, 2*x + s) / 9   where r in 0:3, s in 0:3\n}",
+         "", NULL},
         {"def dwconv(float(2, 3, 11, 9) I pad 0, float(3, 5, 5) Wt) -> (float(2, 3, 6, 5) O) {\n"
-         " O(n, c, y, x) +=! I(n, c, 2*y + r - 2, 2*x + s - 2) * Wt(c, r, s)\n}", "", NULL},
+         " O(n, c, y, x) +=! I(n, c, 2*y + r - 2, 2*x + s - 2) * Wt(c, r, s)\n}",
+         "", NULL},
         {"size M = 23\nsize N = 19\nsize K = 31\n"
          "def acc(float(M, K) A, float(K, N) B) -> (float(M, N) C) {\n"
-         " C(m, n) += A(m, k) * B(k, n)\n}", "", NULL},
+         " C(m, n) += A(m, k) * B(k, n)\n}",
+         "", NULL},
         {"linear_gelu", "M=17", "naive-kernel"}, // too large to interpret: the naive kernel
         {"size M = 19\ndef linear_gelu(float(M, 40) X, float(40, 70) Wt, float(70) bias) -> (Y) {\n"
          " t(m, n) +=! X(m, k) * Wt(k, n)\n"

@@ -12,13 +12,15 @@ int main(void) {
         {"matmul", "M=131,N=257,K=19"}, // ragged tails of the 128-wide block tiles
         {"size M = 23\nsize N = 19\nsize K = 31\n"
          "def acc(float(M, K) A, float(K, N) B) -> (float(M, N) C) {\n"
-         " C(m, n) += A(m, k) * B(k, n)\n}", ""},
+         " C(m, n) += A(m, k) * B(k, n)\n}",
+         ""},
         {"size M = 19\ndef linear_gelu(float(M, 40) X, float(40, 70) Wt, float(70) bias) -> (Y) {\n"
          " t(m, n) +=! X(m, k) * Wt(k, n)\n"
          " Y(m, n) = 0.5 * (t(m, n) + bias(n)) * (1 + erf((t(m, n) + bias(n)) * 0.70710678))\n}",
          ""},
         {"def qk(float(3, 37, 16) Q, float(3, 37, 16) K) -> (S) {\n"
-         " S(h, i, j) +=! Q(h, i, d) * K(h, j, d)\n}", ""},
+         " S(h, i, j) +=! Q(h, i, d) * K(h, j, d)\n}",
+         ""},
     };
     int rc = run_cases("test-gpu-opencl-dense", cases, sizeof cases / sizeof *cases);
     if (rc == 0 && n_staged < 10) {

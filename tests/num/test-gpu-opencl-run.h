@@ -34,8 +34,8 @@ static int32_t parse_sets(rt_arena *a, const char *text, rt_size_binding *out) {
 
 static int n_staged, n_runs;
 
-static void run_case(rt_gpu_runtime *rt, const rt_device *ocl, const rt_device *dev,
-                     const gcase *c, uint64_t seed) {
+static void run_case(rt_gpu_runtime *rt, const rt_device *ocl, const rt_device *dev, const gcase *c,
+                     uint64_t seed) {
     rt_arena *a = rt_arena_new(1 << 20);
     rt_err err = {0};
     rt_size_binding sets[8];
@@ -63,8 +63,8 @@ static void run_case(rt_gpu_runtime *rt, const rt_device *ocl, const rt_device *
         rt_bindings *b = NULL;
         rt_gpu_check chk;
         rt_err_clear(&err);
-        rt_status st = rt_gpu_emit_candidate(a, perf, rank, RT_GPU_TARGET_OPENCL, NULL, &cand,
-                                             &err);
+        rt_status st =
+            rt_gpu_emit_candidate(a, perf, rank, RT_GPU_TARGET_OPENCL, NULL, &cand, &err);
         const char *dump = getenv("RTGEN_DUMP_GPU");
         if (st == RT_OK && dump) {
             char fn[512];
@@ -84,15 +84,14 @@ static void run_case(rt_gpu_runtime *rt, const rt_device *ocl, const rt_device *
         if (st != RT_OK) {
             char msg[1024];
             rt_err_format(&err, "test", true, msg, sizeof msg);
-            fprintf(stderr, "%s [%s] on %s, rank %d: %s\n%s\n", what, c->sets, dev->path,
-                    (int)rank, msg, err.log ? err.log : "");
+            fprintf(stderr, "%s [%s] on %s, rank %d: %s\n%s\n", what, c->sets, dev->path, (int)rank,
+                    msg, err.log ? err.log : "");
             RT_EXPECT(0);
             continue;
         }
         for (int32_t i = 0; i < cand.kernel->n_phases; i++)
             n_staged += cand.kernel->phases[i].staged;
-        bool ok = chk.n_outputs == op->n_outputs && chk.nmse <= 1e-8 &&
-                  chk.cmp[0].n_nonfinite == 0;
+        bool ok = chk.n_outputs == op->n_outputs && chk.nmse <= 1e-8 && chk.cmp[0].n_nonfinite == 0;
         printf("%-14s %-28s %-10s rank %d: %d kernel(s) [%s], nmse %.2e, max rel %.2e%s\n", what,
                c->sets, strrchr(dev->path, '/') + 1, (int)rank, (int)cand.kernel->n_phases,
                cand.kernel->phases[0].what, chk.nmse, chk.max_rel_err, ok ? "" : "  MISMATCH");

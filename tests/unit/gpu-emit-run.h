@@ -117,8 +117,8 @@ static int32_t compile_table(const char *const *dev_paths, int32_t n_dev_paths, 
             const rt_gpu_candidate *top = &cands[0];
             if (top->compiled) {
                 if (top->spill_bytes != 0)
-                    fprintf(stderr, "%s on %s: top-1 spills %lld bytes\n", specs[si],
-                            dev_paths[di], (long long)top->spill_bytes);
+                    fprintf(stderr, "%s on %s: top-1 spills %lld bytes\n", specs[si], dev_paths[di],
+                            (long long)top->spill_bytes);
                 if (dev.devclass == RT_DEVCLASS_CUDA)
                     RT_EXPECT_EQ(top->spill_bytes, 0);
                 RT_EXPECT(top->regs > 0 && top->occupancy > 0.0);
@@ -134,8 +134,8 @@ static int32_t compile_table(const char *const *dev_paths, int32_t n_dev_paths, 
             rt_arena_free(a);
         }
     }
-    printf("%d kernels compiled on %d devices in %.1f s of CPU\n", (int)n_compiled,
-           (int)n_devs_run, ((double)clock() - t0) / CLOCKS_PER_SEC);
+    printf("%d kernels compiled on %d devices in %.1f s of CPU\n", (int)n_compiled, (int)n_devs_run,
+           ((double)clock() - t0) / CLOCKS_PER_SEC);
     rt_arena_free(la);
     return n_devs_run;
 }

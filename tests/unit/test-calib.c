@@ -25,23 +25,39 @@ static bool same_str(const char *a, const char *b) {
 
 // Returns NULL when equal, else the name of the first field that differs.
 static const char *device_diff(const rt_device *a, const rt_device *b) {
-#define RT_SAME(f)                                                                                \
-    if (!(a->f == b->f))                                                                          \
-        return #f;
+#define RT_SAME(f)                                                                                 \
+    do {                                                                                           \
+        if (!(a->f == b->f))                                                                       \
+            return #f;                                                                             \
+    } while (0)
     if (strcmp(a->name, b->name) || strcmp(a->arch, b->arch) || strcmp(a->features, b->features))
         return "name/arch/features";
-    RT_SAME(devclass) RT_SAME(units) RT_SAME(lanes) RT_SAME(teus_per_unit) RT_SAME(clock_mhz)
-    RT_SAME(max_threads_per_block) RT_SAME(max_threads_per_unit) RT_SAME(max_blocks_per_unit)
-    RT_SAME(regs_per_unit) RT_SAME(launch_overhead_us) RT_SAME(sync_overhead_us)
-    RT_SAME(mma_m) RT_SAME(mma_n) RT_SAME(mma_k) RT_SAME(fma_latency_cycles) RT_SAME(n_insn)
-    RT_SAME(n_levels) RT_SAME(ops)
+    RT_SAME(devclass);
+    RT_SAME(units);
+    RT_SAME(lanes);
+    RT_SAME(teus_per_unit);
+    RT_SAME(clock_mhz);
+    RT_SAME(max_threads_per_block);
+    RT_SAME(max_threads_per_unit);
+    RT_SAME(max_blocks_per_unit);
+    RT_SAME(regs_per_unit);
+    RT_SAME(launch_overhead_us);
+    RT_SAME(sync_overhead_us);
+    RT_SAME(mma_m);
+    RT_SAME(mma_n);
+    RT_SAME(mma_k);
+    RT_SAME(fma_latency_cycles);
+    RT_SAME(n_insn);
+    RT_SAME(n_levels);
+    RT_SAME(ops);
     for (int t = 0; t < RT_DTYPE_COUNT; t++) {
-        RT_SAME(peak_gflops[t]) RT_SAME(mma_gflops[t])
+        RT_SAME(peak_gflops[t]);
+        RT_SAME(mma_gflops[t]);
     }
     for (int i = 0; i < a->n_insn; i++) {
         if (strcmp(a->insn[i].name, b->insn[i].name))
             return "insn name";
-        RT_SAME(insn[i].gflops_per_teu)
+        RT_SAME(insn[i].gflops_per_teu);
     }
     if (!same_str(a->compute_source, b->compute_source))
         return "compute_source";
@@ -50,13 +66,22 @@ static const char *device_diff(const rt_device *a, const rt_device *b) {
     for (int i = 0; i < a->n_levels; i++) {
         if (strcmp(a->level[i].name, b->level[i].name))
             return "level name";
-        RT_SAME(level[i].level) RT_SAME(level[i].scope) RT_SAME(level[i].managed)
-        RT_SAME(level[i].capacity_bytes) RT_SAME(level[i].tile_capacity_bytes)
-        RT_SAME(level[i].bandwidth_gbps) RT_SAME(level[i].transaction_bytes)
-        RT_SAME(level[i].banks) RT_SAME(level[i].bank_bytes) RT_SAME(level[i].line_bytes)
-        RT_SAME(level[i].ways) RT_SAME(level[i].latency_ns) RT_SAME(level[i].n_curve)
+        RT_SAME(level[i].level);
+        RT_SAME(level[i].scope);
+        RT_SAME(level[i].managed);
+        RT_SAME(level[i].capacity_bytes);
+        RT_SAME(level[i].tile_capacity_bytes);
+        RT_SAME(level[i].bandwidth_gbps);
+        RT_SAME(level[i].transaction_bytes);
+        RT_SAME(level[i].banks);
+        RT_SAME(level[i].bank_bytes);
+        RT_SAME(level[i].line_bytes);
+        RT_SAME(level[i].ways);
+        RT_SAME(level[i].latency_ns);
+        RT_SAME(level[i].n_curve);
         for (int j = 0; j < a->level[i].n_curve; j++) {
-            RT_SAME(level[i].curve[j].bytes) RT_SAME(level[i].curve[j].gbps)
+            RT_SAME(level[i].curve[j].bytes);
+            RT_SAME(level[i].curve[j].gbps);
         }
         if (!same_str(a->level[i].source, b->level[i].source))
             return "level source";
@@ -349,8 +374,8 @@ static void test_apply(void) {
     rt_calib_value *insn = add_value(&res, RT_CALIB_INSN, 200.0, 0.01);
     snprintf(insn->insn, sizeof insn->insn, "f32_fma");
     add_value(&res, RT_CALIB_MMA, 5000.0, 0.01)->dtype = RT_DTYPE_BF16;
-    add_value(&res, RT_CALIB_LEVEL_BW, 26.4, 0.03)->level = 0;    // dram: written
-    add_value(&res, RT_CALIB_LEVEL_BW, 999.0, 0.50)->level = 2;   // l2: too noisy
+    add_value(&res, RT_CALIB_LEVEL_BW, 26.4, 0.03)->level = 0;  // dram: written
+    add_value(&res, RT_CALIB_LEVEL_BW, 999.0, 0.50)->level = 2; // l2: too noisy
     rt_calib_value *c2 = add_value(&res, RT_CALIB_CURVE, 20.0, 0.02);
     c2->curve_bytes = 65536;
     rt_calib_value *c1 = add_value(&res, RT_CALIB_CURVE, 5.0, 0.02);
@@ -363,7 +388,7 @@ static void test_apply(void) {
     add_value(&res, RT_CALIB_REPORT, 1.0, 0.9); // reported only: never refused
 
     RT_EXPECT_EQ(rt_calib_apply(&base, &res, 0.10, "2025-01-02", &out, &err), RT_OK);
-    RT_EXPECT_NEAR(out.peak_gflops[RT_DTYPE_F32], 372.1, 0.0);       // 4 significant digits
+    RT_EXPECT_NEAR(out.peak_gflops[RT_DTYPE_F32], 372.1, 0.0); // 4 significant digits
     RT_EXPECT_NEAR(out.mma_gflops[RT_DTYPE_BF16], 5000.0, 0.0);
     RT_EXPECT_EQ(out.n_insn, base.n_insn + 1);
     RT_EXPECT_STR(out.insn[out.n_insn - 1].name, "f32_fma");
@@ -526,8 +551,8 @@ static void test_quick_run(void) {
     rt_err err;
     rt_err_clear(&err);
     RT_EXPECT_EQ(rt_hal_detect_host(NULL, &host, &err), RT_OK);
-    rt_calib_opts opts = {.repeats = 2, .max_spread = 1e9, .quick = true,
-                          .progress = count_progress};
+    rt_calib_opts opts = {
+        .repeats = 2, .max_spread = 1e9, .quick = true, .progress = count_progress};
     rt_status st = rt_calib_cpu_run(&host, &opts, &res, &err);
     RT_EXPECT_EQ(st, RT_OK);
     if (st != RT_OK) {

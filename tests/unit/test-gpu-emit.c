@@ -172,15 +172,17 @@ static void test_goldens(const rt_device *v100) {
         rt_err err = {0};
         RT_EXPECT_EQ(rt_read_file(a, path, &want, &len, &err), RT_OK);
         if (want && strcmp(want, c.source) != 0) {
-            fprintf(stderr, "%s differs from the emitted text (RTGEN_UPDATE_GOLDEN=1 rewrites "
-                            "it)\n", path);
+            fprintf(stderr,
+                    "%s differs from the emitted text (RTGEN_UPDATE_GOLDEN=1 rewrites "
+                    "it)\n",
+                    path);
             RT_EXPECT(0);
         }
         if (nvrtc) { // goldens compile
             rt_gpu_binary *bin = NULL;
             rt_gpu_compile_options o = {.threads_per_block = c.kernel->phases[0].threads};
-            rt_status st = rt_gpu_compile(a, v100, c.source, c.kernel->phases[0].kernel_name, &o,
-                                          &bin, &err);
+            rt_status st =
+                rt_gpu_compile(a, v100, c.source, c.kernel->phases[0].kernel_name, &o, &bin, &err);
             if (st != RT_OK)
                 fprintf(stderr, "%s: %s\n%s\n", path, err.msg, err.log ? err.log : "");
             RT_EXPECT_EQ(st, RT_OK);

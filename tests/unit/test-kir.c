@@ -58,10 +58,12 @@ static rt_kir_kernel *build_elementwise(rt_arena *a, int64_t n) {
     rt_kir_node *loop = rt_kir_loop(a, &p->body, i, lo, hi, RT_KIR_LOOP_VECTOR);
     rt_kir_expr *vi = rt_kir_var_ref(a, p, i);
     rt_kir_expr *x = rt_kir_load(a, k, in, vi);
-    rt_kir_expr *fd = rt_kir_cast(a, RT_KIR_F32, rt_kir_bin(a, RT_KIR_DIV,
-                                  rt_kir_bin(a, RT_KIR_SUB, vi, rt_kir_int(a, 5)), rt_kir_int(a, 3)));
-    rt_kir_expr *v = rt_kir_bin(a, RT_KIR_ADD,
-                                rt_kir_bin(a, RT_KIR_MUL, x, rt_kir_flt(a, RT_KIR_F32, 2.0)), fd);
+    rt_kir_expr *fd =
+        rt_kir_cast(a, RT_KIR_F32,
+                    rt_kir_bin(a, RT_KIR_DIV, rt_kir_bin(a, RT_KIR_SUB, vi, rt_kir_int(a, 5)),
+                               rt_kir_int(a, 3)));
+    rt_kir_expr *v =
+        rt_kir_bin(a, RT_KIR_ADD, rt_kir_bin(a, RT_KIR_MUL, x, rt_kir_flt(a, RT_KIR_F32, 2.0)), fd);
     v = rt_kir_bin(a, RT_KIR_ADD, v, rt_kir_call(a, RT_FN_MAX, x, rt_kir_flt(a, RT_KIR_F32, 0.0)));
     rt_kir_node *st = rt_kir_append(a, &loop->body, RT_KIR_N_STORE);
     st->buf = out;
@@ -106,21 +108,22 @@ static rt_kir_kernel *build_gemm(rt_arena *a, int64_t m, int64_t n, int64_t kk, 
         copy->text = which ? "B panel" : "A panel";
         rt_kir_node *lk = rt_kir_loop(a, &copy->body, vk, rt_kir_int(a, 0), rt_kir_int(a, kk),
                                       RT_KIR_LOOP_SERIAL);
-        rt_kir_node *lr = rt_kir_loop(a, &lk->body, vr, rt_kir_int(a, 0), rt_kir_int(a, w),
-                                      RT_KIR_LOOP_VECTOR);
+        rt_kir_node *lr =
+            rt_kir_loop(a, &lk->body, vr, rt_kir_int(a, 0), rt_kir_int(a, w), RT_KIR_LOOP_VECTOR);
         rt_kir_expr *r = rt_kir_var_ref(a, p, vr), *kv = rt_kir_var_ref(a, p, vk);
         rt_kir_node *iff = rt_kir_append(a, &lr->body, RT_KIR_N_IF);
         iff->cond = rt_kir_bin(a, RT_KIR_LT, r, which ? nv : mv);
-        rt_kir_expr *dst = rt_kir_bin(a, RT_KIR_ADD,
-                                      rt_kir_bin(a, RT_KIR_MUL, kv, rt_kir_int(a, w)), r);
+        rt_kir_expr *dst =
+            rt_kir_bin(a, RT_KIR_ADD, rt_kir_bin(a, RT_KIR_MUL, kv, rt_kir_int(a, w)), r);
         if (which)
             dst = rt_kir_bin(a, RT_KIR_ADD, dst, rt_kir_int(a, (int64_t)mr * kk));
-        rt_kir_expr *src = which
-            ? rt_kir_bin(a, RT_KIR_ADD, rt_kir_bin(a, RT_KIR_MUL, kv, rt_kir_int(a, n)),
-                         rt_kir_bin(a, RT_KIR_ADD, j0, r))
-            : rt_kir_bin(a, RT_KIR_ADD, rt_kir_bin(a, RT_KIR_MUL,
-                                                   rt_kir_bin(a, RT_KIR_ADD, i0, r),
-                                                   rt_kir_int(a, kk)), kv);
+        rt_kir_expr *src =
+            which ? rt_kir_bin(a, RT_KIR_ADD, rt_kir_bin(a, RT_KIR_MUL, kv, rt_kir_int(a, n)),
+                               rt_kir_bin(a, RT_KIR_ADD, j0, r))
+                  : rt_kir_bin(a, RT_KIR_ADD,
+                               rt_kir_bin(a, RT_KIR_MUL, rt_kir_bin(a, RT_KIR_ADD, i0, r),
+                                          rt_kir_int(a, kk)),
+                               kv);
         rt_kir_node *s1 = rt_kir_append(a, &iff->body, RT_KIR_N_STORE);
         s1->buf = 0;
         s1->index = dst;
@@ -132,11 +135,19 @@ static rt_kir_kernel *build_gemm(rt_arena *a, int64_t m, int64_t n, int64_t kk, 
     }
     for (int acc = 0; acc < 2; acc++) {
         rt_kir_node *u = rt_kir_append(a, &p->body, RT_KIR_N_UKERNEL);
-        u->uk = (rt_kir_ukernel){mr, nr, rt_kir_int(a, kk), rt_kir_int(a, 0),
-                                 rt_kir_int(a, (int64_t)mr * kk), bc,
-                                 rt_kir_bin(a, RT_KIR_ADD, rt_kir_bin(a, RT_KIR_MUL, i0,
-                                                                      rt_kir_int(a, n)), j0),
-                                 n, mv, nv, rt_kir_int(a, acc), acc == 0};
+        u->uk = (rt_kir_ukernel){
+            mr,
+            nr,
+            rt_kir_int(a, kk),
+            rt_kir_int(a, 0),
+            rt_kir_int(a, (int64_t)mr * kk),
+            bc,
+            rt_kir_bin(a, RT_KIR_ADD, rt_kir_bin(a, RT_KIR_MUL, i0, rt_kir_int(a, n)), j0),
+            n,
+            mv,
+            nv,
+            rt_kir_int(a, acc),
+            acc == 0};
     }
     return k;
 }
@@ -158,8 +169,8 @@ static void run_kernel(const rt_kir_kernel *k, const runner *r, void **args, int
 }
 
 // Builds both targets of k; fns_llvm/fns_c receive the phase functions.
-static bool build_both(rt_arena *a, rt_cpu_jit *jit, const rt_kir_kernel *k, runner *rl,
-                       runner *rc, const char **out_c) {
+static bool build_both(rt_arena *a, rt_cpu_jit *jit, const rt_kir_kernel *k, runner *rl, runner *rc,
+                       const char **out_c) {
     rt_err err = {0};
     rt_llvm_target t = {rt_cpu_jit_context(jit), rt_cpu_jit_target_machine(jit),
                         rt_cpu_jit_avx512(jit)};
@@ -224,7 +235,8 @@ static void test_gemm(rt_arena *a, rt_cpu_jit *jit, int64_t m, int64_t n, int64_
     runner rl, rc;
     const char *c;
     RT_EXPECT(build_both(a, jit, k, &rl, &rc, &c));
-    float *A = rt_arena_calloc(a, (size_t)(m * kk), 4), *B = rt_arena_calloc(a, (size_t)(kk * n), 4);
+    float *A = rt_arena_calloc(a, (size_t)(m * kk), 4),
+          *B = rt_arena_calloc(a, (size_t)(kk * n), 4);
     // The overwriting pass streams (non-temporal stores): C1 is 64-byte aligned (the streaming
     // path when ldc keeps rows aligned), C2 at offset 4 bytes from alignment (the fallback).
     float *C1 = rt_arena_calloc(a, (size_t)(m * n + 32), 4);

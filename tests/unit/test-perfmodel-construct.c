@@ -131,8 +131,9 @@ static void check_result(const rt_device *dev, const rt_perf_result *r, const ch
             // Whole warps, except for operators too small to fill one warp per TEU.
             double small = (double)dev->units * dev->lanes * dev->teus_per_unit * 64;
             // (and except devices whose register file cannot hold a full TEU group of them)
-            bool room = dev->regs_per_unit <= 0 || (int64_t)dev->lanes * dev->teus_per_unit *
-                                                           p->regs_per_thread <= dev->regs_per_unit;
+            bool room =
+                dev->regs_per_unit <= 0 ||
+                (int64_t)dev->lanes * dev->teus_per_unit * p->regs_per_thread <= dev->regs_per_unit;
             if (p->threads_per_block % dev->lanes != 0 && m->real_points >= small && room)
                 good = fail_at(10);
         } else if (p->threads_per_block != 1) {
@@ -182,7 +183,7 @@ static void test_all_devices(void) {
         rt_arena *a = rt_arena_new(1 << 20);
         rt_op *ops[] = {
             tp_matmul(a, 512, 256, 128, RT_DTYPE_F32),
-            tp_matmul(a, 48, 40, 24, RT_DTYPE_F32), // small: enumerated coverage
+            tp_matmul(a, 48, 40, 24, RT_DTYPE_F32),  // small: enumerated coverage
             tp_matmul(a, 100, 37, 13, RT_DTYPE_F32), // irregular: epsilon padding
             tp_matmul(a, 1024, 1024, 1024, RT_DTYPE_F16),
             tp_conv(a, 8, 16, 14, 16, 3, 1, 1),

@@ -66,7 +66,7 @@ static inline rt_expr *tp_read(rt_arena *a, int32_t tensor, int n, rt_expr **arg
 }
 
 static inline void tp_tensor(rt_arena *a, rt_tensor *t, const char *name, rt_dtype dt, rt_role role,
-                      int n, const int64_t *dims) {
+                             int n, const int64_t *dims) {
     t->name = name;
     t->dtype = dt;
     t->role = role;
@@ -78,7 +78,7 @@ static inline void tp_tensor(rt_arena *a, rt_tensor *t, const char *name, rt_dty
 
 // A statement over n_vars vars with constant ranges [0, ext[v]); the first n_lhs are the LHS.
 static inline rt_stmt *tp_stmt(rt_arena *a, rt_op *op, int n_vars, const char *const *names,
-                        const int64_t *ext, int n_lhs) {
+                               const int64_t *ext, int n_lhs) {
     op->n_stmts = 1;
     op->stmts = rt_arena_calloc(a, 1, sizeof *op->stmts);
     rt_stmt *st = &op->stmts[0];
@@ -122,8 +122,7 @@ static inline rt_op *tp_matmul(rt_arena *a, int64_t M, int64_t N, int64_t K, rt_
     tp_tensor(a, &op->tensors[0], "A", dt, RT_ROLE_INPUT, 2, (int64_t[]){M, K});
     tp_tensor(a, &op->tensors[1], "B", dt, RT_ROLE_INPUT, 2, (int64_t[]){K, N});
     tp_tensor(a, &op->tensors[2], "C", dt, RT_ROLE_OUTPUT, 2, (int64_t[]){M, N});
-    rt_stmt *st = tp_stmt(a, op, 3, (const char *const[]){"m", "n", "k"},
-                          (int64_t[]){M, N, K}, 2);
+    rt_stmt *st = tp_stmt(a, op, 3, (const char *const[]){"m", "n", "k"}, (int64_t[]){M, N, K}, 2);
     st->out = 2;
     rt_expr *ra = tp_read(a, 0, 2, (rt_expr *[]){tp_idx(a, 0), tp_idx(a, 2)});
     rt_expr *rb = tp_read(a, 1, 2, (rt_expr *[]){tp_idx(a, 2), tp_idx(a, 1)});
@@ -133,14 +132,13 @@ static inline rt_op *tp_matmul(rt_arena *a, int64_t M, int64_t N, int64_t K, rt_
 
 // O(n, f, y, x) +=! I(n, c, S*y + r - P, S*x + s - P) * Wt(f, c, r, s), I with pad 0.
 static inline rt_op *tp_conv(rt_arena *a, int64_t N, int64_t C, int64_t H, int64_t F, int64_t R,
-                      int64_t S, int64_t P) {
+                             int64_t S, int64_t P) {
     int64_t OH = (H + 2 * P - R) / S + 1;
     rt_op *op = tp_op(a, "conv2d", 3);
     tp_tensor(a, &op->tensors[0], "I", RT_DTYPE_F32, RT_ROLE_INPUT, 4, (int64_t[]){N, C, H, H});
     op->tensors[0].has_pad = true;
     tp_tensor(a, &op->tensors[1], "Wt", RT_DTYPE_F32, RT_ROLE_INPUT, 4, (int64_t[]){F, C, R, R});
-    tp_tensor(a, &op->tensors[2], "O", RT_DTYPE_F32, RT_ROLE_OUTPUT, 4,
-              (int64_t[]){N, F, OH, OH});
+    tp_tensor(a, &op->tensors[2], "O", RT_DTYPE_F32, RT_ROLE_OUTPUT, 4, (int64_t[]){N, F, OH, OH});
     // vars: n f y x c r s
     rt_stmt *st = tp_stmt(a, op, 7, (const char *const[]){"n", "f", "y", "x", "c", "r", "s"},
                           (int64_t[]){N, F, OH, OH, C, R, R}, 4);
@@ -149,8 +147,8 @@ static inline rt_op *tp_conv(rt_arena *a, int64_t N, int64_t C, int64_t H, int64
                           (rt_expr *[]){tp_idx(a, 0), tp_idx(a, 4),
                                         tp_lin(a, -P, 2, 2, (int64_t)S, 5, (int64_t)1),
                                         tp_lin(a, -P, 2, 3, (int64_t)S, 6, (int64_t)1)});
-    rt_expr *rw = tp_read(a, 1, 4,
-                          (rt_expr *[]){tp_idx(a, 1), tp_idx(a, 4), tp_idx(a, 5), tp_idx(a, 6)});
+    rt_expr *rw =
+        tp_read(a, 1, 4, (rt_expr *[]){tp_idx(a, 1), tp_idx(a, 4), tp_idx(a, 5), tp_idx(a, 6)});
     st->rhs = tp_bin(a, RT_BOP_MUL, ri, rw);
     return op;
 }
@@ -174,8 +172,8 @@ static inline rt_op *tp_relu(rt_arena *a, const int64_t dims[4]) {
     call->fn = RT_FN_MAX;
     call->n_args = 2;
     call->args = rt_arena_calloc(a, 2, sizeof *call->args);
-    call->args[0] = tp_read(a, 0, 4,
-                            (rt_expr *[]){tp_idx(a, 0), tp_idx(a, 1), tp_idx(a, 2), tp_idx(a, 3)});
+    call->args[0] =
+        tp_read(a, 0, 4, (rt_expr *[]){tp_idx(a, 0), tp_idx(a, 1), tp_idx(a, 2), tp_idx(a, 3)});
     call->args[1] = tp_num(a, 0);
     st->rhs = call;
     return op;
@@ -186,8 +184,7 @@ static inline rt_op *tp_reduce_mean(rt_arena *a, int64_t B, int64_t R, int64_t L
     rt_op *op = tp_op(a, "reduce_mean", 2);
     tp_tensor(a, &op->tensors[0], "I", RT_DTYPE_F32, RT_ROLE_INPUT, 3, (int64_t[]){B, R, L});
     tp_tensor(a, &op->tensors[1], "O", RT_DTYPE_F32, RT_ROLE_OUTPUT, 2, (int64_t[]){B, R});
-    rt_stmt *st = tp_stmt(a, op, 3, (const char *const[]){"b", "r", "l"}, (int64_t[]){B, R, L},
-                          2);
+    rt_stmt *st = tp_stmt(a, op, 3, (const char *const[]){"b", "r", "l"}, (int64_t[]){B, R, L}, 2);
     st->out = 1;
     st->n_axes = 2;
     st->axes[0].name = "b.r";
@@ -219,8 +216,8 @@ static inline rt_op *tp_ragged_proj(rt_arena *a, int64_t B, int64_t D) {
     op->tensors[1].dims[1].ragged = true;
     op->tensors[3].dims[1].extent = lenb;
     op->tensors[3].dims[1].ragged = true;
-    rt_stmt *st = tp_stmt(a, op, 4, (const char *const[]){"b", "i", "n", "k"},
-                          (int64_t[]){B, 1, D, D}, 3);
+    rt_stmt *st =
+        tp_stmt(a, op, 4, (const char *const[]){"b", "i", "n", "k"}, (int64_t[]){B, 1, D, D}, 3);
     st->out = 3;
     st->vars[1].hi = lenb;
     st->vars[1].ragged = true;

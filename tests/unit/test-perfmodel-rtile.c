@@ -203,8 +203,8 @@ static void test_ragged(rt_arena *a) {
     opt.n_lengths = 1;
     rt_perf_model *m;
     RT_EXPECT_EQ(rt_perf_model_build(a, op, &dev, &opt, &m, &err), RT_OK);
-    RT_EXPECT(m->axes[0].pinned);  // b
-    RT_EXPECT(m->axes[1].ragged);  // i
+    RT_EXPECT(m->axes[0].pinned); // b
+    RT_EXPECT(m->axes[1].ragged); // i
     RT_EXPECT(m->default_dist_note == NULL);
     int64_t t[RT_PERF_MAX_AXES] = {1, 32, 64, 8};
     // tiles = 32 batches x E[ceil(len/32)] x (512/64) x (512/8)
