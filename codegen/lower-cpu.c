@@ -14,6 +14,7 @@
 //     (rt_lower_tiled): scale-out tiles as work items, a tile loop per lower level, point loops
 //     innermost, so every ranked candidate lowers to its own loop nest.
 #include "emit.h"
+#include "lower-expr.h"
 
 #include <math.h>
 #include <string.h>
@@ -117,297 +118,57 @@ static rt_status rt_lower_buffers(rt_lower *l) {
 // Expressions
 // ---------------------------------------------------------------------------------------------
 
-static rt_status rt_tr_num(rt_lower *l, const rt_expr *e, rt_kir_expr **out);
-static rt_status rt_tr_int(rt_lower *l, const rt_expr *e, rt_kir_expr **out);
+static const struct rt_lx_ops rt_tr_ops = {.backend = "CPU", .sum_inner_loop = RT_KIR_LOOP_VECTOR};
 
-// Flat offset of tensor t at index expressions idx (rt_layout: dense pos*extent + i, ragged
-// start[pos] + i). valid (may be NULL) receives the in-extent condition of dense tensors.
+// The expression context (lower-expr.h) of statement l->s; rt_tr_done hands its oom back to l.
+static rt_lx rt_tr_ctx(rt_lower *l) {
+    return (rt_lx){.ops = &rt_tr_ops,
+                   .a = l->a,
+                   .op = l->op,
+                   .k = l->k,
+                   .ph = l->p,
+                   .s = l->s,
+                   .var_of = l->var_of,
+                   .ct = l->ct,
+                   .pre = l->pre,
+                   .data_buf = l->data_buf,
+                   .start_buf = l->start_buf,
+                   .extent = l->extent,
+                   .user = l,
+                   .err = l->err};
+}
+
+static rt_status rt_tr_done(rt_lower *l, const rt_lx *x, rt_status st) {
+    RT_LOWER_CHECK(l, !x->oom);
+    return st;
+}
+
 static rt_kir_expr *rt_tr_offset(rt_lower *l, int32_t t, rt_kir_expr **idx, rt_kir_expr **valid) {
-    rt_arena *a = l->a;
-    rt_kir_expr *pos = rt_kir_int(a, 0), *ok = rt_kir_int(a, 1);
-    const rt_tensor *tn = &l->op->tensors[t];
-    for (int32_t d = 0; d < tn->n_dims; d++) {
-        if (l->start_buf[t][d] >= 0) {
-            pos = rt_kir_bin(a, RT_KIR_ADD, rt_kir_load(a, l->k, l->start_buf[t][d], pos), idx[d]);
-        } else {
-            rt_kir_expr *ext = rt_kir_int(a, l->extent[t][d]);
-            pos = rt_kir_bin(a, RT_KIR_ADD, rt_kir_bin(a, RT_KIR_MUL, pos, ext), idx[d]);
-            if (valid)
-                ok = rt_kir_bin(a, RT_KIR_AND, ok,
-                                rt_kir_bin(a, RT_KIR_AND,
-                                           rt_kir_bin(a, RT_KIR_GE, idx[d], rt_kir_int(a, 0)),
-                                           rt_kir_bin(a, RT_KIR_LT, idx[d], ext)));
-        }
-    }
-    if (valid)
-        *valid = ok;
-    RT_LOWER_CHECK(l, pos && ok);
+    rt_lx x = rt_tr_ctx(l);
+    rt_kir_expr *pos = rt_lx_offset(&x, t, idx, valid);
+    RT_LOWER_CHECK(l, !x.oom);
     return pos;
 }
 
-// A tensor read, in the tensor's own type; pad tensors give their pad value outside.
 static rt_status rt_tr_read(rt_lower *l, const rt_expr *e, rt_kir_expr **out) {
-    const rt_tensor *tn = &l->op->tensors[e->tensor];
-    if (e->n_args != tn->n_dims)
-        return rt_fail(l->err, RT_ERR_SPEC, e->loc, "%s takes %d indices (got %d)", tn->name,
-                       (int)tn->n_dims, (int)e->n_args);
-    rt_kir_expr *idx[RT_MAX_DIMS];
-    for (int32_t d = 0; d < e->n_args; d++)
-        RT_TRY(rt_tr_int(l, e->args[d], &idx[d]));
-    if (tn->has_pad) {
-        for (int32_t d = 0; d < tn->n_dims; d++)
-            if (l->start_buf[e->tensor][d] >= 0)
-                return rt_lower_unsupported(l, e->loc, "a padded read of a ragged tensor");
-        rt_kir_expr *valid;
-        rt_kir_expr *off = rt_tr_offset(l, e->tensor, idx, &valid);
-        rt_kir_expr *safe = rt_kir_select(l->a, valid, off, rt_kir_int(l->a, 0));
-        rt_kir_expr *v = rt_kir_load(l->a, l->k, l->data_buf[e->tensor], safe);
-        rt_kir_expr *pad =
-            v ? (rt_kir_type_is_float(v->type)
-                     ? rt_kir_flt(l->a, v->type, tn->pad_value)
-                     : rt_kir_cast(l->a, v->type, rt_kir_int(l->a, (int64_t)tn->pad_value)))
-              : NULL;
-        *out = rt_kir_select(l->a, valid, v, pad);
-    } else {
-        *out =
-            rt_kir_load(l->a, l->k, l->data_buf[e->tensor], rt_tr_offset(l, e->tensor, idx, NULL));
-    }
-    RT_LOWER_CHECK(l, *out);
-    return RT_OK;
-}
-
-static rt_status rt_tr_var(rt_lower *l, const rt_expr *e, rt_kir_expr **out) {
-    if (!l->s || e->var < 0 || e->var >= l->s->n_vars || l->var_of[e->var] < 0)
-        return rt_fail(l->err, RT_ERR_SPEC, e->loc, "index variable outside its loop");
-    *out = rt_kir_var_ref(l->a, l->p, l->var_of[e->var]);
-    RT_LOWER_CHECK(l, *out);
-    return RT_OK;
-}
-
-static rt_status rt_tr_truth(rt_lower *l, const rt_expr *e, rt_kir_expr **out) {
-    rt_kir_expr *x;
-    if (e->is_int) {
-        RT_TRY(rt_tr_int(l, e, &x));
-        *out = rt_kir_bin(l->a, RT_KIR_NE, x, rt_kir_int(l->a, 0));
-    } else {
-        RT_TRY(rt_tr_num(l, e, &x));
-        *out = rt_kir_bin(l->a, RT_KIR_NE, x, rt_kir_flt(l->a, x->type, 0.0));
-    }
-    RT_LOWER_CHECK(l, *out);
-    return RT_OK;
-}
-
-static rt_kir_bop rt_tr_bop(rt_bop op) {
-    static const rt_kir_bop map[RT_BOP_COUNT] = {
-        RT_KIR_ADD, RT_KIR_SUB, RT_KIR_MUL, RT_KIR_DIV, RT_KIR_MOD, RT_KIR_LT, RT_KIR_LE,
-        RT_KIR_GT,  RT_KIR_GE,  RT_KIR_EQ,  RT_KIR_NE,  RT_KIR_AND, RT_KIR_OR};
-    return (unsigned)op < RT_BOP_COUNT ? map[op] : RT_KIR_ADD;
+    rt_lx x = rt_tr_ctx(l);
+    return rt_tr_done(l, &x, rt_lx_read(&x, e, out));
 }
 
 static rt_status rt_tr_int(rt_lower *l, const rt_expr *e, rt_kir_expr **out) {
-    rt_arena *a = l->a;
-    rt_kir_expr *x, *y;
-    switch (e->kind) {
-    case RT_EXPR_NUM:
-        *out = rt_kir_int(a, (int64_t)e->num);
-        break;
-    case RT_EXPR_INDEX:
-        return rt_tr_var(l, e, out);
-    case RT_EXPR_SIZE: {
-        const rt_size *sz = e->sym >= 0 && e->sym < l->op->n_sizes ? &l->op->sizes[e->sym] : NULL;
-        if (!sz || !sz->bound)
-            return rt_lower_unsupported(l, e->loc, "a size bound at run time");
-        *out = rt_kir_int(a, sz->value);
-        break;
-    }
-    case RT_EXPR_CHILD:
-        return rt_lower_unsupported(l, e->loc, "recursion over a tree");
-    case RT_EXPR_READ:
-        if (!rt_dtype_is_int(l->op->tensors[e->tensor].dtype))
-            goto via_float;
-        RT_TRY(rt_tr_read(l, e, &x));
-        *out = rt_kir_cast(a, RT_KIR_I64, x);
-        break;
-    case RT_EXPR_UNARY:
-        RT_TRY(rt_tr_int(l, e->args[0], &x));
-        *out =
-            e->uop == RT_UOP_NEG ? rt_kir_neg(a, x) : rt_kir_bin(a, RT_KIR_EQ, x, rt_kir_int(a, 0));
-        break;
-    case RT_EXPR_BINARY:
-        if (!e->args[0]->is_int || !e->args[1]->is_int)
-            goto via_float;
-        RT_TRY(rt_tr_int(l, e->args[0], &x));
-        RT_TRY(rt_tr_int(l, e->args[1], &y));
-        *out = rt_kir_bin(a, rt_tr_bop(e->bop), x, y);
-        break;
-    case RT_EXPR_COND: {
-        rt_kir_expr *c;
-        RT_TRY(rt_tr_truth(l, e->args[0], &c));
-        RT_TRY(rt_tr_int(l, e->args[1], &x));
-        RT_TRY(rt_tr_int(l, e->args[2], &y));
-        *out = rt_kir_select(a, c, x, y);
-        break;
-    }
-    case RT_EXPR_CALL: {
-        bool all_int =
-            e->n_args >= 1 && (e->fn == RT_FN_MAX || e->fn == RT_FN_MIN || e->fn == RT_FN_ABS);
-        for (int32_t i = 0; i < e->n_args; i++)
-            all_int = all_int && e->args[i]->is_int;
-        if (!all_int)
-            goto via_float;
-        RT_TRY(rt_tr_int(l, e->args[0], &x));
-        if (e->fn == RT_FN_ABS) {
-            *out = rt_kir_bin(a, RT_KIR_MAX, x, rt_kir_neg(a, x));
-            break;
-        }
-        for (int32_t i = 1; i < e->n_args; i++) {
-            RT_TRY(rt_tr_int(l, e->args[i], &y));
-            x = rt_kir_bin(a, e->fn == RT_FN_MIN ? RT_KIR_MIN : RT_KIR_MAX, x, y);
-        }
-        *out = x;
-        break;
-    }
-    default:
-        goto via_float;
-    }
-    RT_LOWER_CHECK(l, *out);
-    return RT_OK;
-via_float : {
-    rt_expr plain = *e;
-    plain.is_int = false;
-    RT_TRY(rt_tr_num(l, &plain, &x));
-    *out = rt_kir_cast(a, RT_KIR_I64, x);
-    RT_LOWER_CHECK(l, *out);
-    return RT_OK;
-}
+    rt_lx x = rt_tr_ctx(l);
+    return rt_tr_done(l, &x, rt_lx_int(&x, e, out));
 }
 
 static rt_status rt_tr_loops_range(rt_lower *l, int32_t v, rt_kir_expr **lo, rt_kir_expr **hi) {
-    const rt_ivar *iv = &l->s->vars[v];
-    if (!iv->lo || !iv->hi)
-        return rt_fail(l->err, RT_ERR_SPEC, iv->loc, "index '%s' has no range", iv->name);
-    RT_TRY(rt_tr_int(l, iv->lo, lo));
-    return rt_tr_int(l, iv->hi, hi);
-}
-
-// A reduction inside an expression: its loops go to l->pre, the value is a float local.
-static rt_status rt_tr_sum(rt_lower *l, const rt_expr *e, rt_kir_expr **out) {
-    rt_arena *a = l->a;
-    int32_t acc = rt_kir_add_var(a, l->p, "sum", l->ct);
-    if (acc < 0)
-        return rt_fail(l->err, RT_ERR_NOMEM, RT_NOLOC, "out of memory");
-    rt_kir_node *init = rt_kir_append(a, l->pre, RT_KIR_N_FSET);
-    RT_LOWER_CHECK(l, init);
-    if (!init)
-        return RT_OK;
-    init->var = acc;
-    init->value = rt_kir_flt(a, l->ct, 0.0);
-    rt_kir_block *saved = l->pre, *blk = l->pre;
-    for (int32_t i = 0; i < e->n_sum_vars; i++) {
-        int32_t v = e->sum_vars[i];
-        if (v < 0 || v >= l->s->n_vars)
-            return rt_fail(l->err, RT_ERR_SPEC, e->loc, "reduction over an unknown index");
-        rt_kir_expr *lo, *hi;
-        RT_TRY(rt_tr_loops_range(l, v, &lo, &hi));
-        l->var_of[v] = rt_kir_add_var(a, l->p, l->s->vars[v].name, RT_KIR_I64);
-        rt_kir_node *loop =
-            rt_kir_loop(a, blk, l->var_of[v], lo, hi,
-                        i == e->n_sum_vars - 1 ? RT_KIR_LOOP_VECTOR : RT_KIR_LOOP_SERIAL);
-        RT_LOWER_CHECK(l, loop);
-        if (!loop)
-            return RT_OK;
-        blk = &loop->body;
-    }
-    l->pre = blk;
-    rt_kir_expr *x;
-    rt_status st = rt_tr_num(l, e->args[0], &x);
-    l->pre = saved;
-    RT_TRY(st);
-    rt_kir_node *add = rt_kir_append(a, blk, RT_KIR_N_FSET);
-    RT_LOWER_CHECK(l, add);
-    if (add) {
-        add->var = acc;
-        add->value = rt_kir_bin(a, RT_KIR_ADD, rt_kir_var_ref(a, l->p, acc), x);
-    }
-    *out = rt_kir_var_ref(a, l->p, acc);
-    RT_LOWER_CHECK(l, *out);
-    return RT_OK;
+    rt_lx x = rt_tr_ctx(l);
+    return rt_tr_done(l, &x, rt_lx_range(&x, v, lo, hi));
 }
 
 // Value of e in the statement's compute type.
 static rt_status rt_tr_num(rt_lower *l, const rt_expr *e, rt_kir_expr **out) {
-    rt_arena *a = l->a;
-    rt_kir_type ct = l->ct;
-    rt_kir_expr *x, *y;
-    if (e->is_int && e->kind != RT_EXPR_NUM) {
-        RT_TRY(rt_tr_int(l, e, &x));
-        *out = rt_kir_cast(a, ct, x);
-        RT_LOWER_CHECK(l, *out);
-        return RT_OK;
-    }
-    switch (e->kind) {
-    case RT_EXPR_NUM:
-        *out = rt_kir_flt(a, ct, e->num);
-        break;
-    case RT_EXPR_INDEX:
-    case RT_EXPR_SIZE:
-    case RT_EXPR_CHILD:
-    case RT_EXPR_DIMREF:
-        RT_TRY(rt_tr_int(l, e, &x));
-        *out = rt_kir_cast(a, ct, x);
-        break;
-    case RT_EXPR_READ:
-        RT_TRY(rt_tr_read(l, e, &x));
-        *out = rt_kir_cast(a, ct, x);
-        break;
-    case RT_EXPR_UNARY:
-        RT_TRY(rt_tr_num(l, e->args[0], &x));
-        *out = e->uop == RT_UOP_NEG
-                   ? rt_kir_neg(a, x)
-                   : rt_kir_cast(a, ct, rt_kir_bin(a, RT_KIR_EQ, x, rt_kir_flt(a, ct, 0.0)));
-        break;
-    case RT_EXPR_BINARY:
-        if (e->bop == RT_BOP_AND || e->bop == RT_BOP_OR) {
-            RT_TRY(rt_tr_truth(l, e->args[0], &x));
-            RT_TRY(rt_tr_truth(l, e->args[1], &y));
-            *out = rt_kir_cast(a, ct, rt_kir_bin(a, rt_tr_bop(e->bop), x, y));
-            break;
-        }
-        RT_TRY(rt_tr_num(l, e->args[0], &x));
-        RT_TRY(rt_tr_num(l, e->args[1], &y));
-        *out = rt_kir_bin(a, rt_tr_bop(e->bop), x, y);
-        if (*out && !rt_kir_type_is_float((*out)->type))
-            *out = rt_kir_cast(a, ct, *out);
-        break;
-    case RT_EXPR_COND: {
-        rt_kir_expr *c;
-        RT_TRY(rt_tr_truth(l, e->args[0], &c));
-        RT_TRY(rt_tr_num(l, e->args[1], &x));
-        RT_TRY(rt_tr_num(l, e->args[2], &y));
-        *out = rt_kir_select(a, c, x, y);
-        break;
-    }
-    case RT_EXPR_CALL:
-        if (e->n_args < 1)
-            return rt_fail(l->err, RT_ERR_SPEC, e->loc, "%s takes arguments", rt_fn_name(e->fn));
-        RT_TRY(rt_tr_num(l, e->args[0], &x));
-        if (e->n_args == 1) {
-            *out = e->fn == RT_FN_MAX || e->fn == RT_FN_MIN ? x : rt_kir_call(a, e->fn, x, NULL);
-            break;
-        }
-        for (int32_t i = 1; i < e->n_args; i++) {
-            RT_TRY(rt_tr_num(l, e->args[i], &y));
-            x = rt_kir_call(a, e->fn == RT_FN_MIN ? RT_FN_MIN : RT_FN_MAX, x, y);
-        }
-        *out = x;
-        break;
-    case RT_EXPR_SUM:
-        return rt_tr_sum(l, e, out);
-    default:
-        return rt_lower_unsupported(l, e->loc, "this expression");
-    }
-    RT_LOWER_CHECK(l, *out);
-    return RT_OK;
+    rt_lx x = rt_tr_ctx(l);
+    return rt_tr_done(l, &x, rt_lx_num(&x, e, out));
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -1292,25 +1053,16 @@ static void rt_let(rt_lower *l, rt_kir_block *blk, int32_t var, rt_kir_expr *v) 
     }
 }
 
-// One packing copy: panels of w rows (rows < valid, else 0) x kcur of src into scratch at dst0:
-// scratch[dst0 + (panel*kcur + kk)*w + r] = alpha * src[base + (panel*w + r)*s_row + kk*s_k].
-static void rt_gemm_pack(rt_lower *l, rt_kir_block *blk, const char *what, int32_t w,
-                         rt_kir_expr *valid, rt_kir_expr *kcur, int32_t src, rt_kir_expr *base,
-                         int64_t s_row, int64_t s_k, double alpha, rt_kir_expr *dst0) {
+// Panels [plo, phi) of rt_gemm_pack. Guarded panels test every row against valid (and store 0
+// beyond it); the full panels before them copy without a test, so that the w-wide row loop
+// vectorizes into plain vector loads and stores instead of per-element predicated stores.
+static void rt_gemm_pack_panels(rt_lower *l, rt_kir_block *blk, int32_t w, rt_kir_expr *plo,
+                                rt_kir_expr *phi, bool guarded, rt_kir_expr *valid,
+                                rt_kir_expr *kcur, int32_t src, rt_kir_expr *base, int64_t s_row,
+                                int64_t s_k, double alpha, rt_kir_expr *dst0, const int32_t *vars) {
     rt_arena *a = l->a;
-    rt_kir_node *copy = rt_kir_append(a, blk, RT_KIR_N_COPY);
-    RT_LOWER_CHECK(l, copy);
-    if (!copy)
-        return;
-    copy->text = what;
-    int32_t vp = rt_kir_add_var(a, l->p, "panel", RT_KIR_I64);
-    int32_t vk = rt_kir_add_var(a, l->p, "kk", RT_KIR_I64);
-    int32_t vr = rt_kir_add_var(a, l->p, "r", RT_KIR_I64);
-    int32_t vrow = rt_kir_add_var(a, l->p, "row", RT_KIR_I64);
-    rt_kir_node *lp =
-        rt_kir_loop(a, &copy->body, vp, rt_i(l, 0),
-                    rt_b(l, RT_KIR_DIV, rt_b(l, RT_KIR_ADD, valid, rt_i(l, w - 1)), rt_i(l, w)),
-                    RT_KIR_LOOP_SERIAL);
+    int32_t vp = vars[0], vk = vars[1], vr = vars[2], vrow = vars[3];
+    rt_kir_node *lp = rt_kir_loop(a, blk, vp, plo, phi, RT_KIR_LOOP_SERIAL);
     RT_LOWER_CHECK(l, lp);
     if (!lp)
         return;
@@ -1331,26 +1083,61 @@ static void rt_gemm_pack(rt_lower *l, rt_kir_block *blk, const char *what, int32
                        rt_b(l, RT_KIR_ADD, rt_b(l, RT_KIR_MUL, rt_v(l, vp), kcur), rt_v(l, vk)),
                        rt_i(l, w)),
                   rt_v(l, vr)));
-    rt_kir_node *iff = rt_kir_append(a, &lr->body, RT_KIR_N_IF);
-    RT_LOWER_CHECK(l, iff);
-    if (!iff)
-        return;
-    iff->cond = rt_b(l, RT_KIR_LT, rt_v(l, vrow), valid);
     rt_kir_expr *sidx = rt_b(l, RT_KIR_ADD, base,
                              rt_b(l, RT_KIR_ADD, rt_b(l, RT_KIR_MUL, rt_v(l, vrow), rt_i(l, s_row)),
                                   rt_b(l, RT_KIR_MUL, rt_v(l, vk), rt_i(l, s_k))));
     rt_kir_expr *v = rt_kir_load(a, l->k, src, sidx);
     if (alpha != 1.0)
         v = rt_b(l, RT_KIR_MUL, v, rt_kir_flt(a, RT_KIR_F32, alpha));
-    rt_kir_node *s1 = rt_kir_append(a, &iff->body, RT_KIR_N_STORE);
-    rt_kir_node *s0 = rt_kir_append(a, &iff->else_body, RT_KIR_N_STORE);
-    RT_LOWER_CHECK(l, s1 && s0 && v && dst);
-    if (!s1 || !s0)
+    rt_kir_block *sb = &lr->body;
+    rt_kir_node *iff = NULL;
+    if (guarded) {
+        iff = rt_kir_append(a, &lr->body, RT_KIR_N_IF);
+        RT_LOWER_CHECK(l, iff);
+        if (!iff)
+            return;
+        iff->cond = rt_b(l, RT_KIR_LT, rt_v(l, vrow), valid);
+        sb = &iff->body;
+    }
+    rt_kir_node *s1 = rt_kir_append(a, sb, RT_KIR_N_STORE);
+    RT_LOWER_CHECK(l, s1 && v && dst);
+    if (!s1)
         return;
-    s1->buf = s0->buf = 0;
-    s1->index = s0->index = dst;
+    s1->buf = 0;
+    s1->index = dst;
     s1->value = v;
-    s0->value = rt_kir_flt(a, RT_KIR_F32, 0.0);
+    if (guarded) {
+        rt_kir_node *s0 = rt_kir_append(a, &iff->else_body, RT_KIR_N_STORE);
+        RT_LOWER_CHECK(l, s0);
+        if (!s0)
+            return;
+        s0->buf = 0;
+        s0->index = dst;
+        s0->value = rt_kir_flt(a, RT_KIR_F32, 0.0);
+    }
+}
+
+// One packing copy: panels of w rows (rows < valid, else 0) x kcur of src into scratch at dst0:
+// scratch[dst0 + (panel*kcur + kk)*w + r] = alpha * src[base + (panel*w + r)*s_row + kk*s_k].
+// The valid / w full panels copy unguarded, the partial last panel (if any) guarded.
+static void rt_gemm_pack(rt_lower *l, rt_kir_block *blk, const char *what, int32_t w,
+                         rt_kir_expr *valid, rt_kir_expr *kcur, int32_t src, rt_kir_expr *base,
+                         int64_t s_row, int64_t s_k, double alpha, rt_kir_expr *dst0) {
+    rt_arena *a = l->a;
+    rt_kir_node *copy = rt_kir_append(a, blk, RT_KIR_N_COPY);
+    RT_LOWER_CHECK(l, copy);
+    if (!copy)
+        return;
+    copy->text = what;
+    int32_t vars[4] = {
+        rt_kir_add_var(a, l->p, "panel", RT_KIR_I64), rt_kir_add_var(a, l->p, "kk", RT_KIR_I64),
+        rt_kir_add_var(a, l->p, "r", RT_KIR_I64), rt_kir_add_var(a, l->p, "row", RT_KIR_I64)};
+    rt_kir_expr *full = rt_b(l, RT_KIR_DIV, valid, rt_i(l, w));
+    rt_kir_expr *all = rt_b(l, RT_KIR_DIV, rt_b(l, RT_KIR_ADD, valid, rt_i(l, w - 1)), rt_i(l, w));
+    rt_gemm_pack_panels(l, &copy->body, w, rt_i(l, 0), full, false, valid, kcur, src, base, s_row,
+                        s_k, alpha, dst0, vars);
+    rt_gemm_pack_panels(l, &copy->body, w, full, all, true, valid, kcur, src, base, s_row, s_k,
+                        alpha, dst0, vars);
 }
 
 // Binds the statement vars vars[0..n) (outer first, each over [0, hi)) to the digits of the

@@ -15,6 +15,7 @@
 //            each thread runs the group's statements for each element of its register tile.
 // Grid dims of ragged (vloop) extents are grid y / z, sized at launch from the bound lengths.
 #include "gpu.h"
+#include "lower-expr.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -238,36 +239,6 @@ static rt_status rt_gl_buffers(rt_gl *l, rt_gpu_kernel *gk) {
 // Expressions (op-spec IR -> kernel IR) in the context of statement l->s
 // ---------------------------------------------------------------------------------------------
 
-static rt_status rt_gl_num(rt_gl *l, const rt_expr *e, rt_kir_expr **out);
-static rt_status rt_gl_int(rt_gl *l, const rt_expr *e, rt_kir_expr **out);
-
-// Flat offset of tensor t at idx (rt_layout); valid (may be NULL) gets the in-extent condition
-// of the dense dims.
-static rt_kir_expr *rt_gl_offset(rt_gl *l, int32_t t, rt_kir_expr **idx, rt_kir_expr **valid) {
-    rt_arena *a = l->a;
-    rt_kir_expr *pos = rt_kir_int(a, 0), *ok = rt_kir_int(a, 1);
-    const rt_tensor *tn = &l->op->tensors[t];
-    for (int32_t d = 0; d < tn->n_dims; d++) {
-        if (l->start_buf[t][d] >= 0) {
-            rt_kir_expr *st =
-                rt_kir_cast(a, RT_KIR_I64, rt_kir_load(a, l->k, l->start_buf[t][d], pos));
-            pos = rt_kir_bin(a, RT_KIR_ADD, st, idx[d]);
-        } else {
-            rt_kir_expr *ext = rt_kir_int(a, l->extent[t][d]);
-            pos = rt_kir_bin(a, RT_KIR_ADD, rt_kir_bin(a, RT_KIR_MUL, pos, ext), idx[d]);
-            if (valid)
-                ok = rt_kir_bin(a, RT_KIR_AND, ok,
-                                rt_kir_bin(a, RT_KIR_AND,
-                                           rt_kir_bin(a, RT_KIR_GE, idx[d], rt_kir_int(a, 0)),
-                                           rt_kir_bin(a, RT_KIR_LT, idx[d], ext)));
-        }
-    }
-    if (valid)
-        *valid = ok;
-    RT_GL_CHECK(l, pos && ok);
-    return pos;
-}
-
 static rt_gstage *rt_gl_find_stage(rt_gl *l, const rt_expr *e) {
     if (!l->staging || !l->plan)
         return NULL;
@@ -277,12 +248,11 @@ static rt_gstage *rt_gl_find_stage(rt_gl *l, const rt_expr *e) {
     return NULL;
 }
 
-static rt_status rt_gl_read(rt_gl *l, const rt_expr *e, rt_kir_expr **out) {
+// A tensor read (rt_lx_ops.read): the substituted value of an epilogue's read at the prefix
+// vars, a staged read from its shared-memory tile, else a load from global memory.
+static rt_status rt_gl_read(rt_lx *x, const rt_expr *e, rt_kir_expr **out) {
+    rt_gl *l = x->user;
     rt_arena *a = l->a;
-    const rt_tensor *tn = &l->op->tensors[e->tensor];
-    if (e->n_args != tn->n_dims)
-        return rt_fail(l->err, RT_ERR_SPEC, e->loc, "%s takes %d indices (got %d)", tn->name,
-                       (int)tn->n_dims, (int)e->n_args);
     if (e->tensor == l->subst_tensor && e->n_args == l->subst_n) {
         bool at_prefix = true;
         for (int32_t d = 0; d < e->n_args; d++)
@@ -293,154 +263,61 @@ static rt_status rt_gl_read(rt_gl *l, const rt_expr *e, rt_kir_expr **out) {
         }
     }
     rt_kir_expr *idx[RT_MAX_DIMS];
-    for (int32_t d = 0; d < e->n_args; d++)
-        RT_TRY(rt_gl_int(l, e->args[d], &idx[d]));
+    RT_TRY(rt_lx_indices(x, e, idx));
     rt_gstage *sg = rt_gl_find_stage(l, e);
-    if (sg) {
-        rt_kir_expr *off = rt_kir_int(a, 0);
-        for (int32_t d = 0; d < sg->n_dims; d++) {
-            rt_kir_expr *rel =
-                rt_kir_bin(a, RT_KIR_SUB, idx[d], rt_kir_var_ref(a, l->ph, sg->lo_var[d]));
-            off = rt_kir_bin(a, RT_KIR_ADD, off,
-                             rt_kir_bin(a, RT_KIR_MUL, rel, rt_kir_int(a, sg->stride[d])));
-        }
-        *out = rt_kir_load(a, l->k, sg->sh_buf, off);
-        RT_GL_CHECK(l, *out);
-        return RT_OK;
+    if (!sg)
+        return rt_lx_load(x, e, idx, out);
+    rt_kir_expr *off = rt_kir_int(a, 0);
+    for (int32_t d = 0; d < sg->n_dims; d++) {
+        rt_kir_expr *rel =
+            rt_kir_bin(a, RT_KIR_SUB, idx[d], rt_kir_var_ref(a, l->ph, sg->lo_var[d]));
+        off = rt_kir_bin(a, RT_KIR_ADD, off,
+                         rt_kir_bin(a, RT_KIR_MUL, rel, rt_kir_int(a, sg->stride[d])));
     }
-    if (tn->has_pad) {
-        for (int32_t d = 0; d < tn->n_dims; d++)
-            if (l->start_buf[e->tensor][d] >= 0)
-                return rt_gl_unsupported(l, e->loc, "a padded read of a ragged tensor");
-        rt_kir_expr *valid;
-        rt_kir_expr *off = rt_gl_offset(l, e->tensor, idx, &valid);
-        rt_kir_expr *safe = rt_kir_select(a, valid, off, rt_kir_int(a, 0));
-        rt_kir_expr *v = rt_kir_load(a, l->k, l->data_buf[e->tensor], safe);
-        rt_kir_expr *pad = NULL;
-        if (v)
-            pad = rt_kir_type_is_float(v->type)
-                      ? rt_kir_flt(a, v->type, tn->pad_value)
-                      : rt_kir_cast(a, v->type, rt_kir_int(a, (int64_t)tn->pad_value));
-        *out = rt_kir_select(a, valid, v, pad);
-    } else {
-        *out = rt_kir_load(a, l->k, l->data_buf[e->tensor], rt_gl_offset(l, e->tensor, idx, NULL));
-    }
-    RT_GL_CHECK(l, *out);
+    *out = rt_kir_load(a, l->k, sg->sh_buf, off);
+    if (!*out)
+        x->oom = true;
     return RT_OK;
 }
 
-static rt_status rt_gl_var(rt_gl *l, const rt_expr *e, rt_kir_expr **out) {
-    if (!l->s || e->var < 0 || e->var >= l->s->n_vars || l->var_of[l->si][e->var] < 0)
-        return rt_fail(l->err, RT_ERR_SPEC, e->loc, "index variable outside its loop");
-    *out = rt_kir_var_ref(l->a, l->ph, l->var_of[l->si][e->var]);
-    RT_GL_CHECK(l, *out);
-    return RT_OK;
+static const struct rt_lx_ops rt_gl_lx_ops = {
+    .backend = "GPU", .sum_inner_loop = RT_KIR_LOOP_SERIAL, .read = rt_gl_read};
+
+// The expression context (lower-expr.h) of statement l->si; rt_gl_done hands its oom back.
+static rt_lx rt_gl_ctx(rt_gl *l) {
+    return (rt_lx){.ops = &rt_gl_lx_ops,
+                   .a = l->a,
+                   .op = l->op,
+                   .k = l->k,
+                   .ph = l->ph,
+                   .s = l->s,
+                   .var_of = l->s && l->var_of ? l->var_of[l->si] : NULL,
+                   .ct = l->ct,
+                   .pre = l->pre,
+                   .data_buf = l->data_buf,
+                   .start_buf = l->start_buf,
+                   .extent = l->extent,
+                   .user = l,
+                   .err = l->err};
 }
 
-static rt_status rt_gl_truth(rt_gl *l, const rt_expr *e, rt_kir_expr **out) {
-    rt_kir_expr *x;
-    if (e->is_int) {
-        RT_TRY(rt_gl_int(l, e, &x));
-        *out = rt_kir_bin(l->a, RT_KIR_NE, x, rt_kir_int(l->a, 0));
-    } else {
-        RT_TRY(rt_gl_num(l, e, &x));
-        *out = rt_kir_bin(l->a, RT_KIR_NE, x, rt_kir_flt(l->a, x->type, 0.0));
-    }
-    RT_GL_CHECK(l, *out);
-    return RT_OK;
+static rt_status rt_gl_done(rt_gl *l, const rt_lx *x, rt_status st) {
+    RT_GL_CHECK(l, !x->oom);
+    return st;
 }
 
-static rt_kir_bop rt_gl_bop(rt_bop op) {
-    static const rt_kir_bop map[RT_BOP_COUNT] = {
-        RT_KIR_ADD, RT_KIR_SUB, RT_KIR_MUL, RT_KIR_DIV, RT_KIR_MOD, RT_KIR_LT, RT_KIR_LE,
-        RT_KIR_GT,  RT_KIR_GE,  RT_KIR_EQ,  RT_KIR_NE,  RT_KIR_AND, RT_KIR_OR};
-    return (unsigned)op < RT_BOP_COUNT ? map[op] : RT_KIR_ADD;
-}
-
-static rt_status rt_gl_int(rt_gl *l, const rt_expr *e, rt_kir_expr **out) {
-    rt_arena *a = l->a;
-    rt_kir_expr *x, *y;
-    switch (e->kind) {
-    case RT_EXPR_NUM:
-        *out = rt_kir_int(a, (int64_t)e->num);
-        break;
-    case RT_EXPR_INDEX:
-        return rt_gl_var(l, e, out);
-    case RT_EXPR_SIZE: {
-        const rt_size *sz = e->sym >= 0 && e->sym < l->op->n_sizes ? &l->op->sizes[e->sym] : NULL;
-        if (!sz || !sz->bound)
-            return rt_gl_unsupported(l, e->loc, "a size bound at run time");
-        *out = rt_kir_int(a, sz->value);
-        break;
-    }
-    case RT_EXPR_CHILD:
-        return rt_gl_unsupported(l, e->loc, "recursion over a tree");
-    case RT_EXPR_READ:
-        if (!rt_dtype_is_int(l->op->tensors[e->tensor].dtype))
-            goto via_float;
-        RT_TRY(rt_gl_read(l, e, &x));
-        *out = rt_kir_cast(a, RT_KIR_I64, x);
-        break;
-    case RT_EXPR_UNARY:
-        RT_TRY(rt_gl_int(l, e->args[0], &x));
-        *out =
-            e->uop == RT_UOP_NEG ? rt_kir_neg(a, x) : rt_kir_bin(a, RT_KIR_EQ, x, rt_kir_int(a, 0));
-        break;
-    case RT_EXPR_BINARY:
-        if (!e->args[0]->is_int || !e->args[1]->is_int)
-            goto via_float;
-        RT_TRY(rt_gl_int(l, e->args[0], &x));
-        RT_TRY(rt_gl_int(l, e->args[1], &y));
-        *out = rt_kir_bin(a, rt_gl_bop(e->bop), x, y);
-        break;
-    case RT_EXPR_COND: {
-        rt_kir_expr *c;
-        RT_TRY(rt_gl_truth(l, e->args[0], &c));
-        RT_TRY(rt_gl_int(l, e->args[1], &x));
-        RT_TRY(rt_gl_int(l, e->args[2], &y));
-        *out = rt_kir_select(a, c, x, y);
-        break;
-    }
-    case RT_EXPR_CALL: {
-        bool all_int =
-            e->n_args >= 1 && (e->fn == RT_FN_MAX || e->fn == RT_FN_MIN || e->fn == RT_FN_ABS);
-        for (int32_t i = 0; i < e->n_args; i++)
-            all_int = all_int && e->args[i]->is_int;
-        if (!all_int)
-            goto via_float;
-        RT_TRY(rt_gl_int(l, e->args[0], &x));
-        if (e->fn == RT_FN_ABS) {
-            *out = rt_kir_bin(a, RT_KIR_MAX, x, rt_kir_neg(a, x));
-            break;
-        }
-        for (int32_t i = 1; i < e->n_args; i++) {
-            RT_TRY(rt_gl_int(l, e->args[i], &y));
-            x = rt_kir_bin(a, e->fn == RT_FN_MIN ? RT_KIR_MIN : RT_KIR_MAX, x, y);
-        }
-        *out = x;
-        break;
-    }
-    default:
-        goto via_float;
-    }
-    RT_GL_CHECK(l, *out);
-    return RT_OK;
-via_float : {
-    rt_expr plain = *e;
-    plain.is_int = false;
-    RT_TRY(rt_gl_num(l, &plain, &x));
-    *out = rt_kir_cast(a, RT_KIR_I64, x);
-    RT_GL_CHECK(l, *out);
-    return RT_OK;
-}
+// Flat offset of tensor t at idx (rt_layout); valid (may be NULL) gets the in-extent condition
+// of the dense dims.
+static rt_kir_expr *rt_gl_offset(rt_gl *l, int32_t t, rt_kir_expr **idx, rt_kir_expr **valid) {
+    rt_lx x = rt_gl_ctx(l);
+    rt_kir_expr *pos = rt_lx_offset(&x, t, idx, valid);
+    RT_GL_CHECK(l, !x.oom);
+    return pos;
 }
 
 static rt_status rt_gl_range(rt_gl *l, int32_t v, rt_kir_expr **lo, rt_kir_expr **hi) {
-    const rt_ivar *iv = &l->s->vars[v];
-    if (!iv->lo || !iv->hi)
-        return rt_fail(l->err, RT_ERR_SPEC, iv->loc, "index '%s' has no range", iv->name);
-    RT_TRY(rt_gl_int(l, iv->lo, lo));
-    return rt_gl_int(l, iv->hi, hi);
+    rt_lx x = rt_gl_ctx(l);
+    return rt_gl_done(l, &x, rt_lx_range(&x, v, lo, hi));
 }
 
 // A serial loop over statement var v in its range, binding it; returns the body (NULL: oom).
@@ -455,112 +332,9 @@ static rt_status rt_gl_var_loop(rt_gl *l, rt_kir_block *b, int32_t v, rt_kir_blo
     return RT_OK;
 }
 
-static rt_status rt_gl_sum(rt_gl *l, const rt_expr *e, rt_kir_expr **out) {
-    rt_arena *a = l->a;
-    int32_t acc = rt_kir_add_var(a, l->ph, "sum", l->ct);
-    rt_kir_node *init = acc >= 0 ? rt_kir_append(a, l->pre, RT_KIR_N_FSET) : NULL;
-    if (!init)
-        return rt_gl_nomem(l);
-    init->var = acc;
-    init->value = rt_kir_flt(a, l->ct, 0.0);
-    rt_kir_block *saved = l->pre, *blk = l->pre;
-    for (int32_t i = 0; i < e->n_sum_vars && blk; i++) {
-        int32_t v = e->sum_vars[i];
-        if (v < 0 || v >= l->s->n_vars)
-            return rt_fail(l->err, RT_ERR_SPEC, e->loc, "reduction over an unknown index");
-        RT_TRY(rt_gl_var_loop(l, blk, v, &blk));
-    }
-    if (!blk)
-        return rt_gl_nomem(l);
-    l->pre = blk;
-    rt_kir_expr *x;
-    rt_status st = rt_gl_num(l, e->args[0], &x);
-    l->pre = saved;
-    RT_TRY(st);
-    rt_kir_node *add = rt_kir_append(a, blk, RT_KIR_N_FSET);
-    RT_GL_CHECK(l, add);
-    if (add) {
-        add->var = acc;
-        add->value = rt_kir_bin(a, RT_KIR_ADD, rt_kir_var_ref(a, l->ph, acc), x);
-    }
-    *out = rt_kir_var_ref(a, l->ph, acc);
-    RT_GL_CHECK(l, *out);
-    return RT_OK;
-}
-
 static rt_status rt_gl_num(rt_gl *l, const rt_expr *e, rt_kir_expr **out) {
-    rt_arena *a = l->a;
-    rt_kir_type ct = l->ct;
-    rt_kir_expr *x, *y;
-    if (e->is_int && e->kind != RT_EXPR_NUM) {
-        RT_TRY(rt_gl_int(l, e, &x));
-        *out = rt_kir_cast(a, ct, x);
-        RT_GL_CHECK(l, *out);
-        return RT_OK;
-    }
-    switch (e->kind) {
-    case RT_EXPR_NUM:
-        *out = rt_kir_flt(a, ct, e->num);
-        break;
-    case RT_EXPR_INDEX:
-    case RT_EXPR_SIZE:
-    case RT_EXPR_CHILD:
-    case RT_EXPR_DIMREF:
-        RT_TRY(rt_gl_int(l, e, &x));
-        *out = rt_kir_cast(a, ct, x);
-        break;
-    case RT_EXPR_READ:
-        RT_TRY(rt_gl_read(l, e, &x));
-        *out = rt_kir_cast(a, ct, x);
-        break;
-    case RT_EXPR_UNARY:
-        RT_TRY(rt_gl_num(l, e->args[0], &x));
-        *out = e->uop == RT_UOP_NEG
-                   ? rt_kir_neg(a, x)
-                   : rt_kir_cast(a, ct, rt_kir_bin(a, RT_KIR_EQ, x, rt_kir_flt(a, ct, 0.0)));
-        break;
-    case RT_EXPR_BINARY:
-        if (e->bop == RT_BOP_AND || e->bop == RT_BOP_OR) {
-            RT_TRY(rt_gl_truth(l, e->args[0], &x));
-            RT_TRY(rt_gl_truth(l, e->args[1], &y));
-            *out = rt_kir_cast(a, ct, rt_kir_bin(a, rt_gl_bop(e->bop), x, y));
-            break;
-        }
-        RT_TRY(rt_gl_num(l, e->args[0], &x));
-        RT_TRY(rt_gl_num(l, e->args[1], &y));
-        *out = rt_kir_bin(a, rt_gl_bop(e->bop), x, y);
-        if (*out && !rt_kir_type_is_float((*out)->type))
-            *out = rt_kir_cast(a, ct, *out);
-        break;
-    case RT_EXPR_COND: {
-        rt_kir_expr *c;
-        RT_TRY(rt_gl_truth(l, e->args[0], &c));
-        RT_TRY(rt_gl_num(l, e->args[1], &x));
-        RT_TRY(rt_gl_num(l, e->args[2], &y));
-        *out = rt_kir_select(a, c, x, y);
-        break;
-    }
-    case RT_EXPR_CALL:
-        if (e->n_args < 1)
-            return rt_fail(l->err, RT_ERR_SPEC, e->loc, "%s takes arguments", rt_fn_name(e->fn));
-        RT_TRY(rt_gl_num(l, e->args[0], &x));
-        if (e->n_args == 1) {
-            *out = e->fn == RT_FN_MAX || e->fn == RT_FN_MIN ? x : rt_kir_call(a, e->fn, x, NULL);
-            break;
-        }
-        for (int32_t i = 1; i < e->n_args; i++) {
-            RT_TRY(rt_gl_num(l, e->args[i], &y));
-            x = rt_kir_call(a, e->fn == RT_FN_MIN ? RT_FN_MIN : RT_FN_MAX, x, y);
-        }
-        *out = x;
-        break;
-    case RT_EXPR_SUM:
-        return rt_gl_sum(l, e, out);
-    default:
-        return rt_gl_unsupported(l, e->loc, "this expression");
-    }
-    RT_GL_CHECK(l, *out);
-    return RT_OK;
+    rt_lx x = rt_gl_ctx(l);
+    return rt_gl_done(l, &x, rt_lx_num(&x, e, out));
 }
 
 // ---------------------------------------------------------------------------------------------

@@ -121,7 +121,16 @@ static void rt_conv2d_c0_p0_body(float *restrict scratch, const float *restrict 
                 }
             }
             // copy: A block -> scratch, mr-tall k-major panels (L2 level)
-            for (panel_1 = 0; panel_1 < rt_floordiv((mcur + 7), 8); panel_1++) {
+            for (panel_1 = 0; panel_1 < rt_floordiv(mcur, 8); panel_1++) {
+                for (kk_1 = 0; kk_1 < kcur; kk_1++) {
+                    #pragma GCC ivdep
+                    for (r_1 = 0; r_1 < 8; r_1++) {
+                        row = ((panel_1 * 8) + r_1);
+                        scratch[((((panel_1 * kcur) + kk_1) * 8) + r_1)] = t_Wt[(((i0 * 72) + p0) + ((row * 72) + kk_1))];
+                    }
+                }
+            }
+            for (panel_1 = rt_floordiv(mcur, 8); panel_1 < rt_floordiv((mcur + 7), 8); panel_1++) {
                 for (kk_1 = 0; kk_1 < kcur; kk_1++) {
                     #pragma GCC ivdep
                     for (r_1 = 0; r_1 < 8; r_1++) {

@@ -66,7 +66,16 @@ static void rt_matmul_c0_p0_body(float *restrict scratch, const float *restrict 
             p0 = (pk * 32);
             kcur = rt_imin(32, (32 - p0));
             // copy: B block -> scratch, nr-wide k-major panels (L1 level)
-            for (panel = 0; panel < rt_floordiv((ncur + 47), 48); panel++) {
+            for (panel = 0; panel < rt_floordiv(ncur, 48); panel++) {
+                for (kk = 0; kk < kcur; kk++) {
+                    #pragma GCC ivdep
+                    for (r = 0; r < 48; r++) {
+                        row = ((panel * 48) + r);
+                        scratch[(1024 + ((((panel * kcur) + kk) * 48) + r))] = t_B[((j0 + (p0 * 48)) + (row + (kk * 48)))];
+                    }
+                }
+            }
+            for (panel = rt_floordiv(ncur, 48); panel < rt_floordiv((ncur + 47), 48); panel++) {
                 for (kk = 0; kk < kcur; kk++) {
                     #pragma GCC ivdep
                     for (r = 0; r < 48; r++) {
@@ -80,7 +89,16 @@ static void rt_matmul_c0_p0_body(float *restrict scratch, const float *restrict 
                 }
             }
             // copy: A block -> scratch, mr-tall k-major panels (L2 level)
-            for (panel_1 = 0; panel_1 < rt_floordiv((mcur + 7), 8); panel_1++) {
+            for (panel_1 = 0; panel_1 < rt_floordiv(mcur, 8); panel_1++) {
+                for (kk_1 = 0; kk_1 < kcur; kk_1++) {
+                    #pragma GCC ivdep
+                    for (r_1 = 0; r_1 < 8; r_1++) {
+                        row_1 = ((panel_1 * 8) + r_1);
+                        scratch[((((panel_1 * kcur) + kk_1) * 8) + r_1)] = t_A[(((i0 * 32) + p0) + ((row_1 * 32) + kk_1))];
+                    }
+                }
+            }
+            for (panel_1 = rt_floordiv(mcur, 8); panel_1 < rt_floordiv((mcur + 7), 8); panel_1++) {
                 for (kk_1 = 0; kk_1 < kcur; kk_1++) {
                     #pragma GCC ivdep
                     for (r_1 = 0; r_1 < 8; r_1++) {

@@ -1,0 +1,61 @@
+// lower-expr.h: the one translator of op-spec expressions (spec.h rt_expr) into kernel-IR
+// expressions (kir.h), shared by the CPU lowering (lower-cpu.c) and the GPU lowering
+// (lower-gpu.c). A lowering fills an rt_lx context from its own state for the statement it is
+// lowering, and a static rt_lx_ops for what differs between backends (how a tensor read becomes
+// a load, the loop kind of a sum's innermost loop, the backend's name in messages).
+#ifndef RT_LOWER_EXPR_H
+#define RT_LOWER_EXPR_H
+
+#include "rt.h"
+#include "spec.h"
+#include "kir.h"
+
+typedef struct rt_lx rt_lx;
+
+struct rt_lx_ops {
+    const char *backend;             // "CPU", "GPU": in "... is not supported by the X backend"
+    rt_kir_loop_kind sum_inner_loop; // kind of a sum's innermost loop (outer ones are serial)
+    // Optional: a tensor read e (arity already checked) as a kernel-IR value in the tensor's
+    // own type; it may call rt_lx_indices and rt_lx_load. NULL: rt_lx_indices + rt_lx_load.
+    rt_status (*read)(rt_lx *x, const rt_expr *e, rt_kir_expr **out);
+};
+
+// Where and how the expressions of statement s are translated. Out of memory while building
+// nodes sets oom (the lowering reports it); other errors come back as rt_status with err set.
+struct rt_lx {
+    const struct rt_lx_ops *ops;
+    rt_arena *a;
+    const rt_op *op;
+    rt_kir_kernel *k;
+    rt_kir_phase *ph;                  // the phase whose variables the expressions use
+    const rt_stmt *s;                  // the statement (NULL: index variables are unbound)
+    int32_t *var_of;                   // statement var -> phase var (-1: unbound); sums bind
+    rt_kir_type ct;                    // compute type of the statement
+    rt_kir_block *pre;                 // where sums inside expressions put their loops
+    int32_t *data_buf;                 // per tensor: its data buffer
+    int32_t (*start_buf)[RT_MAX_DIMS]; // per tensor and dim: start array buffer (-1: dense)
+    int64_t (*extent)[RT_MAX_DIMS];    // per tensor and dim: dense extent (-1: ragged)
+    void *user;                        // the lowering's own state, for ops->read
+    bool oom;
+    rt_err *err;
+};
+
+// Value of e in the compute type x->ct.
+rt_status rt_lx_num(rt_lx *x, const rt_expr *e, rt_kir_expr **out);
+// Value of e as an i64 (non-integer expressions are computed in x->ct and truncated).
+rt_status rt_lx_int(rt_lx *x, const rt_expr *e, rt_kir_expr **out);
+// Bounds [lo, hi) of statement var v. Errors: RT_ERR_SPEC when v has no range.
+rt_status rt_lx_range(rt_lx *x, int32_t v, rt_kir_expr **lo, rt_kir_expr **hi);
+// A tensor read in the tensor's own type. Errors: RT_ERR_SPEC on a wrong number of indices.
+rt_status rt_lx_read(rt_lx *x, const rt_expr *e, rt_kir_expr **out);
+// The i64 index expressions of read e, one per dim (e->n_args <= RT_MAX_DIMS).
+rt_status rt_lx_indices(rt_lx *x, const rt_expr *e, rt_kir_expr **idx);
+// Load of read e from its data buffer at idx; pad tensors give their pad value outside their
+// extents. Errors: RT_ERR_SPEC for a padded read of a ragged tensor.
+rt_status rt_lx_load(rt_lx *x, const rt_expr *e, rt_kir_expr **idx, rt_kir_expr **out);
+// Flat offset of tensor t at idx (rt_layout: dense pos * extent + i, ragged start[pos] + i);
+// valid (may be NULL) receives the in-extent condition of the dense dims. NULL (and oom set)
+// when out of memory.
+rt_kir_expr *rt_lx_offset(rt_lx *x, int32_t t, rt_kir_expr **idx, rt_kir_expr **valid);
+
+#endif
