@@ -402,6 +402,25 @@ rt_status rt_gpu_runtime_open(rt_arena *a, const rt_device *dev, rt_gpu_runtime 
     return RT_OK;
 }
 
+void *rt_gpu_scalar_param(const rt_gpu_arg *g, rt_gpu_scalar *slot) {
+    switch (g->kind) {
+    case RT_GPU_ARG_I32:
+        slot->i32 = (int32_t)g->i;
+        return &slot->i32;
+    case RT_GPU_ARG_I64:
+        slot->i64 = g->i;
+        return &slot->i64;
+    case RT_GPU_ARG_F32:
+        slot->f32 = (float)g->f;
+        return &slot->f32;
+    case RT_GPU_ARG_F64:
+        slot->f64 = g->f;
+        return &slot->f64;
+    default:
+        return NULL;
+    }
+}
+
 size_t rt_gpu_arg_bytes(const rt_gpu_arg *arg) {
     return (size_t)arg->n_elems * (size_t)rt_dtype_bytes(arg->dtype);
 }

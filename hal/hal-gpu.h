@@ -194,5 +194,16 @@ rt_status rt_gpu_opencl_exec(rt_gpu_runtime *rt, rt_gpu_exec *x, rt_err *err);
 // element size of a buffer argument.
 #define RT_GPU_ABSENT_PREFIX "no GPU: "
 size_t rt_gpu_arg_bytes(const rt_gpu_arg *arg);
+// A scalar kernel argument as CUDA's and HIP's launch calls take it: a pointer to the value,
+// which must stay alive until the launch. One slot per argument.
+typedef union rt_gpu_scalar {
+    int32_t i32;
+    int64_t i64;
+    float f32;
+    double f64;
+} rt_gpu_scalar;
+// Stores scalar argument g in *slot and returns the parameter pointer to pass for it; NULL for
+// buffer and local arguments, which each backend passes its own way.
+void *rt_gpu_scalar_param(const rt_gpu_arg *g, rt_gpu_scalar *slot);
 
 #endif

@@ -572,48 +572,24 @@ rt_status rt_gpu_hip_exec(rt_gpu_runtime *rt, rt_gpu_exec *x, rt_err *err) {
     int32_t n = x->n_args;
     void **dptr = calloc(rt_at_least_one((size_t)n), sizeof *dptr);
     void **params = calloc(rt_at_least_one((size_t)n), sizeof *params);
-    union {
-        int32_t i32;
-        int64_t i64;
-        float f32;
-        double f64;
-    } *scalars = calloc(rt_at_least_one((size_t)n), sizeof *scalars);
+    rt_gpu_scalar *scalars = calloc(rt_at_least_one((size_t)n), sizeof *scalars);
     rt_status st = RT_OK;
     if (!dptr || !params || !scalars)
         st = rt_fail(err, RT_ERR_NOMEM, RT_NOLOC, "out of memory");
     for (int32_t i = 0; st == RT_OK && i < n; i++) {
         const rt_gpu_arg *g = &x->args[i];
         hipError_t r = hipSuccess;
-        switch (g->kind) {
-        case RT_GPU_ARG_BUFFER:
+        if (g->kind == RT_GPU_ARG_BUFFER) {
             r = h->api.malloc_(&dptr[i], rt_gpu_arg_bytes(g));
             if (r == hipSuccess)
                 r = h->api.memcpy_htod((hipDeviceptr_t)dptr[i], x->host_staging[i],
                                        rt_gpu_arg_bytes(g));
             params[i] = &dptr[i];
-            break;
-        case RT_GPU_ARG_I32:
-            scalars[i].i32 = (int32_t)g->i;
-            params[i] = &scalars[i].i32;
-            break;
-        case RT_GPU_ARG_I64:
-            scalars[i].i64 = g->i;
-            params[i] = &scalars[i].i64;
-            break;
-        case RT_GPU_ARG_F32:
-            scalars[i].f32 = (float)g->f;
-            params[i] = &scalars[i].f32;
-            break;
-        case RT_GPU_ARG_F64:
-            scalars[i].f64 = g->f;
-            params[i] = &scalars[i].f64;
-            break;
-        default:
+        } else if (!(params[i] = rt_gpu_scalar_param(g, &scalars[i]))) {
             st = rt_fail(err, RT_ERR_BACKEND, RT_NOLOC,
                          "argument %d: local buffers are for opencl (expected dyn_smem_bytes on "
                          "hip)",
                          (int)i);
-            break;
         }
         if (r != hipSuccess)
             st = rt_hip_runtime_fail(h, "hipMalloc/hipMemcpyHtoD", r, err);
