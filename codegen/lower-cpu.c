@@ -36,6 +36,7 @@ typedef struct rt_lower {
     const rt_device *dev; // general path: the rTile blocking (NULL when naive)
     const rt_perf_model *m;
     const rt_rprog *rp;
+    bool branch_pad; // padded reads as a branch around an unclamped load (rt_tr_read_branch)
 } rt_lower;
 
 #define RT_LOWER_CHECK(l, x)                                                                       \
@@ -120,9 +121,48 @@ static rt_status rt_lower_buffers(rt_lower *l) {
 
 static const struct rt_lx_ops rt_tr_ops = {.backend = "CPU", .sum_inner_loop = RT_KIR_LOOP_VECTOR};
 
+// A padded float read as `v = pad; if (in extents) v = load(offset)` in x->pre, so that the
+// vectorizer turns it into a masked load at an affine address instead of a gather through a
+// clamped index (window reductions, rt_lower_window). Other reads as rt_lx_load does them.
+static rt_status rt_tr_read_branch(rt_lx *x, const rt_expr *e, rt_kir_expr **out) {
+    rt_arena *a = x->a;
+    const rt_tensor *tn = &x->op->tensors[e->tensor];
+    rt_kir_expr *idx[RT_MAX_DIMS];
+    RT_TRY(rt_lx_indices(x, e, idx));
+    int32_t db = x->data_buf[e->tensor];
+    bool dense = true;
+    for (int32_t d = 0; d < tn->n_dims; d++)
+        dense = dense && x->start_buf[e->tensor][d] < 0;
+    if (!tn->has_pad || !dense || !x->pre || !rt_kir_type_is_float(x->k->bufs[db].type))
+        return rt_lx_load(x, e, idx, out);
+    rt_kir_type bt = x->k->bufs[db].type;
+    rt_kir_expr *valid;
+    rt_kir_expr *off = rt_lx_offset(x, e->tensor, idx, &valid);
+    int32_t v = rt_kir_add_var(a, x->ph, "pv", bt);
+    rt_kir_node *br = v >= 0 ? rt_kir_append(a, x->pre, RT_KIR_N_IF) : NULL;
+    rt_kir_node *in = br ? rt_kir_append(a, &br->body, RT_KIR_N_FSET) : NULL;
+    rt_kir_node *out_of = br ? rt_kir_append(a, &br->else_body, RT_KIR_N_FSET) : NULL;
+    if (!in || !out_of || !off || !valid) {
+        x->oom = true;
+        *out = NULL;
+        return RT_OK;
+    }
+    br->cond = valid;
+    in->var = v;
+    in->value = rt_kir_load(a, x->k, db, off);
+    out_of->var = v;
+    out_of->value = rt_kir_flt(a, bt, tn->pad_value);
+    *out = rt_kir_var_ref(a, x->ph, v);
+    x->oom = x->oom || !in->value || !out_of->value || !*out;
+    return RT_OK;
+}
+
+static const struct rt_lx_ops rt_tr_ops_branch = {
+    .backend = "CPU", .sum_inner_loop = RT_KIR_LOOP_VECTOR, .read = rt_tr_read_branch};
+
 // The expression context (lower-expr.h) of statement l->s; rt_tr_done hands its oom back to l.
 static rt_lx rt_tr_ctx(rt_lower *l) {
-    return (rt_lx){.ops = &rt_tr_ops,
+    return (rt_lx){.ops = l->branch_pad ? &rt_tr_ops_branch : &rt_tr_ops,
                    .a = l->a,
                    .op = l->op,
                    .k = l->k,
@@ -492,6 +532,95 @@ static bool rt_tiled_plan(const rt_lower *l, const rt_stmt *s, rt_tvar *tv, int3
     return true;
 }
 
+// Window reductions (pooling, depthwise convolution): every reduction var has a small constant
+// range, the statement reads nothing of its own output and its innermost kept var is the output's
+// last (unit-stride) index. Then the window loops go outside that var's loop and accumulate into
+// the output row, so the innermost loop runs along x in vector lanes instead of along the 3- or
+// 5-wide window with a scalar accumulator per output element.
+static bool rt_window_form(const rt_lower *l, const rt_stmt *s, int32_t xv, const int32_t *red,
+                           int32_t nr) {
+    if (nr < 1 || nr > 3 || s->op == RT_ASSIGN_SET || s->n_lhs < 1 ||
+        s->lhs_vars[s->n_lhs - 1] != xv)
+        return false;
+    int64_t points = 1;
+    for (int32_t i = 0; i < nr; i++) {
+        int32_t v = red[i];
+        int64_t lo, hi;
+        if (!s->vars[v].lo || !s->vars[v].hi || !rt_expr_const_int(l->op, s->vars[v].lo, &lo) ||
+            !rt_expr_const_int(l->op, s->vars[v].hi, &hi) || hi <= lo || hi - lo > 7)
+            return false;
+        points *= hi - lo;
+    }
+    bool ok = true;
+    return points <= 49 && !rt_reads_tensor(s->rhs, s->out, -1, &ok);
+}
+
+// The innermost kept var xv over [lo, hi) of a window reduction (rt_window_form): the output row
+// is initialized, then each window point adds its contribution to the whole row.
+static rt_status rt_lower_window(rt_lower *l, rt_kir_block *blk, int32_t xv, rt_kir_expr *lo,
+                                 rt_kir_expr *hi, const int32_t *red, int32_t nr) {
+    rt_arena *a = l->a;
+    const rt_stmt *s = l->s;
+    l->var_of[xv] = rt_kir_add_var(a, l->p, s->vars[xv].name, RT_KIR_I64);
+    rt_kir_expr *idx[RT_MAX_DIMS];
+    for (int32_t d = 0; d < s->n_lhs; d++) {
+        int32_t v = s->lhs_vars[d];
+        idx[d] = v >= 0 && v < s->n_vars && l->var_of[v] >= 0
+                     ? rt_kir_var_ref(a, l->p, l->var_of[v])
+                     : NULL;
+        if (!idx[d])
+            return rt_fail(l->err, RT_ERR_SPEC, s->loc, "output index outside its loop");
+    }
+    rt_kir_expr *off = rt_tr_offset(l, s->out, idx, NULL);
+    int32_t ob = l->data_buf[s->out];
+    rt_kir_type ot = l->k->bufs[ob].type;
+    if (s->op != RT_ASSIGN_ADD) {
+        rt_kir_node *loop = rt_kir_loop(a, blk, l->var_of[xv], lo, hi, RT_KIR_LOOP_VECTOR);
+        rt_kir_node *st = loop ? rt_kir_append(a, &loop->body, RT_KIR_N_STORE) : NULL;
+        RT_LOWER_CHECK(l, st && off);
+        if (!st)
+            return RT_OK;
+        st->buf = ob;
+        st->index = off;
+        st->value = rt_kir_cast(a, ot, rt_kir_flt(a, l->ct, rt_assign_init(s->op)));
+    }
+    for (int32_t i = 0; i < nr; i++) {
+        int32_t v = red[i];
+        rt_kir_expr *rlo, *rhi;
+        RT_TRY(rt_tr_loops_range(l, v, &rlo, &rhi));
+        l->var_of[v] = rt_kir_add_var(a, l->p, s->vars[v].name, RT_KIR_I64);
+        rt_kir_node *loop = rt_kir_loop(a, blk, l->var_of[v], rlo, rhi, RT_KIR_LOOP_SERIAL);
+        RT_LOWER_CHECK(l, loop);
+        if (!loop)
+            return RT_OK;
+        blk = &loop->body;
+    }
+    rt_kir_node *xl = rt_kir_loop(a, blk, l->var_of[xv], lo, hi, RT_KIR_LOOP_VECTOR);
+    RT_LOWER_CHECK(l, xl);
+    if (!xl)
+        return RT_OK;
+    l->pre = &xl->body;
+    rt_kir_expr *x;
+    l->branch_pad = true;
+    rt_status st_rhs = rt_tr_num(l, s->rhs, &x);
+    l->branch_pad = false;
+    RT_TRY(st_rhs);
+    rt_kir_expr *cur = rt_kir_cast(a, l->ct, rt_kir_load(a, l->k, ob, off));
+    rt_kir_bop bop = s->op == RT_ASSIGN_MUL_INIT   ? RT_KIR_MUL
+                     : s->op == RT_ASSIGN_MAX_INIT ? RT_KIR_MAX
+                     : s->op == RT_ASSIGN_MIN_INIT ? RT_KIR_MIN
+                                                   : RT_KIR_ADD;
+    rt_kir_expr *nv = rt_kir_bin(a, bop, cur, x);
+    rt_kir_node *st = rt_kir_append(a, &xl->body, RT_KIR_N_STORE);
+    RT_LOWER_CHECK(l, st && nv && off);
+    if (st) {
+        st->buf = ob;
+        st->index = off;
+        st->value = rt_kir_cast(a, ot, nv);
+    }
+    return RT_OK;
+}
+
 // Statement si blocked by the rTiles into a phase of its own: the scale-out level's tiles are
 // the work items (spread over cores), each lower level a serial tile loop per tiled var (outer
 // tile loops before inner ones), the register level's point loops innermost with the last kept
@@ -590,11 +719,14 @@ static rt_status rt_lower_tiled(rt_lower *l, int32_t si, bool *done) {
         }
     }
     // Point loops in the statement's order; vloops read their bounds here.
+    bool window = rt_window_form(l, s, tv[nk - 1].v, red, nr);
     for (int32_t i = 0; i < nk; i++) {
         rt_tvar *t = &tv[i];
         rt_kir_expr *lo = t->base, *hi = t->end;
         if (!t->tiled)
             RT_TRY(rt_tr_loops_range(l, t->v, &lo, &hi));
+        if (window && i == nk - 1)
+            return rt_lower_window(l, blk, t->v, lo, hi, red, nr);
         l->var_of[t->v] = rt_kir_add_var(a, l->p, s->vars[t->v].name, RT_KIR_I64);
         bool innermost = i == nk - 1 && nr == 0;
         rt_kir_node *loop = rt_kir_loop(a, blk, l->var_of[t->v], lo, hi,
@@ -670,6 +802,7 @@ typedef struct rt_gemm {
     double alpha;
     int32_t m_var, n_var, k_var; // last (innermost) var of each group, for the rTile lookup
     int32_t mr, nr, kc, mc, nc;
+    int64_t ng;    // n groups: a work item is one mc row block x a run of nc blocks
     int64_t batch; // independent GEMMs (implicit: product of the batch var extents)
     // Implicit GEMM (a contraction over affine reads, e.g. a convolution): the packs gather
     // A and B through the reads themselves (pad value outside the extents), decomposing the flat
@@ -978,7 +1111,7 @@ static void rt_gemm_blocking(rt_gemm *g, const rt_op *op, const rt_device *dev,
     if (m && p && g->batch <= 1 && rt_perf_cpu_gemm_view(m, p, &v) && v.M == g->M && v.N == g->N &&
         v.K == g->K) {
         g->mr = (int32_t)v.mr, g->nr = (int32_t)v.nr, g->kc = (int32_t)v.kc;
-        g->mc = (int32_t)v.mc, g->nc = (int32_t)v.nc;
+        g->mc = (int32_t)v.mc, g->nc = (int32_t)v.nc, g->ng = v.ng;
         return;
     }
     memset(&v, 0, sizeof v);
@@ -1032,7 +1165,7 @@ static void rt_gemm_blocking(rt_gemm *g, const rt_op *op, const rt_device *dev,
     }
     rt_perf_cpu_gemm_block(dev, g->batch, &v);
     g->mr = (int32_t)v.mr, g->nr = (int32_t)v.nr, g->kc = (int32_t)v.kc;
-    g->mc = (int32_t)v.mc, g->nc = (int32_t)v.nc;
+    g->mc = (int32_t)v.mc, g->nc = (int32_t)v.nc, g->ng = v.ng;
 }
 
 static rt_kir_expr *rt_v(rt_lower *l, int32_t var) {
@@ -1440,6 +1573,11 @@ static rt_status rt_lower_gemm(rt_lower *l, const rt_gemm *g) {
     rt_arena *a = l->a;
     const rt_stmt *s = &l->op->stmts[g->stmt];
     int64_t mt = rt_ceil_div(g->M, g->mc), ntl = rt_ceil_div(g->N, g->nc);
+    // Work item = one mc row block x a run of bpg nc blocks: A is packed once per (mc, kc) and
+    // reused across the run (BLIS order pc -> jc inside the item), B once per (kc, nc).
+    int64_t ng = g->ng > 0 && g->ng <= ntl ? g->ng : ntl;
+    int64_t bpg = rt_ceil_div(ntl, ng);
+    ng = rt_ceil_div(ntl, bpg);
     const char *what = rt_arena_printf(a,
                                        "statement %d: packed GEMM %lldx%lldx%lld, blocks "
                                        "mc=%d nc=%d kc=%d, micro-kernel %dx%d",
@@ -1451,7 +1589,7 @@ static rt_status rt_lower_gemm(rt_lower *l, const rt_gemm *g) {
                                "packs), blocks mc=%d nc=%d kc=%d, micro-kernel %dx%d",
                                (int)g->stmt, (long long)g->batch, (long long)g->M, (long long)g->N,
                                (long long)g->K, g->mc, g->nc, g->kc, g->mr, g->nr);
-    l->p = rt_kir_add_phase(a, l->k, what ? what : "gemm", mt * ntl * g->batch);
+    l->p = rt_kir_add_phase(a, l->k, what ? what : "gemm", mt * ng * g->batch);
     if (!l->p)
         return rt_fail(l->err, RT_ERR_NOMEM, RT_NOLOC, "out of memory");
     rt_kir_phase *p = l->p;
@@ -1468,16 +1606,17 @@ static rt_status rt_lower_gemm(rt_lower *l, const rt_gemm *g) {
     int32_t vpk = rt_kir_add_var(a, p, "pk", RT_KIR_I64),
             vp0 = rt_kir_add_var(a, p, "p0", RT_KIR_I64);
     int32_t vkc = rt_kir_add_var(a, p, "kcur", RT_KIR_I64);
+    int32_t vjb = rt_kir_add_var(a, p, "jb", RT_KIR_I64);
     int32_t vjp = rt_kir_add_var(a, p, "jr", RT_KIR_I64),
             vip = rt_kir_add_var(a, p, "ir", RT_KIR_I64);
     rt_kir_block *body = &p->body;
     rt_kir_expr *item = rt_v(l, p->item_var);
     rt_kir_expr *c_batch = rt_i(l, 0);
     if (g->implicit) {
-        // item = batch index x (mt x ntl) + block; the batch vars index C and B directly.
+        // item = batch index x (mt x ng) + block; the batch vars index C and B directly.
         int32_t vt = rt_kir_add_var(a, p, "blk", RT_KIR_I64);
-        rt_let(l, body, vt, rt_b(l, RT_KIR_MOD, item, rt_i(l, mt * ntl)));
-        rt_gemm_unflatten(l, body, rt_b(l, RT_KIR_DIV, item, rt_i(l, mt * ntl)),
+        rt_let(l, body, vt, rt_b(l, RT_KIR_MOD, item, rt_i(l, mt * ng)));
+        rt_gemm_unflatten(l, body, rt_b(l, RT_KIR_DIV, item, rt_i(l, mt * ng)),
                           g->gvar[RT_GEMM_G_BATCH], g->n_gvar[RT_GEMM_G_BATCH]);
         for (int32_t i = 0; i < g->n_gvar[RT_GEMM_G_BATCH]; i++) {
             int32_t v = g->gvar[RT_GEMM_G_BATCH][i];
@@ -1488,12 +1627,9 @@ static rt_status rt_lower_gemm(rt_lower *l, const rt_gemm *g) {
     }
     rt_let(l, body, vi0,
            rt_b(l, RT_KIR_MUL, rt_b(l, RT_KIR_MOD, item, rt_i(l, mt)), rt_i(l, g->mc)));
-    rt_let(l, body, vj0,
-           rt_b(l, RT_KIR_MUL, rt_b(l, RT_KIR_DIV, item, rt_i(l, mt)), rt_i(l, g->nc)));
     rt_let(l, body, vmc,
            rt_b(l, RT_KIR_MIN, rt_i(l, g->mc), rt_b(l, RT_KIR_SUB, rt_i(l, g->M), rt_v(l, vi0))));
-    rt_let(l, body, vnc,
-           rt_b(l, RT_KIR_MIN, rt_i(l, g->nc), rt_b(l, RT_KIR_SUB, rt_i(l, g->N), rt_v(l, vj0))));
+    rt_kir_expr *jb_lo = rt_b(l, RT_KIR_MUL, rt_b(l, RT_KIR_DIV, item, rt_i(l, mt)), rt_i(l, bpg));
     rt_kir_node *lk = rt_kir_loop(a, body, vpk, rt_i(l, 0), rt_i(l, rt_ceil_div(g->K, g->kc)),
                                   RT_KIR_LOOP_SERIAL);
     RT_LOWER_CHECK(l, lk);
@@ -1504,38 +1640,17 @@ static rt_status rt_lower_gemm(rt_lower *l, const rt_gemm *g) {
     rt_let(l, kb, vkc,
            rt_b(l, RT_KIR_MIN, rt_i(l, g->kc), rt_b(l, RT_KIR_SUB, rt_i(l, g->K), rt_v(l, vp0))));
     int32_t buf_a = l->data_buf[g->ta], buf_b = l->data_buf[g->tb], buf_c = l->data_buf[s->out];
-    // B block (kcur x ncur) as nr-wide panels after the A block; A block (mcur x kcur) as
-    // mr-tall panels; alpha is folded into A.
+    // A block (mcur x kcur) as mr-tall panels (alpha folded in) once per k block, then for each
+    // nc block of the run the B block (kcur x ncur) as nr-wide panels after it.
+    // Segmented packs where the rows' innermost var moves along one dim of the read, else the
+    // per-element gather (implicit GEMMs).
+    int32_t dxb, dxa;
+    int64_t sxb, sxa;
+    const int32_t *nvars = g->gvar[RT_GEMM_G_N], *mvars = g->gvar[RT_GEMM_G_M];
+    int32_t nn = g->n_gvar[RT_GEMM_G_N], nm = g->n_gvar[RT_GEMM_G_M];
+    int64_t srow, sk;
+    rt_kir_expr *pbase;
     if (g->implicit) {
-        // Segmented packs where the rows' innermost var moves along one dim of the read, else
-        // the per-element gather.
-        int32_t dxb, dxa;
-        int64_t sxb, sxa;
-        const int32_t *nvars = g->gvar[RT_GEMM_G_N], *mvars = g->gvar[RT_GEMM_G_M];
-        int32_t nn = g->n_gvar[RT_GEMM_G_N], nm = g->n_gvar[RT_GEMM_G_M];
-        int64_t srow, sk;
-        rt_kir_expr *pbase;
-        if (rt_gemm_plain_read(l, g, g->rb, nvars, nn, &srow, &sk, &pbase))
-            rt_gemm_pack(l, kb, "B block -> scratch, nr-wide k-major panels (L1 level)", g->nr,
-                         rt_v(l, vnc), rt_v(l, vkc), buf_b,
-                         rt_b(l, RT_KIR_ADD, pbase,
-                              rt_b(l, RT_KIR_ADD, rt_b(l, RT_KIR_MUL, rt_v(l, vj0), rt_i(l, srow)),
-                                   rt_b(l, RT_KIR_MUL, rt_v(l, vp0), rt_i(l, sk)))),
-                         srow, sk, 1.0, rt_i(l, a_elems));
-        else if (rt_gemm_seg_dim(l, g->rb, nvars[nn - 1], &dxb, &sxb))
-            RT_TRY(rt_gemm_pack_segments(l, kb,
-                                         "B block -> scratch, nr-wide k-major panels "
-                                         "copied by row segments (L1 level)",
-                                         g->nr, rt_v(l, vnc), rt_v(l, vkc), g->rb, nvars, nn,
-                                         g->gvar[RT_GEMM_G_K], g->n_gvar[RT_GEMM_G_K], rt_v(l, vj0),
-                                         rt_v(l, vp0), 1.0, rt_i(l, a_elems), dxb, sxb));
-        else
-            RT_TRY(rt_gemm_pack_affine(l, kb,
-                                       "B block -> scratch, gathered nr-wide k-major "
-                                       "panels (L1 level)",
-                                       g->nr, rt_v(l, vnc), rt_v(l, vkc), g->rb, nvars, nn,
-                                       g->gvar[RT_GEMM_G_K], g->n_gvar[RT_GEMM_G_K], rt_v(l, vj0),
-                                       rt_v(l, vp0), 1.0, rt_i(l, a_elems)));
         if (rt_gemm_plain_read(l, g, g->ra, mvars, nm, &srow, &sk, &pbase))
             rt_gemm_pack(l, kb, "A block -> scratch, mr-tall k-major panels (L2 level)", g->mr,
                          rt_v(l, vmc), rt_v(l, vkc), buf_a,
@@ -1558,19 +1673,54 @@ static rt_status rt_lower_gemm(rt_lower *l, const rt_gemm *g) {
                                        g->gvar[RT_GEMM_G_K], g->n_gvar[RT_GEMM_G_K], rt_v(l, vi0),
                                        rt_v(l, vp0), g->alpha, rt_i(l, 0)));
     } else {
-        rt_gemm_pack(l, kb, "B block -> scratch, nr-wide k-major panels (L1 level)", g->nr,
-                     rt_v(l, vnc), rt_v(l, vkc), buf_b,
-                     rt_b(l, RT_KIR_ADD, rt_b(l, RT_KIR_MUL, rt_v(l, vj0), rt_i(l, g->bn)),
-                          rt_b(l, RT_KIR_MUL, rt_v(l, vp0), rt_i(l, g->bk))),
-                     g->bn, g->bk, 1.0, rt_i(l, a_elems));
         rt_gemm_pack(l, kb, "A block -> scratch, mr-tall k-major panels (L2 level)", g->mr,
                      rt_v(l, vmc), rt_v(l, vkc), buf_a,
                      rt_b(l, RT_KIR_ADD, rt_b(l, RT_KIR_MUL, rt_v(l, vi0), rt_i(l, g->am)),
                           rt_b(l, RT_KIR_MUL, rt_v(l, vp0), rt_i(l, g->ak))),
                      g->am, g->ak, g->alpha, rt_i(l, 0));
     }
+    rt_kir_node *lb =
+        rt_kir_loop(a, kb, vjb, jb_lo,
+                    rt_b(l, RT_KIR_MIN, rt_i(l, ntl), rt_b(l, RT_KIR_ADD, jb_lo, rt_i(l, bpg))),
+                    RT_KIR_LOOP_SERIAL);
+    RT_LOWER_CHECK(l, lb);
+    if (!lb)
+        return rt_fail(l->err, RT_ERR_NOMEM, RT_NOLOC, "out of memory");
+    rt_kir_block *jbb = &lb->body;
+    rt_let(l, jbb, vj0, rt_b(l, RT_KIR_MUL, rt_v(l, vjb), rt_i(l, g->nc)));
+    rt_let(l, jbb, vnc,
+           rt_b(l, RT_KIR_MIN, rt_i(l, g->nc), rt_b(l, RT_KIR_SUB, rt_i(l, g->N), rt_v(l, vj0))));
+    if (g->implicit) {
+        if (rt_gemm_plain_read(l, g, g->rb, nvars, nn, &srow, &sk, &pbase))
+            rt_gemm_pack(l, jbb, "B block -> scratch, nr-wide k-major panels (L1 level)", g->nr,
+                         rt_v(l, vnc), rt_v(l, vkc), buf_b,
+                         rt_b(l, RT_KIR_ADD, pbase,
+                              rt_b(l, RT_KIR_ADD, rt_b(l, RT_KIR_MUL, rt_v(l, vj0), rt_i(l, srow)),
+                                   rt_b(l, RT_KIR_MUL, rt_v(l, vp0), rt_i(l, sk)))),
+                         srow, sk, 1.0, rt_i(l, a_elems));
+        else if (rt_gemm_seg_dim(l, g->rb, nvars[nn - 1], &dxb, &sxb))
+            RT_TRY(rt_gemm_pack_segments(l, jbb,
+                                         "B block -> scratch, nr-wide k-major panels "
+                                         "copied by row segments (L1 level)",
+                                         g->nr, rt_v(l, vnc), rt_v(l, vkc), g->rb, nvars, nn,
+                                         g->gvar[RT_GEMM_G_K], g->n_gvar[RT_GEMM_G_K], rt_v(l, vj0),
+                                         rt_v(l, vp0), 1.0, rt_i(l, a_elems), dxb, sxb));
+        else
+            RT_TRY(rt_gemm_pack_affine(l, jbb,
+                                       "B block -> scratch, gathered nr-wide k-major "
+                                       "panels (L1 level)",
+                                       g->nr, rt_v(l, vnc), rt_v(l, vkc), g->rb, nvars, nn,
+                                       g->gvar[RT_GEMM_G_K], g->n_gvar[RT_GEMM_G_K], rt_v(l, vj0),
+                                       rt_v(l, vp0), 1.0, rt_i(l, a_elems)));
+    } else {
+        rt_gemm_pack(l, jbb, "B block -> scratch, nr-wide k-major panels (L1 level)", g->nr,
+                     rt_v(l, vnc), rt_v(l, vkc), buf_b,
+                     rt_b(l, RT_KIR_ADD, rt_b(l, RT_KIR_MUL, rt_v(l, vj0), rt_i(l, g->bn)),
+                          rt_b(l, RT_KIR_MUL, rt_v(l, vp0), rt_i(l, g->bk))),
+                     g->bn, g->bk, 1.0, rt_i(l, a_elems));
+    }
     rt_kir_node *lj = rt_kir_loop(
-        a, kb, vjp, rt_i(l, 0),
+        a, jbb, vjp, rt_i(l, 0),
         rt_b(l, RT_KIR_DIV, rt_b(l, RT_KIR_ADD, rt_v(l, vnc), rt_i(l, g->nr - 1)), rt_i(l, g->nr)),
         RT_KIR_LOOP_SERIAL);
     RT_LOWER_CHECK(l, lj);

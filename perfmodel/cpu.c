@@ -145,7 +145,16 @@ void rt_perf_cpu_gemm_block(const rt_device *dev, int64_t batch, rt_perf_cpu_gem
         g->nc = rt_round_up(g->nc / 2, g->nr);
     while (batch * rt_ceil_div(M, g->mc) * rt_ceil_div(N, g->nc) < units && g->mc > g->mr)
         g->mc = rt_round_up(g->mc / 2, g->mr);
-    g->items = batch * rt_ceil_div(M, g->mc) * rt_ceil_div(N, g->nc);
+    // A work item is a row block times a run of nc blocks: A is packed once per (mc, kc) and
+    // reused across the run. The n blocks are split into the fewest runs (of equal length) that
+    // give every core an item and lose at most a fifth of the cores to the last round.
+    int64_t rows = batch * rt_ceil_div(M, g->mc), ntl = rt_ceil_div(N, g->nc);
+    int64_t ng = 1;
+    while (ng < ntl &&
+           (rows * ng < units || 5 * rt_ceil_div(rows * ng, units) * units > 6 * rows * ng))
+        ng++;
+    g->ng = rt_ceil_div(ntl, rt_ceil_div(ntl, ng));
+    g->items = rows * g->ng;
 }
 
 // The packed GEMM codegen/lower-cpu.c compiles for p: the rTiles give the seeds (register tile
@@ -184,10 +193,12 @@ static double source_gbps(const rt_device *dev, double bytes, double chunk_bytes
     return rt_hal_level_gbps(&dev->level[0], chunk_bytes) / (double)units;
 }
 
-// Cycles of one work item (mcur x ncur block, all K) on one core.
-static double item_cycles(const rt_perf_model *m, const rt_perf_cpu_gemm *g, int64_t mcur,
-                          int64_t ncur, const rt_perf_ukernel *uk, const rt_perf_ukernel *uk_last,
-                          int64_t k_full, int64_t k_last, double ghz, double *pack_out) {
+// Cycles of one mcur x ncur block (all K) on one core, with the A pack of its row block (in
+// *pack_a_out: a work item packs it once for its whole run of nc blocks) and all its packing.
+static double block_cycles(const rt_perf_model *m, const rt_perf_cpu_gemm *g, int64_t mcur,
+                           int64_t ncur, const rt_perf_ukernel *uk, const rt_perf_ukernel *uk_last,
+                           int64_t k_full, int64_t k_last, double ghz, double *pack_out,
+                           double *pack_a_out) {
     const rt_device *dev = m->dev;
     double ports = rt_perf_cpu_load_ports(dev);
     double vec_elems = (dev->lanes > 0 ? dev->lanes : 1);
@@ -197,7 +208,8 @@ static double item_cycles(const rt_perf_model *m, const rt_perf_cpu_gemm *g, int
     // its source lives in.
     double b_gbps = source_gbps(dev, b_bytes, (double)ncur * 4 * (double)g->kc);
     double a_gbps = source_gbps(dev, a_bytes, (double)mcur * 4 * (double)g->kc);
-    double pack = 0, calls = (double)rt_ceil_div(mcur, g->mr) * (double)rt_ceil_div(ncur, g->nr);
+    double pack = 0, pack_a = 0,
+           calls = (double)rt_ceil_div(mcur, g->mr) * (double)rt_ceil_div(ncur, g->nr);
     double kernel = 0;
     for (int32_t last = 0; last < 2; last++) {
         int64_t kcur = last ? k_last : g->kc;
@@ -211,9 +223,11 @@ static double item_cycles(const rt_perf_model *m, const rt_perf_cpu_gemm *g, int
         double ta = ea / ports + ea / vec_elems / ports;
         double taw = a_gbps > 0 ? ea * 4 / a_gbps * ghz : 0;
         pack += (double)steps * ((tb > tbw ? tb : tbw) + (ta > taw ? ta : taw));
+        pack_a += (double)steps * (ta > taw ? ta : taw);
         kernel += (double)steps * calls * (last ? uk_last->call_cycles : uk->call_cycles);
     }
     *pack_out = pack;
+    *pack_a_out = pack_a;
     return pack + kernel;
 }
 
@@ -231,23 +245,34 @@ bool rt_perf_cpu_gemm_time(const rt_perf_model *m, const rt_perf_cpu_gemm *g, do
     (void)rt_perf_cpu_ukernel(dev, 4, g->mr, g->nr, g->kc, &uk);
     (void)rt_perf_cpu_ukernel(dev, 4, g->mr, g->nr, k_last > 0 ? k_last : g->kc, &uk_last);
     *eff = uk.eff;
-    // Work items: full blocks and the edge blocks along m and n.
+    // Blocks: full and edge ones along m and n. A work item is a row block times a run of
+    // ntl / ng nc blocks; it packs A once per k block for the whole run.
     int64_t mb = g->M / g->mc, nb = g->N / g->nc;
     int64_t me = g->M % g->mc, ne = g->N % g->nc;
+    double ng = (double)(g->ng > 0 ? g->ng : rt_ceil_div(g->N, g->nc));
     double total = 0, pack_total = 0, biggest = 0;
-    for (int32_t i = 0; i < 2; i++)
+    for (int32_t i = 0; i < 2; i++) {
+        int64_t rows = i ? (me > 0) : mb;
+        if (rows == 0)
+            continue;
+        double row = 0, row_pack = 0, pa = 0;
         for (int32_t j = 0; j < 2; j++) {
-            int64_t cnt = (i ? (me > 0) : mb) * (j ? (ne > 0) : nb);
+            int64_t cnt = j ? (ne > 0) : nb;
             if (cnt == 0)
                 continue;
             double pk;
-            double c = item_cycles(m, g, i ? me : g->mc, j ? ne : g->nc, &uk, &uk_last, k_full,
-                                   k_last, ghz, &pk);
-            total += (double)cnt * c;
-            pack_total += (double)cnt * pk;
-            if (c > biggest)
-                biggest = c;
+            double c = block_cycles(m, g, i ? me : g->mc, j ? ne : g->nc, &uk, &uk_last, k_full,
+                                    k_last, ghz, &pk, &pa);
+            row += (double)cnt * (c - pa);
+            row_pack += (double)cnt * (pk - pa);
         }
+        row += ng * pa;
+        row_pack += ng * pa;
+        total += (double)rows * row;
+        pack_total += (double)rows * row_pack;
+        if (row / ng > biggest)
+            biggest = row / ng;
+    }
     // Items go to the cores in equal counts: the busiest core does ceil(items / units) of them
     // (Roller's wave quantization with max = units), at the average item's cost.
     int64_t units = dev->units > 0 ? dev->units : 1;

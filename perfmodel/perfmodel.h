@@ -263,7 +263,9 @@ typedef struct rt_perf_cpu_gemm {
     int32_t in_a, in_b;             // accesses holding m and n
     int64_t M, N, K;
     int64_t mr, nr, kc, mc, nc;
-    int64_t items; // mc x nc blocks spread over the cores
+    int64_t ng;    // n groups: a work item is one mc row block x a run of nc blocks (A packed
+                   // once per (mc, kc) and reused across the run)
+    int64_t items; // batch x row blocks x n groups, spread over the cores
 } rt_perf_cpu_gemm;
 // False when the statement is not such a contraction or the device has a thread level.
 bool rt_perf_cpu_gemm_view(const rt_perf_model *m, const rt_rprog *p, rt_perf_cpu_gemm *g);

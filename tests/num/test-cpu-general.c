@@ -126,6 +126,63 @@ static void structure_case(const rt_device *dev) {
     rt_arena_free(a);
 }
 
+// Counts, below b, vector loops over var "x" nested inside loops over both "r" and "s" (seen:
+// bit 0 r, bit 1 s), and window loops (r or s) nested inside a vector loop (bad).
+static void window_scan(const rt_kir_phase *p, const rt_kir_block *b, int seen, bool in_vec,
+                        int32_t *good, int32_t *bad) {
+    for (int32_t i = 0; i < b->n; i++) {
+        const rt_kir_node *n = b->nodes[i];
+        if (n->kind == RT_KIR_N_IF) {
+            window_scan(p, &n->body, seen, in_vec, good, bad);
+            window_scan(p, &n->else_body, seen, in_vec, good, bad);
+        }
+        if (n->kind != RT_KIR_N_LOOP)
+            continue;
+        const char *name = p->vars[n->var].name;
+        bool win = strcmp(name, "r") == 0 || strcmp(name, "s") == 0;
+        if (win && in_vec)
+            (*bad)++;
+        int s2 = seen | (strcmp(name, "r") == 0 ? 1 : 0) | (strcmp(name, "s") == 0 ? 2 : 0);
+        bool vec = n->loop_kind == RT_KIR_LOOP_VECTOR;
+        if (vec && strcmp(name, "x") == 0 && seen == 3)
+            (*good)++;
+        window_scan(p, &n->body, s2, in_vec || vec, good, bad);
+    }
+}
+
+// Window reductions (depthwise conv, pooling): in every blocked candidate the window loops r, s
+// run outside a vectorized loop along the output's x, never inside it.
+static void window_case(const rt_device *dev, const char *spec) {
+    rt_arena *a = rt_arena_new(1 << 20);
+    rt_err err = {0};
+    rt_op *op = NULL;
+    rt_perf_result *perf = NULL;
+    rt_perf_options popt = {.top_k = 10};
+    if (load(a, spec, &op, &err) != RT_OK ||
+        rt_perf_construct(a, op, dev, &popt, &perf, &err) != RT_OK) {
+        fprintf(stderr, "window: %s\n", err.msg);
+        RT_EXPECT(0);
+        rt_arena_free(a);
+        return;
+    }
+    int32_t n_blocked = 0;
+    for (int32_t i = 0; i < perf->n_cands; i++) {
+        rt_lower_options lopt = {.rank = i};
+        rt_kir_kernel *k = NULL;
+        RT_EXPECT_EQ(rt_lower_cpu(a, op, dev, perf->model, &perf->cands[i], &lopt, &k, &err),
+                     RT_OK);
+        if (!k || k->n_phases != 1 || !strstr(k->phases[0].what, "blocked by the rTiles"))
+            continue;
+        n_blocked++;
+        int32_t good = 0, bad = 0;
+        window_scan(&k->phases[0], &k->phases[0].body, 0, false, &good, &bad);
+        RT_EXPECT(good >= 1);
+        RT_EXPECT_EQ(bad, 0);
+    }
+    RT_EXPECT(n_blocked >= 1);
+    rt_arena_free(a);
+}
+
 // exp on the JIT path (the inline vector expf of emit-llvm.c): within 2 ulp of the correctly
 // rounded expf over the normal range, and exact where it must be: exp(0) = 1, 0 below the
 // subnormals, inf above FLT_MAX and for inf, NaN for NaN; subnormal results within 2^-148.
@@ -205,12 +262,30 @@ int main(void) {
         " O(n, c, y, x) +=! I(n, c, y + r - 1, x + s - 1) * Wt(c, r, s)\n}",
         "def maxpool(float(1, 3, 7, 31) I pad -1e30) -> (float(1, 3, 7, 31) O) {\n"
         " O(n, c, y, x) max=! I(n, c, y + r - 1, x + s - 1)   where r in 0:3, s in 0:3\n}",
+        // Window reductions lowered with the window outside the x loop: stride 1 and 2, pad
+        // (zero and non-zero, where skipping the padded points would be wrong), sizes 1, '+='.
+        "def dw5s2(float(1, 3, 23, 29) I pad 0, float(3, 5, 5) Wt) -> (float(1, 3, 12, 15) O) {\n"
+        " O(n, c, y, x) +=! I(n, c, 2*y + r - 2, 2*x + s - 2) * Wt(c, r, s)\n}",
+        "def dw1(float(1, 1, 1, 1) I pad 0, float(1, 3, 3) Wt) -> (float(1, 1, 1, 1) O) {\n"
+        " O(n, c, y, x) +=! I(n, c, y + r - 1, x + s - 1) * Wt(c, r, s)\n}",
+        "def padexp(float(2, 3, 11, 13) I pad 0.5) -> (float(2, 3, 11, 13) O) {\n"
+        " O(n, c, y, x) +=! exp(I(n, c, y + r - 1, x + s - 1))   where r in 0:3, s in 0:3\n}",
+        "def minpool(float(1, 2, 9, 41) I pad 1e30) -> (float(1, 2, 5, 21) O) {\n"
+        " O(n, c, y, x) min=! I(n, c, 2*y + r - 1, 2*x + s - 1)   where r in 0:3, s in 0:3\n}",
+        "def accpool(float(2, 3, 7, 11) I) -> (float(2, 3, 5, 9) O) {\n"
+        " O(n, c, y, x) += I(n, c, y + r, x + s)   where r in 0:3, s in 0:3\n}",
         "examples/ragged_softmax.spec",
         "examples/softmax.spec",
     };
     for (size_t i = 0; i < sizeof specs / sizeof specs[0]; i++)
         numeric_case(&dev, specs[i], 10);
     structure_case(&dev);
+    window_case(&dev, "def dwconv(float(2, 5, 13, 19) I pad 0, float(5, 3, 3) Wt) -> "
+                      "(float(2, 5, 13, 19) O) {\n"
+                      " O(n, c, y, x) +=! I(n, c, y + r - 1, x + s - 1) * Wt(c, r, s)\n}");
+    window_case(&dev,
+                "def avgpool(float(2, 7, 23, 17) I) -> (float(2, 7, 11, 8) O) {\n"
+                " O(n, c, y, x) +=! I(n, c, 2*y + r, 2*x + s) / 9   where r in 0:3, s in 0:3\n}");
     exp_case(&dev);
     return rt_test_finish("test-cpu-general");
 }

@@ -46,13 +46,18 @@ static void rt_conv2d_c0_p0_body(float *restrict scratch, const float *restrict 
     int64_t pk;
     int64_t p0;
     int64_t kcur;
+    int64_t jb;
     int64_t jr;
     int64_t ir;
     int64_t blk;
     int64_t n;
-    int64_t kk;
     int64_t panel;
-    int64_t jb;
+    int64_t kk;
+    int64_t r;
+    int64_t row;
+    int64_t kk_1;
+    int64_t panel_1;
+    int64_t jb_1;
     int64_t je;
     int64_t dbase;
     int64_t q;
@@ -65,109 +70,107 @@ static void rt_conv2d_c0_p0_body(float *restrict scratch, const float *restrict 
     int64_t x;
     int64_t tail;
     int64_t s;
-    int64_t r;
+    int64_t r_1;
     int64_t c;
     int64_t y;
-    int64_t panel_1;
-    int64_t kk_1;
-    int64_t r_1;
-    int64_t row;
     (void)scratch;
     for (item = lo; item < hi; item++) {
         blk = rt_floormod(item, 2);
         n = rt_floordiv(item, 2);
         i0 = (rt_floormod(blk, 2) * 8);
-        j0 = (rt_floordiv(blk, 2) * 32);
         mcur = rt_imin(8, (16 - i0));
-        ncur = rt_imin(32, (25 - j0));
         for (pk = 0; pk < 1; pk++) {
             p0 = (pk * 72);
             kcur = rt_imin(72, (72 - p0));
-            // copy: B block -> scratch, nr-wide k-major panels copied by row segments (L1 level)
-            for (kk = 0; kk < kcur; kk++) {
-                s = rt_floormod((p0 + kk), 3);
-                r = rt_floormod(rt_floordiv((p0 + kk), 3), 3);
-                c = rt_floordiv((p0 + kk), 9);
-                for (panel = 0; panel < rt_floordiv((ncur + 31), 32); panel++) {
-                    jb = (j0 + (panel * 32));
-                    je = rt_imin((jb + 32), (j0 + ncur));
-                    dbase = ((576 + (((panel * kcur) + kk) * 32)) - jb);
-                    for (q = rt_floordiv(jb, 5); q < (rt_floordiv((je - 1), 5) + 1); q++) {
-                        y = q;
-                        xa = rt_imax((jb - (q * 5)), 0);
-                        xb = rt_imin((je - (q * 5)), 5);
-                        x = 0;
-                        o0 = ((((((n * 8) + c) * 10) + (((2 * y) + r) - 1)) * 10) + (((2 * x) + s) - 1));
-                        xlo = ((int64_t)((int64_t)((int64_t)((int64_t)(n >= 0) && (int64_t)(n < 1)) && (int64_t)((int64_t)(c >= 0) && (int64_t)(c < 8))) && (int64_t)((int64_t)((((2 * y) + r) - 1) >= 0) && (int64_t)((((2 * y) + r) - 1) < 10))) ? rt_imin(rt_imax(rt_floordiv((1 - (((2 * x) + s) - 1)), 2), xa), xb) : xb);
-                        xhi = rt_imax(rt_imin(rt_floordiv((11 - (((2 * x) + s) - 1)), 2), xb), xlo);
-                        sbase = (dbase + (q * 5));
-                        #pragma GCC ivdep
-                        for (x = xa; x < xlo; x++) {
-                            scratch[(sbase + x)] = 0.0f;
-                        }
-                        #pragma GCC ivdep
-                        for (x = xlo; x < xhi; x++) {
-                            scratch[(sbase + x)] = t_I[(o0 + (x * 2))];
-                        }
-                        #pragma GCC ivdep
-                        for (x = xhi; x < xb; x++) {
-                            scratch[(sbase + x)] = 0.0f;
-                        }
-                    }
-                    #pragma GCC ivdep
-                    for (tail = je; tail < (jb + 32); tail++) {
-                        scratch[(dbase + tail)] = 0.0f;
-                    }
-                }
-            }
             // copy: A block -> scratch, mr-tall k-major panels (L2 level)
-            for (panel_1 = 0; panel_1 < rt_floordiv(mcur, 8); panel_1++) {
-                for (kk_1 = 0; kk_1 < kcur; kk_1++) {
+            for (panel = 0; panel < rt_floordiv(mcur, 8); panel++) {
+                for (kk = 0; kk < kcur; kk++) {
                     #pragma GCC ivdep
-                    for (r_1 = 0; r_1 < 8; r_1++) {
-                        row = ((panel_1 * 8) + r_1);
-                        scratch[((((panel_1 * kcur) + kk_1) * 8) + r_1)] = t_Wt[(((i0 * 72) + p0) + ((row * 72) + kk_1))];
+                    for (r = 0; r < 8; r++) {
+                        row = ((panel * 8) + r);
+                        scratch[((((panel * kcur) + kk) * 8) + r)] = t_Wt[(((i0 * 72) + p0) + ((row * 72) + kk))];
                     }
                 }
             }
-            for (panel_1 = rt_floordiv(mcur, 8); panel_1 < rt_floordiv((mcur + 7), 8); panel_1++) {
-                for (kk_1 = 0; kk_1 < kcur; kk_1++) {
+            for (panel = rt_floordiv(mcur, 8); panel < rt_floordiv((mcur + 7), 8); panel++) {
+                for (kk = 0; kk < kcur; kk++) {
                     #pragma GCC ivdep
-                    for (r_1 = 0; r_1 < 8; r_1++) {
-                        row = ((panel_1 * 8) + r_1);
+                    for (r = 0; r < 8; r++) {
+                        row = ((panel * 8) + r);
                         if ((int64_t)(row < mcur)) {
-                            scratch[((((panel_1 * kcur) + kk_1) * 8) + r_1)] = t_Wt[(((i0 * 72) + p0) + ((row * 72) + kk_1))];
+                            scratch[((((panel * kcur) + kk) * 8) + r)] = t_Wt[(((i0 * 72) + p0) + ((row * 72) + kk))];
                         } else {
-                            scratch[((((panel_1 * kcur) + kk_1) * 8) + r_1)] = 0.0f;
+                            scratch[((((panel * kcur) + kk) * 8) + r)] = 0.0f;
                         }
                     }
                 }
             }
-            for (jr = 0; jr < rt_floordiv((ncur + 31), 32); jr++) {
-                for (ir = 0; ir < rt_floordiv((mcur + 7), 8); ir++) {
-                    { // micro-kernel 8x32: broadcast A, FMA with B rows, reduce over k
-                        const float *ua = scratch + ((ir * 8) * kcur);
-                        const float *ub = scratch + (576 + ((jr * 32) * kcur));
-                        float uacc[8][32];
-                        memset(uacc, 0, sizeof uacc);
-                        const int64_t ukc = kcur;
-                        for (int64_t uk = 0; uk < ukc; uk++) {
-                            for (int ui = 0; ui < 8; ui++) {
-                                const float av = ua[uk * 8 + ui];
-                                for (int uj = 0; uj < 32; uj++)
-                                    uacc[ui][uj] += av * ub[uk * 32 + uj];
+            for (jb = rt_floordiv(blk, 2); jb < rt_imin(1, (rt_floordiv(blk, 2) + 1)); jb++) {
+                j0 = (jb * 32);
+                ncur = rt_imin(32, (25 - j0));
+                // copy: B block -> scratch, nr-wide k-major panels copied by row segments (L1 level)
+                for (kk_1 = 0; kk_1 < kcur; kk_1++) {
+                    s = rt_floormod((p0 + kk_1), 3);
+                    r_1 = rt_floormod(rt_floordiv((p0 + kk_1), 3), 3);
+                    c = rt_floordiv((p0 + kk_1), 9);
+                    for (panel_1 = 0; panel_1 < rt_floordiv((ncur + 31), 32); panel_1++) {
+                        jb_1 = (j0 + (panel_1 * 32));
+                        je = rt_imin((jb_1 + 32), (j0 + ncur));
+                        dbase = ((576 + (((panel_1 * kcur) + kk_1) * 32)) - jb_1);
+                        for (q = rt_floordiv(jb_1, 5); q < (rt_floordiv((je - 1), 5) + 1); q++) {
+                            y = q;
+                            xa = rt_imax((jb_1 - (q * 5)), 0);
+                            xb = rt_imin((je - (q * 5)), 5);
+                            x = 0;
+                            o0 = ((((((n * 8) + c) * 10) + (((2 * y) + r_1) - 1)) * 10) + (((2 * x) + s) - 1));
+                            xlo = ((int64_t)((int64_t)((int64_t)((int64_t)(n >= 0) && (int64_t)(n < 1)) && (int64_t)((int64_t)(c >= 0) && (int64_t)(c < 8))) && (int64_t)((int64_t)((((2 * y) + r_1) - 1) >= 0) && (int64_t)((((2 * y) + r_1) - 1) < 10))) ? rt_imin(rt_imax(rt_floordiv((1 - (((2 * x) + s) - 1)), 2), xa), xb) : xb);
+                            xhi = rt_imax(rt_imin(rt_floordiv((11 - (((2 * x) + s) - 1)), 2), xb), xlo);
+                            sbase = (dbase + (q * 5));
+                            #pragma GCC ivdep
+                            for (x = xa; x < xlo; x++) {
+                                scratch[(sbase + x)] = 0.0f;
+                            }
+                            #pragma GCC ivdep
+                            for (x = xlo; x < xhi; x++) {
+                                scratch[(sbase + x)] = t_I[(o0 + (x * 2))];
+                            }
+                            #pragma GCC ivdep
+                            for (x = xhi; x < xb; x++) {
+                                scratch[(sbase + x)] = 0.0f;
                             }
                         }
-                        float *uc = t_O + ((n * 400) + (((i0 + (ir * 8)) * 25) + (j0 + (jr * 32))));
-                        const int64_t umv = rt_imin(8, (mcur - (ir * 8))), unv = rt_imin(32, (ncur - (jr * 32)));
-                        if ((int64_t)(pk > 0)) {
-                            for (int64_t ui = 0; ui < umv; ui++)
-                                for (int64_t uj = 0; uj < unv; uj++)
-                                    uc[ui * 25 + uj] += uacc[ui][uj];
-                        } else {
-                            for (int64_t ui = 0; ui < umv; ui++)
-                                for (int64_t uj = 0; uj < unv; uj++)
-                                    uc[ui * 25 + uj] = uacc[ui][uj];
+                        #pragma GCC ivdep
+                        for (tail = je; tail < (jb_1 + 32); tail++) {
+                            scratch[(dbase + tail)] = 0.0f;
+                        }
+                    }
+                }
+                for (jr = 0; jr < rt_floordiv((ncur + 31), 32); jr++) {
+                    for (ir = 0; ir < rt_floordiv((mcur + 7), 8); ir++) {
+                        { // micro-kernel 8x32: broadcast A, FMA with B rows, reduce over k
+                            const float *ua = scratch + ((ir * 8) * kcur);
+                            const float *ub = scratch + (576 + ((jr * 32) * kcur));
+                            float uacc[8][32];
+                            memset(uacc, 0, sizeof uacc);
+                            const int64_t ukc = kcur;
+                            for (int64_t uk = 0; uk < ukc; uk++) {
+                                for (int ui = 0; ui < 8; ui++) {
+                                    const float av = ua[uk * 8 + ui];
+                                    for (int uj = 0; uj < 32; uj++)
+                                        uacc[ui][uj] += av * ub[uk * 32 + uj];
+                                }
+                            }
+                            float *uc = t_O + ((n * 400) + (((i0 + (ir * 8)) * 25) + (j0 + (jr * 32))));
+                            const int64_t umv = rt_imin(8, (mcur - (ir * 8))), unv = rt_imin(32, (ncur - (jr * 32)));
+                            if ((int64_t)(pk > 0)) {
+                                for (int64_t ui = 0; ui < umv; ui++)
+                                    for (int64_t uj = 0; uj < unv; uj++)
+                                        uc[ui * 25 + uj] += uacc[ui][uj];
+                            } else {
+                                for (int64_t ui = 0; ui < umv; ui++)
+                                    for (int64_t uj = 0; uj < unv; uj++)
+                                        uc[ui * 25 + uj] = uacc[ui][uj];
+                            }
                         }
                     }
                 }

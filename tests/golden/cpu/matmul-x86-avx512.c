@@ -46,6 +46,7 @@ static void rt_matmul_c0_p0_body(float *restrict scratch, const float *restrict 
     int64_t pk;
     int64_t p0;
     int64_t kcur;
+    int64_t jb;
     int64_t jr;
     int64_t ir;
     int64_t panel;
@@ -59,83 +60,85 @@ static void rt_matmul_c0_p0_body(float *restrict scratch, const float *restrict 
     (void)scratch;
     for (item = lo; item < hi; item++) {
         i0 = (rt_floormod(item, 2) * 32);
-        j0 = (rt_floordiv(item, 2) * 48);
         mcur = rt_imin(32, (64 - i0));
-        ncur = rt_imin(48, (48 - j0));
         for (pk = 0; pk < 1; pk++) {
             p0 = (pk * 32);
             kcur = rt_imin(32, (32 - p0));
-            // copy: B block -> scratch, nr-wide k-major panels (L1 level)
-            for (panel = 0; panel < rt_floordiv(ncur, 48); panel++) {
-                for (kk = 0; kk < kcur; kk++) {
-                    #pragma GCC ivdep
-                    for (r = 0; r < 48; r++) {
-                        row = ((panel * 48) + r);
-                        scratch[(1024 + ((((panel * kcur) + kk) * 48) + r))] = t_B[((j0 + (p0 * 48)) + (row + (kk * 48)))];
-                    }
-                }
-            }
-            for (panel = rt_floordiv(ncur, 48); panel < rt_floordiv((ncur + 47), 48); panel++) {
-                for (kk = 0; kk < kcur; kk++) {
-                    #pragma GCC ivdep
-                    for (r = 0; r < 48; r++) {
-                        row = ((panel * 48) + r);
-                        if ((int64_t)(row < ncur)) {
-                            scratch[(1024 + ((((panel * kcur) + kk) * 48) + r))] = t_B[((j0 + (p0 * 48)) + (row + (kk * 48)))];
-                        } else {
-                            scratch[(1024 + ((((panel * kcur) + kk) * 48) + r))] = 0.0f;
-                        }
-                    }
-                }
-            }
             // copy: A block -> scratch, mr-tall k-major panels (L2 level)
-            for (panel_1 = 0; panel_1 < rt_floordiv(mcur, 8); panel_1++) {
-                for (kk_1 = 0; kk_1 < kcur; kk_1++) {
+            for (panel = 0; panel < rt_floordiv(mcur, 8); panel++) {
+                for (kk = 0; kk < kcur; kk++) {
                     #pragma GCC ivdep
-                    for (r_1 = 0; r_1 < 8; r_1++) {
-                        row_1 = ((panel_1 * 8) + r_1);
-                        scratch[((((panel_1 * kcur) + kk_1) * 8) + r_1)] = t_A[(((i0 * 32) + p0) + ((row_1 * 32) + kk_1))];
+                    for (r = 0; r < 8; r++) {
+                        row = ((panel * 8) + r);
+                        scratch[((((panel * kcur) + kk) * 8) + r)] = t_A[(((i0 * 32) + p0) + ((row * 32) + kk))];
                     }
                 }
             }
-            for (panel_1 = rt_floordiv(mcur, 8); panel_1 < rt_floordiv((mcur + 7), 8); panel_1++) {
-                for (kk_1 = 0; kk_1 < kcur; kk_1++) {
+            for (panel = rt_floordiv(mcur, 8); panel < rt_floordiv((mcur + 7), 8); panel++) {
+                for (kk = 0; kk < kcur; kk++) {
                     #pragma GCC ivdep
-                    for (r_1 = 0; r_1 < 8; r_1++) {
-                        row_1 = ((panel_1 * 8) + r_1);
-                        if ((int64_t)(row_1 < mcur)) {
-                            scratch[((((panel_1 * kcur) + kk_1) * 8) + r_1)] = t_A[(((i0 * 32) + p0) + ((row_1 * 32) + kk_1))];
+                    for (r = 0; r < 8; r++) {
+                        row = ((panel * 8) + r);
+                        if ((int64_t)(row < mcur)) {
+                            scratch[((((panel * kcur) + kk) * 8) + r)] = t_A[(((i0 * 32) + p0) + ((row * 32) + kk))];
                         } else {
-                            scratch[((((panel_1 * kcur) + kk_1) * 8) + r_1)] = 0.0f;
+                            scratch[((((panel * kcur) + kk) * 8) + r)] = 0.0f;
                         }
                     }
                 }
             }
-            for (jr = 0; jr < rt_floordiv((ncur + 47), 48); jr++) {
-                for (ir = 0; ir < rt_floordiv((mcur + 7), 8); ir++) {
-                    { // micro-kernel 8x48: broadcast A, FMA with B rows, reduce over k
-                        const float *ua = scratch + ((ir * 8) * kcur);
-                        const float *ub = scratch + (1024 + ((jr * 48) * kcur));
-                        float uacc[8][48];
-                        memset(uacc, 0, sizeof uacc);
-                        const int64_t ukc = kcur;
-                        for (int64_t uk = 0; uk < ukc; uk++) {
-                            for (int ui = 0; ui < 8; ui++) {
-                                const float av = ua[uk * 8 + ui];
-                                for (int uj = 0; uj < 48; uj++)
-                                    uacc[ui][uj] += av * ub[uk * 48 + uj];
+            for (jb = rt_floordiv(item, 2); jb < rt_imin(1, (rt_floordiv(item, 2) + 1)); jb++) {
+                j0 = (jb * 48);
+                ncur = rt_imin(48, (48 - j0));
+                // copy: B block -> scratch, nr-wide k-major panels (L1 level)
+                for (panel_1 = 0; panel_1 < rt_floordiv(ncur, 48); panel_1++) {
+                    for (kk_1 = 0; kk_1 < kcur; kk_1++) {
+                        #pragma GCC ivdep
+                        for (r_1 = 0; r_1 < 48; r_1++) {
+                            row_1 = ((panel_1 * 48) + r_1);
+                            scratch[(1024 + ((((panel_1 * kcur) + kk_1) * 48) + r_1))] = t_B[((j0 + (p0 * 48)) + (row_1 + (kk_1 * 48)))];
+                        }
+                    }
+                }
+                for (panel_1 = rt_floordiv(ncur, 48); panel_1 < rt_floordiv((ncur + 47), 48); panel_1++) {
+                    for (kk_1 = 0; kk_1 < kcur; kk_1++) {
+                        #pragma GCC ivdep
+                        for (r_1 = 0; r_1 < 48; r_1++) {
+                            row_1 = ((panel_1 * 48) + r_1);
+                            if ((int64_t)(row_1 < ncur)) {
+                                scratch[(1024 + ((((panel_1 * kcur) + kk_1) * 48) + r_1))] = t_B[((j0 + (p0 * 48)) + (row_1 + (kk_1 * 48)))];
+                            } else {
+                                scratch[(1024 + ((((panel_1 * kcur) + kk_1) * 48) + r_1))] = 0.0f;
                             }
                         }
-                        float *uc = t_C + (((i0 + (ir * 8)) * 48) + (j0 + (jr * 48)));
-                        const int64_t umv = rt_imin(8, (mcur - (ir * 8))), unv = rt_imin(48, (ncur - (jr * 48)));
-                        if ((int64_t)(pk > 0)) {
-                            for (int64_t ui = 0; ui < umv; ui++)
-                                for (int64_t uj = 0; uj < unv; uj++)
-                                    uc[ui * 48 + uj] += uacc[ui][uj];
-                        } else {
-                            for (int64_t ui = 0; ui < umv; ui++)
-                                for (int64_t uj = 0; uj < unv; uj++)
-                                    uc[ui * 48 + uj] = uacc[ui][uj];
+                    }
+                }
+                for (jr = 0; jr < rt_floordiv((ncur + 47), 48); jr++) {
+                    for (ir = 0; ir < rt_floordiv((mcur + 7), 8); ir++) {
+                        { // micro-kernel 8x48: broadcast A, FMA with B rows, reduce over k
+                            const float *ua = scratch + ((ir * 8) * kcur);
+                            const float *ub = scratch + (1024 + ((jr * 48) * kcur));
+                            float uacc[8][48];
+                            memset(uacc, 0, sizeof uacc);
+                            const int64_t ukc = kcur;
+                            for (int64_t uk = 0; uk < ukc; uk++) {
+                                for (int ui = 0; ui < 8; ui++) {
+                                    const float av = ua[uk * 8 + ui];
+                                    for (int uj = 0; uj < 48; uj++)
+                                        uacc[ui][uj] += av * ub[uk * 48 + uj];
+                                }
+                            }
+                            float *uc = t_C + (((i0 + (ir * 8)) * 48) + (j0 + (jr * 48)));
+                            const int64_t umv = rt_imin(8, (mcur - (ir * 8))), unv = rt_imin(48, (ncur - (jr * 48)));
+                            if ((int64_t)(pk > 0)) {
+                                for (int64_t ui = 0; ui < umv; ui++)
+                                    for (int64_t uj = 0; uj < unv; uj++)
+                                        uc[ui * 48 + uj] += uacc[ui][uj];
+                            } else {
+                                for (int64_t ui = 0; ui < umv; ui++)
+                                    for (int64_t uj = 0; uj < unv; uj++)
+                                        uc[ui * 48 + uj] = uacc[ui][uj];
+                            }
                         }
                     }
                 }
