@@ -61,7 +61,7 @@ static rt_status push(rt_lexer *lx, rt_tok_kind kind, const char *start, const c
 }
 
 static rt_status push_error(rt_lexer *lx, const char *start, const char *end, const char *msg) {
-    rt_token *t;
+    rt_token *t = NULL;
     RT_TRY(push(lx, RT_TOK_ERROR, start, end, &t));
     t->msg = msg;
     if (!t->msg)

@@ -58,7 +58,7 @@ static rt_status grow_raw(rt_parser *p, void *arr, int32_t n, int32_t *cap, size
 #define GROW(p, arr, n, cap)                                                                       \
     do {                                                                                           \
         if ((n) >= (cap)) {                                                                        \
-            void *na_;                                                                             \
+            void *na_ = NULL;                                                                      \
             RT_TRY(grow_raw((p), (arr), (n), &(cap), sizeof *(arr), &na_));                        \
             (arr) = na_;                                                                           \
         }                                                                                          \
