@@ -243,6 +243,61 @@ static void exp_case(const rt_device *dev) {
     rt_arena_free(a);
 }
 
+// erf in f32 lanes (emit-llvm's rt_l_erff): within 2 ulp of erf in double and 1e-6 absolute,
+// over a sweep across both branches (|x| = 0.927734375 is the switch), tiny, huge, inf and NaN.
+static void erf_case(const rt_device *dev) {
+    rt_arena *a = rt_arena_new(1 << 20);
+    rt_err err = {0};
+    rt_op *op = NULL;
+    rt_perf_result *perf = NULL;
+    rt_bindings *b = NULL;
+    rt_cpu_report *rep = NULL;
+    rt_perf_options popt = {.top_k = 1};
+    rt_cpu_options copt = {.profile = true, .budget_ms = 1, .threads = 1};
+    enum { N = 4099 };
+    const char *spec = "def er(float(4099) X) -> (Y) {\n Y(i) = erf(X(i))\n}";
+    static double x[N];
+    int32_t n = 0;
+    static const double special[] = {0.0,         -0.0,   1e-30, -1e-30,   1e-8,     -0.927734375,
+                                     0.927734375, 0.9278, 3.9,   4.5,      1e30,     -1e30,
+                                     10.0,        -11.0,  NAN,   HUGE_VAL, -HUGE_VAL};
+    for (size_t i = 0; i < sizeof special / sizeof special[0]; i++)
+        x[n++] = special[i];
+    while (n < N) // a sweep over [-6, 6)
+        x[n] = -6.0 + 12.0 * (double)n / N, n++;
+    if (load(a, spec, &op, &err) != RT_OK ||
+        rt_perf_construct(a, op, dev, &popt, &perf, &err) != RT_OK ||
+        rt_bindings_new(a, op, 3, &b, &err) != RT_OK ||
+        rt_bindings_set_data(b, "X", x, N, &err) != RT_OK ||
+        rt_cpu_build_and_profile(a, op, dev, b, perf, &copt, &rep, &err) != RT_OK ||
+        rt_cpu_run_winner(rep, b, &err) != RT_OK) {
+        fprintf(stderr, "erf: %s\n", err.msg);
+        RT_EXPECT(0);
+        rt_arena_free(a);
+        return;
+    }
+    const rt_tensor_data *y = rt_bindings_data(b, "Y");
+    RT_EXPECT(y && y->layout.elems == N);
+    int32_t bad = 0;
+    for (int32_t i = 0; y && i < N; i++) {
+        float xi = (float)x[i], got = (float)y->data[i];
+        double want = erf((double)xi);
+        float wf = (float)want;
+        bool ok;
+        if (isnan(xi))
+            ok = isnan(got);
+        else
+            ok = fabs((double)got - want) <= 1e-6 &&
+                 fabs((double)got - want) <=
+                     2.0 * (double)(nextafterf(fabsf(wf), HUGE_VALF) - fabsf(wf));
+        if (!ok && bad++ < 5)
+            fprintf(stderr, "erf(%.9g): got %.9g, want %.9g\n", (double)xi, (double)got, want);
+    }
+    RT_EXPECT_EQ(bad, 0);
+    RT_EXPECT(y && y->data[0] == 0.0 && y->data[12] == 1.0 && y->data[13] == -1.0);
+    rt_arena_free(a);
+}
+
 int main(void) {
     rt_device dev;
     rt_err err = {0};
@@ -287,5 +342,6 @@ int main(void) {
                 "def avgpool(float(2, 7, 23, 17) I) -> (float(2, 7, 11, 8) O) {\n"
                 " O(n, c, y, x) +=! I(n, c, 2*y + r, 2*x + s) / 9   where r in 0:3, s in 0:3\n}");
     exp_case(&dev);
+    erf_case(&dev);
     return rt_test_finish("test-cpu-general");
 }
