@@ -1615,9 +1615,9 @@ rt_status rt_gpu_phase_launch(const rt_gpu_kernel *k, int32_t phase, rt_bindings
         uint64_t mask = 0, done = 0;
         rt_gl_collect_vars(s->vars[r->var].hi, &mask);
         while (mask != done) {
-            uint64_t todo = mask & ~done;
+            uint64_t pending = mask & ~done;
             for (int32_t w = 0; w < 64 && w < s->n_vars; w++)
-                if (todo & ((uint64_t)1 << w)) {
+                if (pending & ((uint64_t)1 << w)) {
                     rt_gl_collect_vars(s->vars[w].lo, &mask);
                     rt_gl_collect_vars(s->vars[w].hi, &mask);
                     done |= (uint64_t)1 << w;

@@ -183,11 +183,10 @@ static void window_case(const rt_device *dev, const char *spec) {
     rt_arena_free(a);
 }
 
-// exp on the JIT path (the inline vector expf of emit-llvm.c): within 2 ulp of the correctly
-// rounded expf over the normal range, and exact where it must be: exp(0) = 1, 0 below the
-// subnormals, inf above FLT_MAX and for inf, NaN for NaN; subnormal results within 2^-148.
-static void exp_case(const rt_device *dev) {
-    rt_arena *a = rt_arena_new(1 << 20);
+// Builds `Y(i) = FN(X(i))` over the N values x (float) for dev, runs the JIT winner and returns
+// Y's data in the arena a, or NULL after recording the failure.
+static const double *run_unary(rt_arena *a, const rt_device *dev, const char *fn, const double *x,
+                               int32_t n) {
     rt_err err = {0};
     rt_op *op = NULL;
     rt_perf_result *perf = NULL;
@@ -195,8 +194,35 @@ static void exp_case(const rt_device *dev) {
     rt_cpu_report *rep = NULL;
     rt_perf_options popt = {.top_k = 1};
     rt_cpu_options copt = {.profile = true, .budget_ms = 1, .threads = 1};
+    const char *spec =
+        rt_arena_printf(a, "def un(float(%d) X) -> (Y) {\n Y(i) = %s(X(i))\n}", (int)n, fn);
+    if (!spec || load(a, spec, &op, &err) != RT_OK ||
+        rt_perf_construct(a, op, dev, &popt, &perf, &err) != RT_OK ||
+        rt_bindings_new(a, op, 3, &b, &err) != RT_OK ||
+        rt_bindings_set_data(b, "X", x, n, &err) != RT_OK ||
+        rt_cpu_build_and_profile(a, op, dev, b, perf, &copt, &rep, &err) != RT_OK ||
+        rt_cpu_run_winner(rep, b, &err) != RT_OK) {
+        fprintf(stderr, "%s: %s\n", fn, err.msg);
+        RT_EXPECT(0);
+        return NULL;
+    }
+    const rt_tensor_data *y = rt_bindings_data(b, "Y");
+    RT_EXPECT(y && y->layout.elems == n);
+    return y && y->layout.elems == n ? y->data : NULL;
+}
+
+// True when got is within 2 ulp (of the float nearest want) of want.
+static bool within_2ulp(float got, double want) {
+    float wf = (float)want;
+    return fabs((double)got - want) <= 2.0 * (double)(nextafterf(fabsf(wf), HUGE_VALF) - fabsf(wf));
+}
+
+// exp on the JIT path (the inline vector expf of emit-llvm.c): within 2 ulp of the correctly
+// rounded expf over the normal range, and exact where it must be: exp(0) = 1, 0 below the
+// subnormals, inf above FLT_MAX and for inf, NaN for NaN; subnormal results within 2^-148.
+static void exp_case(const rt_device *dev) {
+    rt_arena *a = rt_arena_new(1 << 20);
     enum { N = 4099 };
-    const char *spec = "def ex(float(4099) X) -> (Y) {\n Y(i) = exp(X(i))\n}";
     static double x[N];
     int32_t n = 0;
     static const double special[] = {
@@ -207,22 +233,10 @@ static void exp_case(const rt_device *dev) {
         x[n++] = special[i];
     while (n < N) // a sweep over [-110, 95)
         x[n] = -110.0 + 205.0 * (double)n / N, n++;
-    if (load(a, spec, &op, &err) != RT_OK ||
-        rt_perf_construct(a, op, dev, &popt, &perf, &err) != RT_OK ||
-        rt_bindings_new(a, op, 3, &b, &err) != RT_OK ||
-        rt_bindings_set_data(b, "X", x, N, &err) != RT_OK ||
-        rt_cpu_build_and_profile(a, op, dev, b, perf, &copt, &rep, &err) != RT_OK ||
-        rt_cpu_run_winner(rep, b, &err) != RT_OK) {
-        fprintf(stderr, "exp: %s\n", err.msg);
-        RT_EXPECT(0);
-        rt_arena_free(a);
-        return;
-    }
-    const rt_tensor_data *y = rt_bindings_data(b, "Y");
-    RT_EXPECT(y && y->layout.elems == N);
+    const double *y = run_unary(a, dev, "exp", x, N);
     int32_t bad = 0;
     for (int32_t i = 0; y && i < N; i++) {
-        float xi = (float)x[i], got = (float)y->data[i];
+        float xi = (float)x[i], got = (float)y[i];
         double want = exp((double)xi);
         float wf = (float)want;
         bool ok;
@@ -233,13 +247,12 @@ static void exp_case(const rt_device *dev) {
         else if (fabs(want) < 1.1754943508222875e-38)
             ok = fabs((double)got - want) <= ldexp(1.0, -148);
         else
-            ok = fabs((double)got - want) <=
-                 2.0 * (double)(nextafterf(fabsf(wf), HUGE_VALF) - fabsf(wf));
+            ok = within_2ulp(got, want);
         if (!ok && bad++ < 5)
             fprintf(stderr, "exp(%.9g): got %.9g, want %.9g\n", (double)xi, (double)got, want);
     }
     RT_EXPECT_EQ(bad, 0);
-    RT_EXPECT(y && y->data[0] == 1.0);
+    RT_EXPECT(y && y[0] == 1.0);
     rt_arena_free(a);
 }
 
@@ -247,15 +260,7 @@ static void exp_case(const rt_device *dev) {
 // over a sweep across both branches (|x| = 0.927734375 is the switch), tiny, huge, inf and NaN.
 static void erf_case(const rt_device *dev) {
     rt_arena *a = rt_arena_new(1 << 20);
-    rt_err err = {0};
-    rt_op *op = NULL;
-    rt_perf_result *perf = NULL;
-    rt_bindings *b = NULL;
-    rt_cpu_report *rep = NULL;
-    rt_perf_options popt = {.top_k = 1};
-    rt_cpu_options copt = {.profile = true, .budget_ms = 1, .threads = 1};
     enum { N = 4099 };
-    const char *spec = "def er(float(4099) X) -> (Y) {\n Y(i) = erf(X(i))\n}";
     static double x[N];
     int32_t n = 0;
     static const double special[] = {0.0,         -0.0,   1e-30, -1e-30,   1e-8,     -0.927734375,
@@ -265,36 +270,18 @@ static void erf_case(const rt_device *dev) {
         x[n++] = special[i];
     while (n < N) // a sweep over [-6, 6)
         x[n] = -6.0 + 12.0 * (double)n / N, n++;
-    if (load(a, spec, &op, &err) != RT_OK ||
-        rt_perf_construct(a, op, dev, &popt, &perf, &err) != RT_OK ||
-        rt_bindings_new(a, op, 3, &b, &err) != RT_OK ||
-        rt_bindings_set_data(b, "X", x, N, &err) != RT_OK ||
-        rt_cpu_build_and_profile(a, op, dev, b, perf, &copt, &rep, &err) != RT_OK ||
-        rt_cpu_run_winner(rep, b, &err) != RT_OK) {
-        fprintf(stderr, "erf: %s\n", err.msg);
-        RT_EXPECT(0);
-        rt_arena_free(a);
-        return;
-    }
-    const rt_tensor_data *y = rt_bindings_data(b, "Y");
-    RT_EXPECT(y && y->layout.elems == N);
+    const double *y = run_unary(a, dev, "erf", x, N);
     int32_t bad = 0;
     for (int32_t i = 0; y && i < N; i++) {
-        float xi = (float)x[i], got = (float)y->data[i];
+        float xi = (float)x[i], got = (float)y[i];
         double want = erf((double)xi);
-        float wf = (float)want;
-        bool ok;
-        if (isnan(xi))
-            ok = isnan(got);
-        else
-            ok = fabs((double)got - want) <= 1e-6 &&
-                 fabs((double)got - want) <=
-                     2.0 * (double)(nextafterf(fabsf(wf), HUGE_VALF) - fabsf(wf));
+        bool ok =
+            isnan(xi) ? isnan(got) : fabs((double)got - want) <= 1e-6 && within_2ulp(got, want);
         if (!ok && bad++ < 5)
             fprintf(stderr, "erf(%.9g): got %.9g, want %.9g\n", (double)xi, (double)got, want);
     }
     RT_EXPECT_EQ(bad, 0);
-    RT_EXPECT(y && y->data[0] == 0.0 && y->data[12] == 1.0 && y->data[13] == -1.0);
+    RT_EXPECT(y && y[0] == 0.0 && y[12] == 1.0 && y[13] == -1.0);
     rt_arena_free(a);
 }
 
