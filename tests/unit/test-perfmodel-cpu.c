@@ -78,9 +78,9 @@ static void test_gemm_view(const rt_device *dev) {
     RT_EXPECT_EQ(g.axis_k, 2);
     RT_EXPECT_EQ(g.mr, 8);
     RT_EXPECT_EQ(g.nr, 32);
-    // kc: the B micro-panel fills half of the 48 KiB L1: 24576 / 128 = 192, rounded, - 16.
-    RT_EXPECT_EQ(g.kc, 176);
-    // mc: half of L2 over kc (1489), rounded to mr, capped by M.
+    // kc: the B micro-panel fills two thirds of the 48 KiB L1: 32768 / 128 = 256.
+    RT_EXPECT_EQ(g.kc, 256);
+    // mc: half of L2 over kc (1024), rounded to mr, capped by M.
     RT_EXPECT_EQ(g.mc, 512);
     RT_EXPECT_EQ(g.nc, 256);
     RT_EXPECT_EQ(g.items, 2);
