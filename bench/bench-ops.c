@@ -504,9 +504,15 @@ static void bench_run_op(const bench_op *o, const bench_opts *bo, const rt_devic
     rt_bindings *b;
     rt_cpu_report *rep;
     bench_peer p = {.op = o, .threads = threads, .eng = eng, .strm = strm};
+    // rtgen constructs for the cores the row runs on, as a user would with a device file of
+    // that many units; the peers likewise pick their blocking for the thread count they get.
+    rt_device dev_row = *dev;
+    if (threads > 0 && threads < dev_row.units)
+        dev_row.units = threads;
     if (rt_spec_load(a, path, sets, n_sets, &op, &err) ||
-        rt_perf_construct(a, op, dev, &popt, &perf, &err) || rt_bindings_new(a, op, 1, &b, &err) ||
-        rt_cpu_build_and_profile(a, op, dev, b, perf, &copt, &rep, &err)) {
+        rt_perf_construct(a, op, &dev_row, &popt, &perf, &err) ||
+        rt_bindings_new(a, op, 1, &b, &err) ||
+        rt_cpu_build_and_profile(a, op, &dev_row, b, perf, &copt, &rep, &err)) {
         snprintf(row->what, sizeof row->what, "rtgen failed: %.120s", err.msg);
         goto done;
     }
