@@ -1,8 +1,9 @@
 // hal-cuda.c: the cuda class of the HAL. Compiles CUDA C in-process with NVRTC to a CUBIN for
 // the device's sm_XY (or, when this NVRTC lacks it, the nearest supported arch, with a note),
 // and reads registers, spills, shared memory and barriers from the ptxas -v report in the log.
-// At run time it opens the driver with dlopen("libcuda.so.1") — never linked — and loads,
-// launches and times kernels with cuEvents. Without the driver or a GPU it reports "no GPU".
+// At run time it opens the driver with dlopen("libcuda.so.1") — never linked — and hands
+// hal-gpu.c the driver calls (rt_gpu_driver_ops) with which it loads, launches and times kernels
+// (cuEvents). Without the driver or a GPU it reports "no GPU".
 // Built with NVRTC when CMake finds the CUDA toolkit (RT_WITH_CUDA); otherwise every entry
 // point reports "not built with CUDA".
 #include "hal-gpu.h"
@@ -26,21 +27,6 @@
 // NVRTC
 // ---------------------------------------------------------------------------------------------
 
-// First line of a compile log that reports an error, for the one-line message.
-static const char *rt_cuda_first_error(rt_arena *a, const char *log) {
-    const char *p = log ? strstr(log, "error") : NULL;
-    if (!p)
-        return "";
-    const char *s = p, *e = p;
-    while (s > log && s[-1] != '\n')
-        s--;
-    while (*e && *e != '\n')
-        e++;
-    size_t n = (size_t)(e - s) < 200 ? (size_t)(e - s) : 200;
-    const char *line = rt_arena_strndup(a, s, n);
-    return line ? line : "";
-}
-
 static const char *rt_cuda_program_log(rt_arena *a, nvrtcProgram prog) {
     size_t n = 0;
     if (!prog || nvrtcGetProgramLogSize(prog, &n) != NVRTC_SUCCESS || n == 0)
@@ -55,13 +41,8 @@ static const char *rt_cuda_program_log(rt_arena *a, nvrtcProgram prog) {
 // in the message and the whole log in err->log.
 static rt_status rt_cuda_nvrtc_fail(rt_arena *a, nvrtcProgram prog, const char *what, nvrtcResult r,
                                     const char *arch, rt_err *err) {
-    const char *log = rt_cuda_program_log(a, prog);
-    const char *first = rt_cuda_first_error(a, log);
-    rt_status st = rt_fail(err, RT_ERR_BACKEND, RT_NOLOC, "%s failed for %s (%s)%s%s", what, arch,
-                           nvrtcGetErrorString(r), first[0] ? ": " : "", first);
-    if (!err->log)
-        err->log = log;
-    return st;
+    return rt_gpu_compile_fail(a, what, arch, nvrtcGetErrorString(r), rt_cuda_program_log(a, prog),
+                               err);
 }
 
 #define RT_NVRTC(call, a, prog, arch, err)                                                         \
@@ -212,16 +193,7 @@ rt_status rt_gpu_cuda_compile(rt_arena *a, const rt_device *dev, const char *sou
         o[n_opts++] = rt_arena_printf(a, "--maxrregcount=%d", (int)opts->max_regs);
     for (int32_t i = 0; i < opts->n_extra; i++)
         o[n_opts++] = opts->extra[i];
-    rt_buf joined;
-    rt_buf_init(&joined, a);
-    for (int32_t i = 0; i < n_opts; i++) {
-        if (!o[i])
-            return rt_fail(err, RT_ERR_NOMEM, RT_NOLOC, "out of memory");
-        rt_buf_printf(&joined, "%s%s", i ? " " : "", o[i]);
-    }
-    if (joined.oom)
-        return rt_fail(err, RT_ERR_NOMEM, RT_NOLOC, "out of memory");
-    bin->options = joined.data;
+    RT_TRY(rt_gpu_join_options(a, o, n_opts, &bin->options, err));
 
     const char *file = rt_arena_printf(a, "%s.cu", kernel_name);
     nvrtcProgram prog = NULL;
@@ -327,20 +299,13 @@ static const struct {
 };
 // clang-format on
 
-typedef struct rt_cuda_module {
-    struct rt_cuda_module *next;
-    const rt_gpu_binary *bin;
-    CUmodule mod;
-    CUfunction fn;
-} rt_cuda_module;
-
 typedef struct rt_cuda_rt {
     void *lib;
     rt_cuda_api api;
     CUdevice device;
     CUcontext ctx;
     bool ctx_retained;
-    rt_cuda_module *modules;
+    rt_gpu_driver drv; // what hal-gpu.c launches on; ctx: this
 } rt_cuda_rt;
 
 // The name of a driver result; the driver's own when it can say (the stub cannot).
@@ -374,13 +339,155 @@ static const char *rt_cuda_result_name(const rt_cuda_rt *c, CUresult r) {
     }
 }
 
-static rt_status rt_cuda_driver_fail(const rt_cuda_rt *c, const char *what, CUresult r,
-                                     rt_err *err) {
+// rt_gpu_driver_ops over the dlopen'd entry points; ctx is the rt_cuda_rt.
+_Static_assert(CUDA_SUCCESS == 0, "rt_gpu_driver_ops take 0 for success");
+_Static_assert(sizeof(CUdeviceptr) == sizeof(rt_gpu_devptr),
+               "a buffer parameter is the bytes of its CUdeviceptr");
+
+static int rt_cuda_op_bind(void *ctx) {
+    rt_cuda_rt *c = ctx;
+    return (int)c->api.ctx_set_current(c->ctx);
+}
+
+static int rt_cuda_op_module_load(void *ctx, const void *image, void **out) {
+    rt_cuda_rt *c = ctx;
+    CUmodule m = NULL;
+    CUresult r = c->api.module_load_data(&m, image);
+    *out = m;
+    return (int)r;
+}
+
+static int rt_cuda_op_module_function(void *ctx, void *module, const char *symbol, void **out) {
+    rt_cuda_rt *c = ctx;
+    CUfunction f = NULL;
+    CUresult r = c->api.module_get_function(&f, module, symbol);
+    *out = f;
+    return (int)r;
+}
+
+static void rt_cuda_op_module_unload(void *ctx, void *module) {
+    rt_cuda_rt *c = ctx;
+    c->api.module_unload(module);
+}
+
+// A kernel may use 48 KiB of dynamic shared memory unless its function is allowed more.
+static int rt_cuda_op_set_dyn_smem(void *ctx, void *fn, int64_t bytes) {
+    rt_cuda_rt *c = ctx;
+    if (bytes <= 48 * 1024)
+        return CUDA_SUCCESS;
+    return (int)c->api.func_set_attribute(fn, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
+                                          (int)bytes);
+}
+
+static int rt_cuda_op_alloc(void *ctx, size_t bytes, rt_gpu_devptr *out) {
+    rt_cuda_rt *c = ctx;
+    CUdeviceptr p = 0;
+    CUresult r = c->api.mem_alloc(&p, bytes);
+    *out = p;
+    return (int)r;
+}
+
+static void rt_cuda_op_free(void *ctx, rt_gpu_devptr p) {
+    rt_cuda_rt *c = ctx;
+    c->api.mem_free(p);
+}
+
+static int rt_cuda_op_htod(void *ctx, rt_gpu_devptr dst, const void *src, size_t bytes) {
+    rt_cuda_rt *c = ctx;
+    return (int)c->api.memcpy_htod(dst, src, bytes);
+}
+
+static int rt_cuda_op_dtoh(void *ctx, void *dst, rt_gpu_devptr src, size_t bytes) {
+    rt_cuda_rt *c = ctx;
+    return (int)c->api.memcpy_dtoh(dst, src, bytes);
+}
+
+static int rt_cuda_op_launch(void *ctx, void *fn, const unsigned grid[3], const unsigned block[3],
+                             unsigned dyn_smem_bytes, void **params) {
+    rt_cuda_rt *c = ctx;
+    return (int)c->api.launch_kernel(fn, grid[0], grid[1], grid[2], block[0], block[1], block[2],
+                                     dyn_smem_bytes, NULL, params, NULL);
+}
+
+static int rt_cuda_op_sync(void *ctx) {
+    rt_cuda_rt *c = ctx;
+    return (int)c->api.ctx_synchronize();
+}
+
+static int rt_cuda_op_event_create(void *ctx, void **out) {
+    rt_cuda_rt *c = ctx;
+    CUevent e = NULL;
+    CUresult r = c->api.event_create(&e, CU_EVENT_DEFAULT);
+    *out = e;
+    return (int)r;
+}
+
+static int rt_cuda_op_event_record(void *ctx, void *ev) {
+    rt_cuda_rt *c = ctx;
+    return (int)c->api.event_record(ev, NULL);
+}
+
+static int rt_cuda_op_event_synchronize(void *ctx, void *ev) {
+    rt_cuda_rt *c = ctx;
+    return (int)c->api.event_synchronize(ev);
+}
+
+static int rt_cuda_op_event_elapsed_ms(void *ctx, void *start, void *end, float *out_ms) {
+    rt_cuda_rt *c = ctx;
+    return (int)c->api.event_elapsed_time(out_ms, start, end);
+}
+
+static void rt_cuda_op_event_destroy(void *ctx, void *ev) {
+    rt_cuda_rt *c = ctx;
+    c->api.event_destroy(ev);
+}
+
+static const char *rt_cuda_op_error_name(void *ctx, int result) {
+    return rt_cuda_result_name(ctx, (CUresult)result);
+}
+
+static const char *rt_cuda_op_error_string(void *ctx, int result) {
+    rt_cuda_rt *c = ctx;
     const char *msg = NULL;
-    if (c->api.get_error_string && c->api.get_error_string(r, &msg) != CUDA_SUCCESS)
+    if (c->api.get_error_string && c->api.get_error_string((CUresult)result, &msg) != CUDA_SUCCESS)
         msg = NULL;
-    return rt_fail(err, RT_ERR_BACKEND, RT_NOLOC, "%s failed: %s (%d)%s%s", what,
-                   rt_cuda_result_name(c, r), (int)r, msg ? ": " : "", msg ? msg : "");
+    return msg;
+}
+
+static const rt_gpu_driver_ops rt_cuda_driver_ops = {
+    .class_name = "cuda",
+    .image_name = "CUBIN",
+    .bind_call = "cuCtxSetCurrent",
+    .load_call = "cuModuleLoadData",
+    .function_call = "cuModuleGetFunction",
+    .smem_call = "cuFuncSetAttribute",
+    .upload_calls = "cuMemAlloc/cuMemcpyHtoD",
+    .launch_call = "cuLaunchKernel",
+    .sync_call = "cuCtxSynchronize",
+    .timed_calls = "timed launch (cuEventRecord/cuLaunchKernel/cuEventElapsedTime)",
+    .download_call = "cuMemcpyDtoH",
+    .bind = rt_cuda_op_bind,
+    .module_load = rt_cuda_op_module_load,
+    .module_function = rt_cuda_op_module_function,
+    .module_unload = rt_cuda_op_module_unload,
+    .set_dyn_smem = rt_cuda_op_set_dyn_smem,
+    .alloc = rt_cuda_op_alloc,
+    .free = rt_cuda_op_free,
+    .htod = rt_cuda_op_htod,
+    .dtoh = rt_cuda_op_dtoh,
+    .launch = rt_cuda_op_launch,
+    .sync = rt_cuda_op_sync,
+    .event_create = rt_cuda_op_event_create,
+    .event_record = rt_cuda_op_event_record,
+    .event_synchronize = rt_cuda_op_event_synchronize,
+    .event_elapsed_ms = rt_cuda_op_event_elapsed_ms,
+    .event_destroy = rt_cuda_op_event_destroy,
+    .error_name = rt_cuda_op_error_name,
+    .error_string = rt_cuda_op_error_string,
+};
+
+static rt_status rt_cuda_driver_fail(rt_cuda_rt *c, const char *what, CUresult r, rt_err *err) {
+    return rt_gpu_driver_fail(&rt_cuda_driver_ops, c, what, (int)r, err);
 }
 
 #define RT_CU(c, call, err)                                                                        \
@@ -394,8 +501,7 @@ static void rt_cuda_close(void *h) {
     rt_cuda_rt *c = h;
     if (c->ctx && c->api.ctx_set_current)
         c->api.ctx_set_current(c->ctx);
-    for (rt_cuda_module *m = c->modules; m; m = m->next)
-        c->api.module_unload(m->mod);
+    rt_gpu_driver_unload_all(&c->drv);
     if (c->ctx_retained)
         c->api.primary_ctx_release(c->device);
     if (c->lib)
@@ -448,6 +554,7 @@ static rt_status rt_cuda_check_arch(rt_gpu_runtime *rt, rt_cuda_rt *c, rt_err *e
 rt_status rt_gpu_cuda_open(rt_gpu_runtime *rt, rt_err *err) {
     rt_cuda_rt *c;
     RT_ALLOC(rt->arena, c, 1, err);
+    c->drv = (rt_gpu_driver){.ops = &rt_cuda_driver_ops, .ctx = c};
     const char *lib = rt_cuda_lib_name();
     c->lib = dlopen(lib, RTLD_NOW | RTLD_LOCAL);
     if (!c->lib) {
@@ -492,131 +599,8 @@ rt_status rt_gpu_cuda_open(rt_gpu_runtime *rt, rt_err *err) {
     c->ctx_retained = true;
     RT_CU(c, ctx_set_current(c->ctx), err);
     rt->impl = c;
+    rt->driver = &c->drv;
     return RT_OK;
-}
-
-static rt_status rt_cuda_function(rt_gpu_runtime *rt, rt_cuda_rt *c, const rt_gpu_binary *bin,
-                                  CUfunction *out, rt_err *err) {
-    for (rt_cuda_module *m = c->modules; m; m = m->next) {
-        if (m->bin == bin) {
-            *out = m->fn;
-            return RT_OK;
-        }
-    }
-    if (!bin->image || bin->image_bytes == 0)
-        return rt_fail(err, RT_ERR_BACKEND, RT_NOLOC, "kernel %s has no CUBIN", bin->kernel_name);
-    rt_cuda_module *m;
-    RT_ALLOC(rt->arena, m, 1, err);
-    RT_CU(c, module_load_data(&m->mod, bin->image), err);
-    m->bin = bin;
-    m->next = c->modules;
-    c->modules = m;
-    RT_CU(c, module_get_function(&m->fn, m->mod, bin->symbol ? bin->symbol : bin->kernel_name),
-          err);
-    *out = m->fn;
-    return RT_OK;
-}
-
-// The launch itself, with the device buffers already in place.
-static rt_status rt_cuda_launch_all(rt_cuda_rt *c, CUfunction fn, const rt_gpu_exec *x,
-                                    void **params, rt_err *err) {
-    const rt_gpu_launch *g = x->cfg;
-    unsigned gd[3], bd[3];
-    for (int d = 0; d < 3; d++) {
-        gd[d] = (unsigned)(g->grid[d] > 0 ? g->grid[d] : 1);
-        bd[d] = (unsigned)(g->block[d] > 0 ? g->block[d] : 1);
-    }
-    unsigned smem = (unsigned)g->dyn_smem_bytes;
-    if (x->reps == 0) {
-        RT_CU(c,
-              launch_kernel(fn, gd[0], gd[1], gd[2], bd[0], bd[1], bd[2], smem, NULL, params, NULL),
-              err);
-        RT_CU(c, ctx_synchronize(), err);
-        return RT_OK;
-    }
-    for (int32_t i = 0; i < x->warmup; i++)
-        RT_CU(c,
-              launch_kernel(fn, gd[0], gd[1], gd[2], bd[0], bd[1], bd[2], smem, NULL, params, NULL),
-              err);
-    CUevent ev[2] = {NULL, NULL};
-    rt_status st = RT_OK;
-    CUresult r = c->api.event_create(&ev[0], CU_EVENT_DEFAULT);
-    if (r == CUDA_SUCCESS)
-        r = c->api.event_create(&ev[1], CU_EVENT_DEFAULT);
-    for (int32_t i = 0; r == CUDA_SUCCESS && i < x->reps; i++) {
-        float ms = 0.0f;
-        r = c->api.event_record(ev[0], NULL);
-        if (r == CUDA_SUCCESS)
-            r = c->api.launch_kernel(fn, gd[0], gd[1], gd[2], bd[0], bd[1], bd[2], smem, NULL,
-                                     params, NULL);
-        if (r == CUDA_SUCCESS)
-            r = c->api.event_record(ev[1], NULL);
-        if (r == CUDA_SUCCESS)
-            r = c->api.event_synchronize(ev[1]);
-        if (r == CUDA_SUCCESS)
-            r = c->api.event_elapsed_time(&ms, ev[0], ev[1]);
-        x->samples_ns[i] = (double)ms * 1e6;
-    }
-    if (r != CUDA_SUCCESS)
-        st = rt_cuda_driver_fail(
-            c, "timed launch (cuEventRecord/cuLaunchKernel/cuEventElapsedTime)", r, err);
-    for (int k = 0; k < 2; k++)
-        if (ev[k])
-            c->api.event_destroy(ev[k]);
-    return st;
-}
-
-rt_status rt_gpu_cuda_exec(rt_gpu_runtime *rt, rt_gpu_exec *x, rt_err *err) {
-    rt_cuda_rt *c = rt->impl;
-    RT_CU(c, ctx_set_current(c->ctx), err);
-    CUfunction fn = NULL;
-    RT_TRY(rt_cuda_function(rt, c, x->bin, &fn, err));
-    if (x->cfg->dyn_smem_bytes > 48 * 1024)
-        RT_CU(c,
-              func_set_attribute(fn, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
-                                 (int)x->cfg->dyn_smem_bytes),
-              err);
-    int32_t n = x->n_args;
-    CUdeviceptr *dptr = calloc(rt_at_least_one((size_t)n), sizeof *dptr);
-    void **params = calloc(rt_at_least_one((size_t)n), sizeof *params);
-    rt_gpu_scalar *scalars = calloc(rt_at_least_one((size_t)n), sizeof *scalars);
-    rt_status st = RT_OK;
-    if (!dptr || !params || !scalars)
-        st = rt_fail(err, RT_ERR_NOMEM, RT_NOLOC, "out of memory");
-    for (int32_t i = 0; st == RT_OK && i < n; i++) {
-        const rt_gpu_arg *g = &x->args[i];
-        CUresult r = CUDA_SUCCESS;
-        if (g->kind == RT_GPU_ARG_BUFFER) {
-            r = c->api.mem_alloc(&dptr[i], rt_gpu_arg_bytes(g));
-            if (r == CUDA_SUCCESS)
-                r = c->api.memcpy_htod(dptr[i], x->host_staging[i], rt_gpu_arg_bytes(g));
-            params[i] = &dptr[i];
-        } else if (!(params[i] = rt_gpu_scalar_param(g, &scalars[i]))) {
-            st = rt_fail(err, RT_ERR_BACKEND, RT_NOLOC,
-                         "argument %d: local buffers are for opencl (expected dyn_smem_bytes on "
-                         "cuda)",
-                         (int)i);
-        }
-        if (r != CUDA_SUCCESS)
-            st = rt_cuda_driver_fail(c, "cuMemAlloc/cuMemcpyHtoD", r, err);
-    }
-    if (st == RT_OK)
-        st = rt_cuda_launch_all(c, fn, x, params, err);
-    for (int32_t i = 0; st == RT_OK && x->reps == 0 && i < n; i++) {
-        const rt_gpu_arg *g = &x->args[i];
-        if (g->kind != RT_GPU_ARG_BUFFER || !g->copy_out)
-            continue;
-        CUresult r = c->api.memcpy_dtoh(x->host_staging[i], dptr[i], rt_gpu_arg_bytes(g));
-        if (r != CUDA_SUCCESS)
-            st = rt_cuda_driver_fail(c, "cuMemcpyDtoH", r, err);
-    }
-    for (int32_t i = 0; dptr && i < n; i++)
-        if (dptr[i])
-            c->api.mem_free(dptr[i]);
-    free(dptr);
-    free(params);
-    free(scalars);
-    return st;
 }
 
 #else // !RT_WITH_CUDA
@@ -634,11 +618,6 @@ rt_status rt_gpu_cuda_open(rt_gpu_runtime *rt, rt_err *err) {
     return rt_fail(err, RT_ERR_BACKEND, RT_NOLOC,
                    RT_GPU_ABSENT_PREFIX "not built with CUDA (the CUDA toolkit was not found "
                                         "when rtgen was configured)");
-}
-
-rt_status rt_gpu_cuda_exec(rt_gpu_runtime *rt, rt_gpu_exec *x, rt_err *err) {
-    (void)rt, (void)x;
-    return rt_fail(err, RT_ERR_BACKEND, RT_NOLOC, "not built with CUDA");
 }
 
 #endif

@@ -1,8 +1,10 @@
 // hal-gpu.c: the class-independent part of the GPU backends declared in hal-gpu.h — dispatch on
 // dev->devclass to hal-cuda.c / hal-hip.c / hal-opencl.c, the occupancy calculator fed by the
 // INI numbers, parallel compilation with a timeout per source (pthreads; each worker compiles
-// into its own arena, the result is copied into the caller's), and the conversion of host
-// doubles to and from the device data types around a launch.
+// into its own arena, the result is copied into the caller's), the conversion of host doubles
+// to and from the device data types around a launch, and the whole launch of the launch-style
+// drivers (cuda, hip) over their rt_gpu_driver_ops: module cache, buffers, scalar parameters,
+// warm-up, event-timed repetitions, copy-out and cleanup.
 #include "hal-gpu.h"
 
 #include <errno.h>
@@ -85,6 +87,47 @@ static double rt_gpu_now_ms(void) {
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
     return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec * 1e-6;
+}
+
+// First line of a compile log that reports an error, at most 200 bytes, for the one-line
+// message; "" when there is none.
+static const char *rt_gpu_log_first_error(rt_arena *a, const char *log) {
+    const char *p = log ? strstr(log, "error") : NULL;
+    if (!p)
+        return "";
+    const char *s = p, *e = p;
+    while (s > log && s[-1] != '\n')
+        s--;
+    while (*e && *e != '\n')
+        e++;
+    size_t n = (size_t)(e - s) < 200 ? (size_t)(e - s) : 200;
+    const char *line = rt_arena_strndup(a, s, n);
+    return line ? line : "";
+}
+
+rt_status rt_gpu_compile_fail(rt_arena *a, const char *what, const char *target, const char *why,
+                              const char *log, rt_err *err) {
+    const char *first = rt_gpu_log_first_error(a, log);
+    rt_status st = rt_fail(err, RT_ERR_BACKEND, RT_NOLOC, "%s failed for %s (%s)%s%s", what, target,
+                           why, first[0] ? ": " : "", first);
+    if (!err->log)
+        err->log = log;
+    return st;
+}
+
+rt_status rt_gpu_join_options(rt_arena *a, const char *const *o, int32_t n, const char **out,
+                              rt_err *err) {
+    rt_buf joined;
+    rt_buf_init(&joined, a);
+    for (int32_t i = 0; i < n; i++) {
+        if (!o[i])
+            return rt_fail(err, RT_ERR_NOMEM, RT_NOLOC, "out of memory");
+        rt_buf_printf(&joined, "%s%s", i ? " " : "", o[i]);
+    }
+    if (joined.oom)
+        return rt_fail(err, RT_ERR_NOMEM, RT_NOLOC, "out of memory");
+    *out = joined.data;
+    return RT_OK;
 }
 
 rt_status rt_gpu_compile(rt_arena *a, const rt_device *dev, const char *source,
@@ -402,25 +445,6 @@ rt_status rt_gpu_runtime_open(rt_arena *a, const rt_device *dev, rt_gpu_runtime 
     return RT_OK;
 }
 
-void *rt_gpu_scalar_param(const rt_gpu_arg *g, rt_gpu_scalar *slot) {
-    switch (g->kind) {
-    case RT_GPU_ARG_I32:
-        slot->i32 = (int32_t)g->i;
-        return &slot->i32;
-    case RT_GPU_ARG_I64:
-        slot->i64 = g->i;
-        return &slot->i64;
-    case RT_GPU_ARG_F32:
-        slot->f32 = (float)g->f;
-        return &slot->f32;
-    case RT_GPU_ARG_F64:
-        slot->f64 = g->f;
-        return &slot->f64;
-    default:
-        return NULL;
-    }
-}
-
 size_t rt_gpu_arg_bytes(const rt_gpu_arg *arg) {
     return (size_t)arg->n_elems * (size_t)rt_dtype_bytes(arg->dtype);
 }
@@ -548,15 +572,210 @@ static void rt_gpu_unpack(const void *src, rt_gpu_arg *arg) {
     }
 }
 
-static rt_status rt_gpu_exec_dispatch(rt_gpu_runtime *rt, rt_gpu_exec *x, rt_err *err) {
-    switch (rt->devclass) {
-    case RT_DEVCLASS_CUDA:
-        return rt_gpu_cuda_exec(rt, x, err);
-    case RT_DEVCLASS_HIP:
-        return rt_gpu_hip_exec(rt, x, err);
-    default:
-        return rt_gpu_opencl_exec(rt, x, err);
+// ---------------------------------------------------------------------------------------------
+// Launch-style drivers (cuda, hip): one exec over rt_gpu_driver_ops
+// ---------------------------------------------------------------------------------------------
+
+struct rt_gpu_module {
+    rt_gpu_module *next;
+    const rt_gpu_binary *bin;
+    void *module, *fn;
+};
+
+rt_status rt_gpu_driver_fail(const rt_gpu_driver_ops *ops, void *ctx, const char *what, int r,
+                             rt_err *err) {
+    const char *text = ops->error_string ? ops->error_string(ctx, r) : NULL;
+    return rt_fail(err, RT_ERR_BACKEND, RT_NOLOC, "%s failed: %s (%d)%s%s", what,
+                   ops->error_name(ctx, r), r, text ? ": " : "", text ? text : "");
+}
+
+void rt_gpu_driver_unload_all(rt_gpu_driver *d) {
+    for (rt_gpu_module *m = d->modules; m; m = m->next)
+        d->ops->module_unload(d->ctx, m->module);
+    d->modules = NULL;
+}
+
+// The kernel of bin, its image loaded on first use and kept until rt_gpu_driver_unload_all. A
+// module whose function cannot be found is unloaded at once, so a later call tries again.
+static rt_status rt_gpu_driver_function(rt_arena *a, rt_gpu_driver *d, const rt_gpu_binary *bin,
+                                        void **out, rt_err *err) {
+    for (rt_gpu_module *m = d->modules; m; m = m->next) {
+        if (m->bin == bin) {
+            *out = m->fn;
+            return RT_OK;
+        }
     }
+    const rt_gpu_driver_ops *ops = d->ops;
+    if (!bin->image || bin->image_bytes == 0)
+        return rt_fail(err, RT_ERR_BACKEND, RT_NOLOC, "kernel %s has no %s", bin->kernel_name,
+                       ops->image_name);
+    rt_gpu_module *m;
+    RT_ALLOC(a, m, 1, err);
+    int r = ops->module_load(d->ctx, bin->image, &m->module);
+    if (r != 0)
+        return rt_gpu_driver_fail(ops, d->ctx, ops->load_call, r, err);
+    r = ops->module_function(d->ctx, m->module, bin->symbol ? bin->symbol : bin->kernel_name,
+                             &m->fn);
+    if (r != 0) {
+        ops->module_unload(d->ctx, m->module);
+        return rt_gpu_driver_fail(ops, d->ctx, ops->function_call, r, err);
+    }
+    m->bin = bin;
+    m->next = d->modules;
+    d->modules = m;
+    *out = m->fn;
+    return RT_OK;
+}
+
+// The launches, with the device buffers in place: reps == 0, one launch and a synchronize;
+// otherwise warmup untimed launches, then reps launches each between two event records, whose
+// elapsed time is the sample. The events are destroyed on every path.
+static rt_status rt_gpu_driver_launch_all(rt_gpu_driver *d, void *fn, const rt_gpu_exec *x,
+                                          void **params, rt_err *err) {
+    const rt_gpu_driver_ops *ops = d->ops;
+    void *ctx = d->ctx;
+    const rt_gpu_launch *g = x->cfg;
+    unsigned grid[3], block[3];
+    for (int k = 0; k < 3; k++) {
+        grid[k] = (unsigned)(g->grid[k] > 0 ? g->grid[k] : 1);
+        block[k] = (unsigned)(g->block[k] > 0 ? g->block[k] : 1);
+    }
+    unsigned smem = (unsigned)g->dyn_smem_bytes;
+    int r;
+    int32_t untimed = x->reps == 0 ? 1 : x->warmup; // the run's one launch, or the warm-up
+    for (int32_t i = 0; i < untimed; i++)
+        if ((r = ops->launch(ctx, fn, grid, block, smem, params)) != 0)
+            return rt_gpu_driver_fail(ops, ctx, ops->launch_call, r, err);
+    if (x->reps == 0) {
+        if ((r = ops->sync(ctx)) != 0)
+            return rt_gpu_driver_fail(ops, ctx, ops->sync_call, r, err);
+        return RT_OK;
+    }
+    void *ev[2] = {NULL, NULL};
+    r = 0;
+    for (int k = 0; k < 2 && r == 0; k++) {
+        void *e = NULL;
+        if ((r = ops->event_create(ctx, &e)) == 0)
+            ev[k] = e;
+    }
+    for (int32_t i = 0; r == 0 && i < x->reps; i++) {
+        float ms = 0.0f;
+        r = ops->event_record(ctx, ev[0]);
+        if (r == 0)
+            r = ops->launch(ctx, fn, grid, block, smem, params);
+        if (r == 0)
+            r = ops->event_record(ctx, ev[1]);
+        if (r == 0)
+            r = ops->event_synchronize(ctx, ev[1]);
+        if (r == 0)
+            r = ops->event_elapsed_ms(ctx, ev[0], ev[1], &ms);
+        x->samples_ns[i] = (double)ms * 1e6;
+    }
+    rt_status st = r == 0 ? RT_OK : rt_gpu_driver_fail(ops, ctx, ops->timed_calls, r, err);
+    for (int k = 0; k < 2; k++)
+        if (ev[k])
+            ops->event_destroy(ctx, ev[k]);
+    return st;
+}
+
+// A scalar kernel argument as launch-style drivers take it: a pointer to the value, which must
+// stay alive until the launch. One slot per argument.
+typedef union rt_gpu_scalar {
+    int32_t i32;
+    int64_t i64;
+    float f32;
+    double f64;
+} rt_gpu_scalar;
+
+// Stores scalar argument g in *slot and returns the parameter pointer to pass for it; NULL for
+// a local argument, which launch-style drivers do not take.
+static void *rt_gpu_scalar_param(const rt_gpu_arg *g, rt_gpu_scalar *slot) {
+    switch (g->kind) {
+    case RT_GPU_ARG_I32:
+        slot->i32 = (int32_t)g->i;
+        return &slot->i32;
+    case RT_GPU_ARG_I64:
+        slot->i64 = g->i;
+        return &slot->i64;
+    case RT_GPU_ARG_F32:
+        slot->f32 = (float)g->f;
+        return &slot->f32;
+    case RT_GPU_ARG_F64:
+        slot->f64 = g->f;
+        return &slot->f64;
+    default:
+        return NULL;
+    }
+}
+
+// rt_gpu_exec on a launch-style driver: binds the context, finds the kernel, allocates and
+// uploads every buffer (a pointer to its device address is the parameter), passes scalars by
+// type, launches (rt_gpu_driver_launch_all), reads the copy_out buffers back into the staging
+// memory after an untimed run, and frees every device buffer whatever failed.
+static rt_status rt_gpu_driver_exec(rt_gpu_runtime *rt, rt_gpu_exec *x, rt_err *err) {
+    rt_gpu_driver *d = rt->driver;
+    const rt_gpu_driver_ops *ops = d->ops;
+    void *ctx = d->ctx;
+    int r;
+    if (ops->bind && (r = ops->bind(ctx)) != 0)
+        return rt_gpu_driver_fail(ops, ctx, ops->bind_call, r, err);
+    void *fn = NULL;
+    RT_TRY(rt_gpu_driver_function(rt->arena, d, x->bin, &fn, err));
+    if (ops->set_dyn_smem && (r = ops->set_dyn_smem(ctx, fn, x->cfg->dyn_smem_bytes)) != 0)
+        return rt_gpu_driver_fail(ops, ctx, ops->smem_call, r, err);
+    int32_t n = x->n_args;
+    rt_gpu_devptr *dptr = calloc(rt_at_least_one((size_t)n), sizeof *dptr);
+    void **params = calloc(rt_at_least_one((size_t)n), sizeof *params);
+    rt_gpu_scalar *scalars = calloc(rt_at_least_one((size_t)n), sizeof *scalars);
+    rt_status st = RT_OK;
+    if (!dptr || !params || !scalars)
+        st = rt_fail(err, RT_ERR_NOMEM, RT_NOLOC, "out of memory");
+    for (int32_t i = 0; st == RT_OK && i < n; i++) {
+        const rt_gpu_arg *g = &x->args[i];
+        r = 0;
+        if (g->kind == RT_GPU_ARG_BUFFER) {
+            rt_gpu_devptr p = 0;
+            if ((r = ops->alloc(ctx, rt_gpu_arg_bytes(g), &p)) == 0) {
+                dptr[i] = p;
+                r = ops->htod(ctx, p, x->host_staging[i], rt_gpu_arg_bytes(g));
+            }
+            params[i] = &dptr[i];
+        } else if (!(params[i] = rt_gpu_scalar_param(g, &scalars[i]))) {
+            st = rt_fail(err, RT_ERR_BACKEND, RT_NOLOC,
+                         "argument %d: local buffers are for opencl (expected dyn_smem_bytes on "
+                         "%s)",
+                         (int)i, ops->class_name);
+        }
+        if (r != 0)
+            st = rt_gpu_driver_fail(ops, ctx, ops->upload_calls, r, err);
+    }
+    if (st == RT_OK)
+        st = rt_gpu_driver_launch_all(d, fn, x, params, err);
+    for (int32_t i = 0; st == RT_OK && x->reps == 0 && i < n; i++) {
+        const rt_gpu_arg *g = &x->args[i];
+        if (g->kind != RT_GPU_ARG_BUFFER || !g->copy_out)
+            continue;
+        if ((r = ops->dtoh(ctx, x->host_staging[i], dptr[i], rt_gpu_arg_bytes(g))) != 0)
+            st = rt_gpu_driver_fail(ops, ctx, ops->download_call, r, err);
+    }
+    for (int32_t i = 0; dptr && i < n; i++)
+        if (dptr[i])
+            ops->free(ctx, dptr[i]);
+    free(dptr);
+    free(params);
+    free(scalars);
+    return st;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Launch
+// ---------------------------------------------------------------------------------------------
+
+// cuda and hip run on their driver table; opencl sets its arguments and enqueues its own way.
+static rt_status rt_gpu_exec_dispatch(rt_gpu_runtime *rt, rt_gpu_exec *x, rt_err *err) {
+    if (rt->driver)
+        return rt_gpu_driver_exec(rt, x, err);
+    return rt_gpu_opencl_exec(rt, x, err);
 }
 
 // Checks the arguments and converts the buffers; the staging memory is malloc'd (it may be

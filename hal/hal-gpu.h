@@ -171,7 +171,9 @@ struct rt_gpu_runtime {
     const rt_device *dev;
     rt_arena *arena;
     char device_name[128];
-    void *impl; // the backend's state
+    void *impl;                   // the backend's state
+    struct rt_gpu_driver *driver; // cuda, hip (tests: a fake): what hal-gpu.c launches on;
+                                  // NULL: the backend's own exec (opencl)
 };
 
 rt_status rt_gpu_cuda_compile(rt_arena *a, const rt_device *dev, const char *source,
@@ -186,24 +188,76 @@ rt_status rt_gpu_opencl_compile(rt_arena *a, const rt_device *dev, const char *s
 rt_status rt_gpu_cuda_open(rt_gpu_runtime *rt, rt_err *err);
 rt_status rt_gpu_hip_open(rt_gpu_runtime *rt, rt_err *err);
 rt_status rt_gpu_opencl_open(rt_gpu_runtime *rt, rt_err *err);
-rt_status rt_gpu_cuda_exec(rt_gpu_runtime *rt, rt_gpu_exec *x, rt_err *err);
-rt_status rt_gpu_hip_exec(rt_gpu_runtime *rt, rt_gpu_exec *x, rt_err *err);
 rt_status rt_gpu_opencl_exec(rt_gpu_runtime *rt, rt_gpu_exec *x, rt_err *err);
 
 // Shared by the backends: "no GPU: " errors (rt_gpu_err_is_absent recognises them) and the
 // element size of a buffer argument.
 #define RT_GPU_ABSENT_PREFIX "no GPU: "
 size_t rt_gpu_arg_bytes(const rt_gpu_arg *arg);
-// A scalar kernel argument as CUDA's and HIP's launch calls take it: a pointer to the value,
-// which must stay alive until the launch. One slot per argument.
-typedef union rt_gpu_scalar {
-    int32_t i32;
-    int64_t i64;
-    float f32;
-    double f64;
-} rt_gpu_scalar;
-// Stores scalar argument g in *slot and returns the parameter pointer to pass for it; NULL for
-// buffer and local arguments, which each backend passes its own way.
-void *rt_gpu_scalar_param(const rt_gpu_arg *g, rt_gpu_scalar *slot);
+
+// A failed compile: "WHAT failed for TARGET (WHY): <first error line of log>", with the whole
+// log in err->log (unless an earlier error set one). Returns RT_ERR_BACKEND.
+rt_status rt_gpu_compile_fail(rt_arena *a, const char *what, const char *target, const char *why,
+                              const char *log, rt_err *err);
+// The n compiler options o joined with spaces, in a. Errors: RT_ERR_NOMEM (also for a NULL
+// option, the trace of a failed rt_arena_printf).
+rt_status rt_gpu_join_options(rt_arena *a, const char *const *o, int32_t n, const char **out,
+                              rt_err *err);
+
+// ---------------------------------------------------------------------------------------------
+// Launch-style drivers (the CUDA driver API, the HIP runtime): hal-gpu.c loads modules, moves
+// buffers, launches, times with events and copies out through this table of driver calls, and
+// each backend supplies thin adapters over its dlopen'd entry points. Every int-returning op
+// returns 0 on success or the driver's nonzero result code (CUresult, hipError_t), which
+// error_name and error_string describe; out-parameters are read only after success. ctx is the
+// backend's state, passed to every op.
+// ---------------------------------------------------------------------------------------------
+
+typedef uint64_t rt_gpu_devptr; // a device address; a buffer parameter is a pointer to one
+
+typedef struct rt_gpu_driver_ops {
+    const char *class_name; // "cuda": in messages
+    const char *image_name; // "CUBIN": in the message for a binary without one
+    // The driver's names of the calls behind each step, for messages.
+    const char *bind_call, *load_call, *function_call, *smem_call, *upload_calls, *launch_call,
+        *sync_call, *timed_calls, *download_call;
+    int (*bind)(void *ctx); // make the driver's context current on this thread; NULL: none
+    int (*module_load)(void *ctx, const void *image, void **out_module);
+    int (*module_function)(void *ctx, void *module, const char *symbol, void **out_fn);
+    void (*module_unload)(void *ctx, void *module);
+    // Called once per exec, before the launches, with cfg->dyn_smem_bytes, so that the driver
+    // can allow more than its default (cuda: above 48 KiB); NULL: nothing to allow.
+    int (*set_dyn_smem)(void *ctx, void *fn, int64_t bytes);
+    int (*alloc)(void *ctx, size_t bytes, rt_gpu_devptr *out);
+    void (*free)(void *ctx, rt_gpu_devptr p);
+    int (*htod)(void *ctx, rt_gpu_devptr dst, const void *src, size_t bytes);
+    int (*dtoh)(void *ctx, void *dst, rt_gpu_devptr src, size_t bytes);
+    // One asynchronous launch on the default stream; params: one pointer per kernel argument.
+    int (*launch)(void *ctx, void *fn, const unsigned grid[3], const unsigned block[3],
+                  unsigned dyn_smem_bytes, void **params);
+    int (*sync)(void *ctx); // waits for every launch
+    int (*event_create)(void *ctx, void **out);
+    int (*event_record)(void *ctx, void *ev); // on the default stream
+    int (*event_synchronize)(void *ctx, void *ev);
+    int (*event_elapsed_ms)(void *ctx, void *start, void *end, float *out_ms);
+    void (*event_destroy)(void *ctx, void *ev);
+    const char *(*error_name)(void *ctx, int result);   // never NULL
+    const char *(*error_string)(void *ctx, int result); // NULL (op or result): none
+} rt_gpu_driver_ops;
+
+typedef struct rt_gpu_module rt_gpu_module;
+
+// A launch-style driver as rt_gpu_runtime holds it, embedded in the backend's state.
+typedef struct rt_gpu_driver {
+    const rt_gpu_driver_ops *ops;
+    void *ctx;
+    rt_gpu_module *modules; // loaded binaries, newest first (arena-owned nodes)
+} rt_gpu_driver;
+
+// Unloads every module of d (the backend's close, with its context current).
+void rt_gpu_driver_unload_all(rt_gpu_driver *d);
+// "WHAT failed: NAME (CODE)[: TEXT]" for driver result r. Returns RT_ERR_BACKEND.
+rt_status rt_gpu_driver_fail(const rt_gpu_driver_ops *ops, void *ctx, const char *what, int r,
+                             rt_err *err);
 
 #endif

@@ -2,7 +2,8 @@
 // gfxNNN after checking it against amd_comgr's ISA list (hipRTC 5.2 aborts the process on an
 // architecture its comgr does not know, so an unknown one is refused before compiling), and
 // reads VGPRs, SGPRs, spills and LDS from the code object's metadata through amd_comgr. The HIP
-// runtime (launch, hipEvent timing) is opened at run time with dlopen("libamdhip64.so.5").
+// runtime is opened at run time with dlopen("libamdhip64.so.5"), and hal-gpu.c launches and
+// times (hipEvents) through its calls (rt_gpu_driver_ops).
 // Built with hipRTC when CMake finds it (RT_WITH_HIP); otherwise it reports "not built with HIP".
 #include "hal-gpu.h"
 
@@ -182,29 +183,10 @@ static const char *rt_hip_program_log(rt_arena *a, hiprtcProgram prog) {
     return log;
 }
 
-static const char *rt_hip_first_error(rt_arena *a, const char *log) {
-    const char *p = log ? strstr(log, "error") : NULL;
-    if (!p)
-        return "";
-    const char *s = p, *e = p;
-    while (s > log && s[-1] != '\n')
-        s--;
-    while (*e && *e != '\n')
-        e++;
-    size_t n = (size_t)(e - s) < 200 ? (size_t)(e - s) : 200;
-    const char *line = rt_arena_strndup(a, s, n);
-    return line ? line : "";
-}
-
 static rt_status rt_hip_rtc_fail(rt_arena *a, hiprtcProgram prog, const char *what, hiprtcResult r,
                                  const char *arch, rt_err *err) {
-    const char *log = rt_hip_program_log(a, prog);
-    const char *first = rt_hip_first_error(a, log);
-    rt_status st = rt_fail(err, RT_ERR_BACKEND, RT_NOLOC, "%s failed for %s (%s)%s%s", what, arch,
-                           rt_hip_lib.hiprtcGetErrorString(r), first[0] ? ": " : "", first);
-    if (!err->log)
-        err->log = log;
-    return st;
+    return rt_gpu_compile_fail(a, what, arch, rt_hip_lib.hiprtcGetErrorString(r),
+                               rt_hip_program_log(a, prog), err);
 }
 
 #define RT_HIPRTC(call, a, prog, arch, err)                                                        \
@@ -313,16 +295,7 @@ rt_status rt_gpu_hip_compile(rt_arena *a, const rt_device *dev, const char *sour
     o[n_opts++] = "-O3";
     for (int32_t i = 0; i < opts->n_extra; i++)
         o[n_opts++] = opts->extra[i];
-    rt_buf joined;
-    rt_buf_init(&joined, a);
-    for (int32_t i = 0; i < n_opts; i++) {
-        if (!o[i])
-            return rt_fail(err, RT_ERR_NOMEM, RT_NOLOC, "out of memory");
-        rt_buf_printf(&joined, "%s%s", i ? " " : "", o[i]);
-    }
-    if (joined.oom)
-        return rt_fail(err, RT_ERR_NOMEM, RT_NOLOC, "out of memory");
-    bin->options = joined.data;
+    RT_TRY(rt_gpu_join_options(a, o, n_opts, &bin->options, err));
     const char *file = rt_arena_printf(a, "%s.hip", kernel_name);
     if (!file)
         return rt_fail(err, RT_ERR_NOMEM, RT_NOLOC, "out of memory");
@@ -414,23 +387,138 @@ static const struct {
 };
 // clang-format on
 
-typedef struct rt_hip_module {
-    struct rt_hip_module *next;
-    const rt_gpu_binary *bin;
-    hipModule_t mod;
-    hipFunction_t fn;
-} rt_hip_module;
-
 typedef struct rt_hip_rt {
     void *lib;
     rt_hip_api api;
-    rt_hip_module *modules;
+    rt_gpu_driver drv; // what hal-gpu.c launches on; ctx: this
 } rt_hip_rt;
 
-static rt_status rt_hip_runtime_fail(const rt_hip_rt *h, const char *what, hipError_t r,
-                                     rt_err *err) {
-    return rt_fail(err, RT_ERR_BACKEND, RT_NOLOC, "%s failed: %s (%d)", what,
-                   h->api.get_error_name ? h->api.get_error_name(r) : "hip error", (int)r);
+// rt_gpu_driver_ops over the dlopen'd entry points; ctx is the rt_hip_rt.
+_Static_assert(hipSuccess == 0, "rt_gpu_driver_ops take 0 for success");
+_Static_assert(sizeof(void *) == sizeof(rt_gpu_devptr),
+               "a buffer parameter is the bytes of its device pointer");
+
+static int rt_hip_op_module_load(void *ctx, const void *image, void **out) {
+    rt_hip_rt *h = ctx;
+    hipModule_t m = NULL;
+    hipError_t r = h->api.module_load_data(&m, image);
+    *out = m;
+    return (int)r;
+}
+
+static int rt_hip_op_module_function(void *ctx, void *module, const char *symbol, void **out) {
+    rt_hip_rt *h = ctx;
+    hipFunction_t f = NULL;
+    hipError_t r = h->api.module_get_function(&f, module, symbol);
+    *out = f;
+    return (int)r;
+}
+
+static void rt_hip_op_module_unload(void *ctx, void *module) {
+    rt_hip_rt *h = ctx;
+    h->api.module_unload(module);
+}
+
+static int rt_hip_op_alloc(void *ctx, size_t bytes, rt_gpu_devptr *out) {
+    rt_hip_rt *h = ctx;
+    void *p = NULL;
+    hipError_t r = h->api.malloc_(&p, bytes);
+    *out = (rt_gpu_devptr)(uintptr_t)p;
+    return (int)r;
+}
+
+static void rt_hip_op_free(void *ctx, rt_gpu_devptr p) {
+    rt_hip_rt *h = ctx;
+    h->api.free_((void *)(uintptr_t)p);
+}
+
+// hipMemcpyHtoD takes a non-const source (HIP 5.2) but only reads it.
+static int rt_hip_op_htod(void *ctx, rt_gpu_devptr dst, const void *src, size_t bytes) {
+    rt_hip_rt *h = ctx;
+    return (int)h->api.memcpy_htod((hipDeviceptr_t)(uintptr_t)dst, (void *)src, bytes);
+}
+
+static int rt_hip_op_dtoh(void *ctx, void *dst, rt_gpu_devptr src, size_t bytes) {
+    rt_hip_rt *h = ctx;
+    return (int)h->api.memcpy_dtoh(dst, (hipDeviceptr_t)(uintptr_t)src, bytes);
+}
+
+static int rt_hip_op_launch(void *ctx, void *fn, const unsigned grid[3], const unsigned block[3],
+                            unsigned dyn_smem_bytes, void **params) {
+    rt_hip_rt *h = ctx;
+    return (int)h->api.module_launch_kernel(fn, grid[0], grid[1], grid[2], block[0], block[1],
+                                            block[2], dyn_smem_bytes, NULL, params, NULL);
+}
+
+static int rt_hip_op_sync(void *ctx) {
+    rt_hip_rt *h = ctx;
+    return (int)h->api.device_synchronize();
+}
+
+static int rt_hip_op_event_create(void *ctx, void **out) {
+    rt_hip_rt *h = ctx;
+    hipEvent_t e = NULL;
+    hipError_t r = h->api.event_create(&e);
+    *out = e;
+    return (int)r;
+}
+
+static int rt_hip_op_event_record(void *ctx, void *ev) {
+    rt_hip_rt *h = ctx;
+    return (int)h->api.event_record(ev, NULL);
+}
+
+static int rt_hip_op_event_synchronize(void *ctx, void *ev) {
+    rt_hip_rt *h = ctx;
+    return (int)h->api.event_synchronize(ev);
+}
+
+static int rt_hip_op_event_elapsed_ms(void *ctx, void *start, void *end, float *out_ms) {
+    rt_hip_rt *h = ctx;
+    return (int)h->api.event_elapsed_time(out_ms, start, end);
+}
+
+static void rt_hip_op_event_destroy(void *ctx, void *ev) {
+    rt_hip_rt *h = ctx;
+    h->api.event_destroy(ev);
+}
+
+static const char *rt_hip_op_error_name(void *ctx, int result) {
+    rt_hip_rt *h = ctx;
+    return h->api.get_error_name ? h->api.get_error_name((hipError_t)result) : "hip error";
+}
+
+// No bind (the HIP runtime keeps the device of hipSetDevice), no dynamic shared memory limit to
+// raise, no error text beyond the name.
+static const rt_gpu_driver_ops rt_hip_driver_ops = {
+    .class_name = "hip",
+    .image_name = "code object",
+    .load_call = "hipModuleLoadData",
+    .function_call = "hipModuleGetFunction",
+    .upload_calls = "hipMalloc/hipMemcpyHtoD",
+    .launch_call = "hipModuleLaunchKernel",
+    .sync_call = "hipDeviceSynchronize",
+    .timed_calls = "timed launch (hipEventRecord/hipModuleLaunchKernel)",
+    .download_call = "hipMemcpyDtoH",
+    .module_load = rt_hip_op_module_load,
+    .module_function = rt_hip_op_module_function,
+    .module_unload = rt_hip_op_module_unload,
+    .alloc = rt_hip_op_alloc,
+    .free = rt_hip_op_free,
+    .htod = rt_hip_op_htod,
+    .dtoh = rt_hip_op_dtoh,
+    .launch = rt_hip_op_launch,
+    .sync = rt_hip_op_sync,
+    .event_create = rt_hip_op_event_create,
+    .event_record = rt_hip_op_event_record,
+    .event_synchronize = rt_hip_op_event_synchronize,
+    .event_elapsed_ms = rt_hip_op_event_elapsed_ms,
+    .event_destroy = rt_hip_op_event_destroy,
+    .error_name = rt_hip_op_error_name,
+};
+
+static rt_status rt_hip_runtime_fail(rt_hip_rt *h, const char *what, hipError_t r, rt_err *err) {
+    return rt_gpu_driver_fail(&rt_hip_driver_ops, h, what, (int)r, err);
 }
 
 #define RT_HIP(h, call, err)                                                                       \
@@ -442,8 +530,7 @@ static rt_status rt_hip_runtime_fail(const rt_hip_rt *h, const char *what, hipEr
 
 static void rt_hip_close(void *p) {
     rt_hip_rt *h = p;
-    for (rt_hip_module *m = h->modules; m; m = m->next)
-        h->api.module_unload(m->mod);
+    rt_gpu_driver_unload_all(&h->drv);
     if (h->lib)
         dlclose(h->lib);
 }
@@ -451,6 +538,7 @@ static void rt_hip_close(void *p) {
 rt_status rt_gpu_hip_open(rt_gpu_runtime *rt, rt_err *err) {
     rt_hip_rt *h;
     RT_ALLOC(rt->arena, h, 1, err);
+    h->drv = (rt_gpu_driver){.ops = &rt_hip_driver_ops, .ctx = h};
     const char *env = getenv("RTGEN_LIBAMDHIP64");
     const char *lib = env && env[0] ? env : "libamdhip64.so.5";
     h->lib = dlopen(lib, RTLD_NOW | RTLD_LOCAL);
@@ -493,125 +581,8 @@ rt_status rt_gpu_hip_open(rt_gpu_runtime *rt, rt_err *err) {
                        "arch does not match the GPU present (expected %s for %s, got %s)", live,
                        rt->device_name, rt->dev->arch);
     rt->impl = h;
+    rt->driver = &h->drv;
     return RT_OK;
-}
-
-static rt_status rt_hip_function(rt_gpu_runtime *rt, rt_hip_rt *h, const rt_gpu_binary *bin,
-                                 hipFunction_t *out, rt_err *err) {
-    for (rt_hip_module *m = h->modules; m; m = m->next) {
-        if (m->bin == bin) {
-            *out = m->fn;
-            return RT_OK;
-        }
-    }
-    rt_hip_module *m;
-    RT_ALLOC(rt->arena, m, 1, err);
-    RT_HIP(h, module_load_data(&m->mod, bin->image), err);
-    m->bin = bin;
-    m->next = h->modules;
-    h->modules = m;
-    RT_HIP(h, module_get_function(&m->fn, m->mod, bin->symbol ? bin->symbol : bin->kernel_name),
-           err);
-    *out = m->fn;
-    return RT_OK;
-}
-
-static rt_status rt_hip_launch_all(rt_hip_rt *h, hipFunction_t fn, const rt_gpu_exec *x,
-                                   void **params, rt_err *err) {
-    const rt_gpu_launch *g = x->cfg;
-    unsigned gd[3], bd[3];
-    for (int d = 0; d < 3; d++) {
-        gd[d] = (unsigned)(g->grid[d] > 0 ? g->grid[d] : 1);
-        bd[d] = (unsigned)(g->block[d] > 0 ? g->block[d] : 1);
-    }
-    unsigned smem = (unsigned)g->dyn_smem_bytes;
-    if (x->reps == 0) {
-        RT_HIP(h,
-               module_launch_kernel(fn, gd[0], gd[1], gd[2], bd[0], bd[1], bd[2], smem, NULL,
-                                    params, NULL),
-               err);
-        RT_HIP(h, device_synchronize(), err);
-        return RT_OK;
-    }
-    for (int32_t i = 0; i < x->warmup; i++)
-        RT_HIP(h,
-               module_launch_kernel(fn, gd[0], gd[1], gd[2], bd[0], bd[1], bd[2], smem, NULL,
-                                    params, NULL),
-               err);
-    hipEvent_t ev[2] = {NULL, NULL};
-    hipError_t r = h->api.event_create(&ev[0]);
-    if (r == hipSuccess)
-        r = h->api.event_create(&ev[1]);
-    for (int32_t i = 0; r == hipSuccess && i < x->reps; i++) {
-        float ms = 0.0f;
-        r = h->api.event_record(ev[0], NULL);
-        if (r == hipSuccess)
-            r = h->api.module_launch_kernel(fn, gd[0], gd[1], gd[2], bd[0], bd[1], bd[2], smem,
-                                            NULL, params, NULL);
-        if (r == hipSuccess)
-            r = h->api.event_record(ev[1], NULL);
-        if (r == hipSuccess)
-            r = h->api.event_synchronize(ev[1]);
-        if (r == hipSuccess)
-            r = h->api.event_elapsed_time(&ms, ev[0], ev[1]);
-        x->samples_ns[i] = (double)ms * 1e6;
-    }
-    rt_status st = RT_OK;
-    if (r != hipSuccess)
-        st = rt_hip_runtime_fail(h, "timed launch (hipEventRecord/hipModuleLaunchKernel)", r, err);
-    for (int k = 0; k < 2; k++)
-        if (ev[k])
-            h->api.event_destroy(ev[k]);
-    return st;
-}
-
-rt_status rt_gpu_hip_exec(rt_gpu_runtime *rt, rt_gpu_exec *x, rt_err *err) {
-    rt_hip_rt *h = rt->impl;
-    hipFunction_t fn = NULL;
-    RT_TRY(rt_hip_function(rt, h, x->bin, &fn, err));
-    int32_t n = x->n_args;
-    void **dptr = calloc(rt_at_least_one((size_t)n), sizeof *dptr);
-    void **params = calloc(rt_at_least_one((size_t)n), sizeof *params);
-    rt_gpu_scalar *scalars = calloc(rt_at_least_one((size_t)n), sizeof *scalars);
-    rt_status st = RT_OK;
-    if (!dptr || !params || !scalars)
-        st = rt_fail(err, RT_ERR_NOMEM, RT_NOLOC, "out of memory");
-    for (int32_t i = 0; st == RT_OK && i < n; i++) {
-        const rt_gpu_arg *g = &x->args[i];
-        hipError_t r = hipSuccess;
-        if (g->kind == RT_GPU_ARG_BUFFER) {
-            r = h->api.malloc_(&dptr[i], rt_gpu_arg_bytes(g));
-            if (r == hipSuccess)
-                r = h->api.memcpy_htod((hipDeviceptr_t)dptr[i], x->host_staging[i],
-                                       rt_gpu_arg_bytes(g));
-            params[i] = &dptr[i];
-        } else if (!(params[i] = rt_gpu_scalar_param(g, &scalars[i]))) {
-            st = rt_fail(err, RT_ERR_BACKEND, RT_NOLOC,
-                         "argument %d: local buffers are for opencl (expected dyn_smem_bytes on "
-                         "hip)",
-                         (int)i);
-        }
-        if (r != hipSuccess)
-            st = rt_hip_runtime_fail(h, "hipMalloc/hipMemcpyHtoD", r, err);
-    }
-    if (st == RT_OK)
-        st = rt_hip_launch_all(h, fn, x, params, err);
-    for (int32_t i = 0; st == RT_OK && x->reps == 0 && i < n; i++) {
-        const rt_gpu_arg *g = &x->args[i];
-        if (g->kind != RT_GPU_ARG_BUFFER || !g->copy_out)
-            continue;
-        hipError_t r =
-            h->api.memcpy_dtoh(x->host_staging[i], (hipDeviceptr_t)dptr[i], rt_gpu_arg_bytes(g));
-        if (r != hipSuccess)
-            st = rt_hip_runtime_fail(h, "hipMemcpyDtoH", r, err);
-    }
-    for (int32_t i = 0; dptr && i < n; i++)
-        if (dptr[i])
-            h->api.free_(dptr[i]);
-    free(dptr);
-    free(params);
-    free(scalars);
-    return st;
 }
 
 #else // !RT_WITH_HIP
@@ -630,11 +601,6 @@ rt_status rt_gpu_hip_open(rt_gpu_runtime *rt, rt_err *err) {
     return rt_fail(err, RT_ERR_BACKEND, RT_NOLOC,
                    RT_GPU_ABSENT_PREFIX "not built with HIP (hipRTC was not found when rtgen was "
                                         "configured)");
-}
-
-rt_status rt_gpu_hip_exec(rt_gpu_runtime *rt, rt_gpu_exec *x, rt_err *err) {
-    (void)rt, (void)x;
-    return rt_fail(err, RT_ERR_BACKEND, RT_NOLOC, "not built with HIP");
 }
 
 #endif

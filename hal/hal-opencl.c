@@ -276,20 +276,6 @@ static const char *rt_cl_build_log(rt_arena *a, cl_program prog, cl_device_id de
     return log;
 }
 
-static const char *rt_cl_first_error(rt_arena *a, const char *log) {
-    const char *p = log ? strstr(log, "error") : NULL;
-    if (!p)
-        return "";
-    const char *s = p, *e = p;
-    while (s > log && s[-1] != '\n')
-        s--;
-    while (*e && *e != '\n')
-        e++;
-    size_t n = (size_t)(e - s) < 200 ? (size_t)(e - s) : 200;
-    const char *line = rt_arena_strndup(a, s, n);
-    return line ? line : "";
-}
-
 // Builds source for c's device; on success *out_prog and *out_kernel are set (the caller
 // releases them). Errors: RT_ERR_BACKEND with the build log.
 static rt_status rt_cl_build(rt_arena *a, rt_cl_rt *c, const char *source, const char *options,
@@ -306,12 +292,8 @@ static rt_status rt_cl_build(rt_arena *a, rt_cl_rt *c, const char *source, const
     if (out_log)
         *out_log = log;
     if (r != CL_SUCCESS) {
-        const char *first = rt_cl_first_error(a, log);
         rt_status st =
-            rt_fail(err, RT_ERR_BACKEND, RT_NOLOC, "clBuildProgram failed for %s (%s)%s%s", c->name,
-                    rt_cl_result_name(r), first[0] ? ": " : "", first);
-        if (!err->log)
-            err->log = log;
+            rt_gpu_compile_fail(a, "clBuildProgram", c->name, rt_cl_result_name(r), log, err);
         clReleaseProgram(prog);
         return st;
     }

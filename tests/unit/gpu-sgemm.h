@@ -1,9 +1,11 @@
 // gpu-sgemm.h: the hand-written tiled SGEMM shared by the GPU tests (CUDA and HIP accept the
-// same text), its launch shape and a plain C reference in double precision.
+// same text), its launch shape, a plain C reference in double precision, and the run-and-time
+// check of test-gpu-driver (real GPUs) and test-gpu-launch (the fake driver).
 #ifndef RT_TEST_GPU_SGEMM_H
 #define RT_TEST_GPU_SGEMM_H
 
-#include "hal.h"
+#include "hal-gpu.h"
+#include "test.h"
 
 #include <stdint.h>
 #include <stdio.h>
@@ -71,6 +73,54 @@ static inline void sgemm_fill(double *x, int64_t n, uint32_t seed) {
         s = s * 1664525u + 1013904223u;
         x[i] = (double)(s >> 8) / 16777216.0;
     }
+}
+
+// Runs the SGEMM at M x N x K on rt, checks that it times (2 warm-up launches, 5 repetitions),
+// and returns the max relative error against sgemm_ref (INFINITY when the run fails).
+static inline double sgemm_run(rt_gpu_runtime *rt, const rt_gpu_binary *bin, int M, int N, int K) {
+    double *A = calloc((size_t)M * K, sizeof *A), *B = calloc((size_t)K * N, sizeof *B);
+    double *C = calloc((size_t)M * N, sizeof *C), *R = calloc((size_t)M * N, sizeof *R);
+    sgemm_fill(A, (int64_t)M * K, 1);
+    sgemm_fill(B, (int64_t)K * N, 2);
+    sgemm_ref(M, N, K, A, B, R);
+    rt_gpu_arg args[6] = {
+        {.kind = RT_GPU_ARG_I32, .i = M},
+        {.kind = RT_GPU_ARG_I32, .i = N},
+        {.kind = RT_GPU_ARG_I32, .i = K},
+        {.kind = RT_GPU_ARG_BUFFER, .dtype = RT_DTYPE_F32, .n_elems = (int64_t)M * K, .host = A},
+        {.kind = RT_GPU_ARG_BUFFER, .dtype = RT_DTYPE_F32, .n_elems = (int64_t)K * N, .host = B},
+        {.kind = RT_GPU_ARG_BUFFER,
+         .dtype = RT_DTYPE_F32,
+         .n_elems = (int64_t)M * N,
+         .host = C,
+         .copy_out = true},
+    };
+    rt_gpu_launch cfg = {
+        .grid = {(N + SGEMM_TILE - 1) / SGEMM_TILE, (M + SGEMM_TILE - 1) / SGEMM_TILE, 1},
+        .block = {SGEMM_THREADS, 1, 1}};
+    rt_err e;
+    rt_err_clear(&e);
+    double worst = INFINITY;
+    RT_EXPECT_EQ(rt_gpu_run(rt, bin, &cfg, args, 6, &e), RT_OK);
+    if (e.status == RT_OK) {
+        worst = 0.0;
+        for (int64_t i = 0; i < (int64_t)M * N; i++) {
+            double rel = fabs(C[i] - R[i]) / fabs(R[i]);
+            worst = rel > worst ? rel : worst;
+        }
+        rt_gpu_timing t;
+        RT_EXPECT_EQ(rt_gpu_time(rt, bin, &cfg, args, 6, 2, 5, &t, &e), RT_OK);
+        RT_EXPECT(t.min_ns > 0.0 && t.median_ns >= t.min_ns);
+        printf("%s %dx%dx%d: max rel err %.3g, min %.0f ns, median %.0f ns\n",
+               rt_gpu_runtime_device_name(rt), M, N, K, worst, t.min_ns, t.median_ns);
+    } else {
+        fprintf(stderr, "%s\n", e.msg);
+    }
+    free(A);
+    free(B);
+    free(C);
+    free(R);
+    return worst;
 }
 
 // A GPU device described in code (the unit tests do not depend on devices/*.ini): 3 levels,

@@ -102,53 +102,6 @@ static bool live_arch(const rt_err *e, char *out, size_t size) {
     return true;
 }
 
-// Runs the SGEMM at M x N x K on rt and compares with the reference; returns max rel err.
-static double run_sgemm(rt_gpu_runtime *rt, const rt_gpu_binary *bin, int M, int N, int K) {
-    double *A = calloc((size_t)M * K, sizeof *A), *B = calloc((size_t)K * N, sizeof *B);
-    double *C = calloc((size_t)M * N, sizeof *C), *R = calloc((size_t)M * N, sizeof *R);
-    sgemm_fill(A, (int64_t)M * K, 1);
-    sgemm_fill(B, (int64_t)K * N, 2);
-    sgemm_ref(M, N, K, A, B, R);
-    rt_gpu_arg args[6] = {
-        {.kind = RT_GPU_ARG_I32, .i = M},
-        {.kind = RT_GPU_ARG_I32, .i = N},
-        {.kind = RT_GPU_ARG_I32, .i = K},
-        {.kind = RT_GPU_ARG_BUFFER, .dtype = RT_DTYPE_F32, .n_elems = (int64_t)M * K, .host = A},
-        {.kind = RT_GPU_ARG_BUFFER, .dtype = RT_DTYPE_F32, .n_elems = (int64_t)K * N, .host = B},
-        {.kind = RT_GPU_ARG_BUFFER,
-         .dtype = RT_DTYPE_F32,
-         .n_elems = (int64_t)M * N,
-         .host = C,
-         .copy_out = true},
-    };
-    rt_gpu_launch cfg = {
-        .grid = {(N + SGEMM_TILE - 1) / SGEMM_TILE, (M + SGEMM_TILE - 1) / SGEMM_TILE, 1},
-        .block = {SGEMM_THREADS, 1, 1}};
-    rt_err e;
-    rt_err_clear(&e);
-    double worst = INFINITY;
-    RT_EXPECT_EQ(rt_gpu_run(rt, bin, &cfg, args, 6, &e), RT_OK);
-    if (e.status == RT_OK) {
-        worst = 0.0;
-        for (int64_t i = 0; i < (int64_t)M * N; i++) {
-            double rel = fabs(C[i] - R[i]) / fabs(R[i]);
-            worst = rel > worst ? rel : worst;
-        }
-        rt_gpu_timing t;
-        RT_EXPECT_EQ(rt_gpu_time(rt, bin, &cfg, args, 6, 2, 5, &t, &e), RT_OK);
-        RT_EXPECT(t.min_ns > 0.0 && t.median_ns >= t.min_ns);
-        printf("%s %dx%dx%d: max rel err %.3g, min %.0f ns, median %.0f ns\n",
-               rt_gpu_runtime_device_name(rt), M, N, K, worst, t.min_ns, t.median_ns);
-    } else {
-        fprintf(stderr, "%s\n", e.msg);
-    }
-    free(A);
-    free(B);
-    free(C);
-    free(R);
-    return worst;
-}
-
 // Opens the class's GPU if present: first with an arch no GPU has (checks the mismatch error),
 // then with the live arch. Returns 1 when it ran, 0 when no GPU of the class is present.
 static int run_on_gpu(rt_devclass cls, const char *bogus_arch, int32_t lanes) {
@@ -182,9 +135,9 @@ static int run_on_gpu(rt_devclass cls, const char *bogus_arch, int32_t lanes) {
         RT_EXPECT_EQ(st, RT_OK);
     }
     if (st == RT_OK && bin->note == NULL) { // a fallback arch cannot load on this GPU
-        RT_EXPECT(run_sgemm(rt, bin, 67, 61, 59) < 1e-5);
-        RT_EXPECT(run_sgemm(rt, bin, 130, 33, 17) < 1e-5);
-        RT_EXPECT(run_sgemm(rt, bin, 256, 256, 256) < 1e-5);
+        RT_EXPECT(sgemm_run(rt, bin, 67, 61, 59) < 1e-5);
+        RT_EXPECT(sgemm_run(rt, bin, 130, 33, 17) < 1e-5);
+        RT_EXPECT(sgemm_run(rt, bin, 256, 256, 256) < 1e-5);
     } else if (st != RT_OK) {
         fprintf(stderr, "%s\n%s\n", e.msg, e.log ? e.log : "");
     }
