@@ -1,8 +1,9 @@
 // hal-cpu.c: the CPU class at run time. It owns the LLVM 16 ORC LLJIT that turns modules from
 // codegen/emit-llvm.c into callable kernels (host CPU name and features, PIC, aggressive
-// codegen, libm resolved from the process), the pthread pool that runs a kernel's phases over
-// the cores with a barrier between phases, and the fork-based isolation the profiler uses so
-// that a crashing or hanging candidate is reported and skipped instead of taking rtgen down.
+// codegen, libm resolved from the process), the thread pool that runs a kernel's phases over
+// the cores (spinning workers, a counting barrier between phases, futex sleep when idle), and
+// the fork-based isolation the profiler uses so that a crashing or hanging candidate is
+// reported and skipped instead of taking rtgen down.
 #include "hal-cpu.h"
 
 #include <llvm-c/Core.h>
@@ -15,11 +16,16 @@
 #include <dlfcn.h>
 #include <errno.h>
 #include <pthread.h>
+#include <sched.h>
+#include <linux/futex.h>
 #include <signal.h>
+#include <stdatomic.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -193,18 +199,42 @@ rt_status rt_cpu_jit_lookup(rt_cpu_jit *j, const char *name, void **out_fn, rt_e
 
 // ---------------------------------------------------------------------------------------------
 // Thread pool
+//
+// A launch costs what two cache-line transfers cost when the workers are awake: the caller
+// (thread 0) publishes the launch by bumping `go`, every thread runs its chunk of each phase and
+// meets the others at a counting barrier after it, and the caller returns from the last barrier.
+// With a condition variable every launch and every barrier was a round trip through the
+// scheduler (3 us at best, 60 us typical on the shared 2-core VM), more than a 256^3 GEMM gained
+// from a second thread.
 // ---------------------------------------------------------------------------------------------
+
+// Waiting first spins with pause: when both threads run on their own cores the other arrives
+// within RT_CPU_PAUSE_NS (a launch or a barrier then costs 0.2-0.5 us). On a loaded machine
+// the scheduler may put both on one core, where a spinning waiter holds the core the awaited
+// thread needs (every barrier cost the whole spin, 50 us, when the waiter only paused): past
+// RT_CPU_PAUSE_NS it yields between checks (2-6 us per barrier then, as with a condition
+// variable). Past RT_CPU_SPIN_NS, long enough to cover the gap between back-to-back launches
+// and the imbalance of one phase, it sleeps on a futex so that an idle pool costs no core.
+#define RT_CPU_PAUSE_NS 2000.0
+#define RT_CPU_SPIN_NS  50000.0
+
+// A 32-bit word that only moves forward, with the number of threads asleep on it (the waker
+// makes the futex call only when someone sleeps). Each on its own cache line.
+typedef struct rt_cpu_event {
+    _Alignas(64) atomic_uint word;
+    atomic_int sleepers;
+} rt_cpu_event;
+_Static_assert(sizeof(atomic_uint) == sizeof(uint32_t), "futex words are 32-bit");
 
 struct rt_cpu_pool {
     int32_t n;
     pthread_t *threads;
-    pthread_mutex_t mu;
-    pthread_cond_t go, done;
-    uint64_t gen;
-    int32_t pending;
-    bool quit;
-    const rt_cpu_launch *job;
-    int32_t phase;
+    uint64_t fork_epoch;             // rt_cpu_fork_epoch when the threads were started
+    rt_cpu_event go;                 // bumped by the caller once per launch
+    rt_cpu_event phase;              // bumped by the last thread to reach a barrier
+    _Alignas(64) atomic_int arrived; // threads at the current barrier
+    // Written by the caller before it bumps go, read by the workers after they see it.
+    const rt_cpu_launch *job; // NULL with go bumped: quit
     float **scratch;
     int64_t scratch_bytes;
 };
@@ -214,45 +244,124 @@ typedef struct rt_cpu_worker {
     int32_t id;
 } rt_cpu_worker;
 
-static void rt_cpu_chunk(rt_cpu_pool *p, int32_t t) {
-    const rt_cpu_launch *l = p->job;
-    int64_t n = l->n_items[p->phase];
-    int64_t lo = n * t / p->n, hi = n * (t + 1) / p->n;
-    if (lo < hi)
-        l->fns[p->phase](l->args, lo, hi, p->scratch[t]);
+// A fork copies only the calling thread: a pool made before it has no workers in the child. The
+// child handler moves the epoch on, and a pool from an older epoch runs every chunk on the caller
+// (and frees without joining), instead of waiting forever for threads that do not exist.
+static atomic_uint_fast64_t rt_cpu_fork_epoch;
+static pthread_once_t rt_cpu_fork_once = PTHREAD_ONCE_INIT;
+
+static void rt_cpu_fork_child(void) {
+    atomic_fetch_add_explicit(&rt_cpu_fork_epoch, 1, memory_order_relaxed);
+}
+
+static void rt_cpu_fork_hook(void) {
+    pthread_atfork(NULL, NULL, rt_cpu_fork_child);
+}
+
+static bool rt_cpu_pool_orphaned(const rt_cpu_pool *p) {
+    return p->fork_epoch != atomic_load_explicit(&rt_cpu_fork_epoch, memory_order_relaxed);
+}
+
+static inline void rt_cpu_relax(void) {
+#if defined(__x86_64__) || defined(__i386__)
+    __builtin_ia32_pause();
+#elif defined(__aarch64__)
+    __asm__ __volatile__("yield");
+#endif
+}
+
+// Returns once e->word differs from old (acquire: what the waker wrote before bumping it is
+// visible). The futex word is read by the kernel as a plain uint32_t.
+static void rt_cpu_event_wait(rt_cpu_event *e, unsigned old) {
+    if (atomic_load_explicit(&e->word, memory_order_acquire) != old)
+        return;
+    double t0 = rt_cpu_now_ns();
+    bool yield = false;
+    for (uint32_t i = 1;; i++) {
+        if (yield)
+            sched_yield();
+        else
+            rt_cpu_relax();
+        if (atomic_load_explicit(&e->word, memory_order_acquire) != old)
+            return;
+        if ((i & 15) == 0) {
+            double waited_ns = rt_cpu_now_ns() - t0;
+            if (waited_ns > RT_CPU_SPIN_NS)
+                break;
+            yield = waited_ns > RT_CPU_PAUSE_NS;
+        }
+    }
+    // seq_cst on both sides (here and in rt_cpu_event_bump): either the waker sees the sleeper,
+    // or this thread sees the new word before it sleeps.
+    atomic_fetch_add_explicit(&e->sleepers, 1, memory_order_seq_cst);
+    while (atomic_load_explicit(&e->word, memory_order_seq_cst) == old)
+        syscall(SYS_futex, (uint32_t *)&e->word, FUTEX_WAIT_PRIVATE, old, NULL, NULL, 0);
+    atomic_fetch_sub_explicit(&e->sleepers, 1, memory_order_relaxed);
+}
+
+// Moves e->word from old to old + 1 (release) and wakes the sleepers.
+static void rt_cpu_event_bump(rt_cpu_event *e, unsigned old) {
+    atomic_store_explicit(&e->word, old + 1, memory_order_seq_cst);
+    if (atomic_load_explicit(&e->sleepers, memory_order_seq_cst) > 0)
+        syscall(SYS_futex, (uint32_t *)&e->word, FUTEX_WAKE_PRIVATE, INT32_MAX, NULL, NULL, 0);
+}
+
+// All n threads meet here; the last one to arrive releases the others. The phase word is read
+// before arriving: it cannot move until this thread has arrived.
+static void rt_cpu_barrier(rt_cpu_pool *p) {
+    unsigned g = atomic_load_explicit(&p->phase.word, memory_order_relaxed);
+    if (atomic_fetch_add_explicit(&p->arrived, 1, memory_order_acq_rel) == p->n - 1) {
+        atomic_store_explicit(&p->arrived, 0, memory_order_relaxed);
+        rt_cpu_event_bump(&p->phase, g);
+    } else {
+        rt_cpu_event_wait(&p->phase, g);
+    }
+}
+
+// Thread t's share of every phase of l, with the barrier after each. Once past the last barrier
+// the caller may return and l may be gone: nothing of it is read after that.
+static void rt_cpu_pool_work(rt_cpu_pool *p, const rt_cpu_launch *l, int32_t t) {
+    int32_t n_phases = l->n_phases;
+    for (int32_t i = 0; i < n_phases; i++) {
+        int64_t n = l->n_items[i];
+        int64_t lo = n * t / p->n, hi = n * (t + 1) / p->n;
+        if (lo < hi)
+            l->fns[i](l->args, lo, hi, p->scratch[t]);
+        rt_cpu_barrier(p);
+    }
 }
 
 static void *rt_cpu_worker_main(void *arg) {
     rt_cpu_worker *w = arg;
     rt_cpu_pool *p = w->p;
-    uint64_t seen = 0;
+    unsigned seen = 0; // go's value when the pool was made
     for (;;) {
-        pthread_mutex_lock(&p->mu);
-        while (p->gen == seen && !p->quit)
-            pthread_cond_wait(&p->go, &p->mu);
-        if (p->quit) {
-            pthread_mutex_unlock(&p->mu);
+        rt_cpu_event_wait(&p->go, seen);
+        seen++;
+        const rt_cpu_launch *l = p->job;
+        if (!l)
             break;
-        }
-        seen = p->gen;
-        pthread_mutex_unlock(&p->mu);
-        rt_cpu_chunk(p, w->id);
-        pthread_mutex_lock(&p->mu);
-        if (--p->pending == 0)
-            pthread_cond_signal(&p->done);
-        pthread_mutex_unlock(&p->mu);
+        rt_cpu_pool_work(p, l, w->id);
     }
     free(w);
     return NULL;
 }
 
 rt_cpu_pool *rt_cpu_pool_new(int32_t threads) {
+    pthread_once(&rt_cpu_fork_once, rt_cpu_fork_hook);
     if (threads < 1)
         threads = 1;
-    rt_cpu_pool *p = calloc(1, sizeof *p);
+    rt_cpu_pool *p = aligned_alloc(64, sizeof *p); // a multiple of its 64-byte alignment
     if (!p)
         return NULL;
+    memset(p, 0, sizeof *p);
     p->n = threads;
+    p->fork_epoch = atomic_load_explicit(&rt_cpu_fork_epoch, memory_order_relaxed);
+    atomic_init(&p->go.word, 0);
+    atomic_init(&p->go.sleepers, 0);
+    atomic_init(&p->phase.word, 0);
+    atomic_init(&p->phase.sleepers, 0);
+    atomic_init(&p->arrived, 0);
     p->threads = calloc((size_t)threads, sizeof *p->threads);
     p->scratch = calloc((size_t)threads, sizeof *p->scratch);
     if (!p->threads || !p->scratch) {
@@ -261,9 +370,6 @@ rt_cpu_pool *rt_cpu_pool_new(int32_t threads) {
         free(p);
         return NULL;
     }
-    pthread_mutex_init(&p->mu, NULL);
-    pthread_cond_init(&p->go, NULL);
-    pthread_cond_init(&p->done, NULL);
     for (int32_t t = 1; t < threads; t++) {
         rt_cpu_worker *w = malloc(sizeof *w);
         if (w) {
@@ -283,17 +389,14 @@ rt_cpu_pool *rt_cpu_pool_new(int32_t threads) {
 void rt_cpu_pool_free(rt_cpu_pool *p) {
     if (!p)
         return;
-    pthread_mutex_lock(&p->mu);
-    p->quit = true;
-    pthread_cond_broadcast(&p->go);
-    pthread_mutex_unlock(&p->mu);
-    for (int32_t t = 1; t < p->n; t++)
-        pthread_join(p->threads[t], NULL);
+    if (!rt_cpu_pool_orphaned(p)) {
+        p->job = NULL;
+        rt_cpu_event_bump(&p->go, atomic_load_explicit(&p->go.word, memory_order_relaxed));
+        for (int32_t t = 1; t < p->n; t++)
+            pthread_join(p->threads[t], NULL);
+    }
     for (int32_t t = 0; t < p->n; t++)
         free(p->scratch[t]);
-    pthread_mutex_destroy(&p->mu);
-    pthread_cond_destroy(&p->go);
-    pthread_cond_destroy(&p->done);
     free(p->threads);
     free(p->scratch);
     free(p);
@@ -316,20 +419,23 @@ bool rt_cpu_pool_run(rt_cpu_pool *p, const rt_cpu_launch *l) {
         }
         p->scratch_bytes = l->scratch_bytes;
     }
-    for (int32_t i = 0; i < l->n_phases; i++) {
-        pthread_mutex_lock(&p->mu);
-        p->job = l;
-        p->phase = i;
-        p->pending = p->n - 1;
-        p->gen++;
-        pthread_cond_broadcast(&p->go);
-        pthread_mutex_unlock(&p->mu);
-        rt_cpu_chunk(p, 0);
-        pthread_mutex_lock(&p->mu);
-        while (p->pending > 0)
-            pthread_cond_wait(&p->done, &p->mu);
-        pthread_mutex_unlock(&p->mu);
+    if (l->n_phases == 0)
+        return true; // no barrier would hold the next launch back until the workers saw this one
+    if (p->n == 1 || rt_cpu_pool_orphaned(p)) {
+        // The same chunks in the same order as n threads would run them.
+        for (int32_t i = 0; i < l->n_phases; i++) {
+            int64_t n = l->n_items[i];
+            for (int32_t t = 0; t < p->n; t++) {
+                int64_t lo = n * t / p->n, hi = n * (t + 1) / p->n;
+                if (lo < hi)
+                    l->fns[i](l->args, lo, hi, p->scratch[t]);
+            }
+        }
+        return true;
     }
+    p->job = l;
+    rt_cpu_event_bump(&p->go, atomic_load_explicit(&p->go.word, memory_order_relaxed));
+    rt_cpu_pool_work(p, l, 0);
     return true;
 }
 

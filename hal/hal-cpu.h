@@ -44,11 +44,14 @@ typedef struct rt_cpu_launch {
 
 typedef struct rt_cpu_pool rt_cpu_pool;
 
-// threads >= 1 (the caller is thread 0). NULL when threads or memory cannot be had.
+// threads >= 1 (the caller is thread 0). NULL when threads or memory cannot be had. Idle
+// workers spin for up to 50 us after a launch, then sleep until the next one. A pool made
+// before a fork has no workers in the child: used there, it runs every chunk on the caller.
 rt_cpu_pool *rt_cpu_pool_new(int32_t threads);
 void rt_cpu_pool_free(rt_cpu_pool *p);
 int32_t rt_cpu_pool_threads(const rt_cpu_pool *p);
-// Runs l; false when the scratch memory could not be allocated.
+// Runs l on the caller and the workers, returning when every phase is done; one launch at a
+// time per pool. False when the scratch memory could not be allocated.
 bool rt_cpu_pool_run(rt_cpu_pool *p, const rt_cpu_launch *l);
 
 // ---------------------------------------------------------------------------------------------
