@@ -183,6 +183,30 @@ static void rt_c_ukernel(rt_cemit *c, const rt_kir_ukernel *u, int ind) {
     rt_c_expr(c, u->n_valid);
     rt_buf_puts(b, ";\n");
     rt_buf_printf(b, "%*sif (", 4 * (ind + 1), "");
+    if (u->epi && u->epi->n > 0) {
+        // Fused epilogue on the last k block: the element's final value and coordinates, then
+        // the fused statement (kir.h).
+        const rt_kir_var *v = c->p->vars;
+        rt_c_expr(c, u->epi_last);
+        rt_buf_puts(b, ") {\n");
+        rt_buf_linef(b, ind + 2, "for (int64_t ui = 0; ui < umv; ui++)");
+        rt_buf_linef(b, ind + 3, "for (int64_t uj = 0; uj < unv; uj++) {");
+        rt_buf_printf(b, "%*s%s = (", 4 * (ind + 4), "", v[u->epi_acc].name);
+        rt_c_expr(c, u->accumulate);
+        rt_buf_printf(b, " ? uc[ui * %lld + uj] : 0.0f) + uacc[ui][uj];\n", (long long)u->ldc);
+        if (u->epi_keep_c)
+            rt_buf_linef(b, ind + 4, "uc[ui * %lld + uj] = %s;", (long long)u->ldc,
+                         v[u->epi_acc].name);
+        rt_buf_printf(b, "%*s%s = ", 4 * (ind + 4), "", v[u->epi_row].name);
+        rt_c_expr(c, u->epi_row0);
+        rt_buf_puts(b, " + ui;\n");
+        rt_buf_printf(b, "%*s%s = ", 4 * (ind + 4), "", v[u->epi_col].name);
+        rt_c_expr(c, u->epi_col0);
+        rt_buf_puts(b, " + uj;\n");
+        rt_c_block(c, u->epi, ind + 4);
+        rt_buf_linef(b, ind + 3, "}");
+        rt_buf_printf(b, "%*s} else if (", 4 * (ind + 1), "");
+    }
     rt_c_expr(c, u->accumulate);
     rt_buf_puts(b, ") {\n");
     rt_buf_linef(b, ind + 2, "for (int64_t ui = 0; ui < umv; ui++)");

@@ -428,7 +428,23 @@ static rt_status rt_kir_check_node(rt_kir_check *c, const rt_kir_node *n) {
         RT_TRY(rt_kir_check_expr(c, u->c_off, true));
         RT_TRY(rt_kir_check_expr(c, u->m_valid, true));
         RT_TRY(rt_kir_check_expr(c, u->n_valid, true));
-        return rt_kir_check_expr(c, u->accumulate, true);
+        RT_TRY(rt_kir_check_expr(c, u->accumulate, true));
+        if (!u->epi || u->epi->n == 0)
+            return RT_OK;
+        if (u->epi_acc < 0 || u->epi_acc >= p->n_vars || p->vars[u->epi_acc].type != RT_KIR_F32 ||
+            u->epi_row < 0 || u->epi_row >= p->n_vars || p->vars[u->epi_row].type != RT_KIR_I64 ||
+            u->epi_col < 0 || u->epi_col >= p->n_vars || p->vars[u->epi_col].type != RT_KIR_I64)
+            return rt_kir_bad(c,
+                              "micro-kernel epilogue variables (expected f32 acc, i64 row, col)");
+        RT_TRY(rt_kir_check_expr(c, u->epi_row0, true));
+        RT_TRY(rt_kir_check_expr(c, u->epi_col0, true));
+        RT_TRY(rt_kir_check_expr(c, u->epi_last, true));
+        if (u->epi_pf_buf >= 0) {
+            if (u->epi_pf_buf >= c->k->n_bufs || c->k->bufs[u->epi_pf_buf].role != RT_KIR_BUF_DATA)
+                return rt_kir_bad(c, "micro-kernel epilogue prefetch of an unknown buffer");
+            RT_TRY(rt_kir_check_expr(c, u->epi_pf_off, true));
+        }
+        return rt_kir_check_block(c, u->epi);
     }
     case RT_KIR_N_BARRIER:
     case RT_KIR_N_COMMENT:

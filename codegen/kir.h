@@ -98,6 +98,13 @@ typedef enum rt_kir_loop_kind {
 // j < n_valid, k < kc. A and B are packed panels in the phase's scratch (float elements), zero
 // beyond the valid rows/columns, 64-byte aligned when a_off/b_off are multiples of 16.
 // accumulate: I64, nonzero adds to C, zero overwrites it. nr is a multiple of the vector width.
+//
+// Fused epilogue (epi non-empty): where epi_last is nonzero (the last k block), each valid element
+// (i, j) of the tile, instead of being stored to C, binds its final value ((accumulate ? C : 0)
+// + the sum) to the F32 var epi_acc and epi_row = epi_row0 + i, epi_col = epi_col0 + j (I64
+// vars), then runs the block epi (the elementwise statement fused after the GEMM, which stores
+// its own output); C receives the final value too only when epi_keep_c. Emitters run the j
+// elements in vector lanes. Where epi_last is zero the store is the plain one above.
 typedef struct rt_kir_ukernel {
     int32_t mr, nr;
     rt_kir_expr *kc, *a_off, *b_off;
@@ -108,6 +115,15 @@ typedef struct rt_kir_ukernel {
     // Streaming (non-temporal) stores of full tiles that overwrite C, for GEMMs with a single
     // k block whose C is far larger than the caches (C is written once and never read back).
     bool stream;
+    struct rt_kir_block *epi; // NULL or empty: no epilogue
+    int32_t epi_acc, epi_row, epi_col;
+    rt_kir_expr *epi_row0, *epi_col0, *epi_last;
+    bool epi_keep_c;
+    // Where the epilogue stores, for a prefetch of the tile (for writing) on the last k block:
+    // element (i, j) at epi_pf_buf[epi_pf_off + i*epi_pf_ld + j]; epi_pf_buf < 0: not affine.
+    int32_t epi_pf_buf;
+    rt_kir_expr *epi_pf_off;
+    int64_t epi_pf_ld;
 } rt_kir_ukernel;
 
 typedef struct rt_kir_node rt_kir_node;

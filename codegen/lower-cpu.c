@@ -36,7 +36,14 @@ typedef struct rt_lower {
     const rt_device *dev; // general path: the rTile blocking (NULL when naive)
     const rt_perf_model *m;
     const rt_rprog *rp;
-    bool branch_pad; // padded reads as a branch around an unclamped load (rt_tr_read_branch)
+    // Window reductions (rt_lower_window): while win is set, padded reads go through
+    // rt_tr_read_window with win_x the statement var in vector lanes and win_red the window vars;
+    // guard_x / guard_row: which dims of those reads get a clamped index and a pad select.
+    bool win, win_guard_x, win_guard_row;
+    int32_t win_x, win_nr;
+    const int32_t *win_red;
+    int64_t win_pt[3];                  // window var values of the point being translated
+    const struct rt_win_pack *win_pack; // the strided read packed into scratch (NULL: none)
 } rt_lower;
 
 #define RT_LOWER_CHECK(l, x)                                                                       \
@@ -121,48 +128,172 @@ static rt_status rt_lower_buffers(rt_lower *l) {
 
 static const struct rt_lx_ops rt_tr_ops = {.backend = "CPU", .sum_inner_loop = RT_KIR_LOOP_VECTOR};
 
-// A padded float read as `v = pad; if (in extents) v = load(offset)` in x->pre, so that the
-// vectorizer turns it into a masked load at an affine address instead of a gather through a
-// clamped index (window reductions, rt_lower_window). Other reads as rt_lx_load does them.
-static rt_status rt_tr_read_branch(rt_lx *x, const rt_expr *e, rt_kir_expr **out) {
-    rt_arena *a = x->a;
-    const rt_tensor *tn = &x->op->tensors[e->tensor];
-    rt_kir_expr *idx[RT_MAX_DIMS];
-    RT_TRY(rt_lx_indices(x, e, idx));
-    int32_t db = x->data_buf[e->tensor];
-    bool dense = true;
+// Window reductions (rt_lower_window) run their x loop in vector lanes with every window point
+// unrolled in its body. A padded read there must not be a per-lane branch or a clamped-index
+// select along x (both become gathers at stride 2), so each of its dims is classified: dims the
+// var ranges keep in the extents need nothing, dims along x are in the extents on the x interior
+// (the borders are separate scalar loops), and dims that do not move with x (the rows of a
+// window) are in the extents for whole rows, tested once per row.
+typedef enum rt_win_dim {
+    RT_WIN_IN,    // always within the extents: plain index
+    RT_WIN_X,     // coefficient > 0 on x: within the extents on the x interior
+    RT_WIN_ROW,   // independent of x: within the extents or not for a whole x row
+    RT_WIN_GUARD, // anything else: clamped index and pad select wherever it is read
+} rt_win_dim;
+
+// Position of statement var v among the window vars, -1 when it is not one.
+static int32_t rt_win_index(const rt_lower *l, int32_t v) {
+    for (int32_t i = 0; i < l->win_nr; i++)
+        if (l->win_red[i] == v)
+            return i;
+    return -1;
+}
+
+// Constant range [*lo, *hi) of statement var v, false when it has none.
+static bool rt_var_range(const rt_lower *l, int32_t v, int64_t *lo, int64_t *hi) {
+    const rt_ivar *iv = &l->s->vars[v];
+    return iv->lo && iv->hi && rt_expr_const_int(l->op, iv->lo, lo) &&
+           rt_expr_const_int(l->op, iv->hi, hi) && *hi > *lo;
+}
+
+// Class of index expression e (extent ext) of a padded read in the window nest, where the kept
+// vars, x and the window vars are bound; *af receives its affine form.
+static rt_win_dim rt_win_dim_of(const rt_lower *l, const rt_expr *e, int64_t ext, rt_affine *af) {
+    const rt_stmt *s = l->s;
+    if (!rt_expr_affine(l->op, e, af))
+        return RT_WIN_GUARD;
+    int64_t mn = af->c0, mx = af->c0, ax = 0;
+    bool bounded = true;
+    for (int32_t i = 0; i < af->n_terms; i++) {
+        int32_t v = af->var[i];
+        int64_t c = af->coef[i], lo, hi, p, q;
+        if (v < 0 || v >= s->n_vars || l->var_of[v] < 0 ||
+            (s->vars[v].is_reduce && rt_win_index(l, v) < 0))
+            return RT_WIN_GUARD; // a var of a sum inside the expression
+        if (v == l->win_x)
+            ax = c;
+        if (!rt_var_range(l, v, &lo, &hi)) {
+            bounded = false;
+            continue;
+        }
+        if (__builtin_mul_overflow(c, c > 0 ? lo : hi - 1, &p) ||
+            __builtin_mul_overflow(c, c > 0 ? hi - 1 : lo, &q) ||
+            __builtin_add_overflow(mn, p, &mn) || __builtin_add_overflow(mx, q, &mx))
+            return RT_WIN_GUARD;
+    }
+    if (bounded && mn >= 0 && mx < ext)
+        return RT_WIN_IN;
+    return ax > 0 ? RT_WIN_X : ax < 0 ? RT_WIN_GUARD : RT_WIN_ROW;
+}
+
+// Does read e get the window treatment (padded float tensor, dense)?
+static bool rt_win_padded(const rt_lower *l, const rt_expr *e) {
+    const rt_tensor *tn = &l->op->tensors[e->tensor];
+    if (!tn->has_pad || e->n_args != tn->n_dims ||
+        !rt_kir_type_is_float(l->k->bufs[l->data_buf[e->tensor]].type))
+        return false;
     for (int32_t d = 0; d < tn->n_dims; d++)
-        dense = dense && x->start_buf[e->tensor][d] < 0;
-    if (!tn->has_pad || !dense || !x->pre || !rt_kir_type_is_float(x->k->bufs[db].type))
-        return rt_lx_load(x, e, idx, out);
-    rt_kir_type bt = x->k->bufs[db].type;
-    rt_kir_expr *valid;
-    rt_kir_expr *off = rt_lx_offset(x, e->tensor, idx, &valid);
-    int32_t v = rt_kir_add_var(a, x->ph, "pv", bt);
-    rt_kir_node *br = v >= 0 ? rt_kir_append(a, x->pre, RT_KIR_N_IF) : NULL;
-    rt_kir_node *in = br ? rt_kir_append(a, &br->body, RT_KIR_N_FSET) : NULL;
-    rt_kir_node *out_of = br ? rt_kir_append(a, &br->else_body, RT_KIR_N_FSET) : NULL;
-    if (!in || !out_of || !off || !valid) {
-        x->oom = true;
-        *out = NULL;
+        if (l->start_buf[e->tensor][d] >= 0)
+            return false;
+    return true;
+}
+
+// A window reduction's read that moves along x with a stride a >= 2 (rt_win_pack_plan), packed
+// into scratch (rt_win_pack_rows) before the x loop: the run of elements the x loop needs, split
+// by phase (element j of the run at (j % a) * q + j / a), with the pad value where it leaves the
+// extents, one such row per value of the read's row index (its one other dim that moves with
+// the window: 2y + r - 2 of a 2D window). The x loop then reads scratch at unit stride: no
+// interleaved loads (whose unused last member, as 2x+2 of a 5-wide stride-2 window, makes LLVM
+// keep a scalar iteration per vector block), no guards and no x borders. When the lowering also
+// hands over the loop of y (yv >= 0), the rows for all the y of the tile are packed once and
+// shared by the output rows that overlap (a 5-row window of stride 2 packs 2 new rows per
+// output row instead of 5).
+typedef struct rt_win_pack {
+    const rt_expr *read;
+    int32_t dim;           // its dim along x
+    rt_affine af;          // the index along dim: a * x + sum bx * w + outer kept vars
+    int64_t a;             // the stride along x
+    int64_t bx[3];         // per window var: its coefficient along dim
+    int64_t bmin, bmax;    // range of sum bx * w
+    int32_t rdim;          // its row dim (-1: none, one row)
+    rt_affine raf;         // the index along rdim: ay * y + sum br * w + outer kept vars
+    int32_t yv;            // the statement var y when its loop is handed over, else -1
+    int64_t ay;            // coefficient of y along rdim (0 unless yv >= 0)
+    int64_t br[3];         // per window var: its coefficient along rdim
+    int64_t brmin, brmax;  // range of sum br * w
+    int64_t q;             // scratch elements per phase of a row
+    int64_t rows;          // scratch rows at most
+    int64_t shift;         // offset of element 0 of a phase (rt_win_pack_setup)
+    rt_kir_expr *lo, *ylo; // the first x and y of the loops
+    // Set up by rt_win_pack_setup for rt_win_pack_rows: the run's length, its count of q, its
+    // start along dim, the q range [qa, qb) copied without guards, the row dim's index of row 0,
+    // the read's other indices and whether they stay within their extents, two loop vars.
+    rt_kir_expr *len, *nq, *u0, *qa, *qb, *r0, *valid, *idx[RT_MAX_DIMS];
+    int32_t hv, qv;
+} rt_win_pack;
+
+// The scratch element holding the packed read at the current x, y and window point l->win_pt.
+static rt_kir_expr *rt_win_pack_at(rt_lower *l, const rt_win_pack *pk) {
+    rt_arena *a = l->a;
+    int64_t b = -pk->bmin, h = -pk->brmin;
+    for (int32_t i = 0; i < l->win_nr; i++) {
+        b += pk->bx[i] * l->win_pt[i];
+        h += pk->br[i] * l->win_pt[i];
+    }
+    rt_kir_expr *at =
+        rt_kir_bin(a, RT_KIR_ADD,
+                   rt_kir_bin(a, RT_KIR_SUB, rt_kir_var_ref(a, l->p, l->var_of[l->win_x]), pk->lo),
+                   rt_kir_int(a, (h * pk->a + b % pk->a) * pk->q + b / pk->a + pk->shift));
+    if (pk->yv >= 0)
+        at = rt_kir_bin(a, RT_KIR_ADD, at,
+                        rt_kir_bin(a, RT_KIR_MUL,
+                                   rt_kir_bin(a, RT_KIR_SUB,
+                                              rt_kir_var_ref(a, l->p, l->var_of[pk->yv]), pk->ylo),
+                                   rt_kir_int(a, pk->ay * pk->a * pk->q)));
+    return rt_kir_load(a, l->k, 0, at);
+}
+
+static rt_status rt_tr_read_window(rt_lx *x, const rt_expr *e, rt_kir_expr **out) {
+    rt_lower *l = x->user;
+    rt_arena *a = x->a;
+    if (l->win_pack && e == l->win_pack->read) {
+        *out = rt_win_pack_at(l, l->win_pack);
+        x->oom = x->oom || !*out;
         return RT_OK;
     }
-    br->cond = valid;
-    in->var = v;
-    in->value = rt_kir_load(a, x->k, db, off);
-    out_of->var = v;
-    out_of->value = rt_kir_flt(a, bt, tn->pad_value);
-    *out = rt_kir_var_ref(a, x->ph, v);
-    x->oom = x->oom || !in->value || !out_of->value || !*out;
+    rt_kir_expr *idx[RT_MAX_DIMS];
+    RT_TRY(rt_lx_indices(x, e, idx));
+    if (!rt_win_padded(l, e))
+        return rt_lx_load(x, e, idx, out);
+    rt_kir_expr *valid = rt_kir_int(a, 1);
+    for (int32_t d = 0; d < e->n_args; d++) {
+        rt_affine af;
+        int64_t ext = x->extent[e->tensor][d];
+        rt_win_dim c = rt_win_dim_of(l, e->args[d], ext, &af);
+        if (c == RT_WIN_IN || (c == RT_WIN_X && !l->win_guard_x) ||
+            (c == RT_WIN_ROW && !l->win_guard_row))
+            continue;
+        valid =
+            rt_kir_bin(a, RT_KIR_AND, valid,
+                       rt_kir_bin(a, RT_KIR_AND, rt_kir_bin(a, RT_KIR_GE, idx[d], rt_kir_int(a, 0)),
+                                  rt_kir_bin(a, RT_KIR_LT, idx[d], rt_kir_int(a, ext))));
+        idx[d] = rt_kir_bin(a, RT_KIR_MIN, rt_kir_bin(a, RT_KIR_MAX, idx[d], rt_kir_int(a, 0)),
+                            rt_kir_int(a, ext - 1));
+    }
+    int32_t db = x->data_buf[e->tensor];
+    rt_kir_expr *v = rt_kir_load(a, x->k, db, rt_lx_offset(x, e->tensor, idx, NULL));
+    *out = rt_kir_select(a, valid, v,
+                         rt_kir_flt(a, x->k->bufs[db].type, x->op->tensors[e->tensor].pad_value));
+    x->oom = x->oom || !*out;
     return RT_OK;
 }
 
-static const struct rt_lx_ops rt_tr_ops_branch = {
-    .backend = "CPU", .sum_inner_loop = RT_KIR_LOOP_VECTOR, .read = rt_tr_read_branch};
+static const struct rt_lx_ops rt_tr_ops_window = {
+    .backend = "CPU", .sum_inner_loop = RT_KIR_LOOP_VECTOR, .read = rt_tr_read_window};
 
 // The expression context (lower-expr.h) of statement l->s; rt_tr_done hands its oom back to l.
 static rt_lx rt_tr_ctx(rt_lower *l) {
-    return (rt_lx){.ops = l->branch_pad ? &rt_tr_ops_branch : &rt_tr_ops,
+    return (rt_lx){.ops = l->win ? &rt_tr_ops_window : &rt_tr_ops,
                    .a = l->a,
                    .op = l->op,
                    .k = l->k,
@@ -534,9 +665,9 @@ static bool rt_tiled_plan(const rt_lower *l, const rt_stmt *s, rt_tvar *tv, int3
 
 // Window reductions (pooling, depthwise convolution): every reduction var has a small constant
 // range, the statement reads nothing of its own output and its innermost kept var is the output's
-// last (unit-stride) index. Then the window loops go outside that var's loop and accumulate into
-// the output row, so the innermost loop runs along x in vector lanes instead of along the 3- or
-// 5-wide window with a scalar accumulator per output element.
+// last (unit-stride) index. Then the x loop runs in vector lanes with the window points unrolled
+// in its body (rt_lower_window) instead of along the 3- or 5-wide window with a scalar
+// accumulator per output element.
 static bool rt_window_form(const rt_lower *l, const rt_stmt *s, int32_t xv, const int32_t *red,
                            int32_t nr) {
     if (nr < 1 || nr > 3 || s->op == RT_ASSIGN_SET || s->n_lhs < 1 ||
@@ -555,13 +686,83 @@ static bool rt_window_form(const rt_lower *l, const rt_stmt *s, int32_t xv, cons
     return points <= 49 && !rt_reads_tensor(s->rhs, s->out, -1, &ok);
 }
 
-// The innermost kept var xv over [lo, hi) of a window reduction (rt_window_form): the output row
-// is initialized, then each window point adds its contribution to the whole row.
-static rt_status rt_lower_window(rt_lower *l, rt_kir_block *blk, int32_t xv, rt_kir_expr *lo,
-                                 rt_kir_expr *hi, const int32_t *red, int32_t nr) {
+// Does e mention none of the statement's reduction vars (and hold no sum)?
+static bool rt_win_invariant(const rt_stmt *s, const rt_expr *e) {
+    if (!e)
+        return true;
+    if (e->kind == RT_EXPR_SUM)
+        return false;
+    if (e->kind == RT_EXPR_INDEX && e->var >= 0 && e->var < s->n_vars && s->vars[e->var].is_reduce)
+        return false;
+    for (int32_t i = 0; i < e->n_args; i++)
+        if (!rt_win_invariant(s, e->args[i]))
+            return false;
+    return true;
+}
+
+// Over the padded reads below e (rt_win_dim_of): raises *xlo and lowers *xhi to the x interior
+// of each dim along x, and ands into *rows the condition that each row dim stays within its
+// extents at every window point. Called with x and the window vars bound.
+static void rt_win_bounds(rt_lower *l, const rt_expr *e, rt_kir_expr **xlo, rt_kir_expr **xhi,
+                          rt_kir_expr **rows) {
+    rt_arena *a = l->a;
+    for (int32_t i = 0; e && i < e->n_args; i++)
+        rt_win_bounds(l, e->args[i], xlo, xhi, rows);
+    if (!e || e->kind != RT_EXPR_READ || !rt_win_padded(l, e) ||
+        (l->win_pack && e == l->win_pack->read))
+        return;
+    for (int32_t d = 0; d < e->n_args; d++) {
+        rt_affine af;
+        int64_t ext = l->extent[e->tensor][d];
+        rt_win_dim c = rt_win_dim_of(l, e->args[d], ext, &af);
+        if (c != RT_WIN_X && c != RT_WIN_ROW)
+            continue;
+        // index = ax * x + rest + w, w over [mn, mx] from the window vars (and c0).
+        int64_t ax = 0, mn = af.c0, mx = af.c0, lo, hi;
+        rt_kir_expr *rest = rt_kir_int(a, 0);
+        for (int32_t t = 0; t < af.n_terms; t++) {
+            int32_t v = af.var[t];
+            int64_t k = af.coef[t];
+            if (v == l->win_x) {
+                ax = k;
+            } else if (rt_win_index(l, v) >= 0 && rt_var_range(l, v, &lo, &hi)) {
+                mn += k * (k > 0 ? lo : hi - 1);
+                mx += k * (k > 0 ? hi - 1 : lo);
+            } else {
+                rest = rt_kir_bin(a, RT_KIR_ADD, rest,
+                                  rt_kir_bin(a, RT_KIR_MUL, rt_kir_int(a, k),
+                                             rt_kir_var_ref(a, l->p, l->var_of[v])));
+            }
+        }
+        rt_kir_expr *low = rt_kir_bin(a, RT_KIR_ADD, rest, rt_kir_int(a, mn));
+        rt_kir_expr *high = rt_kir_bin(a, RT_KIR_ADD, rest, rt_kir_int(a, mx));
+        if (c == RT_WIN_ROW) {
+            *rows = rt_kir_bin(a, RT_KIR_AND, *rows,
+                               rt_kir_bin(a, RT_KIR_AND,
+                                          rt_kir_bin(a, RT_KIR_GE, low, rt_kir_int(a, 0)),
+                                          rt_kir_bin(a, RT_KIR_LT, high, rt_kir_int(a, ext))));
+            continue;
+        }
+        // ax * x + low >= 0 and ax * x + high < ext (floor division).
+        rt_kir_expr *first = rt_kir_neg(a, rt_kir_bin(a, RT_KIR_DIV, low, rt_kir_int(a, ax)));
+        rt_kir_expr *end = rt_kir_bin(
+            a, RT_KIR_ADD,
+            rt_kir_bin(a, RT_KIR_DIV, rt_kir_bin(a, RT_KIR_SUB, rt_kir_int(a, ext - 1), high),
+                       rt_kir_int(a, ax)),
+            rt_kir_int(a, 1));
+        *xlo = rt_kir_bin(a, RT_KIR_MAX, *xlo, first);
+        *xhi = rt_kir_bin(a, RT_KIR_MIN, *xhi, end);
+    }
+}
+
+// One output element of a window reduction at the current x, in blk: an accumulator starts
+// from the reduction's identity (or the output for '+='), takes every window point in order
+// (the window vars set to constants, so the body is straight-line code), and is stored. A sum
+// of `f / k` or `f * k` with k free of the window accumulates f and divides (multiplies) once:
+// one division per output instead of one per point.
+static rt_status rt_win_body(rt_lower *l, rt_kir_block *blk) {
     rt_arena *a = l->a;
     const rt_stmt *s = l->s;
-    l->var_of[xv] = rt_kir_add_var(a, l->p, s->vars[xv].name, RT_KIR_I64);
     rt_kir_expr *idx[RT_MAX_DIMS];
     for (int32_t d = 0; d < s->n_lhs; d++) {
         int32_t v = s->lhs_vars[d];
@@ -574,51 +775,552 @@ static rt_status rt_lower_window(rt_lower *l, rt_kir_block *blk, int32_t xv, rt_
     rt_kir_expr *off = rt_tr_offset(l, s->out, idx, NULL);
     int32_t ob = l->data_buf[s->out];
     rt_kir_type ot = l->k->bufs[ob].type;
-    if (s->op != RT_ASSIGN_ADD) {
-        rt_kir_node *loop = rt_kir_loop(a, blk, l->var_of[xv], lo, hi, RT_KIR_LOOP_VECTOR);
-        rt_kir_node *st = loop ? rt_kir_append(a, &loop->body, RT_KIR_N_STORE) : NULL;
-        RT_LOWER_CHECK(l, st && off);
-        if (!st)
-            return RT_OK;
-        st->buf = ob;
-        st->index = off;
-        st->value = rt_kir_cast(a, ot, rt_kir_flt(a, l->ct, rt_assign_init(s->op)));
+    const rt_expr *point = s->rhs, *post = NULL;
+    bool sum = s->op == RT_ASSIGN_ADD || s->op == RT_ASSIGN_ADD_INIT;
+    const rt_expr *e = s->rhs;
+    if (sum && !e->is_int && e->kind == RT_EXPR_BINARY && e->n_args == 2 &&
+        (e->bop == RT_BOP_DIV || e->bop == RT_BOP_MUL)) {
+        if (rt_win_invariant(s, e->args[1]))
+            point = e->args[0], post = e->args[1];
+        else if (e->bop == RT_BOP_MUL && rt_win_invariant(s, e->args[0]))
+            point = e->args[1], post = e->args[0];
     }
-    for (int32_t i = 0; i < nr; i++) {
-        int32_t v = red[i];
-        rt_kir_expr *rlo, *rhi;
-        RT_TRY(rt_tr_loops_range(l, v, &rlo, &rhi));
-        l->var_of[v] = rt_kir_add_var(a, l->p, s->vars[v].name, RT_KIR_I64);
-        rt_kir_node *loop = rt_kir_loop(a, blk, l->var_of[v], rlo, rhi, RT_KIR_LOOP_SERIAL);
-        RT_LOWER_CHECK(l, loop);
-        if (!loop)
-            return RT_OK;
-        blk = &loop->body;
-    }
-    rt_kir_node *xl = rt_kir_loop(a, blk, l->var_of[xv], lo, hi, RT_KIR_LOOP_VECTOR);
-    RT_LOWER_CHECK(l, xl);
-    if (!xl)
-        return RT_OK;
-    l->pre = &xl->body;
-    rt_kir_expr *x;
-    l->branch_pad = true;
-    rt_status st_rhs = rt_tr_num(l, s->rhs, &x);
-    l->branch_pad = false;
-    RT_TRY(st_rhs);
-    rt_kir_expr *cur = rt_kir_cast(a, l->ct, rt_kir_load(a, l->k, ob, off));
     rt_kir_bop bop = s->op == RT_ASSIGN_MUL_INIT   ? RT_KIR_MUL
                      : s->op == RT_ASSIGN_MAX_INIT ? RT_KIR_MAX
                      : s->op == RT_ASSIGN_MIN_INIT ? RT_KIR_MIN
                                                    : RT_KIR_ADD;
-    rt_kir_expr *nv = rt_kir_bin(a, bop, cur, x);
-    rt_kir_node *st = rt_kir_append(a, &xl->body, RT_KIR_N_STORE);
-    RT_LOWER_CHECK(l, st && nv && off);
+    int64_t wlo[3], wext[3], n_points = 1;
+    for (int32_t i = 0; i < l->win_nr; i++) {
+        int64_t h;
+        rt_var_range(l, l->win_red[i], &wlo[i], &h);
+        wext[i] = h - wlo[i];
+        n_points *= wext[i];
+    }
+    // Points go round-robin to up to four accumulators, combined at the end: a row has only a
+    // few vector iterations, too few to hide one chain of 25 dependent adds (a 5x5 window).
+    int32_t n_acc = n_points < 4 ? (int32_t)n_points : 4, acc[4];
+    rt_kir_expr *out_now = rt_kir_cast(a, l->ct, rt_kir_load(a, l->k, ob, off));
+    for (int32_t i = 0; i < n_acc; i++) {
+        acc[i] = rt_kir_add_var(a, l->p, "acc", l->ct);
+        rt_kir_node *init = acc[i] >= 0 ? rt_kir_append(a, blk, RT_KIR_N_FSET) : NULL;
+        RT_LOWER_CHECK(l, init);
+        if (!init)
+            return RT_OK;
+        init->var = acc[i];
+        init->value = i == 0 && s->op == RT_ASSIGN_ADD && !post
+                          ? out_now
+                          : rt_kir_flt(a, l->ct, rt_assign_init(s->op));
+    }
+    l->pre = blk;
+    for (int64_t pt = 0; pt < n_points; pt++) {
+        // Window vars of point pt (the last one fastest), set where they change.
+        for (int64_t i = l->win_nr - 1, rem = pt, below = 1; i >= 0; i--) {
+            int64_t w = rem % wext[i];
+            rem /= wext[i];
+            l->win_pt[i] = wlo[i] + w;
+            if (pt == 0 || pt % below == 0) {
+                rt_kir_node *let = rt_kir_append(a, blk, RT_KIR_N_LET);
+                RT_LOWER_CHECK(l, let);
+                if (!let)
+                    return RT_OK;
+                let->var = l->var_of[l->win_red[i]];
+                let->value = rt_kir_int(a, wlo[i] + w);
+            }
+            below *= wext[i];
+        }
+        rt_kir_expr *x;
+        RT_TRY(rt_tr_num(l, point, &x));
+        rt_kir_node *upd = rt_kir_append(a, blk, RT_KIR_N_FSET);
+        int32_t ai = acc[pt % n_acc];
+        rt_kir_expr *nv = rt_kir_bin(a, bop, rt_kir_var_ref(a, l->p, ai), x);
+        RT_LOWER_CHECK(l, upd && nv);
+        if (!upd)
+            return RT_OK;
+        upd->var = ai;
+        upd->value = nv;
+    }
+    rt_kir_expr *part[4];
+    for (int32_t i = 0; i < n_acc; i++)
+        part[i] = rt_kir_var_ref(a, l->p, acc[i]);
+    for (int32_t w = 1; w < n_acc; w *= 2)
+        for (int32_t i = 0; i + w < n_acc; i += 2 * w)
+            part[i] = rt_kir_bin(a, bop, part[i], part[i + w]);
+    rt_kir_expr *value = part[0];
+    if (post) {
+        rt_kir_expr *k;
+        RT_TRY(rt_tr_num(l, post, &k));
+        value = rt_kir_bin(a, e->bop == RT_BOP_DIV ? RT_KIR_DIV : RT_KIR_MUL, value, k);
+        if (s->op == RT_ASSIGN_ADD)
+            value = rt_kir_bin(a, RT_KIR_ADD, out_now, value);
+    }
+    rt_kir_node *st = rt_kir_append(a, blk, RT_KIR_N_STORE);
+    RT_LOWER_CHECK(l, st && off && value);
     if (st) {
         st->buf = ob;
         st->index = off;
-        st->value = rt_kir_cast(a, ot, nv);
+        st->value = rt_kir_cast(a, ot, value);
     }
     return RT_OK;
+}
+
+// Loops var over [lo, hi) of kind `kind` and returns in body[0..*n) the blocks where the caller
+// puts the iteration (two when the choice below is made at run time). A vector loop longer than
+// `lanes` whose iterations may run twice (`redo`: they recompute and overwrite) runs as blocks of
+// exactly `lanes`, the last one shifted back to end at hi: every block is one full vector with
+// no scalar remainder, which for rows like 40 = 2 x 16 + 8 outputs of a 5x5 window would
+// otherwise cost as much as the vector part (25 scalar multiply-adds per output).
+static void rt_win_loops(rt_lower *l, rt_kir_block *blk, int32_t var, rt_kir_expr *lo,
+                         rt_kir_expr *hi, rt_kir_loop_kind kind, bool redo, rt_kir_block **body,
+                         int32_t *n) {
+    rt_arena *a = l->a;
+    int64_t clo, chi, lanes = l->dev && l->dev->lanes > 1 ? l->dev->lanes : 1;
+    bool known = rt_kir_is_int(lo, &clo) && rt_kir_is_int(hi, &chi);
+    *n = 0;
+    if (known && chi <= clo)
+        return;
+    rt_kir_expr *len = rt_kir_bin(a, RT_KIR_SUB, hi, lo);
+    bool block = kind == RT_KIR_LOOP_VECTOR && lanes > 1 && redo && (!known || chi - clo > lanes);
+    rt_kir_block *plain = blk;
+    if (block && !known) {
+        rt_kir_node *br = rt_kir_append(a, blk, RT_KIR_N_IF);
+        RT_LOWER_CHECK(l, br && len);
+        if (!br)
+            return;
+        br->cond = rt_kir_bin(a, RT_KIR_GT, len, rt_kir_int(a, lanes));
+        blk = &br->body;
+        plain = &br->else_body;
+    }
+    if (block) {
+        int32_t vb =
+            rt_kir_add_var(a, l->p, rt_arena_printf(a, "%s_v", l->p->vars[var].name), RT_KIR_I64);
+        rt_kir_expr *nb =
+            rt_kir_bin(a, RT_KIR_DIV, rt_kir_bin(a, RT_KIR_ADD, len, rt_kir_int(a, lanes - 1)),
+                       rt_kir_int(a, lanes));
+        rt_kir_node *outer =
+            vb >= 0 ? rt_kir_loop(a, blk, vb, rt_kir_int(a, 0), nb, RT_KIR_LOOP_SERIAL) : NULL;
+        RT_LOWER_CHECK(l, outer);
+        if (!outer)
+            return;
+        rt_kir_expr *v0 =
+            rt_gen_let(l, &outer->body, rt_arena_printf(a, "%s_v0", l->p->vars[var].name),
+                       rt_kir_bin(a, RT_KIR_MIN,
+                                  rt_kir_bin(a, RT_KIR_ADD, lo,
+                                             rt_kir_bin(a, RT_KIR_MUL, rt_kir_var_ref(a, l->p, vb),
+                                                        rt_kir_int(a, lanes))),
+                                  rt_kir_bin(a, RT_KIR_SUB, hi, rt_kir_int(a, lanes))));
+        rt_kir_node *loop = rt_kir_loop(a, &outer->body, var, v0,
+                                        rt_kir_bin(a, RT_KIR_ADD, v0, rt_kir_int(a, lanes)), kind);
+        RT_LOWER_CHECK(l, loop);
+        if (!loop)
+            return;
+        body[(*n)++] = &loop->body;
+        if (known)
+            return;
+    }
+    rt_kir_node *loop = rt_kir_loop(a, plain, var, lo, hi, kind);
+    RT_LOWER_CHECK(l, loop);
+    if (loop)
+        body[(*n)++] = &loop->body;
+}
+
+// x over [lo, hi) of a window reduction, each iteration one whole output (rt_win_body); outputs
+// are recomputed where blocks overlap unless the statement accumulates into them ('+=').
+static rt_status rt_win_loop(rt_lower *l, rt_kir_block *blk, int32_t xv, rt_kir_expr *lo,
+                             rt_kir_expr *hi, rt_kir_loop_kind kind) {
+    rt_kir_block *body[2];
+    int32_t n;
+    rt_win_loops(l, blk, l->var_of[xv], lo, hi, kind, l->s->op != RT_ASSIGN_ADD, body, &n);
+    for (int32_t i = 0; i < n; i++)
+        RT_TRY(rt_win_body(l, body[i]));
+    return RT_OK;
+}
+
+static bool rt_mentions_var(const rt_expr *e, int32_t v) {
+    if (!e)
+        return false;
+    if (e->kind == RT_EXPR_INDEX && e->var == v)
+        return true;
+    for (int32_t i = 0; i < e->n_args; i++)
+        if (rt_mentions_var(e->args[i], v))
+            return true;
+    return false;
+}
+
+// Number of reads below e with an index mentioning var v; *found gets the last.
+static int32_t rt_reads_with_var(const rt_expr *e, int32_t v, const rt_expr **found) {
+    if (!e)
+        return 0;
+    int32_t n = 0;
+    for (int32_t i = 0; i < e->n_args; i++)
+        n += rt_reads_with_var(e->args[i], v, found);
+    if (e->kind == RT_EXPR_READ && rt_mentions_var(e, v)) {
+        *found = e;
+        n++;
+    }
+    return n;
+}
+
+// Range [*mn, *mx] of sum coef[i] * w_i over the window vars.
+static void rt_win_span(const rt_lower *l, const int64_t *coef, int64_t *mn, int64_t *mx) {
+    *mn = *mx = 0;
+    for (int32_t i = 0; i < l->win_nr; i++) {
+        int64_t lo = 0, hi = 1;
+        rt_var_range(l, l->win_red[i], &lo, &hi);
+        *mn += coef[i] * (coef[i] > 0 ? lo : hi - 1);
+        *mx += coef[i] * (coef[i] > 0 ? hi - 1 : lo);
+    }
+}
+
+// Can the x loop (longer than a vector, at most x_max) read through packed rows (rt_win_pack)? One read of an
+// f32 dense tensor moves with x, in one affine dim with stride 2..8 whose other vars are window
+// vars or outer kept vars; at most one other dim (the row dim) holds window vars (or yv), affine
+// in them and outer kept vars; the rest hold neither. With yv >= 0 (y's loop of at most y_max
+// handed over too) the row dim must move with y and the x dim must not. Scratch: <= 32 KiB.
+static bool rt_win_pack_plan(const rt_lower *l, int32_t xv, int32_t yv, int64_t x_max,
+                             int64_t y_max, rt_win_pack *pk) {
+    const rt_stmt *s = l->s;
+    const rt_expr *rd = NULL;
+    memset(pk, 0, sizeof *pk);
+    pk->dim = pk->rdim = -1;
+    pk->yv = yv;
+    // A row no longer than a vector runs as one narrower vector plus a short remainder either
+    // way (rt_win_loops): there the copy would cost more than the interleaved loads it saves.
+    int64_t lanes = l->dev && l->dev->lanes > 1 ? l->dev->lanes : 1;
+    if (x_max <= lanes || l->ct != RT_KIR_F32 || rt_reads_with_var(s->rhs, xv, &rd) != 1)
+        return false;
+    const rt_tensor *tn = &l->op->tensors[rd->tensor];
+    if (rd->n_args != tn->n_dims || l->k->bufs[l->data_buf[rd->tensor]].type != RT_KIR_F32)
+        return false;
+    pk->read = rd;
+    for (int32_t d = 0; d < rd->n_args; d++) {
+        rt_affine af;
+        bool on_x = false, on_row = false;
+        if (l->start_buf[rd->tensor][d] >= 0 || !rt_expr_affine(l->op, rd->args[d], &af))
+            return false;
+        for (int32_t i = 0; i < af.n_terms; i++) {
+            int32_t v = af.var[i];
+            if (v == xv)
+                on_x = true;
+            else if (v == yv || rt_win_index(l, v) >= 0)
+                on_row = true;
+            else if (v < 0 || v >= s->n_vars || s->vars[v].is_reduce)
+                return false;
+        }
+        if (on_x && pk->dim < 0)
+            pk->dim = d, pk->af = af;
+        else if (!on_x && on_row && pk->rdim < 0)
+            pk->rdim = d, pk->raf = af;
+        else if (on_x || on_row)
+            return false;
+    }
+    if (pk->dim < 0)
+        return false;
+    for (int32_t i = 0; i < pk->af.n_terms; i++) {
+        int32_t v = pk->af.var[i], w = rt_win_index(l, v);
+        if (v == yv)
+            return false;
+        if (v == xv)
+            pk->a = pk->af.coef[i];
+        else if (w >= 0)
+            pk->bx[w] = pk->af.coef[i];
+    }
+    for (int32_t i = 0; pk->rdim >= 0 && i < pk->raf.n_terms; i++) {
+        int32_t v = pk->raf.var[i], w = rt_win_index(l, v);
+        if (v == yv)
+            pk->ay = pk->raf.coef[i];
+        else if (w >= 0 && pk->bx[w] != 0)
+            return false;
+        else if (w >= 0)
+            pk->br[w] = pk->raf.coef[i];
+    }
+    if (pk->a < 2 || pk->a > 8 || (yv >= 0 && (pk->ay < 1 || y_max < 1)))
+        return false;
+    rt_win_span(l, pk->bx, &pk->bmin, &pk->bmax);
+    rt_win_span(l, pk->br, &pk->brmin, &pk->brmax);
+    // Each phase of a row has room for the run and a shift of up to 15 (rt_win_pack_setup),
+    // rounded to whole vectors.
+    pk->q = (x_max - 1 + (pk->bmax - pk->bmin + pk->a) / pk->a + 15 + 15) / 16 * 16;
+    pk->rows = (yv >= 0 ? pk->ay * (y_max - 1) : 0) + pk->brmax - pk->brmin + 1;
+    return pk->rows * pk->a * pk->q <= 8192;
+}
+
+// The part of affine index af from the outer kept vars (all but x, y and the window vars).
+static rt_kir_expr *rt_win_outer(rt_lower *l, const rt_affine *af, const rt_win_pack *pk) {
+    rt_kir_expr *k = rt_kir_int(l->a, af->c0);
+    for (int32_t i = 0; i < af->n_terms; i++) {
+        int32_t v = af->var[i];
+        if (v != l->win_x && v != pk->yv && rt_win_index(l, v) < 0)
+            k = rt_kir_bin(l->a, RT_KIR_ADD, k,
+                           rt_kir_bin(l->a, RT_KIR_MUL, rt_kir_int(l->a, af->coef[i]),
+                                      rt_kir_var_ref(l->a, l->p, l->var_of[v])));
+    }
+    return k;
+}
+
+// One packing store per phase ph: scratch[base + ph*q + qv] = the read at run element
+// j = a*qv + ph (index u0 + j along the x dim, idx along the others), guarded (j < len and within
+// the extents, else the pad value) or not.
+static void rt_win_pack_copy(rt_lower *l, rt_kir_block *blk, const rt_win_pack *pk,
+                             rt_kir_expr **idx, rt_kir_expr *u0, rt_kir_expr *len,
+                             rt_kir_expr *base, int32_t qv, bool guard) {
+    rt_arena *a = l->a;
+    const rt_expr *rd = pk->read;
+    const rt_tensor *tn = &l->op->tensors[rd->tensor];
+    int64_t ext = l->extent[rd->tensor][pk->dim];
+    for (int64_t ph = 0; ph < pk->a; ph++) {
+        rt_kir_expr *q = rt_kir_var_ref(a, l->p, qv);
+        rt_kir_expr *j = rt_kir_bin(
+            a, RT_KIR_ADD, rt_kir_bin(a, RT_KIR_MUL, q, rt_kir_int(a, pk->a)), rt_kir_int(a, ph));
+        rt_kir_expr *u = rt_kir_bin(a, RT_KIR_ADD, u0, j), *ok = rt_kir_int(a, 1);
+        rt_kir_expr *sub[RT_MAX_DIMS];
+        memcpy(sub, idx, sizeof sub);
+        sub[pk->dim] = u;
+        if (guard) {
+            ok = rt_kir_bin(a, RT_KIR_AND, rt_kir_bin(a, RT_KIR_LT, j, len),
+                            rt_kir_bin(a, RT_KIR_AND, rt_kir_bin(a, RT_KIR_GE, u, rt_kir_int(a, 0)),
+                                       rt_kir_bin(a, RT_KIR_LT, u, rt_kir_int(a, ext))));
+            sub[pk->dim] = rt_kir_bin(a, RT_KIR_MIN, rt_kir_bin(a, RT_KIR_MAX, u, rt_kir_int(a, 0)),
+                                      rt_kir_int(a, ext - 1));
+        }
+        rt_kir_expr *v =
+            rt_kir_load(a, l->k, l->data_buf[rd->tensor], rt_tr_offset(l, rd->tensor, sub, NULL));
+        rt_kir_node *st = rt_kir_append(a, blk, RT_KIR_N_STORE);
+        RT_LOWER_CHECK(l, st && v && ok);
+        if (!st)
+            return;
+        st->buf = 0;
+        st->index = rt_kir_bin(a, RT_KIR_ADD, rt_kir_bin(a, RT_KIR_ADD, base, q),
+                               rt_kir_int(a, ph * pk->q + pk->shift));
+        st->value = rt_kir_select(a, ok, v, rt_kir_flt(a, RT_KIR_F32, tn->pad_value));
+    }
+}
+
+// What the packed rows of pk for x over [lo, hi) (y from ylo when handed over) share, as lets in
+// blk before any row is packed (see the fields of rt_win_pack); reserves the scratch.
+static rt_status rt_win_pack_setup(rt_lower *l, rt_kir_block *blk, rt_win_pack *pk, rt_kir_expr *lo,
+                                   rt_kir_expr *hi, rt_kir_expr *ylo) {
+    rt_arena *a = l->a;
+    const rt_expr *rd = pk->read;
+    const rt_tensor *tn = &l->op->tensors[rd->tensor];
+    int64_t A = pk->a, ext = l->extent[rd->tensor][pk->dim];
+    int64_t bytes = pk->rows * A * pk->q * 4;
+    if (bytes > l->p->scratch_bytes)
+        l->p->scratch_bytes = bytes;
+    if (bytes > l->k->scratch_bytes)
+        l->k->scratch_bytes = bytes;
+    pk->lo = lo;
+    pk->ylo = ylo;
+    pk->len = rt_gen_let(
+        l, blk, "pk_len",
+        rt_kir_bin(a, RT_KIR_ADD,
+                   rt_kir_bin(a, RT_KIR_MUL, rt_kir_int(a, A),
+                              rt_kir_bin(a, RT_KIR_SUB, rt_kir_bin(a, RT_KIR_SUB, hi, lo),
+                                         rt_kir_int(a, 1))),
+                   rt_kir_int(a, pk->bmax - pk->bmin + 1)));
+    pk->nq = rt_gen_let(l, blk, "pk_nq",
+                        rt_kir_bin(a, RT_KIR_DIV,
+                                   rt_kir_bin(a, RT_KIR_ADD, pk->len, rt_kir_int(a, A - 1)),
+                                   rt_kir_int(a, A)));
+    // The run starts at u0 = a * lo + bmin + (the outer kept vars' part of the index).
+    pk->u0 = rt_gen_let(l, blk, "pk_u0",
+                        rt_kir_bin(a, RT_KIR_ADD, rt_kir_bin(a, RT_KIR_MUL, rt_kir_int(a, A), lo),
+                                   rt_kir_bin(a, RT_KIR_ADD, rt_win_outer(l, &pk->af, pk),
+                                              rt_kir_int(a, pk->bmin))));
+    // q over [qa, qb): every phase within the run and (padded tensors) the extents.
+    rt_kir_expr *qa = rt_kir_int(a, 0), *qb = rt_kir_bin(a, RT_KIR_DIV, pk->len, rt_kir_int(a, A));
+    if (tn->has_pad) {
+        qa = rt_kir_bin(a, RT_KIR_MAX, qa,
+                        rt_kir_neg(a, rt_kir_bin(a, RT_KIR_DIV, pk->u0, rt_kir_int(a, A))));
+        qb = rt_kir_bin(a, RT_KIR_MIN, qb,
+                        rt_kir_bin(a, RT_KIR_DIV,
+                                   rt_kir_bin(a, RT_KIR_SUB, rt_kir_int(a, ext), pk->u0),
+                                   rt_kir_int(a, A)));
+    }
+    pk->qa = rt_gen_let(l, blk, "pk_q0", rt_kir_bin(a, RT_KIR_MIN, qa, pk->nq));
+    pk->qb = rt_gen_let(l, blk, "pk_q1", rt_kir_bin(a, RT_KIR_MAX, qb, pk->qa));
+    // Element q of a phase sits at q + shift, so that the vector copy from qa stores whole
+    // 64-byte lines (a store split over two lines costs twice) when qa is known here.
+    int64_t qa0;
+    pk->shift = rt_kir_is_int(pk->qa, &qa0) ? (16 - qa0 % 16) % 16 : 0;
+    // Row h is at index r0 + h along the row dim.
+    if (pk->rdim >= 0) {
+        rt_kir_expr *r =
+            rt_kir_bin(a, RT_KIR_ADD, rt_win_outer(l, &pk->raf, pk), rt_kir_int(a, pk->brmin));
+        if (pk->yv >= 0)
+            r = rt_kir_bin(a, RT_KIR_ADD, r, rt_kir_bin(a, RT_KIR_MUL, rt_kir_int(a, pk->ay), ylo));
+        pk->r0 = rt_gen_let(l, blk, "pk_r0", r);
+    }
+    // The read's other indices, and whether those that may leave the extents stay within.
+    pk->valid = rt_kir_int(a, 1);
+    for (int32_t d = 0; d < rd->n_args; d++) {
+        rt_affine daf;
+        int64_t dext = l->extent[rd->tensor][d];
+        pk->idx[d] = NULL;
+        if (d == pk->dim || d == pk->rdim)
+            continue;
+        RT_TRY(rt_tr_int(l, rd->args[d], &pk->idx[d]));
+        if (tn->has_pad && rt_win_dim_of(l, rd->args[d], dext, &daf) != RT_WIN_IN)
+            pk->valid = rt_kir_bin(
+                a, RT_KIR_AND, pk->valid,
+                rt_kir_bin(a, RT_KIR_AND, rt_kir_bin(a, RT_KIR_GE, pk->idx[d], rt_kir_int(a, 0)),
+                           rt_kir_bin(a, RT_KIR_LT, pk->idx[d], rt_kir_int(a, dext))));
+    }
+    pk->hv = rt_kir_add_var(a, l->p, "pk_h", RT_KIR_I64);
+    pk->qv = rt_kir_add_var(a, l->p, "pk_q", RT_KIR_I64);
+    if (pk->hv < 0 || pk->qv < 0)
+        return rt_fail(l->err, RT_ERR_NOMEM, RT_NOLOC, "out of memory");
+    return RT_OK;
+}
+
+// Packs rows [from, to) of pk in blk (after rt_win_pack_setup): each row, when its index along
+// the row dim is within the extents, as a vector copy of the part of the run within the extents
+// and scalar guarded copies at its ends, else as a row of pad values.
+static void rt_win_pack_rows(rt_lower *l, rt_kir_block *blk, rt_win_pack *pk, rt_kir_expr *from,
+                             rt_kir_expr *to) {
+    rt_arena *a = l->a;
+    const rt_expr *rd = pk->read;
+    const rt_tensor *tn = &l->op->tensors[rd->tensor];
+    int64_t A = pk->a;
+    rt_kir_node *hl = rt_kir_loop(a, blk, pk->hv, from, to, RT_KIR_LOOP_SERIAL);
+    RT_LOWER_CHECK(l, hl);
+    if (!hl)
+        return;
+    rt_kir_block *rb = &hl->body;
+    rt_kir_expr *h = rt_kir_var_ref(a, l->p, pk->hv), *valid = pk->valid;
+    rt_kir_expr *idx[RT_MAX_DIMS];
+    memcpy(idx, pk->idx, sizeof idx);
+    if (pk->rdim >= 0) {
+        rt_affine raf;
+        int64_t rext = l->extent[rd->tensor][pk->rdim];
+        idx[pk->rdim] = rt_gen_let(l, rb, "pk_row", rt_kir_bin(a, RT_KIR_ADD, pk->r0, h));
+        if (tn->has_pad && rt_win_dim_of(l, rd->args[pk->rdim], rext, &raf) != RT_WIN_IN)
+            valid = rt_kir_bin(
+                a, RT_KIR_AND, valid,
+                rt_kir_bin(a, RT_KIR_AND, rt_kir_bin(a, RT_KIR_GE, idx[pk->rdim], rt_kir_int(a, 0)),
+                           rt_kir_bin(a, RT_KIR_LT, idx[pk->rdim], rt_kir_int(a, rext))));
+    }
+    rt_kir_expr *base = rt_kir_bin(a, RT_KIR_MUL, h, rt_kir_int(a, A * pk->q));
+    rt_kir_block *fill = NULL;
+    int64_t all;
+    if (!rt_kir_is_int(valid, &all) || !all) {
+        rt_kir_node *br = rt_kir_append(a, rb, RT_KIR_N_IF);
+        RT_LOWER_CHECK(l, br && valid);
+        if (!br)
+            return;
+        br->cond = valid;
+        rb = &br->body;
+        fill = &br->else_body;
+    }
+    rt_kir_block *body[2];
+    int32_t n, qv = pk->qv;
+    rt_win_loops(l, rb, qv, rt_kir_int(a, 0), pk->qa, RT_KIR_LOOP_SERIAL, false, body, &n);
+    for (int32_t i = 0; i < n; i++)
+        rt_win_pack_copy(l, body[i], pk, idx, pk->u0, pk->len, base, qv, true);
+    rt_win_loops(l, rb, qv, pk->qa, pk->qb, RT_KIR_LOOP_VECTOR, true, body, &n);
+    for (int32_t i = 0; i < n; i++)
+        rt_win_pack_copy(l, body[i], pk, idx, pk->u0, pk->len, base, qv, false);
+    rt_win_loops(l, rb, qv, pk->qb, pk->nq, RT_KIR_LOOP_SERIAL, false, body, &n);
+    for (int32_t i = 0; i < n; i++)
+        rt_win_pack_copy(l, body[i], pk, idx, pk->u0, pk->len, base, qv, true);
+    if (!fill)
+        return;
+    rt_win_loops(l, fill, qv, rt_kir_int(a, 0), pk->nq, RT_KIR_LOOP_VECTOR, true, body, &n);
+    for (int32_t i = 0; i < n; i++)
+        for (int64_t ph = 0; ph < A; ph++) {
+            rt_kir_node *st = rt_kir_append(a, body[i], RT_KIR_N_STORE);
+            RT_LOWER_CHECK(l, st);
+            if (!st)
+                return;
+            st->buf = 0;
+            st->index = rt_kir_bin(a, RT_KIR_ADD,
+                                   rt_kir_bin(a, RT_KIR_ADD, base, rt_kir_var_ref(a, l->p, qv)),
+                                   rt_kir_int(a, ph * pk->q + pk->shift));
+            st->value = rt_kir_flt(a, RT_KIR_F32, tn->pad_value);
+        }
+}
+
+// The innermost kept var xv over [lo, hi) of a window reduction (rt_window_form), and with pk
+// and yv >= 0 the one before it, y over [ylo, yhi): the packed rows first (pk, when not NULL),
+// then per y (when handed over) the x borders where a padded read may leave its extents as
+// scalar loops with guarded reads, the interior as one vector loop of unguarded reads; when a
+// row of the window may leave its extents (top and bottom rows of a padded conv), that vector
+// loop is versioned on it, the slow copy selecting the pad value per row (x-invariant, so the
+// loads stay unit-stride or interleaved). The caller (rt_lower_tiled) has set win_x, win_red
+// and win_nr of l.
+static rt_status rt_lower_window(rt_lower *l, rt_kir_block *blk, rt_win_pack *pk, rt_kir_expr *ylo,
+                                 rt_kir_expr *yhi, int32_t xv, rt_kir_expr *lo, rt_kir_expr *hi) {
+    rt_arena *a = l->a;
+    const rt_stmt *s = l->s;
+    int32_t yv = pk ? pk->yv : -1;
+    if (yv >= 0)
+        l->var_of[yv] = rt_kir_add_var(a, l->p, s->vars[yv].name, RT_KIR_I64);
+    l->var_of[xv] = rt_kir_add_var(a, l->p, s->vars[xv].name, RT_KIR_I64);
+    for (int32_t i = 0; i < l->win_nr; i++)
+        l->var_of[l->win_red[i]] = rt_kir_add_var(a, l->p, s->vars[l->win_red[i]].name, RT_KIR_I64);
+    l->win = true;
+    l->win_pack = NULL;
+    if (pk) {
+        // The rows of the first y (or the only rows) now; with y handed over, each y packs the
+        // rows the next one adds (ay of them for a window at least as tall as the stride)
+        // before its own x loop, so that their loads overlap that loop's arithmetic.
+        int64_t span = pk->brmax - pk->brmin + 1;
+        RT_TRY(rt_win_pack_setup(l, blk, pk, lo, hi, ylo));
+        rt_win_pack_rows(l, blk, pk, rt_kir_int(a, 0), rt_kir_int(a, span));
+        l->win_pack = pk;
+        if (yv >= 0) {
+            rt_kir_node *yl = rt_kir_loop(a, blk, l->var_of[yv], ylo, yhi, RT_KIR_LOOP_SERIAL);
+            RT_LOWER_CHECK(l, yl);
+            if (!yl)
+                return RT_OK;
+            blk = &yl->body;
+            rt_kir_expr *next = rt_kir_bin(
+                a, RT_KIR_MUL, rt_kir_int(a, pk->ay),
+                rt_kir_bin(a, RT_KIR_ADD,
+                           rt_kir_bin(a, RT_KIR_SUB, rt_kir_var_ref(a, l->p, l->var_of[yv]), ylo),
+                           rt_kir_int(a, 1)));
+            rt_kir_expr *last = rt_kir_bin(
+                a, RT_KIR_MUL, rt_kir_int(a, pk->ay),
+                rt_kir_bin(a, RT_KIR_SUB, rt_kir_bin(a, RT_KIR_SUB, yhi, ylo), rt_kir_int(a, 1)));
+            rt_kir_expr *from = rt_kir_bin(
+                a, RT_KIR_MAX, next,
+                rt_kir_bin(a, RT_KIR_ADD, rt_kir_bin(a, RT_KIR_SUB, next, rt_kir_int(a, pk->ay)),
+                           rt_kir_int(a, span)));
+            rt_kir_expr *to = rt_kir_bin(a, RT_KIR_MIN, next, last);
+            rt_win_pack_rows(l, blk, pk, rt_gen_let(l, blk, "pk_h0", from),
+                             rt_kir_bin(a, RT_KIR_ADD, to, rt_kir_int(a, span)));
+        }
+    }
+    rt_kir_expr *xlo = lo, *xhi = hi, *rows = rt_kir_int(a, 1);
+    rt_win_bounds(l, s->rhs, &xlo, &xhi, &rows);
+    // Interior [xlo, xhi) within [lo, hi).
+    xlo = rt_gen_let(l, blk, "x_in0", rt_kir_bin(a, RT_KIR_MIN, xlo, hi));
+    xhi = rt_gen_let(l, blk, "x_in1", rt_kir_bin(a, RT_KIR_MAX, xhi, xlo));
+    rt_status st = RT_OK;
+    l->win_guard_x = l->win_guard_row = true;
+    st = rt_win_loop(l, blk, xv, lo, xlo, RT_KIR_LOOP_SERIAL);
+    int64_t all_rows = 0;
+    if (st == RT_OK && rt_kir_is_int(rows, &all_rows) && all_rows) {
+        l->win_guard_x = l->win_guard_row = false;
+        st = rt_win_loop(l, blk, xv, xlo, xhi, RT_KIR_LOOP_VECTOR);
+    } else if (st == RT_OK) {
+        rt_kir_node *br = rt_kir_append(a, blk, RT_KIR_N_IF);
+        RT_LOWER_CHECK(l, br && rows);
+        if (br) {
+            br->cond = rows;
+            l->win_guard_x = l->win_guard_row = false;
+            st = rt_win_loop(l, &br->body, xv, xlo, xhi, RT_KIR_LOOP_VECTOR);
+            l->win_guard_row = true;
+            if (st == RT_OK)
+                st = rt_win_loop(l, &br->else_body, xv, xlo, xhi, RT_KIR_LOOP_VECTOR);
+        }
+    }
+    l->win_guard_x = l->win_guard_row = true;
+    if (st == RT_OK)
+        st = rt_win_loop(l, blk, xv, xhi, hi, RT_KIR_LOOP_SERIAL);
+    l->win = false;
+    l->win_pack = NULL;
+    l->win_nr = 0; // win_red is the caller's
+    return st;
 }
 
 // Statement si blocked by the rTiles into a phase of its own: the scale-out level's tiles are
@@ -636,6 +1338,35 @@ static rt_status rt_lower_tiled(rt_lower *l, int32_t si, bool *done) {
     if (!rt_tiled_plan(l, s, tv, &nk, red, &nr, &n_items))
         return RT_OK;
     *done = true;
+    RT_TRY(rt_lower_begin_stmt(l, s));
+    // A window reduction whose strided read can be packed: when its row index moves with the
+    // kept var before x (y), y's register-level tile (one row) is dropped so that y runs over
+    // the L1 tile's rows right outside x and the packed rows are shared between them; this
+    // reorders the loops within the L1 tile (the point loops of the other vars go outside y)
+    // and leaves its footprint as it is.
+    bool window = rt_window_form(l, s, tv[nk - 1].v, red, nr);
+    rt_win_pack pk;
+    bool packed = false;
+    if (window) {
+        l->win_x = tv[nk - 1].v;
+        l->win_red = red;
+        l->win_nr = nr;
+        rt_tvar *tx = &tv[nk - 1], *ty = nk >= 2 ? &tv[nk - 2] : NULL;
+        int64_t x_max = 0, y_max = 0, lo, hi;
+        if (tx->tiled)
+            x_max = tx->t[top];
+        else if (rt_var_range(l, tx->v, &lo, &hi))
+            x_max = hi - lo;
+        if (ty && ty->tiled)
+            y_max = ty->t[top > bl ? top - 1 : top];
+        else if (ty && rt_var_range(l, ty->v, &lo, &hi))
+            y_max = hi - lo;
+        packed = ty && rt_win_pack_plan(l, tx->v, ty->v, x_max, y_max, &pk);
+        if (packed && ty->tiled)
+            ty->t[top] = y_max;
+        else if (!packed)
+            packed = rt_win_pack_plan(l, tx->v, -1, x_max, 0, &pk);
+    }
     rt_buf b;
     rt_buf_init(&b, a);
     rt_buf_printf(&b, "statement %d blocked by the rTiles [", (int)si);
@@ -649,10 +1380,11 @@ static rt_status rt_lower_tiled(rt_lower *l, int32_t si, bool *done) {
             }
     }
     rt_buf_puts(&b, "]");
+    if (packed)
+        rt_buf_puts(&b, pk.yv >= 0 ? ", strided read packed by rows" : ", strided read packed");
     l->p = rt_kir_add_phase(a, l->k, b.oom ? "statement" : b.data, n_items);
     if (!l->p)
         return rt_fail(l->err, RT_ERR_NOMEM, RT_NOLOC, "out of memory");
-    RT_TRY(rt_lower_begin_stmt(l, s));
     rt_kir_block *blk = &l->p->body;
     // Work item -> tile index per tiled var (the first var varies slowest).
     rt_kir_expr *rem = rt_kir_var_ref(a, l->p, l->p->item_var);
@@ -719,14 +1451,20 @@ static rt_status rt_lower_tiled(rt_lower *l, int32_t si, bool *done) {
         }
     }
     // Point loops in the statement's order; vloops read their bounds here.
-    bool window = rt_window_form(l, s, tv[nk - 1].v, red, nr);
+    bool by_rows = window && packed && pk.yv >= 0;
     for (int32_t i = 0; i < nk; i++) {
         rt_tvar *t = &tv[i];
         rt_kir_expr *lo = t->base, *hi = t->end;
         if (!t->tiled)
             RT_TRY(rt_tr_loops_range(l, t->v, &lo, &hi));
-        if (window && i == nk - 1)
-            return rt_lower_window(l, blk, t->v, lo, hi, red, nr);
+        if (window && i == nk - (by_rows ? 2 : 1)) {
+            rt_kir_expr *xlo = tv[nk - 1].base, *xhi = tv[nk - 1].end;
+            if (!tv[nk - 1].tiled)
+                RT_TRY(rt_tr_loops_range(l, tv[nk - 1].v, &xlo, &xhi));
+            if (!by_rows)
+                lo = hi = NULL;
+            return rt_lower_window(l, blk, packed ? &pk : NULL, lo, hi, tv[nk - 1].v, xlo, xhi);
+        }
         l->var_of[t->v] = rt_kir_add_var(a, l->p, s->vars[t->v].name, RT_KIR_I64);
         bool innermost = i == nk - 1 && nr == 0;
         rt_kir_node *loop = rt_kir_loop(a, blk, l->var_of[t->v], lo, hi,
@@ -1199,6 +1937,39 @@ static void rt_gemm_pack_panels(rt_lower *l, rt_kir_block *blk, int32_t w, rt_ki
     RT_LOWER_CHECK(l, lp);
     if (!lp)
         return;
+    if (!guarded && s_k == 1 && s_row != 1) {
+        // Source rows contiguous along k (A of a row-major GEMM, conv weights): the k loop
+        // runs in vector lanes with the w rows unrolled in its body, so each row is read with
+        // plain vector loads and the w-way interleave is done with shuffles, instead of a
+        // w-element gather at stride s_row per k.
+        rt_kir_node *lv = rt_kir_loop(a, &lp->body, vk, rt_i(l, 0), kcur, RT_KIR_LOOP_VECTOR);
+        RT_LOWER_CHECK(l, lv);
+        if (!lv)
+            return;
+        rt_kir_expr *drow =
+            rt_b(l, RT_KIR_ADD, dst0,
+                 rt_b(l, RT_KIR_MUL,
+                      rt_b(l, RT_KIR_ADD, rt_b(l, RT_KIR_MUL, rt_v(l, vp), kcur), rt_v(l, vk)),
+                      rt_i(l, w)));
+        rt_kir_expr *srow =
+            rt_b(l, RT_KIR_ADD, base,
+                 rt_b(l, RT_KIR_ADD, rt_b(l, RT_KIR_MUL, rt_v(l, vp), rt_i(l, (int64_t)w * s_row)),
+                      rt_v(l, vk)));
+        for (int32_t r = 0; r < w; r++) {
+            rt_kir_expr *v =
+                rt_kir_load(a, l->k, src, rt_b(l, RT_KIR_ADD, srow, rt_i(l, (int64_t)r * s_row)));
+            if (alpha != 1.0)
+                v = rt_b(l, RT_KIR_MUL, v, rt_kir_flt(a, RT_KIR_F32, alpha));
+            rt_kir_node *st = rt_kir_append(a, &lv->body, RT_KIR_N_STORE);
+            RT_LOWER_CHECK(l, st && v && drow);
+            if (!st)
+                return;
+            st->buf = 0;
+            st->index = rt_b(l, RT_KIR_ADD, drow, rt_i(l, r));
+            st->value = v;
+        }
+        return;
+    }
     rt_kir_node *lk = rt_kir_loop(a, &lp->body, vk, rt_i(l, 0), kcur, RT_KIR_LOOP_SERIAL);
     RT_LOWER_CHECK(l, lk);
     if (!lk)
@@ -1541,6 +2312,210 @@ static rt_status rt_gemm_pack_segments(rt_lower *l, rt_kir_block *blk, const cha
     return RT_OK;
 }
 
+// Masked packing of an implicit GEMM operand whose rows are contiguous in the source: the rows
+// vars flatten into the read's offset with unit stride, as the output pixels (y, x) of a stride-1
+// convolution with 'same' padding do in each input plane. Row j of k is then src[o(k) + j] where
+// it is inside the extents and the pad value elsewhere, so each w-row panel of a k is one vector
+// loop of masked loads at consecutive addresses, with no per-segment bounds arithmetic. Which
+// lanes are inside is tested against a table of the rows' part of every index that moves with
+// the rows (float, exact since every index stays below 2^22), with bounds computed once per k.
+typedef struct rt_gemm_mask {
+    int32_t n_dims;            // dims of the read with a rows term, tested per lane
+    int32_t dim[RT_MAX_DIMS];  // in the order of their tables
+    rt_affine af[RT_MAX_DIMS]; // affine form of every index of the read
+} rt_gemm_mask;
+
+static bool rt_gemm_mask_plan(const rt_lower *l, const rt_expr *rd, const int32_t *rows,
+                              int32_t n_rows, rt_gemm_mask *mp) {
+    const rt_tensor *tn = &l->op->tensors[rd->tensor];
+    const rt_stmt *s = l->s;
+    if (!tn->has_pad || tn->ragged || tn->dtype != RT_DTYPE_F32 || rd->n_args != tn->n_dims ||
+        n_rows < 1 || s->n_vars > 16)
+        return false;
+    int64_t csrc[16] = {0}; // source offset coefficient of each statement var
+    int64_t stride = 1;
+    mp->n_dims = 0;
+    for (int32_t d = tn->n_dims - 1; d >= 0; d--) {
+        int64_t ext = l->extent[rd->tensor][d];
+        rt_affine *af = &mp->af[d];
+        if (ext < 1 || ext >= (1 << 22) || !rt_expr_affine(l->op, rd->args[d], af))
+            return false;
+        bool moves = false;
+        int64_t span = af->c0 < 0 ? -af->c0 : af->c0;
+        for (int32_t i = 0; i < af->n_terms; i++) {
+            int32_t v = af->var[i];
+            int64_t lo, hi, c = af->coef[i];
+            if (v < 0 || v >= s->n_vars || !rt_expr_const_int(l->op, s->vars[v].lo, &lo) ||
+                lo != 0 || !rt_expr_const_int(l->op, s->vars[v].hi, &hi) || c <= -(1 << 22) ||
+                c >= (1 << 22) || hi >= (1 << 22))
+                return false;
+            span += (c < 0 ? -c : c) * hi;
+            csrc[v] += c * stride;
+            for (int32_t r = 0; r < n_rows; r++)
+                moves = moves || (rows[r] == v && c != 0);
+        }
+        if (span >= (1 << 22))
+            return false;
+        if (moves)
+            mp->dim[mp->n_dims++] = d;
+        stride *= ext;
+    }
+    for (int32_t i = 0; i < mp->n_dims / 2; i++) { // dims in increasing order
+        int32_t t = mp->dim[i];
+        mp->dim[i] = mp->dim[mp->n_dims - 1 - i];
+        mp->dim[mp->n_dims - 1 - i] = t;
+    }
+    int64_t run = 1;
+    for (int32_t i = n_rows - 1; i >= 0; i--) {
+        int64_t hi = 0;
+        if (csrc[rows[i]] != run || !rt_expr_const_int(l->op, s->vars[rows[i]].hi, &hi))
+            return false;
+        run *= hi;
+    }
+    return mp->n_dims > 0;
+}
+
+// The pack itself (layout of rt_gemm_pack_affine): tables of mp->n_dims x tbl_stride floats at
+// scratch offset tbl0 (the rows' part of each moving index per row of the block, -1e30 past
+// `valid` so those lanes read the pad value), then per k the bounds and per panel the masked
+// vector loop.
+static rt_status rt_gemm_pack_masked(rt_lower *l, rt_kir_block *blk, const char *what, int32_t w,
+                                     rt_kir_expr *valid, rt_kir_expr *kcur, const rt_expr *rd,
+                                     const rt_gemm_mask *mp, const int32_t *rows, int32_t n_rows,
+                                     const int32_t *ks, int32_t n_ks, rt_kir_expr *row0,
+                                     rt_kir_expr *k0, double alpha, rt_kir_expr *dst0, int64_t tbl0,
+                                     int64_t tbl_stride) {
+    rt_arena *a = l->a;
+    const rt_tensor *tn = &l->op->tensors[rd->tensor];
+    rt_kir_node *copy = rt_kir_append(a, blk, RT_KIR_N_COPY);
+    RT_LOWER_CHECK(l, copy);
+    if (!copy)
+        return RT_OK;
+    copy->text = what;
+    int32_t vj = rt_kir_add_var(a, l->p, "jj", RT_KIR_I64);
+    int32_t vk = rt_kir_add_var(a, l->p, "kk", RT_KIR_I64);
+    int32_t vp = rt_kir_add_var(a, l->p, "panel", RT_KIR_I64);
+    int32_t vr = rt_kir_add_var(a, l->p, "r", RT_KIR_I64);
+    int32_t vo = rt_kir_add_var(a, l->p, "o", RT_KIR_I64);
+    int32_t vok = rt_kir_add_var(a, l->p, "ok", RT_KIR_I64);
+    int32_t vz = rt_kir_add_var(a, l->p, "zero", RT_KIR_I64);
+    int32_t vv = rt_kir_add_var(a, l->p, "v", RT_KIR_F32);
+    int32_t vlo[RT_MAX_DIMS], vhi[RT_MAX_DIMS];
+    bool vars_ok =
+        vj >= 0 && vk >= 0 && vp >= 0 && vr >= 0 && vo >= 0 && vok >= 0 && vz >= 0 && vv >= 0;
+    for (int32_t t = 0; t < mp->n_dims; t++) {
+        vlo[t] = rt_kir_add_var(a, l->p, "tlo", RT_KIR_F32);
+        vhi[t] = rt_kir_add_var(a, l->p, "thi", RT_KIR_F32);
+        vars_ok = vars_ok && vlo[t] >= 0 && vhi[t] >= 0;
+    }
+    RT_LOWER_CHECK(l, vars_ok);
+    if (!vars_ok)
+        return RT_OK;
+    rt_kir_expr *npan = rt_b(l, RT_KIR_DIV, rt_b(l, RT_KIR_ADD, valid, rt_i(l, w - 1)), rt_i(l, w));
+    // Tables: row jj of the block, its rows vars unflattened once per block.
+    rt_kir_node *lt = rt_seg_loop(l, &copy->body, vj, rt_i(l, 0),
+                                  rt_b(l, RT_KIR_MUL, npan, rt_i(l, w)), RT_KIR_LOOP_SERIAL);
+    if (!lt)
+        return RT_OK;
+    rt_kir_node *in = rt_kir_append(a, &lt->body, RT_KIR_N_IF);
+    RT_LOWER_CHECK(l, in);
+    if (!in)
+        return RT_OK;
+    in->cond = rt_b(l, RT_KIR_LT, rt_v(l, vj), valid);
+    rt_gemm_unflatten(l, &in->body, rt_b(l, RT_KIR_ADD, row0, rt_v(l, vj)), rows, n_rows);
+    for (int32_t t = 0; t < mp->n_dims; t++) {
+        const rt_affine *af = &mp->af[mp->dim[t]];
+        rt_kir_expr *part = rt_i(l, 0);
+        for (int32_t i = 0; i < af->n_terms; i++)
+            for (int32_t r = 0; r < n_rows; r++)
+                if (af->var[i] == rows[r])
+                    part = rt_b(
+                        l, RT_KIR_ADD, part,
+                        rt_b(l, RT_KIR_MUL, rt_v(l, l->var_of[rows[r]]), rt_i(l, af->coef[i])));
+        rt_kir_expr *at = rt_b(l, RT_KIR_ADD, rt_i(l, tbl0 + t * tbl_stride), rt_v(l, vj));
+        rt_seg_store(l, &in->body, at, rt_kir_cast(a, RT_KIR_F32, part));
+        rt_seg_store(l, &in->else_body, at, rt_kir_flt(a, RT_KIR_F32, -1e30));
+    }
+    rt_kir_node *lk = rt_seg_loop(l, &copy->body, vk, rt_i(l, 0), kcur, RT_KIR_LOOP_SERIAL);
+    if (!lk)
+        return RT_OK;
+    rt_kir_block *kb = &lk->body;
+    rt_gemm_unflatten(l, kb, rt_b(l, RT_KIR_ADD, k0, rt_v(l, vk)), ks, n_ks);
+    // The read's indices with every rows var at 0: the k (and batch) part of each index.
+    rt_let(l, kb, vz, rt_i(l, 0));
+    for (int32_t r = 0; r < n_rows; r++)
+        l->var_of[rows[r]] = vz;
+    rt_kir_expr *idx[RT_MAX_DIMS];
+    for (int32_t d = 0; d < rd->n_args; d++)
+        RT_TRY(rt_tr_int(l, rd->args[d], &idx[d]));
+    rt_kir_expr *ok = rt_i(l, 1);
+    for (int32_t d = 0, t = 0; d < tn->n_dims; d++) {
+        int64_t ext = l->extent[rd->tensor][d];
+        if (t < mp->n_dims && mp->dim[t] == d) {
+            rt_kir_node *f0 = rt_kir_append(a, kb, RT_KIR_N_FSET);
+            rt_kir_node *f1 = rt_kir_append(a, kb, RT_KIR_N_FSET);
+            RT_LOWER_CHECK(l, f0 && f1);
+            if (!f0 || !f1)
+                return RT_OK;
+            f0->var = vlo[t];
+            f0->value = rt_kir_cast(a, RT_KIR_F32, rt_b(l, RT_KIR_SUB, rt_i(l, 0), idx[d]));
+            f1->var = vhi[t];
+            f1->value = rt_kir_cast(a, RT_KIR_F32, rt_b(l, RT_KIR_SUB, rt_i(l, ext), idx[d]));
+            t++;
+            continue;
+        }
+        ok = rt_b(l, RT_KIR_AND, ok,
+                  rt_b(l, RT_KIR_AND, rt_b(l, RT_KIR_GE, idx[d], rt_i(l, 0)),
+                       rt_b(l, RT_KIR_LT, idx[d], rt_i(l, ext))));
+    }
+    rt_let(l, kb, vok, ok);
+    rt_let(l, kb, vo, rt_b(l, RT_KIR_ADD, rt_tr_offset(l, rd->tensor, idx, NULL), row0));
+    rt_kir_node *lp = rt_seg_loop(l, kb, vp, rt_i(l, 0), npan, RT_KIR_LOOP_SERIAL);
+    if (!lp)
+        return RT_OK;
+    rt_kir_node *lr = rt_seg_loop(l, &lp->body, vr, rt_i(l, 0), rt_i(l, w), RT_KIR_LOOP_VECTOR);
+    if (!lr)
+        return RT_OK;
+    rt_kir_block *rb = &lr->body;
+    rt_let(l, rb, vj,
+           rt_b(l, RT_KIR_ADD, rt_b(l, RT_KIR_MUL, rt_v(l, vp), rt_i(l, w)), rt_v(l, vr)));
+    rt_kir_node *v0 = rt_kir_append(a, rb, RT_KIR_N_FSET);
+    rt_kir_node *iv = rt_kir_append(a, rb, RT_KIR_N_IF);
+    RT_LOWER_CHECK(l, v0 && iv);
+    if (!v0 || !iv)
+        return RT_OK;
+    v0->var = vv;
+    v0->value = rt_kir_flt(a, RT_KIR_F32, alpha * tn->pad_value);
+    rt_kir_expr *cond = rt_v(l, vok);
+    for (int32_t t = 0; t < mp->n_dims; t++) {
+        rt_kir_expr *tv = rt_kir_load(
+            a, l->k, 0, rt_b(l, RT_KIR_ADD, rt_i(l, tbl0 + t * tbl_stride), rt_v(l, vj)));
+        cond = rt_b(l, RT_KIR_AND, cond,
+                    rt_b(l, RT_KIR_AND, rt_b(l, RT_KIR_GE, tv, rt_v(l, vlo[t])),
+                         rt_b(l, RT_KIR_LT, tv, rt_v(l, vhi[t]))));
+    }
+    iv->cond = cond;
+    rt_kir_expr *x = rt_kir_load(a, l->k, l->data_buf[rd->tensor],
+                                 rt_b(l, RT_KIR_ADD, rt_v(l, vo), rt_v(l, vj)));
+    if (alpha != 1.0)
+        x = rt_b(l, RT_KIR_MUL, x, rt_kir_flt(a, RT_KIR_F32, alpha));
+    rt_kir_node *v1 = rt_kir_append(a, &iv->body, RT_KIR_N_FSET);
+    RT_LOWER_CHECK(l, v1 && x && cond);
+    if (!v1)
+        return RT_OK;
+    v1->var = vv;
+    v1->value = x;
+    rt_kir_expr *dst =
+        rt_b(l, RT_KIR_ADD, dst0,
+             rt_b(l, RT_KIR_ADD,
+                  rt_b(l, RT_KIR_MUL,
+                       rt_b(l, RT_KIR_ADD, rt_b(l, RT_KIR_MUL, rt_v(l, vp), kcur), rt_v(l, vk)),
+                       rt_i(l, w)),
+                  rt_v(l, vr)));
+    rt_seg_store(l, rb, dst, rt_v(l, vv));
+    return RT_OK;
+}
+
 // A pack of the implicit GEMM that is a plain strided copy: rd reads a tensor without padding
 // whose rows vars and ks vars each flatten into one index (rt_gemm_group), the other vars
 // being the batch vars bound in the phase. Gives the strides and the offset of the batch.
@@ -1569,15 +2544,173 @@ static bool rt_gemm_plain_read(rt_lower *l, const rt_gemm *g, const rt_expr *rd,
     return b != NULL;
 }
 
-static rt_status rt_lower_gemm(rt_lower *l, const rt_gemm *g) {
+// An elementwise statement right after a plain GEMM C(m, n) (+)= A * B that reads C only as
+// C(p, q) over exactly the GEMM's rows p in [0, M) and columns q in [0, N), such as the bias and
+// activation of a linear layer: Y(m, n) = gelu(t(m, n) + bias(n)). It is fused into the
+// micro-kernel's store on the last k block (rt_kir_ukernel's epilogue), so C's final values are
+// never written and read back by a separate pass; C is still stored where something else
+// reads it (an output, a later statement).
+typedef struct rt_gemm_epi {
+    int32_t stmt; // the fused statement, -1 when none
+    int32_t p, q; // its vars over the rows and the columns
+    bool keep_c;
+} rt_gemm_epi;
+
+// Does e read tensor t only as t(p, q) (*p, *q set by the first such read, -1 before), never
+// read tensor y, and hold no sum or tree construct?
+static bool rt_epi_reads_ok(const rt_expr *e, int32_t t, int32_t y, int32_t *p, int32_t *q) {
+    if (e->kind == RT_EXPR_SUM || e->kind == RT_EXPR_CHILD)
+        return false;
+    if (e->kind == RT_EXPR_READ && e->tensor == y)
+        return false;
+    if (e->kind == RT_EXPR_READ && e->tensor == t) {
+        if (e->n_args != 2 || e->args[0]->kind != RT_EXPR_INDEX ||
+            e->args[1]->kind != RT_EXPR_INDEX || e->args[0]->var == e->args[1]->var)
+            return false;
+        if (*p < 0) {
+            *p = e->args[0]->var;
+            *q = e->args[1]->var;
+        }
+        return *p == e->args[0]->var && *q == e->args[1]->var;
+    }
+    for (int32_t i = 0; i < e->n_args; i++)
+        if (e->args[i] && !rt_epi_reads_ok(e->args[i], t, y, p, q))
+            return false;
+    return true;
+}
+
+static bool rt_expr_reads(const rt_expr *e, int32_t t) {
+    if (e->kind == RT_EXPR_READ && e->tensor == t)
+        return true;
+    for (int32_t i = 0; i < e->n_args; i++)
+        if (e->args[i] && rt_expr_reads(e->args[i], t))
+            return true;
+    return false;
+}
+
+static bool rt_gemm_epi_detect(const rt_lower *l, const rt_gemm *g, rt_gemm_epi *epi) {
+    const rt_op *op = l->op;
+    const rt_stmt *s = &op->stmts[g->stmt];
+    int32_t si = g->stmt + 1, t = s->out;
+    int64_t lo, hi;
+    epi->stmt = -1;
+    epi->p = epi->q = -1;
+    if (g->implicit || si >= op->n_stmts || s->n_lhs != 2 || s->lhs_vars[0] != g->m_var ||
+        s->lhs_vars[1] != g->n_var || g->cm != g->N || l->extent[t][0] != g->M ||
+        l->extent[t][1] != g->N)
+        return false;
+    const rt_stmt *s2 = &op->stmts[si];
+    if (s2->op != RT_ASSIGN_SET || s2->n_preds > 0 || s2->recursive || s2->reduces ||
+        s2->out == t || s2->n_vars != 2 || s2->n_loops != 2 ||
+        !rt_epi_reads_ok(s2->rhs, t, s2->out, &epi->p, &epi->q) || epi->p < 0)
+        return false;
+    const rt_ivar *vp = &s2->vars[epi->p], *vq = &s2->vars[epi->q];
+    if (!rt_expr_const_int(op, vp->lo, &lo) || lo != 0 || !rt_expr_const_int(op, vp->hi, &hi) ||
+        hi != g->M || !rt_expr_const_int(op, vq->lo, &lo) || lo != 0 ||
+        !rt_expr_const_int(op, vq->hi, &hi) || hi != g->N)
+        return false;
+    epi->keep_c = op->tensors[t].role == RT_ROLE_OUTPUT;
+    for (int32_t j = si + 1; j < op->n_stmts; j++)
+        epi->keep_c = epi->keep_c || op->stmts[j].out == t || rt_expr_reads(op->stmts[j].rhs, t);
+    epi->stmt = si;
+    return true;
+}
+
+// Reads of the fused statement: C(p, q) is the element's final value (the epilogue's acc var),
+// everything else loads as usual.
+typedef struct rt_epi_ctx {
+    int32_t t, acc;
+} rt_epi_ctx;
+
+static rt_status rt_tr_read_epi(rt_lx *x, const rt_expr *e, rt_kir_expr **out) {
+    const rt_epi_ctx *ec = x->user;
+    if (e->tensor == ec->t) {
+        *out = rt_kir_var_ref(x->a, x->ph, ec->acc);
+        x->oom = x->oom || !*out;
+        return RT_OK;
+    }
+    rt_kir_expr *idx[RT_MAX_DIMS];
+    RT_TRY(rt_lx_indices(x, e, idx));
+    return rt_lx_load(x, e, idx, out);
+}
+
+static const struct rt_lx_ops rt_tr_ops_epi = {
+    .backend = "CPU", .sum_inner_loop = RT_KIR_LOOP_VECTOR, .read = rt_tr_read_epi};
+
+// The epilogue of micro-kernel u: statement epi->stmt stored at the element the epilogue binds.
+static rt_status rt_gemm_epi_lower(rt_lower *l, const rt_gemm *g, const rt_gemm_epi *epi,
+                                   rt_kir_ukernel *u) {
+    rt_arena *a = l->a;
+    const rt_stmt *s2 = &l->op->stmts[epi->stmt];
+    RT_TRY(rt_lower_begin_stmt(l, s2));
+    u->epi = rt_arena_calloc(a, 1, sizeof *u->epi);
+    u->epi_acc = rt_kir_add_var(a, l->p, "cval", RT_KIR_F32);
+    u->epi_row = rt_kir_add_var(a, l->p, s2->vars[epi->p].name, RT_KIR_I64);
+    u->epi_col = rt_kir_add_var(a, l->p, s2->vars[epi->q].name, RT_KIR_I64);
+    if (!u->epi || u->epi_acc < 0 || u->epi_row < 0 || u->epi_col < 0)
+        return rt_fail(l->err, RT_ERR_NOMEM, RT_NOLOC, "out of memory");
+    u->epi_keep_c = epi->keep_c;
+    l->var_of[epi->p] = u->epi_row;
+    l->var_of[epi->q] = u->epi_col;
+    l->pre = u->epi;
+    rt_epi_ctx ec = {l->op->stmts[g->stmt].out, u->epi_acc};
+    rt_lx x = rt_tr_ctx(l);
+    x.ops = &rt_tr_ops_epi;
+    x.user = &ec;
+    rt_kir_expr *value;
+    RT_TRY(rt_tr_done(l, &x, rt_lx_num(&x, s2->rhs, &value)));
+    rt_kir_expr *idx[RT_MAX_DIMS];
+    for (int32_t d = 0; d < s2->n_lhs; d++) {
+        int32_t v = s2->lhs_vars[d];
+        if (v != epi->p && v != epi->q)
+            return rt_fail(l->err, RT_ERR_SPEC, s2->loc, "output index outside its loop");
+        idx[d] = rt_v(l, l->var_of[v]);
+    }
+    int32_t ob = l->data_buf[s2->out];
+    rt_kir_node *st = rt_kir_append(a, u->epi, RT_KIR_N_STORE);
+    rt_kir_expr *off = rt_tr_offset(l, s2->out, idx, NULL);
+    RT_LOWER_CHECK(l, st && off && value);
+    if (st) {
+        st->buf = ob;
+        st->index = off;
+        st->value = rt_kir_cast(a, l->k->bufs[ob].type, value);
+    }
+    // The output is a tensor the GEMM never touched, so its tile would miss on every store:
+    // where its rows are contiguous along the columns (the last index is the column var, dense
+    // dims), the micro-kernel prefetches the tile before the last k block's loop.
+    const rt_tensor *to = &l->op->tensors[s2->out];
+    int32_t nd = to->n_dims;
+    u->epi_pf_buf = -1;
+    if (nd == s2->n_lhs && s2->lhs_vars[nd - 1] == epi->q && !to->ragged && !to->has_pad) {
+        int64_t ld = 0, stride = 1;
+        rt_kir_expr *at[RT_MAX_DIMS];
+        for (int32_t d = nd - 1; d >= 0; d--) {
+            bool row = s2->lhs_vars[d] == epi->p;
+            at[d] = row ? u->epi_row0 : u->epi_col0;
+            ld = row ? stride : ld;
+            stride *= l->extent[s2->out][d];
+        }
+        u->epi_pf_buf = ob;
+        u->epi_pf_off = rt_tr_offset(l, s2->out, at, NULL);
+        u->epi_pf_ld = ld;
+        RT_LOWER_CHECK(l, u->epi_pf_off);
+    }
+    return RT_OK;
+}
+
+static rt_status rt_lower_gemm(rt_lower *l, const rt_gemm *g, const rt_gemm_epi *epi) {
     rt_arena *a = l->a;
     const rt_stmt *s = &l->op->stmts[g->stmt];
     int64_t mt = rt_ceil_div(g->M, g->mc), ntl = rt_ceil_div(g->N, g->nc);
-    // Work item = one mc row block x a run of bpg nc blocks: A is packed once per (mc, kc) and
-    // reused across the run (BLIS order pc -> jc inside the item), B once per (kc, nc).
-    int64_t ng = g->ng > 0 && g->ng <= ntl ? g->ng : ntl;
-    int64_t bpg = rt_ceil_div(ntl, ng);
-    ng = rt_ceil_div(ntl, bpg);
+    // Work item = one mc row block x a run of bpg column blocks: A is packed once per (mc, kc)
+    // and reused across the run (BLIS order pc -> jc inside the item), B once per (kc, nc). The
+    // column blocks are the nc blocks of every batch entry, batch-major (nblk of them): A holds
+    // no batch var, so a run over several entries packs it once for all of them. The number of
+    // runs is the model's (rt_perf_cpu_gemm_block).
+    int64_t nblk = g->batch * ntl;
+    int64_t ng = g->ng > 0 && g->ng <= nblk ? g->ng : nblk;
+    int64_t bpg = rt_ceil_div(nblk, ng);
+    ng = rt_ceil_div(nblk, bpg);
     const char *what = rt_arena_printf(a,
                                        "statement %d: packed GEMM %lldx%lldx%lld, blocks "
                                        "mc=%d nc=%d kc=%d, micro-kernel %dx%d",
@@ -1589,14 +2722,23 @@ static rt_status rt_lower_gemm(rt_lower *l, const rt_gemm *g) {
                                "packs), blocks mc=%d nc=%d kc=%d, micro-kernel %dx%d",
                                (int)g->stmt, (long long)g->batch, (long long)g->M, (long long)g->N,
                                (long long)g->K, g->mc, g->nc, g->kc, g->mr, g->nr);
-    l->p = rt_kir_add_phase(a, l->k, what ? what : "gemm", mt * ng * g->batch);
+    l->p = rt_kir_add_phase(a, l->k, what ? what : "gemm", mt * ng);
     if (!l->p)
         return rt_fail(l->err, RT_ERR_NOMEM, RT_NOLOC, "out of memory");
     rt_kir_phase *p = l->p;
     if (g->implicit)
         RT_TRY(rt_lower_begin_stmt(l, s));
     int64_t a_elems = rt_round_up((int64_t)g->mc * g->kc, 16);
-    p->scratch_bytes = (a_elems + rt_round_up(g->nc, g->nr) * g->kc) * 4;
+    int64_t b_end = a_elems + rt_round_up(g->nc, g->nr) * g->kc;
+    // Masked packs (rt_gemm_pack_masked) keep their row tables after the B block.
+    rt_gemm_mask mask_a, mask_b;
+    bool masked_a = g->implicit && rt_gemm_mask_plan(l, g->ra, g->gvar[RT_GEMM_G_M],
+                                                     g->n_gvar[RT_GEMM_G_M], &mask_a);
+    bool masked_b = g->implicit && rt_gemm_mask_plan(l, g->rb, g->gvar[RT_GEMM_G_N],
+                                                     g->n_gvar[RT_GEMM_G_N], &mask_b);
+    int64_t rows_a = rt_round_up(g->mc, g->mr), rows_b = rt_round_up(g->nc, g->nr);
+    int64_t tbl_a = b_end, tbl_b = b_end + (masked_a ? mask_a.n_dims * rows_a : 0);
+    p->scratch_bytes = (tbl_b + (masked_b ? mask_b.n_dims * rows_b : 0)) * 4;
     if (p->scratch_bytes > l->k->scratch_bytes)
         l->k->scratch_bytes = p->scratch_bytes;
     int32_t vi0 = rt_kir_add_var(a, p, "i0", RT_KIR_I64),
@@ -1609,22 +2751,11 @@ static rt_status rt_lower_gemm(rt_lower *l, const rt_gemm *g) {
     int32_t vjb = rt_kir_add_var(a, p, "jb", RT_KIR_I64);
     int32_t vjp = rt_kir_add_var(a, p, "jr", RT_KIR_I64),
             vip = rt_kir_add_var(a, p, "ir", RT_KIR_I64);
+    bool batched = g->implicit && g->n_gvar[RT_GEMM_G_BATCH] > 0;
+    int32_t vcb = batched ? rt_kir_add_var(a, p, "cb", RT_KIR_I64) : vjb;
     rt_kir_block *body = &p->body;
     rt_kir_expr *item = rt_v(l, p->item_var);
     rt_kir_expr *c_batch = rt_i(l, 0);
-    if (g->implicit) {
-        // item = batch index x (mt x ng) + block; the batch vars index C and B directly.
-        int32_t vt = rt_kir_add_var(a, p, "blk", RT_KIR_I64);
-        rt_let(l, body, vt, rt_b(l, RT_KIR_MOD, item, rt_i(l, mt * ng)));
-        rt_gemm_unflatten(l, body, rt_b(l, RT_KIR_DIV, item, rt_i(l, mt * ng)),
-                          g->gvar[RT_GEMM_G_BATCH], g->n_gvar[RT_GEMM_G_BATCH]);
-        for (int32_t i = 0; i < g->n_gvar[RT_GEMM_G_BATCH]; i++) {
-            int32_t v = g->gvar[RT_GEMM_G_BATCH][i];
-            c_batch = rt_b(l, RT_KIR_ADD, c_batch,
-                           rt_b(l, RT_KIR_MUL, rt_v(l, l->var_of[v]), rt_i(l, g->ccoef[v])));
-        }
-        item = rt_v(l, vt);
-    }
     rt_let(l, body, vi0,
            rt_b(l, RT_KIR_MUL, rt_b(l, RT_KIR_MOD, item, rt_i(l, mt)), rt_i(l, g->mc)));
     rt_let(l, body, vmc,
@@ -1658,6 +2789,13 @@ static rt_status rt_lower_gemm(rt_lower *l, const rt_gemm *g) {
                               rt_b(l, RT_KIR_ADD, rt_b(l, RT_KIR_MUL, rt_v(l, vi0), rt_i(l, srow)),
                                    rt_b(l, RT_KIR_MUL, rt_v(l, vp0), rt_i(l, sk)))),
                          srow, sk, g->alpha, rt_i(l, 0));
+        else if (masked_a)
+            RT_TRY(rt_gemm_pack_masked(l, kb,
+                                       "A block -> scratch, mr-tall k-major panels of masked "
+                                       "contiguous rows (L2 level)",
+                                       g->mr, rt_v(l, vmc), rt_v(l, vkc), g->ra, &mask_a, mvars, nm,
+                                       g->gvar[RT_GEMM_G_K], g->n_gvar[RT_GEMM_G_K], rt_v(l, vi0),
+                                       rt_v(l, vp0), g->alpha, rt_i(l, 0), tbl_a, rows_a));
         else if (rt_gemm_seg_dim(l, g->ra, mvars[nm - 1], &dxa, &sxa))
             RT_TRY(rt_gemm_pack_segments(l, kb,
                                          "A block -> scratch, mr-tall k-major panels "
@@ -1680,13 +2818,24 @@ static rt_status rt_lower_gemm(rt_lower *l, const rt_gemm *g) {
                      g->am, g->ak, g->alpha, rt_i(l, 0));
     }
     rt_kir_node *lb =
-        rt_kir_loop(a, kb, vjb, jb_lo,
-                    rt_b(l, RT_KIR_MIN, rt_i(l, ntl), rt_b(l, RT_KIR_ADD, jb_lo, rt_i(l, bpg))),
+        rt_kir_loop(a, kb, vcb, jb_lo,
+                    rt_b(l, RT_KIR_MIN, rt_i(l, nblk), rt_b(l, RT_KIR_ADD, jb_lo, rt_i(l, bpg))),
                     RT_KIR_LOOP_SERIAL);
     RT_LOWER_CHECK(l, lb);
     if (!lb)
         return rt_fail(l->err, RT_ERR_NOMEM, RT_NOLOC, "out of memory");
     rt_kir_block *jbb = &lb->body;
+    if (batched) {
+        // Column block cb = batch index x ntl + nc block; the batch vars index C and B directly.
+        rt_let(l, jbb, vjb, rt_b(l, RT_KIR_MOD, rt_v(l, vcb), rt_i(l, ntl)));
+        rt_gemm_unflatten(l, jbb, rt_b(l, RT_KIR_DIV, rt_v(l, vcb), rt_i(l, ntl)),
+                          g->gvar[RT_GEMM_G_BATCH], g->n_gvar[RT_GEMM_G_BATCH]);
+        for (int32_t i = 0; i < g->n_gvar[RT_GEMM_G_BATCH]; i++) {
+            int32_t v = g->gvar[RT_GEMM_G_BATCH][i];
+            c_batch = rt_b(l, RT_KIR_ADD, c_batch,
+                           rt_b(l, RT_KIR_MUL, rt_v(l, l->var_of[v]), rt_i(l, g->ccoef[v])));
+        }
+    }
     rt_let(l, jbb, vj0, rt_b(l, RT_KIR_MUL, rt_v(l, vjb), rt_i(l, g->nc)));
     rt_let(l, jbb, vnc,
            rt_b(l, RT_KIR_MIN, rt_i(l, g->nc), rt_b(l, RT_KIR_SUB, rt_i(l, g->N), rt_v(l, vj0))));
@@ -1698,6 +2847,13 @@ static rt_status rt_lower_gemm(rt_lower *l, const rt_gemm *g) {
                               rt_b(l, RT_KIR_ADD, rt_b(l, RT_KIR_MUL, rt_v(l, vj0), rt_i(l, srow)),
                                    rt_b(l, RT_KIR_MUL, rt_v(l, vp0), rt_i(l, sk)))),
                          srow, sk, 1.0, rt_i(l, a_elems));
+        else if (masked_b)
+            RT_TRY(rt_gemm_pack_masked(l, jbb,
+                                       "B block -> scratch, nr-wide k-major panels of masked "
+                                       "contiguous rows (L1 level)",
+                                       g->nr, rt_v(l, vnc), rt_v(l, vkc), g->rb, &mask_b, nvars, nn,
+                                       g->gvar[RT_GEMM_G_K], g->n_gvar[RT_GEMM_G_K], rt_v(l, vj0),
+                                       rt_v(l, vp0), 1.0, rt_i(l, a_elems), tbl_b, rows_b));
         else if (rt_gemm_seg_dim(l, g->rb, nvars[nn - 1], &dxb, &sxb))
             RT_TRY(rt_gemm_pack_segments(l, jbb,
                                          "B block -> scratch, nr-wide k-major panels "
@@ -1753,8 +2909,9 @@ static rt_status rt_lower_gemm(rt_lower *l, const rt_gemm *g) {
     u->uk.ldc = g->cm;
     u->uk.m_valid = rt_b(l, RT_KIR_MIN, rt_i(l, g->mr), rt_b(l, RT_KIR_SUB, rt_v(l, vmc), rows));
     u->uk.n_valid = rt_b(l, RT_KIR_MIN, rt_i(l, g->nr), rt_b(l, RT_KIR_SUB, rt_v(l, vnc), cols));
-    u->uk.accumulate =
-        s->op == RT_ASSIGN_ADD ? rt_i(l, 1) : rt_b(l, RT_KIR_GT, rt_v(l, vpk), rt_i(l, 0));
+    u->uk.accumulate = s->op == RT_ASSIGN_ADD ? rt_i(l, 1)
+                       : g->K <= g->kc        ? rt_i(l, 0)
+                                              : rt_b(l, RT_KIR_GT, rt_v(l, vpk), rt_i(l, 0));
     // Streaming stores: a single k block overwriting a C over half the largest cache (it
     // would evict most of it and is not read back by this phase).
     int64_t cache_bytes = 0;
@@ -1762,10 +2919,17 @@ static rt_status rt_lower_gemm(rt_lower *l, const rt_gemm *g) {
         if (l->dev->level[lv].capacity_bytes > cache_bytes)
             cache_bytes = l->dev->level[lv].capacity_bytes;
     u->uk.stream = s->op == RT_ASSIGN_ADD_INIT && g->K <= g->kc && g->cm % 16 == 0 &&
-                   cache_bytes > 0 &&
+                   cache_bytes > 0 && epi->stmt < 0 &&
                    4.0 * (double)g->batch * (double)g->M * (double)g->N > 0.5 * (double)cache_bytes;
     RT_LOWER_CHECK(l, u->uk.kc && u->uk.a_off && u->uk.b_off && u->uk.c_off && u->uk.m_valid &&
                           u->uk.n_valid && u->uk.accumulate);
+    if (epi->stmt >= 0) {
+        u->uk.epi_row0 = rt_b(l, RT_KIR_ADD, rt_v(l, vi0), rows);
+        u->uk.epi_col0 = rt_b(l, RT_KIR_ADD, rt_v(l, vj0), cols);
+        u->uk.epi_last = rt_b(l, RT_KIR_EQ, rt_v(l, vpk), rt_i(l, rt_ceil_div(g->K, g->kc) - 1));
+        RT_LOWER_CHECK(l, u->uk.epi_row0 && u->uk.epi_col0 && u->uk.epi_last);
+        RT_TRY(rt_gemm_epi_lower(l, g, epi, &u->uk));
+    }
     return RT_OK;
 }
 
@@ -1840,8 +3004,10 @@ rt_status rt_lower_cpu(rt_arena *a, const rt_op *op, const rt_device *dev, const
         (rt_gemm_detect(&l, main_stmt, &g) || rt_gemm_detect_implicit(&l, main_stmt, &g))) {
         rt_gemm_blocking(&g, op, dev, m, p);
         RT_TRY(rt_lower_general(&l, 0, main_stmt, true));
-        RT_TRY(rt_lower_gemm(&l, &g));
-        RT_TRY(rt_lower_general(&l, main_stmt + 1, op->n_stmts, true));
+        rt_gemm_epi epi;
+        rt_gemm_epi_detect(&l, &g, &epi);
+        RT_TRY(rt_lower_gemm(&l, &g, &epi));
+        RT_TRY(rt_lower_general(&l, main_stmt + 1 + (epi.stmt >= 0), op->n_stmts, true));
         l.k->flops = 2.0 * (double)g.batch * (double)g.M * (double)g.N * (double)g.K;
         l.k->compute_bound = true;
         // The random-vector check needs plain strides: an implicit GEMM has none.

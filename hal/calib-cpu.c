@@ -23,7 +23,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/mman.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
@@ -380,6 +379,13 @@ static LLVMValueRef rt_ir_volatile_splat(rt_ir *ir, LLVMValueRef p, unsigned lan
 // void rt_calib_triad(a, b, c, i64 elems, i64 mask, i64 k0, i64 k1, ptr s): for each chunk k in
 // [k0, k1), at slot (k * odd) & mask: a[o+i] = b[o+i] + s * c[o+i] for i < elems, o = slot *
 // elems. mask 0 repeats one working set; a larger mask walks a buffer in scattered chunks.
+// Method (the STREAM triad's, and bench-util.c's): ordinary stores, 12 bytes counted per
+// element (rt_calib_metric). Ordinary stores make the core read each line of a before writing
+// it (write-allocate: 16 bytes move per element), and that is right for the model: rtgen's
+// kernels store the same way and the model divides their compulsory bytes (inputs + outputs
+// once) by this bandwidth, so the write-allocate cost is folded in exactly as the kernels pay
+// it. Non-temporal stores would skip it and read 1.3-1.5x higher on this kind of machine,
+// above what any kernel but a single-k GEMM's C store (codegen) reaches.
 static void rt_ir_triad(rt_ir *ir, unsigned lanes) {
     LLVMTypeRef params[] = {ir->ptr, ir->ptr, ir->ptr, ir->i64, ir->i64, ir->i64, ir->i64, ir->ptr};
     LLVMValueRef fn = rt_ir_fn(ir, "rt_calib_triad", LLVMVoidTypeInContext(ir->ctx), params, 8);
@@ -980,13 +986,18 @@ static void rt_calib_init_job(void *arg, int32_t tid) {
     }
 }
 
-// Per-thread arrays of elems floats, first touched by their (pinned) thread.
+// Per-thread arrays of elems floats, first touched by their (pinned) thread. They get the
+// system's default paging, like a STREAM build and like the tensors rtgen's kernels run on
+// (arena chunks from malloc): with transparent huge pages on "madvise", as on most
+// distributions, asking for huge pages here made the DRAM triad 10-20% faster than any kernel
+// can read its operands (fewer TLB misses; more under nested paging in a VM), so the model
+// overestimated memory-bound kernels and rtcalib disagreed with bench-ops' triad.
 static rt_status rt_calib_buffers(rt_calib *c, int64_t elems, rt_err *err) {
     if (c->buf_elems == elems)
         return RT_OK;
     rt_calib_free_buffers(c);
     size_t bytes = (size_t)elems * sizeof(float);
-    size_t align = bytes >= ((size_t)4 << 20) ? ((size_t)2 << 20) : 64;
+    size_t align = 64;
     bytes = (bytes + align - 1) / align * align;
     for (int32_t t = 0; t < c->threads; t++) {
         float **arrs[] = {&c->a[t], &c->b[t], &c->c[t]};
@@ -998,8 +1009,6 @@ static rt_status rt_calib_buffers(rt_calib *c, int64_t elems, rt_err *err) {
                                "out of memory for the probe buffers (%d x 3 x %zu bytes)",
                                (int)c->threads, bytes);
             }
-            if (align > 64)
-                madvise(*arrs[i], bytes, MADV_HUGEPAGE); // fewer TLB misses; best effort
         }
     }
     c->buf_elems = elems;
@@ -1106,7 +1115,14 @@ static void rt_calib_plan(const rt_calib *c, const rt_device *base, rt_plan *pla
         if (total > last_cache_bytes)
             last_cache_bytes = total;
     }
-    int64_t dram_bytes = 4 * last_cache_bytes; // total over threads, 3 arrays
+    // DRAM: STREAM's sizing rule, the working set at least 4x the caches (total over threads,
+    // 3 arrays), within [768 MiB, 2 GiB] and a quarter of memory. A VM may report the host's
+    // whole last-level cache (480 MiB on the 2-core development VM): past the cache the VM
+    // really has, the triad does not depend on size (3 x 128 MiB and 3 x 640 MiB agree within
+    // 1% there), so the cap costs nothing. Threads: one per core, pinned, as bench-util.c's
+    // triad and the kernel pool run one per core (the scheduler keeps those apart; pinning only
+    // keeps migrations out of the samples).
+    int64_t dram_bytes = 4 * last_cache_bytes;
     int64_t dram_min = quick ? (24 << 20) : ((int64_t)768 << 20);
     int64_t dram_max = quick ? (24 << 20) : ((int64_t)2 << 30);
     long pages = sysconf(_SC_PHYS_PAGES), page_bytes = sysconf(_SC_PAGESIZE);

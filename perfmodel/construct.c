@@ -7,7 +7,9 @@
 // (and, when compute bound, also keeps enlarging, Fig. 8 line 20). Visited tiles are memoized.
 // Completed rPrograms are scaled out over the units (the reduction stays inside a block) and, for
 // small operators, shrunk along the lowest-reuse axis. The padding bound epsilon grows 0 -> 1
-// until K candidates exist. Ranking and reports are in topk.c.
+// until K candidates exist. On a CPU many rPrograms lower to the same kernel (the backend's
+// blocking rule overrides most cache tiles): each kernel is kept once, as its best-predicted
+// rProgram, so the top-K are K different kernels. Ranking and reports are in topk.c.
 #include "perfmodel.h"
 
 #include <math.h>
@@ -28,8 +30,11 @@ typedef struct cons {
     int64_t seen_cap, seen_n;
     int64_t evals, max_evals, total_evals;
     rt_rprog *found;
+    uint64_t *found_key; // per found rProgram: the kernel it lowers to (kernel_key)
     int32_t n_found, cap_found, want;
-    int32_t limit; // results allowed in the current subtree (spreads them over tiles)
+    int32_t n_same;     // rPrograms dropped: an earlier one lowers to the same kernel
+    int32_t n_recorded; // rPrograms recorded, the dropped ones included
+    int32_t limit;      // records allowed in the current subtree (spreads them over tiles)
     double t0_ns, top1_ns;
     bool relaxed; // last resort: record without thread-count alignment
     bool has_red;
@@ -94,7 +99,7 @@ static void shape_str(const rt_perf_model *m, const int64_t *s, char *buf, size_
 
 static bool done(const cons *c) {
     return c->st != RT_OK || c->evals >= c->max_evals || c->n_found >= c->want ||
-           c->n_found >= c->limit;
+           c->n_recorded >= c->limit;
 }
 
 // Whole-operator memory time at level l vs compute time (Fig. 8 line 17: MemPerf vs
@@ -176,6 +181,49 @@ static bool recordable(const cons *c, int32_t l, const int64_t *t) {
 
 static void enlarge(cons *c, int32_t l, const int64_t *t);
 
+// The kernel the CPU backend lowers p to, as a hash: two rPrograms with the same key compile to
+// the same code (up to names), so only the better predicted one is kept and the top-K are K
+// different kernels. A contraction is the packed GEMM of its blocking (rt_perf_cpu_gemm_view);
+// anything else is the modeled statement's loop nest blocked by its spatial rTiles from the
+// scale-out level to the registers (codegen/lower-cpu.c rt_tiled_plan: reduction variables are
+// not tiled, each tile is capped by the one above and by the variable's range, the innermost
+// variable runs in whole vectors, and a level adds a loop only where a tile shrinks). On a
+// device with a thread level every rTile is its own kernel.
+static uint64_t kernel_key(const cons *c, const rt_rprog *p) {
+    const rt_perf_model *m = c->m;
+    uint64_t h = 0x51;
+    if (m->thread_level >= 0) {
+        for (int32_t l = 1; l <= m->top; l++)
+            for (int32_t x = 0; x < m->n_axes; x++)
+                h = hash_mix(h, (uint64_t)p->tile[l].shape[x]);
+        return h;
+    }
+    rt_perf_cpu_gemm g;
+    if (rt_perf_cpu_gemm_view(m, p, &g)) {
+        const int64_t v[] = {g.mr, g.nr, g.kc, g.mc, g.nc, g.ng, g.items};
+        h = hash_mix(h, 0x6e);
+        for (size_t i = 0; i < sizeof v / sizeof v[0]; i++)
+            h = hash_mix(h, (uint64_t)v[i]);
+        return h;
+    }
+    // The general path: the tiles of the kept variables from the scale-out level down, and
+    // the loops they make (a level adds one only where a tile shrinks). Without any tiled
+    // variable every rProgram is the same plain nest.
+    rt_perf_cpu_loops lp;
+    h = hash_mix(h, 0x67);
+    if (!rt_perf_cpu_loop_plan(m, p, &lp))
+        return h;
+    int32_t bl = m->block_level, top = m->top;
+    for (int32_t i = 0; i < lp.n_vars; i++)
+        if (lp.tiled[i])
+            h = hash_mix(hash_mix(h, (uint64_t)lp.var[i]), (uint64_t)lp.tile[i][bl]);
+    for (int32_t lv = bl + 1; lv <= top; lv++)
+        for (int32_t i = 0; i < lp.n_vars; i++)
+            if (lp.tiled[i] && lp.tile[i][lv] < lp.tile[i][lv - 1])
+                h = hash_mix(hash_mix(h, (uint64_t)lp.var[i] + 1000), (uint64_t)lp.tile[i][lv]);
+    return h;
+}
+
 static void record(cons *c) {
     const rt_perf_model *m = c->m;
     uint64_t h = 0x51;
@@ -204,23 +252,45 @@ static void record(cons *c) {
     }
     if (!fits)
         return;
+    c->n_recorded++;
+    p.epsilon = m->epsilon;
+    p.construct_ns = now_ns() - c->t0_ns;
+    uint64_t key = kernel_key(c, &p);
+    for (int32_t i = 0; i < c->n_found; i++) {
+        if (c->found_key[i] != key)
+            continue;
+        // The same kernel: keep the rProgram the model rates better (its first discovery
+        // otherwise), so that every kernel is ranked once.
+        c->n_same++;
+        if (c->explain)
+            rt_buf_linef(c->explain, 1, "  same kernel as rprog %d%s", (int)c->found[i].order,
+                         p.predicted_ns < c->found[i].predicted_ns ? ", replaces it" : "");
+        if (p.predicted_ns < c->found[i].predicted_ns) {
+            p.order = c->found[i].order;
+            c->found[i] = p;
+        }
+        return;
+    }
     if (c->n_found == c->cap_found) {
         int32_t ncap = c->cap_found ? c->cap_found * 2 : 64;
         rt_rprog *nf = rt_arena_calloc(c->a, (size_t)ncap, sizeof *nf);
-        if (!nf) {
+        uint64_t *nk = rt_arena_calloc(c->a, (size_t)ncap, sizeof *nk);
+        if (!nf || !nk) {
             c->st = rt_fail(c->err, RT_ERR_NOMEM, RT_NOLOC, "out of memory");
             return;
         }
-        if (c->n_found)
+        if (c->n_found) {
             memcpy(nf, c->found, sizeof *nf * (size_t)c->n_found);
+            memcpy(nk, c->found_key, sizeof *nk * (size_t)c->n_found);
+        }
         c->found = nf;
+        c->found_key = nk;
         c->cap_found = ncap;
     }
-    p.epsilon = m->epsilon;
     p.order = c->n_found;
-    p.construct_ns = now_ns() - c->t0_ns;
     if (c->top1_ns == 0)
         c->top1_ns = p.construct_ns;
+    c->found_key[c->n_found] = key;
     c->found[c->n_found++] = p;
 }
 
@@ -236,9 +306,13 @@ static void descend(cons *c, int32_t l, const int64_t *t) {
     memcpy(t0, t, sizeof t0);
     // One tile above gets a third of the remaining results, so that the depth-first walk
     // spreads its candidates over many upper tiles instead of exhausting the first.
+    // Records, not kernels, count here: on a CPU many rTiles below the register level lower to
+    // the same kernel, and a subtree that only finds those must not take the whole budget.
     int32_t saved = c->limit;
-    int32_t left = rt_min64(saved, c->want) - c->n_found;
-    c->limit = c->n_found + (left / 3 > 2 ? left / 3 : 2);
+    int32_t left = c->want - c->n_found;
+    if (saved != INT32_MAX && saved - c->n_recorded < left)
+        left = saved - c->n_recorded;
+    c->limit = c->n_recorded + (left / 3 > 2 ? left / 3 : 2);
     if (c->limit > saved)
         c->limit = saved;
     for (int32_t x = 0; x < m->n_axes; x++) {
@@ -350,6 +424,14 @@ static void enlarge(cons *c, int32_t l, const int64_t *t) {
         // the larger tiles differ only in parallelism, which the model ranks.
         descend(c, l, t);
         enlarge(c, l, g[0].shape);
+        // A CPU register block is a micro-kernel whose shape (rows x vectors) the reuse score
+        // cannot rank: every compute-bound block already hides the FMA latency, and its rows
+        // against its vectors trade broadcasts for loads, C updates and the kc that fits L1.
+        // The cost model (cpu.c) ranks them, so the other spatial axes grow here too.
+        if (m->thread_level < 0 && l == m->top && c->has_red)
+            for (int32_t i = 1; i < n_fit && !done(c); i++)
+                if (!m->axes[g[i].axis].is_reduce)
+                    enlarge(c, l, g[i].shape);
         return;
     }
     // Memory bound: try the two best axes (the second only when it also saves traffic).
@@ -516,6 +598,7 @@ rt_status rt_perf_construct(rt_arena *a, const rt_op *op, const rt_device *dev,
     RT_ALLOC(a, r, 1, err);
     r->model = m;
     r->n_found = c.n_found;
+    r->n_same_kernel = c.n_same;
     r->n_cands = c.n_found < k ? c.n_found : k;
     r->cands = c.found;
     r->n_evals = c.total_evals;

@@ -6,7 +6,9 @@
 // (bandwidth of the source level, interpolated on its curve, times the share of units in use
 // with wave quantization real / (max * ceil(real / max))), compute from the device peak for the
 // data type, and the rProgram's time is its bottleneck stage plus launch overhead (plus, with
-// explicitly staged levels, the other stages divided by the blocks resident on a unit).
+// explicitly staged levels, the other stages divided by the blocks resident on a unit). On a
+// CPU the compute stage is the code the backend compiles: a contraction's packed GEMM (cpu.c),
+// or the loop nest blocked by the rTiles with its instruction costs.
 #include "perfmodel.h"
 
 #include <math.h>
@@ -173,6 +175,14 @@ bool rt_perf_evaluate(const rt_perf_model *m, rt_rprog *p, const char **why) {
         }
     }
     p->compute_ns = rt_perf_compute_ns(m, p->flops, eff);
+    // The CPU's general path: the loop nest the backend blocks by these rTiles costs its cores
+    // instructions (work items, loop control, vectors with their tails) that a memory-bound
+    // roofline does not see; the larger of the two binds.
+    rt_perf_cpu_loops lp;
+    double loop_ns, serial_ns = 0;
+    if (m->thread_level < 0 && rt_perf_cpu_loop_plan(m, p, &lp) &&
+        rt_perf_cpu_loop_time(m, &lp, &loop_ns, &serial_ns) && loop_ns > p->compute_ns)
+        p->compute_ns = loop_ns;
     if (p->compute_ns >= worst) {
         worst = p->compute_ns;
         p->bottleneck = -1;
@@ -184,9 +194,7 @@ bool rt_perf_evaluate(const rt_perf_model *m, rt_rprog *p, const char **why) {
         double core_ns, pack_ns, uk_eff;
         const char *gwhy;
         if (rt_perf_cpu_gemm_time(m, &g, &core_ns, &pack_ns, &uk_eff, &gwhy)) {
-            double bytes = 4.0 * ((double)g.M * (double)g.K + (double)g.K * (double)g.N +
-                                  2.0 * (double)g.M * (double)g.N) +
-                           m->extra_dram_bytes;
+            double bytes = g.a_bytes + g.b_bytes + 2.0 * g.c_bytes + m->extra_dram_bytes;
             double gbps = rt_hal_level_gbps(&dev->level[0], bytes / (double)units);
             double dram_ns = gbps > 0 ? bytes / gbps : 0;
             // Fused prologue/epilogue statements run as their own loop nests after it.
@@ -217,6 +225,7 @@ bool rt_perf_evaluate(const rt_perf_model *m, rt_rprog *p, const char **why) {
             sum += p->tile[l].time_ns;
         rest = (sum - worst) / (double)bpu;
     }
-    p->predicted_ns = worst + rest + dev->launch_overhead_us * 1000.0;
+    // The loop nest's serial part (work items, vector-loop dispatch) stalls every stage.
+    p->predicted_ns = worst + rest + serial_ns + dev->launch_overhead_us * 1000.0;
     return true;
 }

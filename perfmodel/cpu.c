@@ -1,13 +1,18 @@
 // cpu.c: the CPU side of the micro-performance model — the register micro-kernel, the packed
-// GEMM program the CPU backend builds from an rProgram, and its time on the cores.
+// GEMM program the CPU backend builds from an rProgram (plain, or the implicit GEMM of a
+// convolution), the loop nest it builds for everything else, and their time on the cores.
 //
 // cost.c calls in here for devices without a thread level. The micro-kernel's efficiency comes
 // from its register block (loads per FMA against the load ports, FMA latency against the
 // accumulators, register pressure); for a contraction the backend (codegen/lower-cpu.c) packs
-// A and B panels per mc x nc block and kc step, so the time is packing + micro-kernel calls over
-// the blocks a core gets (wave quantization over `units`). Every number comes from the device
-// description: load ports from the L1 bandwidth per core and cycle, registers from the register
-// level's capacity, bandwidth per level from its curve. No device is special-cased.
+// A and B panels per mc x nc block and kc step, so the time is packing + micro-kernel calls + C's
+// round trip per k block over the work items the busiest core gets (contiguous chunks, as the
+// thread pool hands them out). For other statements it is the blocked loop nest's instructions:
+// work items, loop control and vector loops (whole vectors for trip counts known when compiled,
+// the vectorizer's main/epilogue/scalar split otherwise). Every number comes from the device
+// description: the clock from the FMA peak, load ports from the L1 bandwidth per core and cycle,
+// registers from the register level's capacity, bandwidth per level from its curve. No device is
+// special-cased.
 #include "perfmodel.h"
 
 #include <math.h>
@@ -17,9 +22,21 @@ static int64_t clamp64(int64_t v, int64_t lo, int64_t hi) {
     return v < lo ? lo : v > hi ? hi : v;
 }
 
+double rt_perf_cpu_ghz(const rt_device *dev) {
+    double nominal = dev->clock_mhz / 1000.0;
+    double lanes = dev->lanes > 0 ? dev->lanes : 1;
+    double ports = dev->teus_per_unit > 0 ? dev->teus_per_unit : 1;
+    double units = dev->units > 0 ? dev->units : 1;
+    double peak = rt_hal_peak_gflops(dev, RT_DTYPE_F32, false);
+    if (!(nominal > 0) || !(peak > 0))
+        return nominal > 0 ? nominal : 0;
+    // The clock the FMA peak implies (the nominal one for a peak derived from it).
+    return peak / (units * ports * lanes * 2.0);
+}
+
 double rt_perf_cpu_load_ports(const rt_device *dev) {
     int32_t top = dev->n_levels - 1;
-    double ghz = dev->clock_mhz / 1000.0;
+    double ghz = rt_perf_cpu_ghz(dev);
     int64_t units = dev->units > 0 ? dev->units : 1;
     double vec_bytes = (dev->lanes > 0 ? dev->lanes : 1) * 4.0;
     if (top < 1 || !(ghz > 0))
@@ -63,6 +80,29 @@ bool rt_perf_cpu_ukernel(const rt_device *dev, int32_t elem_bytes, int64_t mr, i
     if (spilled > out->acc_vectors)
         spilled = out->acc_vectors;
     double loads = (double)(mr + nv + 2 * spilled) / ports;
+    // The call's L1 set: the B micro-panel it shares with the calls before and after it, the A
+    // micro-panel it streams and its C tile. Beyond L1 less one way (BLIS: kc x nr of B and
+    // mr x kc of A must fit the ways left to them), the A stream evicts B's lines and each B
+    // vector is fetched from L2 again: its line crosses at L2's bandwidth on top of its load.
+    // Measured on a 48 KiB L1 with kc = 256: 12x32 and 14x32 (45.5 and 47.8 KiB) run 5-14%
+    // below 8x32 and 6x32 (41 and 39 KiB) where their FMA and load counts promise parity.
+    int32_t t1 = dev->n_levels - 2;
+    if (t1 >= 1 && kc > 1) {
+        const rt_mem_level *l1 = &dev->level[t1], *l2 = &dev->level[t1 - 1];
+        double cap = (double)l1->capacity_bytes;
+        if (l1->ways > 1)
+            cap = cap / l1->ways * (l1->ways - 1);
+        if (l1->tile_capacity_bytes > 0 && (double)l1->tile_capacity_bytes < cap)
+            cap = (double)l1->tile_capacity_bytes;
+        double set = (double)((kc + mr) * nv * vec_elems + mr * kc) * (double)elem_bytes;
+        double ghz = rt_perf_cpu_ghz(dev);
+        double l2_bytes_per_cycle =
+            ghz > 0 ? l2->bandwidth_gbps / (double)(dev->units > 0 ? dev->units : 1) / ghz : 0;
+        int32_t line = l1->line_bytes > 0 ? l1->line_bytes : 64;
+        if (cap > 0 && set > cap && l2_bytes_per_cycle > 0)
+            loads += (double)(nv * vec_elems * elem_bytes) / (double)line * (double)line /
+                     l2_bytes_per_cycle;
+    }
     double latency = (double)(dev->fma_latency_cycles > 0 ? dev->fma_latency_cycles : 0);
     out->cycles_per_k = fma;
     if (loads > out->cycles_per_k)
@@ -77,36 +117,136 @@ bool rt_perf_cpu_ukernel(const rt_device *dev, int32_t elem_bytes, int64_t mr, i
     return out->vector_regs <= rt_perf_cpu_vector_regs(dev);
 }
 
-// The model axis of a spatial axis that appears in exactly the given input and the output.
-static bool gemm_axes(const rt_perf_model *m, int32_t *xm, int32_t *xn, int32_t *xk, int32_t *ia,
-                      int32_t *ib) {
-    if (m->n_access != 3 || m->n_axes != 3 || m->dtype != RT_DTYPE_F32 ||
+// Whether access i reads axis x (in any dim).
+static bool access_uses(const rt_perf_access *acc, int32_t x) {
+    for (int32_t d = 0; d < acc->n_dims; d++)
+        if (acc->coef[d][x] != 0)
+            return true;
+    return false;
+}
+
+// Bytes of the tensor behind an access (its storage extents).
+static double access_bytes(const rt_perf_access *acc) {
+    double b = acc->elem_bytes > 0 ? acc->elem_bytes : 4;
+    for (int32_t d = 0; d < acc->n_dims; d++)
+        b *= (double)(acc->dim_extent[d] > 0 ? acc->dim_extent[d] : 1);
+    return b;
+}
+
+// Groups the model axes of a contraction C (+)= A * B the way codegen/lower-cpu.c groups the
+// statement's variables for its packed GEMM (rt_gemm_detect_implicit): B is the input holding
+// the output's innermost axis; n is the output's unit-stride suffix of axes only B holds (they
+// flatten into one index), m the output axes only A holds (flattening by their output strides),
+// k the reduction axes both hold, batch the other output axes only B holds. Fills the groups,
+// extents, accesses and tensor sizes of g; false for anything else (an axis both inputs or
+// neither hold, a reduction one input lacks, ragged extents, other dtypes or assignments).
+static bool gemm_groups(const rt_perf_model *m, rt_perf_cpu_gemm *g) {
+    if (m->n_access != 3 || m->dtype != RT_DTYPE_F32 ||
         (m->assign != RT_ASSIGN_ADD_INIT && m->assign != RT_ASSIGN_ADD))
         return false;
     const rt_perf_access *o = &m->access[2];
-    *xm = *xn = *xk = -1;
-    for (int32_t x = 0; x < 3; x++) {
+    if (m->access[0].elem_bytes != 4 || m->access[1].elem_bytes != 4 || o->elem_bytes != 4)
+        return false;
+    // Flat offset coefficient of each axis in C (dims of C are plain axes).
+    int64_t ccoef[RT_PERF_MAX_AXES] = {0}, stride = 1;
+    for (int32_t d = o->n_dims - 1; d >= 0; d--) {
+        if (!o->affine[d])
+            return false;
+        for (int32_t x = 0; x < m->n_axes; x++)
+            ccoef[x] += o->coef[d][x] * stride;
+        stride *= o->dim_extent[d];
+    }
+    int32_t inner = -1;
+    for (int32_t x = 0; x < m->n_axes; x++) {
         if (m->axes[x].ragged && m->axes[x].dist.n > 1)
             return false;
-        bool in[3] = {false, false, false};
-        for (int32_t i = 0; i < 3; i++)
-            for (int32_t d = 0; d < m->access[i].n_dims; d++)
-                in[i] = in[i] || m->access[i].coef[d][x] != 0;
+        if (o->coef[o->n_dims - 1][x] != 0)
+            inner = inner < 0 ? x : -2;
+    }
+    if (inner < 0 || access_uses(&m->access[0], inner) == access_uses(&m->access[1], inner))
+        return false;
+    g->in_b = access_uses(&m->access[0], inner) ? 0 : 1;
+    g->in_a = 1 - g->in_b;
+    const rt_perf_access *A = &m->access[g->in_a], *B = &m->access[g->in_b];
+    for (int32_t x = 0; x < RT_PERF_MAX_AXES; x++)
+        g->group[x] = -1;
+    // n: C's dims from the innermost while each is one axis of B alone with the running stride.
+    int64_t run = 1;
+    g->axis_n = inner;
+    for (int32_t d = o->n_dims - 1; d >= 0; d--) {
+        int32_t x = -1;
+        for (int32_t y = 0; y < m->n_axes; y++)
+            if (o->coef[d][y] != 0)
+                x = x < 0 ? y : -2;
+        if (x < 0 || o->coef[d][x] != 1 || !access_uses(B, x) || access_uses(A, x) ||
+            g->group[x] >= 0 || ccoef[x] != run)
+            break;
+        g->group[x] = RT_PERF_GEMM_N;
+        run *= m->axes[x].extent;
+    }
+    g->N = run;
+    g->M = g->K = g->batch = 1;
+    g->axis_m = g->axis_k = -1;
+    int32_t mv[RT_PERF_MAX_AXES], nm = 0;
+    for (int32_t x = 0; x < m->n_axes; x++) {
+        bool ua = access_uses(A, x), ub = access_uses(B, x), uc = ccoef[x] != 0;
         if (m->axes[x].is_reduce) {
-            if (!in[0] || !in[1] || in[2] || *xk >= 0)
+            if (!ua || !ub || uc)
                 return false;
-            *xk = x;
-        } else if (in[2] && o->coef[o->n_dims - 1][x] == 1 && (in[0] != in[1]) && *xn < 0) {
-            *xn = x;
-            *ib = in[0] ? 0 : 1;
-        } else if (in[2] && (in[0] != in[1]) && *xm < 0) {
-            *xm = x;
-            *ia = in[0] ? 0 : 1;
-        } else {
+            g->group[x] = RT_PERF_GEMM_K;
+            g->K *= m->axes[x].extent;
+            g->axis_k = x;
+        } else if (!uc || ua == ub) {
             return false;
+        } else if (ua) {
+            g->group[x] = RT_PERF_GEMM_M;
+            mv[nm++] = x;
+        } else if (g->group[x] != RT_PERF_GEMM_N) {
+            g->group[x] = RT_PERF_GEMM_BATCH;
+            g->batch *= m->axes[x].extent;
         }
     }
-    return *xm >= 0 && *xn >= 0 && *xk >= 0 && *ia != *ib;
+    if (nm == 0 || g->axis_k < 0)
+        return false;
+    // m axes outer first by their C stride; together they must flatten like one index.
+    for (int32_t i = 1; i < nm; i++)
+        for (int32_t j = i; j > 0 && ccoef[mv[j]] > ccoef[mv[j - 1]]; j--) {
+            int32_t t = mv[j];
+            mv[j] = mv[j - 1];
+            mv[j - 1] = t;
+        }
+    for (int32_t i = nm - 1; i >= 0; i--) {
+        if (ccoef[mv[i]] != ccoef[mv[nm - 1]] * g->M)
+            return false;
+        g->M *= m->axes[mv[i]].extent;
+    }
+    g->axis_m = mv[nm - 1];
+    // A plain GEMM reads A(m, k) and B(k, n) as two-dimensional arrays of single axes; anything
+    // else (windows y + r, strides, several axes per group) is packed by gathering.
+    int32_t per_group[RT_PERF_GEMM_GROUP_COUNT] = {0};
+    for (int32_t x = 0; x < m->n_axes; x++)
+        per_group[g->group[x]]++;
+    g->implicit = per_group[RT_PERF_GEMM_M] != 1 || per_group[RT_PERF_GEMM_N] != 1 ||
+                  per_group[RT_PERF_GEMM_K] != 1 || per_group[RT_PERF_GEMM_BATCH] != 0;
+    for (int32_t i = 0; i < 2 && !g->implicit; i++) {
+        const rt_perf_access *acc = &m->access[i];
+        for (int32_t d = 0; d < acc->n_dims; d++) {
+            int32_t terms = 0;
+            for (int32_t x = 0; x < m->n_axes; x++)
+                terms += acc->coef[d][x] != 0 ? (acc->coef[d][x] == 1 ? 1 : 2) : 0;
+            g->implicit = g->implicit || !acc->affine[d] || terms != 1;
+        }
+    }
+    for (int32_t d = 0; d < B->n_dims; d++) {
+        int32_t terms = 0; // axes of extent 1 only add a constant
+        for (int32_t x = 0; x < m->n_axes; x++)
+            terms += B->coef[d][x] == 0 || m->axes[x].extent <= 1 ? 0 : B->coef[d][x] == 1 ? 1 : 2;
+        g->b_window = g->b_window || !B->affine[d] || terms > 1;
+    }
+    g->a_bytes = access_bytes(A);
+    g->b_bytes = access_bytes(B);
+    g->c_bytes = access_bytes(o);
+    return true;
 }
 
 // The blocking rule of the packed GEMM, shared with codegen/lower-cpu.c (which calls this and
@@ -149,33 +289,49 @@ void rt_perf_cpu_gemm_block(const rt_device *dev, int64_t batch, rt_perf_cpu_gem
         g->mc = rt_round_up(g->mc / 2, g->mr);
     // A work item is a row block times a run of nc blocks: A is packed once per (mc, kc) and
     // reused across the run. The n blocks are split into the fewest runs (of equal length) that
-    // give every core an item and lose at most a fifth of the cores to the last round.
-    int64_t rows = batch * rt_ceil_div(M, g->mc), ntl = rt_ceil_div(N, g->nc);
+    // give every core an item and lose at most a fifth of the cores to the last round. With a
+    // batch (an implicit GEMM's, A the same for every entry) the runs go over the batch x ntl
+    // column blocks, batch-major, and are also cut so that the C block of a run, revisited once
+    // per k block, stays within half of L2 (codegen/lower-cpu.c rt_gemm_fold_runs).
+    int64_t mt = rt_ceil_div(M, g->mc), ntl = rt_ceil_div(N, g->nc);
+    int64_t rows = batch > 1 ? mt : batch * mt, nblk = batch > 1 ? batch * ntl : ntl;
     int64_t ng = 1;
-    while (ng < ntl &&
+    if (batch > 1 && dev && dev->n_levels >= 4 && K > g->kc) {
+        int64_t l2 = dev->level[dev->n_levels - 3].capacity_bytes;
+        int64_t run = l2 / 2 / (g->mc * g->nc * 4);
+        if (l2 > 0)
+            ng = rt_ceil_div(nblk, run > 1 ? run : 1);
+    }
+    while (ng < nblk &&
            (rows * ng < units || 5 * rt_ceil_div(rows * ng, units) * units > 6 * rows * ng))
         ng++;
-    g->ng = rt_ceil_div(ntl, rt_ceil_div(ntl, ng));
+    ng = rt_min64(ng, nblk);
+    g->ng = rt_ceil_div(nblk, rt_ceil_div(nblk, ng));
     g->items = rows * g->ng;
+    g->batch = batch;
 }
 
 // The packed GEMM codegen/lower-cpu.c compiles for p: the rTiles give the seeds (register tile
-// -> mr x nr, L1 -> kc, L2 -> mc, the level below -> nc), rt_perf_cpu_gemm_block the blocking.
+// -> mr x nr, L1 -> kc, L2 -> mc, the level below -> nc; a group's tile is the product of its
+// axes' tiles, as the backend takes it), rt_perf_cpu_gemm_block the blocking.
 bool rt_perf_cpu_gemm_view(const rt_perf_model *m, const rt_rprog *p, rt_perf_cpu_gemm *g) {
     memset(g, 0, sizeof *g);
-    if (m->thread_level >= 0 ||
-        !gemm_axes(m, &g->axis_m, &g->axis_n, &g->axis_k, &g->in_a, &g->in_b))
+    if (m->thread_level >= 0 || !gemm_groups(m, g))
         return false;
-    g->M = m->axes[g->axis_m].extent;
-    g->N = m->axes[g->axis_n].extent;
-    g->K = m->axes[g->axis_k].extent;
     int32_t top = m->top;
-    g->mr = p->tile[top].shape[g->axis_m];
-    g->nr = p->tile[top].shape[g->axis_n];
-    g->kc = top >= 1 ? p->tile[top - 1].shape[g->axis_k] : 256;
-    g->mc = top >= 2 ? p->tile[top - 2].shape[g->axis_m] : 96;
-    g->nc = top >= 3 ? p->tile[top - 3].shape[g->axis_n] : 1024;
-    rt_perf_cpu_gemm_block(m->dev, 1, g);
+    int64_t t[RT_PERF_GEMM_GROUP_COUNT][RT_MAX_MEM_LEVELS];
+    for (int32_t gi = 0; gi < RT_PERF_GEMM_GROUP_COUNT; gi++)
+        for (int32_t l = 0; l < RT_MAX_MEM_LEVELS; l++)
+            t[gi][l] = 1;
+    for (int32_t x = 0; x < m->n_axes; x++)
+        for (int32_t l = 0; l <= top; l++)
+            t[g->group[x]][l] *= p->tile[l].shape[x];
+    g->mr = t[RT_PERF_GEMM_M][top];
+    g->nr = t[RT_PERF_GEMM_N][top];
+    g->kc = top >= 1 ? t[RT_PERF_GEMM_K][top - 1] : 256;
+    g->mc = top >= 2 ? t[RT_PERF_GEMM_M][top - 2] : 96;
+    g->nc = top >= 3 ? t[RT_PERF_GEMM_N][top - 3] : 1024;
+    rt_perf_cpu_gemm_block(m->dev, g->batch, g);
     return true;
 }
 
@@ -195,48 +351,70 @@ static double source_gbps(const rt_device *dev, double bytes, double chunk_bytes
     return rt_hal_level_gbps(&dev->level[0], chunk_bytes) / (double)units;
 }
 
-// Cycles of one mcur x ncur block (all K) on one core, with the A pack of its row block (in
-// *pack_a_out: a work item packs it once for its whole run of nc blocks) and all its packing.
-static double block_cycles(const rt_perf_model *m, const rt_perf_cpu_gemm *g, int64_t mcur,
-                           int64_t ncur, const rt_perf_ukernel *uk, const rt_perf_ukernel *uk_last,
-                           int64_t k_full, int64_t k_last, double ghz, double *pack_out,
-                           double *pack_a_out) {
-    const rt_device *dev = m->dev;
+// Cycles of packing one block of `rows` x kcur elements of a matrix of `bytes` read with chunks
+// of rows x kc: B rows are contiguous along n (vector copies), A panels are gathered one element
+// per load across rows; either is bound by its load slots or by the bandwidth of the level its
+// source lives in. A B read through a window (a convolution's y + r) is packed by masked loads or
+// clamped row segments: the bounds test costs about one more pass over its vectors.
+static double pack_cycles(const rt_device *dev, const rt_perf_cpu_gemm *g, bool is_b, int64_t rows,
+                          int64_t kcur, double ghz) {
     double ports = rt_perf_cpu_load_ports(dev);
     double vec_elems = (dev->lanes > 0 ? dev->lanes : 1);
-    double a_bytes = (double)g->M * (double)g->K * 4, b_bytes = (double)g->K * (double)g->N * 4;
-    // Packing: B rows are contiguous along n (vector copies); A panels are gathered one element
-    // per load across rows. Either is bound by its load slots or by the bandwidth of the level
-    // its source lives in.
-    double b_gbps = source_gbps(dev, b_bytes, (double)ncur * 4 * (double)g->kc);
-    double a_gbps = source_gbps(dev, a_bytes, (double)mcur * 4 * (double)g->kc);
-    double pack = 0, pack_a = 0,
-           calls = (double)rt_ceil_div(mcur, g->mr) * (double)rt_ceil_div(ncur, g->nr);
-    double kernel = 0;
-    for (int32_t last = 0; last < 2; last++) {
-        int64_t kcur = last ? k_last : g->kc;
-        int64_t steps = last ? (k_last > 0 ? 1 : 0) : k_full;
-        if (steps == 0 || kcur <= 0)
+    double bytes = is_b ? (g->b_bytes > 0 ? g->b_bytes : (double)g->K * (double)g->N * 4)
+                        : (g->a_bytes > 0 ? g->a_bytes : (double)g->M * (double)g->K * 4);
+    double gbps = source_gbps(dev, bytes, (double)rows * 4 * (double)g->kc);
+    double e = (double)rt_round_up(rows, is_b ? g->nr : g->mr) * (double)kcur;
+    double slots =
+        is_b ? e / vec_elems / ports * (g->b_window ? 3 : 2) : e / ports + e / vec_elems / ports;
+    double bw = gbps > 0 ? e * 4 / gbps * ghz : 0;
+    return slots > bw ? slots : bw;
+}
+
+// Per-thread cost of the packed GEMM as the backend runs it: work item i is row block i % mt
+// times the run of column blocks [(i / mt) * bpg, + bpg) (column blocks: the nc blocks of every
+// batch entry, batch-major); per k block it packs A for the row block once, then for each column
+// block packs B and makes its micro-kernel calls. Items go to the threads in contiguous chunks
+// [n t / T, n (t + 1) / T) (hal-cpu.c's pool), so the busiest thread's sum is the time.
+typedef struct gemm_costs {
+    double a_pack[2][2];      // [edge row block][last k block]
+    double b_pack[2][2];      // [edge column block][last k block]
+    double calls[2][2][2];    // [edge row][edge column][last k block]
+    double c_cycles_per_byte; // cycles per byte of C moved from C's level, per core
+} gemm_costs;
+
+static double item_cycles(const rt_perf_cpu_gemm *g, const gemm_costs *c, int64_t item, int64_t mt,
+                          int64_t ntl, int64_t nblk, int64_t bpg, int64_t nk_full, bool k_last,
+                          double *pack) {
+    int32_t er = (item % mt == mt - 1) && g->M % g->mc != 0;
+    int64_t lo = item / mt * bpg, hi = rt_min64(nblk, lo + bpg);
+    int64_t mcur = er ? g->M % g->mc : g->mc;
+    double total = 0, pk = 0, cols = 0;
+    for (int32_t kl = 0; kl < 2; kl++) {
+        double steps = kl ? (k_last ? 1 : 0) : (double)nk_full;
+        if (steps == 0)
             continue;
-        double eb = (double)rt_round_up(ncur, g->nr) * (double)kcur;
-        double ea = (double)rt_round_up(mcur, g->mr) * (double)kcur;
-        double tb = eb / vec_elems / ports * 2;
-        double tbw = b_gbps > 0 ? eb * 4 / b_gbps * ghz : 0;
-        double ta = ea / ports + ea / vec_elems / ports;
-        double taw = a_gbps > 0 ? ea * 4 / a_gbps * ghz : 0;
-        pack += (double)steps * ((tb > tbw ? tb : tbw) + (ta > taw ? ta : taw));
-        pack_a += (double)steps * (ta > taw ? ta : taw);
-        kernel += (double)steps * calls * (last ? uk_last->call_cycles : uk->call_cycles);
+        double t = c->a_pack[er][kl], tp = c->a_pack[er][kl];
+        cols = 0;
+        for (int64_t cb = lo; cb < hi; cb++) {
+            int32_t ec = (cb % ntl == ntl - 1) && g->N % g->nc != 0;
+            t += c->b_pack[ec][kl] + c->calls[er][ec][kl];
+            tp += c->b_pack[ec][kl];
+            cols += (double)(ec ? g->N % g->nc : g->nc);
+        }
+        total += steps * t;
+        pk += steps * tp;
     }
-    *pack_out = pack;
-    *pack_a_out = pack_a;
-    return pack + kernel;
+    // Every k block reads and writes the item's C region (mcur x its run's columns) again.
+    total += (double)(nk_full + (k_last ? 1 : 0)) * 2.0 * (double)mcur * cols * 4.0 *
+             c->c_cycles_per_byte;
+    *pack += pk;
+    return total;
 }
 
 bool rt_perf_cpu_gemm_time(const rt_perf_model *m, const rt_perf_cpu_gemm *g, double *ns,
                            double *pack_ns, double *eff, const char **why) {
     const rt_device *dev = m->dev;
-    double ghz = dev->clock_mhz > 0 ? dev->clock_mhz / 1000.0 : 0;
+    double ghz = rt_perf_cpu_ghz(dev);
     *why = "";
     if (!(ghz > 0))
         return false; // no clock: the caller keeps the peak-based estimate
@@ -247,43 +425,309 @@ bool rt_perf_cpu_gemm_time(const rt_perf_model *m, const rt_perf_cpu_gemm *g, do
     (void)rt_perf_cpu_ukernel(dev, 4, g->mr, g->nr, g->kc, &uk);
     (void)rt_perf_cpu_ukernel(dev, 4, g->mr, g->nr, k_last > 0 ? k_last : g->kc, &uk_last);
     *eff = uk.eff;
-    // Blocks: full and edge ones along m and n. A work item is a row block times a run of
-    // ntl / ng nc blocks; it packs A once per k block for the whole run.
-    int64_t mb = g->M / g->mc, nb = g->N / g->nc;
+    int64_t mt = rt_ceil_div(g->M, g->mc), ntl = rt_ceil_div(g->N, g->nc);
+    int64_t batch = g->batch > 0 ? g->batch : 1, nblk = batch * ntl;
+    int64_t ng = g->ng > 0 && g->ng <= nblk ? g->ng : nblk;
+    int64_t bpg = rt_ceil_div(nblk, ng);
+    int64_t items = mt * rt_ceil_div(nblk, bpg);
     int64_t me = g->M % g->mc, ne = g->N % g->nc;
-    double ng = (double)(g->ng > 0 ? g->ng : rt_ceil_div(g->N, g->nc));
-    double total = 0, pack_total = 0, biggest = 0;
-    for (int32_t i = 0; i < 2; i++) {
-        int64_t rows = i ? (me > 0) : mb;
-        if (rows == 0)
-            continue;
-        double row = 0, row_pack = 0, pa = 0;
-        for (int32_t j = 0; j < 2; j++) {
-            int64_t cnt = j ? (ne > 0) : nb;
-            if (cnt == 0)
-                continue;
-            double pk;
-            double c = block_cycles(m, g, i ? me : g->mc, j ? ne : g->nc, &uk, &uk_last, k_full,
-                                    k_last, ghz, &pk, &pa);
-            row += (double)cnt * (c - pa);
-            row_pack += (double)cnt * (pk - pa);
+    gemm_costs c;
+    for (int32_t e = 0; e < 2; e++)
+        for (int32_t kl = 0; kl < 2; kl++) {
+            int64_t kcur = kl ? (k_last > 0 ? k_last : g->kc) : g->kc;
+            int64_t mcur = e && me ? me : g->mc, ncur = e && ne ? ne : g->nc;
+            c.a_pack[e][kl] = pack_cycles(dev, g, false, mcur, kcur, ghz);
+            c.b_pack[e][kl] = pack_cycles(dev, g, true, ncur, kcur, ghz);
+            for (int32_t f = 0; f < 2; f++) {
+                int64_t nc2 = f && ne ? ne : g->nc;
+                double rows = (double)rt_ceil_div(mcur, g->mr),
+                       cols = (double)rt_ceil_div(nc2, g->nr);
+                // A partial tile (the last row or column panel) runs the full k loop on its
+                // zero-padded panels, then goes to C through a buffer element by element.
+                double edges = (mcur % g->mr ? cols : 0) + (nc2 % g->nr ? rows : 0) -
+                               (mcur % g->mr && nc2 % g->nr ? 1 : 0);
+                c.calls[e][f][kl] =
+                    rows * cols * (kl ? uk_last.call_cycles : uk.call_cycles) +
+                    edges * (double)(g->mr * g->nr) * 2.0 / rt_perf_cpu_load_ports(dev);
+            }
         }
-        row += ng * pa;
-        row_pack += ng * pa;
-        total += (double)rows * row;
-        pack_total += (double)rows * row_pack;
-        if (row / ng > biggest)
-            biggest = row / ng;
-    }
-    // Items go to the cores in equal counts: the busiest core does ceil(items / units) of them
-    // (Roller's wave quantization with max = units), at the average item's cost.
     int64_t units = dev->units > 0 ? dev->units : 1;
-    double per_item = total / (double)g->items;
-    double rounds = (double)rt_ceil_div(g->items, units);
-    double core = rounds * per_item;
-    if (core < biggest)
-        core = biggest;
-    *ns = core / ghz;
-    *pack_ns = pack_total / (double)g->items * rounds / ghz;
+    // C's round trips per k block: an item's C region (mcur x its run's columns) is read and
+    // written once per k block, next to the packed A and B blocks. The share of it that fits a
+    // cache level beside those blocks comes from there, the rest from the level below (a
+    // gradual share, not a cliff: LRU keeps what fits). Its loads are prefetched, but its
+    // lines still cross at that level's bandwidth share (measured: a kc too short for K costs
+    // that many more round trips of C).
+    double region = (double)g->mc * (double)g->nc * (double)bpg * 4.0;
+    double blocks = ((double)g->mc + (double)g->nc * (double)bpg) * (double)g->kc * 4.0;
+    double fitted = 0, cycles_per_byte = 0;
+    for (int32_t l = dev->n_levels - 3; l >= 0; l--) {
+        const rt_mem_level *lv = &dev->level[l];
+        double cap = l > 0 ? (double)rt_perf_capacity_bytes(m, l) : region + blocks;
+        if (l > 0 && lv->scope == RT_MEM_SCOPE_DEVICE)
+            cap /= (double)units;
+        double frac = l > 0 && lv->managed != RT_MEM_CACHE ? 0 : (cap - blocks) / region;
+        frac = frac < fitted ? fitted : frac > 1 ? 1 : frac;
+        double gbps = rt_hal_level_gbps(lv, (double)g->nc * 4.0) / (double)units;
+        if (frac > fitted && gbps > 0)
+            cycles_per_byte += (frac - fitted) * ghz / gbps;
+        fitted = frac;
+    }
+    c.c_cycles_per_byte = cycles_per_byte;
+    double worst = 0, worst_pack = 0;
+    for (int64_t t = 0; t < units; t++) {
+        int64_t lo = items * t / units, hi = items * (t + 1) / units;
+        double cyc = 0, pack = 0;
+        for (int64_t i = lo; i < hi; i++)
+            cyc += item_cycles(g, &c, i, mt, ntl, nblk, bpg, k_full, k_last > 0, &pack);
+        if (cyc > worst) {
+            worst = cyc;
+            worst_pack = pack;
+        }
+    }
+    *ns = worst / ghz;
+    *pack_ns = worst_pack / ghz;
+    return true;
+}
+
+// ---------------------------------------------------------------------------------------------
+// The general path: the statement's loop nest blocked by the rTiles
+// ---------------------------------------------------------------------------------------------
+
+// Tile of statement var v in a tile of `tile` points over the fused model axis ax, as the
+// backend splits it (rt_member_tile): the members are filled from the innermost (whole rows of
+// the inner members, then as many of the next as fit). 0 when a member has no constant range.
+static int64_t member_tile(const rt_op *op, const rt_stmt *s, int32_t ax, int32_t v, int64_t tile) {
+    int64_t rem = tile < 1 ? 1 : tile;
+    for (int32_t i = s->axes[ax].n_members - 1; i >= 0; i--) {
+        int32_t mv = s->axes[ax].members[i];
+        int64_t lo, hi;
+        if (mv < 0 || mv >= s->n_vars || !s->vars[mv].lo || !s->vars[mv].hi ||
+            !rt_expr_const_int(op, s->vars[mv].lo, &lo) ||
+            !rt_expr_const_int(op, s->vars[mv].hi, &hi) || hi <= lo)
+            return 0;
+        int64_t t = rem < hi - lo ? rem : hi - lo;
+        if (mv == v)
+            return t;
+        rem = t == hi - lo ? (rem / t > 1 ? rem / t : 1) : 1;
+    }
+    return 0;
+}
+
+bool rt_perf_cpu_loop_plan(const rt_perf_model *m, const rt_rprog *p, rt_perf_cpu_loops *out) {
+    memset(out, 0, sizeof *out);
+    const rt_op *op = m->op;
+    const rt_stmt *s = &op->stmts[m->main_stmt];
+    int32_t bl = m->block_level, top = m->top, nk = 0, n_tiled = 0;
+    if (bl < 0 || top >= RT_MAX_MEM_LEVELS || bl > top)
+        return false;
+    int64_t lanes = m->dev->lanes > 1 ? m->dev->lanes : 1;
+    for (int32_t i = 0; i < s->n_loops && nk < RT_MAX_DIMS * 2; i++) {
+        int32_t v = s->loops[i];
+        if (v < 0 || v >= s->n_vars)
+            return false;
+        if (s->vars[v].is_reduce)
+            continue;
+        int32_t ax = -1;
+        for (int32_t x = 0; x < s->n_axes && x < m->n_axes && ax < 0; x++)
+            for (int32_t k = 0; k < s->axes[x].n_members; k++)
+                if (s->axes[x].members[k] == v)
+                    ax = x;
+        int64_t lo = 0, hi = 0;
+        out->var[nk] = v;
+        out->tiled[nk] = ax >= 0 && !m->axes[ax].ragged && s->vars[v].lo && s->vars[v].hi &&
+                         rt_expr_const_int(op, s->vars[v].lo, &lo) &&
+                         rt_expr_const_int(op, s->vars[v].hi, &hi) && hi > lo;
+        out->extent[nk] = out->tiled[nk] ? hi - lo : 0;
+        int64_t up = out->extent[nk];
+        for (int32_t lv = bl; lv <= top && out->tiled[nk]; lv++) {
+            int64_t e = member_tile(op, s, ax, v, p->tile[lv].shape[ax]);
+            out->tiled[nk] = e > 0;
+            out->tile[nk][lv] = e < 1 ? 1 : e > up ? up : e;
+            up = out->tile[nk][lv];
+        }
+        n_tiled += out->tiled[nk];
+        nk++;
+    }
+    if (n_tiled == 0)
+        return false;
+    // The innermost kept var runs in vector lanes: no tile below the register width.
+    int32_t in = nk - 1;
+    if (out->tiled[in])
+        for (int32_t lv = bl + 1; lv <= top; lv++)
+            if (out->tile[in][lv] < lanes)
+                out->tile[in][lv] = out->tile[in][lv - 1] < lanes ? out->tile[in][lv - 1] : lanes;
+    out->n_vars = nk;
+    out->items = 1;
+    for (int32_t i = 0; i < nk; i++)
+        if (out->tiled[i])
+            out->items *= rt_ceil_div(out->extent[i], out->tile[i][bl]);
+    return true;
+}
+
+// The tiles of one variable at a level: sizes with their counts (a tile of size b splits into
+// b / t tiles of t and one of b % t at the next level: at most two sizes per level).
+typedef struct tile_set {
+    int32_t n;
+    int64_t size[2 * RT_MAX_MEM_LEVELS];
+    double count[2 * RT_MAX_MEM_LEVELS];
+} tile_set;
+
+static void tile_split(const tile_set *in, int64_t t, tile_set *out) {
+    out->n = 0;
+    for (int32_t i = 0; i < in->n; i++) {
+        int64_t b = in->size[i], parts[2] = {t, b % t};
+        double counts[2] = {(double)(b / t) * in->count[i], b % t ? in->count[i] : 0};
+        for (int32_t k = 0; k < 2; k++) {
+            if (counts[k] == 0 || parts[k] == 0)
+                continue;
+            int32_t j = 0;
+            while (j < out->n && out->size[j] != parts[k])
+                j++;
+            if (j == out->n && out->n < 2 * RT_MAX_MEM_LEVELS) {
+                out->size[j] = parts[k];
+                out->count[j] = 0;
+                out->n++;
+            }
+            if (j < out->n)
+                out->count[j] += counts[k];
+        }
+    }
+}
+
+static double tile_total(const tile_set *s) {
+    double n = 0;
+    for (int32_t i = 0; i < s->n; i++)
+        n += s->count[i];
+    return n;
+}
+
+// Cycles of one run of the innermost vector loop over n elements at c_vec cycles per vector
+// (and c_elem per element at the scalar end). A trip count known when compiled is unrolled into
+// whole vectors (the tail in narrower ones); one known only at run time runs its main body in
+// groups of RT_PERF_CPU_VLOOP_INTERLEAVE vectors, the remainder at half width, then scalar, and
+// pays *entry for choosing between them.
+static double vloop_cycles(int64_t n, bool constant, int64_t lanes, double c_vec, double c_elem,
+                           double *entry) {
+    *entry = 0;
+    if (constant)
+        return (double)(n / lanes) * c_vec + (n % lanes ? c_vec : 0) + RT_PERF_CPU_LOOP_CYCLES;
+    int64_t group = lanes * RT_PERF_CPU_VLOOP_INTERLEAVE, half = lanes / 2 > 0 ? lanes / 2 : 1;
+    int64_t rem = n % group;
+    *entry = RT_PERF_CPU_VLOOP_ENTRY_CYCLES;
+    return (double)(n / group * RT_PERF_CPU_VLOOP_INTERLEAVE + rem / half) * c_vec +
+           (double)(rem % half) * c_elem;
+}
+
+bool rt_perf_cpu_loop_time(const rt_perf_model *m, const rt_perf_cpu_loops *lp, double *ns,
+                           double *serial_ns) {
+    const rt_device *dev = m->dev;
+    const rt_stmt *s = &m->op->stmts[m->main_stmt];
+    double ghz = rt_perf_cpu_ghz(dev);
+    int32_t nk = lp->n_vars, bl = m->block_level, top = m->top;
+    if (!(ghz > 0) || nk < 1 || m->n_fused > 0 || m->recursive)
+        return false;
+    for (int32_t i = 0; i < nk; i++)
+        if (!lp->tiled[i])
+            return false;
+    // Reductions: only the window form (small constant windows looped outside the vector loop
+    // along the output's innermost index) is modeled.
+    double window = 1;
+    int32_t n_red = 0;
+    for (int32_t x = 0; x < m->n_axes; x++)
+        if (m->axes[x].is_reduce) {
+            n_red++;
+            window *= (double)m->axes[x].extent;
+            if (m->axes[x].ragged || m->axes[x].extent > 7)
+                return false;
+        }
+    const rt_perf_access *o = &m->access[m->n_access - 1];
+    for (int32_t i = 0; i + 1 < m->n_access; i++)
+        if (m->access[i].tensor == o->tensor)
+            return false;
+    if (n_red > 0 && (n_red > 3 || window > 49 || m->assign == RT_ASSIGN_SET || s->n_lhs < 1 ||
+                      s->lhs_vars[s->n_lhs - 1] != lp->var[nk - 1]))
+        return false;
+    int64_t lanes = dev->lanes > 1 ? dev->lanes : 1;
+    // A vector step loads every input that moves along the innermost variable (the others are
+    // broadcast once outside the loop), in a window also the output row it accumulates into,
+    // and stores the output. The L1 access slots (rt_perf_cpu_load_ports, from the L1 triad,
+    // which mixes loads and stores as these loops do) take both; the store port bounds stores.
+    int32_t ax_in = -1;
+    for (int32_t x = 0; x < s->n_axes && x < m->n_axes && ax_in < 0; x++)
+        for (int32_t k = 0; k < s->axes[x].n_members; k++)
+            if (s->axes[x].members[k] == lp->var[nk - 1])
+                ax_in = x;
+    double loads = n_red > 0 ? 1.0 : 0.0;
+    for (int32_t i = 0; i + 1 < m->n_access; i++) {
+        const rt_perf_access *acc = &m->access[i];
+        loads += ax_in < 0 || access_uses(acc, ax_in) ? 1.0 : 0.0;
+    }
+    double c_vec = (loads + 1.0) / rt_perf_cpu_load_ports(dev);
+    if (c_vec < 1.0 / RT_PERF_CPU_STORE_PORTS)
+        c_vec = 1.0 / RT_PERF_CPU_STORE_PORTS;
+    double c_elem = c_vec + 1.0; // plus the scalar loop's own increment-compare-branch
+    // Tiles of every variable at every level, and whether the innermost trip is a constant.
+    tile_set ts[RT_MAX_DIMS * 2][RT_MAX_MEM_LEVELS];
+    bool constant = true;
+    for (int32_t i = 0; i < nk; i++) {
+        tile_set whole = {1, {lp->extent[i]}, {1}};
+        tile_split(&whole, lp->tile[i][bl], &ts[i][bl]);
+        if (i == nk - 1)
+            constant = lp->extent[i] % lp->tile[i][bl] == 0;
+        for (int32_t lv = bl + 1; lv <= top; lv++) {
+            if (lp->tile[i][lv] < lp->tile[i][lv - 1]) {
+                tile_split(&ts[i][lv - 1], lp->tile[i][lv], &ts[i][lv]);
+                if (i == nk - 1)
+                    constant = constant && lp->tile[i][lv - 1] % lp->tile[i][lv] == 0;
+            } else {
+                ts[i][lv] = ts[i][lv - 1];
+            }
+        }
+    }
+    double cycles = 0, serial = 0;
+    // Work items: the index decomposition, one division per variable with several blocks.
+    double div = 0;
+    for (int32_t i = 0; i < nk; i++)
+        div += tile_total(&ts[i][bl]) > 1 ? 4.0 : 0.0;
+    serial += (double)lp->items * (RT_PERF_CPU_ITEM_CYCLES + div);
+    // Tile loops, outer levels first, variables in order within a level.
+    for (int32_t lv = bl + 1; lv <= top; lv++)
+        for (int32_t i = 0; i < nk; i++) {
+            if (lp->tile[i][lv] >= lp->tile[i][lv - 1])
+                continue;
+            double it = tile_total(&ts[i][lv]);
+            for (int32_t u = 0; u < nk; u++)
+                if (u != i)
+                    it *= tile_total(&ts[u][u < i ? lv : lv - 1]);
+            cycles += it * RT_PERF_CPU_LOOP_CYCLES;
+        }
+    // Point loops of the outer variables (each over its register tile).
+    double outer_points = 1;
+    for (int32_t i = 0; i + 1 < nk; i++) {
+        double it = (double)lp->extent[i] * outer_points;
+        for (int32_t u = i + 1; u < nk; u++)
+            it *= tile_total(&ts[u][top]);
+        cycles += it * RT_PERF_CPU_LOOP_CYCLES;
+        outer_points *= (double)lp->extent[i];
+    }
+    // The innermost loop: once per point of the outer variables and register tile of its own.
+    const tile_set *inner = &ts[nk - 1][top];
+    double runs = 0, entries = 0;
+    for (int32_t j = 0; j < inner->n; j++) {
+        double entry;
+        double one = vloop_cycles(inner->size[j], constant, lanes, c_vec, c_elem, &entry);
+        double times = n_red > 0 ? window + (m->assign != RT_ASSIGN_ADD ? 1 : 0) : 1;
+        runs +=
+            inner->count[j] * (times * one + (n_red > 0 ? window * RT_PERF_CPU_LOOP_CYCLES : 0));
+        entries += inner->count[j] * times * entry;
+    }
+    cycles += outer_points * runs;
+    serial += outer_points * entries;
+    // Items go to the cores in contiguous equal chunks.
+    int64_t units = dev->units > 0 ? dev->units : 1;
+    double share = (double)rt_ceil_div(lp->items, units) / (double)lp->items;
+    *ns = cycles * share / ghz;
+    *serial_ns = serial * share / ghz;
     return true;
 }

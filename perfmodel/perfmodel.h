@@ -111,10 +111,12 @@ typedef struct rt_perf_result {
     const rt_perf_model *model;
     int32_t n_cands; // ranked, best first, at most top_k
     rt_rprog *cands;
-    int32_t n_found;     // candidates constructed before ranking
-    int64_t n_evals;     // tile evaluations
-    double construct_ns; // whole construction
-    double top1_ns;      // time until the first complete candidate
+    int32_t n_found;       // candidates constructed before ranking, one per distinct kernel
+    int32_t n_same_kernel; // CPU: rPrograms dropped because a found one lowers to the same
+                           // kernel (the better predicted of the two is kept)
+    int64_t n_evals;       // tile evaluations
+    double construct_ns;   // whole construction
+    double top1_ns;        // time until the first complete candidate
 } rt_perf_result;
 
 // Constructs and ranks candidates for op on dev. Errors: RT_ERR_DEVICE when the device has no
@@ -238,6 +240,10 @@ double rt_perf_compute_ns(const rt_perf_model *m, double flops, double eff);
 // set-up, the full/edge test and the loop branches of the two loops around it).
 #define RT_PERF_CPU_CALL_CYCLES 24.0
 
+// The core clock in GHz that cycle counts convert with: the one the measured FP32 FMA peak
+// implies (peak / (units x FMA ports x lanes x 2)), since cores run FMA-heavy code at their
+// turbo clock, not the nominal clock_mhz; clock_mhz when there is no peak; 0 without a clock.
+double rt_perf_cpu_ghz(const rt_device *dev);
 double rt_perf_cpu_load_ports(const rt_device *dev);
 // Vector registers: the register level's capacity / (lanes x 4 B).
 int64_t rt_perf_cpu_vector_regs(const rt_device *dev);
@@ -247,7 +253,8 @@ int64_t rt_perf_cpu_vector_regs(const rt_device *dev);
 typedef struct rt_perf_ukernel {
     int64_t acc_vectors; // accumulators: mr x ceil(nr / vector elements)
     int64_t vector_regs; // accumulators + B vectors of one step + one broadcast
-    double cycles_per_k; // max(FMAs / FMA ports, loads / load ports, FMA latency)
+    double cycles_per_k; // max(FMAs / FMA ports, loads / load ports, FMA latency); the loads
+                         // include B's lines from L2 when the call's panels overflow L1
     double call_cycles;  // kc steps + C load and store + RT_PERF_CPU_CALL_CYCLES
     double eff;          // FMA-port cycles / call cycles (1 = peak)
 } rt_perf_ukernel;
@@ -258,16 +265,35 @@ bool rt_perf_cpu_ukernel(const rt_device *dev, int32_t elem_bytes, int64_t mr, i
 
 // The packed GEMM the CPU backend compiles for a contraction C(m, n) (+)= A(m, k) * B(k, n):
 // the blocking codegen/lower-cpu.c derives from the rTiles (one rule, called by both).
+// Groups of a contraction's axes (rt_perf_cpu_gemm.group). ORDER RT_GEMM_G: codegen's groups.
+typedef enum rt_perf_gemm_group {
+    RT_PERF_GEMM_M,     // output axes A holds (rows of C)
+    RT_PERF_GEMM_N,     // the output's unit-stride suffix of axes B holds (columns of C)
+    RT_PERF_GEMM_K,     // reduction axes both inputs hold
+    RT_PERF_GEMM_BATCH, // other output axes B holds: independent GEMMs
+    RT_PERF_GEMM_GROUP_COUNT
+} rt_perf_gemm_group;
+
 typedef struct rt_perf_cpu_gemm {
-    int32_t axis_m, axis_n, axis_k; // model axes
+    int32_t axis_m, axis_n, axis_k; // model axes: the innermost of each group
     int32_t in_a, in_b;             // accesses holding m and n
-    int64_t M, N, K;
+    int64_t M, N, K;                // products of the groups' extents
     int64_t mr, nr, kc, mc, nc;
     int64_t ng;    // n groups: a work item is one mc row block x a run of nc blocks (A packed
                    // once per (mc, kc) and reused across the run)
     int64_t items; // batch x row blocks x n groups, spread over the cores
+    int64_t batch; // independent GEMMs (product of the batch axes), 1 without
+    bool implicit; // an operand is read through a window or over several axes (a convolution):
+                   // the backend packs it by gathering (the implicit GEMM)
+    bool b_window; // B's reads combine axes or stride them (y + r, 2x): its pack tests bounds
+                   // per row instead of copying a plain strided block
+    int32_t group[RT_PERF_MAX_AXES];  // per model axis, its rt_perf_gemm_group
+    double a_bytes, b_bytes, c_bytes; // the tensors behind A, B and C
 } rt_perf_cpu_gemm;
-// False when the statement is not such a contraction or the device has a thread level.
+// The packed GEMM the backend compiles for p: a plain GEMM or the implicit GEMM of a
+// convolution-like contraction (groups as codegen/lower-cpu.c forms them from the statement's
+// variables). False when the statement is not such a contraction or the device has a thread
+// level.
 bool rt_perf_cpu_gemm_view(const rt_perf_model *m, const rt_rprog *p, rt_perf_cpu_gemm *g);
 // The blocking rule behind the view, for callers that seed it themselves (the backend's
 // implicit GEMMs): g->M, N, K and the rTile seeds mr, nr, kc, mc, nc in, the blocking and items
@@ -278,5 +304,47 @@ void rt_perf_cpu_gemm_block(const rt_device *dev, int64_t batch, rt_perf_cpu_gem
 // then empty: the caller keeps its peak-based estimate).
 bool rt_perf_cpu_gemm_time(const rt_perf_model *m, const rt_perf_cpu_gemm *g, double *ns,
                            double *pack_ns, double *eff, const char **why);
+
+// The general CPU path (codegen/lower-cpu.c rt_tiled_plan, rt_lower_tiled): the modeled
+// statement's kept (non-reduction) variables in loop order, each tiled from the scale-out
+// level (work items) down to the registers, each tile capped by the one above and by the
+// variable's range, the innermost variable in whole vectors.
+typedef struct rt_perf_cpu_loops {
+    int32_t n_vars;
+    int32_t var[RT_MAX_DIMS * 2]; // statement variable
+    bool tiled[RT_MAX_DIMS * 2];  // false: a vloop or a variable of no model axis (own range)
+    int64_t extent[RT_MAX_DIMS * 2];
+    int64_t tile[RT_MAX_DIMS * 2][RT_MAX_MEM_LEVELS]; // levels block_level..top
+    int64_t items;                                    // work items (scale-out tiles)
+} rt_perf_cpu_loops;
+// False when no variable is tiled (the backend then lowers the plain nest, whatever p is).
+bool rt_perf_cpu_loop_plan(const rt_perf_model *m, const rt_rprog *p, rt_perf_cpu_loops *out);
+
+// Time the busiest core spends executing that loop nest, in two parts. *ns overlaps with the
+// nest's memory traffic (the out-of-order core issues it while lines stream in): per run of the
+// innermost (vector) loop its vectors, per iteration of the other loops its control, and for
+// window reductions (pooling, depthwise convolution: the window loops outside the vector loop)
+// once per window point. *serial_ns does not: per work item its index decomposition, per run
+// of a vector loop whose trip count is only known at run time the vectorizer's dispatch (its
+// branches, mispredicted as the trip count changes, stall the loads behind them). False when it
+// does not apply (untiled variables, other reductions, fused statements, no clock); the caller
+// then keeps the roofline alone.
+bool rt_perf_cpu_loop_time(const rt_perf_model *m, const rt_perf_cpu_loops *lp, double *ns,
+                           double *serial_ns);
+// Per work item: decomposing the item index into tile bases (a multiply-shift division by a
+// constant per tiled variable) and the bounds of the tiles.
+#define RT_PERF_CPU_ITEM_CYCLES 12.0
+// Per iteration of a loop that does not run in vector lanes: its taken branch (increment,
+// compare and the tile bounds issue beside the loop body's loads and stores).
+#define RT_PERF_CPU_LOOP_CYCLES 1.0
+// A vector loop whose trip count is only known at run time: the vectorizer's trip-count tests
+// and the jumps between its main, epilogue and scalar loops (about one mispredicted branch,
+// 15-20 cycles on current x86 cores, where the trip count alternates between tile sizes).
+#define RT_PERF_CPU_VLOOP_ENTRY_CYCLES 16.0
+// Such a loop's main body takes this many vectors per iteration (LLVM's interleave for short
+// bodies on x86); shorter remainders run at half width, the last lanes one at a time.
+#define RT_PERF_CPU_VLOOP_INTERLEAVE 4
+// Stores per cycle per core (one vector store port on current x86 and Arm cores).
+#define RT_PERF_CPU_STORE_PORTS 1.0
 
 #endif

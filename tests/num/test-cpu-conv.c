@@ -2,10 +2,12 @@
 // stride 1 and 2, padding (zero and non-zero pad values), 1x1 and 3x3 filters, prime spatial
 // sizes, batch 1 and 3, a single input channel, a scaled and an accumulating statement, and K
 // spanning several kc blocks; packs by row segments crossing panels, x along a non-innermost dim,
-// an in-bounds padded read. Every case is built for the host, each top-K candidate checked
-// against the reference interpreter in its child, and the lowering must be the implicit GEMM;
-// depthwise convolution (no channel reduction) must stay on the general path. Last, the packed
-// GEMM's blocking must be the perfmodel's own view of it (rt_perf_cpu_gemm_view: one rule).
+// an in-bounds padded read; masked contiguous packs (stride 1 'same', 2-D and 3-D) with a folded
+// batch, a 1x1 image, NHWC (masked A rows for one channel). Every case is built for the host,
+// each top-K candidate checked against the reference interpreter in its child, and the lowering
+// must be the implicit GEMM; depthwise convolution (no channel reduction) must stay on the
+// general path. Last, the packed GEMM's blocking must be the perfmodel's own view of it
+// (rt_perf_cpu_gemm_view: one rule).
 #include "test.h"
 
 #include "emit.h"
@@ -166,6 +168,30 @@ int main(void) {
         // A padded tensor read in bounds only (1x1): segments without a halo.
         {"def c(float(2, 3, 5, 7) I pad 2, float(6, 3) Wt) -> (float(2, 6, 5, 7) O) {\n"
          " O(n, f, y, x) +=! I(n, c, y, x) * Wt(f, c)\n}",
+         true, false},
+        // Stride 1, 'same' padding: masked contiguous packs; batch 5 folded into the work
+        // items over several kc blocks (K = 37 x 9), prime sizes.
+        {"def c(float(5, 37, 7, 5) I pad 0, float(11, 37, 3, 3) Wt) -> (float(5, 11, 7, 5) O) {\n"
+         " O(n, f, y, x) +=! I(n, c, y + r - 1, x + s - 1) * Wt(f, c, r, s)\n}",
+         true, false},
+        // Size 1: a 1x1 image under a 3x3 filter (every lane but the centre is padding).
+        {"def c(float(1, 1, 1, 1) I pad 0, float(1, 1, 3, 3) Wt) -> (float(1, 1, 1, 1) O) {\n"
+         " O(n, f, y, x) +=! I(n, c, y + r - 1, x + s - 1) * Wt(f, c, r, s)\n}",
+         true, false},
+        // 3-D convolution: three padded dims move with the rows, a non-zero pad value, scaled.
+        {"def c(float(2, 2, 5, 4, 7) I pad 0.25, float(3, 2, 3, 3, 3) Wt) -> "
+         "(float(2, 3, 5, 4, 7) O) {\n"
+         " O(n, f, z, y, x) +=! 0.5 * I(n, c, z + t - 1, y + r - 1, x + s - 1) * "
+         "Wt(f, c, t, r, s)\n}",
+         true, false},
+        // NHWC: the input is the A operand (its rows are pixels, strided by the channels).
+        {"def c(float(2, 6, 5, 7) I pad 0, float(3, 3, 7, 19) Wt) -> (float(2, 6, 5, 19) O) {\n"
+         " O(n, y, x, f) +=! I(n, y + r - 1, x + s - 1, c) * Wt(r, s, c, f)\n}",
+         true, false},
+        // NHWC with one channel: the A operand's rows (n, y, x) are contiguous in the input, so
+        // A is the masked pack (across image boundaries), with a non-zero pad value.
+        {"def c(float(2, 6, 5, 1) I pad 0.5, float(3, 3, 1, 19) Wt) -> (float(2, 6, 5, 19) O) {\n"
+         " O(n, y, x, f) +=! I(n, y + r - 1, x + s - 1, c) * Wt(r, s, c, f)\n}",
          true, false},
         // Depthwise: no channel reduction, so the general path.
         {"def c(float(2, 3, 11, 9) I pad 0, float(3, 3, 3) Wt) -> (float(2, 3, 11, 9) O) {\n"

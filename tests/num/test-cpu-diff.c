@@ -1,5 +1,6 @@
 // test-cpu-diff.c: differential test of the two CPU emitters. The top candidate of a few ops
-// (packed GEMM on prime shapes, row-fused softmax, a ragged op) is lowered once, then built
+// (packed GEMM on prime shapes, a GEMM with a fused bias + GELU epilogue, a padded convolution,
+// row-fused softmax, a ragged op) is lowered once, then built
 // twice — LLVM IR through the ORC JIT and portable C through the system cc into a shared object
 // loaded with dlopen — and both run on the same inputs; outputs must agree to rounding.
 #include "test.h"
@@ -111,6 +112,17 @@ int main(void) {
     diff_case(&dev, "matmul.spec",
               "def matmul(float(67, 43) A, float(43, 89) B) -> (C) {\n"
               "    C(m, n) +=! A(m, k) * B(k, n)\n}\n");
+    // The fused bias + GELU epilogue of the micro-kernel, over several k blocks.
+    diff_case(&dev, "linear_gelu.spec",
+              "def linear_gelu(float(37, 300) X, float(300, 53) Wt, float(53) bias) -> (Y) {\n"
+              "    t(m, n) +=! X(m, k) * Wt(k, n)\n"
+              "    Y(m, n) = 0.5 * (t(m, n) + bias(n)) * (1 + erf((t(m, n) + bias(n)) * "
+              "0.70710678))\n}\n");
+    // Implicit GEMM with masked contiguous packs and the batch folded into the work items.
+    diff_case(&dev, "conv.spec",
+              "def conv(float(3, 29, 9, 11) I pad 0, float(13, 29, 3, 3) Wt) -> "
+              "(float(3, 13, 9, 11) O) {\n"
+              "    O(n, f, y, x) +=! I(n, c, y + r - 1, x + s - 1) * Wt(f, c, r, s)\n}\n");
     diff_case(&dev, "softmax.spec",
               "def softmax(float(29, 71) X) -> (Y) {\n"
               " mx(n) max=! X(n, d)\n e(n, d) = exp(X(n, d) - mx(n))\n"

@@ -136,18 +136,18 @@ static rt_kir_kernel *build_gemm(rt_arena *a, int64_t m, int64_t n, int64_t kk, 
     for (int acc = 0; acc < 2; acc++) {
         rt_kir_node *u = rt_kir_append(a, &p->body, RT_KIR_N_UKERNEL);
         u->uk = (rt_kir_ukernel){
-            mr,
-            nr,
-            rt_kir_int(a, kk),
-            rt_kir_int(a, 0),
-            rt_kir_int(a, (int64_t)mr * kk),
-            bc,
-            rt_kir_bin(a, RT_KIR_ADD, rt_kir_bin(a, RT_KIR_MUL, i0, rt_kir_int(a, n)), j0),
-            n,
-            mv,
-            nv,
-            rt_kir_int(a, acc),
-            acc == 0};
+            .mr = mr,
+            .nr = nr,
+            .kc = rt_kir_int(a, kk),
+            .a_off = rt_kir_int(a, 0),
+            .b_off = rt_kir_int(a, (int64_t)mr * kk),
+            .c_buf = bc,
+            .c_off = rt_kir_bin(a, RT_KIR_ADD, rt_kir_bin(a, RT_KIR_MUL, i0, rt_kir_int(a, n)), j0),
+            .ldc = n,
+            .m_valid = mv,
+            .n_valid = nv,
+            .accumulate = rt_kir_int(a, acc),
+            .stream = acc == 0};
     }
     return k;
 }

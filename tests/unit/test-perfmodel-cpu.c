@@ -1,7 +1,10 @@
 // test-perfmodel-cpu.c: the CPU side of the micro-performance model (perfmodel/cpu.c) — load
 // ports and vector registers from the INI, the micro-kernel's step cost (loads per FMA, FMA
-// latency, spills), the packed-GEMM blocking mirrored from the CPU backend, and that the
-// predictions of a GEMM's candidates differ for packing and register-block reasons.
+// latency, spills), the packed-GEMM blocking mirrored from the CPU backend (plain and implicit:
+// a convolution's groups and batch), the busiest core's share of unequal work items, C's round
+// trips per k block, the general path's loop nest (work items, vector loops with constant and
+// run-time trip counts), and that the top-K are distinct kernels whose predictions differ for
+// packing, register-block and loop reasons.
 #include "test.h"
 #include "test-perfmodel-ops.h"
 
@@ -46,6 +49,16 @@ static void test_ukernel(const rt_device *dev) {
     RT_EXPECT(rt_perf_cpu_ukernel(&d, 4, 14, 32, 1, &uk));
     RT_EXPECT(!rt_perf_cpu_ukernel(&d, 4, 16, 32, 1, &uk));
     RT_EXPECT_NEAR(uk.cycles_per_k, (16 + 2 + 6) / 1.5, 1e-9);
+    // L1 (48 KiB, 12 ways: 44 KiB for B's and A's micro-panels and the C tile): 8x32 with
+    // kc = 256 needs 41 KiB and runs at its FMA bound; 12x32 needs 45.5 KiB, so each k step also
+    // brings its two B vectors' lines from L2 (188 GB/s over 2 cores at 2.1 GHz), which at 1.5
+    // loads per cycle makes it load bound.
+    rt_perf_ukernel fit, over;
+    rt_perf_cpu_ukernel(&d, 4, 8, 32, 256, &fit);
+    rt_perf_cpu_ukernel(&d, 4, 12, 32, 256, &over);
+    RT_EXPECT_NEAR(fit.cycles_per_k, 8.0, 1e-9);
+    RT_EXPECT_NEAR(over.cycles_per_k, 14.0 / 1.5 + 128.0 / (188.0 / 2 / 2.1), 1e-9);
+    RT_EXPECT(over.eff < fit.eff);
     // Larger blocks amortize the C update: a longer kc raises the efficiency.
     rt_perf_ukernel a, b;
     rt_perf_cpu_ukernel(&d, 4, 8, 32, 16, &a);
@@ -131,6 +144,188 @@ static void test_gemm_view(const rt_device *dev) {
     rt_arena_free(a);
 }
 
+// A convolution is an implicit GEMM: m = the filters, n = the output pixels (y, x flattened,
+// the output's unit-stride suffix of the input's axes), k = (c, r, s), and the batch apart.
+static void test_conv_view(const rt_device *dev) {
+    rt_arena *a = rt_arena_new(1 << 22);
+    rt_err err = {0};
+    rt_op *op = tp_conv(a, 1, 64, 56, 64, 3, 1, 1);
+    rt_perf_model *m;
+    RT_EXPECT_EQ(rt_perf_model_build(a, op, dev, NULL, &m, &err), RT_OK);
+    const int64_t t[4][7] = {{1, 64, 56, 56, 64, 3, 3},
+                             {1, 32, 2, 56, 32, 1, 3},
+                             {1, 4, 1, 56, 8, 1, 3},
+                             {1, 4, 1, 56, 1, 1, 3}};
+    rt_rprog p;
+    memset(&p, 0, sizeof p);
+    for (int32_t l = 1; l <= 4; l++)
+        for (int32_t x = 0; x < 7; x++)
+            p.tile[l].shape[x] = t[l - 1][x];
+    rt_perf_cpu_gemm g;
+    RT_EXPECT(rt_perf_cpu_gemm_view(m, &p, &g));
+    RT_EXPECT(g.implicit);
+    RT_EXPECT(g.b_window); // I(n, c, y + r - 1, x + s - 1)
+    RT_EXPECT_EQ(g.M, 64);
+    RT_EXPECT_EQ(g.N, 56 * 56);
+    RT_EXPECT_EQ(g.K, 64 * 9);
+    RT_EXPECT_EQ(g.batch, 1);
+    RT_EXPECT_EQ(g.group[0], RT_PERF_GEMM_BATCH); // n
+    RT_EXPECT_EQ(g.group[1], RT_PERF_GEMM_M);     // f
+    RT_EXPECT_EQ(g.group[2], RT_PERF_GEMM_N);     // y
+    RT_EXPECT_EQ(g.group[3], RT_PERF_GEMM_N);     // x
+    RT_EXPECT_EQ(g.group[6], RT_PERF_GEMM_K);     // s
+    // Seeds are the groups' products: register 4 x 56 (four vectors), kc from L1 (c x r x s =
+    // 8 x 1 x 3, raised to the L1 rule for four vectors: 32768 / 256 = 128).
+    RT_EXPECT_EQ(g.mr, 4);
+    RT_EXPECT_EQ(g.nr, 64);
+    RT_EXPECT_EQ(g.kc, 128);
+    // Tensor sizes: the input (not K x N: the window reads it nine times), filters, output.
+    RT_EXPECT_NEAR(g.b_bytes, 64.0 * 56 * 56 * 4, 1e-6);
+    RT_EXPECT_NEAR(g.a_bytes, 64.0 * 64 * 9 * 4, 1e-6);
+    RT_EXPECT_NEAR(g.c_bytes, 64.0 * 56 * 56 * 4, 1e-6);
+    const char *why;
+    RT_EXPECT(rt_perf_evaluate(m, &p, &why));
+    RT_EXPECT_EQ(p.bottleneck, -1);
+    // Batch 3: the batch folds into runs of column blocks over batch x n blocks.
+    rt_op *op3 = tp_conv(a, 3, 8, 13, 16, 3, 2, 1);
+    rt_perf_model *m3;
+    RT_EXPECT_EQ(rt_perf_model_build(a, op3, dev, NULL, &m3, &err), RT_OK);
+    rt_rprog q;
+    memset(&q, 0, sizeof q);
+    for (int32_t l = 1; l <= 4; l++)
+        for (int32_t x = 0; x < 7; x++)
+            q.tile[l].shape[x] = 1;
+    RT_EXPECT(rt_perf_cpu_gemm_view(m3, &q, &g));
+    RT_EXPECT_EQ(g.batch, 3);
+    RT_EXPECT_EQ(g.N, 7 * 7);
+    int64_t nblk = 3 * rt_ceil_div(g.N, g.nc);
+    RT_EXPECT_EQ(g.items, rt_ceil_div(g.M, g.mc) * rt_ceil_div(nblk, rt_ceil_div(nblk, g.ng)));
+    // A 1x1 convolution reads its input plainly: no window to test in the pack.
+    rt_perf_model *m1;
+    RT_EXPECT_EQ(rt_perf_model_build(a, tp_conv(a, 1, 16, 8, 32, 1, 1, 0), dev, NULL, &m1, &err),
+                 RT_OK);
+    RT_EXPECT(rt_perf_cpu_gemm_view(m1, &q, &g));
+    RT_EXPECT(!g.b_window);
+    RT_EXPECT_EQ(g.K, 16);
+    // Depthwise convolution (the channel in every operand) and pooling are no GEMM.
+    const int64_t dims[4] = {1, 8, 6, 6};
+    rt_perf_model *mr;
+    RT_EXPECT_EQ(rt_perf_model_build(a, tp_relu(a, dims), dev, NULL, &mr, &err), RT_OK);
+    RT_EXPECT(!rt_perf_cpu_gemm_view(mr, &q, &g));
+    rt_arena_free(a);
+}
+
+// Work items go to the cores in contiguous chunks; with 3 equal items on 2 cores the busiest
+// does 2, and a run with a short edge block makes its item cheaper than a full one.
+static void test_gemm_balance(const rt_device *dev) {
+    rt_arena *a = rt_arena_new(1 << 20);
+    rt_err err = {0};
+    rt_perf_model *m;
+    RT_EXPECT_EQ(
+        rt_perf_model_build(a, tp_matmul(a, 64, 768, 256, RT_DTYPE_F32), dev, NULL, &m, &err),
+        RT_OK);
+    rt_perf_cpu_gemm g;
+    rt_rprog p;
+    const int64_t t[4][3] = {{64, 256, 256}, {64, 64, 64}, {16, 32, 16}, {8, 32, 1}};
+    set_tiles(&p, t, 4);
+    RT_EXPECT(rt_perf_cpu_gemm_view(m, &p, &g));
+    RT_EXPECT_EQ(g.nc, 256);
+    double ns3, ns2, pk, eff;
+    const char *why;
+    g.ng = 3; // three runs of one 256-column block each
+    g.items = 3;
+    RT_EXPECT(rt_perf_cpu_gemm_time(m, &g, &ns3, &pk, &eff, &why));
+    g.ng = 2; // runs of two blocks and one: still two blocks on the busiest core
+    g.items = 2;
+    RT_EXPECT(rt_perf_cpu_gemm_time(m, &g, &ns2, &pk, &eff, &why));
+    // Same busiest-core work (two blocks), but ng = 3 packs A twice on it, ng = 2 once.
+    RT_EXPECT(ns3 > ns2);
+    g.ng = 1; // one core does everything
+    g.items = 1;
+    double ns1;
+    RT_EXPECT(rt_perf_cpu_gemm_time(m, &g, &ns1, &pk, &eff, &why));
+    RT_EXPECT(ns1 > 1.4 * ns2);
+    rt_arena_free(a);
+}
+
+// C is read and written once per k block: where it lives beyond L2, a shorter kc (more k
+// blocks) costs more than the micro-kernel's own C update.
+static void test_c_revisits(const rt_device *dev) {
+    rt_arena *a = rt_arena_new(1 << 20);
+    rt_err err = {0};
+    rt_perf_model *m;
+    RT_EXPECT_EQ(
+        rt_perf_model_build(a, tp_matmul(a, 1024, 1024, 1024, RT_DTYPE_F32), dev, NULL, &m, &err),
+        RT_OK);
+    rt_rprog p;
+    const int64_t t[4][3] = {{128, 512, 512}, {64, 128, 128}, {16, 16, 16}, {8, 16, 1}};
+    set_tiles(&p, t, 4);
+    rt_perf_cpu_gemm g;
+    RT_EXPECT(rt_perf_cpu_gemm_view(m, &p, &g));
+    RT_EXPECT_EQ(g.kc, 256);
+    double ns256, ns128, pk, eff;
+    const char *why;
+    RT_EXPECT(rt_perf_cpu_gemm_time(m, &g, &ns256, &pk, &eff, &why));
+    g.kc = 128;
+    RT_EXPECT(rt_perf_cpu_gemm_time(m, &g, &ns128, &pk, &eff, &why));
+    rt_perf_ukernel u256, u128;
+    rt_perf_cpu_ukernel(dev, 4, 8, 32, 256, &u256);
+    rt_perf_cpu_ukernel(dev, 4, 8, 32, 128, &u128);
+    double calls = 1024.0 / 8 * 1024 / 32 / 2; // per core, per k block of 128
+    double uk_ns = calls * (2 * u128.call_cycles - u256.call_cycles) / 2.1;
+    RT_EXPECT(ns128 - ns256 > uk_ns);
+    rt_arena_free(a);
+}
+
+// The general path: relu over 1008 x 42 x 42 (one fused axis) blocked by 96-point tiles is
+// rows of 42 (constant trip, whole vectors) two at a time; by 32-point tiles it is 32- and
+// 10-wide pieces of every row with run-time trip counts: more items and slower vector loops.
+static void test_loops(const rt_device *dev) {
+    rt_arena *a = rt_arena_new(1 << 20);
+    rt_err err = {0};
+    const int64_t dims[4] = {1, 1008, 42, 42};
+    rt_perf_model *m;
+    RT_EXPECT_EQ(rt_perf_model_build(a, tp_relu(a, dims), dev, NULL, &m, &err), RT_OK);
+    rt_rprog p96, p32;
+    memset(&p96, 0, sizeof p96);
+    memset(&p32, 0, sizeof p32);
+    for (int32_t l = 1; l <= m->top; l++) {
+        p96.tile[l].shape[0] = 96;
+        p32.tile[l].shape[0] = 32;
+    }
+    rt_perf_cpu_loops l96, l32;
+    RT_EXPECT(rt_perf_cpu_loop_plan(m, &p96, &l96));
+    RT_EXPECT(rt_perf_cpu_loop_plan(m, &p32, &l32));
+    RT_EXPECT_EQ(l96.n_vars, 4);
+    RT_EXPECT_EQ(l96.tile[3][m->top], 42); // w: the whole row
+    RT_EXPECT_EQ(l96.tile[2][m->top], 2);  // h: two rows per tile
+    RT_EXPECT_EQ(l96.items, 1008 * 21);
+    RT_EXPECT_EQ(l32.tile[3][m->top], 32);
+    RT_EXPECT_EQ(l32.tile[2][m->top], 1);
+    RT_EXPECT_EQ(l32.items, 1008 * 42 * 2);
+    double ns96, ns32, s96, s32;
+    RT_EXPECT(rt_perf_cpu_loop_time(m, &l96, &ns96, &s96));
+    RT_EXPECT(rt_perf_cpu_loop_time(m, &l32, &ns32, &s32));
+    RT_EXPECT(ns32 > 1.5 * ns96);
+    // Four times the items, and every row's two loops dispatched at run time.
+    RT_EXPECT(s32 > 4 * s96);
+    // The larger of loop time and memory time binds: 96-point tiles stay memory bound.
+    const char *why;
+    RT_EXPECT(rt_perf_evaluate(m, &p96, &why));
+    RT_EXPECT(rt_perf_evaluate(m, &p32, &why));
+    RT_EXPECT(p96.bottleneck >= 0);
+    RT_EXPECT(p32.predicted_ns > p96.predicted_ns);
+    // A GEMM has no loop plan of its own nest to time (it runs as the packed GEMM).
+    rt_perf_model *mg;
+    RT_EXPECT_EQ(
+        rt_perf_model_build(a, tp_matmul(a, 64, 64, 64, RT_DTYPE_F32), dev, NULL, &mg, &err),
+        RT_OK);
+    rt_perf_cpu_loops lg;
+    double ng, sg;
+    RT_EXPECT(!rt_perf_cpu_loop_plan(mg, &p96, &lg) || !rt_perf_cpu_loop_time(mg, &lg, &ng, &sg));
+    rt_arena_free(a);
+}
+
 // The ranking on the CPU: the top-1 register block is a multiple of the vector width with at
 // least two vectors and enough accumulators to hide the FMA latency; candidates that compile
 // to different blockings get different predictions.
@@ -161,6 +356,18 @@ static void test_ranking(const rt_device *dev) {
             distinct = distinct || r->cands[i].predicted_ns > r->cands[0].predicted_ns * 1.001;
         }
         distinct_ops += distinct;
+        // The top-K are different kernels: no two share a blocking (the backend would compile
+        // the same code for both), and construction met such duplicates on the way.
+        RT_EXPECT(r->n_cands >= 4);
+        for (int32_t i = 0; i < r->n_cands; i++)
+            for (int32_t j = 0; j < i; j++) {
+                rt_perf_cpu_gemm gi, gj;
+                RT_EXPECT(rt_perf_cpu_gemm_view(m, &r->cands[i], &gi));
+                RT_EXPECT(rt_perf_cpu_gemm_view(m, &r->cands[j], &gj));
+                RT_EXPECT(gi.mr != gj.mr || gi.nr != gj.nr || gi.kc != gj.kc || gi.mc != gj.mc ||
+                          gi.nc != gj.nc || gi.ng != gj.ng);
+            }
+        RT_EXPECT(r->n_same_kernel > 0);
     }
     RT_EXPECT(distinct_ops >= 1);
     rt_arena_free(a);
@@ -175,6 +382,10 @@ int main(void) {
     test_ports_regs(&dev);
     test_ukernel(&dev);
     test_gemm_view(&dev);
+    test_conv_view(&dev);
+    test_gemm_balance(&dev);
+    test_c_revisits(&dev);
+    test_loops(&dev);
     test_ranking(&dev);
     return rt_test_finish("test-perfmodel-cpu");
 }

@@ -4,10 +4,10 @@
 // device: x86-64 AVX-512, 2 cores (Sapphire Rapids class) (devices/x86-avx512.ini, cpu sapphirerapids)
 // rTile L0 dram   [n=1, f=16, y=5, x=5, c=8, r=3, s=3] footprint 0 B
 // rTile L1 l3     [n=1, f=16, y=6, x=5, c=8, r=3, s=3] footprint 9408 B
-// rTile L2 l2     [n=1, f=8, y=6, x=5, c=8, r=3, s=3] footprint 6304 B
-// rTile L3 l1     [n=1, f=8, y=6, x=5, c=4, r=3, s=3] footprint 3552 B
+// rTile L2 l2     [n=1, f=16, y=6, x=5, c=4, r=3, s=3] footprint 5504 B
+// rTile L3 l1     [n=1, f=8, y=3, x=5, c=2, r=3, s=3] footprint 1616 B
 // rTile L4 reg    [n=1, f=8, y=3, x=5, c=1, r=3, s=3] footprint 1048 B
-// predicted: 0.823 us (bottleneck compute), 6.912e-05 GFLOP
+// predicted: 0.625 us (bottleneck compute), 6.912e-05 GFLOP
 // phase p0: statement 0: implicit GEMM 1 x 16x25x72 (gathered packs), blocks mc=8 nc=32 kc=72, micro-kernel 8x32, 2 work items
 // Build: cc -O3 -march=native -fopenmp -shared -fPIC -o kernel.so kernel.c -lm
 #include <math.h>
@@ -49,12 +49,12 @@ static void rt_conv2d_c0_p0_body(float *restrict scratch, const float *restrict 
     int64_t jb;
     int64_t jr;
     int64_t ir;
-    int64_t blk;
-    int64_t n;
+    int64_t cb;
     int64_t panel;
     int64_t kk;
     int64_t r;
     int64_t row;
+    int64_t n;
     int64_t kk_1;
     int64_t panel_1;
     int64_t jb_1;
@@ -75,21 +75,23 @@ static void rt_conv2d_c0_p0_body(float *restrict scratch, const float *restrict 
     int64_t y;
     (void)scratch;
     for (item = lo; item < hi; item++) {
-        blk = rt_floormod(item, 2);
-        n = rt_floordiv(item, 2);
-        i0 = (rt_floormod(blk, 2) * 8);
+        i0 = (rt_floormod(item, 2) * 8);
         mcur = rt_imin(8, (16 - i0));
         for (pk = 0; pk < 1; pk++) {
             p0 = (pk * 72);
             kcur = rt_imin(72, (72 - p0));
             // copy: A block -> scratch, mr-tall k-major panels (L2 level)
             for (panel = 0; panel < rt_floordiv(mcur, 8); panel++) {
+                #pragma GCC ivdep
                 for (kk = 0; kk < kcur; kk++) {
-                    #pragma GCC ivdep
-                    for (r = 0; r < 8; r++) {
-                        row = ((panel * 8) + r);
-                        scratch[((((panel * kcur) + kk) * 8) + r)] = t_Wt[(((i0 * 72) + p0) + ((row * 72) + kk))];
-                    }
+                    scratch[(((panel * kcur) + kk) * 8)] = t_Wt[(((i0 * 72) + p0) + ((panel * 576) + kk))];
+                    scratch[((((panel * kcur) + kk) * 8) + 1)] = t_Wt[((((i0 * 72) + p0) + ((panel * 576) + kk)) + 72)];
+                    scratch[((((panel * kcur) + kk) * 8) + 2)] = t_Wt[((((i0 * 72) + p0) + ((panel * 576) + kk)) + 144)];
+                    scratch[((((panel * kcur) + kk) * 8) + 3)] = t_Wt[((((i0 * 72) + p0) + ((panel * 576) + kk)) + 216)];
+                    scratch[((((panel * kcur) + kk) * 8) + 4)] = t_Wt[((((i0 * 72) + p0) + ((panel * 576) + kk)) + 288)];
+                    scratch[((((panel * kcur) + kk) * 8) + 5)] = t_Wt[((((i0 * 72) + p0) + ((panel * 576) + kk)) + 360)];
+                    scratch[((((panel * kcur) + kk) * 8) + 6)] = t_Wt[((((i0 * 72) + p0) + ((panel * 576) + kk)) + 432)];
+                    scratch[((((panel * kcur) + kk) * 8) + 7)] = t_Wt[((((i0 * 72) + p0) + ((panel * 576) + kk)) + 504)];
                 }
             }
             for (panel = rt_floordiv(mcur, 8); panel < rt_floordiv((mcur + 7), 8); panel++) {
@@ -105,7 +107,9 @@ static void rt_conv2d_c0_p0_body(float *restrict scratch, const float *restrict 
                     }
                 }
             }
-            for (jb = rt_floordiv(blk, 2); jb < rt_imin(1, (rt_floordiv(blk, 2) + 1)); jb++) {
+            for (cb = rt_floordiv(item, 2); cb < rt_imin(1, (rt_floordiv(item, 2) + 1)); cb++) {
+                jb = rt_floormod(cb, 1);
+                n = cb;
                 j0 = (jb * 32);
                 ncur = rt_imin(32, (25 - j0));
                 // copy: B block -> scratch, nr-wide k-major panels copied by row segments (L1 level)
@@ -162,7 +166,7 @@ static void rt_conv2d_c0_p0_body(float *restrict scratch, const float *restrict 
                             }
                             float *uc = t_O + ((n * 400) + (((i0 + (ir * 8)) * 25) + (j0 + (jr * 32))));
                             const int64_t umv = rt_imin(8, (mcur - (ir * 8))), unv = rt_imin(32, (ncur - (jr * 32)));
-                            if ((int64_t)(pk > 0)) {
+                            if (0) {
                                 for (int64_t ui = 0; ui < umv; ui++)
                                     for (int64_t uj = 0; uj < unv; uj++)
                                         uc[ui * 25 + uj] += uacc[ui][uj];

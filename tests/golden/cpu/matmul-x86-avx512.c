@@ -66,12 +66,16 @@ static void rt_matmul_c0_p0_body(float *restrict scratch, const float *restrict 
             kcur = rt_imin(32, (32 - p0));
             // copy: A block -> scratch, mr-tall k-major panels (L2 level)
             for (panel = 0; panel < rt_floordiv(mcur, 8); panel++) {
+                #pragma GCC ivdep
                 for (kk = 0; kk < kcur; kk++) {
-                    #pragma GCC ivdep
-                    for (r = 0; r < 8; r++) {
-                        row = ((panel * 8) + r);
-                        scratch[((((panel * kcur) + kk) * 8) + r)] = t_A[(((i0 * 32) + p0) + ((row * 32) + kk))];
-                    }
+                    scratch[(((panel * kcur) + kk) * 8)] = t_A[(((i0 * 32) + p0) + ((panel * 256) + kk))];
+                    scratch[((((panel * kcur) + kk) * 8) + 1)] = t_A[((((i0 * 32) + p0) + ((panel * 256) + kk)) + 32)];
+                    scratch[((((panel * kcur) + kk) * 8) + 2)] = t_A[((((i0 * 32) + p0) + ((panel * 256) + kk)) + 64)];
+                    scratch[((((panel * kcur) + kk) * 8) + 3)] = t_A[((((i0 * 32) + p0) + ((panel * 256) + kk)) + 96)];
+                    scratch[((((panel * kcur) + kk) * 8) + 4)] = t_A[((((i0 * 32) + p0) + ((panel * 256) + kk)) + 128)];
+                    scratch[((((panel * kcur) + kk) * 8) + 5)] = t_A[((((i0 * 32) + p0) + ((panel * 256) + kk)) + 160)];
+                    scratch[((((panel * kcur) + kk) * 8) + 6)] = t_A[((((i0 * 32) + p0) + ((panel * 256) + kk)) + 192)];
+                    scratch[((((panel * kcur) + kk) * 8) + 7)] = t_A[((((i0 * 32) + p0) + ((panel * 256) + kk)) + 224)];
                 }
             }
             for (panel = rt_floordiv(mcur, 8); panel < rt_floordiv((mcur + 7), 8); panel++) {
@@ -130,7 +134,7 @@ static void rt_matmul_c0_p0_body(float *restrict scratch, const float *restrict 
                             }
                             float *uc = t_C + (((i0 + (ir * 8)) * 48) + (j0 + (jr * 48)));
                             const int64_t umv = rt_imin(8, (mcur - (ir * 8))), unv = rt_imin(48, (ncur - (jr * 48)));
-                            if ((int64_t)(pk > 0)) {
+                            if (0) {
                                 for (int64_t ui = 0; ui < umv; ui++)
                                     for (int64_t uj = 0; uj < unv; uj++)
                                         uc[ui * 48 + uj] += uacc[ui][uj];
