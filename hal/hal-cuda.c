@@ -1,11 +1,12 @@
 // hal-cuda.c: the cuda class of the HAL. Compiles CUDA C in-process with NVRTC to a CUBIN for
 // the device's sm_XY (or, when this NVRTC lacks it, the nearest supported arch, with a note),
 // and reads registers, spills, shared memory and barriers from the ptxas -v report in the log.
-// At run time it opens the driver with dlopen("libcuda.so.1") — never linked — and hands
-// hal-gpu.c the driver calls (rt_gpu_driver_ops) with which it loads, launches and times kernels
-// (cuEvents). Without the driver or a GPU it reports "no GPU".
-// Built with NVRTC when CMake finds the CUDA toolkit (RT_WITH_CUDA); otherwise every entry
-// point reports "not built with CUDA".
+// NVRTC is opened with dlopen at the first CUDA compile, and the driver with
+// dlopen("libcuda.so.1") when kernels run — neither is linked. hal-gpu.c gets the driver calls
+// (rt_gpu_driver_ops) with which it loads, launches and times kernels (cuEvents). Without the
+// driver or a GPU it reports "no GPU".
+// Built when CMake finds the CUDA toolkit's NVRTC (RT_WITH_CUDA: its headers and the soname to
+// open); otherwise every entry point reports "not built with CUDA".
 #include "hal-gpu.h"
 
 #include <stdio.h>
@@ -22,17 +23,115 @@
 #ifndef RT_CUDA_INCLUDE_DIR
 #define RT_CUDA_INCLUDE_DIR "/usr/local/cuda/include"
 #endif
+#ifndef RT_NVRTC_SONAME
+#define RT_NVRTC_SONAME "libnvrtc.so"
+#endif
+#ifndef RT_NVRTC_PATH
+#define RT_NVRTC_PATH RT_NVRTC_SONAME
+#endif
 
 // ---------------------------------------------------------------------------------------------
-// NVRTC
+// NVRTC, opened at the first CUDA compile
 // ---------------------------------------------------------------------------------------------
+
+// libnvrtc is not linked: it is a 100 MB library whose loading and relocation cost every rtgen
+// run about 7 ms at start, though only CUDA devices use it. The entry points below are resolved
+// into rt_nvrtc once, from $RTGEN_LIBNVRTC when set, else from the first library that opens of
+// the toolkit's soname found at configure time (RT_NVRTC_SONAME, through the loader's path),
+// the same file in the toolkit's directory (RT_NVRTC_PATH, for toolkits outside the loader's
+// path), and the sonames of other NVRTC releases whose C API these calls share.
+#define RT_NVRTC_FNS(X)                                                                            \
+    X(nvrtcVersion)                                                                                \
+    X(nvrtcGetNumSupportedArchs)                                                                   \
+    X(nvrtcGetSupportedArchs)                                                                      \
+    X(nvrtcCreateProgram)                                                                          \
+    X(nvrtcDestroyProgram)                                                                         \
+    X(nvrtcAddNameExpression)                                                                      \
+    X(nvrtcCompileProgram)                                                                         \
+    X(nvrtcGetProgramLogSize)                                                                      \
+    X(nvrtcGetProgramLog)                                                                          \
+    X(nvrtcGetLoweredName)                                                                         \
+    X(nvrtcGetCUBINSize)                                                                           \
+    X(nvrtcGetCUBIN)                                                                               \
+    X(nvrtcGetErrorString)
+
+#define RT_NVRTC_FIELD(name) __typeof__(name) *name;
+static struct {
+    RT_NVRTC_FNS(RT_NVRTC_FIELD)
+    bool ok;
+    char why[768];
+} rt_nvrtc;
+static pthread_once_t rt_nvrtc_once = PTHREAD_ONCE_INIT;
+
+// Fills rt_nvrtc from lib (opened as name), which stays loaded for the process.
+static void rt_nvrtc_resolve(void *lib, const char *name) {
+    void *p;
+#define RT_NVRTC_RESOLVE(fn)                                                                       \
+    p = dlsym(lib, #fn);                                                                           \
+    if (!p && !rt_nvrtc.why[0])                                                                    \
+        snprintf(rt_nvrtc.why, sizeof rt_nvrtc.why, "the NVRTC library %s lacks %s", name, #fn);   \
+    memcpy(&rt_nvrtc.fn, &p, sizeof p);
+    RT_NVRTC_FNS(RT_NVRTC_RESOLVE)
+#undef RT_NVRTC_RESOLVE
+    rt_nvrtc.ok = !rt_nvrtc.why[0];
+}
+
+static void rt_nvrtc_load(void) {
+    static const char *const names[] = {RT_NVRTC_SONAME,  RT_NVRTC_PATH,      "libnvrtc.so.13",
+                                        "libnvrtc.so.12", "libnvrtc.so.11.2", "libnvrtc.so"};
+    const char *env = getenv("RTGEN_LIBNVRTC");
+    if (env && env[0]) {
+        void *lib = dlopen(env, RTLD_NOW | RTLD_LOCAL);
+        if (!lib) {
+            const char *e = dlerror();
+            snprintf(rt_nvrtc.why, sizeof rt_nvrtc.why,
+                     "cannot load NVRTC from RTGEN_LIBNVRTC (%s): set it to libnvrtc's path",
+                     e ? e : env);
+            return;
+        }
+        rt_nvrtc_resolve(lib, env);
+        return;
+    }
+    // The first error says why the expected soname failed; the others only name what was tried.
+    char first_error[256] = "", tried[256] = "";
+    size_t len = 0;
+    for (size_t i = 0; i < sizeof names / sizeof names[0]; i++) {
+        bool dup = false;
+        for (size_t k = 0; k < i && !dup; k++)
+            dup = strcmp(names[k], names[i]) == 0;
+        if (dup)
+            continue;
+        void *lib = dlopen(names[i], RTLD_NOW | RTLD_LOCAL);
+        if (lib) {
+            rt_nvrtc_resolve(lib, names[i]);
+            return;
+        }
+        const char *e = dlerror();
+        if (i == 0)
+            snprintf(first_error, sizeof first_error, "%s", e ? e : names[i]);
+        else if (len < sizeof tried)
+            len += (size_t)snprintf(tried + len, sizeof tried - len, ", %s", names[i]);
+    }
+    snprintf(rt_nvrtc.why, sizeof rt_nvrtc.why,
+             "cannot load NVRTC (%s; also tried%s): install the CUDA toolkit's NVRTC or set "
+             "RTGEN_LIBNVRTC to its path",
+             first_error, tried[0] ? tried + 1 : " nothing else");
+}
+
+// Opens NVRTC on first use; RT_ERR_BACKEND with what was tried when it cannot.
+static rt_status rt_nvrtc_ready(rt_err *err) {
+    pthread_once(&rt_nvrtc_once, rt_nvrtc_load);
+    if (!rt_nvrtc.ok)
+        return rt_fail(err, RT_ERR_BACKEND, RT_NOLOC, "%s", rt_nvrtc.why);
+    return RT_OK;
+}
 
 static const char *rt_cuda_program_log(rt_arena *a, nvrtcProgram prog) {
     size_t n = 0;
-    if (!prog || nvrtcGetProgramLogSize(prog, &n) != NVRTC_SUCCESS || n == 0)
+    if (!prog || rt_nvrtc.nvrtcGetProgramLogSize(prog, &n) != NVRTC_SUCCESS || n == 0)
         return "";
     char *log = rt_arena_alloc(a, n + 1);
-    if (!log || nvrtcGetProgramLog(prog, log) != NVRTC_SUCCESS)
+    if (!log || rt_nvrtc.nvrtcGetProgramLog(prog, log) != NVRTC_SUCCESS)
         return "";
     return log;
 }
@@ -41,15 +140,17 @@ static const char *rt_cuda_program_log(rt_arena *a, nvrtcProgram prog) {
 // in the message and the whole log in err->log.
 static rt_status rt_cuda_nvrtc_fail(rt_arena *a, nvrtcProgram prog, const char *what, nvrtcResult r,
                                     const char *arch, rt_err *err) {
-    return rt_gpu_compile_fail(a, what, arch, nvrtcGetErrorString(r), rt_cuda_program_log(a, prog),
-                               err);
+    return rt_gpu_compile_fail(a, what, arch, rt_nvrtc.nvrtcGetErrorString(r),
+                               rt_cuda_program_log(a, prog), err);
 }
 
-#define RT_NVRTC(call, a, prog, arch, err)                                                         \
+// RT_NVRTC(nvrtcCompileProgram, (prog, n, o), ...) calls the loaded entry point and, on failure,
+// reports the call as written ("nvrtcCompileProgram(prog, n, o)").
+#define RT_NVRTC(fn, args, a, prog, arch, err)                                                     \
     do {                                                                                           \
-        nvrtcResult rt_r_ = (call);                                                                \
+        nvrtcResult rt_r_ = rt_nvrtc.fn args;                                                      \
         if (rt_r_ != NVRTC_SUCCESS)                                                                \
-            return rt_cuda_nvrtc_fail((a), (prog), #call, rt_r_, (arch), (err));                   \
+            return rt_cuda_nvrtc_fail((a), (prog), #fn #args, rt_r_, (arch), (err));               \
     } while (0)
 
 // The architectures this NVRTC can compile for, ascending (queried once).
@@ -62,12 +163,12 @@ static pthread_once_t rt_cuda_archs_once = PTHREAD_ONCE_INIT;
 
 static void rt_cuda_archs_query(void) {
     int n = 0;
-    if (nvrtcGetNumSupportedArchs(&n) != NVRTC_SUCCESS || n <= 0 || n > 64)
+    if (rt_nvrtc.nvrtcGetNumSupportedArchs(&n) != NVRTC_SUCCESS || n <= 0 || n > 64)
         n = 0;
-    if (n > 0 && nvrtcGetSupportedArchs(rt_cuda_archs.arch) != NVRTC_SUCCESS)
+    if (n > 0 && rt_nvrtc.nvrtcGetSupportedArchs(rt_cuda_archs.arch) != NVRTC_SUCCESS)
         n = 0;
     rt_cuda_archs.n = n;
-    if (nvrtcVersion(&rt_cuda_archs.major, &rt_cuda_archs.minor) != NVRTC_SUCCESS)
+    if (rt_nvrtc.nvrtcVersion(&rt_cuda_archs.major, &rt_cuda_archs.minor) != NVRTC_SUCCESS)
         rt_cuda_archs.major = rt_cuda_archs.minor = 0;
 }
 
@@ -119,7 +220,7 @@ static rt_status rt_cuda_pick_arch(rt_arena *a, const rt_device *dev, rt_gpu_bin
 
 static void rt_cuda_program_release(void *h) {
     nvrtcProgram p = h;
-    nvrtcDestroyProgram(&p);
+    rt_nvrtc.nvrtcDestroyProgram(&p);
 }
 
 // The integer right before `phrase` in [s, end), e.g. 40 in "Used 40 registers". -1: absent.
@@ -178,6 +279,7 @@ static bool rt_cuda_parse_ptxas(const char *log, const char *sym, rt_gpu_resourc
 rt_status rt_gpu_cuda_compile(rt_arena *a, const rt_device *dev, const char *source,
                               const char *kernel_name, const rt_gpu_compile_options *opts,
                               rt_gpu_binary *bin, rt_err *err) {
+    RT_TRY(rt_nvrtc_ready(err));
     RT_TRY(rt_cuda_pick_arch(a, dev, bin, err));
     const char *arch = bin->compiled_arch;
     int32_t n_opts = 0;
@@ -197,23 +299,23 @@ rt_status rt_gpu_cuda_compile(rt_arena *a, const rt_device *dev, const char *sou
 
     const char *file = rt_arena_printf(a, "%s.cu", kernel_name);
     nvrtcProgram prog = NULL;
-    RT_NVRTC(nvrtcCreateProgram(&prog, source, file, 0, NULL, NULL), a, NULL, arch, err);
+    RT_NVRTC(nvrtcCreateProgram, (&prog, source, file, 0, NULL, NULL), a, NULL, arch, err);
     if (rt_arena_defer(a, rt_cuda_program_release, prog) != RT_OK) {
         rt_cuda_program_release(prog);
         return rt_fail(err, RT_ERR_NOMEM, RT_NOLOC, "out of memory");
     }
-    RT_NVRTC(nvrtcAddNameExpression(prog, kernel_name), a, prog, arch, err);
-    RT_NVRTC(nvrtcCompileProgram(prog, n_opts, o), a, prog, arch, err);
+    RT_NVRTC(nvrtcAddNameExpression, (prog, kernel_name), a, prog, arch, err);
+    RT_NVRTC(nvrtcCompileProgram, (prog, n_opts, o), a, prog, arch, err);
     bin->log = rt_cuda_program_log(a, prog);
     const char *lowered = NULL;
-    RT_NVRTC(nvrtcGetLoweredName(prog, kernel_name, &lowered), a, prog, arch, err);
+    RT_NVRTC(nvrtcGetLoweredName, (prog, kernel_name, &lowered), a, prog, arch, err);
     bin->symbol = rt_arena_strdup(a, lowered);
     size_t n = 0;
-    RT_NVRTC(nvrtcGetCUBINSize(prog, &n), a, prog, arch, err);
+    RT_NVRTC(nvrtcGetCUBINSize, (prog, &n), a, prog, arch, err);
     uint8_t *img = rt_arena_alloc(a, rt_at_least_one(n));
     if (!img || !bin->symbol)
         return rt_fail(err, RT_ERR_NOMEM, RT_NOLOC, "out of memory");
-    RT_NVRTC(nvrtcGetCUBIN(prog, (char *)img), a, prog, arch, err);
+    RT_NVRTC(nvrtcGetCUBIN, (prog, (char *)img), a, prog, arch, err);
     bin->image = img;
     bin->image_bytes = n;
     if (!rt_cuda_parse_ptxas(bin->log, bin->symbol, &bin->res)) {

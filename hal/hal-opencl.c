@@ -1,9 +1,11 @@
-// hal-opencl.c: the opencl class of the HAL, through the ICD loader (OpenCL 1.2 API). Picks the
-// platform/device whose names contain the INI's arch (case-insensitive; e.g. "pocl"), builds
-// OpenCL C source with the build log on failure, reports local/private memory per kernel, and
-// runs NDRanges with profiling-event timing. On this project's machines it runs on PoCL's CPU
-// device and is how GPU-structured kernels are checked numerically without a GPU.
-// Built when CMake finds OpenCL (RT_WITH_OPENCL); otherwise it reports "not built with OpenCL".
+// hal-opencl.c: the opencl class of the HAL, through the ICD loader (OpenCL 1.2 API), which it
+// opens with dlopen at first use — never linked. Picks the platform/device whose names contain
+// the INI's arch (case-insensitive; e.g. "pocl"), builds OpenCL C source with the build log on
+// failure, reports local/private memory per kernel, and runs NDRanges with profiling-event
+// timing. On this project's machines it runs on PoCL's CPU device and is how GPU-structured
+// kernels are checked numerically without a GPU.
+// Built when CMake finds OpenCL (RT_WITH_OPENCL: its headers and the loader's soname); otherwise
+// it reports "not built with OpenCL".
 #include "hal-gpu.h"
 
 #include <ctype.h>
@@ -18,6 +20,56 @@
 #include <dirent.h>
 #include <dlfcn.h>
 #include <pthread.h>
+
+#ifndef RT_OPENCL_SONAME
+#define RT_OPENCL_SONAME "libOpenCL.so.1"
+#endif
+#ifndef RT_OPENCL_PATH
+#define RT_OPENCL_PATH RT_OPENCL_SONAME
+#endif
+
+// ---------------------------------------------------------------------------------------------
+// The ICD loader, opened at first use
+// ---------------------------------------------------------------------------------------------
+
+// libOpenCL is not linked, so that runs that use no OpenCL device do not load it at start.
+// The entry points below are resolved into rt_cl_lib once (rt_cl_lib_load, after the drivers
+// are isolated), from $RTGEN_LIBOPENCL when set, else from the loader's soname found at
+// configure time (RT_OPENCL_SONAME) or the same file where it was found (RT_OPENCL_PATH).
+#define RT_CL_FNS(X)                                                                               \
+    X(clGetPlatformIDs)                                                                            \
+    X(clGetPlatformInfo)                                                                           \
+    X(clGetDeviceIDs)                                                                              \
+    X(clGetDeviceInfo)                                                                             \
+    X(clCreateContext)                                                                             \
+    X(clReleaseContext)                                                                            \
+    X(clCreateCommandQueue)                                                                        \
+    X(clReleaseCommandQueue)                                                                       \
+    X(clCreateProgramWithSource)                                                                   \
+    X(clBuildProgram)                                                                              \
+    X(clGetProgramBuildInfo)                                                                       \
+    X(clGetProgramInfo)                                                                            \
+    X(clReleaseProgram)                                                                            \
+    X(clCreateKernel)                                                                              \
+    X(clGetKernelWorkGroupInfo)                                                                    \
+    X(clSetKernelArg)                                                                              \
+    X(clReleaseKernel)                                                                             \
+    X(clCreateBuffer)                                                                              \
+    X(clReleaseMemObject)                                                                          \
+    X(clEnqueueNDRangeKernel)                                                                      \
+    X(clEnqueueReadBuffer)                                                                         \
+    X(clFinish)                                                                                    \
+    X(clWaitForEvents)                                                                             \
+    X(clGetEventProfilingInfo)                                                                     \
+    X(clReleaseEvent)
+
+#define RT_CL_FIELD(name) __typeof__(name) *name;
+static struct {
+    RT_CL_FNS(RT_CL_FIELD)
+    bool ok;
+    char why[640]; // the reason, prefixed with RT_GPU_ABSENT_PREFIX, when !ok
+} rt_cl_lib;
+static pthread_once_t rt_cl_lib_once = PTHREAD_ONCE_INIT;
 
 // ---------------------------------------------------------------------------------------------
 // Errors
@@ -79,11 +131,13 @@ static rt_status rt_cl_fail(const char *what, cl_int r, rt_err *err) {
                    (int)r);
 }
 
-#define RT_CL(call, err)                                                                           \
+// RT_CL(clFinish, (q), err) calls the loaded entry point and, on failure, reports the call as
+// written ("clFinish(q)").
+#define RT_CL(fn, args, err)                                                                       \
     do {                                                                                           \
-        cl_int rt_r_ = (call);                                                                     \
+        cl_int rt_r_ = rt_cl_lib.fn args;                                                          \
         if (rt_r_ != CL_SUCCESS)                                                                   \
-            return rt_cl_fail(#call, rt_r_, (err));                                                \
+            return rt_cl_fail(#fn #args, rt_r_, (err));                                            \
     } while (0)
 
 // ---------------------------------------------------------------------------------------------
@@ -122,14 +176,14 @@ static void rt_cl_release(void *p) {
     rt_cl_rt *c = p;
     for (rt_cl_module *m = c->modules; m; m = m->next) {
         if (m->kernel)
-            clReleaseKernel(m->kernel);
+            rt_cl_lib.clReleaseKernel(m->kernel);
         if (m->prog)
-            clReleaseProgram(m->prog);
+            rt_cl_lib.clReleaseProgram(m->prog);
     }
     if (c->queue)
-        clReleaseCommandQueue(c->queue);
+        rt_cl_lib.clReleaseCommandQueue(c->queue);
     if (c->ctx)
-        clReleaseContext(c->ctx);
+        rt_cl_lib.clReleaseContext(c->ctx);
 }
 
 #if defined(__has_feature)
@@ -142,24 +196,27 @@ static void rt_cl_release(void *p) {
 #endif
 
 // OpenCL drivers that compile with their own LLVM (PoCL links LLVM 15) must not bind to the
-// LLVM 16 that rtgen's CPU backend has in the global scope: a cold PoCL build would call into
-// it and crash. Each driver listed by the ICD loader (OCL_ICD_VENDORS or /etc/OpenCL/vendors)
-// is therefore loaded first with RTLD_DEEPBIND, before the ICD loader opens the same handle.
-// AddressSanitizer refuses RTLD_DEEPBIND, so sanitized builds report OpenCL as absent.
-static pthread_once_t rt_cl_isolate_once = PTHREAD_ONCE_INIT;
-static const char *rt_cl_isolation_error; // NULL: drivers isolated (or nothing to isolate)
-
-static void rt_cl_isolate_drivers(void) {
+// LLVM 16 that rtgen's CPU backend has in the global scope when it links the shared libLLVM
+// (the test programs do; the rtgen CLI links LLVM statically and exports none of it): a cold
+// PoCL build would call into it and crash. Each driver listed by the ICD loader
+// (OCL_ICD_VENDORS or /etc/OpenCL/vendors) is therefore loaded first with RTLD_DEEPBIND, before
+// the ICD loader is opened and opens the same handle. AddressSanitizer refuses RTLD_DEEPBIND, so
+// sanitized builds report OpenCL as absent. Returns false with rt_cl_lib.why set when OpenCL
+// cannot be used.
+static bool rt_cl_isolate_drivers(void) {
 #if defined(RT_CL_ASAN)
-    rt_cl_isolation_error = "OpenCL is disabled under AddressSanitizer (it refuses RTLD_DEEPBIND, "
-                            "which keeps the driver's LLVM apart from rtgen's)";
+    snprintf(rt_cl_lib.why, sizeof rt_cl_lib.why, "%s",
+             RT_GPU_ABSENT_PREFIX "OpenCL is disabled under AddressSanitizer (it refuses "
+                                  "RTLD_DEEPBIND, which keeps the driver's LLVM apart from "
+                                  "rtgen's)");
+    return false;
 #else
     const char *dir = getenv("OCL_ICD_VENDORS");
     if (!dir || !*dir)
         dir = "/etc/OpenCL/vendors";
     DIR *d = opendir(dir);
     if (!d)
-        return; // the ICD loader will report that there is no platform
+        return true; // the ICD loader will report that there is no platform
     struct dirent *e;
     while ((e = readdir(d)) != NULL) {
         size_t n = strlen(e->d_name);
@@ -178,7 +235,61 @@ static void rt_cl_isolate_drivers(void) {
         fclose(f);
     }
     closedir(d);
+    return true;
 #endif
+}
+
+// Fills rt_cl_lib from lib (opened as name), which stays loaded for the process.
+static void rt_cl_lib_resolve(void *lib, const char *name) {
+    void *p;
+#define RT_CL_RESOLVE(fn)                                                                          \
+    p = dlsym(lib, #fn);                                                                           \
+    if (!p && !rt_cl_lib.why[0])                                                                   \
+        snprintf(rt_cl_lib.why, sizeof rt_cl_lib.why, "the OpenCL library %s lacks %s", name,      \
+                 #fn);                                                                             \
+    memcpy(&rt_cl_lib.fn, &p, sizeof p);
+    RT_CL_FNS(RT_CL_RESOLVE)
+#undef RT_CL_RESOLVE
+    rt_cl_lib.ok = !rt_cl_lib.why[0];
+}
+
+static void rt_cl_lib_load(void) {
+    if (!rt_cl_isolate_drivers())
+        return;
+    const char *env = getenv("RTGEN_LIBOPENCL");
+    if (env && env[0]) {
+        void *lib = dlopen(env, RTLD_NOW | RTLD_LOCAL);
+        if (!lib) {
+            const char *e = dlerror();
+            snprintf(rt_cl_lib.why, sizeof rt_cl_lib.why,
+                     RT_GPU_ABSENT_PREFIX "cannot load the OpenCL ICD loader from RTGEN_LIBOPENCL "
+                                          "(%s): set it to libOpenCL's path",
+                     e ? e : env);
+            return;
+        }
+        rt_cl_lib_resolve(lib, env);
+        return;
+    }
+    // The error of the soname says why; the path is tried for loaders outside the loader path.
+    char first_error[256] = "";
+    void *lib = dlopen(RT_OPENCL_SONAME, RTLD_NOW | RTLD_LOCAL);
+    const char *name = RT_OPENCL_SONAME;
+    if (!lib) {
+        const char *e = dlerror();
+        snprintf(first_error, sizeof first_error, "%s", e ? e : RT_OPENCL_SONAME);
+        if (strcmp(RT_OPENCL_PATH, RT_OPENCL_SONAME) != 0) {
+            lib = dlopen(RT_OPENCL_PATH, RTLD_NOW | RTLD_LOCAL);
+            name = RT_OPENCL_PATH;
+        }
+    }
+    if (!lib) {
+        snprintf(rt_cl_lib.why, sizeof rt_cl_lib.why,
+                 RT_GPU_ABSENT_PREFIX "cannot load the OpenCL ICD loader (%s): install it or set "
+                                      "RTGEN_LIBOPENCL to its path",
+                 first_error);
+        return;
+    }
+    rt_cl_lib_resolve(lib, name);
 }
 
 // Finds the first device whose "platform name, platform version, device name" contains
@@ -195,13 +306,12 @@ static rt_status rt_cl_open_locked(rt_arena *a, const rt_device *dev, bool with_
                        "PoCL's clang would register its options a second time and LLVM would "
                        "abort");
     }
-    pthread_once(&rt_cl_isolate_once, rt_cl_isolate_drivers);
-    if (rt_cl_isolation_error)
-        return rt_fail(err, RT_ERR_BACKEND, RT_NOLOC, RT_GPU_ABSENT_PREFIX "%s",
-                       rt_cl_isolation_error);
+    pthread_once(&rt_cl_lib_once, rt_cl_lib_load);
+    if (!rt_cl_lib.ok)
+        return rt_fail(err, RT_ERR_BACKEND, RT_NOLOC, "%s", rt_cl_lib.why);
     cl_platform_id plats[16];
     cl_uint n_plats = 0;
-    cl_int r = clGetPlatformIDs(16, plats, &n_plats);
+    cl_int r = rt_cl_lib.clGetPlatformIDs(16, plats, &n_plats);
     if (r != CL_SUCCESS || n_plats == 0)
         return rt_fail(err, RT_ERR_BACKEND, RT_NOLOC,
                        RT_GPU_ABSENT_PREFIX "no OpenCL platform (clGetPlatformIDs returned %s)",
@@ -212,15 +322,15 @@ static rt_status rt_cl_open_locked(rt_arena *a, const rt_device *dev, bool with_
     RT_ALLOC(a, c, 1, err);
     for (cl_uint p = 0; p < n_plats && !c->device; p++) {
         char pname[256] = "", pver[256] = "";
-        clGetPlatformInfo(plats[p], CL_PLATFORM_NAME, sizeof pname - 1, pname, NULL);
-        clGetPlatformInfo(plats[p], CL_PLATFORM_VERSION, sizeof pver - 1, pver, NULL);
+        rt_cl_lib.clGetPlatformInfo(plats[p], CL_PLATFORM_NAME, sizeof pname - 1, pname, NULL);
+        rt_cl_lib.clGetPlatformInfo(plats[p], CL_PLATFORM_VERSION, sizeof pver - 1, pver, NULL);
         cl_device_id devs[16];
         cl_uint n_devs = 0;
-        if (clGetDeviceIDs(plats[p], CL_DEVICE_TYPE_ALL, 16, devs, &n_devs) != CL_SUCCESS)
+        if (rt_cl_lib.clGetDeviceIDs(plats[p], CL_DEVICE_TYPE_ALL, 16, devs, &n_devs) != CL_SUCCESS)
             continue;
         for (cl_uint d = 0; d < n_devs; d++) {
             char dname[256] = "";
-            clGetDeviceInfo(devs[d], CL_DEVICE_NAME, sizeof dname - 1, dname, NULL);
+            rt_cl_lib.clGetDeviceInfo(devs[d], CL_DEVICE_NAME, sizeof dname - 1, dname, NULL);
             rt_buf_printf(&seen, "%s\"%s\"", seen.len ? ", " : "", dname);
             if (rt_cl_contains(pname, dev->arch) || rt_cl_contains(pver, dev->arch) ||
                 rt_cl_contains(dname, dev->arch)) {
@@ -238,11 +348,11 @@ static rt_status rt_cl_open_locked(rt_arena *a, const rt_device *dev, bool with_
     if (rt_arena_defer(a, rt_cl_release, c) != RT_OK)
         return rt_fail(err, RT_ERR_NOMEM, RT_NOLOC, "out of memory");
     cl_context_properties props[] = {CL_CONTEXT_PLATFORM, (cl_context_properties)c->platform, 0};
-    c->ctx = clCreateContext(props, 1, &c->device, NULL, NULL, &r);
+    c->ctx = rt_cl_lib.clCreateContext(props, 1, &c->device, NULL, NULL, &r);
     if (r != CL_SUCCESS)
         return rt_cl_fail("clCreateContext", r, err);
     if (with_queue) {
-        c->queue = clCreateCommandQueue(c->ctx, c->device, CL_QUEUE_PROFILING_ENABLE, &r);
+        c->queue = rt_cl_lib.clCreateCommandQueue(c->ctx, c->device, CL_QUEUE_PROFILING_ENABLE, &r);
         if (r != CL_SUCCESS)
             return rt_cl_fail("clCreateCommandQueue", r, err);
     }
@@ -268,12 +378,14 @@ static rt_status rt_cl_open(rt_arena *a, const rt_device *dev, bool with_queue, 
 
 static const char *rt_cl_build_log(rt_arena *a, cl_program prog, cl_device_id dev) {
     size_t n = 0;
-    if (clGetProgramBuildInfo(prog, dev, CL_PROGRAM_BUILD_LOG, 0, NULL, &n) != CL_SUCCESS || !n)
+    cl_int r = rt_cl_lib.clGetProgramBuildInfo(prog, dev, CL_PROGRAM_BUILD_LOG, 0, NULL, &n);
+    if (r != CL_SUCCESS || n == 0)
         return "";
     char *log = rt_arena_alloc(a, n + 1);
-    if (!log || clGetProgramBuildInfo(prog, dev, CL_PROGRAM_BUILD_LOG, n, log, NULL) != CL_SUCCESS)
+    if (!log)
         return "";
-    return log;
+    r = rt_cl_lib.clGetProgramBuildInfo(prog, dev, CL_PROGRAM_BUILD_LOG, n, log, NULL);
+    return r == CL_SUCCESS ? log : "";
 }
 
 // Builds source for c's device; on success *out_prog and *out_kernel are set (the caller
@@ -284,22 +396,22 @@ static rt_status rt_cl_build(rt_arena *a, rt_cl_rt *c, const char *source, const
     cl_int r;
     *out_prog = NULL;
     *out_kernel = NULL;
-    cl_program prog = clCreateProgramWithSource(c->ctx, 1, &source, NULL, &r);
+    cl_program prog = rt_cl_lib.clCreateProgramWithSource(c->ctx, 1, &source, NULL, &r);
     if (r != CL_SUCCESS)
         return rt_cl_fail("clCreateProgramWithSource", r, err);
-    r = clBuildProgram(prog, 1, &c->device, options, NULL, NULL);
+    r = rt_cl_lib.clBuildProgram(prog, 1, &c->device, options, NULL, NULL);
     const char *log = rt_cl_build_log(a, prog, c->device);
     if (out_log)
         *out_log = log;
     if (r != CL_SUCCESS) {
         rt_status st =
             rt_gpu_compile_fail(a, "clBuildProgram", c->name, rt_cl_result_name(r), log, err);
-        clReleaseProgram(prog);
+        rt_cl_lib.clReleaseProgram(prog);
         return st;
     }
-    cl_kernel k = clCreateKernel(prog, kernel_name, &r);
+    cl_kernel k = rt_cl_lib.clCreateKernel(prog, kernel_name, &r);
     if (r != CL_SUCCESS) {
-        clReleaseProgram(prog);
+        rt_cl_lib.clReleaseProgram(prog);
         return rt_fail(err, RT_ERR_BACKEND, RT_NOLOC,
                        "clCreateKernel failed: no kernel %s in the program (%s)", kernel_name,
                        rt_cl_result_name(r));
@@ -328,8 +440,8 @@ rt_status rt_gpu_opencl_compile(rt_arena *a, const rt_device *dev, const char *s
     RT_TRY(rt_cl_build(a, c, source, bin->options, kernel_name, &prog, &k, &bin->log, err));
     rt_cl_module *m = rt_arena_alloc(a, sizeof *m);
     if (!m) {
-        clReleaseKernel(k);
-        clReleaseProgram(prog);
+        rt_cl_lib.clReleaseKernel(k);
+        rt_cl_lib.clReleaseProgram(prog);
         return rt_fail(err, RT_ERR_NOMEM, RT_NOLOC, "out of memory");
     }
     m->prog = prog;
@@ -340,24 +452,22 @@ rt_status rt_gpu_opencl_compile(rt_arena *a, const rt_device *dev, const char *s
 
     cl_ulong local = 0, priv = 0;
     size_t wg = 0, bytes = 0;
-    RT_CL(clGetKernelWorkGroupInfo(k, c->device, CL_KERNEL_LOCAL_MEM_SIZE, sizeof local, &local,
-                                   NULL),
-          err);
-    RT_CL(clGetKernelWorkGroupInfo(k, c->device, CL_KERNEL_PRIVATE_MEM_SIZE, sizeof priv, &priv,
-                                   NULL),
-          err);
-    RT_CL(clGetKernelWorkGroupInfo(k, c->device, CL_KERNEL_WORK_GROUP_SIZE, sizeof wg, &wg, NULL),
+    RT_CL(clGetKernelWorkGroupInfo,
+          (k, c->device, CL_KERNEL_LOCAL_MEM_SIZE, sizeof local, &local, NULL), err);
+    RT_CL(clGetKernelWorkGroupInfo,
+          (k, c->device, CL_KERNEL_PRIVATE_MEM_SIZE, sizeof priv, &priv, NULL), err);
+    RT_CL(clGetKernelWorkGroupInfo, (k, c->device, CL_KERNEL_WORK_GROUP_SIZE, sizeof wg, &wg, NULL),
           err);
     bin->res.smem_bytes = (int64_t)local;
     bin->res.stack_frame_bytes = (int64_t)priv;
     bin->res.max_threads_per_block = (int32_t)wg;
-    RT_CL(clGetProgramInfo(prog, CL_PROGRAM_BINARY_SIZES, sizeof bytes, &bytes, NULL), err);
+    RT_CL(clGetProgramInfo, (prog, CL_PROGRAM_BINARY_SIZES, sizeof bytes, &bytes, NULL), err);
     if (bytes > 0) {
         uint8_t *img = rt_arena_alloc(a, bytes);
         if (!img)
             return rt_fail(err, RT_ERR_NOMEM, RT_NOLOC, "out of memory");
         unsigned char *ptrs[1] = {img};
-        RT_CL(clGetProgramInfo(prog, CL_PROGRAM_BINARIES, sizeof ptrs, ptrs, NULL), err);
+        RT_CL(clGetProgramInfo, (prog, CL_PROGRAM_BINARIES, sizeof ptrs, ptrs, NULL), err);
         bin->image = img;
         bin->image_bytes = bytes;
     }
@@ -404,23 +514,25 @@ static rt_status rt_cl_launch_all(rt_cl_rt *c, cl_kernel k, const rt_gpu_exec *x
         global[d] = g * local[d];
     }
     if (x->reps == 0) {
-        RT_CL(clEnqueueNDRangeKernel(c->queue, k, 3, NULL, global, local, 0, NULL, NULL), err);
-        RT_CL(clFinish(c->queue), err);
+        RT_CL(clEnqueueNDRangeKernel, (c->queue, k, 3, NULL, global, local, 0, NULL, NULL), err);
+        RT_CL(clFinish, (c->queue), err);
         return RT_OK;
     }
     for (int32_t i = 0; i < x->warmup; i++)
-        RT_CL(clEnqueueNDRangeKernel(c->queue, k, 3, NULL, global, local, 0, NULL, NULL), err);
-    RT_CL(clFinish(c->queue), err);
+        RT_CL(clEnqueueNDRangeKernel, (c->queue, k, 3, NULL, global, local, 0, NULL, NULL), err);
+    RT_CL(clFinish, (c->queue), err);
     for (int32_t i = 0; i < x->reps; i++) {
         cl_event ev;
         cl_ulong t0 = 0, t1 = 0;
-        RT_CL(clEnqueueNDRangeKernel(c->queue, k, 3, NULL, global, local, 0, NULL, &ev), err);
-        cl_int r = clWaitForEvents(1, &ev);
+        RT_CL(clEnqueueNDRangeKernel, (c->queue, k, 3, NULL, global, local, 0, NULL, &ev), err);
+        cl_int r = rt_cl_lib.clWaitForEvents(1, &ev);
         if (r == CL_SUCCESS)
-            r = clGetEventProfilingInfo(ev, CL_PROFILING_COMMAND_START, sizeof t0, &t0, NULL);
+            r = rt_cl_lib.clGetEventProfilingInfo(ev, CL_PROFILING_COMMAND_START, sizeof t0, &t0,
+                                                  NULL);
         if (r == CL_SUCCESS)
-            r = clGetEventProfilingInfo(ev, CL_PROFILING_COMMAND_END, sizeof t1, &t1, NULL);
-        clReleaseEvent(ev);
+            r = rt_cl_lib.clGetEventProfilingInfo(ev, CL_PROFILING_COMMAND_END, sizeof t1, &t1,
+                                                  NULL);
+        rt_cl_lib.clReleaseEvent(ev);
         if (r != CL_SUCCESS)
             return rt_cl_fail("clGetEventProfilingInfo", r, err);
         x->samples_ns[i] = (double)(t1 - t0);
@@ -446,25 +558,25 @@ rt_status rt_gpu_opencl_exec(rt_gpu_runtime *rt, rt_gpu_exec *x, rt_err *err) {
         cl_double v_f64 = g->f;
         switch (g->kind) {
         case RT_GPU_ARG_BUFFER:
-            mem[i] = clCreateBuffer(c->ctx, CL_MEM_READ_WRITE | CL_MEM_COPY_HOST_PTR,
-                                    rt_gpu_arg_bytes(g), x->host_staging[i], &r);
+            mem[i] = rt_cl_lib.clCreateBuffer(c->ctx, CL_MEM_READ_WRITE | CL_MEM_COPY_HOST_PTR,
+                                              rt_gpu_arg_bytes(g), x->host_staging[i], &r);
             if (r == CL_SUCCESS)
-                r = clSetKernelArg(k, (cl_uint)i, sizeof mem[i], &mem[i]);
+                r = rt_cl_lib.clSetKernelArg(k, (cl_uint)i, sizeof mem[i], &mem[i]);
             break;
         case RT_GPU_ARG_I32:
-            r = clSetKernelArg(k, (cl_uint)i, sizeof v_i32, &v_i32);
+            r = rt_cl_lib.clSetKernelArg(k, (cl_uint)i, sizeof v_i32, &v_i32);
             break;
         case RT_GPU_ARG_I64:
-            r = clSetKernelArg(k, (cl_uint)i, sizeof v_i64, &v_i64);
+            r = rt_cl_lib.clSetKernelArg(k, (cl_uint)i, sizeof v_i64, &v_i64);
             break;
         case RT_GPU_ARG_F32:
-            r = clSetKernelArg(k, (cl_uint)i, sizeof v_f32, &v_f32);
+            r = rt_cl_lib.clSetKernelArg(k, (cl_uint)i, sizeof v_f32, &v_f32);
             break;
         case RT_GPU_ARG_F64:
-            r = clSetKernelArg(k, (cl_uint)i, sizeof v_f64, &v_f64);
+            r = rt_cl_lib.clSetKernelArg(k, (cl_uint)i, sizeof v_f64, &v_f64);
             break;
         default:
-            r = clSetKernelArg(k, (cl_uint)i, (size_t)g->local_bytes, NULL);
+            r = rt_cl_lib.clSetKernelArg(k, (cl_uint)i, (size_t)g->local_bytes, NULL);
             break;
         }
         if (r != CL_SUCCESS)
@@ -478,16 +590,16 @@ rt_status rt_gpu_opencl_exec(rt_gpu_runtime *rt, rt_gpu_exec *x, rt_err *err) {
         const rt_gpu_arg *g = &x->args[i];
         if (g->kind != RT_GPU_ARG_BUFFER || !g->copy_out)
             continue;
-        cl_int r = clEnqueueReadBuffer(c->queue, mem[i], CL_TRUE, 0, rt_gpu_arg_bytes(g),
-                                       x->host_staging[i], 0, NULL, NULL);
+        cl_int r = rt_cl_lib.clEnqueueReadBuffer(c->queue, mem[i], CL_TRUE, 0, rt_gpu_arg_bytes(g),
+                                                 x->host_staging[i], 0, NULL, NULL);
         if (r != CL_SUCCESS)
             st = rt_cl_fail("clEnqueueReadBuffer", r, err);
     }
     if (st != RT_OK)
-        clFinish(c->queue);
+        rt_cl_lib.clFinish(c->queue);
     for (int32_t i = 0; i < n; i++)
         if (mem[i])
-            clReleaseMemObject(mem[i]);
+            rt_cl_lib.clReleaseMemObject(mem[i]);
     free(mem);
     return st;
 }

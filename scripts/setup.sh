@@ -9,10 +9,11 @@ cd "$(dirname "$0")/.."
 SUDO=
 [ "$(id -u)" -eq 0 ] || SUDO=sudo
 
-# Every dependency, from Debian main (CUDA is preinstalled at /usr/local/cuda).
+# Every dependency, from Debian main (CUDA is preinstalled at /usr/local/cuda). libzstd-dev:
+# the static LLVM archives that rtgen links need -lzstd, which llvm-16-dev does not pull in.
 PACKAGES="cmake make gcc pkg-config
   libiniparser-dev libjansson-dev libhwloc-dev
-  llvm-16-dev clang-16 libclang-rt-16-dev clang-format-16
+  llvm-16-dev libzstd-dev clang-16 libclang-rt-16-dev clang-format-16
   libamdhip64-dev hipcc rocm-device-libs libamd-comgr-dev
   pocl-opencl-icd ocl-icd-opencl-dev opencl-headers clinfo
   libdnnl-dev libopenblas-dev libopenblas0-pthread libblis-dev libxsmm-dev"
