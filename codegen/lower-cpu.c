@@ -2021,6 +2021,15 @@ static void rt_gemm_pack_panels(rt_lower *l, rt_kir_block *blk, int32_t w, rt_ki
     }
 }
 
+// A packing copy node named `what` in blk; its body receives the copy loops.
+static rt_kir_node *rt_gemm_copy_node(rt_lower *l, rt_kir_block *blk, const char *what) {
+    rt_kir_node *copy = rt_kir_append(l->a, blk, RT_KIR_N_COPY);
+    RT_LOWER_CHECK(l, copy);
+    if (copy)
+        copy->text = what;
+    return copy;
+}
+
 // One packing copy: panels of w rows (rows < valid, else 0) x kcur of src into scratch at dst0:
 // scratch[dst0 + (panel*kcur + kk)*w + r] = alpha * src[base + (panel*w + r)*s_row + kk*s_k].
 // The valid / w full panels copy unguarded, the partial last panel (if any) guarded.
@@ -2028,11 +2037,9 @@ static void rt_gemm_pack(rt_lower *l, rt_kir_block *blk, const char *what, int32
                          rt_kir_expr *valid, rt_kir_expr *kcur, int32_t src, rt_kir_expr *base,
                          int64_t s_row, int64_t s_k, double alpha, rt_kir_expr *dst0) {
     rt_arena *a = l->a;
-    rt_kir_node *copy = rt_kir_append(a, blk, RT_KIR_N_COPY);
-    RT_LOWER_CHECK(l, copy);
+    rt_kir_node *copy = rt_gemm_copy_node(l, blk, what);
     if (!copy)
         return;
-    copy->text = what;
     int32_t vars[4] = {
         rt_kir_add_var(a, l->p, "panel", RT_KIR_I64), rt_kir_add_var(a, l->p, "kk", RT_KIR_I64),
         rt_kir_add_var(a, l->p, "r", RT_KIR_I64), rt_kir_add_var(a, l->p, "row", RT_KIR_I64)};
@@ -2074,11 +2081,9 @@ static rt_status rt_gemm_pack_affine(rt_lower *l, rt_kir_block *blk, const char 
                                      int32_t n_ks, rt_kir_expr *row0, rt_kir_expr *k0, double alpha,
                                      rt_kir_expr *dst0) {
     rt_arena *a = l->a;
-    rt_kir_node *copy = rt_kir_append(a, blk, RT_KIR_N_COPY);
-    RT_LOWER_CHECK(l, copy);
+    rt_kir_node *copy = rt_gemm_copy_node(l, blk, what);
     if (!copy)
         return RT_OK;
-    copy->text = what;
     int32_t vp = rt_kir_add_var(a, l->p, "panel", RT_KIR_I64);
     int32_t vk = rt_kir_add_var(a, l->p, "kk", RT_KIR_I64);
     int32_t vr = rt_kir_add_var(a, l->p, "r", RT_KIR_I64);
@@ -2189,11 +2194,9 @@ static rt_status rt_gemm_pack_segments(rt_lower *l, rt_kir_block *blk, const cha
     int32_t x = rows[n_rows - 1];
     int64_t X = 1;
     rt_expr_const_int(l->op, l->s->vars[x].hi, &X);
-    rt_kir_node *copy = rt_kir_append(a, blk, RT_KIR_N_COPY);
-    RT_LOWER_CHECK(l, copy);
+    rt_kir_node *copy = rt_gemm_copy_node(l, blk, what);
     if (!copy)
         return RT_OK;
-    copy->text = what;
     int32_t vk = rt_kir_add_var(a, l->p, "kk", RT_KIR_I64);
     int32_t vp = rt_kir_add_var(a, l->p, "panel", RT_KIR_I64);
     int32_t vjb = rt_kir_add_var(a, l->p, "jb", RT_KIR_I64);
@@ -2387,11 +2390,9 @@ static rt_status rt_gemm_pack_masked(rt_lower *l, rt_kir_block *blk, const char 
                                      int64_t tbl_stride) {
     rt_arena *a = l->a;
     const rt_tensor *tn = &l->op->tensors[rd->tensor];
-    rt_kir_node *copy = rt_kir_append(a, blk, RT_KIR_N_COPY);
-    RT_LOWER_CHECK(l, copy);
+    rt_kir_node *copy = rt_gemm_copy_node(l, blk, what);
     if (!copy)
         return RT_OK;
-    copy->text = what;
     int32_t vj = rt_kir_add_var(a, l->p, "jj", RT_KIR_I64);
     int32_t vk = rt_kir_add_var(a, l->p, "kk", RT_KIR_I64);
     int32_t vp = rt_kir_add_var(a, l->p, "panel", RT_KIR_I64);
