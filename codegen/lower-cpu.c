@@ -373,23 +373,51 @@ static rt_status rt_lower_begin_stmt(rt_lower *l, const rt_stmt *s) {
     return RT_OK;
 }
 
-// The element of statement l->s at the current LHS vars: evaluate or reduce, then store.
-static rt_status rt_lower_element(rt_lower *l, rt_kir_block *blk, const int32_t *red,
-                                  int32_t n_red) {
-    rt_arena *a = l->a;
+// How a reduction statement's accumulator takes one more value.
+static rt_kir_bop rt_assign_bop(rt_assign op) {
+    return op == RT_ASSIGN_MUL_INIT   ? RT_KIR_MUL
+           : op == RT_ASSIGN_MAX_INIT ? RT_KIR_MAX
+           : op == RT_ASSIGN_MIN_INIT ? RT_KIR_MIN
+                                      : RT_KIR_ADD;
+}
+
+// The flat offset of statement l->s's output element at the current LHS vars.
+static rt_status rt_lower_out_offset(rt_lower *l, rt_kir_expr **off) {
     const rt_stmt *s = l->s;
     rt_kir_expr *idx[RT_MAX_DIMS];
     for (int32_t d = 0; d < s->n_lhs; d++) {
         int32_t v = s->lhs_vars[d];
         idx[d] = v >= 0 && v < s->n_vars && l->var_of[v] >= 0
-                     ? rt_kir_var_ref(a, l->p, l->var_of[v])
+                     ? rt_kir_var_ref(l->a, l->p, l->var_of[v])
                      : NULL;
         if (!idx[d])
             return rt_fail(l->err, RT_ERR_SPEC, s->loc, "output index outside its loop");
     }
-    rt_kir_expr *off = rt_tr_offset(l, s->out, idx, NULL);
+    *off = rt_tr_offset(l, s->out, idx, NULL);
+    return RT_OK;
+}
+
+// Stores value, converted to the output's element type, at off of statement l->s's output.
+static void rt_lower_store_out(rt_lower *l, rt_kir_block *blk, rt_kir_expr *off,
+                               rt_kir_expr *value) {
+    int32_t ob = l->data_buf[l->s->out];
+    rt_kir_node *st = rt_kir_append(l->a, blk, RT_KIR_N_STORE);
+    RT_LOWER_CHECK(l, st && off && value);
+    if (st) {
+        st->buf = ob;
+        st->index = off;
+        st->value = rt_kir_cast(l->a, l->k->bufs[ob].type, value);
+    }
+}
+
+// The element of statement l->s at the current LHS vars: evaluate or reduce, then store.
+static rt_status rt_lower_element(rt_lower *l, rt_kir_block *blk, const int32_t *red,
+                                  int32_t n_red) {
+    rt_arena *a = l->a;
+    const rt_stmt *s = l->s;
+    rt_kir_expr *off;
+    RT_TRY(rt_lower_out_offset(l, &off));
     int32_t ob = l->data_buf[s->out];
-    rt_kir_type ot = l->k->bufs[ob].type;
     rt_kir_expr *value;
     if (n_red == 0 && s->op == RT_ASSIGN_SET) {
         l->pre = blk;
@@ -423,21 +451,7 @@ static rt_status rt_lower_element(rt_lower *l, rt_kir_block *blk, const int32_t 
         rt_kir_expr *x;
         RT_TRY(rt_tr_num(l, s->rhs, &x));
         rt_kir_expr *cur = rt_kir_var_ref(a, l->p, acc);
-        rt_kir_expr *nv;
-        switch (s->op) {
-        case RT_ASSIGN_MUL_INIT:
-            nv = rt_kir_bin(a, RT_KIR_MUL, cur, x);
-            break;
-        case RT_ASSIGN_MAX_INIT:
-            nv = rt_kir_bin(a, RT_KIR_MAX, cur, x);
-            break;
-        case RT_ASSIGN_MIN_INIT:
-            nv = rt_kir_bin(a, RT_KIR_MIN, cur, x);
-            break;
-        default:
-            nv = rt_kir_bin(a, RT_KIR_ADD, cur, x);
-            break;
-        }
+        rt_kir_expr *nv = rt_kir_bin(a, rt_assign_bop(s->op), cur, x);
         rt_kir_node *upd = rt_kir_append(a, inner, RT_KIR_N_FSET);
         RT_LOWER_CHECK(l, upd && nv);
         if (!upd)
@@ -446,13 +460,7 @@ static rt_status rt_lower_element(rt_lower *l, rt_kir_block *blk, const int32_t 
         upd->value = nv;
         value = rt_kir_var_ref(a, l->p, acc);
     }
-    rt_kir_node *st = rt_kir_append(a, blk, RT_KIR_N_STORE);
-    RT_LOWER_CHECK(l, st && off && value);
-    if (st) {
-        st->buf = ob;
-        st->index = off;
-        st->value = rt_kir_cast(a, ot, value);
-    }
+    rt_lower_store_out(l, blk, off, value);
     return RT_OK;
 }
 
@@ -587,27 +595,6 @@ static int64_t rt_ceil_div64(int64_t x, int64_t y) {
     return (x + y - 1) / y;
 }
 
-// The share of var v in a tile of `tile` points over the fused model axis ax: the members are
-// filled from the innermost (whole rows of the inner members, then as many of the next as
-// fit). 0 when a member has no constant range.
-static int64_t rt_member_tile(const rt_lower *l, const rt_stmt *s, int32_t ax, int32_t v,
-                              int64_t tile) {
-    int64_t rem = tile < 1 ? 1 : tile;
-    for (int32_t i = s->axes[ax].n_members - 1; i >= 0; i--) {
-        int32_t mv = s->axes[ax].members[i];
-        int64_t lo, hi;
-        if (mv < 0 || mv >= s->n_vars || !s->vars[mv].lo || !s->vars[mv].hi ||
-            !rt_expr_const_int(l->op, s->vars[mv].lo, &lo) ||
-            !rt_expr_const_int(l->op, s->vars[mv].hi, &hi) || hi <= lo)
-            return 0;
-        int64_t t = rem < hi - lo ? rem : hi - lo;
-        if (mv == v)
-            return t;
-        rem = t == hi - lo ? (rem / t > 1 ? rem / t : 1) : 1;
-    }
-    return 0;
-}
-
 // Collects the kept vars of s with their tiles from the rProgram; false when none is tiled
 // (or the work items would overflow), in which case the caller lowers the plain nest.
 static bool rt_tiled_plan(const rt_lower *l, const rt_stmt *s, rt_tvar *tv, int32_t *n_kept,
@@ -635,7 +622,7 @@ static bool rt_tiled_plan(const rt_lower *l, const rt_stmt *s, rt_tvar *tv, int3
             continue;
         int64_t ext = t->hi - t->lo, up = ext;
         for (int32_t lv = bl; lv <= top && t->tiled; lv++) {
-            int64_t e = rt_member_tile(l, s, ax, v, rp->tile[lv].shape[ax]);
+            int64_t e = rt_perf_member_tile(l->op, s, ax, v, rp->tile[lv].shape[ax]);
             t->tiled = e > 0;
             t->t[lv] = e < 1 ? 1 : e > up ? up : e;
             up = t->t[lv];
@@ -763,18 +750,9 @@ static void rt_win_bounds(rt_lower *l, const rt_expr *e, rt_kir_expr **xlo, rt_k
 static rt_status rt_win_body(rt_lower *l, rt_kir_block *blk) {
     rt_arena *a = l->a;
     const rt_stmt *s = l->s;
-    rt_kir_expr *idx[RT_MAX_DIMS];
-    for (int32_t d = 0; d < s->n_lhs; d++) {
-        int32_t v = s->lhs_vars[d];
-        idx[d] = v >= 0 && v < s->n_vars && l->var_of[v] >= 0
-                     ? rt_kir_var_ref(a, l->p, l->var_of[v])
-                     : NULL;
-        if (!idx[d])
-            return rt_fail(l->err, RT_ERR_SPEC, s->loc, "output index outside its loop");
-    }
-    rt_kir_expr *off = rt_tr_offset(l, s->out, idx, NULL);
+    rt_kir_expr *off;
+    RT_TRY(rt_lower_out_offset(l, &off));
     int32_t ob = l->data_buf[s->out];
-    rt_kir_type ot = l->k->bufs[ob].type;
     const rt_expr *point = s->rhs, *post = NULL;
     bool sum = s->op == RT_ASSIGN_ADD || s->op == RT_ASSIGN_ADD_INIT;
     const rt_expr *e = s->rhs;
@@ -785,10 +763,7 @@ static rt_status rt_win_body(rt_lower *l, rt_kir_block *blk) {
         else if (e->bop == RT_BOP_MUL && rt_win_invariant(s, e->args[0]))
             point = e->args[1], post = e->args[0];
     }
-    rt_kir_bop bop = s->op == RT_ASSIGN_MUL_INIT   ? RT_KIR_MUL
-                     : s->op == RT_ASSIGN_MAX_INIT ? RT_KIR_MAX
-                     : s->op == RT_ASSIGN_MIN_INIT ? RT_KIR_MIN
-                                                   : RT_KIR_ADD;
+    rt_kir_bop bop = rt_assign_bop(s->op);
     int64_t wlo[3], wext[3], n_points = 1;
     for (int32_t i = 0; i < l->win_nr; i++) {
         int64_t h;
@@ -853,13 +828,7 @@ static rt_status rt_win_body(rt_lower *l, rt_kir_block *blk) {
         if (s->op == RT_ASSIGN_ADD)
             value = rt_kir_bin(a, RT_KIR_ADD, out_now, value);
     }
-    rt_kir_node *st = rt_kir_append(a, blk, RT_KIR_N_STORE);
-    RT_LOWER_CHECK(l, st && off && value);
-    if (st) {
-        st->buf = ob;
-        st->index = off;
-        st->value = rt_kir_cast(a, ot, value);
-    }
+    rt_lower_store_out(l, blk, off, value);
     return RT_OK;
 }
 
@@ -1924,6 +1893,15 @@ static void rt_let(rt_lower *l, rt_kir_block *blk, int32_t var, rt_kir_expr *v) 
     }
 }
 
+// Where element (row r, k step kk) of panel `panel` goes in a packed copy at dst0: panels of
+// kcur k steps, each step w rows wide (the micro-kernel's layout).
+static rt_kir_expr *rt_gemm_pack_dst(rt_lower *l, rt_kir_expr *dst0, int32_t vp, int32_t vk,
+                                     int32_t vr, rt_kir_expr *kcur, int32_t w) {
+    rt_kir_expr *step = rt_b(l, RT_KIR_ADD, rt_b(l, RT_KIR_MUL, rt_v(l, vp), kcur), rt_v(l, vk));
+    return rt_b(l, RT_KIR_ADD, dst0,
+                rt_b(l, RT_KIR_ADD, rt_b(l, RT_KIR_MUL, step, rt_i(l, w)), rt_v(l, vr)));
+}
+
 // Panels [plo, phi) of rt_gemm_pack. Guarded panels test every row against valid (and store 0
 // beyond it); the full panels before them copy without a test, so that the w-wide row loop
 // vectorizes into plain vector loads and stores instead of per-element predicated stores.
@@ -1980,13 +1958,7 @@ static void rt_gemm_pack_panels(rt_lower *l, rt_kir_block *blk, int32_t w, rt_ki
         return;
     rt_let(l, &lr->body, vrow,
            rt_b(l, RT_KIR_ADD, rt_b(l, RT_KIR_MUL, rt_v(l, vp), rt_i(l, w)), rt_v(l, vr)));
-    rt_kir_expr *dst =
-        rt_b(l, RT_KIR_ADD, dst0,
-             rt_b(l, RT_KIR_ADD,
-                  rt_b(l, RT_KIR_MUL,
-                       rt_b(l, RT_KIR_ADD, rt_b(l, RT_KIR_MUL, rt_v(l, vp), kcur), rt_v(l, vk)),
-                       rt_i(l, w)),
-                  rt_v(l, vr)));
+    rt_kir_expr *dst = rt_gemm_pack_dst(l, dst0, vp, vk, vr, kcur, w);
     rt_kir_expr *sidx = rt_b(l, RT_KIR_ADD, base,
                              rt_b(l, RT_KIR_ADD, rt_b(l, RT_KIR_MUL, rt_v(l, vrow), rt_i(l, s_row)),
                                   rt_b(l, RT_KIR_MUL, rt_v(l, vk), rt_i(l, s_k))));
@@ -2106,13 +2078,7 @@ static rt_status rt_gemm_pack_affine(rt_lower *l, rt_kir_block *blk, const char 
         return RT_OK;
     rt_let(l, &lr->body, vrow,
            rt_b(l, RT_KIR_ADD, rt_b(l, RT_KIR_MUL, rt_v(l, vp), rt_i(l, w)), rt_v(l, vr)));
-    rt_kir_expr *dst =
-        rt_b(l, RT_KIR_ADD, dst0,
-             rt_b(l, RT_KIR_ADD,
-                  rt_b(l, RT_KIR_MUL,
-                       rt_b(l, RT_KIR_ADD, rt_b(l, RT_KIR_MUL, rt_v(l, vp), kcur), rt_v(l, vk)),
-                       rt_i(l, w)),
-                  rt_v(l, vr)));
+    rt_kir_expr *dst = rt_gemm_pack_dst(l, dst0, vp, vk, vr, kcur, w);
     rt_kir_node *iff = rt_kir_append(a, &lr->body, RT_KIR_N_IF);
     RT_LOWER_CHECK(l, iff);
     if (!iff)
@@ -2506,13 +2472,7 @@ static rt_status rt_gemm_pack_masked(rt_lower *l, rt_kir_block *blk, const char 
         return RT_OK;
     v1->var = vv;
     v1->value = x;
-    rt_kir_expr *dst =
-        rt_b(l, RT_KIR_ADD, dst0,
-             rt_b(l, RT_KIR_ADD,
-                  rt_b(l, RT_KIR_MUL,
-                       rt_b(l, RT_KIR_ADD, rt_b(l, RT_KIR_MUL, rt_v(l, vp), kcur), rt_v(l, vk)),
-                       rt_i(l, w)),
-                  rt_v(l, vr)));
+    rt_kir_expr *dst = rt_gemm_pack_dst(l, dst0, vp, vk, vr, kcur, w);
     rt_seg_store(l, rb, dst, rt_v(l, vv));
     return RT_OK;
 }

@@ -494,10 +494,8 @@ bool rt_perf_cpu_gemm_time(const rt_perf_model *m, const rt_perf_cpu_gemm *g, do
 // The general path: the statement's loop nest blocked by the rTiles
 // ---------------------------------------------------------------------------------------------
 
-// Tile of statement var v in a tile of `tile` points over the fused model axis ax, as the
-// backend splits it (rt_member_tile): the members are filled from the innermost (whole rows of
-// the inner members, then as many of the next as fit). 0 when a member has no constant range.
-static int64_t member_tile(const rt_op *op, const rt_stmt *s, int32_t ax, int32_t v, int64_t tile) {
+int64_t rt_perf_member_tile(const rt_op *op, const rt_stmt *s, int32_t ax, int32_t v,
+                            int64_t tile) {
     int64_t rem = tile < 1 ? 1 : tile;
     for (int32_t i = s->axes[ax].n_members - 1; i >= 0; i--) {
         int32_t mv = s->axes[ax].members[i];
@@ -541,7 +539,7 @@ bool rt_perf_cpu_loop_plan(const rt_perf_model *m, const rt_rprog *p, rt_perf_cp
         out->extent[nk] = out->tiled[nk] ? hi - lo : 0;
         int64_t up = out->extent[nk];
         for (int32_t lv = bl; lv <= top && out->tiled[nk]; lv++) {
-            int64_t e = member_tile(op, s, ax, v, p->tile[lv].shape[ax]);
+            int64_t e = rt_perf_member_tile(op, s, ax, v, p->tile[lv].shape[ax]);
             out->tiled[nk] = e > 0;
             out->tile[nk][lv] = e < 1 ? 1 : e > up ? up : e;
             up = out->tile[nk][lv];

@@ -299,6 +299,11 @@ bool rt_perf_cpu_gemm_view(const rt_perf_model *m, const rt_rprog *p, rt_perf_cp
 // implicit GEMMs): g->M, N, K and the rTile seeds mr, nr, kc, mc, nc in, the blocking and items
 // (batch x blocks) out. dev may be NULL (no cache or core counts).
 void rt_perf_cpu_gemm_block(const rt_device *dev, int64_t batch, rt_perf_cpu_gemm *g);
+
+// Tile of statement var v in a tile of `tile` points over the fused model axis ax, as the CPU
+// backend splits it: the members are filled from the innermost (whole rows of the inner
+// members, then as many of the next as fit). 0 when a member has no constant range.
+int64_t rt_perf_member_tile(const rt_op *op, const rt_stmt *s, int32_t ax, int32_t v, int64_t tile);
 // Time of the busiest core (packing + micro-kernel calls over its blocks), in ns, with the part
 // spent packing and the micro-kernel's efficiency. False when the device has no clock (why is
 // then empty: the caller keeps its peak-based estimate).
