@@ -28,6 +28,7 @@ typedef struct rt_lower {
     int32_t *data_buf;                 // per tensor: its data buffer (-1: none)
     int32_t (*start_buf)[RT_MAX_DIMS]; // per tensor and dim: start array buffer (-1: dense)
     int64_t (*extent)[RT_MAX_DIMS];    // per tensor and dim: dense extent (-1: ragged)
+    int64_t *local_base; // per tensor: scratch offset of its per-thread row (-1: none; rt_lx)
     const rt_stmt *s;
     int32_t *var_of;   // statement var -> phase var (-1: unbound)
     rt_kir_type ct;    // compute type of the statement
@@ -88,8 +89,10 @@ static rt_status rt_lower_buffers(rt_lower *l) {
     RT_ALLOC(l->a, l->data_buf, op->n_tensors, l->err);
     RT_ALLOC(l->a, l->start_buf, op->n_tensors, l->err);
     RT_ALLOC(l->a, l->extent, op->n_tensors, l->err);
+    RT_ALLOC(l->a, l->local_base, op->n_tensors, l->err);
     for (int32_t t = 0; t < op->n_tensors; t++) {
         const rt_tensor *tn = &op->tensors[t];
+        l->local_base[t] = -1;
         bool ok;
         rt_kir_type ty = rt_lower_dtype(tn->dtype, &ok);
         if (!ok)
@@ -305,6 +308,7 @@ static rt_lx rt_tr_ctx(rt_lower *l) {
                    .data_buf = l->data_buf,
                    .start_buf = l->start_buf,
                    .extent = l->extent,
+                   .local_base = l->local_base,
                    .user = l,
                    .err = l->err};
 }
@@ -1446,6 +1450,60 @@ static rt_status rt_lower_tiled(rt_lower *l, int32_t si, bool *done) {
     return rt_lower_element(l, blk, red, nr);
 }
 
+// Temporaries of the row-wise group [g0, g1) that need not leave it: written by one statement of
+// the group (not accumulated into), by its row, and read only after it and only within the
+// group. Each lives in one row per thread at the end of the phase's scratch instead of a full
+// array in memory: softmax's e(n, d) then costs no DRAM traffic, where it would double the
+// compulsory bytes. Dense f32 rows up to 64 KiB; the phase's scratch grows by their size.
+static void rt_group_localize(rt_lower *l, int32_t g0, int32_t g1) {
+    const rt_op *op = l->op;
+    int64_t base = rt_round_up(l->p->scratch_bytes, 64) / 4;
+    for (int32_t si = g0; si < g1; si++) {
+        const rt_stmt *w = &op->stmts[si];
+        int32_t t = w->out;
+        const rt_tensor *tn = &op->tensors[t];
+        if (tn->role != RT_ROLE_TEMP || tn->n_dims < 2 || w->op == RT_ASSIGN_ADD ||
+            l->k->bufs[l->data_buf[t]].type != RT_KIR_F32 || tn->has_pad)
+            continue;
+        int64_t row = 1;
+        for (int32_t d = 0; d < tn->n_dims; d++)
+            if (l->start_buf[t][d] >= 0 || l->extent[t][d] < 1)
+                row = -1;
+        for (int32_t d = 1; d < tn->n_dims && row > 0; d++)
+            row *= l->extent[t][d];
+        bool ok = row > 0 && row <= 16384;
+        for (int32_t j = 0; j < op->n_stmts && ok; j++) {
+            bool first_ok = true;
+            if (j != si && op->stmts[j].out == t)
+                ok = false;
+            else if (rt_reads_tensor(op->stmts[j].rhs, t, 0, &first_ok) && (j <= si || j >= g1))
+                ok = false;
+        }
+        if (!ok)
+            continue;
+        l->local_base[t] = base;
+        l->data_buf[t] = 0;
+        base += rt_round_up(row, 16);
+    }
+    if (base * 4 > l->p->scratch_bytes)
+        l->p->scratch_bytes = base * 4;
+    if (l->p->scratch_bytes > l->k->scratch_bytes)
+        l->k->scratch_bytes = l->p->scratch_bytes;
+}
+
+// Gives the temporaries of rt_group_localize their own arrays back (for later phases).
+static void rt_group_unlocalize(rt_lower *l, int32_t g0, int32_t g1) {
+    for (int32_t si = g0; si < g1; si++) {
+        int32_t t = l->op->stmts[si].out;
+        if (l->local_base[t] >= 0) {
+            l->local_base[t] = -1;
+            for (int32_t b = 1; b < l->k->n_bufs; b++)
+                if (l->k->bufs[b].role == RT_KIR_BUF_DATA && l->k->bufs[b].tensor == t)
+                    l->data_buf[t] = b;
+        }
+    }
+}
+
 static rt_status rt_lower_general(rt_lower *l, int32_t s0, int32_t s1, bool fuse) {
     const rt_op *op = l->op;
     for (int32_t i = s0; i < s1;) {
@@ -1471,6 +1529,8 @@ static rt_status rt_lower_general(rt_lower *l, int32_t s0, int32_t s1, bool fuse
         l->p = rt_kir_add_phase(l->a, l->k, what ? what : "statement", outer ? hi - lo : 1);
         if (!l->p)
             return rt_fail(l->err, RT_ERR_NOMEM, RT_NOLOC, "out of memory");
+        if (j - i > 1 && outer)
+            rt_group_localize(l, i, j);
         for (int32_t si = i; si < j; si++) {
             const rt_stmt *s = &op->stmts[si];
             RT_TRY(rt_lower_begin_stmt(l, s));
@@ -1492,6 +1552,7 @@ static rt_status rt_lower_general(rt_lower *l, int32_t s0, int32_t s1, bool fuse
             }
             RT_TRY(rt_lower_nest(l, &l->p->body, first));
         }
+        rt_group_unlocalize(l, i, j);
         i = j;
     }
     return RT_OK;

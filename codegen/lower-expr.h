@@ -35,7 +35,11 @@ struct rt_lx {
     int32_t *data_buf;                 // per tensor: its data buffer
     int32_t (*start_buf)[RT_MAX_DIMS]; // per tensor and dim: start array buffer (-1: dense)
     int64_t (*extent)[RT_MAX_DIMS];    // per tensor and dim: dense extent (-1: ragged)
-    void *user;                        // the lowering's own state, for ops->read
+    // Per tensor (NULL: none): the scratch offset, in elements, of the one row of it that a
+    // row-wise group keeps per thread (data_buf is then the scratch); -1: the tensor's own array.
+    // Such a tensor's first index is the group's row and is left out of its offsets.
+    const int64_t *local_base;
+    void *user; // the lowering's own state, for ops->read
     bool oom;
     rt_err *err;
 };
@@ -53,8 +57,8 @@ rt_status rt_lx_indices(rt_lx *x, const rt_expr *e, rt_kir_expr **idx);
 // Load of read e from its data buffer at idx; pad tensors give their pad value outside their
 // extents. Errors: RT_ERR_SPEC for a padded read of a ragged tensor.
 rt_status rt_lx_load(rt_lx *x, const rt_expr *e, rt_kir_expr **idx, rt_kir_expr **out);
-// Flat offset of tensor t at idx (rt_layout: dense pos * extent + i, ragged start[pos] + i);
-// valid (may be NULL) receives the in-extent condition of the dense dims. NULL (and oom set)
+// Flat offset of tensor t at idx (rt_layout: dense pos * extent + i, ragged start[pos] + i;
+// a row kept in scratch, local_base[t] + the offset of idx[1..] within the row); valid (may be NULL) receives the in-extent condition of the dense dims. NULL (and oom set)
 // when out of memory.
 rt_kir_expr *rt_lx_offset(rt_lx *x, int32_t t, rt_kir_expr **idx, rt_kir_expr **valid);
 

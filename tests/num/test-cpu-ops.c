@@ -157,6 +157,15 @@ int main(void) {
         {"def softmax1(float(1, 1) X) -> (Y) {\n mx(n) max=! X(n, d)\n"
          " e(n, d) = exp(X(n, d) - mx(n))\n s(n) +=! e(n, d)\n Y(n, d) = e(n, d) / s(n)\n}",
          "", NULL},
+        // A 3-D temporary kept as a per-thread row, and one read after its group (kept in memory).
+        {"def rownorm(float(5, 3, 7) X) -> (Y) {\n mx(n) max=! X(n, c, d)\n"
+         " e(n, c, d) = exp(X(n, c, d) - mx(n))\n s(n) +=! e(n, c, d)\n"
+         " Y(n, c, d) = e(n, c, d) / s(n)\n}",
+         "", NULL},
+        {"def rowsum(float(5, 7) X) -> (Y, Z) {\n mx(n) max=! X(n, d)\n"
+         " e(n, d) = exp(X(n, d) - mx(n))\n s(n) +=! e(n, d)\n Y(n, d) = e(n, d) / s(n)\n"
+         " Z(d) +=! e(n, d)\n}",
+         "", NULL},
         {"def avgpool(float(2, 3, 11, 9) I) -> (float(2, 3, 5, 4) O) {\n"
          " O(n, c, y, x) +=! I(n, c, 2*y + r, 2*x + s) / 9   where r in 0:3, s in 0:3\n}",
          "", NULL},

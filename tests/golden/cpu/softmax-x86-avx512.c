@@ -30,7 +30,7 @@ static inline int64_t rt_imax(int64_t a, int64_t b) {
     return a > b ? a : b;
 }
 
-// Buffers (args[i]): scratch is per thread (0 bytes)
+// Buffers (args[i]): scratch is per thread (4096 bytes)
 //   args[1] f32 t_X
 //   args[2] f32 t_Y
 //   args[3] f32 t_mx
@@ -62,19 +62,19 @@ static void rt_softmax_c0_p0_body(float *restrict scratch, const float *restrict
         n_1 = item;
         #pragma GCC ivdep
         for (d_1 = 0; d_1 < 1024; d_1++) {
-            t_e[((n_1 * 1024) + d_1)] = expf((t_X[((n_1 * 1024) + d_1)] - t_mx[n_1]));
+            scratch[d_1] = expf((t_X[((n_1 * 1024) + d_1)] - t_mx[n_1]));
         }
         n_2 = item;
         acc_1 = 0.0f;
         #pragma GCC ivdep
         for (d_2 = 0; d_2 < 1024; d_2++) {
-            acc_1 = (acc_1 + t_e[((n_2 * 1024) + d_2)]);
+            acc_1 = (acc_1 + scratch[d_2]);
         }
         t_s[n_2] = acc_1;
         n_3 = item;
         #pragma GCC ivdep
         for (d_3 = 0; d_3 < 1024; d_3++) {
-            t_Y[((n_3 * 1024) + d_3)] = (t_e[((n_3 * 1024) + d_3)] / t_s[n_3]);
+            t_Y[((n_3 * 1024) + d_3)] = (scratch[d_3] / t_s[n_3]);
         }
     }
 }
@@ -87,7 +87,7 @@ void rt_softmax_c0_p0(void **args, int64_t lo, int64_t hi, float *scratch) {
 void rt_softmax_c0(void **args) {
     #pragma omp parallel
     {
-        float *scratch = NULL;
+        float *scratch = aligned_alloc(64, 4096);
         #pragma omp for schedule(static)
         for (int64_t i = 0; i < 4096; i++)
             rt_softmax_c0_p0(args, i, i + 1, scratch);
