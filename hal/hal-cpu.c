@@ -4,6 +4,7 @@
 // the cores (spinning workers, a counting barrier between phases, futex sleep when idle), and
 // the fork-based isolation the profiler uses so that a crashing or hanging candidate is
 // reported and skipped instead of taking rtgen down.
+#define _GNU_SOURCE // sched_getcpu, cpu_set_t (a worker moving off a shared core)
 #include "hal-cpu.h"
 
 #include <llvm-c/Core.h>
@@ -233,6 +234,7 @@ struct rt_cpu_pool {
     rt_cpu_event go;                 // bumped by the caller once per launch
     rt_cpu_event phase;              // bumped by the last thread to reach a barrier
     _Alignas(64) atomic_int arrived; // threads at the current barrier
+    atomic_int *cpu;                 // per thread: the core it started its last launch on
     // Written by the caller before it bumps go, read by the workers after they see it.
     const rt_cpu_launch *job; // NULL with go bumped: quit
     float **scratch;
@@ -318,9 +320,42 @@ static void rt_cpu_barrier(rt_cpu_pool *p) {
     }
 }
 
+// Two threads of a pool on one core stay there: each runs while the other waits at a barrier,
+// so the scheduler always sees one runnable thread per core and a freshly run (cache-hot) one
+// it will not migrate. A 2-thread launch then took the 1-thread time for whole profiling runs
+// (measured: both threads on one core for every one of 600 launches of a 256^3 GEMM). A
+// worker that starts a launch on the core of a lower-numbered thread moves itself: for a
+// moment its affinity leaves that core out (the kernel migrates it at once), then its own
+// mask comes back. The move costs two system calls and only happens on such a collision.
+static void rt_cpu_move_off_shared(rt_cpu_pool *p, int32_t t) {
+    int cpu = sched_getcpu();
+    atomic_store_explicit(&p->cpu[t], cpu, memory_order_relaxed);
+    if (t == 0 || cpu < 0)
+        return;
+    cpu_set_t mine, others;
+    if (sched_getaffinity(0, sizeof mine, &mine) != 0)
+        return;
+    others = mine;
+    bool shared = false;
+    for (int32_t u = 0; u < t; u++) {
+        int c = atomic_load_explicit(&p->cpu[u], memory_order_relaxed);
+        if (c >= 0 && c < CPU_SETSIZE) {
+            shared = shared || c == cpu;
+            CPU_CLR(c, &others);
+        }
+    }
+    if (!shared || CPU_COUNT(&others) == 0)
+        return;
+    if (sched_setaffinity(0, sizeof others, &others) == 0) {
+        atomic_store_explicit(&p->cpu[t], sched_getcpu(), memory_order_relaxed);
+        sched_setaffinity(0, sizeof mine, &mine);
+    }
+}
+
 // Thread t's share of every phase of l, with the barrier after each. Once past the last barrier
 // the caller may return and l may be gone: nothing of it is read after that.
 static void rt_cpu_pool_work(rt_cpu_pool *p, const rt_cpu_launch *l, int32_t t) {
+    rt_cpu_move_off_shared(p, t);
     int32_t n_phases = l->n_phases;
     for (int32_t i = 0; i < n_phases; i++) {
         int64_t n = l->n_items[i];
@@ -364,12 +399,16 @@ rt_cpu_pool *rt_cpu_pool_new(int32_t threads) {
     atomic_init(&p->arrived, 0);
     p->threads = calloc((size_t)threads, sizeof *p->threads);
     p->scratch = calloc((size_t)threads, sizeof *p->scratch);
-    if (!p->threads || !p->scratch) {
+    p->cpu = calloc((size_t)threads, sizeof *p->cpu);
+    if (!p->threads || !p->scratch || !p->cpu) {
         free(p->threads);
         free(p->scratch);
+        free(p->cpu);
         free(p);
         return NULL;
     }
+    for (int32_t t = 0; t < threads; t++)
+        atomic_init(&p->cpu[t], -1);
     for (int32_t t = 1; t < threads; t++) {
         rt_cpu_worker *w = malloc(sizeof *w);
         if (w) {
@@ -399,6 +438,7 @@ void rt_cpu_pool_free(rt_cpu_pool *p) {
         free(p->scratch[t]);
     free(p->threads);
     free(p->scratch);
+    free(p->cpu);
     free(p);
 }
 
