@@ -60,7 +60,9 @@ static void rt_cpu_jit_release(void *h) {
         LLVMDisposeTargetMachine(j->tm);
 }
 
-// "avx512f,fma" -> "+avx512f,+fma" (features already signed are kept).
+// "avx512f,fma" -> "+avx512f,+fma" (features already signed are kept). Device files spell
+// features as /proc/cpuinfo does; LLVM's names drop the underscore after avx512 (avx512_bf16 ->
+// avx512bf16) and use '-' elsewhere (amx_tile -> amx-tile).
 static char *rt_cpu_llvm_features(rt_arena *a, const char *list) {
     rt_buf b;
     rt_buf_init(&b, a);
@@ -74,7 +76,13 @@ static char *rt_cpu_llvm_features(rt_arena *a, const char *list) {
                 rt_buf_puts(&b, ",");
             if (*s != '+' && *s != '-')
                 rt_buf_puts(&b, "+");
-            rt_buf_putn(&b, s, n);
+            const char *sign = *s == '+' || *s == '-' ? s + 1 : s;
+            for (const char *c = s; c < s + n; c++) {
+                if (*c != '_')
+                    rt_buf_putn(&b, c, 1);
+                else if (c - sign != 6 || strncmp(sign, "avx512", 6) != 0)
+                    rt_buf_puts(&b, "-");
+            }
         }
         s += n;
     }
