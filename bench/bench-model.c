@@ -9,6 +9,7 @@
 // it against different predictions would count the model's resolution of rTiles the backend
 // ignores. --runs=N profiles every candidate N times and keeps each one's fastest median: on
 // the shared machine contention only ever adds time, so the minimum over runs is the kernel's.
+// With two or more runs it also prints tau of run 1 against run 2: the ceiling noise puts on tau.
 // Reported, never asserted (style.md §6). For the perfmodel engineer: --ops= and --quick.
 //
 // usage: bench-model [--device=FILE.ini] [--ops=NAME,...] [--quick] [--top-k=N] [--threads=N]
@@ -115,7 +116,8 @@ typedef struct model_result {
     bool ok;
     int n_ok, n, n_kernels; // correct distinct kernels, candidates, distinct kernels
     double tau;             // NAN: undefined (all predictions tied, or fewer than 2 measured)
-    bool top1_within;       // model's top-1 within 5% of the best measured
+    double rep_tau;   // tau of run 1's medians against run 2's (NAN: one run): the noise floor
+    bool top1_within; // model's top-1 within 5% of the best measured
     double top1_over_best;
     int best_rank; // model rank of the measured best
     const char *bottleneck;
@@ -126,7 +128,7 @@ typedef struct model_result {
 static void model_run(const model_op *o, const model_opts *mo, const rt_device *dev,
                       model_result *res) {
     memset(res, 0, sizeof *res);
-    res->tau = (double)NAN;
+    res->tau = res->rep_tau = (double)NAN;
     rt_arena *a = rt_arena_new(1 << 20);
     if (!a)
         return;
@@ -149,7 +151,7 @@ static void model_run(const model_op *o, const model_opts *mo, const rt_device *
         return;
     }
     // Per candidate: the fastest median over the runs, correct only when every run was.
-    double meas[64], mins[64];
+    double meas[64], mins[64], runm[2][64];
     bool ok[64];
     for (int32_t run = 0; run < mo->runs; run++) {
         rt_cpu_report *r;
@@ -164,12 +166,14 @@ static void model_run(const model_op *o, const model_opts *mo, const rt_device *
             meas[i] = run == 0 || c->median_ns < meas[i] ? c->median_ns : meas[i];
             mins[i] = run == 0 || c->min_ns < mins[i] ? c->min_ns : mins[i];
             ok[i] = (run == 0 || ok[i]) && good;
+            if (run < 2)
+                runm[run][i] = c->median_ns;
         }
         if (!rep)
             rep = r;
     }
     res->n = rep->n;
-    double pred[64], kmeas[64];
+    double pred[64], kmeas[64], km1[64], km2[64];
     double best = (double)INFINITY;
     for (int32_t i = 0; i < rep->n && i < 64; i++) {
         const rt_cpu_cand *c = &rep->cands[i];
@@ -190,6 +194,8 @@ static void model_run(const model_op *o, const model_opts *mo, const rt_device *
             continue;
         pred[res->n_ok] = perf->cands[i].predicted_ns;
         kmeas[res->n_ok] = meas[i];
+        km1[res->n_ok] = runm[0][i];
+        km2[res->n_ok] = mo->runs > 1 ? runm[1][i] : 0;
         res->n_ok++;
         if (meas[i] < best) {
             best = meas[i];
@@ -197,6 +203,8 @@ static void model_run(const model_op *o, const model_opts *mo, const rt_device *
         }
     }
     res->tau = model_kendall_tau_b(pred, kmeas, res->n_ok);
+    if (mo->runs > 1)
+        res->rep_tau = model_kendall_tau_b(km1, km2, res->n_ok);
     res->top1_over_best = ok[0] ? meas[0] / best : (double)INFINITY;
     res->top1_within = ok[0] && meas[0] <= 1.05 * best;
     // Utilization of the bottleneck the model named for its top-1, at the measured time.
@@ -282,13 +290,15 @@ int main(int argc, char **argv) {
            dev.name, dev.path, mo.top_k, mo.budget_ms, mo.runs, mo.runs > 1 ? "s" : "");
     printf("kernels = distinct kernels among the candidates (rTiles lowered to identical code "
            "count once);\ntau = Kendall tau-b of predicted vs measured median time over the "
-           "correct distinct kernels (-: one kernel; n/a: all predictions tied);\ntop1/best = "
+           "correct distinct kernels (-: one kernel; n/a: all predictions tied);\nrep-tau = tau "
+           "of run 1's measured medians against run 2's (--runs >= 2): what the noise allows;\n"
+           "top1/best = "
            "measured median of the model's top-1 over the best measured; util = achieved / the "
            "named level's bandwidth (or the FP32 peak), for the top-1\n\n");
-    printf("%-13s %6s %7s %7s %9s %6s %5s %-9s %10s %10s %7s\n", "op", "ok", "kernels", "tau",
-           "top1/best", "<=5%", "best#", "bottlenck", "achieved", "ceiling", "util");
-    int n_ops = 0, n_within = 0, n_tau = 0, n_multi = 0;
-    double tau_sum = 0;
+    printf("%-13s %6s %7s %7s %7s %9s %6s %5s %-9s %10s %10s %7s\n", "op", "ok", "kernels", "tau",
+           "rep-tau", "top1/best", "<=5%", "best#", "bottlenck", "achieved", "ceiling", "util");
+    int n_ops = 0, n_within = 0, n_tau = 0, n_multi = 0, n_rep = 0;
+    double tau_sum = 0, rep_sum = 0;
     for (int i = 0; i < MODEL_N_OPS; i++) {
         const model_op *o = &model_ops[i];
         if (!model_selected(o, &mo))
@@ -302,13 +312,19 @@ int main(int argc, char **argv) {
         n_ops++;
         n_within += r.top1_within;
         n_multi += r.n_ok >= 2;
-        char tau[16] = "n/a", ok[16], util[64] = "-", ach[32] = "-", ceil_s[32] = "-";
+        char tau[16] = "n/a", rep[16] = "-", ok[16], util[64] = "-", ach[32] = "-",
+             ceil_s[32] = "-";
         if (r.n_ok < 2)
             snprintf(tau, sizeof tau, "-");
         else if (!isnan(r.tau)) {
             snprintf(tau, sizeof tau, "%.2f", r.tau);
             tau_sum += r.tau;
             n_tau++;
+            if (!isnan(r.rep_tau)) {
+                snprintf(rep, sizeof rep, "%.2f", r.rep_tau);
+                rep_sum += r.rep_tau;
+                n_rep++;
+            }
         }
         snprintf(ok, sizeof ok, "%d/%d", r.n_ok, r.n_kernels);
         if (r.bottleneck) {
@@ -317,8 +333,8 @@ int main(int argc, char **argv) {
             snprintf(util, sizeof util, "%.0f%% %s",
                      r.ceiling > 0 ? 100 * r.achieved / r.ceiling : 0.0, r.unit);
         }
-        printf("%-13s %6s %7d %7s %9.2f %6s %5d %-9s %10s %10s %s\n", o->name, ok, r.n_kernels, tau,
-               r.top1_over_best, r.top1_within ? "yes" : "no", r.best_rank,
+        printf("%-13s %6s %7d %7s %7s %9.2f %6s %5d %-9s %10s %10s %s\n", o->name, ok, r.n_kernels,
+               tau, rep, r.top1_over_best, r.top1_within ? "yes" : "no", r.best_rank,
                r.bottleneck ? r.bottleneck : "-", ach, ceil_s, util);
         fflush(stdout);
     }
@@ -328,5 +344,8 @@ int main(int argc, char **argv) {
     printf("\nsummary: top-1 within 5%% of the best measured on %d of %d ops (%.0f%%); mean tau-b "
            "%s over %d ops with a defined tau (%d with two or more correct kernels)\n",
            n_within, n_ops, n_ops ? 100.0 * n_within / n_ops : 0.0, mean, n_tau, n_multi);
+    if (n_rep)
+        printf("noise floor: mean tau of run 1 against run 2 over the same ops %.2f\n",
+               rep_sum / n_rep);
     return 0;
 }
