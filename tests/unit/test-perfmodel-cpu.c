@@ -93,8 +93,9 @@ static void test_gemm_view(const rt_device *dev) {
     RT_EXPECT_EQ(g.nr, 32);
     // kc: the B micro-panel fills two thirds of the 48 KiB L1: 32768 / 128 = 256.
     RT_EXPECT_EQ(g.kc, 256);
-    // mc: half of L2 over kc (1024), rounded to mr, capped by M.
-    RT_EXPECT_EQ(g.mc, 512);
+    // mc: half of L2 over kc (1024), capped by M, then cut to one row block per core (M >= N:
+    // each core packs only its rows of A).
+    RT_EXPECT_EQ(g.mc, 256);
     RT_EXPECT_EQ(g.nc, 256);
     RT_EXPECT_EQ(g.items, 2);
     // A 16-wide rTile becomes two vectors; a 16-row block with two vectors is cut to 14.
@@ -104,14 +105,14 @@ static void test_gemm_view(const rt_device *dev) {
     RT_EXPECT(rt_perf_cpu_gemm_view(m, &q, &g));
     RT_EXPECT_EQ(g.nr, 32);
     RT_EXPECT_EQ(g.mr, 14);
-    RT_EXPECT_EQ(g.mc, 518);
+    RT_EXPECT_EQ(g.mc, 266); // 256 rounded up to mr
     RT_EXPECT_EQ(g.nc, 128);
-    RT_EXPECT_EQ(g.ng, 2); // four nc blocks in two runs, one per core
+    RT_EXPECT_EQ(g.ng, 1); // each row block runs over all four nc blocks
     RT_EXPECT_EQ(g.items, 2);
 
     // Packing: a work item is a row block times a run of nc blocks and packs A once for the
-    // run. With nc = 128 the four n blocks form two runs (one per core), so A is still packed
-    // twice; one run per block (ng = 4) packs it four times and is slower.
+    // run. With a row block per core the four n blocks form one run, so A is packed once; one
+    // run per block (ng = 4) packs it four times and is slower.
     const char *why;
     RT_EXPECT(rt_perf_evaluate(m, &p, &why));
     const int64_t t128[4][3] = {{128, 128, 256}, {64, 64, 64}, {16, 32, 16}, {8, 32, 1}};
@@ -119,12 +120,12 @@ static void test_gemm_view(const rt_device *dev) {
     set_tiles(&r, t128, 4);
     RT_EXPECT(rt_perf_cpu_gemm_view(m, &r, &g));
     RT_EXPECT_EQ(g.nc, 128);
-    RT_EXPECT_EQ(g.ng, 2);
+    RT_EXPECT_EQ(g.ng, 1);
     RT_EXPECT_EQ(g.items, 2);
     double ns, pack_ns, eff, ns4, pack4_ns;
     RT_EXPECT(rt_perf_cpu_gemm_time(m, &g, &ns, &pack_ns, &eff, &why));
     g.ng = 4;
-    g.items = 4;
+    g.items = 8;
     RT_EXPECT(rt_perf_cpu_gemm_time(m, &g, &ns4, &pack4_ns, &eff, &why));
     RT_EXPECT(pack4_ns > pack_ns);
     RT_EXPECT(ns4 > ns);
