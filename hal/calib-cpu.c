@@ -1156,6 +1156,31 @@ static void rt_calib_plan(const rt_calib *c, const rt_device *base, rt_plan *pla
                                    (int)T, rt_plural(T));
         pt->elems = elems;
         pt->v.level = i;
+        // A cache shared by the cores: the triad over working sets doubling from twice the
+        // caches below it (over all threads) up to the half-capacity point above, so that
+        // rt_calib_apply can tell the capacity that really behaves as a cache.
+        if (i > 0 && l->scope == RT_MEM_SCOPE_DEVICE && !quick) {
+            int64_t below = 0;
+            for (int32_t j = i + 1; j < top; j++) {
+                const rt_mem_level *in = &base->level[j];
+                int64_t b = in->capacity_bytes * (in->scope == RT_MEM_SCOPE_DEVICE ? 1 : T);
+                if (in->managed == RT_MEM_CACHE && b > below)
+                    below = b;
+            }
+            for (int64_t w = 2 * below; below > 0 && 2 * w <= ws * T; w *= 2) {
+                int64_t e = w / T / 12 / step * step;
+                if (e < step)
+                    continue;
+                char s[32];
+                rt_fmt_bytes(e * 12 * T, s, sizeof s);
+                rt_probe *ps = rt_plan_add(plan, RT_PROBE_TRIAD, T, RT_CALIB_SWEEP, "GB/s",
+                                           "triad mem.%s sweep (%s in all), %d thread%s", l->name,
+                                           s, (int)T, rt_plural(T));
+                ps->elems = e;
+                ps->v.level = i;
+                ps->v.curve_bytes = e * 12 * T;
+            }
+        }
         if (i == 0) {
             // The DRAM curve: triad on chunks of S bytes at scattered places of the buffer.
             static const int64_t full[] = {1 << 10, 4 << 10, 16 << 10, 64 << 10, 256 << 10,
@@ -1372,10 +1397,12 @@ static double rt_round_sig(double x, int digits) {
     return r > 0.0 ? r : x;
 }
 
+// Appends key to the comma-separated list keys unless it is there (as a whole entry).
 static void rt_add_key(char *keys, size_t size, const char *key) {
-    size_t n = strlen(keys);
-    if (strstr(keys, key))
-        return;
+    size_t n = strlen(keys), k = strlen(key);
+    for (const char *at = keys; (at = strstr(at, key)) != NULL; at += k)
+        if ((at == keys || at[-1] == ' ') && (at[k] == ',' || at[k] == 0))
+            return;
     snprintf(keys + n, size - n, "%s%s", n ? ", " : "", key);
 }
 
@@ -1404,12 +1431,59 @@ static rt_status rt_calib_source(rt_device *dev, const char *date, const char *k
     return RT_OK;
 }
 
+// A shared cache whose bandwidth at half its reported capacity is within RT_CALIB_CACHE_GAIN
+// of DRAM's is not that large: a VM may report the host's whole last-level cache (480 MiB on
+// the 2-core development VM, where the triad at 240 MiB runs at DRAM speed). The largest
+// working set of its sweep still RT_CALIB_CACHE_GAIN x faster than DRAM is taken as half of
+// its capacity, and the bandwidth there as its bandwidth. Levels whose sweep never beats DRAM
+// by that much, or that have no DRAM bandwidth to compare with, keep what they had.
+#define RT_CALIB_CACHE_GAIN 1.25
+
+static void rt_calib_effective_capacity(rt_device *out, rt_calib_value **sweep, int32_t n,
+                                        char (*keys_lvl)[256]) {
+    double dram = out->level[0].bandwidth_gbps;
+    for (int32_t i = 1; i < out->n_levels && dram > 0; i++) {
+        rt_mem_level *l = &out->level[i];
+        if (l->bandwidth_gbps >= RT_CALIB_CACHE_GAIN * dram)
+            continue;
+        rt_calib_value *best = NULL;
+        for (int32_t j = 0; j < n; j++) {
+            rt_calib_value *v = sweep[j];
+            if (v->level == i && v->value >= RT_CALIB_CACHE_GAIN * dram &&
+                2 * v->curve_bytes < l->capacity_bytes &&
+                (!best || v->curve_bytes > best->curve_bytes))
+                best = v;
+        }
+        if (!best)
+            continue;
+        int64_t old_bytes = l->capacity_bytes;
+        l->capacity_bytes = 2 * best->curve_bytes;
+        l->bandwidth_gbps = rt_round_sig(best->value, 4);
+        rt_add_key(keys_lvl[i], 256, "bandwidth_gbps");
+        rt_add_key(keys_lvl[i], 256, "capacity_bytes");
+        if (l->tile_capacity_bytes > 0) { // the same share of the smaller capacity
+            l->tile_capacity_bytes = (int64_t)((double)l->tile_capacity_bytes *
+                                               (double)l->capacity_bytes / (double)old_bytes) /
+                                     64 * 64;
+            if (l->tile_capacity_bytes < 64)
+                l->tile_capacity_bytes = 64;
+            rt_add_key(keys_lvl[i], 256, "tile_capacity_bytes");
+        }
+        snprintf(best->note, sizeof best->note,
+                 "[mem.%s] is %.4g GB/s up to here and DRAM's %.4g beyond: capacity_bytes = %lld "
+                 "(twice this working set), bandwidth_gbps from this point",
+                 l->name, best->value, dram, (long long)l->capacity_bytes);
+    }
+}
+
 rt_status rt_calib_apply(const rt_device *base, rt_calib_result *res, double max_spread,
                          const char *date, rt_device *out, rt_err *err) {
     rt_hal_device_copy(out, base);
     char keys_dev[256] = "", keys_comp[512] = "", keys_lvl[RT_MAX_MEM_LEVELS][256];
     int32_t n_curve[RT_MAX_MEM_LEVELS] = {0}, n_curve_refused[RT_MAX_MEM_LEVELS] = {0};
     rt_curve_point curve[RT_MAX_MEM_LEVELS][RT_MAX_CURVE_POINTS];
+    rt_calib_value *sweep[RT_CALIB_MAX_VALUES];
+    int32_t n_sweep = 0;
     memset(keys_lvl, 0, sizeof keys_lvl);
     for (int32_t i = 0; i < res->n_values; i++) {
         rt_calib_value *v = &res->values[i];
@@ -1486,6 +1560,10 @@ rt_status rt_calib_apply(const rt_device *base, rt_calib_result *res, double max
             c[at].gbps = x;
             break;
         }
+        case RT_CALIB_SWEEP:
+            if (level_ok)
+                sweep[n_sweep++] = v;
+            break;
         case RT_CALIB_LAUNCH:
             out->launch_overhead_us = rt_round_sig(v->value, 3);
             rt_add_key(keys_dev, sizeof keys_dev, "launch_overhead_us");
@@ -1528,6 +1606,7 @@ rt_status rt_calib_apply(const rt_device *base, rt_calib_result *res, double max
             rt_add_key(keys_lvl[i], sizeof keys_lvl[0], "bandwidth_curve_gbps");
         }
     }
+    rt_calib_effective_capacity(out, sweep, n_sweep, keys_lvl);
     if (keys_dev[0])
         RT_TRY(rt_calib_source(out, date, keys_dev, &out->device_source, err));
     if (keys_comp[0])

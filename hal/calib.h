@@ -42,8 +42,14 @@ typedef enum rt_calib_target {
     RT_CALIB_INSN,     // [compute] <insn>_gflops_per_teu
     RT_CALIB_LEVEL_BW, // [mem.<level>] bandwidth_gbps
     RT_CALIB_CURVE,    // one point of [mem.<level>] bandwidth_curve_gbps
-    RT_CALIB_LAUNCH,   // [device] launch_overhead_us
-    RT_CALIB_SYNC,     // [device] sync_overhead_us
+    // One point of a working-set sweep of a cache shared by the cores (curve_bytes: the working
+    // set of all threads). Where the level's bandwidth_gbps, measured at half its reported
+    // capacity, is no faster than DRAM (a VM reporting the host's whole last-level cache), the
+    // largest point still clearly faster than DRAM gives [mem.<level>] capacity_bytes (twice
+    // that working set) and bandwidth_gbps.
+    RT_CALIB_SWEEP,
+    RT_CALIB_LAUNCH, // [device] launch_overhead_us
+    RT_CALIB_SYNC,   // [device] sync_overhead_us
 } rt_calib_target;
 
 typedef struct rt_calib_value {
@@ -51,8 +57,8 @@ typedef struct rt_calib_value {
     rt_calib_target target;
     rt_dtype dtype;      // RT_CALIB_PEAK, RT_CALIB_MMA
     char insn[48];       // RT_CALIB_INSN: "f32_fma"
-    int32_t level;       // RT_CALIB_LEVEL_BW, RT_CALIB_CURVE: index into dev->level
-    int64_t curve_bytes; // RT_CALIB_CURVE: bytes moved per unit
+    int32_t level;       // RT_CALIB_LEVEL_BW, _CURVE, _SWEEP: index into dev->level
+    int64_t curve_bytes; // RT_CALIB_CURVE: bytes moved per unit; _SWEEP: working set
     const char *unit;    // "GFLOP/s", "GB/s", "us"
     int32_t threads;
     double value;         // the best repeat (throughputs: the highest; overheads: the lowest)

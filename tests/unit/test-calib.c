@@ -461,6 +461,51 @@ static void test_apply(void) {
     RT_EXPECT_EQ(rt_calib_apply(&base, &res, 0.10, "2025-01-02", &out, &err), RT_ERR_DEVICE);
 }
 
+// A shared cache reported far larger than what behaves as one (a VM showing the host's whole L3):
+// its half-capacity triad runs at DRAM speed, and the sweep gives the capacity and bandwidth.
+static void test_apply_sweep(void) {
+    static rt_device base, out;
+    static rt_calib_result res;
+    char path[512];
+    snprintf(path, sizeof path, "%s/devices/x86-avx512.ini", RTGEN_SOURCE_DIR);
+    rt_err err;
+    rt_err_clear(&err);
+    RT_EXPECT_EQ(rt_hal_load_device(path, &base, &err), RT_OK);
+    base.level[1].capacity_bytes = (int64_t)480 << 20;
+    memset(&res, 0, sizeof res);
+    add_value(&res, RT_CALIB_LEVEL_BW, 30.0, 0.02)->level = 0;
+    add_value(&res, RT_CALIB_LEVEL_BW, 31.0, 0.02)->level = 1; // at 240 MiB: DRAM speed
+    const int64_t mib = 1 << 20;
+    const struct {
+        int64_t bytes;
+        double gbps, spread;
+    } pts[] = {{8 * mib, 90.0, 0.02},
+               {16 * mib, 75.0, 0.02},
+               {32 * mib, 60.0, 0.02},
+               {64 * mib, 80.0, 0.50},   // too noisy: refused, never used
+               {128 * mib, 35.0, 0.02}}; // under 1.25 x DRAM: not a cache any more
+    for (size_t i = 0; i < sizeof pts / sizeof pts[0]; i++) {
+        rt_calib_value *v = add_value(&res, RT_CALIB_SWEEP, pts[i].gbps, pts[i].spread);
+        v->level = 1;
+        v->curve_bytes = pts[i].bytes;
+    }
+    RT_EXPECT_EQ(rt_calib_apply(&base, &res, 0.10, "2025-01-02", &out, &err), RT_OK);
+    RT_EXPECT_EQ(out.level[1].capacity_bytes, 64 * mib);
+    RT_EXPECT_NEAR(out.level[1].bandwidth_gbps, 60.0, 0.0);
+    RT_EXPECT(res.values[5].refused);
+    RT_EXPECT(strstr(res.values[4].note, "capacity_bytes = 67108864") != NULL);
+    const char *keys = "measured: rtcalib 2025-01-02 (bandwidth_gbps, capacity_bytes";
+    RT_EXPECT(strncmp(out.level[1].source, keys, strlen(keys)) == 0);
+
+    // Fast at half its capacity: a real cache of that size, left as measured.
+    res.values[1].value = 50.0;
+    res.values[1].stats.max = res.values[1].stats.median = 50.0;
+    res.values[1].stats.min = 49.0;
+    RT_EXPECT_EQ(rt_calib_apply(&base, &res, 0.10, "2025-01-02", &out, &err), RT_OK);
+    RT_EXPECT_EQ(out.level[1].capacity_bytes, (int64_t)480 << 20);
+    RT_EXPECT_NEAR(out.level[1].bandwidth_gbps, 50.0, 0.0);
+}
+
 // ---------------------------------------------------------------------------------------------
 // Atomic files
 // ---------------------------------------------------------------------------------------------
@@ -612,6 +657,7 @@ int main(void) {
     test_round_trip_every_key();
     test_round_trip_host();
     test_apply();
+    test_apply_sweep();
     test_atomic();
     test_quick_run();
     rmdir(tmp_dir);
