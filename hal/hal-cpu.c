@@ -243,6 +243,7 @@ struct rt_cpu_pool {
     rt_cpu_event phase;              // bumped by the last thread to reach a barrier
     _Alignas(64) atomic_int arrived; // threads at the current barrier
     atomic_int *cpu;                 // per thread: the core it started its last launch on
+    double *moved_ns;                // per thread: when it last moved off a shared core
     // Written by the caller before it bumps go, read by the workers after they see it.
     const rt_cpu_launch *job; // NULL with go bumped: quit
     float **scratch;
@@ -334,7 +335,10 @@ static void rt_cpu_barrier(rt_cpu_pool *p) {
 // (measured: both threads on one core for every one of 600 launches of a 256^3 GEMM). A
 // worker that starts a launch on the core of a lower-numbered thread moves itself: for a
 // moment its affinity leaves that core out (the kernel migrates it at once), then its own
-// mask comes back. The move costs two system calls and only happens on such a collision.
+// mask comes back. The move costs two system calls and only happens on such a collision, at
+// most once per RT_CPU_MOVE_NS: on a loaded machine the scheduler may keep putting the threads
+// together, and a move per launch would then cost more than the collision.
+#define RT_CPU_MOVE_NS 10e6
 static void rt_cpu_move_off_shared(rt_cpu_pool *p, int32_t t) {
     int cpu = sched_getcpu();
     atomic_store_explicit(&p->cpu[t], cpu, memory_order_relaxed);
@@ -354,6 +358,10 @@ static void rt_cpu_move_off_shared(rt_cpu_pool *p, int32_t t) {
     }
     if (!shared || CPU_COUNT(&others) == 0)
         return;
+    double now = rt_cpu_now_ns();
+    if (now - p->moved_ns[t] < RT_CPU_MOVE_NS)
+        return;
+    p->moved_ns[t] = now;
     if (sched_setaffinity(0, sizeof others, &others) == 0) {
         atomic_store_explicit(&p->cpu[t], sched_getcpu(), memory_order_relaxed);
         sched_setaffinity(0, sizeof mine, &mine);
@@ -408,10 +416,12 @@ rt_cpu_pool *rt_cpu_pool_new(int32_t threads) {
     p->threads = calloc((size_t)threads, sizeof *p->threads);
     p->scratch = calloc((size_t)threads, sizeof *p->scratch);
     p->cpu = calloc((size_t)threads, sizeof *p->cpu);
-    if (!p->threads || !p->scratch || !p->cpu) {
+    p->moved_ns = calloc((size_t)threads, sizeof *p->moved_ns);
+    if (!p->threads || !p->scratch || !p->cpu || !p->moved_ns) {
         free(p->threads);
         free(p->scratch);
         free(p->cpu);
+        free(p->moved_ns);
         free(p);
         return NULL;
     }
@@ -447,6 +457,7 @@ void rt_cpu_pool_free(rt_cpu_pool *p) {
     free(p->threads);
     free(p->scratch);
     free(p->cpu);
+    free(p->moved_ns);
     free(p);
 }
 
