@@ -338,7 +338,7 @@ static void rt_cpu_barrier(rt_cpu_pool *p) {
 // mask comes back. The move costs two system calls and only happens on such a collision, at
 // most once per RT_CPU_MOVE_NS: on a loaded machine the scheduler may keep putting the threads
 // together, and a move per launch would then cost more than the collision.
-#define RT_CPU_MOVE_NS 10e6
+#define RT_CPU_MOVE_NS 1e6
 static void rt_cpu_move_off_shared(rt_cpu_pool *p, int32_t t) {
     int cpu = sched_getcpu();
     atomic_store_explicit(&p->cpu[t], cpu, memory_order_relaxed);
