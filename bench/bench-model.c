@@ -138,8 +138,11 @@ static void model_run(const model_op *o, const model_opts *mo, const rt_device *
     char path[1024];
     snprintf(path, sizeof path, "%s/%s", RTGEN_SOURCE_DIR, o->spec);
     rt_perf_options popt = {.top_k = mo->top_k};
-    rt_cpu_options copt = {
-        .profile = true, .threads = mo->threads, .budget_ms = mo->budget_ms, .timeout_ms = 120000};
+    rt_cpu_options copt = {.profile = true,
+                           .threads = mo->threads,
+                           .budget_ms = mo->budget_ms,
+                           .timeout_ms = 120000,
+                           .full_timing = true};
     rt_op *op;
     rt_perf_result *perf;
     rt_bindings *b;

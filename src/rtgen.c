@@ -343,17 +343,20 @@ static int rt_cpu_child_main(void *ctx) {
                   : rt_cpu_check_outputs(c->im->op, k, c->d, c->b, c->sh);
     c->sh->checked = 1;
     c->sh->correct = ok;
-    double start = rt_cpu_now_ns();
+    double start = rt_cpu_now_ns(), min_ns = (double)INFINITY;
     while (c->sh->reps < RT_CPU_MAX_REPS) {
         if (c->d->restore_each)
             rt_cpu_data_restore(c->d);
         double t0 = rt_cpu_now_ns();
         rt_cpu_run(pool, k, fns, c->d->args);
-        c->sh->times_ns[c->sh->reps++] = rt_cpu_now_ns() - t0;
-        // At least 3 repetitions, unless one alone outlasts the budget (4096^3 GEMMs).
+        double t = rt_cpu_now_ns() - t0;
+        c->sh->times_ns[c->sh->reps++] = t;
+        min_ns = fmin(min_ns, t);
+        // At least 3 repetitions, unless one alone outlasts the budget (4096^3 GEMMs). A
+        // candidate stops early once even its fastest run is 25% behind the best median: a slow
+        // first few runs (a thread placed late, a page fault) must not cut a good one short.
         double spent_ms = rt_cpu_ms(start);
-        if (c->sh->reps >= 3 && (spent_ms >= c->budget_ms ||
-                                 rt_cpu_median(c->sh->times_ns, c->sh->reps) > 1.25 * c->best_ns))
+        if (c->sh->reps >= 3 && (spent_ms >= c->budget_ms || min_ns > 1.25 * c->best_ns))
             break;
         if (spent_ms >= 3 * c->budget_ms)
             break;
@@ -505,7 +508,13 @@ rt_status rt_cpu_build_and_profile(rt_arena *a, const rt_op *op, const rt_device
             fprintf(stderr, "\r\033[Krtgen: profiling candidate %d/%d (%s)", (int)i + 1, (int)r->n,
                     c->name);
         memset(sh, 0, sizeof *sh);
-        rt_cpu_child ch = {im, i, d, b, sh, opt->budget_ms > 0 ? opt->budget_ms : 80.0, best};
+        rt_cpu_child ch = {im,
+                           i,
+                           d,
+                           b,
+                           sh,
+                           opt->budget_ms > 0 ? opt->budget_ms : 80.0,
+                           opt->full_timing ? (double)INFINITY : best};
         rt_cpu_child_status cs;
         int code = 0;
         // Default timeout: 10 s, or 40 predicted runs when longer (check run + repetitions).

@@ -26,8 +26,10 @@ typedef struct rt_cpu_options {
     rt_cpu_emit emit;
     bool profile;              // compile, check and time every candidate on this host
     double budget_ms;          // timing budget of one candidate (0: 80): at least 3 repetitions
-                               // unless they take 3x the budget; a candidate whose running median
-                               // is 25% behind the best so far stops after 3 repetitions
+                               // unless they take 3x the budget; a candidate whose fastest run
+                               // is 25% behind the best median so far stops after 3 repetitions
+    bool full_timing;          // no early stop: every candidate gets its whole budget (for
+                               // comparing the model with measurement over all candidates)
     double timeout_ms;         // a candidate's child is killed after this long (0: 10000, or 40
                                // predicted run times when that is longer)
     int32_t threads;           // 0: the device's units, at most the online CPUs
