@@ -80,13 +80,15 @@ bool rt_perf_cpu_ukernel(const rt_device *dev, int32_t elem_bytes, int64_t mr, i
         spilled = 0;
     if (spilled > out->acc_vectors)
         spilled = out->acc_vectors;
-    double loads = (double)(mr + nv + 2 * spilled) / ports;
+    double loads = (double)(mr + nv + 2 * spilled) / ports, reload = 0;
     // The call's L1 set: the B micro-panel it shares with the calls before and after it, the A
     // micro-panel it streams and its C tile. Beyond L1 less one way (BLIS: kc x nr of B and
     // mr x kc of A must fit the ways left to them), the A stream evicts B's lines and each B
-    // vector is fetched from L2 again: its line crosses at L2's bandwidth on top of its load.
-    // Measured on a 48 KiB L1 with kc = 256: 12x32 and 14x32 (45.5 and 47.8 KiB) run 5-14%
-    // below 8x32 and 6x32 (41 and 39 KiB) where their FMA and load counts promise parity.
+    // vector is fetched from L2 again: its line crosses at L2's bandwidth, and a share of that
+    // time (RT_PERF_CPU_RELOAD_EXPOSED) adds to the step, since the misses stall the FMAs that
+    // wait on them. Measured on a 48 KiB L1 with kc = 256: 12x32 and 14x32 (45.5 and 47.8 KiB)
+    // run 5-14% below 8x32 and 6x32 (41 and 39 KiB) where their FMA and load counts promise
+    // parity.
     int32_t t1 = dev->n_levels - 2;
     if (t1 >= 1 && kc > 1) {
         const rt_mem_level *l1 = &dev->level[t1], *l2 = &dev->level[t1 - 1];
@@ -101,13 +103,14 @@ bool rt_perf_cpu_ukernel(const rt_device *dev, int32_t elem_bytes, int64_t mr, i
             ghz > 0 ? l2->bandwidth_gbps / (double)(dev->units > 0 ? dev->units : 1) / ghz : 0;
         int32_t line = l1->line_bytes > 0 ? l1->line_bytes : 64;
         if (cap > 0 && set > cap && l2_bytes_per_cycle > 0)
-            loads += (double)(nv * vec_elems * elem_bytes) / (double)line * (double)line /
+            reload = (double)(nv * vec_elems * elem_bytes) / (double)line * (double)line /
                      l2_bytes_per_cycle;
     }
     double latency = (double)(dev->fma_latency_cycles > 0 ? dev->fma_latency_cycles : 0);
     out->cycles_per_k = fma;
     if (loads > out->cycles_per_k)
         out->cycles_per_k = loads;
+    out->cycles_per_k += RT_PERF_CPU_RELOAD_EXPOSED * reload;
     if (latency > out->cycles_per_k)
         out->cycles_per_k = latency;
     // One call: kc steps, then C (+)= acc (a load and a store per accumulator) and the loop and
