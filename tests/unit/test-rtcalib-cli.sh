@@ -107,7 +107,11 @@ grep -q '^\[mem.dram\]$' "$t/host.ini" || grep -q '^\[mem\.' "$t/host.ini" || fa
 grep -Eq '^source = "?measured: rtcalib [0-9]{4}-[0-9]{2}-[0-9]{2} \(' "$t/host.ini" ||
     fail "no 'source = measured: rtcalib DATE' line"
 grep -Eq '^f32_fma_gflops_per_teu = [0-9]' "$t/host.ini" || fail "no f32_fma_gflops_per_teu"
-grep -Eq '^launch_overhead_us = [0-9]' "$t/host.ini" || fail "no launch_overhead_us"
+# A launch costs under a microsecond: on a loaded machine (ctest -j) its repeats may spread past
+# even --max-spread=1000, and then refusing the value with a warning is the right outcome.
+grep -Eq '^launch_overhead_us = [0-9]' "$t/host.ini" ||
+    grep -q '^rtcalib: warning: empty JIT kernel launch.* not written: spread' "$t/stderr" ||
+    fail "no launch_overhead_us, and no warning that it was refused"
 grep -Eq '^bandwidth_curve_gbps = [0-9]+:[0-9.]+' "$t/host.ini" || fail "no DRAM curve"
 grep -q '^rtcalib: \[1/[0-9]*\] ' "$t/stderr" || fail "no progress lines on a non-TTY stderr"
 grep -q "^wrote host.ini$" "$t/stdout" || fail "no 'wrote host.ini' line"
