@@ -371,7 +371,8 @@ static void rt_cpu_move_off_shared(rt_cpu_pool *p, int32_t t) {
 // Thread t's share of every phase of l, with the barrier after each. Once past the last barrier
 // the caller may return and l may be gone: nothing of it is read after that.
 static void rt_cpu_pool_work(rt_cpu_pool *p, const rt_cpu_launch *l, int32_t t) {
-    rt_cpu_move_off_shared(p, t);
+    if (t > 0) // the caller's core was recorded before the launch was published
+        rt_cpu_move_off_shared(p, t);
     int32_t n_phases = l->n_phases;
     for (int32_t i = 0; i < n_phases; i++) {
         int64_t n = l->n_items[i];
@@ -493,6 +494,7 @@ bool rt_cpu_pool_run(rt_cpu_pool *p, const rt_cpu_launch *l) {
         return true;
     }
     p->job = l;
+    rt_cpu_move_off_shared(p, 0);
     rt_cpu_event_bump(&p->go, atomic_load_explicit(&p->go.word, memory_order_relaxed));
     rt_cpu_pool_work(p, l, 0);
     return true;
