@@ -361,15 +361,20 @@ static rt_calib_value *add_value(rt_calib_result *r, rt_calib_target target, dou
     return x;
 }
 
+// The shipped x86-avx512.ini into base, and res emptied: the start of an rt_calib_apply test.
+static void apply_setup(rt_device *base, rt_calib_result *res, rt_err *err) {
+    char path[512];
+    snprintf(path, sizeof path, "%s/devices/x86-avx512.ini", RTGEN_SOURCE_DIR);
+    rt_err_clear(err);
+    RT_EXPECT_EQ(rt_hal_load_device(path, base, err), RT_OK);
+    memset(res, 0, sizeof *res);
+}
+
 static void test_apply(void) {
     static rt_device base, out;
     static rt_calib_result res;
-    char path[512];
-    snprintf(path, sizeof path, "%s/devices/x86-avx512.ini", RTGEN_SOURCE_DIR);
     rt_err err;
-    rt_err_clear(&err);
-    RT_EXPECT_EQ(rt_hal_load_device(path, &base, &err), RT_OK);
-    memset(&res, 0, sizeof res);
+    apply_setup(&base, &res, &err);
     add_value(&res, RT_CALIB_PEAK, 372.123456, 0.02)->dtype = RT_DTYPE_F32;
     rt_calib_value *insn = add_value(&res, RT_CALIB_INSN, 200.0, 0.01);
     snprintf(insn->insn, sizeof insn->insn, "f32_fma");
@@ -466,13 +471,9 @@ static void test_apply(void) {
 static void test_apply_sweep(void) {
     static rt_device base, out;
     static rt_calib_result res;
-    char path[512];
-    snprintf(path, sizeof path, "%s/devices/x86-avx512.ini", RTGEN_SOURCE_DIR);
     rt_err err;
-    rt_err_clear(&err);
-    RT_EXPECT_EQ(rt_hal_load_device(path, &base, &err), RT_OK);
+    apply_setup(&base, &res, &err);
     base.level[1].capacity_bytes = (int64_t)480 << 20;
-    memset(&res, 0, sizeof res);
     add_value(&res, RT_CALIB_LEVEL_BW, 30.0, 0.02)->level = 0;
     add_value(&res, RT_CALIB_LEVEL_BW, 31.0, 0.02)->level = 1; // at 240 MiB: DRAM speed
     const int64_t mib = 1 << 20;
