@@ -58,8 +58,9 @@ rt_status rt_lx_indices(rt_lx *x, const rt_expr *e, rt_kir_expr **idx);
 // extents. Errors: RT_ERR_SPEC for a padded read of a ragged tensor.
 rt_status rt_lx_load(rt_lx *x, const rt_expr *e, rt_kir_expr **idx, rt_kir_expr **out);
 // Flat offset of tensor t at idx (rt_layout: dense pos * extent + i, ragged start[pos] + i;
-// a row kept in scratch, local_base[t] + the offset of idx[1..] within the row); valid (may be NULL) receives the in-extent condition of the dense dims. NULL (and oom set)
-// when out of memory.
+// a row kept in scratch, local_base[t] + the offset of idx[1..] within the row); valid (may be
+// NULL) receives the in-extent condition of the dense dims. NULL (and oom set) when out of
+// memory.
 rt_kir_expr *rt_lx_offset(rt_lx *x, int32_t t, rt_kir_expr **idx, rt_kir_expr **valid);
 
 #endif

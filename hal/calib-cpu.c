@@ -1439,7 +1439,7 @@ static rt_status rt_calib_source(rt_device *dev, const char *date, const char *k
 // by that much, or that have no DRAM bandwidth to compare with, keep what they had.
 #define RT_CALIB_CACHE_GAIN 1.25
 
-static void rt_calib_effective_capacity(rt_device *out, rt_calib_value **sweep, int32_t n,
+static void rt_calib_effective_capacity(rt_device *out, rt_calib_result *res,
                                         char (*keys_lvl)[256]) {
     double dram = out->level[0].bandwidth_gbps;
     for (int32_t i = 1; i < out->n_levels && dram > 0; i++) {
@@ -1447,10 +1447,10 @@ static void rt_calib_effective_capacity(rt_device *out, rt_calib_value **sweep, 
         if (l->bandwidth_gbps >= RT_CALIB_CACHE_GAIN * dram)
             continue;
         rt_calib_value *best = NULL;
-        for (int32_t j = 0; j < n; j++) {
-            rt_calib_value *v = sweep[j];
-            if (v->level == i && v->value >= RT_CALIB_CACHE_GAIN * dram &&
-                2 * v->curve_bytes < l->capacity_bytes &&
+        for (int32_t j = 0; j < res->n_values; j++) {
+            rt_calib_value *v = &res->values[j];
+            if (v->target == RT_CALIB_SWEEP && !v->skipped && !v->refused && v->level == i &&
+                v->value >= RT_CALIB_CACHE_GAIN * dram && 2 * v->curve_bytes < l->capacity_bytes &&
                 (!best || v->curve_bytes > best->curve_bytes))
                 best = v;
         }
@@ -1459,15 +1459,15 @@ static void rt_calib_effective_capacity(rt_device *out, rt_calib_value **sweep, 
         int64_t old_bytes = l->capacity_bytes;
         l->capacity_bytes = 2 * best->curve_bytes;
         l->bandwidth_gbps = rt_round_sig(best->value, 4);
-        rt_add_key(keys_lvl[i], 256, "bandwidth_gbps");
-        rt_add_key(keys_lvl[i], 256, "capacity_bytes");
+        rt_add_key(keys_lvl[i], sizeof *keys_lvl, "bandwidth_gbps");
+        rt_add_key(keys_lvl[i], sizeof *keys_lvl, "capacity_bytes");
         if (l->tile_capacity_bytes > 0) { // the same share of the smaller capacity
             l->tile_capacity_bytes = (int64_t)((double)l->tile_capacity_bytes *
                                                (double)l->capacity_bytes / (double)old_bytes) /
                                      64 * 64;
             if (l->tile_capacity_bytes < 64)
                 l->tile_capacity_bytes = 64;
-            rt_add_key(keys_lvl[i], 256, "tile_capacity_bytes");
+            rt_add_key(keys_lvl[i], sizeof *keys_lvl, "tile_capacity_bytes");
         }
         snprintf(best->note, sizeof best->note,
                  "[mem.%s] is %.4g GB/s up to here and DRAM's %.4g beyond: capacity_bytes = %lld "
@@ -1482,8 +1482,6 @@ rt_status rt_calib_apply(const rt_device *base, rt_calib_result *res, double max
     char keys_dev[256] = "", keys_comp[512] = "", keys_lvl[RT_MAX_MEM_LEVELS][256];
     int32_t n_curve[RT_MAX_MEM_LEVELS] = {0}, n_curve_refused[RT_MAX_MEM_LEVELS] = {0};
     rt_curve_point curve[RT_MAX_MEM_LEVELS][RT_MAX_CURVE_POINTS];
-    rt_calib_value *sweep[RT_CALIB_MAX_VALUES];
-    int32_t n_sweep = 0;
     memset(keys_lvl, 0, sizeof keys_lvl);
     for (int32_t i = 0; i < res->n_values; i++) {
         rt_calib_value *v = &res->values[i];
@@ -1560,9 +1558,7 @@ rt_status rt_calib_apply(const rt_device *base, rt_calib_result *res, double max
             c[at].gbps = x;
             break;
         }
-        case RT_CALIB_SWEEP:
-            if (level_ok)
-                sweep[n_sweep++] = v;
+        case RT_CALIB_SWEEP: // rt_calib_effective_capacity, once the levels are in
             break;
         case RT_CALIB_LAUNCH:
             out->launch_overhead_us = rt_round_sig(v->value, 3);
@@ -1606,7 +1602,7 @@ rt_status rt_calib_apply(const rt_device *base, rt_calib_result *res, double max
             rt_add_key(keys_lvl[i], sizeof keys_lvl[0], "bandwidth_curve_gbps");
         }
     }
-    rt_calib_effective_capacity(out, sweep, n_sweep, keys_lvl);
+    rt_calib_effective_capacity(out, res, keys_lvl);
     if (keys_dev[0])
         RT_TRY(rt_calib_source(out, date, keys_dev, &out->device_source, err));
     if (keys_comp[0])

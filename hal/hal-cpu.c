@@ -344,22 +344,24 @@ static void rt_cpu_move_off_shared(rt_cpu_pool *p, int32_t t) {
     atomic_store_explicit(&p->cpu[t], cpu, memory_order_relaxed);
     if (t == 0 || cpu < 0)
         return;
+    bool shared = false;
+    for (int32_t u = 0; u < t && !shared; u++)
+        shared = atomic_load_explicit(&p->cpu[u], memory_order_relaxed) == cpu;
+    if (!shared) // the common case: no system call on the launch path
+        return;
+    double now = rt_cpu_now_ns();
+    if (now - p->moved_ns[t] < RT_CPU_MOVE_NS)
+        return;
     cpu_set_t mine, others;
     if (sched_getaffinity(0, sizeof mine, &mine) != 0)
         return;
     others = mine;
-    bool shared = false;
     for (int32_t u = 0; u < t; u++) {
         int c = atomic_load_explicit(&p->cpu[u], memory_order_relaxed);
-        if (c >= 0 && c < CPU_SETSIZE) {
-            shared = shared || c == cpu;
+        if (c >= 0 && c < CPU_SETSIZE)
             CPU_CLR(c, &others);
-        }
     }
-    if (!shared || CPU_COUNT(&others) == 0)
-        return;
-    double now = rt_cpu_now_ns();
-    if (now - p->moved_ns[t] < RT_CPU_MOVE_NS)
+    if (CPU_COUNT(&others) == 0)
         return;
     p->moved_ns[t] = now;
     if (sched_setaffinity(0, sizeof others, &others) == 0) {

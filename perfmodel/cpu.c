@@ -13,7 +13,6 @@
 // description: the clock from the FMA peak, load ports from the L1 bandwidth per core and cycle,
 // registers from the register level's capacity, bandwidth per level from its curve. No device is
 // special-cased.
-#include <stdlib.h>
 #include "perfmodel.h"
 
 #include <math.h>
