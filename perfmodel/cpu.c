@@ -252,6 +252,32 @@ static bool gemm_groups(const rt_perf_model *m, rt_perf_cpu_gemm *g) {
     return true;
 }
 
+// Run counts tried beyond the least one (rt_perf_cpu_gemm_block).
+#define GEMM_RUNS_TRIED 64
+
+// Work of the busiest core when the mt x runs work items of g (row block i % mt times the run
+// i / mt of bpg column blocks) go to `units` cores in contiguous chunks [n t / T, n (t + 1) / T),
+// as hal-cpu.c's pool hands them out: an item costs its rows x (its columns + 16), the 16 being
+// its A packing (a transpose: about one cycle per element against a sixteenth of a cycle per
+// element and column for the micro-kernel's FMAs).
+static double gemm_busiest_load(const rt_perf_cpu_gemm *g, int64_t M, int64_t N, int64_t ntl,
+                                int64_t nblk, int64_t bpg, int64_t units) {
+    int64_t mt = rt_ceil_div(M, g->mc), runs = rt_ceil_div(nblk, bpg), n = mt * runs;
+    double busiest = 0;
+    for (int64_t t = 0; t < units; t++) {
+        double load = 0;
+        for (int64_t i = n * t / units; i < n * (t + 1) / units; i++) {
+            int64_t r = i % mt, lo = i / mt * bpg, hi = rt_min64(nblk, lo + bpg);
+            double h = (double)(r == mt - 1 && M % g->mc ? M % g->mc : g->mc), cols = 16;
+            for (int64_t cb = lo; cb < hi; cb++)
+                cols += (double)(cb % ntl == ntl - 1 && N % g->nc ? N % g->nc : g->nc);
+            load += h * cols;
+        }
+        busiest = load > busiest ? load : busiest;
+    }
+    return busiest;
+}
+
 // The blocking rule of the packed GEMM, shared with codegen/lower-cpu.c (which calls this and
 // rt_perf_cpu_gemm_view, so model and backend compile and predict the same blocks). g holds M,
 // N, K and the rTile seeds in mr (register tile along m), nr (along n), kc (L1 tile along k), mc
@@ -301,14 +327,18 @@ void rt_perf_cpu_gemm_block(const rt_device *dev, int64_t batch, rt_perf_cpu_gem
         g->nc = rt_round_up(g->nc / 2, g->nr);
     while (batch * rt_ceil_div(M, g->mc) * rt_ceil_div(N, g->nc) < units && g->mc > g->mr)
         g->mc = rt_round_up(g->mc / 2, g->mr);
+    // Row blocks of equal height: the L2 rule gives the largest mc, and M = 1024 cut at 824
+    // leaves a 200-row block, which on 2 cores is an 824 : 200 split of the work.
+    g->mc = clamp64(rt_round_up(rt_ceil_div(M, rt_ceil_div(M, g->mc)), g->mr), g->mr, g->mc);
     // A work item is a row block times a run of nc blocks: A is packed once per (mc, kc) and
-    // reused across the run. The n blocks are split into the fewest runs (of equal length) that
-    // give every core an item and lose at most a fifth of the cores to the last round. With a
-    // batch (an implicit GEMM's, A the same for every entry) the runs go over the batch x ntl
-    // column blocks, batch-major, and are also cut so that the C block of a run, revisited once
-    // per k block, stays within half of L2 (codegen/lower-cpu.c rt_gemm_fold_runs).
+    // reused across the run. With a batch (an implicit GEMM's, A the same for every entry) the
+    // runs go over the batch x ntl column blocks, batch-major, and are cut so that the C block of
+    // a run, revisited once per k block, stays within half of L2 (codegen/lower-cpu.c
+    // rt_gemm_fold_runs). From there it takes the fewest runs whose busiest core has at most 2%
+    // more work than the least it can have (gemm_busiest_load): 5 row blocks on 2 cores as 5
+    // items leave one core idle for a fifth of the time (0.79x oneDNN at 4096^3), as 10 none.
     int64_t mt = rt_ceil_div(M, g->mc), ntl = rt_ceil_div(N, g->nc);
-    int64_t rows = batch > 1 ? mt : batch * mt, nblk = batch > 1 ? batch * ntl : ntl;
+    int64_t rows = mt, nblk = batch * ntl;
     int64_t ng = 1;
     if (batch > 1 && dev && dev->n_levels >= 4 && K > g->kc) {
         int64_t l2 = dev->level[dev->n_levels - 3].capacity_bytes;
@@ -316,11 +346,18 @@ void rt_perf_cpu_gemm_block(const rt_device *dev, int64_t batch, rt_perf_cpu_gem
         if (l2 > 0)
             ng = rt_ceil_div(nblk, run > 1 ? run : 1);
     }
-    while (ng < nblk &&
-           (rows * ng < units || 5 * rt_ceil_div(rows * ng, units) * units > 6 * rows * ng))
-        ng++;
     ng = rt_min64(ng, nblk);
-    g->ng = rt_ceil_div(nblk, rt_ceil_div(nblk, ng));
+    double load[GEMM_RUNS_TRIED + 1], least = -1;
+    int64_t span = rt_min64(nblk - ng, rt_min64(8 * units, GEMM_RUNS_TRIED));
+    for (int64_t d = 0; d <= span; d++) {
+        load[d] = gemm_busiest_load(g, M, N, ntl, nblk, rt_ceil_div(nblk, ng + d), units);
+        least = least < 0 || load[d] < least ? load[d] : least;
+    }
+    int64_t best_ng = ng;
+    while (best_ng < ng + span && load[best_ng - ng] > 1.02 * least)
+        best_ng++;
+    best_ng = rt_ceil_div(nblk, rt_ceil_div(nblk, best_ng));
+    g->ng = best_ng;
     g->items = rows * g->ng;
     g->batch = batch;
 }

@@ -250,6 +250,33 @@ static void test_gemm_balance(const rt_device *dev) {
     rt_arena_free(a);
 }
 
+// The work items of the blocking rule keep both cores busy: row blocks of equal height (1848
+// rows under the 1024-row L2 bound of this device at kc = 256 are two of 928 and 920, not 1024 +
+// 824), and as many runs of column blocks as it takes to spread an odd number of row blocks
+// (5 row blocks on 2 cores: 10 items, not 3 + 2).
+static void test_gemm_items(const rt_device *dev) {
+    rt_perf_cpu_gemm g = {
+        .M = 1848, .N = 1024, .K = 1024, .mr = 8, .nr = 32, .kc = 256, .mc = 96, .nc = 256};
+    rt_perf_cpu_gemm_block(dev, 1, &g);
+    RT_EXPECT_EQ(g.kc, 256);
+    RT_EXPECT_EQ(g.mc, 928);
+    RT_EXPECT_EQ(g.ng, 1);
+    RT_EXPECT_EQ(g.items, 2);
+    g = (rt_perf_cpu_gemm){
+        .M = 5000, .N = 4096, .K = 4096, .mr = 6, .nr = 32, .kc = 256, .mc = 96, .nc = 256};
+    rt_perf_cpu_gemm_block(dev, 1, &g);
+    RT_EXPECT_EQ(g.mc, 1002); // 5000 / 5 rounded up to mr
+    RT_EXPECT_EQ(g.ng, 2);
+    RT_EXPECT_EQ(g.items, 10);
+    // Already even: one run per row block (A packed once per k block).
+    g = (rt_perf_cpu_gemm){
+        .M = 4096, .N = 4096, .K = 4096, .mr = 8, .nr = 32, .kc = 256, .mc = 96, .nc = 256};
+    rt_perf_cpu_gemm_block(dev, 1, &g);
+    RT_EXPECT_EQ(g.mc, 1024);
+    RT_EXPECT_EQ(g.ng, 1);
+    RT_EXPECT_EQ(g.items, 4);
+}
+
 // C is read and written once per k block: where it lives beyond L2, a shorter kc (more k
 // blocks) costs more than the micro-kernel's own C update.
 static void test_c_revisits(const rt_device *dev) {
@@ -386,6 +413,7 @@ int main(void) {
     test_gemm_view(&dev);
     test_conv_view(&dev);
     test_gemm_balance(&dev);
+    test_gemm_items(&dev);
     test_c_revisits(&dev);
     test_loops(&dev);
     test_ranking(&dev);
