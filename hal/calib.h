@@ -50,6 +50,12 @@ typedef enum rt_calib_target {
     RT_CALIB_SWEEP,
     RT_CALIB_LAUNCH, // [device] launch_overhead_us
     RT_CALIB_SYNC,   // [device] sync_overhead_us
+    // [device] clock_mhz: the core clock under load (a dependent chain of integer adds, one per
+    // cycle). With it and the 1-thread f32 FMA rate (RT_CALIB_INSN "f32_fma") rt_calib_apply
+    // also writes [device] teus_per_unit: FMA pipes per core at the device's vector width,
+    // rounded from that rate / (clock x lanes x 2).
+    RT_CALIB_CLOCK,
+    RT_CALIB_FMA_LATENCY, // [compute] fma_latency_cycles: one dependent FMA chain, in cycles
 } rt_calib_target;
 
 typedef struct rt_calib_value {
