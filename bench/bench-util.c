@@ -6,6 +6,7 @@
 
 #include <immintrin.h>
 #include <pthread.h>
+#include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -119,9 +120,18 @@ double rt_bench_triad_gbps(int32_t threads, int64_t bytes_per_array) {
     int64_t n = bytes_per_array / 4 / threads;
     // Enough passes for about 0.6 GB moved per thread (at least 2).
     int32_t passes = (int32_t)(6e8 / (12.0 * (double)n)) + 2;
-    float *mem = aligned_alloc(64, (size_t)(3 * n * threads) * sizeof(float));
-    if (!mem)
+    // Three arrays per thread, each its own allocation as the tensors of a kernel are (and as
+    // rtcalib's are). Carved from one block they sit a power of two apart, and on a Zen 4 VM the
+    // triad over 3 x 128 MiB read 24 GB/s on one core that way against 33 GB/s apart.
+    float *arr[3 * RT_BENCH_MAX_THREADS] = {NULL};
+    bool ok = true;
+    for (int32_t i = 0; i < 3 * threads; i++)
+        ok = (arr[i] = aligned_alloc(64, (size_t)n * sizeof(float))) != NULL && ok;
+    if (!ok) {
+        for (int32_t i = 0; i < 3 * threads; i++)
+            free(arr[i]);
         return 0;
+    }
     double best = 0;
     for (int rep = 0; rep < 5; rep++) {
         pthread_t th[RT_BENCH_MAX_THREADS];
@@ -129,8 +139,7 @@ double rt_bench_triad_gbps(int32_t threads, int64_t bytes_per_array) {
         pthread_barrier_t start;
         pthread_barrier_init(&start, NULL, (unsigned)threads + 1);
         for (int32_t t = 0; t < threads; t++) {
-            float *base = mem + 3 * n * t;
-            tr[t] = (rt_bench_triad){base, base + n, base + 2 * n, n, passes, &start};
+            tr[t] = (rt_bench_triad){arr[3 * t], arr[3 * t + 1], arr[3 * t + 2], n, passes, &start};
             pthread_create(&th[t], NULL, rt_bench_triad_thread, &tr[t]);
         }
         pthread_barrier_wait(&start);
@@ -141,6 +150,7 @@ double rt_bench_triad_gbps(int32_t threads, int64_t bytes_per_array) {
         pthread_barrier_destroy(&start);
         best = gbps > best ? gbps : best;
     }
-    free(mem);
+    for (int32_t i = 0; i < 3 * threads; i++)
+        free(arr[i]);
     return best;
 }
