@@ -253,6 +253,11 @@ static void rt_c_node(rt_cemit *c, const rt_kir_node *n, int ind) {
         rt_c_expr(c, n->value);
         rt_buf_puts(b, ";\n");
         return;
+    case RT_KIR_N_PREFETCH:
+        rt_buf_printf(b, "%*s__builtin_prefetch(&%s[", 4 * ind, pad, c->k->bufs[n->buf].name);
+        rt_c_expr(c, n->index);
+        rt_buf_puts(b, "], 0, 2);\n");
+        return;
     case RT_KIR_N_IF:
         rt_buf_printf(b, "%*sif (", 4 * ind, pad);
         rt_c_expr(c, n->cond);

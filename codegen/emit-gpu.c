@@ -275,6 +275,9 @@ static void rt_ge_node(rt_ge *g, const rt_kir_node *n, int ind) {
     case RT_KIR_N_COMMENT:
         rt_buf_linef(b, ind, "// %s", n->text ? n->text : "");
         return;
+    case RT_KIR_N_PREFETCH: // a CPU cache hint
+        rt_buf_linef(b, ind, "// prefetch %s[%s]", g->k->bufs[n->buf].name, rt_ge_str(g, n->index));
+        return;
     default:
         g->bad = true; // micro-kernels are a CPU construct
         return;

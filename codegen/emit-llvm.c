@@ -678,6 +678,15 @@ static void rt_l_node(rt_lemit *l, const rt_kir_node *n) {
         LLVMBuildStore(b, v, rt_l_addr(l, n->buf, rt_l_expr(l, n->index)));
         return;
     }
+    case RT_KIR_N_PREFETCH: {
+        LLVMValueRef pf = rt_l_intrinsic(l, "llvm.prefetch", l->ptr);
+        LLVMValueRef idx = rt_l_expr(l, n->index);
+        LLVMValueRef args[4] = {
+            LLVMBuildGEP2(b, rt_l_type(l, l->k->bufs[n->buf].type), l->bufs[n->buf], &idx, 1, ""),
+            LLVMConstInt(l->i32, 0, 0), LLVMConstInt(l->i32, 2, 0), LLVMConstInt(l->i32, 1, 0)};
+        LLVMBuildCall2(b, LLVMGlobalGetValueType(pf), pf, args, 4, "");
+        return;
+    }
     case RT_KIR_N_IF: {
         LLVMBasicBlockRef bt = rt_l_block(l, "then"), be = rt_l_block(l, "else"),
                           bj = rt_l_block(l, "join");

@@ -409,6 +409,10 @@ static rt_status rt_kir_check_node(rt_kir_check *c, const rt_kir_node *n) {
         if (n->value->type != c->k->bufs[n->buf].type)
             return rt_kir_bad(c, "store of another type than the buffer's");
         return RT_OK;
+    case RT_KIR_N_PREFETCH:
+        if (n->buf < 0 || n->buf >= c->k->n_bufs)
+            return rt_kir_bad(c, "prefetch of an unknown buffer");
+        return rt_kir_check_expr(c, n->index, true);
     case RT_KIR_N_IF:
         RT_TRY(rt_kir_check_expr(c, n->cond, true));
         RT_TRY(rt_kir_check_block(c, &n->body));

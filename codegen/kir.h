@@ -83,6 +83,9 @@ typedef enum rt_kir_nkind {
     RT_KIR_N_UKERNEL, // register-tile micro-kernel, see rt_kir_ukernel
     RT_KIR_N_BARRIER, // all work items of the level reach this point (GPU block level)
     RT_KIR_N_COMMENT, // text only
+    // A hint that the cache line of buf[index] will be read soon (CPU emitters; GPU emitters
+    // print it as a comment). It never faults, even outside the buffer, and changes no result.
+    RT_KIR_N_PREFETCH,
     RT_KIR_NKIND_COUNT
 } rt_kir_nkind;
 
@@ -138,8 +141,8 @@ struct rt_kir_node {
     rt_kir_expr *lo, *hi;       // LOOP
     rt_kir_loop_kind loop_kind; // LOOP
     rt_kir_expr *value;         // LET, FSET, STORE
-    int32_t buf;                // STORE
-    rt_kir_expr *index;         // STORE
+    int32_t buf;                // STORE, PREFETCH
+    rt_kir_expr *index;         // STORE, PREFETCH
     rt_kir_expr *cond;          // IF
     rt_kir_ukernel uk;          // UKERNEL
     const char *text;           // COPY, COMMENT (one line)

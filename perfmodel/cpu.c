@@ -246,6 +246,13 @@ static bool gemm_groups(const rt_perf_model *m, rt_perf_cpu_gemm *g) {
             terms += B->coef[d][x] == 0 || m->axes[x].extent <= 1 ? 0 : B->coef[d][x] == 1 ? 1 : 2;
         g->b_window = g->b_window || !B->affine[d] || terms > 1;
     }
+    // Flat stride of n in B (the backend prefetches B blocks that are contiguous along n).
+    int64_t bn = 0, bstride = 1;
+    for (int32_t d = B->n_dims - 1; d >= 0; d--) {
+        bn += B->coef[d][g->axis_n] * bstride;
+        bstride *= B->dim_extent[d] > 0 ? B->dim_extent[d] : 1;
+    }
+    g->b_prefetch = !g->implicit && bn == 1;
     g->a_bytes = access_bytes(A);
     g->b_bytes = access_bytes(B);
     g->c_bytes = access_bytes(o);
@@ -407,8 +414,11 @@ static double source_gbps(const rt_device *dev, double bytes, double chunk_bytes
 // per load across rows; either is bound by its load slots or by the bandwidth of the level its
 // source lives in. A B read through a window (a convolution's y + r) is packed by masked loads or
 // clamped row segments: the bounds test costs about one more pass over its vectors.
+// With fetch non-NULL (B prefetched: rt_perf_cpu_gemm.b_prefetch) the block is read from L2,
+// where the prefetch put it, and *fetch gets the cycles of bringing it there from its source,
+// which overlap the previous block's micro-kernel calls.
 static double pack_cycles(const rt_device *dev, const rt_perf_cpu_gemm *g, bool is_b, int64_t rows,
-                          int64_t kcur, double ghz) {
+                          int64_t kcur, double ghz, double *fetch) {
     double ports = rt_perf_cpu_load_ports(dev);
     double vec_elems = (dev->lanes > 0 ? dev->lanes : 1);
     double bytes = is_b ? (g->b_bytes > 0 ? g->b_bytes : (double)g->K * (double)g->N * 4)
@@ -418,6 +428,14 @@ static double pack_cycles(const rt_device *dev, const rt_perf_cpu_gemm *g, bool 
     double slots =
         is_b ? e / vec_elems / ports * (g->b_window ? 3 : 2) : e / ports + e / vec_elems / ports;
     double bw = gbps > 0 ? e * 4 / gbps * ghz : 0;
+    if (fetch) {
+        *fetch = bw;
+        int32_t l2 = dev->n_levels - 3;
+        double l2_gbps = l2 >= 0 ? rt_hal_level_gbps(&dev->level[l2], (double)rows * 4) /
+                                       (double)(dev->units > 0 ? dev->units : 1)
+                                 : 0;
+        bw = l2_gbps > 0 ? e * 4 / l2_gbps * ghz : 0;
+    }
     return slots > bw ? slots : bw;
 }
 
@@ -429,6 +447,7 @@ static double pack_cycles(const rt_device *dev, const rt_perf_cpu_gemm *g, bool 
 typedef struct gemm_costs {
     double a_pack[2][2];      // [edge row block][last k block]
     double b_pack[2][2];      // [edge column block][last k block]
+    double b_fetch[2][2];     // prefetched B: cycles of its fetch (overlaps the calls), else 0
     double calls[2][2][2];    // [edge row][edge column][last k block]
     double c_cycles_per_byte; // cycles per byte of C moved from C's level, per core
 } gemm_costs;
@@ -448,7 +467,8 @@ static double item_cycles(const rt_perf_cpu_gemm *g, const gemm_costs *c, int64_
         cols = 0;
         for (int64_t cb = lo; cb < hi; cb++) {
             int32_t ec = (cb % ntl == ntl - 1) && g->N % g->nc != 0;
-            t += c->b_pack[ec][kl] + c->calls[er][ec][kl];
+            double calls = c->calls[er][ec][kl];
+            t += c->b_pack[ec][kl] + (c->b_fetch[ec][kl] > calls ? c->b_fetch[ec][kl] : calls);
             tp += c->b_pack[ec][kl];
             cols += (double)(ec ? g->N % g->nc : g->nc);
         }
@@ -487,8 +507,10 @@ bool rt_perf_cpu_gemm_time(const rt_perf_model *m, const rt_perf_cpu_gemm *g, do
         for (int32_t kl = 0; kl < 2; kl++) {
             int64_t kcur = kl ? (k_last > 0 ? k_last : g->kc) : g->kc;
             int64_t mcur = e && me ? me : g->mc, ncur = e && ne ? ne : g->nc;
-            c.a_pack[e][kl] = pack_cycles(dev, g, false, mcur, kcur, ghz);
-            c.b_pack[e][kl] = pack_cycles(dev, g, true, ncur, kcur, ghz);
+            c.a_pack[e][kl] = pack_cycles(dev, g, false, mcur, kcur, ghz, NULL);
+            c.b_fetch[e][kl] = 0;
+            c.b_pack[e][kl] = pack_cycles(dev, g, true, ncur, kcur, ghz,
+                                          g->b_prefetch ? &c.b_fetch[e][kl] : NULL);
             for (int32_t f = 0; f < 2; f++) {
                 int64_t nc2 = f && ne ? ne : g->nc;
                 double rows = (double)rt_ceil_div(mcur, g->mr),

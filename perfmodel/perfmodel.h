@@ -283,14 +283,16 @@ typedef struct rt_perf_cpu_gemm {
     int32_t in_a, in_b;             // accesses holding m and n
     int64_t M, N, K;                // products of the groups' extents
     int64_t mr, nr, kc, mc, nc;
-    int64_t ng;    // n groups: a work item is one mc row block x a run of nc blocks (A packed
-                   // once per (mc, kc) and reused across the run)
-    int64_t items; // batch x row blocks x n groups, spread over the cores
-    int64_t batch; // independent GEMMs (product of the batch axes), 1 without
-    bool implicit; // an operand is read through a window or over several axes (a convolution):
-                   // the backend packs it by gathering (the implicit GEMM)
-    bool b_window; // B's reads combine axes or stride them (y + r, 2x): its pack tests bounds
-                   // per row instead of copying a plain strided block
+    int64_t ng;      // n groups: a work item is one mc row block x a run of nc blocks (A packed
+                     // once per (mc, kc) and reused across the run)
+    int64_t items;   // batch x row blocks x n groups, spread over the cores
+    int64_t batch;   // independent GEMMs (product of the batch axes), 1 without
+    bool implicit;   // an operand is read through a window or over several axes (a convolution):
+                     // the backend packs it by gathering (the implicit GEMM)
+    bool b_window;   // B's reads combine axes or stride them (y + r, 2x): its pack tests bounds
+                     // per row instead of copying a plain strided block
+    bool b_prefetch; // a plain GEMM with B contiguous along n: the backend prefetches the next B
+                     // block while the current one's micro-kernels run
     int32_t group[RT_PERF_MAX_AXES];  // per model axis, its rt_perf_gemm_group
     double a_bytes, b_bytes, c_bytes; // the tensors behind A, B and C
 } rt_perf_cpu_gemm;

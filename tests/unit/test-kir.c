@@ -40,6 +40,15 @@ static void test_fold(rt_arena *a) {
     st->value = rt_kir_cast(a, RT_KIR_F32, vi);
     rt_err_clear(&err);
     RT_EXPECT_EQ(rt_kir_validate(k, &err), RT_OK);
+    // A prefetch names a buffer of the kernel.
+    rt_kir_node *pf = rt_kir_append(a, &p->body, RT_KIR_N_PREFETCH);
+    pf->buf = 7;
+    pf->index = vi;
+    RT_EXPECT_EQ(rt_kir_validate(k, &err), RT_ERR_BACKEND);
+    RT_EXPECT(strstr(err.msg, "prefetch of an unknown buffer") != NULL);
+    pf->buf = out;
+    rt_err_clear(&err);
+    RT_EXPECT_EQ(rt_kir_validate(k, &err), RT_OK);
 }
 
 // out[i] = a[i] * 2 + (float)floordiv(i - 5, 3) + max(a[i], 0), i in [0, n), 4 items.
@@ -65,6 +74,10 @@ static rt_kir_kernel *build_elementwise(rt_arena *a, int64_t n) {
     rt_kir_expr *v =
         rt_kir_bin(a, RT_KIR_ADD, rt_kir_bin(a, RT_KIR_MUL, x, rt_kir_flt(a, RT_KIR_F32, 2.0)), fd);
     v = rt_kir_bin(a, RT_KIR_ADD, v, rt_kir_call(a, RT_FN_MAX, x, rt_kir_flt(a, RT_KIR_F32, 0.0)));
+    // A hint 256 elements ahead: past the end of A for the last ones, which must not fault.
+    rt_kir_node *pf = rt_kir_append(a, &loop->body, RT_KIR_N_PREFETCH);
+    pf->buf = in;
+    pf->index = rt_kir_bin(a, RT_KIR_ADD, vi, rt_kir_int(a, 256));
     rt_kir_node *st = rt_kir_append(a, &loop->body, RT_KIR_N_STORE);
     st->buf = out;
     st->index = vi;
@@ -214,6 +227,7 @@ static void test_elementwise(rt_arena *a, rt_cpu_jit *jit) {
     const char *c;
     RT_EXPECT(build_both(a, jit, k, &rl, &rc, &c));
     RT_EXPECT(strstr(c, "rt_floordiv(") != NULL);
+    RT_EXPECT(strstr(c, "__builtin_prefetch(&A[(i + 256)], 0, 2);") != NULL);
     static float in[N], o1[N], o2[N], want[N];
     for (int i = 0; i < N; i++) {
         in[i] = (float)((i * 37) % 101 - 50) / 8.0f;

@@ -7,7 +7,7 @@
 // rTile L2 l2     [m=16, n=64, k=128] footprint 45056 B
 // rTile L3 l1     [m=8, n=64, k=16] footprint 6656 B
 // rTile L4 reg    [m=4, n=64, k=1] footprint 1296 B
-// predicted: 1190.514 us (bottleneck compute), 0.1347 GFLOP
+// predicted: 762.072 us (bottleneck compute), 0.1347 GFLOP
 // phase p0: statement 0: packed GEMM 16x4096x1024, blocks mc=16 nc=512 kc=128, micro-kernel 4x64, 2 work items
 // Build: cc -O3 -march=native -fopenmp -shared -fPIC -o kernel.so kernel.c -lm
 #include <math.h>
@@ -59,6 +59,10 @@ static void rt_linear_gelu_c0_p0_body(float *restrict scratch, const float *rest
     int64_t kk_1;
     int64_t r_1;
     int64_t row_1;
+    int64_t pf_jb;
+    int64_t pf_p0;
+    int64_t pf_k;
+    int64_t pf_line;
     float cval;
     int64_t m;
     int64_t n;
@@ -116,6 +120,14 @@ static void rt_linear_gelu_c0_p0_body(float *restrict scratch, const float *rest
                                 scratch[(2048 + ((((panel_1 * kcur) + kk_1) * 64) + r_1))] = 0.0f;
                             }
                         }
+                    }
+                }
+                // prefetch the B block packed next (its lines arrive while the micro-kernels run)
+                pf_jb = ((int64_t)((jb + 1) >= rt_imin(8, ((item * 4) + 4))) ? (item * 4) : (jb + 1));
+                pf_p0 = (p0 + ((int64_t)((jb + 1) >= rt_imin(8, ((item * 4) + 4))) ? 128 : 0));
+                for (pf_k = 0; pf_k < rt_imin(128, (1024 - pf_p0)); pf_k++) {
+                    for (pf_line = 0; pf_line < rt_floordiv((rt_imin(512, (4096 - (rt_floormod(pf_jb, 8) * 512))) + 15), 16); pf_line++) {
+                        __builtin_prefetch(&t_Wt[(((pf_p0 + pf_k) * 4096) + ((rt_floormod(pf_jb, 8) * 512) + (pf_line * 16)))], 0, 2);
                     }
                 }
                 for (jr = 0; jr < rt_floordiv((ncur + 63), 64); jr++) {
