@@ -348,10 +348,8 @@ static void rt_l_counted(rt_lemit *l, LLVMValueRef var, LLVMValueRef lo, LLVMVal
 
 static void rt_l_nodes(rt_lemit *l, const rt_kir_block *blk);
 
-// Prefetch distance of the micro-kernel's A stream in elements: 1 KiB of k steps of mr floats.
-static int64_t rt_uk_prefetch_elems(int32_t mr) {
-    return (int64_t)mr * (1024 / (4 * (int64_t)mr));
-}
+// Prefetch distance of the micro-kernel's B stream in elements (1 KiB).
+#define RT_UK_PREFETCH_ELEMS 256
 
 // Prefetch for writing of an mr x nr tile at buf[off + i*ld + j] (every 64-byte line of its
 // rows), so that its misses overlap the micro-kernel's FMAs instead of stalling its stores. A
@@ -525,18 +523,21 @@ static void rt_l_ukernel(rt_lemit *l, const rt_kir_ukernel *u) {
         bv[j] = LLVMBuildLoad2(b, l->v16, p, "b");
         LLVMSetAlignment(bv[j], 4);
     }
-    LLVMValueRef ka = LLVMBuildNSWMul(b, kphi, rt_l_i64(l, mr), "");
-    // Software prefetch of the A micro-panel about 1 KiB ahead: it streams from L2 (the packed
-    // mc x kc block) while B stays in L1, and the L1 hardware prefetchers do not keep up with a
-    // 32-56 byte step. Reads past the panel's end only touch the next panel or stay a hint.
+    // Software prefetch of the B stream 1 KiB ahead, every line of a k step: the micro-kernel
+    // streams the packed B block's panel from L2 while its A micro-panel stays in L1 (the row
+    // panel loop is outside the column panel loop). Past the panel's end it touches the next
+    // panel, which the next call reads, or stays a hint.
     {
         LLVMValueRef pf = rt_l_intrinsic(l, "llvm.prefetch", l->ptr);
-        LLVMValueRef idx = LLVMBuildAdd(b, ka, rt_l_i64(l, rt_uk_prefetch_elems(mr)), "");
-        LLVMValueRef args[4] = {LLVMBuildGEP2(b, l->f32, ua, &idx, 1, ""),
-                                LLVMConstInt(l->i32, 0, 0), LLVMConstInt(l->i32, 3, 0),
-                                LLVMConstInt(l->i32, 1, 0)};
-        LLVMBuildCall2(b, LLVMGlobalGetValueType(pf), pf, args, 4, "");
+        for (int32_t j = 0; j < nv; j++) {
+            LLVMValueRef idx = LLVMBuildAdd(b, kb, rt_l_i64(l, RT_UK_PREFETCH_ELEMS + 16 * j), "");
+            LLVMValueRef args[4] = {LLVMBuildGEP2(b, l->f32, ub, &idx, 1, ""),
+                                    LLVMConstInt(l->i32, 0, 0), LLVMConstInt(l->i32, 3, 0),
+                                    LLVMConstInt(l->i32, 1, 0)};
+            LLVMBuildCall2(b, LLVMGlobalGetValueType(pf), pf, args, 4, "");
+        }
     }
+    LLVMValueRef ka = LLVMBuildNSWMul(b, kphi, rt_l_i64(l, mr), "");
     LLVMValueRef mask = LLVMConstNull(LLVMVectorType(l->i32, 16));
     for (int32_t i = 0; i < mr; i++) {
         LLVMValueRef idx = LLVMBuildNSWAdd(b, ka, rt_l_i64(l, i), "");

@@ -79,15 +79,13 @@ bool rt_perf_cpu_ukernel(const rt_device *dev, int32_t elem_bytes, int64_t mr, i
         spilled = 0;
     if (spilled > out->acc_vectors)
         spilled = out->acc_vectors;
-    double loads = (double)(mr + nv + 2 * spilled) / ports, reload = 0;
-    // The call's L1 set: the B micro-panel it shares with the calls before and after it, the A
-    // micro-panel it streams and its C tile. Beyond L1 less one way (BLIS: kc x nr of B and
-    // mr x kc of A must fit the ways left to them), the A stream evicts B's lines and each B
-    // vector is fetched from L2 again: its line crosses at L2's bandwidth, and a share of that
-    // time (RT_PERF_CPU_RELOAD_EXPOSED) adds to the step, since the misses stall the FMAs that
-    // wait on them. Measured on a 48 KiB L1 with kc = 256: 12x32 and 14x32 (45.5 and 47.8 KiB)
-    // run 5-14% below 8x32 and 6x32 (41 and 39 KiB) where their FMA and load counts promise
-    // parity.
+    double loads = (double)(mr + nv + 2 * spilled) / ports, stream = 0, reload = 0;
+    // The call's L1 set is its A micro-panel, which stays in L1 across the column panels of a
+    // B block (codegen/lower-cpu.c runs row panels outside column panels), and its C tile; the
+    // B panel streams from L2, nv vectors per k step. The stream bounds the step where L2 does
+    // not deliver it within the FMA time. An A micro-panel beyond L1 less one way (BLIS: the
+    // L1-resident panel gets the ways the stream leaves it) is fetched from L2 again every k
+    // step, and a share of that time (RT_PERF_CPU_RELOAD_EXPOSED) adds to the step.
     int32_t t1 = dev->n_levels - 2;
     if (t1 >= 1 && kc > 1) {
         const rt_mem_level *l1 = &dev->level[t1], *l2 = &dev->level[t1 - 1];
@@ -96,19 +94,22 @@ bool rt_perf_cpu_ukernel(const rt_device *dev, int32_t elem_bytes, int64_t mr, i
             cap = cap / l1->ways * (l1->ways - 1);
         if (l1->tile_capacity_bytes > 0 && (double)l1->tile_capacity_bytes < cap)
             cap = (double)l1->tile_capacity_bytes;
-        double set = (double)((kc + mr) * nv * vec_elems + mr * kc) * (double)elem_bytes;
+        double set = (double)(mr * kc + mr * nv * vec_elems) * (double)elem_bytes;
         double ghz = rt_perf_cpu_ghz(dev);
         double l2_bytes_per_cycle =
             ghz > 0 ? l2->bandwidth_gbps / (double)(dev->units > 0 ? dev->units : 1) / ghz : 0;
-        int32_t line = l1->line_bytes > 0 ? l1->line_bytes : 64;
-        if (cap > 0 && set > cap && l2_bytes_per_cycle > 0)
-            reload = (double)(nv * vec_elems * elem_bytes) / (double)line * (double)line /
-                     l2_bytes_per_cycle;
+        if (l2_bytes_per_cycle > 0) {
+            stream = (double)(nv * vec_elems * elem_bytes) / l2_bytes_per_cycle;
+            if (cap > 0 && set > cap)
+                reload = (double)(mr * elem_bytes) / l2_bytes_per_cycle;
+        }
     }
     double latency = (double)(dev->fma_latency_cycles > 0 ? dev->fma_latency_cycles : 0);
     out->cycles_per_k = fma;
     if (loads > out->cycles_per_k)
         out->cycles_per_k = loads;
+    if (stream > out->cycles_per_k)
+        out->cycles_per_k = stream;
     out->cycles_per_k += RT_PERF_CPU_RELOAD_EXPOSED * reload;
     if (latency > out->cycles_per_k)
         out->cycles_per_k = latency;
@@ -264,9 +265,10 @@ static bool gemm_groups(const rt_perf_model *m, rt_perf_cpu_gemm *g) {
 
 // Work of the busiest core when the mt x runs work items of g (row block i % mt times the run
 // i / mt of bpg column blocks) go to `units` cores in contiguous chunks [n t / T, n (t + 1) / T),
-// as hal-cpu.c's pool hands them out: an item costs its rows x (its columns + 16), the 16 being
-// its A packing (a transpose: about one cycle per element against a sixteenth of a cycle per
-// element and column for the micro-kernel's FMAs).
+// as hal-cpu.c's pool hands them out: an item costs its rows x (its columns + 16) + 2 x its
+// columns, the 16 being its A packing (a transpose: about one cycle per element against a
+// sixteenth of a cycle per element and column for the micro-kernel's FMAs) and the 2 its B
+// packing (a vector copy, an eighth of a cycle per element), which every row block repeats.
 static double gemm_busiest_load(const rt_perf_cpu_gemm *g, int64_t M, int64_t N, int64_t ntl,
                                 int64_t nblk, int64_t bpg, int64_t units) {
     int64_t mt = rt_ceil_div(M, g->mc), runs = rt_ceil_div(nblk, bpg), n = mt * runs;
@@ -275,20 +277,57 @@ static double gemm_busiest_load(const rt_perf_cpu_gemm *g, int64_t M, int64_t N,
         double load = 0;
         for (int64_t i = n * t / units; i < n * (t + 1) / units; i++) {
             int64_t r = i % mt, lo = i / mt * bpg, hi = rt_min64(nblk, lo + bpg);
-            double h = (double)(r == mt - 1 && M % g->mc ? M % g->mc : g->mc), cols = 16;
+            double h = (double)(r == mt - 1 && M % g->mc ? M % g->mc : g->mc), cols = 0;
             for (int64_t cb = lo; cb < hi; cb++)
                 cols += (double)(cb % ntl == ntl - 1 && N % g->nc ? N % g->nc : g->nc);
-            load += h * cols;
+            load += h * (cols + 16) + 2 * cols;
         }
         busiest = load > busiest ? load : busiest;
     }
     return busiest;
 }
 
+// Column block counts tried beyond the fewest, and (row, column) block pairs in all
+// (rt_perf_cpu_gemm_block).
+#define GEMM_NC_TRIED     8
+#define GEMM_BLOCKS_TRIED 160
+
+// The number of runs of column blocks for g's mc and nc. A work item is a row block times a run
+// of nc blocks: A is packed once per (mc, kc) and reused across the run. With a batch (an
+// implicit GEMM's, A the same for every entry) the runs go over the batch x ntl column blocks,
+// batch-major, and are cut so that the C block of a run, revisited once per k block, stays
+// within half of L2 (codegen/lower-cpu.c rt_gemm_fold_runs). From there it takes the fewest runs
+// whose busiest core has at most 2% more work than the least it can have (gemm_busiest_load),
+// which goes to *load: 5 row blocks on 2 cores as 5 items leave one core idle for a fifth of the
+// time (0.79x oneDNN at 4096^3), as 10 none.
+static int64_t gemm_runs(const rt_device *dev, int64_t batch, int64_t units,
+                         const rt_perf_cpu_gemm *g, double *load_out) {
+    int64_t ntl = rt_ceil_div(g->N, g->nc), nblk = batch * ntl, ng = 1;
+    if (batch > 1 && dev && dev->n_levels >= 4 && g->K > g->kc) {
+        int64_t l2 = dev->level[dev->n_levels - 3].capacity_bytes;
+        int64_t run = l2 / 2 / (g->mc * g->nc * 4);
+        if (l2 > 0)
+            ng = rt_ceil_div(nblk, run > 1 ? run : 1);
+    }
+    ng = rt_min64(ng, nblk);
+    double load[GEMM_RUNS_TRIED + 1] = {0}, least = -1;
+    int64_t span = rt_min64(nblk - ng, rt_min64(8 * units, GEMM_RUNS_TRIED));
+    for (int64_t d = 0; d <= span; d++) {
+        load[d] = gemm_busiest_load(g, g->M, g->N, ntl, nblk, rt_ceil_div(nblk, ng + d), units);
+        least = least < 0 || load[d] < least ? load[d] : least;
+    }
+    int64_t best = ng;
+    while (best < ng + span && load[best - ng] > 1.02 * least)
+        best++;
+    *load_out = load[best - ng];
+    return rt_ceil_div(nblk, rt_ceil_div(nblk, best));
+}
+
 // The blocking rule of the packed GEMM, shared with codegen/lower-cpu.c (which calls this and
 // rt_perf_cpu_gemm_view, so model and backend compile and predict the same blocks). g holds M,
 // N, K and the rTile seeds in mr (register tile along m), nr (along n), kc (L1 tile along k), mc
-// (L2 tile along m) and nc (the level below, along n); batch independent GEMMs share the cores.
+// (L2 tile along m) and nc (the level below, along n), which the device's capacities override
+// where it gives them; batch independent GEMMs share the cores.
 void rt_perf_cpu_gemm_block(const rt_device *dev, int64_t batch, rt_perf_cpu_gemm *g) {
     int64_t M = g->M, N = g->N, K = g->K;
     int64_t mr = g->mr, nr = g->nr, kc = g->kc, mc = g->mc, nc = g->nc;
@@ -297,17 +336,35 @@ void rt_perf_cpu_gemm_block(const rt_device *dev, int64_t batch, rt_perf_cpu_gem
     int64_t nv = clamp64(rt_ceil_div(nr, 16), 2, 4);
     nv = rt_max64(1, rt_min64(nv, rt_ceil_div(N, 16)));
     mr = clamp64(mr, rt_ceil_div(12, nv), 28 / nv);
-    // Cache blocking (BLIS analytical rules): the kc x nr B micro-panel fills two thirds of L1
-    // (the rest holds the streamed A micro-panel and the C lines) and the mc x kc A block half
-    // of L2; rTiles smaller than that only add packing overhead. Measured on a 48 KiB L1:
-    // kc = 256 beats kc = 176 by 5-8% at 1024^3, since C is revisited K / kc times.
+    // Cache blocking (BLIS analytical rules for the backend's loop order, row panels outside
+    // column panels): the mr x kc A micro-panel, which stays in L1 across a B block, fills half
+    // of L1 (kc at most 512, where C's round trips are already rare); the kc x nc B block,
+    // which the micro-kernels stream from L2, a quarter of L2 (the next block, prefetched while
+    // this one is used, takes as much; with half of L2 each, 128x1000x4032 on 2 Zen 4 cores ran
+    // 5-10% slower); the mc x kc A block, read once per B
+    // block, half of a core's share of L3 (of L2 without an L3). The rTile seeds rule where the
+    // device gives no capacity. k is cut into equal blocks (1033 as 345 x 3, not 512 + 512 + 9).
+    // Measured on a Zen 4 core (32 KiB L1): kc = 512 ran 3-5% faster than the kc = 80-160 that a
+    // 64-wide B micro-panel in L1 allowed.
     if (dev && dev->n_levels >= 3) {
         int32_t t = dev->n_levels - 1;
-        int64_t l1 = dev->level[t - 1].capacity_bytes, l2 = dev->level[t - 2].capacity_bytes;
+        int64_t units = dev->units > 0 ? dev->units : 1;
+        int64_t l1 = dev->level[t - 1].capacity_bytes;
+        int64_t l2 = dev->n_levels >= 4 ? dev->level[t - 2].capacity_bytes : 0;
+        int64_t l3 = 0;
+        if (dev->n_levels >= 5) {
+            const rt_mem_level *lv = &dev->level[t - 3];
+            l3 = lv->scope == RT_MEM_SCOPE_DEVICE ? lv->capacity_bytes / units : lv->capacity_bytes;
+        }
         if (l1 > 0)
-            kc = rt_max64(kc, l1 * 2 / 3 / (16 * nv * 4) / 16 * 16);
-        if (l2 > 0 && dev->n_levels >= 4)
-            mc = rt_max64(mc, l2 / 2 / (rt_max64(kc, 1) * 4));
+            kc = rt_max64(16, rt_min64(512, l1 / 2 / (clamp64(mr, 1, M) * 4)) / 16 * 16);
+        if (kc > 0 && K > 0)
+            kc = rt_ceil_div(K, rt_ceil_div(K, kc));
+        if (l2 > 0)
+            nc = rt_max64(16 * nv, l2 / 4 / (kc * 4) / (16 * nv) * (16 * nv));
+        int64_t outer = l3 > 0 ? l3 : l2;
+        if (outer > 0)
+            mc = rt_max64(mc, outer / 2 / (kc * 4));
     }
     mr = clamp64(mr, 1, M);
     g->mr = mr;
@@ -337,34 +394,45 @@ void rt_perf_cpu_gemm_block(const rt_device *dev, int64_t batch, rt_perf_cpu_gem
     // Row blocks of equal height: the L2 rule gives the largest mc, and M = 1024 cut at 824
     // leaves a 200-row block, which on 2 cores is an 824 : 200 split of the work.
     g->mc = clamp64(rt_round_up(rt_ceil_div(M, rt_ceil_div(M, g->mc)), g->mr), g->mr, g->mc);
-    // A work item is a row block times a run of nc blocks: A is packed once per (mc, kc) and
-    // reused across the run. With a batch (an implicit GEMM's, A the same for every entry) the
-    // runs go over the batch x ntl column blocks, batch-major, and are cut so that the C block of
-    // a run, revisited once per k block, stays within half of L2 (codegen/lower-cpu.c
-    // rt_gemm_fold_runs). From there it takes the fewest runs whose busiest core has at most 2%
-    // more work than the least it can have (gemm_busiest_load): 5 row blocks on 2 cores as 5
-    // items leave one core idle for a fifth of the time (0.79x oneDNN at 4096^3), as 10 none.
-    int64_t mt = rt_ceil_div(M, g->mc), ntl = rt_ceil_div(N, g->nc);
-    int64_t rows = mt, nblk = batch * ntl;
-    int64_t ng = 1;
-    if (batch > 1 && dev && dev->n_levels >= 4 && K > g->kc) {
-        int64_t l2 = dev->level[dev->n_levels - 3].capacity_bytes;
-        int64_t run = l2 / 2 / (g->mc * g->nc * 4);
-        if (l2 > 0)
-            ng = rt_ceil_div(nblk, run > 1 ? run : 1);
+    // Row and column blocks of equal size, as many as balance the cores best: the cache rules
+    // give the largest blocks, and 1031 columns cut at 352 leave 352 + 352 + 327 on 2 cores (or
+    // cut at 736, 736 + 295; 0.86-0.95x oneDNN at 1021x1031x1033 against 1.01x with two row
+    // blocks). Row block counts from the fewest up to one more per core, column block counts up
+    // to GEMM_NC_TRIED more, each pair with its best runs (gemm_runs); the fewest rows, then the
+    // fewest columns, within 2% of the least work on the busiest core wins.
+    int64_t mc_max = g->mc, nc_max = g->nc, mt0 = rt_ceil_div(M, mc_max);
+    int64_t b0 = rt_ceil_div(N, nc_max), last_mc = 0;
+    // With 8 blocks per core or more the last round costs little: equal blocks, no search.
+    bool search = batch * mt0 * b0 < 8 * units;
+    double least = -1, loads[GEMM_BLOCKS_TRIED];
+    int64_t mcs[GEMM_BLOCKS_TRIED], ncs[GEMM_BLOCKS_TRIED], ngs[GEMM_BLOCKS_TRIED], n_tried = 0;
+    for (int64_t rows = mt0; rows <= mt0 + (search && batch == 1 ? units : 0); rows++) {
+        int64_t height = clamp64(rt_round_up(rt_ceil_div(M, rows), g->mr), g->mr, mc_max);
+        if (height == last_mc)
+            continue;
+        last_mc = height;
+        int64_t last_nc = 0;
+        for (int64_t blocks = b0; blocks <= b0 + (search ? GEMM_NC_TRIED : 0); blocks++) {
+            int64_t width = clamp64(rt_round_up(rt_ceil_div(N, blocks), g->nr), g->nr, nc_max);
+            if (width == last_nc || n_tried >= GEMM_BLOCKS_TRIED)
+                continue;
+            last_nc = width;
+            g->mc = height;
+            g->nc = width;
+            ngs[n_tried] = gemm_runs(dev, batch, units, g, &loads[n_tried]);
+            mcs[n_tried] = height;
+            ncs[n_tried] = width;
+            least = least < 0 || loads[n_tried] < least ? loads[n_tried] : least;
+            n_tried++;
+        }
     }
-    ng = rt_min64(ng, nblk);
-    double load[GEMM_RUNS_TRIED + 1], least = -1;
-    int64_t span = rt_min64(nblk - ng, rt_min64(8 * units, GEMM_RUNS_TRIED));
-    for (int64_t d = 0; d <= span; d++) {
-        load[d] = gemm_busiest_load(g, M, N, ntl, nblk, rt_ceil_div(nblk, ng + d), units);
-        least = least < 0 || load[d] < least ? load[d] : least;
-    }
-    int64_t best_ng = ng;
-    while (best_ng < ng + span && load[best_ng - ng] > 1.02 * least)
-        best_ng++;
-    best_ng = rt_ceil_div(nblk, rt_ceil_div(nblk, best_ng));
-    g->ng = best_ng;
+    int32_t pick = 0;
+    while (pick + 1 < n_tried && loads[pick] > 1.02 * least)
+        pick++;
+    g->mc = mcs[pick];
+    g->nc = ncs[pick];
+    g->ng = ngs[pick];
+    int64_t rows = rt_ceil_div(M, g->mc);
     g->items = rows * g->ng;
     g->batch = batch;
 }

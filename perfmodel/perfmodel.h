@@ -239,9 +239,10 @@ double rt_perf_compute_ns(const rt_perf_model *m, double flops, double eff);
 // Cycles of entering one micro-kernel call besides its k loop and C update (policy: pointer
 // set-up, the full/edge test and the loop branches of the two loops around it).
 #define RT_PERF_CPU_CALL_CYCLES 24.0
-// Share of an L1 overflow's B reload from L2 (cycles per k step) that the FMAs do not hide.
-// Fitted to bench-model on the 2-core VM, 1024^3 on 2 threads: 14x32 at kc = 256 (a 49 KiB set
-// in a 48 KiB L1) ran 9-11% behind 8x32, where loads within the FMA time predicted parity.
+// Share of an L1 overflow's reload from L2 (cycles per k step) that the FMAs do not hide. Fitted
+// to bench-model on an Intel 2-core VM when B's micro-panel was the L1-resident one (14x32 at
+// kc = 256, a 49 KiB set in a 48 KiB L1, ran 9-11% behind 8x32); the A micro-panel that is
+// resident now rarely overflows (kc is sized to half of L1 for it).
 #define RT_PERF_CPU_RELOAD_EXPOSED 0.5
 
 // The core clock in GHz that cycle counts convert with: the one the measured FP32 FMA peak

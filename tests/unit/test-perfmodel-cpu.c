@@ -49,17 +49,26 @@ static void test_ukernel(const rt_device *dev) {
     RT_EXPECT(rt_perf_cpu_ukernel(&d, 4, 14, 32, 1, &uk));
     RT_EXPECT(!rt_perf_cpu_ukernel(&d, 4, 16, 32, 1, &uk));
     RT_EXPECT_NEAR(uk.cycles_per_k, (16 + 2 + 6) / 1.5, 1e-9);
-    // L1 (48 KiB, 12 ways: 44 KiB for B's and A's micro-panels and the C tile): 8x32 with
-    // kc = 256 needs 41 KiB and runs at its FMA bound; 12x32 needs 45.5 KiB, so each k step also
-    // brings its two B vectors' lines from L2 (188 GB/s over 2 cores at 2.1 GHz), of which
+    // L1 (48 KiB, 12 ways: 44 KiB for the A micro-panel and the C tile, which stay; B streams
+    // from L2 at 188 GB/s over 2 cores at 2.1 GHz, 44.8 B per cycle, within the FMA time of
+    // both): 8x32 with kc = 512 keeps 17 KiB and runs at its FMA bound; 12x32 with kc = 1024
+    // keeps 49.5 KiB, so each k step also brings its 12 A values from L2 again, of which
     // RT_PERF_CPU_RELOAD_EXPOSED is not hidden behind its 12 FMA cycles.
     rt_perf_ukernel fit, over;
-    rt_perf_cpu_ukernel(&d, 4, 8, 32, 256, &fit);
-    rt_perf_cpu_ukernel(&d, 4, 12, 32, 256, &over);
+    rt_perf_cpu_ukernel(&d, 4, 8, 32, 512, &fit);
+    rt_perf_cpu_ukernel(&d, 4, 12, 32, 1024, &over);
     RT_EXPECT_NEAR(fit.cycles_per_k, 8.0, 1e-9);
     RT_EXPECT_NEAR(over.cycles_per_k,
-                   24.0 / 2 + RT_PERF_CPU_RELOAD_EXPOSED * 128.0 / (188.0 / 2 / 2.1), 1e-9);
+                   24.0 / 2 + RT_PERF_CPU_RELOAD_EXPOSED * 48.0 / (188.0 / 2 / 2.1), 1e-9);
     RT_EXPECT(over.eff < fit.eff);
+    // An L2 too slow for the stream bounds the step: at 16 B per cycle per core, 4x64's four B
+    // vectors (256 B) take 16 cycles against its 8 FMA cycles.
+    rt_device slow = d;
+    slow.level[slow.n_levels - 3].bandwidth_gbps = 16.0 * 2 * 2.1;
+    rt_perf_cpu_ukernel(&slow, 4, 4, 64, 512, &over);
+    rt_perf_cpu_ukernel(&d, 4, 4, 64, 512, &fit);
+    RT_EXPECT_NEAR(fit.cycles_per_k, 8.0, 1e-9);
+    RT_EXPECT_NEAR(over.cycles_per_k, 16.0, 1e-9);
     // Larger blocks amortize the C update: a longer kc raises the efficiency.
     rt_perf_ukernel a, b;
     rt_perf_cpu_ukernel(&d, 4, 8, 32, 16, &a);
@@ -92,11 +101,12 @@ static void test_gemm_view(const rt_device *dev) {
     RT_EXPECT_EQ(g.axis_k, 2);
     RT_EXPECT_EQ(g.mr, 8);
     RT_EXPECT_EQ(g.nr, 32);
-    // kc: the B micro-panel fills two thirds of the 48 KiB L1: 32768 / 128 = 256.
-    RT_EXPECT_EQ(g.kc, 256);
-    // mc: half of L2 over kc (1024), capped by M, then cut to one row block per core (M >= N:
-    // each core packs only its rows of A).
+    // kc: the 8-row A micro-panel fills half of the 48 KiB L1 up to 512 (24576 / 32 = 768).
+    RT_EXPECT_EQ(g.kc, 512);
+    // mc: half of a core's L3 share (1920 KiB) over kc is 480, then the two row blocks are
+    // made equal (256 + 256, not 480 + 32), one per core.
     RT_EXPECT_EQ(g.mc, 256);
+    // nc: the B block fills a quarter of L2 (512 KiB / 2 KiB per column = 256).
     RT_EXPECT_EQ(g.nc, 256);
     RT_EXPECT_EQ(g.items, 2);
     // A 16-wide rTile becomes two vectors; a 16-row block with two vectors is cut to 14.
@@ -106,30 +116,38 @@ static void test_gemm_view(const rt_device *dev) {
     RT_EXPECT(rt_perf_cpu_gemm_view(m, &q, &g));
     RT_EXPECT_EQ(g.nr, 32);
     RT_EXPECT_EQ(g.mr, 14);
+    // kc: 24576 / 56 = 438 -> 432, and K = 512 cut into two equal k blocks of 256.
+    RT_EXPECT_EQ(g.kc, 256);
     RT_EXPECT_EQ(g.mc, 266); // 256 rounded up to mr
-    RT_EXPECT_EQ(g.nc, 128);
-    RT_EXPECT_EQ(g.ng, 1); // each row block runs over all four nc blocks
+    RT_EXPECT_EQ(g.nc, 512);
+    RT_EXPECT_EQ(g.ng, 1);
     RT_EXPECT_EQ(g.items, 2);
 
     // Packing: a work item is a row block times a run of nc blocks and packs A once for the
-    // run. With a row block per core the four n blocks form one run, so A is packed once; one
-    // run per block (ng = 4) packs it four times and is slower.
+    // run. With a row block per core (512 x 2048 x 512) the eight n blocks form one run, so A is
+    // packed once; four runs of two blocks (ng = 4) pack it four times.
     const char *why;
     RT_EXPECT(rt_perf_evaluate(m, &p, &why));
+    rt_perf_model *mw;
+    RT_EXPECT_EQ(
+        rt_perf_model_build(a, tp_matmul(a, 512, 2048, 512, RT_DTYPE_F32), dev, NULL, &mw, &err),
+        RT_OK);
     const int64_t t128[4][3] = {{128, 128, 256}, {64, 64, 64}, {16, 32, 16}, {8, 32, 1}};
     rt_rprog r;
     set_tiles(&r, t128, 4);
-    RT_EXPECT(rt_perf_cpu_gemm_view(m, &r, &g));
-    RT_EXPECT_EQ(g.nc, 128);
+    RT_EXPECT(rt_perf_cpu_gemm_view(mw, &r, &g));
+    RT_EXPECT_EQ(g.nc, 256);
     RT_EXPECT_EQ(g.ng, 1);
     RT_EXPECT_EQ(g.items, 2);
     double ns, pack_ns, eff, ns4, pack4_ns;
-    RT_EXPECT(rt_perf_cpu_gemm_time(m, &g, &ns, &pack_ns, &eff, &why));
+    RT_EXPECT(rt_perf_cpu_gemm_time(mw, &g, &ns, &pack_ns, &eff, &why));
     g.ng = 4;
     g.items = 8;
-    RT_EXPECT(rt_perf_cpu_gemm_time(m, &g, &ns4, &pack4_ns, &eff, &why));
-    RT_EXPECT(pack4_ns > pack_ns);
-    RT_EXPECT(ns4 > ns);
+    RT_EXPECT(rt_perf_cpu_gemm_time(mw, &g, &ns4, &pack4_ns, &eff, &why));
+    // A is packed four times instead of once (the total may still be lower: a run of one
+    // column block keeps a 4x smaller C region, which the model takes from a nearer level).
+    RT_EXPECT(pack4_ns > 2.0 * pack_ns);
+    RT_EXPECT(ns4 > 0.0);
     RT_EXPECT(rt_perf_cpu_gemm_view(m, &p, &g));
     RT_EXPECT(rt_perf_cpu_gemm_time(m, &g, &ns, &pack_ns, &eff, &why));
     RT_EXPECT(pack_ns > 0 && pack_ns < ns);
@@ -176,11 +194,11 @@ static void test_conv_view(const rt_device *dev) {
     RT_EXPECT_EQ(g.group[2], RT_PERF_GEMM_N);     // y
     RT_EXPECT_EQ(g.group[3], RT_PERF_GEMM_N);     // x
     RT_EXPECT_EQ(g.group[6], RT_PERF_GEMM_K);     // s
-    // Seeds are the groups' products: register 4 x 56 (four vectors), kc from L1 (c x r x s =
-    // 8 x 1 x 3, raised to the L1 rule for four vectors: 32768 / 256 = 128).
+    // Seeds are the groups' products: register 4 x 56 (four vectors); kc from the L1 rule for a
+    // 4-row A micro-panel (512), with K = 576 cut into two equal k blocks of 288.
     RT_EXPECT_EQ(g.mr, 4);
     RT_EXPECT_EQ(g.nr, 64);
-    RT_EXPECT_EQ(g.kc, 128);
+    RT_EXPECT_EQ(g.kc, 288);
     // Tensor sizes: the input (not K x N: the window reads it nine times), filters, output.
     RT_EXPECT_NEAR(g.b_bytes, 64.0 * 56 * 56 * 4, 1e-6);
     RT_EXPECT_NEAR(g.a_bytes, 64.0 * 64 * 9 * 4, 1e-6);
@@ -231,7 +249,9 @@ static void test_gemm_balance(const rt_device *dev) {
     const int64_t t[4][3] = {{64, 256, 256}, {64, 64, 64}, {16, 32, 16}, {8, 32, 1}};
     set_tiles(&p, t, 4);
     RT_EXPECT(rt_perf_cpu_gemm_view(m, &p, &g));
-    RT_EXPECT_EQ(g.nc, 256);
+    // The L2 rule (1024 columns at kc = 256) capped by N, then halved for a second work item.
+    RT_EXPECT_EQ(g.nc, 384);
+    g.nc = 256; // three column blocks
     double ns3, ns2, pk, eff;
     const char *why;
     g.ng = 3; // three runs of one 256-column block each
@@ -250,31 +270,56 @@ static void test_gemm_balance(const rt_device *dev) {
     rt_arena_free(a);
 }
 
-// The work items of the blocking rule keep both cores busy: row blocks of equal height (1848
-// rows under the 1024-row L2 bound of this device at kc = 256 are two of 928 and 920, not 1024 +
-// 824), and as many runs of column blocks as it takes to spread an odd number of row blocks
-// (5 row blocks on 2 cores: 10 items, not 3 + 2).
+// The work items of the blocking rule keep both cores busy: row blocks of equal height (880
+// rows under the 480-row L3 bound of this device at kc = 512 are two of 440, not 480 + 400), and
+// as many runs of column blocks as it takes to spread an odd number of row blocks (5 row blocks
+// on 2 cores: 10 items, not 3 + 2).
 static void test_gemm_items(const rt_device *dev) {
     rt_perf_cpu_gemm g = {
-        .M = 1848, .N = 1024, .K = 1024, .mr = 8, .nr = 32, .kc = 256, .mc = 96, .nc = 256};
+        .M = 880, .N = 512, .K = 1024, .mr = 8, .nr = 32, .kc = 256, .mc = 96, .nc = 256};
     rt_perf_cpu_gemm_block(dev, 1, &g);
-    RT_EXPECT_EQ(g.kc, 256);
-    RT_EXPECT_EQ(g.mc, 928);
+    RT_EXPECT_EQ(g.kc, 512);
+    RT_EXPECT_EQ(g.mc, 440);
     RT_EXPECT_EQ(g.ng, 1);
     RT_EXPECT_EQ(g.items, 2);
     g = (rt_perf_cpu_gemm){
-        .M = 5000, .N = 4096, .K = 4096, .mr = 6, .nr = 32, .kc = 256, .mc = 96, .nc = 256};
+        .M = 2400, .N = 4096, .K = 4096, .mr = 8, .nr = 32, .kc = 256, .mc = 96, .nc = 256};
     rt_perf_cpu_gemm_block(dev, 1, &g);
-    RT_EXPECT_EQ(g.mc, 1002); // 5000 / 5 rounded up to mr
+    RT_EXPECT_EQ(g.mc, 480);
+    RT_EXPECT_EQ(g.nc, 256);
     RT_EXPECT_EQ(g.ng, 2);
     RT_EXPECT_EQ(g.items, 10);
     // Already even: one run per row block (A packed once per k block).
     g = (rt_perf_cpu_gemm){
-        .M = 4096, .N = 4096, .K = 4096, .mr = 8, .nr = 32, .kc = 256, .mc = 96, .nc = 256};
+        .M = 1920, .N = 4096, .K = 4096, .mr = 8, .nr = 32, .kc = 256, .mc = 96, .nc = 256};
     rt_perf_cpu_gemm_block(dev, 1, &g);
-    RT_EXPECT_EQ(g.mc, 1024);
+    RT_EXPECT_EQ(g.mc, 480);
     RT_EXPECT_EQ(g.ng, 1);
     RT_EXPECT_EQ(g.items, 4);
+    // K cut into equal k blocks: 1033 = 3 x 345 (not 512 + 512 + 9).
+    g = (rt_perf_cpu_gemm){
+        .M = 1021, .N = 1031, .K = 1033, .mr = 8, .nr = 32, .kc = 256, .mc = 96, .nc = 256};
+    rt_perf_cpu_gemm_block(dev, 1, &g);
+    RT_EXPECT_EQ(g.kc, 345);
+    // With a large L3 all 1021 rows fit one block, and the L2 rule's 736 columns would leave
+    // the two cores 736 and 295 of them. Two row blocks (512 + 509) balance the cores and let
+    // each pack half of A and half of B; one row block in two column blocks of 544 and 487 would
+    // have both cores pack all of A (6% more work on the busiest one).
+    rt_device big = *dev;
+    big.level[big.n_levels - 4].capacity_bytes = 64 << 20;
+    g = (rt_perf_cpu_gemm){
+        .M = 1021, .N = 1031, .K = 1033, .mr = 8, .nr = 32, .kc = 256, .mc = 96, .nc = 256};
+    rt_perf_cpu_gemm_block(&big, 1, &g);
+    RT_EXPECT_EQ(g.mc, 512);
+    RT_EXPECT_EQ(g.items, 2);
+    // One row panel (M = 8): the columns are split evenly instead. The L2 rule's 352 would
+    // leave 352 and 679 columns; 9 blocks of 128 in 5 runs leave 512 and 519.
+    g = (rt_perf_cpu_gemm){
+        .M = 8, .N = 1031, .K = 1033, .mr = 8, .nr = 32, .kc = 256, .mc = 96, .nc = 256};
+    rt_perf_cpu_gemm_block(&big, 1, &g);
+    RT_EXPECT_EQ(g.mc, 8);
+    RT_EXPECT_EQ(g.nc, 128);
+    RT_EXPECT_EQ(g.items, 5);
 }
 
 // C is read and written once per k block: where it lives beyond L2, a shorter kc (more k
@@ -291,7 +336,8 @@ static void test_c_revisits(const rt_device *dev) {
     set_tiles(&p, t, 4);
     rt_perf_cpu_gemm g;
     RT_EXPECT(rt_perf_cpu_gemm_view(m, &p, &g));
-    RT_EXPECT_EQ(g.kc, 256);
+    RT_EXPECT_EQ(g.kc, 512);
+    g.kc = 256;
     double ns256, ns128, pk, eff;
     const char *why;
     RT_EXPECT(rt_perf_cpu_gemm_time(m, &g, &ns256, &pk, &eff, &why));

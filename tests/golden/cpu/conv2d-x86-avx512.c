@@ -80,7 +80,7 @@ static void rt_conv2d_c0_p0_body(float *restrict scratch, const float *restrict 
         for (pk = 0; pk < 1; pk++) {
             p0 = (pk * 72);
             kcur = rt_imin(72, (72 - p0));
-            // copy: A block -> scratch, mr-tall k-major panels (L2 level)
+            // copy: A block -> scratch, mr-tall k-major panels (L3 level; one in L1 at a time)
             for (panel = 0; panel < rt_floordiv(mcur, 8); panel++) {
                 #pragma GCC ivdep
                 for (kk = 0; kk < kcur; kk++) {
@@ -112,7 +112,7 @@ static void rt_conv2d_c0_p0_body(float *restrict scratch, const float *restrict 
                 n = cb;
                 j0 = (jb * 32);
                 ncur = rt_imin(32, (25 - j0));
-                // copy: B block -> scratch, nr-wide k-major panels copied by row segments (L1 level)
+                // copy: B block -> scratch, nr-wide k-major panels copied by row segments (L2 level)
                 for (kk_1 = 0; kk_1 < kcur; kk_1++) {
                     s = rt_floormod((p0 + kk_1), 3);
                     r_1 = rt_floormod(rt_floordiv((p0 + kk_1), 3), 3);
@@ -149,8 +149,8 @@ static void rt_conv2d_c0_p0_body(float *restrict scratch, const float *restrict 
                         }
                     }
                 }
-                for (jr = 0; jr < rt_floordiv((ncur + 31), 32); jr++) {
-                    for (ir = 0; ir < rt_floordiv((mcur + 7), 8); ir++) {
+                for (ir = 0; ir < rt_floordiv((mcur + 7), 8); ir++) {
+                    for (jr = 0; jr < rt_floordiv((ncur + 31), 32); jr++) {
                         { // micro-kernel 8x32: broadcast A, FMA with B rows, reduce over k
                             const float *ua = scratch + ((ir * 8) * kcur);
                             const float *ub = scratch + (576 + ((jr * 32) * kcur));

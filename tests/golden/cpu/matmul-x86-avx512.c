@@ -64,7 +64,7 @@ static void rt_matmul_c0_p0_body(float *restrict scratch, const float *restrict 
         for (pk = 0; pk < 1; pk++) {
             p0 = (pk * 32);
             kcur = rt_imin(32, (32 - p0));
-            // copy: A block -> scratch, mr-tall k-major panels (L2 level)
+            // copy: A block -> scratch, mr-tall k-major panels (L3 level; one in L1 at a time)
             for (panel = 0; panel < rt_floordiv(mcur, 8); panel++) {
                 #pragma GCC ivdep
                 for (kk = 0; kk < kcur; kk++) {
@@ -94,7 +94,7 @@ static void rt_matmul_c0_p0_body(float *restrict scratch, const float *restrict 
             for (jb = rt_floordiv(item, 2); jb < rt_imin(1, (rt_floordiv(item, 2) + 1)); jb++) {
                 j0 = (jb * 48);
                 ncur = rt_imin(48, (48 - j0));
-                // copy: B block -> scratch, nr-wide k-major panels (L1 level)
+                // copy: B block -> scratch, nr-wide k-major panels (L2 level)
                 for (panel_1 = 0; panel_1 < rt_floordiv(ncur, 48); panel_1++) {
                     for (kk_1 = 0; kk_1 < kcur; kk_1++) {
                         #pragma GCC ivdep
@@ -117,8 +117,8 @@ static void rt_matmul_c0_p0_body(float *restrict scratch, const float *restrict 
                         }
                     }
                 }
-                for (jr = 0; jr < rt_floordiv((ncur + 47), 48); jr++) {
-                    for (ir = 0; ir < rt_floordiv((mcur + 7), 8); ir++) {
+                for (ir = 0; ir < rt_floordiv((mcur + 7), 8); ir++) {
+                    for (jr = 0; jr < rt_floordiv((ncur + 47), 48); jr++) {
                         { // micro-kernel 8x48: broadcast A, FMA with B rows, reduce over k
                             const float *ua = scratch + ((ir * 8) * kcur);
                             const float *ub = scratch + (1024 + ((jr * 48) * kcur));
