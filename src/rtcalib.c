@@ -31,9 +31,10 @@ typedef struct rt_calib_cli {
 static void rt_calib_usage(FILE *f) {
     fputs("usage: rtcalib [--device=BASE.ini] [-o OUT.ini] [options]\n"
           "\n"
-          "Measures the host CPU (FMA peaks per data type, AMX and AVX512-BF16 where present,\n"
-          "triad bandwidth of every memory level and a DRAM curve over access sizes, load and\n"
-          "store throughput, thread-pool overheads) and writes a device INI that starts from\n"
+          "Measures the host CPU (the clock under load, FMA latency and pipes per core, FMA\n"
+          "peaks per data type, AMX and AVX512-BF16 where present, triad bandwidth of every\n"
+          "memory level and a DRAM curve over access sizes, load and store throughput,\n"
+          "thread-pool overheads) and writes a device INI that starts from\n"
           "BASE (default: the detected host) with the measured values replaced and marked\n"
           "\"source = measured: rtcalib DATE\".\n"
           "\n"
