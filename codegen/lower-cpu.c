@@ -2723,39 +2723,53 @@ static rt_status rt_gemm_epi_lower(rt_lower *l, const rt_gemm *g, const rt_gemm_
 }
 
 // Software prefetch of the B block packed next (the next column block of the run, or the run's
-// first at the next k block), issued after the current one is packed so that its lines arrive
-// from memory while the micro-kernels run. Without it the pack stalls on every line: a B of 16
-// MiB (128x1000x4032, where B is read once for only 128 rows of A) packed at 9 GB/s on a Zen 4
-// core, a third of the time of the GEMM. One hint per 64-byte line of each row (B contiguous
-// along n). jb is the current column block of [jb_lo, jb_hi), p0 the current k block's start.
-static void rt_gemm_prefetch_next_b(rt_lower *l, const rt_gemm *g, rt_kir_block *blk, int32_t buf_b,
-                                    int32_t vjb, rt_kir_expr *jb_lo, rt_kir_expr *jb_hi,
-                                    int32_t vp0) {
+// first at the next k block), spread over the row panels of the current one: row panel ir
+// prefetches rows [ir R, (ir + 1) R) of it, R = kc / the row panels of a block, so that its
+// lines arrive from memory while the micro-kernels run, a few at a time. Without it the pack
+// stalls on every line: a B of 16 MiB (128x1000x4032, where B is read once for only 128 rows of
+// A) packed at 9 GB/s on a Zen 4 core, a third of the time of the GEMM. Issued in one burst
+// after the pack instead, the prefetches filled the miss buffers and stalled the core about as
+// long. One hint per 64-byte line of each row (B contiguous along n). First
+// rt_gemm_next_b_at: in blk, where the current column block jb of [jb_lo, jb_hi) and k block
+// start p0 are known, the next block's column block *vjn and k block start *vpn.
+static void rt_gemm_next_b_at(rt_lower *l, const rt_gemm *g, rt_kir_block *blk, int32_t vjb,
+                              rt_kir_expr *jb_lo, rt_kir_expr *jb_hi, int32_t vp0, int32_t *vjn,
+                              int32_t *vpn) {
     rt_arena *a = l->a;
-    int32_t vjn = rt_kir_add_var(a, l->p, "pf_jb", RT_KIR_I64),
-            vpn = rt_kir_add_var(a, l->p, "pf_p0", RT_KIR_I64),
-            vk = rt_kir_add_var(a, l->p, "pf_k", RT_KIR_I64),
+    *vjn = rt_kir_add_var(a, l->p, "pf_jb", RT_KIR_I64);
+    *vpn = rt_kir_add_var(a, l->p, "pf_p0", RT_KIR_I64);
+    rt_kir_node *c = rt_kir_append(a, blk, RT_KIR_N_COMMENT);
+    RT_LOWER_CHECK(l, *vjn >= 0 && *vpn >= 0 && c);
+    if (*vjn < 0 || *vpn < 0 || !c)
+        return;
+    c->text = "the B block packed next, prefetched a share per row panel below";
+    rt_kir_expr *last = rt_b(l, RT_KIR_GE, rt_b(l, RT_KIR_ADD, rt_v(l, vjb), rt_i(l, 1)), jb_hi);
+    rt_let(l, blk, *vjn,
+           rt_kir_select(a, last, jb_lo, rt_b(l, RT_KIR_ADD, rt_v(l, vjb), rt_i(l, 1))));
+    rt_let(l, blk, *vpn,
+           rt_b(l, RT_KIR_ADD, rt_v(l, vp0), rt_kir_select(a, last, rt_i(l, g->kc), rt_i(l, 0))));
+}
+
+// Then in panel, the body of the row panel loop (var ir), its share of the lines.
+static void rt_gemm_prefetch_next_b(rt_lower *l, const rt_gemm *g, rt_kir_block *panel, int32_t vir,
+                                    int32_t buf_b, int32_t vjn, int32_t vpn) {
+    rt_arena *a = l->a;
+    int32_t vk = rt_kir_add_var(a, l->p, "pf_k", RT_KIR_I64),
             vq = rt_kir_add_var(a, l->p, "pf_line", RT_KIR_I64);
-    RT_LOWER_CHECK(l, vjn >= 0 && vpn >= 0 && vk >= 0 && vq >= 0);
+    RT_LOWER_CHECK(l, vk >= 0 && vq >= 0);
     if (vjn < 0 || vpn < 0 || vk < 0 || vq < 0)
         return;
-    rt_kir_node *c = rt_kir_append(a, blk, RT_KIR_N_COMMENT);
-    RT_LOWER_CHECK(l, c);
-    if (!c)
-        return;
-    c->text = "prefetch the B block packed next (its lines arrive while the micro-kernels run)";
-    rt_kir_expr *last = rt_b(l, RT_KIR_GE, rt_b(l, RT_KIR_ADD, rt_v(l, vjb), rt_i(l, 1)), jb_hi);
-    rt_let(l, blk, vjn,
-           rt_kir_select(a, last, jb_lo, rt_b(l, RT_KIR_ADD, rt_v(l, vjb), rt_i(l, 1))));
-    rt_let(l, blk, vpn,
-           rt_b(l, RT_KIR_ADD, rt_v(l, vp0), rt_kir_select(a, last, rt_i(l, g->kc), rt_i(l, 0))));
     rt_kir_expr *j0 =
         rt_b(l, RT_KIR_MUL, rt_b(l, RT_KIR_MOD, rt_v(l, vjn), rt_i(l, rt_ceil_div(g->N, g->nc))),
              rt_i(l, g->nc));
     rt_kir_expr *cols = rt_b(l, RT_KIR_MIN, rt_i(l, g->nc), rt_b(l, RT_KIR_SUB, rt_i(l, g->N), j0));
     rt_kir_expr *rows =
         rt_b(l, RT_KIR_MIN, rt_i(l, g->kc), rt_b(l, RT_KIR_SUB, rt_i(l, g->K), rt_v(l, vpn)));
-    rt_kir_node *lk = rt_kir_loop(a, blk, vk, rt_i(l, 0), rows, RT_KIR_LOOP_SERIAL);
+    int64_t share = rt_ceil_div(g->kc, rt_ceil_div(g->mc, g->mr));
+    rt_kir_expr *k_lo = rt_b(l, RT_KIR_MUL, rt_v(l, vir), rt_i(l, share));
+    rt_kir_node *lk = rt_kir_loop(
+        a, panel, vk, k_lo, rt_b(l, RT_KIR_MIN, rows, rt_b(l, RT_KIR_ADD, k_lo, rt_i(l, share))),
+        RT_KIR_LOOP_SERIAL);
     RT_LOWER_CHECK(l, lk);
     if (!lk)
         return;
@@ -2956,11 +2970,14 @@ static rt_status rt_lower_gemm(rt_lower *l, const rt_gemm *g, const rt_gemm_epi 
                      rt_b(l, RT_KIR_ADD, rt_b(l, RT_KIR_MUL, rt_v(l, vj0), rt_i(l, g->bn)),
                           rt_b(l, RT_KIR_MUL, rt_v(l, vp0), rt_i(l, g->bk))),
                      g->bn, g->bk, 1.0, rt_i(l, a_elems));
-        if (g->bn == 1 && (bpg > 1 || g->K > g->kc)) // there is a next block
-            rt_gemm_prefetch_next_b(
-                l, g, jbb, buf_b, vjb, jb_lo,
-                rt_b(l, RT_KIR_MIN, rt_i(l, nblk), rt_b(l, RT_KIR_ADD, jb_lo, rt_i(l, bpg))), vp0);
     }
+    bool pf_next = !g->implicit && g->bn == 1 && (bpg > 1 || g->K > g->kc); // a next B block
+    int32_t vjn = -1, vpn = -1;
+    if (pf_next)
+        rt_gemm_next_b_at(
+            l, g, jbb, vjb, jb_lo,
+            rt_b(l, RT_KIR_MIN, rt_i(l, nblk), rt_b(l, RT_KIR_ADD, jb_lo, rt_i(l, bpg))), vp0, &vjn,
+            &vpn);
     // Row panels outside, column panels inside: the mr x kc A micro-panel (the broadcast
     // operand) stays in L1 while the micro-kernels stream the B block's panels from L2, as
     // BLIS keeps its broadcast operand's micro-panel in L1. kc is then bounded by mr x kc
@@ -2974,6 +2991,8 @@ static rt_status rt_lower_gemm(rt_lower *l, const rt_gemm *g, const rt_gemm_epi 
     RT_LOWER_CHECK(l, li);
     if (!li)
         return rt_fail(l->err, RT_ERR_NOMEM, RT_NOLOC, "out of memory");
+    if (pf_next)
+        rt_gemm_prefetch_next_b(l, g, &li->body, vip, buf_b, vjn, vpn);
     rt_kir_node *lj = rt_kir_loop(
         a, &li->body, vjp, rt_i(l, 0),
         rt_b(l, RT_KIR_DIV, rt_b(l, RT_KIR_ADD, rt_v(l, vnc), rt_i(l, g->nr - 1)), rt_i(l, g->nr)),
