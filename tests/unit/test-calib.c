@@ -661,11 +661,9 @@ static void test_quick_run(void) {
         f32 |= v->target == RT_CALIB_PEAK && v->dtype == RT_DTYPE_F32;
         dram |= v->target == RT_CALIB_LEVEL_BW && v->level == 0;
         launch |= v->target == RT_CALIB_LAUNCH;
-        // A loose bound: ctest runs this beside other tests, which may share the core (and then
-        // the latency, in cycles of a clock measured at another moment, can read anything).
-        if (v->target == RT_CALIB_CLOCK)
-            RT_EXPECT(v->value > 100.0 && v->value < 10000.0);
     }
+    // No bounds on the clock or the FMA latency here: ctest runs this beside other tests, which
+    // may share the core for a whole (quick, microseconds long) sample.
     RT_EXPECT(f32 && dram && launch);
     st = rt_calib_apply(&host, &res, 1e9, "2025-01-02", &out, &err);
     RT_EXPECT_EQ(st, RT_OK);

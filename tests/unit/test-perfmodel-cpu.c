@@ -270,53 +270,49 @@ static void test_gemm_balance(const rt_device *dev) {
     rt_arena_free(a);
 }
 
+// The blocking rule's result for an M x N x K GEMM with an 8 x 32 register tile (the other
+// seeds below every device rule).
+static rt_perf_cpu_gemm block_of(const rt_device *dev, int64_t M, int64_t N, int64_t K) {
+    rt_perf_cpu_gemm g = {
+        .M = M, .N = N, .K = K, .mr = 8, .nr = 32, .kc = 256, .mc = 96, .nc = 256};
+    rt_perf_cpu_gemm_block(dev, 1, &g);
+    return g;
+}
+
 // The work items of the blocking rule keep both cores busy: row blocks of equal height (880
 // rows under the 480-row L3 bound of this device at kc = 512 are two of 440, not 480 + 400), and
 // as many runs of column blocks as it takes to spread an odd number of row blocks (5 row blocks
 // on 2 cores: 10 items, not 3 + 2).
 static void test_gemm_items(const rt_device *dev) {
-    rt_perf_cpu_gemm g = {
-        .M = 880, .N = 512, .K = 1024, .mr = 8, .nr = 32, .kc = 256, .mc = 96, .nc = 256};
-    rt_perf_cpu_gemm_block(dev, 1, &g);
+    rt_perf_cpu_gemm g = block_of(dev, 880, 512, 1024);
     RT_EXPECT_EQ(g.kc, 512);
     RT_EXPECT_EQ(g.mc, 440);
     RT_EXPECT_EQ(g.ng, 1);
     RT_EXPECT_EQ(g.items, 2);
-    g = (rt_perf_cpu_gemm){
-        .M = 2400, .N = 4096, .K = 4096, .mr = 8, .nr = 32, .kc = 256, .mc = 96, .nc = 256};
-    rt_perf_cpu_gemm_block(dev, 1, &g);
+    g = block_of(dev, 2400, 4096, 4096);
     RT_EXPECT_EQ(g.mc, 480);
     RT_EXPECT_EQ(g.nc, 256);
     RT_EXPECT_EQ(g.ng, 2);
     RT_EXPECT_EQ(g.items, 10);
     // Already even: one run per row block (A packed once per k block).
-    g = (rt_perf_cpu_gemm){
-        .M = 1920, .N = 4096, .K = 4096, .mr = 8, .nr = 32, .kc = 256, .mc = 96, .nc = 256};
-    rt_perf_cpu_gemm_block(dev, 1, &g);
+    g = block_of(dev, 1920, 4096, 4096);
     RT_EXPECT_EQ(g.mc, 480);
     RT_EXPECT_EQ(g.ng, 1);
     RT_EXPECT_EQ(g.items, 4);
     // K cut into equal k blocks: 1033 = 3 x 345 (not 512 + 512 + 9).
-    g = (rt_perf_cpu_gemm){
-        .M = 1021, .N = 1031, .K = 1033, .mr = 8, .nr = 32, .kc = 256, .mc = 96, .nc = 256};
-    rt_perf_cpu_gemm_block(dev, 1, &g);
-    RT_EXPECT_EQ(g.kc, 345);
+    RT_EXPECT_EQ(block_of(dev, 1021, 1031, 1033).kc, 345);
     // With a large L3 all 1021 rows fit one block, and the L2 rule's 736 columns would leave
     // the two cores 736 and 295 of them. Two row blocks (512 + 509) balance the cores and let
     // each pack half of A and half of B; one row block in two column blocks of 544 and 487 would
     // have both cores pack all of A (6% more work on the busiest one).
     rt_device big = *dev;
     big.level[big.n_levels - 4].capacity_bytes = 64 << 20;
-    g = (rt_perf_cpu_gemm){
-        .M = 1021, .N = 1031, .K = 1033, .mr = 8, .nr = 32, .kc = 256, .mc = 96, .nc = 256};
-    rt_perf_cpu_gemm_block(&big, 1, &g);
+    g = block_of(&big, 1021, 1031, 1033);
     RT_EXPECT_EQ(g.mc, 512);
     RT_EXPECT_EQ(g.items, 2);
     // One row panel (M = 8): the columns are split evenly instead. The L2 rule's 352 would
     // leave 352 and 679 columns; 9 blocks of 128 in 5 runs leave 512 and 519.
-    g = (rt_perf_cpu_gemm){
-        .M = 8, .N = 1031, .K = 1033, .mr = 8, .nr = 32, .kc = 256, .mc = 96, .nc = 256};
-    rt_perf_cpu_gemm_block(&big, 1, &g);
+    g = block_of(&big, 8, 1031, 1033);
     RT_EXPECT_EQ(g.mc, 8);
     RT_EXPECT_EQ(g.nc, 128);
     RT_EXPECT_EQ(g.items, 5);
