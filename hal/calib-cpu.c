@@ -1539,12 +1539,16 @@ static void rt_calib_effective_capacity(rt_device *out, rt_calib_result *res,
 // rounded. The detected values are a policy (two pipes per core, the clock /proc/cpuinfo
 // reports), wrong both ways on a Zen 4 VM: 2.6 GHz reported against 3.66 measured, and one
 // 512-bit FMA per cycle, not two. The per-TEU entries that rt_calib_apply writes next divide by
-// the pipes found here. Values too noisy to write are left to the main pass to refuse.
-static void rt_calib_pipes(const rt_calib_result *res, double max_spread, rt_device *out,
-                           char *keys_dev, size_t keys_size) {
-    const rt_calib_value *clock = NULL, *f32 = NULL;
+// the pipes found here. Values too noisy to write are left to the main pass to refuse. A clock
+// whose issue rate (units x pipes x lanes x 2 x clock) falls short of the measured f32 peak by
+// more than a third was taken on a loaded core (38 MHz was seen beside a parallel test run): it
+// is refused, with the FMA latency counted in its cycles, and the device keeps its own.
+static void rt_calib_pipes(rt_calib_result *res, double max_spread, rt_device *out, char *keys_dev,
+                           size_t keys_size) {
+    rt_calib_value *clock = NULL, *f32 = NULL;
+    double peak = 0;
     for (int32_t i = 0; i < res->n_values; i++) {
-        const rt_calib_value *v = &res->values[i];
+        rt_calib_value *v = &res->values[i];
         rt_err e;
         rt_err_clear(&e);
         if (v->skipped || !(v->value > 0) ||
@@ -1554,15 +1558,39 @@ static void rt_calib_pipes(const rt_calib_result *res, double max_spread, rt_dev
             clock = v;
         else if (v->target == RT_CALIB_INSN && strcmp(v->insn, "f32_fma") == 0)
             f32 = v;
+        else if (v->target == RT_CALIB_PEAK && v->dtype == RT_DTYPE_F32 && v->value > peak)
+            peak = v->value;
     }
     if (!clock)
         return;
-    out->clock_mhz = rt_round_sig(clock->value, 4);
+    double ghz = rt_round_sig(clock->value, 4) / 1000.0;
+    int32_t pipes = out->teus_per_unit;
+    if (f32 && out->lanes >= 1) {
+        double p = f32->value / (ghz * out->lanes * 2.0);
+        pipes = p < 1.5 ? 1 : (int32_t)lround(p);
+        if (f32->value * out->units > peak)
+            peak = f32->value * out->units;
+    }
+    double issue = out->units * pipes * out->lanes * 2.0 * ghz;
+    if (peak > 1.5 * issue) {
+        for (int32_t i = 0; i < res->n_values; i++) {
+            rt_calib_value *v = &res->values[i];
+            if (v->target != RT_CALIB_CLOCK && v->target != RT_CALIB_FMA_LATENCY)
+                continue;
+            v->refused = true;
+            snprintf(v->note, sizeof v->note,
+                     "%s not written: %d cores x %d FMA pipes x %d lanes x 2 at %.4g MHz issue "
+                     "%.4g GFLOP/s, below the measured f32 peak %.4g (a loaded core?)",
+                     v->name, (int)out->units, (int)pipes, (int)out->lanes, ghz * 1000.0, issue,
+                     peak);
+        }
+        return;
+    }
+    out->clock_mhz = ghz * 1000.0;
     rt_add_key(keys_dev, keys_size, "clock_mhz");
     if (!f32 || out->lanes < 1)
         return;
-    double pipes = f32->value / (out->clock_mhz / 1000.0 * out->lanes * 2.0);
-    out->teus_per_unit = pipes < 1.5 ? 1 : (int32_t)lround(pipes);
+    out->teus_per_unit = pipes;
     rt_add_key(keys_dev, keys_size, "teus_per_unit");
 }
 
@@ -1576,7 +1604,7 @@ rt_status rt_calib_apply(const rt_device *base, rt_calib_result *res, double max
     rt_calib_pipes(res, max_spread, out, keys_dev, sizeof keys_dev);
     for (int32_t i = 0; i < res->n_values; i++) {
         rt_calib_value *v = &res->values[i];
-        if (v->skipped || v->target == RT_CALIB_REPORT)
+        if (v->skipped || v->target == RT_CALIB_REPORT || v->refused)
             continue;
         rt_err e;
         rt_err_clear(&e);

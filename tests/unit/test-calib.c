@@ -506,6 +506,25 @@ static void test_apply_pipes(void) {
     RT_EXPECT_EQ(out.teus_per_unit, base.teus_per_unit);
     RT_EXPECT_NEAR(out.clock_mhz, base.clock_mhz, 0.0);
     RT_EXPECT(res.values[1].refused);
+
+    // Clock and 1-thread rate taken on a loaded core (as seen beside a parallel ASan run): the
+    // issue rate they give (2 x 1 x 16 x 2 x 0.0381 = 2.4 GFLOP/s) is far below the 2-thread
+    // peak, so neither the clock nor the latency counted in its cycles is written, and the
+    // device still passes its checks.
+    apply_setup(&base, &res, &err);
+    f32 = add_value(&res, RT_CALIB_INSN, 1.191, 0.02);
+    snprintf(f32->insn, sizeof f32->insn, "f32_fma");
+    add_value(&res, RT_CALIB_CLOCK, 38.1, 0.09);
+    add_value(&res, RT_CALIB_FMA_LATENCY, 0.04159, 0.02);
+    add_value(&res, RT_CALIB_PEAK, 236.1, 0.01)->dtype = RT_DTYPE_F32;
+    RT_EXPECT_EQ(rt_calib_apply(&base, &res, 0.10, "2025-01-02", &out, &err), RT_OK);
+    RT_EXPECT_NEAR(out.clock_mhz, base.clock_mhz, 0.0);
+    RT_EXPECT_EQ(out.teus_per_unit, base.teus_per_unit);
+    RT_EXPECT_EQ(out.fma_latency_cycles, base.fma_latency_cycles);
+    RT_EXPECT(res.values[1].refused && res.values[2].refused);
+    RT_EXPECT(strstr(res.values[1].note, "probe 2 not written: 2 cores x 1 FMA pipes x 16 lanes x "
+                                         "2 at 38.1 MHz issue 2.438 GFLOP/s, below the measured "
+                                         "f32 peak 236.1 (a loaded core?)") == res.values[1].note);
 }
 
 // A shared cache reported far larger than what behaves as one (a VM showing the host's whole L3):
