@@ -1577,12 +1577,14 @@ static void rt_calib_pipes(rt_calib_result *res, double max_spread, rt_device *o
             rt_calib_value *v = &res->values[i];
             if (v->target != RT_CALIB_CLOCK && v->target != RT_CALIB_FMA_LATENCY)
                 continue;
-            v->refused = true;
-            snprintf(v->note, sizeof v->note,
+            char note[sizeof v->note];
+            snprintf(note, sizeof note,
                      "%s not written: %d cores x %d FMA pipes x %d lanes x 2 at %.4g MHz issue "
                      "%.4g GFLOP/s, below the measured f32 peak %.4g (a loaded core?)",
                      v->name, (int)out->units, (int)pipes, (int)out->lanes, ghz * 1000.0, issue,
                      peak);
+            memcpy(v->note, note, sizeof note);
+            v->refused = true;
         }
         return;
     }
