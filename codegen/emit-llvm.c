@@ -351,24 +351,29 @@ static void rt_l_nodes(rt_lemit *l, const rt_kir_block *blk);
 // Prefetch distance of the micro-kernel's B stream in elements (1 KiB).
 #define RT_UK_PREFETCH_ELEMS 256
 
+// llvm.prefetch of element idx of an array of type t at base (a data prefetch; write 0 or 1,
+// locality 0-3). A plain GEP, not inbounds: a hint may point past the array and never faults.
+static void rt_l_prefetch(rt_lemit *l, LLVMTypeRef t, LLVMValueRef base, LLVMValueRef idx,
+                          int write, int locality) {
+    LLVMValueRef pf = rt_l_intrinsic(l, "llvm.prefetch", l->ptr);
+    LLVMValueRef args[4] = {LLVMBuildGEP2(l->b, t, base, &idx, 1, ""),
+                            LLVMConstInt(l->i32, (unsigned long long)write, 0),
+                            LLVMConstInt(l->i32, (unsigned long long)locality, 0),
+                            LLVMConstInt(l->i32, 1, 0)};
+    LLVMBuildCall2(l->b, LLVMGlobalGetValueType(pf), pf, args, 4, "");
+}
+
 // Prefetch for writing of an mr x nr tile at buf[off + i*ld + j] (every 64-byte line of its
-// rows), so that its misses overlap the micro-kernel's FMAs instead of stalling its stores. A
-// hint: lines outside the buffer never fault.
+// rows), so that its misses overlap the micro-kernel's FMAs instead of stalling its stores.
 static void rt_l_pf_tile(rt_lemit *l, int32_t buf, LLVMValueRef off, int64_t ld, int32_t mr,
                          int32_t nr) {
-    LLVMBuilderRef b = l->b;
-    LLVMValueRef pf = rt_l_intrinsic(l, "llvm.prefetch", l->ptr);
-    LLVMTypeRef pf_t = LLVMGlobalGetValueType(pf);
     LLVMTypeRef t = rt_l_type(l, l->k->bufs[buf].type);
     int32_t nv = nr / 16;
     for (int32_t i = 0; i < mr; i++)
         for (int32_t j = 0; j <= nv; j++) {
             int64_t col = j < nv ? 16 * (int64_t)j : nr - 1;
-            LLVMValueRef idx = LLVMBuildAdd(b, off, rt_l_i64(l, (int64_t)i * ld + col), "");
-            LLVMValueRef args[4] = {LLVMBuildGEP2(b, t, l->bufs[buf], &idx, 1, ""),
-                                    LLVMConstInt(l->i32, 1, 0), LLVMConstInt(l->i32, 3, 0),
-                                    LLVMConstInt(l->i32, 1, 0)};
-            LLVMBuildCall2(b, pf_t, pf, args, 4, "");
+            LLVMValueRef idx = LLVMBuildAdd(l->b, off, rt_l_i64(l, (int64_t)i * ld + col), "");
+            rt_l_prefetch(l, t, l->bufs[buf], idx, 1, 3);
         }
 }
 
@@ -527,16 +532,9 @@ static void rt_l_ukernel(rt_lemit *l, const rt_kir_ukernel *u) {
     // streams the packed B block's panel from L2 while its A micro-panel stays in L1 (the row
     // panel loop is outside the column panel loop). Past the panel's end it touches the next
     // panel, which the next call reads, or stays a hint.
-    {
-        LLVMValueRef pf = rt_l_intrinsic(l, "llvm.prefetch", l->ptr);
-        for (int32_t j = 0; j < nv; j++) {
-            LLVMValueRef idx = LLVMBuildAdd(b, kb, rt_l_i64(l, RT_UK_PREFETCH_ELEMS + 16 * j), "");
-            LLVMValueRef args[4] = {LLVMBuildGEP2(b, l->f32, ub, &idx, 1, ""),
-                                    LLVMConstInt(l->i32, 0, 0), LLVMConstInt(l->i32, 3, 0),
-                                    LLVMConstInt(l->i32, 1, 0)};
-            LLVMBuildCall2(b, LLVMGlobalGetValueType(pf), pf, args, 4, "");
-        }
-    }
+    for (int32_t j = 0; j < nv; j++)
+        rt_l_prefetch(l, l->f32, ub,
+                      LLVMBuildAdd(b, kb, rt_l_i64(l, RT_UK_PREFETCH_ELEMS + 16 * j), ""), 0, 3);
     LLVMValueRef ka = LLVMBuildNSWMul(b, kphi, rt_l_i64(l, mr), "");
     LLVMValueRef mask = LLVMConstNull(LLVMVectorType(l->i32, 16));
     for (int32_t i = 0; i < mr; i++) {
@@ -679,15 +677,10 @@ static void rt_l_node(rt_lemit *l, const rt_kir_node *n) {
         LLVMBuildStore(b, v, rt_l_addr(l, n->buf, rt_l_expr(l, n->index)));
         return;
     }
-    case RT_KIR_N_PREFETCH: {
-        LLVMValueRef pf = rt_l_intrinsic(l, "llvm.prefetch", l->ptr);
-        LLVMValueRef idx = rt_l_expr(l, n->index);
-        LLVMValueRef args[4] = {
-            LLVMBuildGEP2(b, rt_l_type(l, l->k->bufs[n->buf].type), l->bufs[n->buf], &idx, 1, ""),
-            LLVMConstInt(l->i32, 0, 0), LLVMConstInt(l->i32, 2, 0), LLVMConstInt(l->i32, 1, 0)};
-        LLVMBuildCall2(b, LLVMGlobalGetValueType(pf), pf, args, 4, "");
+    case RT_KIR_N_PREFETCH:
+        rt_l_prefetch(l, rt_l_type(l, l->k->bufs[n->buf].type), l->bufs[n->buf],
+                      rt_l_expr(l, n->index), 0, 2);
         return;
-    }
     case RT_KIR_N_IF: {
         LLVMBasicBlockRef bt = rt_l_block(l, "then"), be = rt_l_block(l, "else"),
                           bj = rt_l_block(l, "join");

@@ -2971,7 +2971,8 @@ static rt_status rt_lower_gemm(rt_lower *l, const rt_gemm *g, const rt_gemm_epi 
                           rt_b(l, RT_KIR_MUL, rt_v(l, vp0), rt_i(l, g->bk))),
                      g->bn, g->bk, 1.0, rt_i(l, a_elems));
     }
-    bool pf_next = !g->implicit && g->bn == 1 && (bpg > 1 || g->K > g->kc); // a next B block
+    // A next B block (the model's rt_perf_cpu_gemm.b_prefetch and its test in gemm_time).
+    bool pf_next = !g->implicit && g->bn == 1 && (bpg > 1 || g->K > g->kc);
     int32_t vjn = -1, vpn = -1;
     if (pf_next)
         rt_gemm_next_b_at(

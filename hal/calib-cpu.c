@@ -781,7 +781,9 @@ static double rt_now_s(void) {
 // every core we know of, so the rate is the clock under load (turbo included), which neither
 // /proc/cpuinfo nor a VM's CPUID reports. Host assembly: the probes JIT'd through LLVM would
 // fold a chain of constant adds into one.
-#define RT_CALIB_CHAIN 16
+#define RT_CALIB_CHAIN   16
+#define RT_CALIB_STR(x)  #x
+#define RT_CALIB_REPT(n) ".rept " RT_CALIB_STR(n) "\n\t"
 static bool rt_calib_has_add_chain(void) {
 #if defined(__x86_64__) || defined(__aarch64__)
     return true;
@@ -794,10 +796,10 @@ static void rt_calib_add_chain(int64_t iters) {
     uint64_t x = 0;
 #if defined(__x86_64__)
     for (int64_t i = 0; i < iters; i++)
-        __asm__ volatile(".rept 16\n\tadd $1, %0\n\t.endr" : "+r"(x));
+        __asm__ volatile(RT_CALIB_REPT(RT_CALIB_CHAIN) "add $1, %0\n\t.endr" : "+r"(x));
 #elif defined(__aarch64__)
     for (int64_t i = 0; i < iters; i++)
-        __asm__ volatile(".rept 16\n\tadd %0, %0, #1\n\t.endr" : "+r"(x));
+        __asm__ volatile(RT_CALIB_REPT(RT_CALIB_CHAIN) "add %0, %0, #1\n\t.endr" : "+r"(x));
 #else
     (void)iters;
 #endif

@@ -269,8 +269,9 @@ static bool gemm_groups(const rt_perf_model *m, rt_perf_cpu_gemm *g) {
 // columns, the 16 being its A packing (a transpose: about one cycle per element against a
 // sixteenth of a cycle per element and column for the micro-kernel's FMAs) and the 2 its B
 // packing (a vector copy, an eighth of a cycle per element), which every row block repeats.
-static double gemm_busiest_load(const rt_perf_cpu_gemm *g, int64_t M, int64_t N, int64_t ntl,
-                                int64_t nblk, int64_t bpg, int64_t units) {
+static double gemm_busiest_load(const rt_perf_cpu_gemm *g, int64_t ntl, int64_t nblk, int64_t bpg,
+                                int64_t units) {
+    int64_t M = g->M, N = g->N;
     int64_t mt = rt_ceil_div(M, g->mc), runs = rt_ceil_div(nblk, bpg), n = mt * runs;
     double busiest = 0;
     for (int64_t t = 0; t < units; t++) {
@@ -313,7 +314,7 @@ static int64_t gemm_runs(const rt_device *dev, int64_t batch, int64_t units,
     double load[GEMM_RUNS_TRIED + 1] = {0}, least = -1;
     int64_t span = rt_min64(nblk - ng, rt_min64(8 * units, GEMM_RUNS_TRIED));
     for (int64_t d = 0; d <= span; d++) {
-        load[d] = gemm_busiest_load(g, g->M, g->N, ntl, nblk, rt_ceil_div(nblk, ng + d), units);
+        load[d] = gemm_busiest_load(g, ntl, nblk, rt_ceil_div(nblk, ng + d), units);
         least = least < 0 || load[d] < least ? load[d] : least;
     }
     int64_t best = ng;
@@ -391,11 +392,9 @@ void rt_perf_cpu_gemm_block(const rt_device *dev, int64_t batch, rt_perf_cpu_gem
         g->nc = rt_round_up(g->nc / 2, g->nr);
     while (batch * rt_ceil_div(M, g->mc) * rt_ceil_div(N, g->nc) < units && g->mc > g->mr)
         g->mc = rt_round_up(g->mc / 2, g->mr);
-    // Row blocks of equal height: the L2 rule gives the largest mc, and M = 1024 cut at 824
-    // leaves a 200-row block, which on 2 cores is an 824 : 200 split of the work.
-    g->mc = clamp64(rt_round_up(rt_ceil_div(M, rt_ceil_div(M, g->mc)), g->mr), g->mr, g->mc);
     // Row and column blocks of equal size, as many as balance the cores best: the cache rules
-    // give the largest blocks, and 1031 columns cut at 352 leave 352 + 352 + 327 on 2 cores (or
+    // give the largest blocks, and M = 1024 cut at 824 leaves a 200-row block (on 2 cores an
+    // 824 : 200 split of the work), 1031 columns cut at 352 leave 352 + 352 + 327 on 2 cores (or
     // cut at 736, 736 + 295; 0.86-0.95x oneDNN at 1021x1031x1033 against 1.01x with two row
     // blocks). Row block counts from the fewest up to one more per core, column block counts up
     // to GEMM_NC_TRIED more, each pair with its best runs (gemm_runs); the fewest rows, then the
@@ -570,6 +569,8 @@ bool rt_perf_cpu_gemm_time(const rt_perf_model *m, const rt_perf_cpu_gemm *g, do
     int64_t bpg = rt_ceil_div(nblk, ng);
     int64_t items = mt * rt_ceil_div(nblk, bpg);
     int64_t me = g->M % g->mc, ne = g->N % g->nc;
+    // The backend prefetches the next B block only where an item has one (lower-cpu.c pf_next).
+    bool pf_b = g->b_prefetch && (bpg > 1 || g->K > g->kc);
     gemm_costs c;
     for (int32_t e = 0; e < 2; e++)
         for (int32_t kl = 0; kl < 2; kl++) {
@@ -577,8 +578,8 @@ bool rt_perf_cpu_gemm_time(const rt_perf_model *m, const rt_perf_cpu_gemm *g, do
             int64_t mcur = e && me ? me : g->mc, ncur = e && ne ? ne : g->nc;
             c.a_pack[e][kl] = pack_cycles(dev, g, false, mcur, kcur, ghz, NULL);
             c.b_fetch[e][kl] = 0;
-            c.b_pack[e][kl] = pack_cycles(dev, g, true, ncur, kcur, ghz,
-                                          g->b_prefetch ? &c.b_fetch[e][kl] : NULL);
+            c.b_pack[e][kl] =
+                pack_cycles(dev, g, true, ncur, kcur, ghz, pf_b ? &c.b_fetch[e][kl] : NULL);
             for (int32_t f = 0; f < 2; f++) {
                 int64_t nc2 = f && ne ? ne : g->nc;
                 double rows = (double)rt_ceil_div(mcur, g->mr),
