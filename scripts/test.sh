@@ -22,8 +22,29 @@ cmake --build build-asan -j"$jobs"
 # use_sigaltstack=0: the LLVM inside hipRTC/comgr gives its compile threads an alternate signal
 # stack of its own (malloc'd, MINSIGSTKSZ + 64 KiB) where ASan's is smaller, as on a Zen 4 host,
 # and ASan then aborts at thread exit unmapping a stack it did not map ("unable to unmap").
-(cd build-asan && ASAN_OPTIONS=detect_leaks=1:use_sigaltstack=0 \
-    ctest --output-on-failure -j"$jobs" -L 'unit|golden|err|num')
+#
+# LeakSanitizer's stop-the-world tracer itself crashes now and then at process exit ("Tracer
+# caught signal 11" in ScanRangeForPointers, then "LeakSanitizer has encountered a fatal error";
+# no leak is reported), about 1 run in 30 of test-gpu-compile on a loaded 2-core host. A failed
+# run is repeated once only when every failed test failed that way; any other failure stands.
+asan_ctest() {
+    (cd build-asan && ASAN_OPTIONS=detect_leaks=1:use_sigaltstack=0 \
+        ctest --output-on-failure -j"$jobs" "$@")
+}
+asan_log=build-asan/ctest-asan.log
+asan_rc=0
+asan_ctest -L 'unit|golden|err|num' >"$asan_log" 2>&1 || asan_rc=$?
+cat "$asan_log"
+if [ "$asan_rc" -ne 0 ]; then
+    failed=$(grep -c . build-asan/Testing/Temporary/LastTestsFailed.log || true)
+    tracer=$(grep -c 'LeakSanitizer has encountered a fatal error' "$asan_log" || true)
+    if [ "$failed" -eq 0 ] || [ "$tracer" -ne "$failed" ]; then
+        echo "ASan tests: $failed failed"
+        exit 1
+    fi
+    echo "== ASan: $failed test(s) failed only by LeakSanitizer's tracer crash; running them again"
+    asan_ctest --rerun-failed
+fi
 
 if [ "$fuzz_seconds" -gt 0 ]; then
     echo "== fuzzing (${fuzz_seconds}s per target)"
