@@ -323,6 +323,183 @@ rt_kir_node *rt_kir_loop(rt_arena *a, rt_kir_block *b, int32_t var, rt_kir_expr 
 }
 
 // ---------------------------------------------------------------------------------------------
+// Reciprocals of loop-invariant divisors
+// ---------------------------------------------------------------------------------------------
+
+typedef struct rt_kir_hoist {
+    rt_arena *a;
+    rt_kir_kernel *k;
+    rt_kir_phase *p;
+    bool *var_set;     // [n_vars]: set inside the current vector loop
+    bool *buf_set;     // [n_bufs]: stored inside the current vector loop
+    rt_kir_block *pre; // FSETs of the reciprocals, run before the loop
+    bool oom;
+} rt_kir_hoist;
+
+static void rt_kir_mark_sets(rt_kir_hoist *h, const rt_kir_block *b);
+
+static void rt_kir_mark_node(rt_kir_hoist *h, const rt_kir_node *n) {
+    switch (n->kind) {
+    case RT_KIR_N_LOOP:
+    case RT_KIR_N_LET:
+    case RT_KIR_N_FSET:
+        h->var_set[n->var] = true;
+        break;
+    case RT_KIR_N_STORE:
+        h->buf_set[n->buf] = true;
+        break;
+    case RT_KIR_N_UKERNEL:
+        h->buf_set[n->uk.c_buf] = true;
+        h->buf_set[0] = true; // the packed panels live in the scratch
+        if (n->uk.epi) {
+            h->var_set[n->uk.epi_acc] = h->var_set[n->uk.epi_row] = true;
+            h->var_set[n->uk.epi_col] = true;
+            rt_kir_mark_sets(h, n->uk.epi);
+        }
+        break;
+    default:
+        break;
+    }
+    rt_kir_mark_sets(h, &n->body);
+    rt_kir_mark_sets(h, &n->else_body);
+}
+
+static void rt_kir_mark_sets(rt_kir_hoist *h, const rt_kir_block *b) {
+    for (int32_t i = 0; i < b->n; i++)
+        rt_kir_mark_node(h, b->nodes[i]);
+}
+
+static bool rt_kir_invariant(const rt_kir_hoist *h, const rt_kir_expr *e) {
+    if (!e)
+        return true;
+    if ((e->kind == RT_KIR_E_VAR || e->kind == RT_KIR_E_FVAR) && h->var_set[e->var])
+        return false;
+    if (e->kind == RT_KIR_E_LOAD && h->buf_set[e->buf])
+        return false;
+    for (int32_t i = 0; i < 3; i++)
+        if (!rt_kir_invariant(h, e->args[i]))
+            return false;
+    return true;
+}
+
+// Rewrites the divisions of *ep in place, appending one FSET per hoisted divisor to h->pre.
+static void rt_kir_hoist_expr(rt_kir_hoist *h, rt_kir_expr **ep) {
+    rt_kir_expr *e = *ep;
+    if (!e)
+        return;
+    for (int32_t i = 0; i < 3; i++)
+        rt_kir_hoist_expr(h, &e->args[i]);
+    if (e->kind != RT_KIR_E_BIN || e->bop != RT_KIR_DIV || !rt_kir_type_is_float(e->type) ||
+        !rt_kir_invariant(h, e->args[1]))
+        return;
+    int32_t v =
+        rt_kir_add_var(h->a, h->p, rt_arena_printf(h->a, "rcp%d", (int)h->p->n_vars), e->type);
+    rt_kir_node *set = v >= 0 ? rt_kir_append(h->a, h->pre, RT_KIR_N_FSET) : NULL;
+    rt_kir_expr *one = rt_kir_flt(h->a, e->type, 1.0);
+    rt_kir_expr *r = one ? rt_kir_bin(h->a, RT_KIR_DIV, one, e->args[1]) : NULL;
+    rt_kir_expr *x = e->args[0], *ref = rt_kir_var_ref(h->a, h->p, v);
+    rt_kir_expr *mul = ref ? rt_kir_bin(h->a, RT_KIR_MUL, x, ref) : NULL;
+    if (!set || !r || !mul) {
+        h->oom = true;
+        return;
+    }
+    set->var = v;
+    set->value = r;
+    *ep = mul;
+}
+
+static void rt_kir_hoist_in(rt_kir_hoist *h, rt_kir_block *b) {
+    for (int32_t i = 0; i < b->n; i++) {
+        rt_kir_node *n = b->nodes[i];
+        switch (n->kind) {
+        case RT_KIR_N_LET:
+        case RT_KIR_N_FSET:
+        case RT_KIR_N_STORE:
+            rt_kir_hoist_expr(h, &n->value);
+            break;
+        case RT_KIR_N_IF:
+            rt_kir_hoist_expr(h, &n->cond);
+            break;
+        default:
+            break;
+        }
+        rt_kir_hoist_in(h, &n->body);
+        rt_kir_hoist_in(h, &n->else_body);
+    }
+}
+
+// Walks the block; each vector loop gets the FSETs of its divisors in an IF (lo < hi) placed
+// right before it, so that a loop that runs no iteration evaluates no divisor either.
+static void rt_kir_hoist_block(rt_kir_hoist *h, rt_kir_block *b) {
+    for (int32_t i = 0; i < b->n && !h->oom; i++) {
+        rt_kir_node *n = b->nodes[i];
+        if (n->kind != RT_KIR_N_LOOP || n->loop_kind != RT_KIR_LOOP_VECTOR) {
+            if (n->kind != RT_KIR_N_UKERNEL) {
+                rt_kir_hoist_block(h, &n->body);
+                rt_kir_hoist_block(h, &n->else_body);
+            }
+            continue;
+        }
+        memset(h->var_set, 0, (size_t)h->p->n_vars * sizeof *h->var_set);
+        memset(h->buf_set, 0, (size_t)h->k->n_bufs * sizeof *h->buf_set);
+        rt_kir_mark_node(h, n);
+        rt_kir_block pre = {0};
+        h->pre = &pre;
+        rt_kir_hoist_in(h, &n->body);
+        if (pre.n == 0 || h->oom)
+            continue;
+        // The new variables grew the phase: var_set must cover them for the next loop.
+        bool *vs = rt_arena_calloc(h->a, (size_t)h->p->n_vars, sizeof *vs);
+        rt_kir_expr *cond = rt_kir_bin(h->a, RT_KIR_LT, n->lo, n->hi);
+        int64_t always = 0;
+        bool known = cond && rt_kir_is_int(cond, &always);
+        rt_kir_node *guard = known ? NULL : rt_arena_calloc(h->a, 1, sizeof *guard);
+        if (!vs || !cond || (!known && !guard)) {
+            h->oom = true;
+            return;
+        }
+        h->var_set = vs;
+        if (known && !always)
+            continue; // the loop never runs: its divisions stay as they are
+        rt_kir_node **add = known ? pre.nodes : &guard;
+        int32_t n_add = known ? pre.n : 1;
+        if (guard) {
+            guard->kind = RT_KIR_N_IF;
+            guard->cond = cond;
+            guard->body = pre;
+        }
+        for (int32_t j = 0; j < n_add; j++)
+            if (!rt_kir_grow(h->a, (void **)&b->nodes, b->n + j, &b->cap, sizeof *b->nodes)) {
+                h->oom = true;
+                return;
+            }
+        memmove(&b->nodes[i + n_add], &b->nodes[i], (size_t)(b->n - i) * sizeof *b->nodes);
+        memcpy(&b->nodes[i], add, (size_t)n_add * sizeof *b->nodes);
+        b->n += n_add;
+        i += n_add; // past the loop
+    }
+}
+
+bool rt_kir_hoist_reciprocals(rt_arena *a, rt_kir_kernel *k) {
+    for (int32_t pi = 0; pi < k->n_phases; pi++) {
+        rt_kir_phase *p = &k->phases[pi];
+        rt_kir_hoist h = {a,
+                          k,
+                          p,
+                          rt_arena_calloc(a, rt_at_least_one((size_t)p->n_vars), 1),
+                          rt_arena_calloc(a, rt_at_least_one((size_t)k->n_bufs), 1),
+                          NULL,
+                          false};
+        if (!h.var_set || !h.buf_set)
+            return false;
+        rt_kir_hoist_block(&h, &p->body);
+        if (h.oom)
+            return false;
+    }
+    return true;
+}
+
+// ---------------------------------------------------------------------------------------------
 // Validation
 // ---------------------------------------------------------------------------------------------
 

@@ -241,6 +241,13 @@ const char *rt_kir_type_ctype(rt_kir_type t); // "int64_t", "float", ...
 const char *rt_kir_bop_name(rt_kir_bop op);   // C spelling for the infix ones ("+", "<")
 const char *rt_kir_loop_kind_name(rt_kir_loop_kind k);
 
+// Rewrites a float division x / y inside a vectorized loop, where y is invariant in that loop
+// (no variable it reads is set in the loop, no buffer it loads is stored there), into x * r with
+// r = 1 / y set once before the loop (when the loop runs at all): one division per row instead
+// of one per element (softmax's e / s, a mean's x / n). The product is within about 1.5 ulp of
+// the quotient. Returns false when out of memory (the kernel is then unusable).
+bool rt_kir_hoist_reciprocals(rt_arena *a, rt_kir_kernel *k);
+
 // Checks the structural invariants every emitter relies on (types of operands, variables and
 // buffers in range, ukernel shape). Errors: RT_ERR_BACKEND naming the offending node.
 rt_status rt_kir_validate(const rt_kir_kernel *k, rt_err *err);

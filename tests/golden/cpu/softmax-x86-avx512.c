@@ -50,6 +50,7 @@ static void rt_softmax_c0_p0_body(float *restrict scratch, const float *restrict
     int64_t d_2;
     int64_t n_3;
     int64_t d_3;
+    float rcp11;
     (void)scratch;
     for (item = lo; item < hi; item++) {
         n = item;
@@ -72,9 +73,10 @@ static void rt_softmax_c0_p0_body(float *restrict scratch, const float *restrict
         }
         t_s[n_2] = acc_1;
         n_3 = item;
+        rcp11 = (1.0f / t_s[n_3]);
         #pragma GCC ivdep
         for (d_3 = 0; d_3 < 1024; d_3++) {
-            t_Y[((n_3 * 1024) + d_3)] = (scratch[d_3] / t_s[n_3]);
+            t_Y[((n_3 * 1024) + d_3)] = (scratch[d_3] * rcp11);
         }
     }
 }
