@@ -440,6 +440,15 @@ static void rt_kir_hoist_block(rt_kir_hoist *h, rt_kir_block *b) {
             }
             continue;
         }
+        rt_kir_expr *cond = rt_kir_bin(h->a, RT_KIR_LT, n->lo, n->hi);
+        int64_t always = 0;
+        bool known = cond && rt_kir_is_int(cond, &always);
+        if (!cond) {
+            h->oom = true;
+            return;
+        }
+        if (known && !always)
+            continue; // the loop never runs: its divisions stay as they are
         memset(h->var_set, 0, (size_t)h->p->n_vars * sizeof *h->var_set);
         memset(h->buf_set, 0, (size_t)h->k->n_bufs * sizeof *h->buf_set);
         rt_kir_mark_node(h, n);
@@ -450,17 +459,12 @@ static void rt_kir_hoist_block(rt_kir_hoist *h, rt_kir_block *b) {
             continue;
         // The new variables grew the phase: var_set must cover them for the next loop.
         bool *vs = rt_arena_calloc(h->a, (size_t)h->p->n_vars, sizeof *vs);
-        rt_kir_expr *cond = rt_kir_bin(h->a, RT_KIR_LT, n->lo, n->hi);
-        int64_t always = 0;
-        bool known = cond && rt_kir_is_int(cond, &always);
         rt_kir_node *guard = known ? NULL : rt_arena_calloc(h->a, 1, sizeof *guard);
-        if (!vs || !cond || (!known && !guard)) {
+        if (!vs || (!known && !guard)) {
             h->oom = true;
             return;
         }
         h->var_set = vs;
-        if (known && !always)
-            continue; // the loop never runs: its divisions stay as they are
         rt_kir_node **add = known ? pre.nodes : &guard;
         int32_t n_add = known ? pre.n : 1;
         if (guard) {

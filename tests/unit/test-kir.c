@@ -51,6 +51,63 @@ static void test_fold(rt_arena *a) {
     RT_EXPECT_EQ(rt_kir_validate(k, &err), RT_OK);
 }
 
+// rt_kir_hoist_reciprocals: in a vector loop storing O[i] = A[i] / S[item] + A[i] / A[i] +
+// A[i] / O[item], only the first divisor is invariant (A[i] reads the loop variable, O is
+// stored in the loop). It becomes A[i] * rcp with rcp = 1 / S[item] set before the loop: in an
+// IF (lo < hi) where the trip count is unknown, directly where it is constant and non-zero, and
+// not at all where the loop never runs.
+static void test_hoist(rt_arena *a) {
+    rt_kir_kernel *k = rt_kir_kernel_new(a, "hoist");
+    int32_t ba = rt_kir_add_buf(a, k, "A", RT_KIR_BUF_DATA, RT_KIR_F32, 0, -1);
+    int32_t bs = rt_kir_add_buf(a, k, "S", RT_KIR_BUF_DATA, RT_KIR_F32, 1, -1);
+    int32_t bo = rt_kir_add_buf(a, k, "O", RT_KIR_BUF_DATA, RT_KIR_F32, 2, -1);
+    k->bufs[bo].written = true;
+    rt_kir_phase *p = rt_kir_add_phase(a, k, "rows", 4);
+    rt_kir_expr *item = rt_kir_var_ref(a, p, p->item_var);
+    rt_kir_expr *his[3] = {rt_kir_bin(a, RT_KIR_MUL, item, rt_kir_int(a, 3)), rt_kir_int(a, 8),
+                           rt_kir_int(a, 0)};
+    for (int32_t c = 0; c < 3; c++) {
+        int32_t i = rt_kir_add_var(a, p, "i", RT_KIR_I64);
+        rt_kir_node *loop =
+            rt_kir_loop(a, &p->body, i, rt_kir_int(a, 0), his[c], RT_KIR_LOOP_VECTOR);
+        rt_kir_expr *vi = rt_kir_var_ref(a, p, i), *x = rt_kir_load(a, k, ba, vi);
+        rt_kir_expr *v = rt_kir_bin(a, RT_KIR_DIV, x, rt_kir_load(a, k, bs, item));
+        v = rt_kir_bin(a, RT_KIR_ADD, v, rt_kir_bin(a, RT_KIR_DIV, x, x));
+        v = rt_kir_bin(a, RT_KIR_ADD, v, rt_kir_bin(a, RT_KIR_DIV, x, rt_kir_load(a, k, bo, item)));
+        rt_kir_node *st = rt_kir_append(a, &loop->body, RT_KIR_N_STORE);
+        st->buf = bo;
+        st->index = vi;
+        st->value = v;
+    }
+    RT_EXPECT(rt_kir_hoist_reciprocals(a, k));
+    rt_err err = {0};
+    RT_EXPECT_EQ(rt_kir_validate(k, &err), RT_OK);
+    // IF, loop 0, FSET, loop 1, loop 2.
+    RT_EXPECT_EQ(p->body.n, 5);
+    if (p->body.n != 5)
+        return;
+    rt_kir_node *guard = p->body.nodes[0], *set = p->body.nodes[2];
+    RT_EXPECT_EQ(guard->kind, RT_KIR_N_IF);
+    RT_EXPECT_EQ(guard->body.n, 1);
+    RT_EXPECT_EQ(set->kind, RT_KIR_N_FSET);
+    RT_EXPECT_EQ(p->body.nodes[4]->kind, RT_KIR_N_LOOP);
+    for (int32_t c = 0; c < 3; c++) {
+        rt_kir_node *loop = p->body.nodes[c == 0 ? 1 : c == 1 ? 3 : 4];
+        const rt_kir_expr *v = loop->body.nodes[0]->value; // ((q0 + q1) + q2)
+        const rt_kir_expr *q0 = v->args[0]->args[0], *q1 = v->args[0]->args[1], *q2 = v->args[1];
+        RT_EXPECT_EQ(q0->bop, c < 2 ? RT_KIR_MUL : RT_KIR_DIV);
+        if (c < 2) {
+            rt_kir_node *fs = c == 0 ? guard->body.nodes[0] : set;
+            RT_EXPECT_EQ(q0->args[1]->kind, RT_KIR_E_FVAR);
+            RT_EXPECT_EQ(q0->args[1]->var, fs->var);
+            RT_EXPECT_EQ(fs->value->bop, RT_KIR_DIV);
+            RT_EXPECT_EQ(fs->value->args[1]->buf, bs);
+        }
+        RT_EXPECT_EQ(q1->bop, RT_KIR_DIV);
+        RT_EXPECT_EQ(q2->bop, RT_KIR_DIV);
+    }
+}
+
 // out[i] = a[i] * 2 + (float)floordiv(i - 5, 3) + max(a[i], 0), i in [0, n), 4 items.
 static rt_kir_kernel *build_elementwise(rt_arena *a, int64_t n) {
     rt_kir_kernel *k = rt_kir_kernel_new(a, "t_elem");
@@ -282,6 +339,7 @@ static void test_gemm(rt_arena *a, rt_cpu_jit *jit, int64_t m, int64_t n, int64_
 int main(void) {
     rt_arena *a = rt_arena_new(1 << 20);
     test_fold(a);
+    test_hoist(a);
     rt_cpu_jit *jit = NULL;
     rt_err err = {0};
     if (rt_cpu_jit_new(a, NULL, &jit, &err) != RT_OK) {
