@@ -523,8 +523,20 @@ static void test_apply_pipes(void) {
     RT_EXPECT_EQ(out.fma_latency_cycles, base.fma_latency_cycles);
     RT_EXPECT(res.values[1].refused && res.values[2].refused);
     RT_EXPECT(strstr(res.values[1].note, "probe 2 not written: 2 cores x 1 FMA pipes x 16 lanes x "
-                                         "2 at 38.1 MHz issue 2.438 GFLOP/s, below the measured "
-                                         "f32 peak 236.1 (a loaded core?)") == res.values[1].note);
+                                         "2 at 38.1 MHz issue 2.438 GFLOP/s, below the f32 "
+                                         "peak 236.1 (a loaded core?)") == res.values[1].note);
+
+    // The same clock where every f32 rate was too spread to keep (seen in a ctest -j run): it
+    // is checked against the base device's f32 peak instead, and refused as well.
+    apply_setup(&base, &res, &err);
+    f32 = add_value(&res, RT_CALIB_INSN, 116.3, 1.28);
+    snprintf(f32->insn, sizeof f32->insn, "f32_fma");
+    add_value(&res, RT_CALIB_CLOCK, 69.57, 0.004);
+    add_value(&res, RT_CALIB_PEAK, 235.2, 1.0)->dtype = RT_DTYPE_F32;
+    RT_EXPECT_EQ(rt_calib_apply(&base, &res, 0.10, "2025-01-02", &out, &err), RT_OK);
+    RT_EXPECT_NEAR(out.clock_mhz, base.clock_mhz, 0.0);
+    RT_EXPECT_EQ(out.teus_per_unit, base.teus_per_unit);
+    RT_EXPECT(res.values[1].refused);
 }
 
 // A shared cache reported far larger than what behaves as one (a VM showing the host's whole L3):
