@@ -143,9 +143,12 @@ struct rt_kir_node {
     rt_kir_expr *value;         // LET, FSET, STORE
     int32_t buf;                // STORE, PREFETCH
     rt_kir_expr *index;         // STORE, PREFETCH
-    rt_kir_expr *cond;          // IF
-    rt_kir_ukernel uk;          // UKERNEL
-    const char *text;           // COPY, COMMENT (one line)
+    // STORE of an f32 buffer alone in a vector loop, at a unit stride: a non-temporal store where
+    // the emitter can (a large output written once; the LLVM emitter, on 64-byte aligned rows).
+    bool stream;
+    rt_kir_expr *cond; // IF
+    rt_kir_ukernel uk; // UKERNEL
+    const char *text;  // COPY, COMMENT (one line)
     rt_kir_block body, else_body;
 };
 

@@ -404,8 +404,8 @@ static rt_status rt_lower_out_offset(rt_lower *l, rt_kir_expr **off) {
 }
 
 // Stores value, converted to the output's element type, at off of statement l->s's output.
-static void rt_lower_store_out(rt_lower *l, rt_kir_block *blk, rt_kir_expr *off,
-                               rt_kir_expr *value) {
+static rt_kir_node *rt_lower_store_out(rt_lower *l, rt_kir_block *blk, rt_kir_expr *off,
+                                       rt_kir_expr *value) {
     int32_t ob = l->data_buf[l->s->out];
     rt_kir_node *st = rt_kir_append(l->a, blk, RT_KIR_N_STORE);
     RT_LOWER_CHECK(l, st && off && value);
@@ -414,6 +414,42 @@ static void rt_lower_store_out(rt_lower *l, rt_kir_block *blk, rt_kir_expr *off,
         st->index = off;
         st->value = rt_kir_cast(l->a, l->k->bufs[ob].type, value);
     }
+    return st;
+}
+
+// Capacity of the device's largest cache (0: none known).
+static int64_t rt_largest_cache_bytes(const rt_device *dev) {
+    int64_t cache_bytes = 0;
+    for (int32_t lv = 1; dev && lv < dev->n_levels; lv++)
+        if (dev->level[lv].capacity_bytes > cache_bytes)
+            cache_bytes = dev->level[lv].capacity_bytes;
+    return cache_bytes;
+}
+
+// Should statement l->s's elementwise output take streaming (non-temporal) stores? Where the
+// operator's tensors together exceed half the largest cache, the output cannot stay cached for
+// a consumer, and each line of it written costs a read for ownership first; a non-temporal
+// store skips that read. Dense f32 outputs only (a ragged one's size is not known here).
+static bool rt_stream_out(const rt_lower *l) {
+    const rt_op *op = l->op;
+    int32_t t = l->s->out;
+    if (!l->dev || op->tensors[t].role != RT_ROLE_OUTPUT || l->data_buf[t] <= 0 ||
+        l->k->bufs[l->data_buf[t]].type != RT_KIR_F32)
+        return false;
+    double total_bytes = 0.0;
+    for (int32_t i = 0; i < op->n_tensors; i++) {
+        if (op->tensors[i].role == RT_ROLE_TEMP || l->data_buf[i] <= 0)
+            continue;
+        double bytes = l->k->bufs[l->data_buf[i]].type == RT_KIR_F64 ? 8.0 : 4.0;
+        for (int32_t d = 0; d < op->tensors[i].n_dims; d++) {
+            if (l->extent[i][d] < 0)
+                return false;
+            bytes *= (double)l->extent[i][d];
+        }
+        total_bytes += bytes;
+    }
+    int64_t cache_bytes = rt_largest_cache_bytes(l->dev);
+    return cache_bytes > 0 && total_bytes > 0.5 * (double)cache_bytes;
 }
 
 // The element of statement l->s at the current LHS vars: evaluate or reduce, then store.
@@ -466,7 +502,10 @@ static rt_status rt_lower_element(rt_lower *l, rt_kir_block *blk, const int32_t 
         upd->value = nv;
         value = rt_kir_var_ref(a, l->p, acc);
     }
-    rt_lower_store_out(l, blk, off, value);
+    rt_kir_node *st = rt_lower_store_out(l, blk, off, value);
+    // An elementwise store sits in the innermost (vector) loop; a reduction's does not.
+    if (st && n_red == 0 && s->op == RT_ASSIGN_SET)
+        st->stream = rt_stream_out(l);
     return RT_OK;
 }
 
@@ -3026,10 +3065,7 @@ static rt_status rt_lower_gemm(rt_lower *l, const rt_gemm *g, const rt_gemm_epi 
                                               : rt_b(l, RT_KIR_GT, rt_v(l, vpk), rt_i(l, 0));
     // Streaming stores: a single k block overwriting a C over half the largest cache (it
     // would evict most of it and is not read back by this phase).
-    int64_t cache_bytes = 0;
-    for (int32_t lv = 1; l->dev && lv < l->dev->n_levels; lv++)
-        if (l->dev->level[lv].capacity_bytes > cache_bytes)
-            cache_bytes = l->dev->level[lv].capacity_bytes;
+    int64_t cache_bytes = rt_largest_cache_bytes(l->dev);
     u->uk.stream = s->op == RT_ASSIGN_ADD_INIT && g->K <= g->kc && g->cm % 16 == 0 &&
                    cache_bytes > 0 && epi->stmt < 0 &&
                    4.0 * (double)g->batch * (double)g->M * (double)g->N > 0.5 * (double)cache_bytes;

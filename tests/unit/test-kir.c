@@ -9,6 +9,7 @@
 
 #include <math.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 static void test_fold(rt_arena *a) {
@@ -238,6 +239,8 @@ static void run_kernel(const rt_kir_kernel *k, const runner *r, void **args, int
     rt_cpu_pool_free(pool);
 }
 
+static const char *last_ll; // build_both: the LLVM module's text before optimization
+
 // Builds both targets of k; fns_llvm/fns_c receive the phase functions.
 static bool build_both(rt_arena *a, rt_cpu_jit *jit, const rt_kir_kernel *k, runner *rl, runner *rc,
                        const char **out_c) {
@@ -251,6 +254,7 @@ static bool build_both(rt_arena *a, rt_cpu_jit *jit, const rt_kir_kernel *k, run
         return false;
     }
     RT_EXPECT(strstr(ll, "define void @") != NULL);
+    last_ll = ll;
     if (rt_cpu_jit_add_module(jit, mod, &err) != RT_OK)
         return false;
     const char *c = NULL;
@@ -300,6 +304,65 @@ static void test_elementwise(rt_arena *a, rt_cpu_jit *jit) {
     RT_EXPECT_EQ(bad, 0);
 }
 
+// Streaming stores (emit-llvm.c's explicit 16-lane loop of non-temporal stores): rows of len
+// elements, O[r*len + i] = -(A[r*len + i] * S[r]) + max(A[r*len + i], 0.5) / 4, one row per
+// item. With len = 37 no row is whole cache lines (the plain loop runs them); with len = 48
+// every row is, aligned, and runs as non-temporal chunks. Both emitters must give the plain C
+// loop's values.
+static void test_stream(rt_arena *a, rt_cpu_jit *jit, int64_t len) {
+    enum { ROWS = 19 };
+    rt_kir_kernel *k = rt_kir_kernel_new(a, rt_arena_printf(a, "t_stream%lld", (long long)len));
+    int32_t ba = rt_kir_add_buf(a, k, "A", RT_KIR_BUF_DATA, RT_KIR_F32, 0, -1);
+    int32_t bs = rt_kir_add_buf(a, k, "S", RT_KIR_BUF_DATA, RT_KIR_F32, 1, -1);
+    int32_t bo = rt_kir_add_buf(a, k, "O", RT_KIR_BUF_DATA, RT_KIR_F32, 2, -1);
+    k->bufs[bo].written = true;
+    rt_kir_phase *p = rt_kir_add_phase(a, k, "rows", ROWS);
+    int32_t i = rt_kir_add_var(a, p, "i", RT_KIR_I64);
+    rt_kir_expr *row = rt_kir_var_ref(a, p, p->item_var);
+    rt_kir_node *loop =
+        rt_kir_loop(a, &p->body, i, rt_kir_int(a, 0), rt_kir_int(a, len), RT_KIR_LOOP_VECTOR);
+    rt_kir_expr *idx = rt_kir_bin(a, RT_KIR_ADD, rt_kir_bin(a, RT_KIR_MUL, row, rt_kir_int(a, len)),
+                                  rt_kir_var_ref(a, p, i));
+    rt_kir_expr *x = rt_kir_load(a, k, ba, idx);
+    rt_kir_expr *v = rt_kir_neg(a, rt_kir_bin(a, RT_KIR_MUL, x, rt_kir_load(a, k, bs, row)));
+    rt_kir_expr *m = rt_kir_bin(a, RT_KIR_MAX, x, rt_kir_flt(a, RT_KIR_F32, 0.5));
+    v = rt_kir_bin(a, RT_KIR_ADD, v, rt_kir_bin(a, RT_KIR_DIV, m, rt_kir_flt(a, RT_KIR_F32, 4.0)));
+    rt_kir_node *st = rt_kir_append(a, &loop->body, RT_KIR_N_STORE);
+    st->buf = bo;
+    st->index = idx;
+    st->value = v;
+    st->stream = true;
+    rt_err err = {0};
+    RT_EXPECT_EQ(rt_kir_validate(k, &err), RT_OK);
+    runner rl, rc;
+    const char *c;
+    RT_EXPECT(build_both(a, jit, k, &rl, &rc, &c));
+    RT_EXPECT(last_ll && strstr(last_ll, "!nontemporal") != NULL);
+    int64_t n = ROWS * len;
+    float *A = rt_arena_calloc(a, (size_t)n + 16, 4), *S = rt_arena_calloc(a, ROWS, 4);
+    // The JIT's output 64-byte aligned, so that row r starts at 4 r len mod 64 bytes.
+    size_t o1_bytes = ((size_t)n * 4 + 63) / 64 * 64;
+    float *o1 = aligned_alloc(64, o1_bytes), *o2 = rt_arena_calloc(a, (size_t)n, 4);
+    if (!o1)
+        return;
+    memset(o1, 0, o1_bytes);
+    for (int64_t j = 0; j < n; j++)
+        A[j] = (float)((j * 37) % 101 - 50) / 8.0f;
+    for (int32_t r = 0; r < ROWS; r++)
+        S[r] = 0.25f * (float)(r + 1);
+    void *args1[4] = {NULL, A, S, o1}, *args2[4] = {NULL, A, S, o2};
+    run_kernel(k, &rl, args1, 2);
+    run_kernel(k, &rc, args2, 1);
+    int bad = 0;
+    for (int64_t j = 0; j < n; j++) {
+        float x0 = A[j], want = -(x0 * S[j / len]) + (x0 > 0.5f ? x0 : 0.5f) / 4.0f;
+        bad += fabsf(o1[j] - want) > 1e-6f * (1.0f + fabsf(want)) || o2[j] != o2[j] ||
+               fabsf(o2[j] - want) > 1e-6f * (1.0f + fabsf(want));
+    }
+    RT_EXPECT_EQ(bad, 0);
+    free(o1);
+}
+
 static void test_gemm(rt_arena *a, rt_cpu_jit *jit, int64_t m, int64_t n, int64_t kk, int32_t mr,
                       int32_t nr) {
     rt_kir_kernel *k = build_gemm(a, m, n, kk, mr, nr);
@@ -347,6 +410,8 @@ int main(void) {
         RT_EXPECT(0);
     } else {
         test_elementwise(a, jit);
+        test_stream(a, jit, 37);
+        test_stream(a, jit, 48);
         test_gemm(a, jit, 13, 37, 29, 6, 32); // edge tiles in both m and n
         test_gemm(a, jit, 12, 32, 8, 6, 32);  // full tiles only
         test_gemm(a, jit, 5, 16, 1, 4, 16);   // k = 1
