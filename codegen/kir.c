@@ -589,6 +589,8 @@ static rt_status rt_kir_check_node(rt_kir_check *c, const rt_kir_node *n) {
         RT_TRY(rt_kir_check_expr(c, n->value, false));
         if (n->value->type != c->k->bufs[n->buf].type)
             return rt_kir_bad(c, "store of another type than the buffer's");
+        if (n->stream && c->k->bufs[n->buf].type != RT_KIR_F32)
+            return rt_kir_bad(c, "streaming store to a buffer that is not f32");
         return RT_OK;
     case RT_KIR_N_PREFETCH:
         if (n->buf < 0 || n->buf >= c->k->n_bufs)

@@ -248,7 +248,8 @@ const char *rt_kir_loop_kind_name(rt_kir_loop_kind k);
 // (no variable it reads is set in the loop, no buffer it loads is stored there), into x * r with
 // r = 1 / y set once before the loop (when the loop runs at all): one division per row instead
 // of one per element (softmax's e / s, a mean's x / n). The product is within about 1.5 ulp of
-// the quotient. Returns false when out of memory (the kernel is then unusable).
+// the quotient, except for divisors under 2^-126 (f32) in magnitude, whose reciprocal overflows
+// to inf. Returns false when out of memory (the kernel is then unusable).
 bool rt_kir_hoist_reciprocals(rt_arena *a, rt_kir_kernel *k);
 
 // Checks the structural invariants every emitter relies on (types of operands, variables and

@@ -50,6 +50,18 @@ static void test_fold(rt_arena *a) {
     pf->buf = out;
     rt_err_clear(&err);
     RT_EXPECT_EQ(rt_kir_validate(k, &err), RT_OK);
+    // Streaming stores are for f32 buffers.
+    int32_t iout = rt_kir_add_buf(a, k, "iout", RT_KIR_BUF_DATA, RT_KIR_I64, 1, -1);
+    rt_kir_node *si = rt_kir_append(a, &p->body, RT_KIR_N_STORE);
+    si->buf = iout;
+    si->index = vi;
+    si->value = vi;
+    si->stream = true;
+    RT_EXPECT_EQ(rt_kir_validate(k, &err), RT_ERR_BACKEND);
+    RT_EXPECT(strstr(err.msg, "streaming store to a buffer that is not f32") != NULL);
+    si->stream = false;
+    rt_err_clear(&err);
+    RT_EXPECT_EQ(rt_kir_validate(k, &err), RT_OK);
 }
 
 // rt_kir_hoist_reciprocals: in a vector loop storing O[i] = A[i] / S[item] + A[i] / A[i] +
