@@ -214,6 +214,9 @@ static bool rt_win_padded(const rt_lower *l, const rt_expr *e) {
 // hands over the loop of y (yv >= 0), the rows for all the y of the tile are packed once and
 // shared by the output rows that overlap (a 5-row window of stride 2 packs 2 new rows per
 // output row instead of 5).
+// How many rows ahead the row packing prefetches its read (rt_win_pack_rows).
+#define RT_WIN_PF_ROWS 16
+
 typedef struct rt_win_pack {
     const rt_expr *read;
     int32_t dim;           // its dim along x
@@ -235,7 +238,7 @@ typedef struct rt_win_pack {
     // start along dim, the q range [qa, qb) copied without guards, the row dim's index of row 0,
     // the read's other indices and whether they stay within their extents, two loop vars.
     rt_kir_expr *len, *nq, *u0, *qa, *qb, *r0, *valid, *idx[RT_MAX_DIMS];
-    int32_t hv, qv;
+    int32_t hv, qv, pv;
 } rt_win_pack;
 
 // The scratch element holding the packed read at the current x, y and window point l->win_pt.
@@ -1187,6 +1190,7 @@ static rt_status rt_win_pack_setup(rt_lower *l, rt_kir_block *blk, rt_win_pack *
     }
     pk->hv = rt_kir_add_var(a, l->p, "pk_h", RT_KIR_I64);
     pk->qv = rt_kir_add_var(a, l->p, "pk_q", RT_KIR_I64);
+    pk->pv = rt_kir_add_var(a, l->p, "pk_pf", RT_KIR_I64);
     if (pk->hv < 0 || pk->qv < 0)
         return rt_fail(l->err, RT_ERR_NOMEM, RT_NOLOC, "out of memory");
     return RT_OK;
@@ -1218,6 +1222,28 @@ static void rt_win_pack_rows(rt_lower *l, rt_kir_block *blk, rt_win_pack *pk, rt
                 a, RT_KIR_AND, valid,
                 rt_kir_bin(a, RT_KIR_AND, rt_kir_bin(a, RT_KIR_GE, idx[pk->rdim], rt_kir_int(a, 0)),
                            rt_kir_bin(a, RT_KIR_LT, idx[pk->rdim], rt_kir_int(a, rext))));
+    }
+    // Prefetch of the run RT_WIN_PF_ROWS rows further down, one hint per 64-byte line: the
+    // packing reads each row once, right before the FMAs that use it, and the hardware
+    // prefetcher does not run far enough ahead across the planes a work item interleaves.
+    if (pk->rdim >= 0) {
+        rt_kir_expr *sub[RT_MAX_DIMS];
+        memcpy(sub, idx, sizeof sub);
+        sub[pk->rdim] = rt_kir_bin(a, RT_KIR_ADD, idx[pk->rdim], rt_kir_int(a, RT_WIN_PF_ROWS));
+        rt_kir_expr *lines =
+            rt_kir_bin(a, RT_KIR_DIV, rt_kir_bin(a, RT_KIR_ADD, pk->len, rt_kir_int(a, 15)),
+                       rt_kir_int(a, 16));
+        rt_kir_node *pl = rt_kir_loop(a, rb, pk->pv, rt_kir_int(a, 0), lines, RT_KIR_LOOP_SERIAL);
+        rt_kir_node *pf = pl ? rt_kir_append(a, &pl->body, RT_KIR_N_PREFETCH) : NULL;
+        sub[pk->dim] = rt_kir_bin(
+            a, RT_KIR_ADD, pk->u0,
+            rt_kir_bin(a, RT_KIR_MUL, rt_kir_var_ref(a, l->p, pk->pv), rt_kir_int(a, 16)));
+        RT_LOWER_CHECK(l, pf && lines && sub[pk->rdim] && sub[pk->dim]);
+        if (pf) {
+            pf->buf = l->data_buf[rd->tensor];
+            pf->index = rt_tr_offset(l, rd->tensor, sub, NULL);
+            RT_LOWER_CHECK(l, pf->index);
+        }
     }
     rt_kir_expr *base = rt_kir_bin(a, RT_KIR_MUL, h, rt_kir_int(a, A * pk->q));
     rt_kir_block *fill = NULL;
