@@ -178,49 +178,81 @@ static LLVMValueRef rt_l_floor(rt_lemit *l, bool mod, LLVMValueRef x, LLVMValueR
     return LLVMBuildSelect(b, y0, zero, out, "");
 }
 
+// z + x*y is built as llvm.fmuladd, which LLVM fuses where the target has FMA: what C compilers
+// do with FP_CONTRACT ON (so the C emitter's kernels get it too), and one instruction instead
+// of two per point of a window reduction's multiply-accumulate. The index (0 or 1) of the
+// product among the operands of a float addition e, or -1.
+static int rt_l_fused_mul(const rt_kir_expr *e) {
+    for (int i = 0; i < 2 && e->bop == RT_KIR_ADD && rt_kir_type_is_float(e->type); i++)
+        if (e->args[i]->kind == RT_KIR_E_BIN && e->args[i]->bop == RT_KIR_MUL)
+            return i;
+    return -1;
+}
+
+static LLVMValueRef rt_l_fmuladd(rt_lemit *l, LLVMValueRef x, LLVMValueRef y, LLVMValueRef z) {
+    LLVMValueRef f = rt_l_intrinsic(l, "llvm.fmuladd", LLVMTypeOf(x));
+    LLVMValueRef args[3] = {x, y, z};
+    return LLVMBuildCall2(l->b, LLVMGlobalGetValueType(f), f, args, 3, "");
+}
+
+static bool rt_l_is_farith(rt_kir_bop op) {
+    return op <= RT_KIR_DIV || op == RT_KIR_MIN || op == RT_KIR_MAX;
+}
+
+// x op y for a float arithmetic op (rt_l_is_farith) on scalars or vectors alike,
+// so that rt_l_bin and the streaming loops' rt_l_wide build the same operations.
+static LLVMValueRef rt_l_farith(rt_lemit *l, rt_kir_bop op, LLVMValueRef x, LLVMValueRef y) {
+    LLVMBuilderRef b = l->b;
+    switch (op) {
+    case RT_KIR_ADD:
+        return LLVMBuildFAdd(b, x, y, "");
+    case RT_KIR_SUB:
+        return LLVMBuildFSub(b, x, y, "");
+    case RT_KIR_MUL:
+        return LLVMBuildFMul(b, x, y, "");
+    case RT_KIR_DIV:
+        return LLVMBuildFDiv(b, x, y, "");
+    default: {
+        LLVMValueRef f =
+            rt_l_intrinsic(l, op == RT_KIR_MAX ? "llvm.maxnum" : "llvm.minnum", LLVMTypeOf(x));
+        LLVMValueRef args[2] = {x, y};
+        return LLVMBuildCall2(b, LLVMGlobalGetValueType(f), f, args, 2, "");
+    }
+    }
+}
+
 static LLVMValueRef rt_l_bin(rt_lemit *l, const rt_kir_expr *e) {
     LLVMBuilderRef b = l->b;
     const rt_kir_expr *ex = e->args[0];
-    // z + x*y as llvm.fmuladd, which LLVM fuses where the target has FMA: what C compilers do
-    // with FP_CONTRACT ON (so the C emitter's kernels get it too), and one instruction instead
-    // of two per point of a window reduction's multiply-accumulate.
-    for (int32_t i = 0; i < 2 && e->bop == RT_KIR_ADD && rt_kir_type_is_float(e->type); i++) {
-        const rt_kir_expr *m = e->args[i];
-        if (m->kind != RT_KIR_E_BIN || m->bop != RT_KIR_MUL)
-            continue;
-        LLVMTypeRef t = rt_l_type(l, e->type);
-        LLVMValueRef f = rt_l_intrinsic(l, "llvm.fmuladd", t);
-        LLVMValueRef args[3] = {rt_l_expr(l, m->args[0]), rt_l_expr(l, m->args[1]),
-                                rt_l_expr(l, e->args[1 - i])};
-        return LLVMBuildCall2(b, LLVMGlobalGetValueType(f), f, args, 3, "");
+    int fm = rt_l_fused_mul(e);
+    if (fm >= 0) {
+        const rt_kir_expr *m = e->args[fm];
+        LLVMValueRef x = rt_l_expr(l, m->args[0]); // in order: the module text is deterministic
+        LLVMValueRef y = rt_l_expr(l, m->args[1]);
+        return rt_l_fmuladd(l, x, y, rt_l_expr(l, e->args[1 - fm]));
     }
     LLVMValueRef x = rt_l_expr(l, ex), y = rt_l_expr(l, e->args[1]);
     bool fl = rt_kir_type_is_float(ex->type);
-    LLVMTypeRef t = rt_l_type(l, ex->type);
+    if (fl && rt_l_is_farith(e->bop))
+        return rt_l_farith(l, e->bop, x, y);
     static const LLVMIntPredicate ip[] = {LLVMIntSLT, LLVMIntSLE, LLVMIntSGT,
                                           LLVMIntSGE, LLVMIntEQ,  LLVMIntNE};
     static const LLVMRealPredicate fp[] = {LLVMRealOLT, LLVMRealOLE, LLVMRealOGT,
                                            LLVMRealOGE, LLVMRealOEQ, LLVMRealUNE};
     switch (e->bop) {
     case RT_KIR_ADD:
-        return fl ? LLVMBuildFAdd(b, x, y, "") : LLVMBuildNSWAdd(b, x, y, "");
+        return LLVMBuildNSWAdd(b, x, y, "");
     case RT_KIR_SUB:
-        return fl ? LLVMBuildFSub(b, x, y, "") : LLVMBuildNSWSub(b, x, y, "");
+        return LLVMBuildNSWSub(b, x, y, "");
     case RT_KIR_MUL:
-        return fl ? LLVMBuildFMul(b, x, y, "") : LLVMBuildNSWMul(b, x, y, "");
+        return LLVMBuildNSWMul(b, x, y, "");
     case RT_KIR_DIV:
-        return fl ? LLVMBuildFDiv(b, x, y, "") : rt_l_floor(l, false, x, y);
+        return rt_l_floor(l, false, x, y);
     case RT_KIR_MOD:
         return fl ? LLVMBuildFRem(b, x, y, "") : rt_l_floor(l, true, x, y);
     case RT_KIR_MIN:
     case RT_KIR_MAX: {
-        bool mx = e->bop == RT_KIR_MAX;
-        if (fl) {
-            LLVMValueRef f = rt_l_intrinsic(l, mx ? "llvm.maxnum" : "llvm.minnum", t);
-            LLVMValueRef args[2] = {x, y};
-            return LLVMBuildCall2(b, LLVMGlobalGetValueType(f), f, args, 2, "");
-        }
-        LLVMValueRef c = LLVMBuildICmp(b, mx ? LLVMIntSGT : LLVMIntSLT, x, y, "");
+        LLVMValueRef c = LLVMBuildICmp(b, e->bop == RT_KIR_MAX ? LLVMIntSGT : LLVMIntSLT, x, y, "");
         return LLVMBuildSelect(b, c, x, y, "");
     }
     case RT_KIR_AND:
@@ -346,6 +378,24 @@ static void rt_l_counted(rt_lemit *l, LLVMValueRef var, LLVMValueRef lo, LLVMVal
 }
 
 static void rt_l_nodes(rt_lemit *l, const rt_kir_block *blk);
+
+// x in all 16 lanes.
+static LLVMValueRef rt_l_splat(rt_lemit *l, LLVMValueRef x) {
+    LLVMBuilderRef b = l->b;
+    LLVMValueRef ins =
+        LLVMBuildInsertElement(b, LLVMGetUndef(l->v16), x, LLVMConstInt(l->i32, 0, 0), "");
+    return LLVMBuildShuffleVector(b, ins, LLVMGetUndef(l->v16),
+                                  LLVMConstNull(LLVMVectorType(l->i32, 16)), "");
+}
+
+// A 64-byte aligned non-temporal store of v at p (the phase ends with a fence, rt_l_has_stream).
+static void rt_l_store_nt(rt_lemit *l, LLVMValueRef v, LLVMValueRef p) {
+    LLVMValueRef st = LLVMBuildStore(l->b, v, p);
+    LLVMSetAlignment(st, 64);
+    LLVMMetadataRef one = LLVMValueAsMetadata(LLVMConstInt(l->i32, 1, 0));
+    LLVMSetMetadata(st, LLVMGetMDKindIDInContext(l->ctx, "nontemporal", 11),
+                    LLVMMetadataAsValue(l->ctx, LLVMMDNodeInContext2(l->ctx, &one, 1)));
+}
 
 // Prefetch distance of the micro-kernel's B stream in elements (1 KiB).
 #define RT_UK_PREFETCH_ELEMS 256
@@ -535,14 +585,11 @@ static void rt_l_ukernel(rt_lemit *l, const rt_kir_ukernel *u) {
         rt_l_prefetch(l, l->f32, ub,
                       LLVMBuildAdd(b, kb, rt_l_i64(l, RT_UK_PREFETCH_ELEMS + 16 * j), ""), 0, 3);
     LLVMValueRef ka = LLVMBuildNSWMul(b, kphi, rt_l_i64(l, mr), "");
-    LLVMValueRef mask = LLVMConstNull(LLVMVectorType(l->i32, 16));
     for (int32_t i = 0; i < mr; i++) {
         LLVMValueRef idx = LLVMBuildNSWAdd(b, ka, rt_l_i64(l, i), "");
         LLVMValueRef av =
             LLVMBuildLoad2(b, l->f32, LLVMBuildInBoundsGEP2(b, l->f32, ua, &idx, 1, ""), "a");
-        LLVMValueRef ins =
-            LLVMBuildInsertElement(b, LLVMGetUndef(l->v16), av, LLVMConstInt(l->i32, 0, 0), "");
-        LLVMValueRef splat = LLVMBuildShuffleVector(b, ins, LLVMGetUndef(l->v16), mask, "");
+        LLVMValueRef splat = rt_l_splat(l, av);
         for (int32_t j = 0; j < nv; j++) {
             LLVMValueRef args[3] = {splat, bv[j], acc[i * nv + j]};
             next[i * nv + j] = LLVMBuildCall2(b, fma_t, fma, args, 3, "");
@@ -581,7 +628,6 @@ static void rt_l_ukernel(rt_lemit *l, const rt_kir_ukernel *u) {
     // Streaming: overwrites of a 64-byte aligned tile (ldc keeps every row aligned) take
     // non-temporal stores; the phase ends with a fence (rt_l_phase).
     LLVMBasicBlockRef bnt = NULL, bst = bset;
-    LLVMValueRef nt_md = NULL;
     if (u->stream && u->ldc % 16 == 0) {
         LLVMPositionBuilderAtEnd(b, bset);
         bnt = rt_l_block(l, "uk.nt");
@@ -590,8 +636,6 @@ static void rt_l_ukernel(rt_lemit *l, const rt_kir_ukernel *u) {
             LLVMBuildAnd(b, LLVMBuildPtrToInt(b, rt_l_addr(l, u->c_buf, c_off), l->i64, ""),
                          rt_l_i64(l, 63), "");
         LLVMBuildCondBr(b, LLVMBuildICmp(b, LLVMIntEQ, low, rt_l_i64(l, 0), ""), bnt, bst);
-        LLVMMetadataRef one = LLVMValueAsMetadata(LLVMConstInt(l->i32, 1, 0));
-        nt_md = LLVMMetadataAsValue(l->ctx, LLVMMDNodeInContext2(l->ctx, &one, 1));
     }
     for (int32_t pass = 0; pass < 3; pass++) {
         if (pass == 2 && !bnt)
@@ -608,10 +652,10 @@ static void rt_l_ukernel(rt_lemit *l, const rt_kir_ukernel *u) {
                     LLVMSetAlignment(old, 4);
                     v = LLVMBuildFAdd(b, old, v, "");
                 }
-                LLVMValueRef st = LLVMBuildStore(b, v, p);
-                LLVMSetAlignment(st, pass == 2 ? 64 : 4);
                 if (pass == 2)
-                    LLVMSetMetadata(st, LLVMGetMDKindIDInContext(l->ctx, "nontemporal", 11), nt_md);
+                    rt_l_store_nt(l, v, p);
+                else
+                    LLVMSetAlignment(LLVMBuildStore(b, v, p), 4);
             }
         LLVMBuildBr(b, bend);
     }
@@ -662,9 +706,9 @@ static void rt_l_ukernel(rt_lemit *l, const rt_kir_ukernel *u) {
 // Streaming stores: a vector loop whose body is one f32 STORE marked stream, at a unit stride,
 // of a value this emitter can build in 16 lanes, runs as an explicit vector loop of
 // non-temporal stores when its first element's address is 64-byte aligned and its trip count a
-// multiple of 16 (whole cache lines); otherwise as the plain loop. LLVM's loop vectorizer would not
-// keep the non-temporal hint: on most x86 targets it refuses to vectorize such a store at the
-// element alignment, and where it does (SSE4A) it splits it into scalar stores.
+// multiple of 16 (whole cache lines); otherwise as the plain loop. LLVM's loop vectorizer
+// would not keep the non-temporal hint: on most x86 targets it refuses to vectorize such a
+// store at the element alignment, and where it does (SSE4A) it splits it into scalar stores.
 // ---------------------------------------------------------------------------------------------
 
 // How index reads var: 0 not at all, 1 once as "+ var" (unit stride), -1 otherwise.
@@ -696,25 +740,16 @@ static bool rt_l_widenable(const rt_lemit *l, const rt_kir_expr *e, int32_t var)
     case RT_KIR_E_NEG:
         return rt_l_widenable(l, e->args[0], var);
     case RT_KIR_E_BIN:
-        return e->bop <= RT_KIR_DIV || e->bop == RT_KIR_MIN || e->bop == RT_KIR_MAX
-                   ? rt_l_widenable(l, e->args[0], var) && rt_l_widenable(l, e->args[1], var)
-                   : false;
+        return rt_l_is_farith(e->bop) && rt_l_widenable(l, e->args[0], var) &&
+               rt_l_widenable(l, e->args[1], var);
     default:
         return false;
     }
 }
 
-static LLVMValueRef rt_l_splat(rt_lemit *l, LLVMValueRef x) {
-    LLVMBuilderRef b = l->b;
-    LLVMValueRef ins =
-        LLVMBuildInsertElement(b, LLVMGetUndef(l->v16), x, LLVMConstInt(l->i32, 0, 0), "");
-    return LLVMBuildShuffleVector(b, ins, LLVMGetUndef(l->v16),
-                                  LLVMConstNull(LLVMVectorType(l->i32, 16)), "");
-}
-
 // Lanes var .. var+15 of a widenable expression (the var's alloca holds lane 0). The operations
-// are those of rt_l_expr / rt_l_bin, so the chunks and the plain loop's elements agree bit for
-// bit (z + x*y is llvm.fmuladd in both).
+// are rt_l_bin's (rt_l_fused_mul, rt_l_farith), so the chunks and the plain loop's elements
+// agree bit for bit.
 static LLVMValueRef rt_l_wide(rt_lemit *l, const rt_kir_expr *e, int32_t var) {
     LLVMBuilderRef b = l->b;
     switch (e->kind) {
@@ -733,39 +768,21 @@ static LLVMValueRef rt_l_wide(rt_lemit *l, const rt_kir_expr *e, int32_t var) {
     default: // FLT, FVAR
         return rt_l_splat(l, rt_l_expr(l, e));
     }
-    for (int32_t i = 0; i < 2 && e->bop == RT_KIR_ADD; i++) {
-        const rt_kir_expr *m = e->args[i];
-        if (m->kind != RT_KIR_E_BIN || m->bop != RT_KIR_MUL)
-            continue;
-        LLVMValueRef f = rt_l_intrinsic(l, "llvm.fmuladd", l->v16);
-        LLVMValueRef args[3] = {rt_l_wide(l, m->args[0], var), rt_l_wide(l, m->args[1], var),
-                                rt_l_wide(l, e->args[1 - i], var)};
-        return LLVMBuildCall2(b, LLVMGlobalGetValueType(f), f, args, 3, "");
+    int fm = rt_l_fused_mul(e);
+    if (fm >= 0) {
+        const rt_kir_expr *m = e->args[fm];
+        LLVMValueRef x = rt_l_wide(l, m->args[0], var), y = rt_l_wide(l, m->args[1], var);
+        return rt_l_fmuladd(l, x, y, rt_l_wide(l, e->args[1 - fm], var));
     }
-    LLVMValueRef x = rt_l_wide(l, e->args[0], var), y = rt_l_wide(l, e->args[1], var);
-    switch (e->bop) {
-    case RT_KIR_ADD:
-        return LLVMBuildFAdd(b, x, y, "");
-    case RT_KIR_SUB:
-        return LLVMBuildFSub(b, x, y, "");
-    case RT_KIR_MUL:
-        return LLVMBuildFMul(b, x, y, "");
-    case RT_KIR_DIV:
-        return LLVMBuildFDiv(b, x, y, "");
-    default: {
-        LLVMValueRef f =
-            rt_l_intrinsic(l, e->bop == RT_KIR_MAX ? "llvm.maxnum" : "llvm.minnum", l->v16);
-        LLVMValueRef args[2] = {x, y};
-        return LLVMBuildCall2(b, LLVMGlobalGetValueType(f), f, args, 2, "");
-    }
-    }
+    LLVMValueRef x = rt_l_wide(l, e->args[0], var);
+    return rt_l_farith(l, e->bop, x, rt_l_wide(l, e->args[1], var));
 }
 
 static bool rt_l_streams(const rt_lemit *l, const rt_kir_node *n) {
     const rt_kir_node *st = n->body.n == 1 ? n->body.nodes[0] : NULL;
+    // rt_kir_validate has checked that a streaming store's buffer is f32.
     return n->loop_kind == RT_KIR_LOOP_VECTOR && st && st->kind == RT_KIR_N_STORE && st->stream &&
-           l->k->bufs[st->buf].type == RT_KIR_F32 && rt_l_unit_uses(st->index, n->var, true) == 1 &&
-           rt_l_widenable(l, st->value, n->var);
+           rt_l_unit_uses(st->index, n->var, true) == 1 && rt_l_widenable(l, st->value, n->var);
 }
 
 static void rt_l_stream_loop(rt_lemit *l, const rt_kir_node *n, LLVMValueRef lo, LLVMValueRef hi) {
@@ -791,11 +808,7 @@ static void rt_l_stream_loop(rt_lemit *l, const rt_kir_node *n, LLVMValueRef lo,
     LLVMBuildCondBr(b, LLVMBuildICmp(b, LLVMIntSLT, i, hi, ""), body, rest);
     LLVMPositionBuilderAtEnd(b, body);
     LLVMValueRef v = rt_l_wide(l, st->value, n->var);
-    LLVMValueRef s = LLVMBuildStore(b, v, rt_l_addr(l, st->buf, rt_l_expr(l, st->index)));
-    LLVMSetAlignment(s, 64);
-    LLVMMetadataRef one = LLVMValueAsMetadata(LLVMConstInt(l->i32, 1, 0));
-    LLVMSetMetadata(s, LLVMGetMDKindIDInContext(l->ctx, "nontemporal", 11),
-                    LLVMMetadataAsValue(l->ctx, LLVMMDNodeInContext2(l->ctx, &one, 1)));
+    rt_l_store_nt(l, v, rt_l_addr(l, st->buf, rt_l_expr(l, st->index)));
     LLVMBuildStore(b, LLVMBuildNSWAdd(b, LLVMBuildLoad2(b, l->i64, var, ""), rt_l_i64(l, 16), ""),
                    var);
     LLVMBuildBr(b, head);
