@@ -449,22 +449,24 @@ static void rt_kir_hoist_block(rt_kir_hoist *h, rt_kir_block *b) {
         }
         if (known && !always)
             continue; // the loop never runs: its divisions stay as they are
-        memset(h->var_set, 0, (size_t)h->p->n_vars * sizeof *h->var_set);
-        memset(h->buf_set, 0, (size_t)h->k->n_bufs * sizeof *h->buf_set);
+        // Fresh sets per loop: the phase's variables grow with each hoisted reciprocal.
+        h->var_set = rt_arena_calloc(h->a, rt_at_least_one((size_t)h->p->n_vars), 1);
+        h->buf_set = rt_arena_calloc(h->a, rt_at_least_one((size_t)h->k->n_bufs), 1);
+        if (!h->var_set || !h->buf_set) {
+            h->oom = true;
+            return;
+        }
         rt_kir_mark_node(h, n);
         rt_kir_block pre = {0};
         h->pre = &pre;
         rt_kir_hoist_in(h, &n->body);
         if (pre.n == 0 || h->oom)
             continue;
-        // The new variables grew the phase: var_set must cover them for the next loop.
-        bool *vs = rt_arena_calloc(h->a, (size_t)h->p->n_vars, sizeof *vs);
         rt_kir_node *guard = known ? NULL : rt_arena_calloc(h->a, 1, sizeof *guard);
-        if (!vs || (!known && !guard)) {
+        if (!known && !guard) {
             h->oom = true;
             return;
         }
-        h->var_set = vs;
         rt_kir_node **add = known ? pre.nodes : &guard;
         int32_t n_add = known ? pre.n : 1;
         if (guard) {
@@ -487,15 +489,7 @@ static void rt_kir_hoist_block(rt_kir_hoist *h, rt_kir_block *b) {
 bool rt_kir_hoist_reciprocals(rt_arena *a, rt_kir_kernel *k) {
     for (int32_t pi = 0; pi < k->n_phases; pi++) {
         rt_kir_phase *p = &k->phases[pi];
-        rt_kir_hoist h = {a,
-                          k,
-                          p,
-                          rt_arena_calloc(a, rt_at_least_one((size_t)p->n_vars), 1),
-                          rt_arena_calloc(a, rt_at_least_one((size_t)k->n_bufs), 1),
-                          NULL,
-                          false};
-        if (!h.var_set || !h.buf_set)
-            return false;
+        rt_kir_hoist h = {.a = a, .k = k, .p = p};
         rt_kir_hoist_block(&h, &p->body);
         if (h.oom)
             return false;
