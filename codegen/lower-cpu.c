@@ -203,6 +203,9 @@ static bool rt_win_padded(const rt_lower *l, const rt_expr *e) {
     return true;
 }
 
+// How many rows ahead the row packing prefetches its read (rt_win_pack_rows).
+#define RT_WIN_PF_ROWS 16
+
 // A window reduction's read that moves along x with a stride a >= 2, or 1 on a padded tensor
 // (rt_win_pack_plan), packed into scratch (rt_win_pack_rows) before the x loop: the run of
 // elements the x loop needs, split by phase (element j of the run at (j % a) * q + j / a), with
@@ -210,13 +213,9 @@ static bool rt_win_padded(const rt_lower *l, const rt_expr *e) {
 // one other dim that moves with the window: 2y + r - 2 of a 2D window). The x loop then reads
 // scratch at unit stride: no interleaved loads (whose unused last member, as 2x+2 of a 5-wide
 // stride-2 window, makes LLVM keep a scalar iteration per vector block), no guards and no x
-// borders. When the lowering also
-// hands over the loop of y (yv >= 0), the rows for all the y of the tile are packed once and
-// shared by the output rows that overlap (a 5-row window of stride 2 packs 2 new rows per
-// output row instead of 5).
-// How many rows ahead the row packing prefetches its read (rt_win_pack_rows).
-#define RT_WIN_PF_ROWS 16
-
+// borders. When the lowering also hands over the loop of y (yv >= 0), the rows for all the y of
+// the tile are packed once and shared by the output rows that overlap (a 5-row window of stride
+// 2 packs 2 new rows per output row instead of 5).
 typedef struct rt_win_pack {
     const rt_expr *read;
     int32_t dim;           // its dim along x
@@ -236,7 +235,8 @@ typedef struct rt_win_pack {
     rt_kir_expr *lo, *ylo; // the first x and y of the loops
     // Set up by rt_win_pack_setup for rt_win_pack_rows: the run's length, its count of q, its
     // start along dim, the q range [qa, qb) copied without guards, the row dim's index of row 0,
-    // the read's other indices and whether they stay within their extents, two loop vars.
+    // the read's other indices and whether they stay within their extents, the loop vars of the
+    // rows, of the copy and (with a row dim) of the prefetched lines.
     rt_kir_expr *len, *nq, *u0, *qa, *qb, *r0, *valid, *idx[RT_MAX_DIMS];
     int32_t hv, qv, pv;
 } rt_win_pack;
@@ -444,7 +444,7 @@ static bool rt_stream_out(const rt_lower *l) {
     for (int32_t i = 0; i < op->n_tensors; i++) {
         if (op->tensors[i].role == RT_ROLE_TEMP || l->data_buf[i] <= 0)
             continue;
-        double bytes = l->k->bufs[l->data_buf[i]].type == RT_KIR_F64 ? 8.0 : 4.0;
+        double bytes = rt_dtype_bytes(op->tensors[i].dtype);
         for (int32_t d = 0; d < op->tensors[i].n_dims; d++) {
             if (l->extent[i][d] < 0)
                 return false;
@@ -993,8 +993,8 @@ static void rt_win_span(const rt_lower *l, const int64_t *coef, int64_t *mn, int
 // One read of an f32 dense tensor moves with x, in one affine dim with stride 2..8 (or 1 when
 // the tensor is padded) whose other vars are window vars or outer kept vars; at most one other
 // dim (the row dim) holds window vars (or yv), affine in them and outer kept vars; the rest hold
-// neither. With yv >= 0 (y's loop of at most y_max
-// handed over too) the row dim must move with y and the x dim must not. Scratch: <= 32 KiB.
+// neither. With yv >= 0 (y's loop of at most y_max handed over too) the row dim must move with y
+// and the x dim must not. Scratch: <= 32 KiB.
 static bool rt_win_pack_plan(const rt_lower *l, int32_t xv, int32_t yv, int64_t x_max,
                              int64_t y_max, rt_win_pack *pk) {
     const rt_stmt *s = l->s;
@@ -1190,10 +1190,24 @@ static rt_status rt_win_pack_setup(rt_lower *l, rt_kir_block *blk, rt_win_pack *
     }
     pk->hv = rt_kir_add_var(a, l->p, "pk_h", RT_KIR_I64);
     pk->qv = rt_kir_add_var(a, l->p, "pk_q", RT_KIR_I64);
-    pk->pv = rt_kir_add_var(a, l->p, "pk_pf", RT_KIR_I64);
-    if (pk->hv < 0 || pk->qv < 0)
+    pk->pv = pk->rdim >= 0 ? rt_kir_add_var(a, l->p, "pk_pf", RT_KIR_I64) : 0;
+    if (pk->hv < 0 || pk->qv < 0 || pk->pv < 0)
         return rt_fail(l->err, RT_ERR_NOMEM, RT_NOLOC, "out of memory");
     return RT_OK;
+}
+
+// A loop of var over the 64-byte lines of a run of len f32 elements, [0, (len + 15) / 16), with
+// one PREFETCH in it whose buffer and index (the run's element 16 var) the caller fills in;
+// NULL when out of memory.
+static rt_kir_node *rt_prefetch_lines(rt_lower *l, rt_kir_block *blk, int32_t var,
+                                      rt_kir_expr *len) {
+    rt_arena *a = l->a;
+    rt_kir_expr *lines = rt_kir_bin(
+        a, RT_KIR_DIV, rt_kir_bin(a, RT_KIR_ADD, len, rt_kir_int(a, 15)), rt_kir_int(a, 16));
+    rt_kir_node *lp = rt_kir_loop(a, blk, var, rt_kir_int(a, 0), lines, RT_KIR_LOOP_SERIAL);
+    rt_kir_node *pf = lp ? rt_kir_append(a, &lp->body, RT_KIR_N_PREFETCH) : NULL;
+    RT_LOWER_CHECK(l, pf);
+    return pf;
 }
 
 // Packs rows [from, to) of pk in blk (after rt_win_pack_setup): each row, when its index along
@@ -1230,15 +1244,11 @@ static void rt_win_pack_rows(rt_lower *l, rt_kir_block *blk, rt_win_pack *pk, rt
         rt_kir_expr *sub[RT_MAX_DIMS];
         memcpy(sub, idx, sizeof sub);
         sub[pk->rdim] = rt_kir_bin(a, RT_KIR_ADD, idx[pk->rdim], rt_kir_int(a, RT_WIN_PF_ROWS));
-        rt_kir_expr *lines =
-            rt_kir_bin(a, RT_KIR_DIV, rt_kir_bin(a, RT_KIR_ADD, pk->len, rt_kir_int(a, 15)),
-                       rt_kir_int(a, 16));
-        rt_kir_node *pl = rt_kir_loop(a, rb, pk->pv, rt_kir_int(a, 0), lines, RT_KIR_LOOP_SERIAL);
-        rt_kir_node *pf = pl ? rt_kir_append(a, &pl->body, RT_KIR_N_PREFETCH) : NULL;
+        rt_kir_node *pf = rt_prefetch_lines(l, rb, pk->pv, pk->len);
         sub[pk->dim] = rt_kir_bin(
             a, RT_KIR_ADD, pk->u0,
             rt_kir_bin(a, RT_KIR_MUL, rt_kir_var_ref(a, l->p, pk->pv), rt_kir_int(a, 16)));
-        RT_LOWER_CHECK(l, pf && lines && sub[pk->rdim] && sub[pk->dim]);
+        RT_LOWER_CHECK(l, sub[pk->rdim] && sub[pk->dim]);
         if (pf) {
             pf->buf = l->data_buf[rd->tensor];
             pf->index = rt_tr_offset(l, rd->tensor, sub, NULL);
@@ -2844,15 +2854,7 @@ static void rt_gemm_prefetch_next_b(rt_lower *l, const rt_gemm *g, rt_kir_block 
     RT_LOWER_CHECK(l, lk);
     if (!lk)
         return;
-    rt_kir_node *lq =
-        rt_kir_loop(a, &lk->body, vq, rt_i(l, 0),
-                    rt_b(l, RT_KIR_DIV, rt_b(l, RT_KIR_ADD, cols, rt_i(l, 15)), rt_i(l, 16)),
-                    RT_KIR_LOOP_SERIAL);
-    RT_LOWER_CHECK(l, lq);
-    if (!lq)
-        return;
-    rt_kir_node *pf = rt_kir_append(a, &lq->body, RT_KIR_N_PREFETCH);
-    RT_LOWER_CHECK(l, pf);
+    rt_kir_node *pf = rt_prefetch_lines(l, &lk->body, vq, cols);
     if (!pf)
         return;
     pf->buf = buf_b;
