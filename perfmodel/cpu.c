@@ -342,9 +342,9 @@ void rt_perf_cpu_gemm_block(const rt_device *dev, int64_t batch, rt_perf_cpu_gem
     // of L1 (kc at most 512, where C's round trips are already rare); the kc x nc B block,
     // which the micro-kernels stream from L2, a quarter of L2 (the next block, prefetched while
     // this one is used, takes as much; with half of L2 each, 128x1000x4032 on 2 Zen 4 cores ran
-    // 3-14% slower); the mc x kc A block, read once per B
-    // block, half of a core's share of L3 (of L2 without an L3). The rTile seeds rule where the
-    // device gives no capacity. k is cut into equal blocks (1033 as 345 x 3, not 512 + 512 + 9).
+    // 3-14% slower); the mc x kc A block, read once per B block, half of a core's share of L3
+    // (of L2 without an L3). The rTile seeds rule where the device gives no capacity. k is cut
+    // into equal blocks (1033 as 345 x 3, not 512 + 512 + 9).
     // Measured on a Zen 4 core (32 KiB L1): kc = 512 ran 3-5% faster than the kc = 80-160 that a
     // 64-wide B micro-panel in L1 allowed.
     if (dev && dev->n_levels >= 3) {
