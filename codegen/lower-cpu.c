@@ -213,9 +213,10 @@ static bool rt_win_padded(const rt_lower *l, const rt_expr *e) {
 // one other dim that moves with the window: 2y + r - 2 of a 2D window). The x loop then reads
 // scratch at unit stride: no interleaved loads (whose unused last member, as 2x+2 of a 5-wide
 // stride-2 window, makes LLVM keep a scalar iteration per vector block), no guards and no x
-// borders. When the lowering also hands over the loop of y (yv >= 0), the rows for all the y of
-// the tile are packed once and shared by the output rows that overlap (a 5-row window of stride
-// 2 packs 2 new rows per output row instead of 5).
+// borders. When the lowering also hands over the loop of y (yv >= 0), y runs over the work
+// item's whole tile and every row is packed once, into a ring of scratch rows, and shared by the
+// output rows that overlap (a 5-row window of stride 2 packs 2 new rows per output row instead of
+// 5); the ring keeps the scratch a few rows long (L1-resident) whatever the tile.
 typedef struct rt_win_pack {
     const rt_expr *read;
     int32_t dim;           // its dim along x
@@ -231,6 +232,7 @@ typedef struct rt_win_pack {
     int64_t brmin, brmax;  // range of sum br * w
     int64_t q;             // scratch elements per phase of a row
     int64_t rows;          // scratch rows at most
+    int64_t ring;          // with yv >= 0: rows of the ring (a power of two), row h at h % ring
     int64_t shift;         // offset of element 0 of a phase (rt_win_pack_setup)
     rt_kir_expr *lo, *ylo; // the first x and y of the loops
     // Set up by rt_win_pack_setup for rt_win_pack_rows: the run's length, its count of q, its
@@ -249,16 +251,23 @@ static rt_kir_expr *rt_win_pack_at(rt_lower *l, const rt_win_pack *pk) {
         b += pk->bx[i] * l->win_pt[i];
         h += pk->br[i] * l->win_pt[i];
     }
-    rt_kir_expr *at =
-        rt_kir_bin(a, RT_KIR_ADD,
-                   rt_kir_bin(a, RT_KIR_SUB, rt_kir_var_ref(a, l->p, l->var_of[l->win_x]), pk->lo),
-                   rt_kir_int(a, (h * pk->a + b % pk->a) * pk->q + b / pk->a + pk->shift));
+    // The row: h, and with y handed over ay (y - ylo) + h in the ring.
+    rt_kir_expr *row = rt_kir_int(a, h);
     if (pk->yv >= 0)
-        at = rt_kir_bin(a, RT_KIR_ADD, at,
-                        rt_kir_bin(a, RT_KIR_MUL,
-                                   rt_kir_bin(a, RT_KIR_SUB,
-                                              rt_kir_var_ref(a, l->p, l->var_of[pk->yv]), pk->ylo),
-                                   rt_kir_int(a, pk->ay * pk->a * pk->q)));
+        row = rt_kir_bin(
+            a, RT_KIR_MOD,
+            rt_kir_bin(a, RT_KIR_ADD,
+                       rt_kir_bin(a, RT_KIR_MUL,
+                                  rt_kir_bin(a, RT_KIR_SUB,
+                                             rt_kir_var_ref(a, l->p, l->var_of[pk->yv]), pk->ylo),
+                                  rt_kir_int(a, pk->ay)),
+                       row),
+            rt_kir_int(a, pk->ring));
+    rt_kir_expr *at = rt_kir_bin(
+        a, RT_KIR_ADD,
+        rt_kir_bin(a, RT_KIR_SUB, rt_kir_var_ref(a, l->p, l->var_of[l->win_x]), pk->lo),
+        rt_kir_bin(a, RT_KIR_ADD, rt_kir_bin(a, RT_KIR_MUL, row, rt_kir_int(a, pk->a * pk->q)),
+                   rt_kir_int(a, (b % pk->a) * pk->q + b / pk->a + pk->shift)));
     return rt_kir_load(a, l->k, 0, at);
 }
 
@@ -1062,9 +1071,11 @@ static bool rt_win_pack_plan(const rt_lower *l, int32_t xv, int32_t yv, int64_t 
     rt_win_span(l, pk->br, &pk->brmin, &pk->brmax);
     // Each phase of a row has room for the run and a shift of up to 15 (rt_win_pack_setup),
     // rounded to whole vectors.
-    pk->q = (x_max - 1 + (pk->bmax - pk->bmin + pk->a) / pk->a + 15 + 15) / 16 * 16;
-    pk->rows = (yv >= 0 ? pk->ay * (y_max - 1) : 0) + pk->brmax - pk->brmin + 1;
-    return pk->rows * pk->a * pk->q <= 8192;
+    pk->q = rt_win_pack_row_elems(x_max, pk->a, pk->bmax - pk->bmin);
+    pk->rows = pk->brmax - pk->brmin + 1;
+    if (yv >= 0)
+        pk->rows = pk->ring = rt_win_pack_ring_rows(pk->rows, pk->ay);
+    return pk->rows * pk->a * pk->q <= RT_WIN_PACK_ELEMS;
 }
 
 // The part of affine index af from the outer kept vars (all but x, y and the window vars).
@@ -1255,7 +1266,9 @@ static void rt_win_pack_rows(rt_lower *l, rt_kir_block *blk, rt_win_pack *pk, rt
             RT_LOWER_CHECK(l, pf->index);
         }
     }
-    rt_kir_expr *base = rt_kir_bin(a, RT_KIR_MUL, h, rt_kir_int(a, A * pk->q));
+    rt_kir_expr *base = rt_kir_bin(
+        a, RT_KIR_MUL, pk->ring > 0 ? rt_kir_bin(a, RT_KIR_MOD, h, rt_kir_int(a, pk->ring)) : h,
+        rt_kir_int(a, A * pk->q));
     rt_kir_block *fill = NULL;
     int64_t all;
     if (!rt_kir_is_int(valid, &all) || !all) {
@@ -1396,10 +1409,11 @@ static rt_status rt_lower_tiled(rt_lower *l, int32_t si, bool *done) {
     *done = true;
     RT_TRY(rt_lower_begin_stmt(l, s));
     // A window reduction whose strided read can be packed: when its row index moves with the
-    // kept var before x (y), y's register-level tile (one row) is dropped so that y runs over
-    // the L1 tile's rows right outside x and the packed rows are shared between them; this
-    // reorders the loops within the L1 tile (the point loops of the other vars go outside y)
-    // and leaves its footprint as it is.
+    // kept var before x (y), y's tiles below the work item are dropped so that y runs over the
+    // item's rows right outside x and each packed row is shared by the output rows that overlap
+    // it (the ring of packed rows is the L1 set the y tiles stood for); the tile and point
+    // loops of the other vars go outside y. The model's loop plan (perfmodel/cpu.c) does the
+    // same.
     bool window = rt_window_form(l, s, tv[nk - 1].v, red, nr);
     rt_win_pack pk;
     bool packed = false;
@@ -1414,13 +1428,13 @@ static rt_status rt_lower_tiled(rt_lower *l, int32_t si, bool *done) {
         else if (rt_var_range(l, tx->v, &lo, &hi))
             x_max = hi - lo;
         if (ty && ty->tiled)
-            y_max = ty->t[top > bl ? top - 1 : top];
+            y_max = ty->t[bl];
         else if (ty && rt_var_range(l, ty->v, &lo, &hi))
             y_max = hi - lo;
         packed = ty && rt_win_pack_plan(l, tx->v, ty->v, x_max, y_max, &pk);
-        if (packed && ty->tiled)
-            ty->t[top] = y_max;
-        else if (!packed)
+        for (int32_t lv = bl + 1; packed && ty->tiled && lv <= top; lv++)
+            ty->t[lv] = y_max;
+        if (!packed)
             packed = rt_win_pack_plan(l, tx->v, -1, x_max, 0, &pk);
     }
     rt_buf b;

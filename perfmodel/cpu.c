@@ -654,6 +654,101 @@ int64_t rt_perf_member_tile(const rt_op *op, const rt_stmt *s, int32_t ax, int32
     return 0;
 }
 
+// The model axis that statement var v is a member of, or -1.
+static int32_t var_axis(const rt_perf_model *m, int32_t v) {
+    const rt_stmt *s = &m->op->stmts[m->main_stmt];
+    for (int32_t x = 0; x < s->n_axes && x < m->n_axes; x++)
+        for (int32_t k = 0; k < s->axes[x].n_members; k++)
+            if (s->axes[x].members[k] == v)
+                return x;
+    return -1;
+}
+
+// Is the nest one the loop model times: an output the statement does not read, and either no
+// reduction or one the backend lowers in window form (codegen/lower-cpu.c rt_window_form): one
+// to three dense reduction axes of at most 7 points, 49 in all, looped outside the vector loop
+// along the output's innermost index and accumulated (+=)? *n_red gets the reduction axes,
+// *points the window's points (1 without reduction).
+static bool window_form(const rt_perf_model *m, int32_t x_var, int32_t *n_red, double *points) {
+    const rt_stmt *s = &m->op->stmts[m->main_stmt];
+    *n_red = 0;
+    *points = 1;
+    for (int32_t x = 0; x < m->n_axes; x++)
+        if (m->axes[x].is_reduce) {
+            ++*n_red;
+            *points *= (double)m->axes[x].extent;
+            if (m->axes[x].ragged || m->axes[x].extent > 7)
+                return false;
+        }
+    const rt_perf_access *o = &m->access[m->n_access - 1];
+    for (int32_t i = 0; i + 1 < m->n_access; i++)
+        if (m->access[i].tensor == o->tensor)
+            return false;
+    return *n_red == 0 || (*n_red <= 3 && *points <= 49 && m->assign != RT_ASSIGN_SET &&
+                           s->n_lhs >= 1 && s->lhs_vars[s->n_lhs - 1] == x_var);
+}
+
+// The window read the backend packs into scratch rows before the x loop (codegen/lower-cpu.c
+// rt_win_pack_plan): the one input moving along x (the innermost var) at a stride a of 2-8
+// along one dim, or 1 on a padded tensor, whose rows (its one other dim that moves with the
+// window) also move with y (the var before x) at a coefficient ay >= 1 when y's loop is handed
+// to the packing. Then y runs over the work item's whole tile, each row is packed once into a
+// ring of scratch rows and shared by the output rows that overlap it: ay (y - 1) + span rows
+// for y output rows of a window span rows tall. Otherwise every output row packs all span rows.
+typedef struct win_pack {
+    const rt_perf_access *rd;
+    int64_t a, ay, span, bspan; // x stride, y coefficient, window rows, window extent along x - 1
+    bool has_row, handed, pad;
+} win_pack;
+
+static bool window_pack(const rt_perf_model *m, const rt_perf_cpu_loops *lp, win_pack *w) {
+    int32_t nk = lp->n_vars, ax_x = var_axis(m, lp->var[nk - 1]);
+    int32_t ax_y = nk >= 2 ? var_axis(m, lp->var[nk - 2]) : -1;
+    int64_t lanes = m->dev->lanes > 1 ? m->dev->lanes : 1;
+    memset(w, 0, sizeof *w);
+    for (int32_t i = 0; i + 1 < m->n_access && ax_x >= 0; i++)
+        if (access_uses(&m->access[i], ax_x)) {
+            if (w->rd)
+                return false;
+            w->rd = &m->access[i];
+        }
+    const rt_perf_access *rd = w->rd;
+    if (!rd || rd->elem_bytes != 4 || m->dtype != RT_DTYPE_F32 || !lp->tiled[nk - 1] ||
+        lp->tile[nk - 1][m->top] <= lanes)
+        return false;
+    int32_t dx = -1, dr = -1;
+    for (int32_t d = 0; d < rd->n_dims; d++) {
+        bool on_x = rd->coef[d][ax_x] != 0, on_row = ax_y >= 0 && rd->coef[d][ax_y] != 0;
+        for (int32_t x = 0; x < m->n_axes; x++)
+            on_row = on_row || (m->axes[x].is_reduce && rd->coef[d][x] != 0);
+        if (!rd->affine[d] && (on_x || on_row))
+            return false;
+        if (on_x && dx < 0)
+            dx = d;
+        else if (!on_x && on_row && dr < 0)
+            dr = d;
+        else if (on_x || on_row)
+            return false;
+    }
+    w->a = dx >= 0 ? rd->coef[dx][ax_x] : 0;
+    w->pad = m->op->tensors[rd->tensor].has_pad;
+    w->has_row = dr >= 0;
+    w->span = 1;
+    if (w->a < 1 || w->a > 8 || (w->a == 1 && !w->pad) || (ax_y >= 0 && rd->coef[dx][ax_y] != 0))
+        return false;
+    for (int32_t x = 0; x < m->n_axes; x++)
+        if (m->axes[x].is_reduce) {
+            if (dr >= 0 && rd->coef[dx][x] != 0 && rd->coef[dr][x] != 0)
+                return false;
+            w->bspan += rd->coef[dx][x] * (m->axes[x].extent - 1);
+            w->span += dr >= 0 ? rd->coef[dr][x] * (m->axes[x].extent - 1) : 0;
+        }
+    w->ay = dr >= 0 && ax_y >= 0 ? rd->coef[dr][ax_y] : 0;
+    int64_t q = rt_win_pack_row_elems(lp->tile[nk - 1][m->top], w->a, w->bspan);
+    w->handed = w->ay >= 1 && rt_win_pack_ring_rows(w->span, w->ay) * w->a * q <= RT_WIN_PACK_ELEMS;
+    return w->handed || w->span * w->a * q <= RT_WIN_PACK_ELEMS;
+}
+
 bool rt_perf_cpu_loop_plan(const rt_perf_model *m, const rt_rprog *p, rt_perf_cpu_loops *out) {
     memset(out, 0, sizeof *out);
     const rt_op *op = m->op;
@@ -698,6 +793,14 @@ bool rt_perf_cpu_loop_plan(const rt_perf_model *m, const rt_rprog *p, rt_perf_cp
             if (out->tile[in][lv] < lanes)
                 out->tile[in][lv] = out->tile[in][lv - 1] < lanes ? out->tile[in][lv - 1] : lanes;
     out->n_vars = nk;
+    // A packed window read with y handed over: y runs over the work item's tile.
+    int32_t n_red;
+    double points;
+    win_pack w;
+    if (nk >= 2 && out->tiled[nk - 2] && window_form(m, out->var[nk - 1], &n_red, &points) &&
+        n_red > 0 && window_pack(m, out, &w) && w.handed)
+        for (int32_t lv = bl + 1; lv <= top; lv++)
+            out->tile[nk - 2][lv] = out->tile[nk - 2][bl];
     out->items = 1;
     for (int32_t i = 0; i < nk; i++)
         if (out->tiled[i])
@@ -759,10 +862,40 @@ static double vloop_cycles(int64_t n, bool constant, int64_t lanes, double c_vec
            (double)(rem % half) * c_elem;
 }
 
+// Cycles of packing w's rows over the whole nest: per row, the copy of its run (a load and a
+// store per vector, a shuffle per vector splitting a stride into phases, with a row dim one
+// prefetch per line of the row further down, guarded scalar copies where a padded run leaves
+// the extents, the copy loop's dispatch); rows per point of the vars outside x (all but y when
+// y is handed over: then ay (t - 1) + span rows per tile of t values of y).
+static double window_pack_cycles(const rt_perf_model *m, const rt_perf_cpu_loops *lp,
+                                 const win_pack *w, const tile_set *ty, const tile_set *tx,
+                                 double c_elem) {
+    double ports = rt_perf_cpu_load_ports(m->dev), rows = 0, outer = 1, row_cycles = 0;
+    int32_t ix = lp->n_vars - 1;
+    if (w->handed)
+        for (int32_t j = 0; j < ty->n; j++)
+            rows += ty->count[j] * (double)(w->ay * (ty->size[j] - 1) + w->span);
+    else
+        rows = (double)w->span;
+    for (int32_t u = 0; u < ix; u++)
+        if (!w->handed || u != ix - 1)
+            outer *= (double)lp->extent[u];
+    for (int32_t k = 0; k < tx->n; k++) {
+        double len = (double)(w->a * (tx->size[k] - 1) + w->bspan + 1), vecs = ceil(len / 16.0);
+        double c = vecs * 2.0 / ports + (w->a > 1 ? vecs : 0) + RT_PERF_CPU_VLOOP_ENTRY_CYCLES +
+                   3 * RT_PERF_CPU_LOOP_CYCLES;
+        if (w->has_row)
+            c += vecs * (1.0 / ports + RT_PERF_CPU_LOOP_CYCLES);
+        if (w->pad)
+            c += (double)w->bspan * c_elem;
+        row_cycles += tx->count[k] * c;
+    }
+    return outer * rows * row_cycles;
+}
+
 bool rt_perf_cpu_loop_time(const rt_perf_model *m, const rt_perf_cpu_loops *lp, double *ns,
                            double *serial_ns) {
     const rt_device *dev = m->dev;
-    const rt_stmt *s = &m->op->stmts[m->main_stmt];
     double ghz = rt_perf_cpu_ghz(dev);
     int32_t nk = lp->n_vars, bl = m->block_level, top = m->top;
     if (!(ghz > 0) || nk < 1 || m->n_fused > 0 || m->recursive)
@@ -772,32 +905,16 @@ bool rt_perf_cpu_loop_time(const rt_perf_model *m, const rt_perf_cpu_loops *lp, 
             return false;
     // Reductions: only the window form (small constant windows looped outside the vector loop
     // along the output's innermost index) is modeled.
-    double window = 1;
-    int32_t n_red = 0;
-    for (int32_t x = 0; x < m->n_axes; x++)
-        if (m->axes[x].is_reduce) {
-            n_red++;
-            window *= (double)m->axes[x].extent;
-            if (m->axes[x].ragged || m->axes[x].extent > 7)
-                return false;
-        }
-    const rt_perf_access *o = &m->access[m->n_access - 1];
-    for (int32_t i = 0; i + 1 < m->n_access; i++)
-        if (m->access[i].tensor == o->tensor)
-            return false;
-    if (n_red > 0 && (n_red > 3 || window > 49 || m->assign == RT_ASSIGN_SET || s->n_lhs < 1 ||
-                      s->lhs_vars[s->n_lhs - 1] != lp->var[nk - 1]))
+    double window;
+    int32_t n_red;
+    if (!window_form(m, lp->var[nk - 1], &n_red, &window))
         return false;
     int64_t lanes = dev->lanes > 1 ? dev->lanes : 1;
     // A vector step loads every input that moves along the innermost variable (the others are
     // broadcast once outside the loop), in a window also the output row it accumulates into,
     // and stores the output. The L1 access slots (rt_perf_cpu_load_ports, from the L1 triad,
     // which mixes loads and stores as these loops do) take both; the store port bounds stores.
-    int32_t ax_in = -1;
-    for (int32_t x = 0; x < s->n_axes && x < m->n_axes && ax_in < 0; x++)
-        for (int32_t k = 0; k < s->axes[x].n_members; k++)
-            if (s->axes[x].members[k] == lp->var[nk - 1])
-                ax_in = x;
+    int32_t ax_in = var_axis(m, lp->var[nk - 1]);
     double loads = n_red > 0 ? 1.0 : 0.0;
     for (int32_t i = 0; i + 1 < m->n_access; i++) {
         const rt_perf_access *acc = &m->access[i];
@@ -826,6 +943,10 @@ bool rt_perf_cpu_loop_time(const rt_perf_model *m, const rt_perf_cpu_loops *lp, 
         }
     }
     double cycles = 0, serial = 0;
+    win_pack w;
+    if (n_red > 0 && window_pack(m, lp, &w))
+        cycles += window_pack_cycles(m, lp, &w, nk >= 2 ? &ts[nk - 2][top] : NULL, &ts[nk - 1][top],
+                                     c_elem);
     // Work items: the index decomposition, one division per variable with several blocks.
     double div = 0;
     for (int32_t i = 0; i < nk; i++)

@@ -334,15 +334,31 @@ bool rt_perf_cpu_loop_plan(const rt_perf_model *m, const rt_rprog *p, rt_perf_cp
 
 // Time the busiest core spends executing that loop nest, in two parts. *ns overlaps with the
 // nest's memory traffic (the out-of-order core issues it while lines stream in): per run of the
-// innermost (vector) loop its vectors, per iteration of the other loops its control, and for
-// window reductions (pooling, depthwise convolution: the window loops outside the vector loop)
-// once per window point. *serial_ns does not: per work item its index decomposition, per run
-// of a vector loop whose trip count is only known at run time the vectorizer's dispatch (its
-// branches, mispredicted as the trip count changes, stall the loads behind them). False when it
-// does not apply (untiled variables, other reductions, fused statements, no clock); the caller
-// then keeps the roofline alone.
+// innermost (vector) loop its vectors, per iteration of the other loops its control, for window
+// reductions (pooling, depthwise convolution: the window loops outside the vector loop) once per
+// window point, and the row packing of a strided or padded window read. *serial_ns does not: per
+// work item its index decomposition, per run of a vector loop whose trip count is only known at
+// run time the vectorizer's dispatch (its branches, mispredicted as the trip count changes, stall
+// the loads behind them). False when it does not apply (untiled variables, other reductions,
+// fused statements, no clock); the caller then keeps the roofline alone.
 bool rt_perf_cpu_loop_time(const rt_perf_model *m, const rt_perf_cpu_loops *lp, double *ns,
                            double *serial_ns);
+// The backend's row packing of a window read (codegen/lower-cpu.c rt_win_pack), shared so that
+// the model times the packing the backend builds: a row of x_max outputs at stride a over a
+// window bspan + 1 wide holds a phases of this many elements (the run, a shift of up to 15 to
+// align the copy's stores, rounded to whole vectors of 16); with y's loop handed over, the rows
+// live in a ring of this many (the window's span rows and the ay rows packed ahead for the next
+// y, rounded up to a power of two); all rows of a phase at most RT_WIN_PACK_ELEMS elements.
+#define RT_WIN_PACK_ELEMS 8192
+static inline int64_t rt_win_pack_row_elems(int64_t x_max, int64_t a, int64_t bspan) {
+    return (x_max - 1 + (bspan + a) / a + 15 + 15) / 16 * 16;
+}
+static inline int64_t rt_win_pack_ring_rows(int64_t span, int64_t ay) {
+    int64_t r = 1;
+    while (r < span + ay)
+        r *= 2;
+    return r;
+}
 // Per work item: decomposing the item index into tile bases (a multiply-shift division by a
 // constant per tiled variable) and the bounds of the tiles.
 #define RT_PERF_CPU_ITEM_CYCLES 12.0

@@ -3,7 +3,7 @@
 // latency, spills), the packed-GEMM blocking mirrored from the CPU backend (plain and implicit:
 // a convolution's groups and batch), the busiest core's share of unequal work items, C's round
 // trips per k block, the general path's loop nest (work items, vector loops with constant and
-// run-time trip counts), and that the top-K are distinct kernels whose predictions differ for
+// run-time trip counts, the row packing of window reads), and that the top-K are distinct kernels whose predictions differ for
 // packing, register-block and loop reasons.
 #include "test.h"
 #include "test-perfmodel-ops.h"
@@ -397,6 +397,83 @@ static void test_loops(const rt_device *dev) {
     rt_arena_free(a);
 }
 
+// A padded 5x5 stride-2 depthwise conv (its input read packed by rows, codegen/lower-cpu.c
+// rt_win_pack): y runs over the work item's whole tile (the tiles below it are dropped, so
+// rPrograms differing only there are one kernel), and a work item of fewer output rows packs
+// more rows per output row (ay (t - 1) + 5 rows for t of them) and is predicted slower. An
+// unpadded stride-1 read is not packed: its y tiles stay.
+static rt_perf_model *window_model(rt_arena *a, const rt_device *dev, const char *text) {
+    rt_err err = {0};
+    rt_op *op = NULL;
+    rt_perf_model *m = NULL;
+    RT_EXPECT_EQ(rt_spec_parse(a, text, "window.spec", NULL, 0, &op, &err), RT_OK);
+    RT_EXPECT(op && rt_perf_model_build(a, op, dev, NULL, &m, &err) == RT_OK);
+    return m;
+}
+
+static void window_tiles(const rt_perf_model *m, rt_rprog *p, int64_t y_item, int64_t y_l1) {
+    memset(p, 0, sizeof *p);
+    for (int32_t l = 1; l <= m->top; l++)
+        for (int32_t x = 0; x < m->n_axes; x++) {
+            const char *n = m->axes[x].name;
+            int64_t t = m->axes[x].extent;
+            if (strcmp(n, "y") == 0)
+                t = l == m->block_level ? y_item : l == m->top ? 1 : y_l1;
+            else if (strcmp(n, "c") == 0 || strcmp(n, "n") == 0)
+                t = 1;
+            p->tile[l].shape[x] = t;
+        }
+}
+
+static void test_window_pack(const rt_device *dev) {
+    rt_arena *a = rt_arena_new(1 << 20);
+    rt_perf_model *m = window_model(
+        a, dev,
+        "def dw(float(1, 8, 83, 83) I pad 0, float(8, 5, 5) W) -> (float(1, 8, 42, 42) O) {\n"
+        "    O(n, c, y, x) +=! I(n, c, 2*y + r - 2, 2*x + s - 2) * W(c, r, s)\n}\n");
+    if (!m) {
+        rt_arena_free(a);
+        return;
+    }
+    rt_rprog whole, whole3, part;
+    window_tiles(m, &whole, 42, 6);
+    window_tiles(m, &whole3, 42, 3);
+    window_tiles(m, &part, 6, 6);
+    rt_perf_cpu_loops lw, lw3, lp;
+    RT_EXPECT(rt_perf_cpu_loop_plan(m, &whole, &lw));
+    RT_EXPECT(rt_perf_cpu_loop_plan(m, &whole3, &lw3));
+    RT_EXPECT(rt_perf_cpu_loop_plan(m, &part, &lp));
+    RT_EXPECT_EQ(lw.n_vars, 4);
+    for (int32_t lv = m->block_level; lv <= m->top; lv++) {
+        RT_EXPECT_EQ(lw.tile[2][lv], 42);
+        RT_EXPECT_EQ(lw3.tile[2][lv], 42);
+        RT_EXPECT_EQ(lp.tile[2][lv], 6);
+    }
+    RT_EXPECT_EQ(lw.items, 8);
+    RT_EXPECT_EQ(lp.items, 8 * 7);
+    double nw, np, sw, sp;
+    RT_EXPECT(rt_perf_cpu_loop_time(m, &lw, &nw, &sw));
+    RT_EXPECT(rt_perf_cpu_loop_time(m, &lp, &np, &sp));
+    // 87 rows packed per plane against 7 x 15 = 105: 18 more rows of 87 elements, each at
+    // least its 6 vectors loaded and stored.
+    double ghz = rt_perf_cpu_ghz(dev), ports = rt_perf_cpu_load_ports(dev);
+    RT_EXPECT(np - nw > 8.0 * 18 * 6 * 2 / ports / ghz / (double)dev->units);
+    // Unpadded stride 1: nothing packed, y's tiles stay.
+    rt_perf_model *m1 = window_model(
+        a, dev,
+        "def dw1(float(1, 8, 44, 44) I, float(8, 3, 3) W) -> (float(1, 8, 42, 42) O) {\n"
+        "    O(n, c, y, x) +=! I(n, c, y + r, x + s) * W(c, r, s)\n}\n");
+    rt_rprog q;
+    rt_perf_cpu_loops l1;
+    if (m1) {
+        window_tiles(m1, &q, 42, 6);
+        RT_EXPECT(rt_perf_cpu_loop_plan(m1, &q, &l1));
+        RT_EXPECT_EQ(l1.tile[2][m1->top], 1);
+        RT_EXPECT_EQ(l1.tile[2][m1->top - 1], 6);
+    }
+    rt_arena_free(a);
+}
+
 // The ranking on the CPU: the top-1 register block is a multiple of the vector width with at
 // least two vectors and enough accumulators to hide the FMA latency; candidates that compile
 // to different blockings get different predictions.
@@ -458,6 +535,7 @@ int main(void) {
     test_gemm_items(&dev);
     test_c_revisits(&dev);
     test_loops(&dev);
+    test_window_pack(&dev);
     test_ranking(&dev);
     return rt_test_finish("test-perfmodel-cpu");
 }
