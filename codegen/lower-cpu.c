@@ -265,9 +265,10 @@ static rt_kir_expr *rt_win_pack_at(rt_lower *l, const rt_win_pack *pk) {
             rt_kir_int(a, pk->ring));
     rt_kir_expr *at = rt_kir_bin(
         a, RT_KIR_ADD,
-        rt_kir_bin(a, RT_KIR_SUB, rt_kir_var_ref(a, l->p, l->var_of[l->win_x]), pk->lo),
-        rt_kir_bin(a, RT_KIR_ADD, rt_kir_bin(a, RT_KIR_MUL, row, rt_kir_int(a, pk->a * pk->q)),
-                   rt_kir_int(a, (b % pk->a) * pk->q + b / pk->a + pk->shift)));
+        rt_kir_bin(a, RT_KIR_ADD,
+                   rt_kir_bin(a, RT_KIR_SUB, rt_kir_var_ref(a, l->p, l->var_of[l->win_x]), pk->lo),
+                   rt_kir_bin(a, RT_KIR_MUL, row, rt_kir_int(a, pk->a * pk->q))),
+        rt_kir_int(a, (b % pk->a) * pk->q + b / pk->a + pk->shift));
     return rt_kir_load(a, l->k, 0, at);
 }
 
