@@ -17,6 +17,7 @@ softmax) spec=examples/softmax.spec; sets="" ;;
 conv2d) spec=examples/conv2d.spec
         sets="--set N=1 --set C=8 --set H=10 --set W=10 --set F=16 --set OH=5 --set OW=5" ;;
 linear_gelu) spec=examples/linear_gelu.spec; sets="--set M=16" ;;
+dwconv) spec=examples/dwconv.spec; sets="" ;; # a strided window read packed by rows into a ring
 *) echo "run-golden-cpu.sh: unknown case '$name'" >&2; exit 2 ;;
 esac
 golden=tests/golden/cpu/$name-x86-avx512.c

@@ -1,0 +1,234 @@
+// rtgen 0.1.0: dwconv, candidate 0
+// spec: examples/dwconv.spec
+// device: x86-64 AVX-512, 2 cores (Sapphire Rapids class) (devices/x86-avx512.ini, cpu sapphirerapids)
+// rTile L0 dram   [n=128, c=84, y=42, x=42, r=5, s=5] footprint 0 B
+// rTile L1 l3     [n=64, c=1, y=42, x=42, r=5, s=5] footprint 2215268 B
+// rTile L2 l2     [n=32, c=1, y=42, x=42, r=5, s=5] footprint 1107684 B
+// rTile L3 l1     [n=4, c=1, y=2, x=42, r=5, s=5] footprint 10740 B
+// rTile L4 reg    [n=4, c=1, y=1, x=42, r=1, s=5] footprint 2020 B
+// predicted: 26979.213 us (bottleneck compute), 0.9483 GFLOP
+// phase p0: statement 0 blocked by the rTiles [n=32,c=1,y=42,x=42; n=4,c=1,y=42,x=42; n=4,c=1,y=42,x=42], strided read packed by rows, 336 work items
+// Build: cc -O3 -march=native -fopenmp -shared -fPIC -o kernel.so kernel.c -lm
+#include <math.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+static inline int64_t rt_floordiv(int64_t a, int64_t b) {
+    if (b == 0)
+        return 0;
+    int64_t q = a / b;
+    return (a % b != 0 && ((a < 0) != (b < 0))) ? q - 1 : q;
+}
+static inline int64_t rt_floormod(int64_t a, int64_t b) {
+    return a - rt_floordiv(a, b) * b;
+}
+static inline int64_t rt_imin(int64_t a, int64_t b) {
+    return a < b ? a : b;
+}
+static inline int64_t rt_imax(int64_t a, int64_t b) {
+    return a > b ? a : b;
+}
+
+// Buffers (args[i]): scratch is per thread (4096 bytes)
+//   args[1] f32 t_I
+//   args[2] f32 t_Wt
+//   args[3] f32 t_O
+
+// phase p0: statement 0 blocked by the rTiles [n=32,c=1,y=42,x=42; n=4,c=1,y=42,x=42; n=4,c=1,y=42,x=42], strided read packed by rows (336 work items)
+static void rt_dwconv_c0_p0_body(float *restrict scratch, const float *restrict t_I, const float *restrict t_Wt, float *restrict t_O, int64_t lo, int64_t hi) {
+    int64_t item;
+    int64_t c_b2;
+    int64_t n_b2;
+    int64_t n_t3;
+    int64_t n_b3;
+    int64_t n;
+    int64_t c;
+    int64_t y;
+    int64_t x;
+    int64_t r;
+    int64_t s;
+    int64_t pk_h;
+    int64_t pk_q;
+    int64_t pk_pf;
+    int64_t pk_row;
+    int64_t pk_q_v;
+    int64_t pk_q_v0;
+    int64_t pk_q_v_1;
+    int64_t pk_q_v0_1;
+    int64_t pk_h0;
+    int64_t pk_row_1;
+    int64_t pk_q_v_2;
+    int64_t pk_q_v0_2;
+    int64_t pk_q_v_3;
+    int64_t pk_q_v0_3;
+    int64_t x_v;
+    int64_t x_v0;
+    float acc;
+    float acc_1;
+    float acc_2;
+    float acc_3;
+    (void)scratch;
+    for (item = lo; item < hi; item++) {
+        c_b2 = rt_floormod(item, 84);
+        n_b2 = (rt_floordiv(item, 84) * 32);
+        for (n_t3 = 0; n_t3 < 8; n_t3++) {
+            n_b3 = (n_b2 + (n_t3 * 4));
+            for (n = n_b3; n < (n_b3 + 4); n++) {
+                for (c = c_b2; c < (c_b2 + 1); c++) {
+                    for (pk_h = 0; pk_h < 5; pk_h++) {
+                        pk_row = ((-2) + pk_h);
+                        for (pk_pf = 0; pk_pf < 6; pk_pf++) {
+                            __builtin_prefetch(&t_I[((((((n * 84) + c) * 83) + (pk_row + 16)) * 83) + ((-2) + (pk_pf * 16)))], 0, 2);
+                        }
+                        if ((int64_t)((int64_t)(pk_row >= 0) && (int64_t)(pk_row < 83))) {
+                            for (pk_q = 0; pk_q < 1; pk_q++) {
+                                scratch[(((rt_floormod(pk_h, 8) * 128) + pk_q) + 15)] = ((int64_t)((int64_t)((pk_q * 2) < 87) && (int64_t)((int64_t)(((-2) + (pk_q * 2)) >= 0) && (int64_t)(((-2) + (pk_q * 2)) < 83))) ? t_I[((((((n * 84) + c) * 83) + pk_row) * 83) + rt_imin(rt_imax(((-2) + (pk_q * 2)), 0), 82))] : 0.0f);
+                                scratch[(((rt_floormod(pk_h, 8) * 128) + pk_q) + 79)] = ((int64_t)((int64_t)(((pk_q * 2) + 1) < 87) && (int64_t)((int64_t)(((-2) + ((pk_q * 2) + 1)) >= 0) && (int64_t)(((-2) + ((pk_q * 2) + 1)) < 83))) ? t_I[((((((n * 84) + c) * 83) + pk_row) * 83) + rt_imin(rt_imax(((-2) + ((pk_q * 2) + 1)), 0), 82))] : 0.0f);
+                            }
+                            for (pk_q_v = 0; pk_q_v < 3; pk_q_v++) {
+                                pk_q_v0 = rt_imin((1 + (pk_q_v * 16)), 26);
+                                #pragma GCC ivdep
+                                for (pk_q = pk_q_v0; pk_q < (pk_q_v0 + 16); pk_q++) {
+                                    scratch[(((rt_floormod(pk_h, 8) * 128) + pk_q) + 15)] = t_I[((((((n * 84) + c) * 83) + pk_row) * 83) + ((-2) + (pk_q * 2)))];
+                                    scratch[(((rt_floormod(pk_h, 8) * 128) + pk_q) + 79)] = t_I[((((((n * 84) + c) * 83) + pk_row) * 83) + ((-2) + ((pk_q * 2) + 1)))];
+                                }
+                            }
+                            for (pk_q = 42; pk_q < 44; pk_q++) {
+                                scratch[(((rt_floormod(pk_h, 8) * 128) + pk_q) + 15)] = ((int64_t)((int64_t)((pk_q * 2) < 87) && (int64_t)((int64_t)(((-2) + (pk_q * 2)) >= 0) && (int64_t)(((-2) + (pk_q * 2)) < 83))) ? t_I[((((((n * 84) + c) * 83) + pk_row) * 83) + rt_imin(rt_imax(((-2) + (pk_q * 2)), 0), 82))] : 0.0f);
+                                scratch[(((rt_floormod(pk_h, 8) * 128) + pk_q) + 79)] = ((int64_t)((int64_t)(((pk_q * 2) + 1) < 87) && (int64_t)((int64_t)(((-2) + ((pk_q * 2) + 1)) >= 0) && (int64_t)(((-2) + ((pk_q * 2) + 1)) < 83))) ? t_I[((((((n * 84) + c) * 83) + pk_row) * 83) + rt_imin(rt_imax(((-2) + ((pk_q * 2) + 1)), 0), 82))] : 0.0f);
+                            }
+                        } else {
+                            for (pk_q_v_1 = 0; pk_q_v_1 < 3; pk_q_v_1++) {
+                                pk_q_v0_1 = rt_imin((pk_q_v_1 * 16), 28);
+                                #pragma GCC ivdep
+                                for (pk_q = pk_q_v0_1; pk_q < (pk_q_v0_1 + 16); pk_q++) {
+                                    scratch[(((rt_floormod(pk_h, 8) * 128) + pk_q) + 15)] = 0.0f;
+                                    scratch[(((rt_floormod(pk_h, 8) * 128) + pk_q) + 79)] = 0.0f;
+                                }
+                            }
+                        }
+                    }
+                    for (y = 0; y < 42; y++) {
+                        pk_h0 = rt_imax((2 * (y + 1)), (((2 * (y + 1)) - 2) + 5));
+                        for (pk_h = pk_h0; pk_h < (rt_imin((2 * (y + 1)), 82) + 5); pk_h++) {
+                            pk_row_1 = ((-2) + pk_h);
+                            for (pk_pf = 0; pk_pf < 6; pk_pf++) {
+                                __builtin_prefetch(&t_I[((((((n * 84) + c) * 83) + (pk_row_1 + 16)) * 83) + ((-2) + (pk_pf * 16)))], 0, 2);
+                            }
+                            if ((int64_t)((int64_t)(pk_row_1 >= 0) && (int64_t)(pk_row_1 < 83))) {
+                                for (pk_q = 0; pk_q < 1; pk_q++) {
+                                    scratch[(((rt_floormod(pk_h, 8) * 128) + pk_q) + 15)] = ((int64_t)((int64_t)((pk_q * 2) < 87) && (int64_t)((int64_t)(((-2) + (pk_q * 2)) >= 0) && (int64_t)(((-2) + (pk_q * 2)) < 83))) ? t_I[((((((n * 84) + c) * 83) + pk_row_1) * 83) + rt_imin(rt_imax(((-2) + (pk_q * 2)), 0), 82))] : 0.0f);
+                                    scratch[(((rt_floormod(pk_h, 8) * 128) + pk_q) + 79)] = ((int64_t)((int64_t)(((pk_q * 2) + 1) < 87) && (int64_t)((int64_t)(((-2) + ((pk_q * 2) + 1)) >= 0) && (int64_t)(((-2) + ((pk_q * 2) + 1)) < 83))) ? t_I[((((((n * 84) + c) * 83) + pk_row_1) * 83) + rt_imin(rt_imax(((-2) + ((pk_q * 2) + 1)), 0), 82))] : 0.0f);
+                                }
+                                for (pk_q_v_2 = 0; pk_q_v_2 < 3; pk_q_v_2++) {
+                                    pk_q_v0_2 = rt_imin((1 + (pk_q_v_2 * 16)), 26);
+                                    #pragma GCC ivdep
+                                    for (pk_q = pk_q_v0_2; pk_q < (pk_q_v0_2 + 16); pk_q++) {
+                                        scratch[(((rt_floormod(pk_h, 8) * 128) + pk_q) + 15)] = t_I[((((((n * 84) + c) * 83) + pk_row_1) * 83) + ((-2) + (pk_q * 2)))];
+                                        scratch[(((rt_floormod(pk_h, 8) * 128) + pk_q) + 79)] = t_I[((((((n * 84) + c) * 83) + pk_row_1) * 83) + ((-2) + ((pk_q * 2) + 1)))];
+                                    }
+                                }
+                                for (pk_q = 42; pk_q < 44; pk_q++) {
+                                    scratch[(((rt_floormod(pk_h, 8) * 128) + pk_q) + 15)] = ((int64_t)((int64_t)((pk_q * 2) < 87) && (int64_t)((int64_t)(((-2) + (pk_q * 2)) >= 0) && (int64_t)(((-2) + (pk_q * 2)) < 83))) ? t_I[((((((n * 84) + c) * 83) + pk_row_1) * 83) + rt_imin(rt_imax(((-2) + (pk_q * 2)), 0), 82))] : 0.0f);
+                                    scratch[(((rt_floormod(pk_h, 8) * 128) + pk_q) + 79)] = ((int64_t)((int64_t)(((pk_q * 2) + 1) < 87) && (int64_t)((int64_t)(((-2) + ((pk_q * 2) + 1)) >= 0) && (int64_t)(((-2) + ((pk_q * 2) + 1)) < 83))) ? t_I[((((((n * 84) + c) * 83) + pk_row_1) * 83) + rt_imin(rt_imax(((-2) + ((pk_q * 2) + 1)), 0), 82))] : 0.0f);
+                                }
+                            } else {
+                                for (pk_q_v_3 = 0; pk_q_v_3 < 3; pk_q_v_3++) {
+                                    pk_q_v0_3 = rt_imin((pk_q_v_3 * 16), 28);
+                                    #pragma GCC ivdep
+                                    for (pk_q = pk_q_v0_3; pk_q < (pk_q_v0_3 + 16); pk_q++) {
+                                        scratch[(((rt_floormod(pk_h, 8) * 128) + pk_q) + 15)] = 0.0f;
+                                        scratch[(((rt_floormod(pk_h, 8) * 128) + pk_q) + 79)] = 0.0f;
+                                    }
+                                }
+                            }
+                        }
+                        for (x_v = 0; x_v < 3; x_v++) {
+                            x_v0 = rt_imin((x_v * 16), 26);
+                            #pragma GCC ivdep
+                            for (x = x_v0; x < (x_v0 + 16); x++) {
+                                acc = 0.0f;
+                                acc_1 = 0.0f;
+                                acc_2 = 0.0f;
+                                acc_3 = 0.0f;
+                                s = 0;
+                                r = 0;
+                                acc = (acc + (scratch[((x + (rt_floormod((y * 2), 8) * 128)) + 15)] * t_Wt[((((c * 5) + r) * 5) + s)]));
+                                s = 1;
+                                acc_1 = (acc_1 + (scratch[((x + (rt_floormod((y * 2), 8) * 128)) + 79)] * t_Wt[((((c * 5) + r) * 5) + s)]));
+                                s = 2;
+                                acc_2 = (acc_2 + (scratch[((x + (rt_floormod((y * 2), 8) * 128)) + 16)] * t_Wt[((((c * 5) + r) * 5) + s)]));
+                                s = 3;
+                                acc_3 = (acc_3 + (scratch[((x + (rt_floormod((y * 2), 8) * 128)) + 80)] * t_Wt[((((c * 5) + r) * 5) + s)]));
+                                s = 4;
+                                acc = (acc + (scratch[((x + (rt_floormod((y * 2), 8) * 128)) + 17)] * t_Wt[((((c * 5) + r) * 5) + s)]));
+                                s = 0;
+                                r = 1;
+                                acc_1 = (acc_1 + (scratch[((x + (rt_floormod(((y * 2) + 1), 8) * 128)) + 15)] * t_Wt[((((c * 5) + r) * 5) + s)]));
+                                s = 1;
+                                acc_2 = (acc_2 + (scratch[((x + (rt_floormod(((y * 2) + 1), 8) * 128)) + 79)] * t_Wt[((((c * 5) + r) * 5) + s)]));
+                                s = 2;
+                                acc_3 = (acc_3 + (scratch[((x + (rt_floormod(((y * 2) + 1), 8) * 128)) + 16)] * t_Wt[((((c * 5) + r) * 5) + s)]));
+                                s = 3;
+                                acc = (acc + (scratch[((x + (rt_floormod(((y * 2) + 1), 8) * 128)) + 80)] * t_Wt[((((c * 5) + r) * 5) + s)]));
+                                s = 4;
+                                acc_1 = (acc_1 + (scratch[((x + (rt_floormod(((y * 2) + 1), 8) * 128)) + 17)] * t_Wt[((((c * 5) + r) * 5) + s)]));
+                                s = 0;
+                                r = 2;
+                                acc_2 = (acc_2 + (scratch[((x + (rt_floormod(((y * 2) + 2), 8) * 128)) + 15)] * t_Wt[((((c * 5) + r) * 5) + s)]));
+                                s = 1;
+                                acc_3 = (acc_3 + (scratch[((x + (rt_floormod(((y * 2) + 2), 8) * 128)) + 79)] * t_Wt[((((c * 5) + r) * 5) + s)]));
+                                s = 2;
+                                acc = (acc + (scratch[((x + (rt_floormod(((y * 2) + 2), 8) * 128)) + 16)] * t_Wt[((((c * 5) + r) * 5) + s)]));
+                                s = 3;
+                                acc_1 = (acc_1 + (scratch[((x + (rt_floormod(((y * 2) + 2), 8) * 128)) + 80)] * t_Wt[((((c * 5) + r) * 5) + s)]));
+                                s = 4;
+                                acc_2 = (acc_2 + (scratch[((x + (rt_floormod(((y * 2) + 2), 8) * 128)) + 17)] * t_Wt[((((c * 5) + r) * 5) + s)]));
+                                s = 0;
+                                r = 3;
+                                acc_3 = (acc_3 + (scratch[((x + (rt_floormod(((y * 2) + 3), 8) * 128)) + 15)] * t_Wt[((((c * 5) + r) * 5) + s)]));
+                                s = 1;
+                                acc = (acc + (scratch[((x + (rt_floormod(((y * 2) + 3), 8) * 128)) + 79)] * t_Wt[((((c * 5) + r) * 5) + s)]));
+                                s = 2;
+                                acc_1 = (acc_1 + (scratch[((x + (rt_floormod(((y * 2) + 3), 8) * 128)) + 16)] * t_Wt[((((c * 5) + r) * 5) + s)]));
+                                s = 3;
+                                acc_2 = (acc_2 + (scratch[((x + (rt_floormod(((y * 2) + 3), 8) * 128)) + 80)] * t_Wt[((((c * 5) + r) * 5) + s)]));
+                                s = 4;
+                                acc_3 = (acc_3 + (scratch[((x + (rt_floormod(((y * 2) + 3), 8) * 128)) + 17)] * t_Wt[((((c * 5) + r) * 5) + s)]));
+                                s = 0;
+                                r = 4;
+                                acc = (acc + (scratch[((x + (rt_floormod(((y * 2) + 4), 8) * 128)) + 15)] * t_Wt[((((c * 5) + r) * 5) + s)]));
+                                s = 1;
+                                acc_1 = (acc_1 + (scratch[((x + (rt_floormod(((y * 2) + 4), 8) * 128)) + 79)] * t_Wt[((((c * 5) + r) * 5) + s)]));
+                                s = 2;
+                                acc_2 = (acc_2 + (scratch[((x + (rt_floormod(((y * 2) + 4), 8) * 128)) + 16)] * t_Wt[((((c * 5) + r) * 5) + s)]));
+                                s = 3;
+                                acc_3 = (acc_3 + (scratch[((x + (rt_floormod(((y * 2) + 4), 8) * 128)) + 80)] * t_Wt[((((c * 5) + r) * 5) + s)]));
+                                s = 4;
+                                acc = (acc + (scratch[((x + (rt_floormod(((y * 2) + 4), 8) * 128)) + 17)] * t_Wt[((((c * 5) + r) * 5) + s)]));
+                                t_O[((((((n * 84) + c) * 42) + y) * 42) + x)] = ((acc + acc_1) + (acc_2 + acc_3));
+                            }
+                        }
+                    }
+                }
+            }
+        }
+    }
+}
+
+void rt_dwconv_c0_p0(void **args, int64_t lo, int64_t hi, float *scratch) {
+    rt_dwconv_c0_p0_body(scratch, (float *)args[1], (float *)args[2], (float *)args[3], lo, hi);
+}
+
+// Runs every phase in order; the end of an omp for is the barrier.
+void rt_dwconv_c0(void **args) {
+    #pragma omp parallel
+    {
+        float *scratch = aligned_alloc(64, 4096);
+        #pragma omp for schedule(static)
+        for (int64_t i = 0; i < 336; i++)
+            rt_dwconv_c0_p0(args, i, i + 1, scratch);
+        free(scratch);
+    }
+}
