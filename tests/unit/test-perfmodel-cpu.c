@@ -3,7 +3,7 @@
 // latency, spills), the packed-GEMM blocking mirrored from the CPU backend (plain and implicit:
 // a convolution's groups and batch), the busiest core's share of unequal work items, C's round
 // trips per k block, the general path's loop nest (work items, vector loops with constant and
-// run-time trip counts, the row packing of window reads), and that the top-K are distinct kernels whose predictions differ for
+// run-time trip counts, the row packing of window reads, warm operators timed from the cache), and that the top-K are distinct kernels whose predictions differ for
 // packing, register-block and loop reasons.
 #include "test.h"
 #include "test-perfmodel-ops.h"
@@ -397,6 +397,33 @@ static void test_loops(const rt_device *dev) {
     rt_arena_free(a);
 }
 
+// A warm operator (its tensors within half of the last-level cache, 3.75 MiB here) is not
+// timed by DRAM: ReLU over 16 x 42 x 42 (221 KiB in and out) is bound by a cache or its loop,
+// over 1008 x 42 x 42 (14 MiB) by DRAM; the same rTiles, scaled to the size, predict the small
+// one faster per byte.
+static void test_warm(const rt_device *dev) {
+    rt_arena *a = rt_arena_new(1 << 20);
+    rt_err err = {0};
+    const int64_t small[4] = {1, 16, 42, 42}, large[4] = {1, 1008, 42, 42};
+    rt_perf_model *ms, *ml;
+    RT_EXPECT_EQ(rt_perf_model_build(a, tp_relu(a, small), dev, NULL, &ms, &err), RT_OK);
+    RT_EXPECT_EQ(rt_perf_model_build(a, tp_relu(a, large), dev, NULL, &ml, &err), RT_OK);
+    RT_EXPECT(rt_perf_cpu_warm(ms));
+    RT_EXPECT(!rt_perf_cpu_warm(ml));
+    rt_rprog ps, pl;
+    memset(&ps, 0, sizeof ps);
+    memset(&pl, 0, sizeof pl);
+    for (int32_t l = 1; l <= ms->top; l++)
+        ps.tile[l].shape[0] = pl.tile[l].shape[0] = 84;
+    const char *why;
+    RT_EXPECT(rt_perf_evaluate(ms, &ps, &why));
+    RT_EXPECT(rt_perf_evaluate(ml, &pl, &why));
+    RT_EXPECT(ps.bottleneck != 0);
+    RT_EXPECT_EQ(pl.bottleneck, 0);
+    RT_EXPECT(ps.predicted_ns * 63 < pl.predicted_ns);
+    rt_arena_free(a);
+}
+
 // A padded 5x5 stride-2 depthwise conv (its input read packed by rows, codegen/lower-cpu.c
 // rt_win_pack): y runs over the work item's whole tile (the tiles below it are dropped, so
 // rPrograms differing only there are one kernel), and a work item of fewer output rows packs
@@ -535,6 +562,7 @@ int main(void) {
     test_gemm_items(&dev);
     test_c_revisits(&dev);
     test_loops(&dev);
+    test_warm(&dev);
     test_window_pack(&dev);
     test_ranking(&dev);
     return rt_test_finish("test-perfmodel-cpu");
