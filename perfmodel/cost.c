@@ -8,7 +8,9 @@
 // data type, and the rProgram's time is its bottleneck stage plus launch overhead (plus, with
 // explicitly staged levels, the other stages divided by the blocks resident on a unit). On a
 // CPU the compute stage is the code the backend compiles: a contraction's packed GEMM (cpu.c),
-// or the loop nest blocked by the rTiles with its instruction costs.
+// or the loop nest blocked by the rTiles with its instruction costs (and the row packing of a
+// window read); an operator small enough to stay in the last-level cache between runs
+// (rt_perf_cpu_warm) takes its compulsory traffic from there instead of DRAM.
 #include "perfmodel.h"
 
 #include <math.h>

@@ -9,7 +9,8 @@
 // round trip per k block over the work items the busiest core gets (contiguous chunks, as the
 // thread pool hands them out). For other statements it is the blocked loop nest's instructions:
 // work items, loop control and vector loops (whole vectors for trip counts known when compiled,
-// the vectorizer's main/epilogue/scalar split otherwise). Every number comes from the device
+// the vectorizer's main/epilogue/scalar split otherwise), and for a window reduction whose read
+// the backend packs by rows, that packing (window_pack, window_pack_cycles). Every number comes from the device
 // description: the clock from the FMA peak, load ports from the L1 bandwidth per core and cycle,
 // registers from the register level's capacity, bandwidth per level from its curve. No device is
 // special-cased.
