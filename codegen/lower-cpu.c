@@ -441,29 +441,21 @@ static int64_t rt_largest_cache_bytes(const rt_device *dev) {
 }
 
 // Should statement l->s's elementwise output take streaming (non-temporal) stores? Where the
-// operator's tensors together exceed half the largest cache, the output cannot stay cached for
-// a consumer, and each line of it written costs a read for ownership first; a non-temporal
-// store skips that read. Dense f32 outputs only (a ragged one's size is not known here).
+// operator is not warm (rt_perf_cpu_warm: its tensors together exceed half the last-level
+// cache), the output cannot stay cached for a consumer, and each line of it written costs a read
+// for ownership first; a non-temporal store skips that read. Dense f32 outputs only (a ragged
+// one's size is not known here).
 static bool rt_stream_out(const rt_lower *l) {
     const rt_op *op = l->op;
     int32_t t = l->s->out;
-    if (!l->dev || op->tensors[t].role != RT_ROLE_OUTPUT || l->data_buf[t] <= 0 ||
+    if (!l->dev || !l->m || op->tensors[t].role != RT_ROLE_OUTPUT || l->data_buf[t] <= 0 ||
         l->k->bufs[l->data_buf[t]].type != RT_KIR_F32)
         return false;
-    double total_bytes = 0.0;
-    for (int32_t i = 0; i < op->n_tensors; i++) {
-        if (op->tensors[i].role == RT_ROLE_TEMP || l->data_buf[i] <= 0)
-            continue;
-        double bytes = rt_dtype_bytes(op->tensors[i].dtype);
-        for (int32_t d = 0; d < op->tensors[i].n_dims; d++) {
+    for (int32_t i = 0; i < op->n_tensors; i++)
+        for (int32_t d = 0; l->data_buf[i] > 0 && d < op->tensors[i].n_dims; d++)
             if (l->extent[i][d] < 0)
                 return false;
-            bytes *= (double)l->extent[i][d];
-        }
-        total_bytes += bytes;
-    }
-    int64_t cache_bytes = rt_largest_cache_bytes(l->dev);
-    return cache_bytes > 0 && total_bytes > 0.5 * (double)cache_bytes;
+    return !rt_perf_cpu_warm(l->m);
 }
 
 // The element of statement l->s at the current LHS vars: evaluate or reduce, then store.
