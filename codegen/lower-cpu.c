@@ -231,8 +231,7 @@ typedef struct rt_win_pack {
     int64_t br[3];         // per window var: its coefficient along rdim
     int64_t brmin, brmax;  // range of sum br * w
     int64_t q;             // scratch elements per phase of a row
-    int64_t rows;          // scratch rows at most
-    int64_t ring;          // with yv >= 0: rows of the ring (a power of two), row h at h % ring
+    int64_t rows;          // scratch rows; with yv >= 0 a ring (a power of two), row h at h % rows
     int64_t shift;         // offset of element 0 of a phase (rt_win_pack_setup)
     rt_kir_expr *lo, *ylo; // the first x and y of the loops
     // Set up by rt_win_pack_setup for rt_win_pack_rows: the run's length, its count of q, its
@@ -262,7 +261,7 @@ static rt_kir_expr *rt_win_pack_at(rt_lower *l, const rt_win_pack *pk) {
                                              rt_kir_var_ref(a, l->p, l->var_of[pk->yv]), pk->ylo),
                                   rt_kir_int(a, pk->ay)),
                        row),
-            rt_kir_int(a, pk->ring));
+            rt_kir_int(a, pk->rows));
     rt_kir_expr *at = rt_kir_bin(
         a, RT_KIR_ADD,
         rt_kir_bin(a, RT_KIR_ADD,
@@ -1067,7 +1066,7 @@ static bool rt_win_pack_plan(const rt_lower *l, int32_t xv, int32_t yv, int64_t 
     pk->q = rt_win_pack_row_elems(x_max, pk->a, pk->bmax - pk->bmin);
     pk->rows = pk->brmax - pk->brmin + 1;
     if (yv >= 0)
-        pk->rows = pk->ring = rt_win_pack_ring_rows(pk->rows, pk->ay);
+        pk->rows = rt_win_pack_ring_rows(pk->rows, pk->ay);
     return pk->rows * pk->a * pk->q <= RT_WIN_PACK_ELEMS;
 }
 
@@ -1260,7 +1259,7 @@ static void rt_win_pack_rows(rt_lower *l, rt_kir_block *blk, rt_win_pack *pk, rt
         }
     }
     rt_kir_expr *base = rt_kir_bin(
-        a, RT_KIR_MUL, pk->ring > 0 ? rt_kir_bin(a, RT_KIR_MOD, h, rt_kir_int(a, pk->ring)) : h,
+        a, RT_KIR_MUL, pk->yv >= 0 ? rt_kir_bin(a, RT_KIR_MOD, h, rt_kir_int(a, pk->rows)) : h,
         rt_kir_int(a, A * pk->q));
     rt_kir_block *fill = NULL;
     int64_t all;
