@@ -440,10 +440,10 @@ static int64_t rt_largest_cache_bytes(const rt_device *dev) {
 }
 
 // Should statement l->s's elementwise output take streaming (non-temporal) stores? Where the
-// operator is not warm (rt_perf_cpu_warm: its tensors together exceed half the last-level
-// cache), the output cannot stay cached for a consumer, and each line of it written costs a read
-// for ownership first; a non-temporal store skips that read. Dense f32 outputs only (a ragged
-// one's size is not known here).
+// model does not find the operator warm (rt_perf_cpu_warm: its tensors together exceed half the
+// last-level cache), the output cannot stay cached for a consumer, and each line of it written
+// costs a read for ownership first; a non-temporal store skips that read. Dense f32 outputs
+// only (a ragged one's size is not known here).
 static bool rt_stream_out(const rt_lower *l) {
     const rt_op *op = l->op;
     int32_t t = l->s->out;
@@ -454,7 +454,7 @@ static bool rt_stream_out(const rt_lower *l) {
         for (int32_t d = 0; l->data_buf[i] > 0 && d < op->tensors[i].n_dims; d++)
             if (l->extent[i][d] < 0)
                 return false;
-    return !rt_perf_cpu_warm(l->m);
+    return !l->m->warm;
 }
 
 // The element of statement l->s at the current LHS vars: evaluate or reduce, then store.

@@ -146,7 +146,6 @@ bool rt_perf_evaluate(const rt_perf_model *m, rt_rprog *p, const char **why) {
     // Memory levels: traffic into level l comes from level l-1, except into a warm CPU's last-
     // level cache (rt_perf_cpu_warm), which already holds the operator's tensors.
     double worst = 0;
-    bool warm = rt_perf_cpu_warm(m);
     p->bottleneck = -1;
     for (int32_t l = 1; l <= top; l++) {
         rt_rtile *t = &p->tile[l];
@@ -154,7 +153,7 @@ bool rt_perf_evaluate(const rt_perf_model *m, rt_rprog *p, const char **why) {
             (!m->acc_persist && l == top && top - 1 >= 1) ? p->tile[top - 1].shape : NULL;
         t->traffic_bytes = rt_perf_traffic_bytes(m, l, t->shape, red);
         double gbps = rt_hal_level_gbps(&dev->level[l - 1], t->traffic_bytes / (double)units_used);
-        t->time_ns = gbps > 0 && !(warm && l == 1) ? t->traffic_bytes / (gbps * p->wave_eff) : 0;
+        t->time_ns = gbps > 0 && !(m->warm && l == 1) ? t->traffic_bytes / (gbps * p->wave_eff) : 0;
         if (t->time_ns > worst) {
             worst = t->time_ns;
             p->bottleneck = l - 1; // the level whose bandwidth binds
@@ -222,8 +221,7 @@ bool rt_perf_evaluate(const rt_perf_model *m, rt_rprog *p, const char **why) {
         const char *gwhy;
         if (rt_perf_cpu_gemm_time(m, &g, &core_ns, &pack_ns, &uk_eff, &gwhy)) {
             double bytes = g.a_bytes + g.b_bytes + 2.0 * g.c_bytes + m->extra_dram_bytes;
-            double gbps =
-                rt_hal_level_gbps(&dev->level[rt_perf_cpu_warm(m) ? 1 : 0], bytes / (double)units);
+            double gbps = rt_hal_level_gbps(&dev->level[m->warm ? 1 : 0], bytes / (double)units);
             double dram_ns = gbps > 0 ? bytes / gbps : 0;
             // Fused prologue/epilogue statements run as their own loop nests after it.
             p->compute_ns = core_ns + rt_perf_compute_ns(m, m->extra_flops, p->wave_eff);

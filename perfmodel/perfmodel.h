@@ -178,6 +178,7 @@ struct rt_perf_model {
     bool acc_persist;     // accumulators stay in thread registers across the reduction
     bool use_mma;
     bool recursive; // modeled as a simple per-statement plan
+    bool warm;      // CPU: the operator stays in the last-level cache (rt_perf_cpu_warm)
     double peak_gflops;
     double epsilon;                // current tensor-padding bound
     const char *default_dist_note; // set when a vloop got the default distribution
@@ -364,6 +365,7 @@ static inline int64_t rt_win_pack_ring_rows(int64_t span, int64_t ay) {
 // when it reads what the operator before it wrote, and its compulsory traffic comes from that
 // cache, not from DRAM (cost.c). Measured on the Zen 4 VM: ReLU over 7 MiB in and 7 MiB out ran
 // at 95-140 GB/s against a 26 GB/s DRAM triad, the L3 bandwidth rtcalib measures being 86 GB/s.
+// rt_perf_model_build sets the model's warm from it.
 bool rt_perf_cpu_warm(const rt_perf_model *m);
 // Per work item: decomposing the item index into tile bases (a multiply-shift division by a
 // constant per tiled variable) and the bounds of the tiles.

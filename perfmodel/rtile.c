@@ -617,6 +617,7 @@ rt_status rt_perf_model_build(rt_arena *a, const rt_op *op, const rt_device *dev
                        "device has no compute peak for %s (expected a positive [compute] "
                        "entry, got none)",
                        rt_dtype_name(m->dtype));
+    m->warm = rt_perf_cpu_warm(m);
     *out = m;
     return RT_OK;
 }
