@@ -46,6 +46,7 @@ typedef struct rt_lower {
     int32_t win_x, win_nr;
     const int32_t *win_red;
     int64_t win_pt[3];                  // window var values of the point being translated
+    int64_t win_dy;                     // output row (of the win_pack->yu) being translated
     const struct rt_win_pack *win_pack; // the strided read packed into scratch (NULL: none)
 } rt_lower;
 
@@ -216,22 +217,29 @@ static bool rt_win_padded(const rt_lower *l, const rt_expr *e) {
 // borders. When the lowering also hands over the loop of y (yv >= 0), y runs over the work
 // item's whole tile and every row is packed once, into a ring of scratch rows, and shared by the
 // output rows that overlap (a 5-row window of stride 2 packs 2 new rows per output row instead of
-// 5); the ring keeps the scratch a few rows long (L1-resident) whatever the tile.
+// 5); the ring keeps the scratch a few rows long (L1-resident) whatever the tile. Where outputs
+// may be recomputed, each y iteration computes yu = 2 output rows (y, y + 1) in one x loop, the
+// window points ordered by the packed row they read so that a row's loads feed both outputs
+// (rt_win_body): 7 rows of 5 loads for 50 multiply-adds of a 5x5 stride-2 window instead of 10
+// rows, and the loads, not the FMAs, were the bound (each unaligned 64-byte load crosses a line).
 typedef struct rt_win_pack {
     const rt_expr *read;
-    int32_t dim;           // its dim along x
-    rt_affine af;          // the index along dim: a * x + sum bx * w + outer kept vars
-    int64_t a;             // the stride along x
-    int64_t bx[3];         // per window var: its coefficient along dim
-    int64_t bmin, bmax;    // range of sum bx * w
-    int32_t rdim;          // its row dim (-1: none, one row)
-    rt_affine raf;         // the index along rdim: ay * y + sum br * w + outer kept vars
-    int32_t yv;            // the statement var y when its loop is handed over, else -1
-    int64_t ay;            // coefficient of y along rdim (0 unless yv >= 0)
-    int64_t br[3];         // per window var: its coefficient along rdim
-    int64_t brmin, brmax;  // range of sum br * w
-    int64_t q;             // scratch elements per phase of a row
-    int64_t rows;          // scratch rows; with yv >= 0 a ring (a power of two), row h at h % rows
+    int32_t dim;          // its dim along x
+    rt_affine af;         // the index along dim: a * x + sum bx * w + outer kept vars
+    int64_t a;            // the stride along x
+    int64_t bx[3];        // per window var: its coefficient along dim
+    int64_t bmin, bmax;   // range of sum bx * w
+    int32_t rdim;         // its row dim (-1: none, one row)
+    rt_affine raf;        // the index along rdim: ay * y + sum br * w + outer kept vars
+    int32_t yv;           // the statement var y when its loop is handed over, else -1
+    int64_t ay;           // coefficient of y along rdim (0 unless yv >= 0)
+    int64_t br[3];        // per window var: its coefficient along rdim
+    int64_t brmin, brmax; // range of sum br * w
+    int64_t q;            // scratch elements per phase of a row
+    int64_t rows;         // scratch rows; with yv >= 0 a ring (a power of two), row h at h % rows
+    int64_t yu;           // output rows per y iteration (1, or RT_WIN_Y_ROWS; rt_win_rows)
+    int32_t yvar[RT_WIN_Y_ROWS]; // with yu > 1: the KIR var of y + dy per output row dy
+    rt_kir_expr **rb;      // with yu > 1: scratch offset of the iteration's row h, span + ay rows
     int64_t shift;         // offset of element 0 of a phase (rt_win_pack_setup)
     rt_kir_expr *lo, *ylo; // the first x and y of the loops
     // Set up by rt_win_pack_setup for rt_win_pack_rows: the run's length, its count of q, its
@@ -245,11 +253,19 @@ typedef struct rt_win_pack {
 // The scratch element holding the packed read at the current x, y and window point l->win_pt.
 static rt_kir_expr *rt_win_pack_at(rt_lower *l, const rt_win_pack *pk) {
     rt_arena *a = l->a;
-    int64_t b = -pk->bmin, h = -pk->brmin;
+    int64_t b = -pk->bmin, h = -pk->brmin + l->win_dy * pk->ay;
     for (int32_t i = 0; i < l->win_nr; i++) {
         b += pk->bx[i] * l->win_pt[i];
         h += pk->br[i] * l->win_pt[i];
     }
+    rt_kir_expr *x =
+        rt_kir_bin(a, RT_KIR_SUB, rt_kir_var_ref(a, l->p, l->var_of[l->win_x]), pk->lo);
+    rt_kir_expr *c = rt_kir_int(a, (b % pk->a) * pk->q + b / pk->a + pk->shift);
+    // Several output rows per y: the row's offset is a let of the iteration (the same expression
+    // for every output row reading it, so that their loads are one).
+    if (pk->rb)
+        return rt_kir_load(a, l->k, 0,
+                           rt_kir_bin(a, RT_KIR_ADD, rt_kir_bin(a, RT_KIR_ADD, x, pk->rb[h]), c));
     // The row: h, and with y handed over ay (y - ylo) + h in the ring.
     rt_kir_expr *row = rt_kir_int(a, h);
     if (pk->yv >= 0)
@@ -264,10 +280,8 @@ static rt_kir_expr *rt_win_pack_at(rt_lower *l, const rt_win_pack *pk) {
             rt_kir_int(a, pk->rows));
     rt_kir_expr *at = rt_kir_bin(
         a, RT_KIR_ADD,
-        rt_kir_bin(a, RT_KIR_ADD,
-                   rt_kir_bin(a, RT_KIR_SUB, rt_kir_var_ref(a, l->p, l->var_of[l->win_x]), pk->lo),
-                   rt_kir_bin(a, RT_KIR_MUL, row, rt_kir_int(a, pk->a * pk->q))),
-        rt_kir_int(a, (b % pk->a) * pk->q + b / pk->a + pk->shift));
+        rt_kir_bin(a, RT_KIR_ADD, x, rt_kir_bin(a, RT_KIR_MUL, row, rt_kir_int(a, pk->a * pk->q))),
+        c);
     return rt_kir_load(a, l->k, 0, at);
 }
 
@@ -792,17 +806,18 @@ static void rt_win_bounds(rt_lower *l, const rt_expr *e, rt_kir_expr **xlo, rt_k
     }
 }
 
-// One output element of a window reduction at the current x, in blk: an accumulator starts
-// from the reduction's identity (or the output for '+='), takes every window point in order
-// (the window vars set to constants, so the body is straight-line code), and is stored. A sum
-// of `f / k` or `f * k` with k free of the window accumulates f and divides (multiplies) once:
-// one division per output instead of one per point.
+// One output element of a window reduction at the current x, in blk (with a packed read of
+// yu > 1 rows per y, one per output row y + dy): an accumulator starts from the reduction's
+// identity (or the output for '+='), takes every window point in order (the window vars set to
+// constants, so the body is straight-line code), and is stored. A sum of `f / k` or `f * k` with
+// k free of the window accumulates f and divides (multiplies) once: one division per output
+// instead of one per point.
 static rt_status rt_win_body(rt_lower *l, rt_kir_block *blk) {
     rt_arena *a = l->a;
     const rt_stmt *s = l->s;
-    rt_kir_expr *off;
-    RT_TRY(rt_lower_out_offset(l, &off));
-    int32_t ob = l->data_buf[s->out];
+    const rt_win_pack *pk = l->win_pack && l->win_pack->rb ? l->win_pack : NULL;
+    int32_t yu = pk ? (int32_t)pk->yu : 1, yv = pk ? pk->yv : -1;
+    int32_t ob = l->data_buf[s->out], y0 = yv >= 0 ? l->var_of[yv] : -1;
     const rt_expr *point = s->rhs, *post = NULL;
     bool sum = s->op == RT_ASSIGN_ADD || s->op == RT_ASSIGN_ADD_INIT;
     const rt_expr *e = s->rhs;
@@ -821,42 +836,69 @@ static rt_status rt_win_body(rt_lower *l, rt_kir_block *blk) {
         wext[i] = h - wlo[i];
         n_points *= wext[i];
     }
-    // Points go round-robin to up to four accumulators, combined at the end: a row has only a
-    // few vector iterations, too few to hide one chain of 25 dependent adds (a 5x5 window).
-    int32_t n_acc = n_points < 4 ? (int32_t)n_points : 4, acc[4];
-    rt_kir_expr *out_now = rt_kir_cast(a, l->ct, rt_kir_load(a, l->k, ob, off));
-    for (int32_t i = 0; i < n_acc; i++) {
-        acc[i] = rt_kir_add_var(a, l->p, "acc", l->ct);
-        rt_kir_node *init = acc[i] >= 0 ? rt_kir_append(a, blk, RT_KIR_N_FSET) : NULL;
-        RT_LOWER_CHECK(l, init);
-        if (!init)
-            return RT_OK;
-        init->var = acc[i];
-        init->value = i == 0 && s->op == RT_ASSIGN_ADD && !post
-                          ? out_now
-                          : rt_kir_flt(a, l->ct, rt_assign_init(s->op));
+    // Points go round-robin to up to four accumulators (two per output row of two), combined at
+    // the end: a row has only a few vector iterations, too few to hide one chain of 25 dependent
+    // adds (a 5x5 window); more would spill the window's weights held in registers.
+    int32_t n_acc = n_points < 4 / yu ? (int32_t)n_points : 4 / yu, acc[RT_WIN_Y_ROWS][4];
+    rt_kir_expr *off[RT_WIN_Y_ROWS], *out_now[RT_WIN_Y_ROWS];
+    for (int32_t dy = 0; dy < yu; dy++) {
+        if (pk)
+            l->var_of[yv] = pk->yvar[dy];
+        RT_TRY(rt_lower_out_offset(l, &off[dy]));
+        out_now[dy] = rt_kir_cast(a, l->ct, rt_kir_load(a, l->k, ob, off[dy]));
+        for (int32_t i = 0; i < n_acc; i++) {
+            acc[dy][i] = rt_kir_add_var(a, l->p, "acc", l->ct);
+            rt_kir_node *init = acc[dy][i] >= 0 ? rt_kir_append(a, blk, RT_KIR_N_FSET) : NULL;
+            RT_LOWER_CHECK(l, init);
+            if (!init)
+                return RT_OK;
+            init->var = acc[dy][i];
+            init->value = i == 0 && s->op == RT_ASSIGN_ADD && !post
+                              ? out_now[dy]
+                              : rt_kir_flt(a, l->ct, rt_assign_init(s->op));
+        }
+    }
+    // The (output row, point) pairs in order: by point, or with several rows by the packed row
+    // and column they read (the rows' shared loads next to each other).
+    int64_t order[RT_WIN_Y_ROWS * 49], key[RT_WIN_Y_ROWS * 49], n_items = n_points * yu;
+    for (int64_t it = 0; it < n_items; it++) {
+        int64_t pt = it / yu, dy = it % yu, h = dy * (pk ? pk->ay : 0), b = 0;
+        for (int64_t i = l->win_nr - 1, rem = pt; pk && i >= 0; i--) {
+            h += pk->br[i] * (wlo[i] + rem % wext[i]);
+            b += pk->bx[i] * (wlo[i] + rem % wext[i]);
+            rem /= wext[i];
+        }
+        key[it] = pk ? (h * 4096 + b) * 128 + it : it;
+        int64_t j = it;
+        for (; j > 0 && key[order[j - 1]] > key[it]; j--)
+            order[j] = order[j - 1];
+        order[j] = it;
     }
     l->pre = blk;
-    for (int64_t pt = 0; pt < n_points; pt++) {
+    int64_t set[3] = {0, 0, 0};
+    for (int64_t k = 0; k < n_items; k++) {
+        int64_t pt = order[k] / yu, dy = order[k] % yu;
+        if (pk)
+            l->var_of[yv] = pk->yvar[dy];
+        l->win_dy = dy;
         // Window vars of point pt (the last one fastest), set where they change.
-        for (int64_t i = l->win_nr - 1, rem = pt, below = 1; i >= 0; i--) {
-            int64_t w = rem % wext[i];
+        for (int64_t i = l->win_nr - 1, rem = pt; i >= 0; i--) {
+            l->win_pt[i] = wlo[i] + rem % wext[i];
             rem /= wext[i];
-            l->win_pt[i] = wlo[i] + w;
-            if (pt == 0 || pt % below == 0) {
-                rt_kir_node *let = rt_kir_append(a, blk, RT_KIR_N_LET);
-                RT_LOWER_CHECK(l, let);
-                if (!let)
-                    return RT_OK;
-                let->var = l->var_of[l->win_red[i]];
-                let->value = rt_kir_int(a, wlo[i] + w);
-            }
-            below *= wext[i];
+            if (k > 0 && set[i] == l->win_pt[i])
+                continue;
+            set[i] = l->win_pt[i];
+            rt_kir_node *let = rt_kir_append(a, blk, RT_KIR_N_LET);
+            RT_LOWER_CHECK(l, let);
+            if (!let)
+                return RT_OK;
+            let->var = l->var_of[l->win_red[i]];
+            let->value = rt_kir_int(a, l->win_pt[i]);
         }
         rt_kir_expr *x;
         RT_TRY(rt_tr_num(l, point, &x));
         rt_kir_node *upd = rt_kir_append(a, blk, RT_KIR_N_FSET);
-        int32_t ai = acc[pt % n_acc];
+        int32_t ai = acc[dy][pt % n_acc];
         rt_kir_expr *nv = rt_kir_bin(a, bop, rt_kir_var_ref(a, l->p, ai), x);
         RT_LOWER_CHECK(l, upd && nv);
         if (!upd)
@@ -864,21 +906,28 @@ static rt_status rt_win_body(rt_lower *l, rt_kir_block *blk) {
         upd->var = ai;
         upd->value = nv;
     }
-    rt_kir_expr *part[4];
-    for (int32_t i = 0; i < n_acc; i++)
-        part[i] = rt_kir_var_ref(a, l->p, acc[i]);
-    for (int32_t w = 1; w < n_acc; w *= 2)
-        for (int32_t i = 0; i + w < n_acc; i += 2 * w)
-            part[i] = rt_kir_bin(a, bop, part[i], part[i + w]);
-    rt_kir_expr *value = part[0];
-    if (post) {
-        rt_kir_expr *k;
-        RT_TRY(rt_tr_num(l, post, &k));
-        value = rt_kir_bin(a, e->bop == RT_BOP_DIV ? RT_KIR_DIV : RT_KIR_MUL, value, k);
-        if (s->op == RT_ASSIGN_ADD)
-            value = rt_kir_bin(a, RT_KIR_ADD, out_now, value);
+    l->win_dy = 0;
+    for (int32_t dy = 0; dy < yu; dy++) {
+        if (pk)
+            l->var_of[yv] = pk->yvar[dy];
+        rt_kir_expr *part[4];
+        for (int32_t i = 0; i < n_acc; i++)
+            part[i] = rt_kir_var_ref(a, l->p, acc[dy][i]);
+        for (int32_t w = 1; w < n_acc; w *= 2)
+            for (int32_t i = 0; i + w < n_acc; i += 2 * w)
+                part[i] = rt_kir_bin(a, bop, part[i], part[i + w]);
+        rt_kir_expr *value = part[0];
+        if (post) {
+            rt_kir_expr *k;
+            RT_TRY(rt_tr_num(l, post, &k));
+            value = rt_kir_bin(a, e->bop == RT_BOP_DIV ? RT_KIR_DIV : RT_KIR_MUL, value, k);
+            if (s->op == RT_ASSIGN_ADD)
+                value = rt_kir_bin(a, RT_KIR_ADD, out_now[dy], value);
+        }
+        rt_lower_store_out(l, blk, off[dy], value);
     }
-    rt_lower_store_out(l, blk, off, value);
+    if (pk)
+        l->var_of[yv] = y0;
     return RT_OK;
 }
 
@@ -990,14 +1039,28 @@ static void rt_win_span(const rt_lower *l, const int64_t *coef, int64_t *mn, int
     }
 }
 
+// Does e read a padded tensor (rt_win_padded) other than through rd?
+static bool rt_win_other_padded(const rt_lower *l, const rt_expr *e, const rt_expr *rd) {
+    if (!e)
+        return false;
+    if (e->kind == RT_EXPR_READ && e != rd && rt_win_padded(l, e))
+        return true;
+    for (int32_t i = 0; i < e->n_args; i++)
+        if (rt_win_other_padded(l, e->args[i], rd))
+            return true;
+    return false;
+}
+
 // Can the x loop (longer than a vector, at most x_max) read through packed rows (rt_win_pack)?
 // One read of an f32 dense tensor moves with x, in one affine dim with stride 2..8 (or 1 when
 // the tensor is padded) whose other vars are window vars or outer kept vars; at most one other
 // dim (the row dim) holds window vars (or yv), affine in them and outer kept vars; the rest hold
-// neither. With yv >= 0 (y's loop of at most y_max handed over too) the row dim must move with y
-// and the x dim must not. Scratch: <= 32 KiB.
+// neither. With yv >= 0 (y's loop of y_min to y_max values per work item handed over too) the
+// row dim must move with y and the x dim must not; then each y iteration computes RT_WIN_Y_ROWS
+// output rows when every item has that many, the outputs may be recomputed (not '+=') and no
+// other read is padded (whose row guards hold per output row). Scratch: <= 32 KiB.
 static bool rt_win_pack_plan(const rt_lower *l, int32_t xv, int32_t yv, int64_t x_max,
-                             int64_t y_max, rt_win_pack *pk) {
+                             int64_t y_min, int64_t y_max, rt_win_pack *pk) {
     const rt_stmt *s = l->s;
     const rt_expr *rd = NULL;
     memset(pk, 0, sizeof *pk);
@@ -1064,9 +1127,16 @@ static bool rt_win_pack_plan(const rt_lower *l, int32_t xv, int32_t yv, int64_t 
     // Each phase of a row has room for the run and a shift of up to 15 (rt_win_pack_setup),
     // rounded to whole vectors.
     pk->q = rt_win_pack_row_elems(x_max, pk->a, pk->bmax - pk->bmin);
-    pk->rows = pk->brmax - pk->brmin + 1;
-    if (yv >= 0)
-        pk->rows = rt_win_pack_ring_rows(pk->rows, pk->ay);
+    int64_t span = pk->brmax - pk->brmin + 1;
+    pk->yu = yv >= 0 && y_min >= RT_WIN_Y_ROWS && s->op != RT_ASSIGN_ADD &&
+                     !rt_win_other_padded(l, s->rhs, rd)
+                 ? RT_WIN_Y_ROWS
+                 : 1;
+    pk->rows = yv >= 0 ? rt_win_pack_ring_rows(span, pk->ay, pk->yu) : span;
+    if (pk->yu > 1 && pk->rows * pk->a * pk->q > RT_WIN_PACK_ELEMS) {
+        pk->yu = 1;
+        pk->rows = rt_win_pack_ring_rows(span, pk->ay, 1);
+    }
     return pk->rows * pk->a * pk->q <= RT_WIN_PACK_ELEMS;
 }
 
@@ -1300,6 +1370,79 @@ static void rt_win_pack_rows(rt_lower *l, rt_kir_block *blk, rt_win_pack *pk, rt
         }
 }
 
+// With pk->yu > 1 output rows per y iteration (rt_win_pack_plan): packs the rows of the first
+// iteration in *blk and opens y's loop of ceil(n / yu) iterations over its n >= yu values from
+// ylo; *blk becomes the loop's body, where y = min(ylo + yu i, yhi - yu) (the last iteration
+// shifted back to end at yhi: it recomputes rows of the one before), y + dy the output row dy,
+// the rows the next iteration adds are packed, and pk->rb holds the offsets of the iteration's
+// span + ay (yu - 1) rows in the ring (NULL *blk when out of memory).
+static rt_status rt_win_rows(rt_lower *l, rt_kir_block **blk, rt_win_pack *pk, rt_kir_expr *ylo,
+                             rt_kir_expr *yhi, rt_kir_expr *lo, rt_kir_expr *hi) {
+    rt_arena *a = l->a;
+    int64_t span = pk->brmax - pk->brmin + 1, yu = pk->yu, ay = pk->ay;
+    RT_TRY(rt_win_pack_setup(l, *blk, pk, lo, hi, ylo));
+    l->win_pack = pk;
+    // Iteration i computes rows t(i) = min(yu i, n - yu) .. t(i) + yu - 1 (relative to ylo) and
+    // reads packed rows [ay t(i), ay (t(i) + yu - 1) + span).
+    rt_kir_expr *n = rt_gen_let(l, *blk, "y_n", rt_kir_bin(a, RT_KIR_SUB, yhi, ylo));
+    rt_win_pack_rows(l, *blk, pk, rt_kir_int(a, 0), rt_kir_int(a, ay * (yu - 1) + span));
+    int32_t iv = rt_kir_add_var(a, l->p, "y_i", RT_KIR_I64);
+    pk->rb = rt_arena_alloc(a, sizeof *pk->rb * (size_t)(span + ay * (yu - 1)));
+    rt_kir_node *yl =
+        iv >= 0 && pk->rb
+            ? rt_kir_loop(a, *blk, iv, rt_kir_int(a, 0),
+                          rt_kir_bin(a, RT_KIR_DIV,
+                                     rt_kir_bin(a, RT_KIR_ADD, n, rt_kir_int(a, yu - 1)),
+                                     rt_kir_int(a, yu)),
+                          RT_KIR_LOOP_SERIAL)
+            : NULL;
+    RT_LOWER_CHECK(l, yl);
+    *blk = yl ? &yl->body : NULL;
+    if (!yl)
+        return RT_OK;
+    rt_kir_block *b = *blk;
+    rt_kir_expr *nlast = rt_kir_bin(a, RT_KIR_SUB, n, rt_kir_int(a, yu));
+    rt_kir_expr *i = rt_kir_var_ref(a, l->p, iv);
+    rt_kir_expr *t = rt_gen_let(
+        l, b, "y_t",
+        rt_kir_bin(a, RT_KIR_MIN, rt_kir_bin(a, RT_KIR_MUL, i, rt_kir_int(a, yu)), nlast));
+    for (int64_t dy = 0; dy < yu; dy++) {
+        const char *name = l->s->vars[pk->yv].name;
+        pk->yvar[dy] = dy == 0 ? l->var_of[pk->yv]
+                               : rt_kir_add_var(a, l->p, rt_arena_printf(a, "%s_%d", name, (int)dy),
+                                                RT_KIR_I64);
+        rt_kir_node *let = pk->yvar[dy] >= 0 ? rt_kir_append(a, b, RT_KIR_N_LET) : NULL;
+        RT_LOWER_CHECK(l, let);
+        if (!let)
+            return RT_OK;
+        let->var = pk->yvar[dy];
+        let->value =
+            rt_kir_bin(a, RT_KIR_ADD, ylo, rt_kir_bin(a, RT_KIR_ADD, t, rt_kir_int(a, dy)));
+    }
+    // The rows the next iteration adds: [max(ay t', end), ay t' + ay (yu - 1) + span) for
+    // t' = min(t + yu, n - yu), end = ay t + ay (yu - 1) + span (none after the last).
+    rt_kir_expr *tn =
+        rt_kir_bin(a, RT_KIR_MIN, rt_kir_bin(a, RT_KIR_ADD, t, rt_kir_int(a, yu)), nlast);
+    rt_kir_expr *cover = rt_kir_int(a, ay * (yu - 1) + span);
+    rt_kir_expr *end =
+        rt_kir_bin(a, RT_KIR_ADD, rt_kir_bin(a, RT_KIR_MUL, t, rt_kir_int(a, ay)), cover);
+    rt_kir_expr *first = rt_kir_bin(a, RT_KIR_MUL, tn, rt_kir_int(a, ay));
+    rt_win_pack_rows(l, b, pk, rt_gen_let(l, b, "pk_h0", rt_kir_bin(a, RT_KIR_MAX, first, end)),
+                     rt_kir_bin(a, RT_KIR_ADD, first, cover));
+    // Offsets of the iteration's rows in the ring.
+    for (int64_t h = 0; h < span + ay * (yu - 1); h++)
+        pk->rb[h] = rt_gen_let(
+            l, b, "pk_rb",
+            rt_kir_bin(a, RT_KIR_MUL,
+                       rt_kir_bin(a, RT_KIR_MOD,
+                                  rt_kir_bin(a, RT_KIR_ADD,
+                                             rt_kir_bin(a, RT_KIR_MUL, t, rt_kir_int(a, ay)),
+                                             rt_kir_int(a, h)),
+                                  rt_kir_int(a, pk->rows)),
+                       rt_kir_int(a, pk->a * pk->q)));
+    return RT_OK;
+}
+
 // The innermost kept var xv over [lo, hi) of a window reduction (rt_window_form), and with pk
 // and yv >= 0 the one before it, y over [ylo, yhi): the packed rows first (pk, when not NULL),
 // then per y (when handed over) the x borders where a padded read may leave its extents as
@@ -1320,7 +1463,11 @@ static rt_status rt_lower_window(rt_lower *l, rt_kir_block *blk, rt_win_pack *pk
         l->var_of[l->win_red[i]] = rt_kir_add_var(a, l->p, s->vars[l->win_red[i]].name, RT_KIR_I64);
     l->win = true;
     l->win_pack = NULL;
-    if (pk) {
+    if (pk && pk->yu > 1) {
+        RT_TRY(rt_win_rows(l, &blk, pk, ylo, yhi, lo, hi));
+        if (!blk)
+            return RT_OK;
+    } else if (pk) {
         // The rows of the first y (or the only rows) now; with y handed over, each y packs the
         // rows the next one adds (ay of them for a window at least as tall as the stride)
         // before its own x loop, so that their loads overlap that loop's arithmetic.
@@ -1414,20 +1561,24 @@ static rt_status rt_lower_tiled(rt_lower *l, int32_t si, bool *done) {
         l->win_red = red;
         l->win_nr = nr;
         rt_tvar *tx = &tv[nk - 1], *ty = nk >= 2 ? &tv[nk - 2] : NULL;
-        int64_t x_max = 0, y_max = 0, lo, hi;
+        int64_t x_max = 0, y_min = 0, y_max = 0, lo, hi;
         if (tx->tiled)
             x_max = tx->t[top];
         else if (rt_var_range(l, tx->v, &lo, &hi))
             x_max = hi - lo;
-        if (ty && ty->tiled)
+        if (ty && ty->tiled) {
+            // Items of t rows, the last one of the rest when t does not divide the extent.
+            int64_t rest = (ty->hi - ty->lo) % ty->t[bl];
             y_max = ty->t[bl];
-        else if (ty && rt_var_range(l, ty->v, &lo, &hi))
-            y_max = hi - lo;
-        packed = ty && rt_win_pack_plan(l, tx->v, ty->v, x_max, y_max, &pk);
+            y_min = rest ? rest : y_max;
+        } else if (ty && rt_var_range(l, ty->v, &lo, &hi)) {
+            y_min = y_max = hi - lo;
+        }
+        packed = ty && rt_win_pack_plan(l, tx->v, ty->v, x_max, y_min, y_max, &pk);
         for (int32_t lv = bl + 1; packed && ty->tiled && lv <= top; lv++)
             ty->t[lv] = y_max;
         if (!packed)
-            packed = rt_win_pack_plan(l, tx->v, -1, x_max, 0, &pk);
+            packed = rt_win_pack_plan(l, tx->v, -1, x_max, 0, 0, &pk);
     }
     rt_buf b;
     rt_buf_init(&b, a);
@@ -1444,6 +1595,8 @@ static rt_status rt_lower_tiled(rt_lower *l, int32_t si, bool *done) {
     rt_buf_puts(&b, "]");
     if (packed)
         rt_buf_puts(&b, pk.yv >= 0 ? ", strided read packed by rows" : ", strided read packed");
+    if (packed && pk.yu > 1)
+        rt_buf_printf(&b, ", %d output rows per y", (int)pk.yu);
     l->p = rt_kir_add_phase(a, l->k, b.oom ? "statement" : b.data, n_items);
     if (!l->p)
         return rt_fail(l->err, RT_ERR_NOMEM, RT_NOLOC, "out of memory");

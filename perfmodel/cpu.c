@@ -695,10 +695,14 @@ static bool window_form(const rt_perf_model *m, int32_t x_var, int32_t *n_red, d
 // window) also move with y (the var before x) at a coefficient ay >= 1 when y's loop is handed
 // to the packing. Then y runs over the work item's whole tile, each row is packed once into a
 // ring of scratch rows and shared by the output rows that overlap it: ay (y - 1) + span rows
-// for y output rows of a window span rows tall. Otherwise every output row packs all span rows.
+// for y output rows of a window span rows tall; where every item has RT_WIN_Y_ROWS rows, the
+// outputs may be recomputed (not '+=') and no other input is padded, each y iteration computes
+// yu = RT_WIN_Y_ROWS output rows from span + ay (yu - 1) packed rows, each row's loads shared.
+// Otherwise every output row packs all span rows.
 typedef struct win_pack {
     const rt_perf_access *rd;
     int64_t a, ay, span, bspan; // x stride, y coefficient, window rows, window extent along x - 1
+    int64_t yu;                 // output rows per y iteration
     bool has_row, handed, pad;
 } win_pack;
 
@@ -746,7 +750,20 @@ static bool window_pack(const rt_perf_model *m, const rt_perf_cpu_loops *lp, win
         }
     w->ay = dr >= 0 && ax_y >= 0 ? rd->coef[dr][ax_y] : 0;
     int64_t q = rt_win_pack_row_elems(lp->tile[nk - 1][m->top], w->a, w->bspan);
-    w->handed = w->ay >= 1 && rt_win_pack_ring_rows(w->span, w->ay) * w->a * q <= RT_WIN_PACK_ELEMS;
+    w->yu = 1;
+    if (w->ay >= 1 && lp->tiled[nk - 2] && m->assign != RT_ASSIGN_ADD) {
+        int64_t t = lp->tile[nk - 2][m->block_level], rest = lp->extent[nk - 2] % t;
+        bool other_pad = false;
+        for (int32_t i = 0; i + 1 < m->n_access; i++)
+            other_pad =
+                other_pad || (&m->access[i] != rd && m->op->tensors[m->access[i].tensor].has_pad);
+        if ((rest ? rest : t) >= RT_WIN_Y_ROWS && !other_pad)
+            w->yu = RT_WIN_Y_ROWS;
+    }
+    if (rt_win_pack_ring_rows(w->span, w->ay, w->yu) * w->a * q > RT_WIN_PACK_ELEMS)
+        w->yu = 1;
+    w->handed =
+        w->ay >= 1 && rt_win_pack_ring_rows(w->span, w->ay, w->yu) * w->a * q <= RT_WIN_PACK_ELEMS;
     return w->handed || w->span * w->a * q <= RT_WIN_PACK_ELEMS;
 }
 
@@ -915,11 +932,18 @@ bool rt_perf_cpu_loop_time(const rt_perf_model *m, const rt_perf_cpu_loops *lp, 
     // broadcast once outside the loop), in a window also the output row it accumulates into,
     // and stores the output. The L1 access slots (rt_perf_cpu_load_ports, from the L1 triad,
     // which mixes loads and stores as these loops do) take both; the store port bounds stores.
+    // With yu output rows per y, a packed row's loads serve every output row reading it: span +
+    // ay (yu - 1) rows of loads for yu span rows of points.
     int32_t ax_in = var_axis(m, lp->var[nk - 1]);
+    win_pack w;
+    bool packed = n_red > 0 && window_pack(m, lp, &w);
     double loads = n_red > 0 ? 1.0 : 0.0;
     for (int32_t i = 0; i + 1 < m->n_access; i++) {
         const rt_perf_access *acc = &m->access[i];
-        loads += ax_in < 0 || access_uses(acc, ax_in) ? 1.0 : 0.0;
+        if (packed && acc == w.rd)
+            loads += (double)(w.span + w.ay * (w.yu - 1)) / (double)(w.yu * w.span);
+        else
+            loads += ax_in < 0 || access_uses(acc, ax_in) ? 1.0 : 0.0;
     }
     double c_vec = (loads + 1.0) / rt_perf_cpu_load_ports(dev);
     if (c_vec < 1.0 / RT_PERF_CPU_STORE_PORTS)
@@ -944,8 +968,7 @@ bool rt_perf_cpu_loop_time(const rt_perf_model *m, const rt_perf_cpu_loops *lp, 
         }
     }
     double cycles = 0, serial = 0;
-    win_pack w;
-    if (n_red > 0 && window_pack(m, lp, &w))
+    if (packed)
         cycles += window_pack_cycles(m, lp, &w, nk >= 2 ? &ts[nk - 2][top] : NULL, &ts[nk - 1][top],
                                      c_elem);
     // Work items: the index decomposition, one division per variable with several blocks.

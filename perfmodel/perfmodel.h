@@ -347,16 +347,19 @@ bool rt_perf_cpu_loop_time(const rt_perf_model *m, const rt_perf_cpu_loops *lp, 
 // The backend's row packing of a window read (codegen/lower-cpu.c rt_win_pack), shared so that
 // the model times the packing the backend builds: a row of x_max outputs at stride a over a
 // window bspan + 1 wide holds a phases of this many elements (the run, a shift of up to 15 to
-// align the copy's stores, rounded to whole vectors of 16); with y's loop handed over, the rows
-// live in a ring of this many (the window's span rows and the ay rows packed ahead for the next
-// y, rounded up to a power of two); all rows of a phase at most RT_WIN_PACK_ELEMS elements.
+// align the copy's stores, rounded to whole vectors of 16); with y's loop handed over, each y
+// iteration computes yu output rows (RT_WIN_Y_ROWS when the rows may be recomputed, rt_win_rows)
+// and the rows live in a ring of this many (the span + ay (yu - 1) rows of one iteration and the
+// ay yu rows packed ahead for the next, rounded up to a power of two); all rows of a phase at
+// most RT_WIN_PACK_ELEMS elements.
 #define RT_WIN_PACK_ELEMS 8192
+#define RT_WIN_Y_ROWS     2
 static inline int64_t rt_win_pack_row_elems(int64_t x_max, int64_t a, int64_t bspan) {
     return (x_max - 1 + (bspan + a) / a + 15 + 15) / 16 * 16;
 }
-static inline int64_t rt_win_pack_ring_rows(int64_t span, int64_t ay) {
+static inline int64_t rt_win_pack_ring_rows(int64_t span, int64_t ay, int64_t yu) {
     int64_t r = 1;
-    while (r < span + ay)
+    while (r < span + (2 * yu - 1) * ay)
         r *= 2;
     return r;
 }

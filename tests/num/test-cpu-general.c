@@ -163,7 +163,9 @@ static void window_scan(const rt_kir_phase *p, const rt_kir_block *b, bool in_ve
 
 // Window reductions (depthwise conv, pooling): in every blocked candidate the window points are
 // unrolled in the body of a vectorized loop along the output's x; no loop over r or s is left.
-static void window_case(const rt_device *dev, const char *spec) {
+// With `paired`, some candidate computes two output rows per y (their numbers are checked in
+// main's numeric cases).
+static void window_case(const rt_device *dev, const char *spec, bool paired) {
     rt_arena *a = rt_arena_new(1 << 20);
     rt_err err = {0};
     rt_op *op = NULL;
@@ -176,7 +178,7 @@ static void window_case(const rt_device *dev, const char *spec) {
         rt_arena_free(a);
         return;
     }
-    int32_t n_blocked = 0;
+    int32_t n_blocked = 0, n_paired = 0;
     for (int32_t i = 0; i < perf->n_cands; i++) {
         rt_lower_options lopt = {.rank = i};
         rt_kir_kernel *k = NULL;
@@ -185,12 +187,14 @@ static void window_case(const rt_device *dev, const char *spec) {
         if (!k || k->n_phases != 1 || !strstr(k->phases[0].what, "blocked by the rTiles"))
             continue;
         n_blocked++;
+        n_paired += strstr(k->phases[0].what, ", 2 output rows per y") != NULL;
         int32_t good = 0, bad = 0;
         window_scan(&k->phases[0], &k->phases[0].body, false, &good, &bad);
         RT_EXPECT(good >= 1);
         RT_EXPECT_EQ(bad, 0);
     }
     RT_EXPECT(n_blocked >= 1);
+    RT_EXPECT(!paired || n_paired >= 1);
     rt_arena_free(a);
 }
 
@@ -351,15 +355,20 @@ int main(void) {
     for (size_t i = 0; i < sizeof specs / sizeof specs[0]; i++)
         numeric_case(&dev, specs[i], 10);
     structure_case(&dev);
-    window_case(&dev, "def dwconv(float(2, 5, 13, 19) I pad 0, float(5, 3, 3) Wt) -> "
-                      "(float(2, 5, 13, 19) O) {\n"
-                      " O(n, c, y, x) +=! I(n, c, y + r - 1, x + s - 1) * Wt(c, r, s)\n}");
-    window_case(&dev, "def dw5s2w(float(2, 3, 23, 71) I pad 0, float(3, 5, 5) Wt) -> "
-                      "(float(2, 3, 12, 36) O) {\n"
-                      " O(n, c, y, x) +=! I(n, c, 2*y + r - 2, 2*x + s - 2) * Wt(c, r, s)\n}");
+    window_case(&dev,
+                "def dwconv(float(2, 5, 13, 19) I pad 0, float(5, 3, 3) Wt) -> "
+                "(float(2, 5, 13, 19) O) {\n"
+                " O(n, c, y, x) +=! I(n, c, y + r - 1, x + s - 1) * Wt(c, r, s)\n}",
+                true);
+    window_case(&dev,
+                "def dw5s2w(float(2, 3, 23, 71) I pad 0, float(3, 5, 5) Wt) -> "
+                "(float(2, 3, 12, 36) O) {\n"
+                " O(n, c, y, x) +=! I(n, c, 2*y + r - 2, 2*x + s - 2) * Wt(c, r, s)\n}",
+                true);
     window_case(&dev,
                 "def avgpool(float(2, 7, 23, 17) I) -> (float(2, 7, 11, 8) O) {\n"
-                " O(n, c, y, x) +=! I(n, c, 2*y + r, 2*x + s) / 9   where r in 0:3, s in 0:3\n}");
+                " O(n, c, y, x) +=! I(n, c, 2*y + r, 2*x + s) / 9   where r in 0:3, s in 0:3\n}",
+                false);
     exp_case(&dev);
     erf_case(&dev);
     return rt_test_finish("test-cpu-general");

@@ -485,6 +485,19 @@ static void test_window_pack(const rt_device *dev) {
     // least its 6 vectors loaded and stored.
     double ghz = rt_perf_cpu_ghz(dev), ports = rt_perf_cpu_load_ports(dev);
     RT_EXPECT(np - nw > 8.0 * 18 * 6 * 2 / ports / ghz / (double)dev->units);
+    // Items of 21 rows compute two output rows per y (7 packed rows loaded for 50 points);
+    // items of 41 and 1 rows do not (one row is too few): the same rows packed, 30% fewer loads
+    // of packed rows in the first.
+    rt_rprog pair, single;
+    rt_perf_cpu_loops lpair, lsingle;
+    window_tiles(m, &pair, 21, 21);
+    window_tiles(m, &single, 41, 41);
+    double n21, n41, s21, s41;
+    RT_EXPECT(rt_perf_cpu_loop_plan(m, &pair, &lpair));
+    RT_EXPECT(rt_perf_cpu_loop_plan(m, &single, &lsingle));
+    RT_EXPECT(rt_perf_cpu_loop_time(m, &lpair, &n21, &s21));
+    RT_EXPECT(rt_perf_cpu_loop_time(m, &lsingle, &n41, &s41));
+    RT_EXPECT(n21 < 0.97 * n41);
     // Unpadded stride 1: nothing packed, y's tiles stay.
     rt_perf_model *m1 = window_model(
         a, dev,
