@@ -255,6 +255,13 @@ static bool gemm_groups(const rt_perf_model *m, rt_perf_cpu_gemm *g) {
         bstride *= B->dim_extent[d] > 0 ? B->dim_extent[d] : 1;
     }
     g->b_prefetch = !g->implicit && bn == 1;
+    // Flat stride of k in A (the backend loads A's rows along k as vectors when it is 1).
+    int64_t ak = 0, astride = 1;
+    for (int32_t d = A->n_dims - 1; d >= 0; d--) {
+        ak += A->coef[d][g->axis_k] * astride;
+        astride *= A->dim_extent[d] > 0 ? A->dim_extent[d] : 1;
+    }
+    g->a_k_unit = ak == 1;
     g->a_bytes = access_bytes(A);
     g->b_bytes = access_bytes(B);
     g->c_bytes = access_bytes(o);
@@ -478,9 +485,11 @@ static double source_gbps(const rt_device *dev, double bytes, double chunk_bytes
 }
 
 // Cycles of packing one block of `rows` x kcur elements of a matrix of `bytes` read with chunks
-// of rows x kc: B rows are contiguous along n (vector copies), A panels are gathered one element
-// per load across rows; either is bound by its load slots or by the bandwidth of the level its
-// source lives in. A B read through a window (a convolution's y + r) is packed by masked loads or
+// of rows x kc: B rows are contiguous along n (vector copies); A panels read along k are loaded
+// as vectors and interleaved by shuffles (one per vector) up to RT_PERF_CPU_MAX_INTERLEAVE rows,
+// gathered row by row (RT_PERF_CPU_GATHER_CYCLES per element) when taller, and otherwise read
+// one element per load across rows; either is bound by its load slots or by the bandwidth of
+// the level its source lives in. A B read through a window (a convolution's y + r) is packed by masked loads or
 // clamped row segments: the bounds test costs about one more pass over its vectors.
 // With fetch non-NULL (B prefetched: rt_perf_cpu_gemm.b_prefetch) the block is read from L2,
 // where the prefetch put it, and *fetch gets the cycles of bringing it there from its source,
@@ -495,6 +504,10 @@ static double pack_cycles(const rt_device *dev, const rt_perf_cpu_gemm *g, bool 
     double e = (double)rt_round_up(rows, is_b ? g->nr : g->mr) * (double)kcur;
     double slots =
         is_b ? e / vec_elems / ports * (g->b_window ? 3 : 2) : e / ports + e / vec_elems / ports;
+    if (!is_b && g->a_k_unit)
+        slots = g->mr <= RT_PERF_CPU_MAX_INTERLEAVE
+                    ? e / vec_elems / ports * 2 + e / vec_elems
+                    : e * RT_PERF_CPU_GATHER_CYCLES + e / vec_elems / ports;
     double bw = gbps > 0 ? e * 4 / gbps * ghz : 0;
     if (fetch) {
         *fetch = bw;

@@ -295,6 +295,7 @@ typedef struct rt_perf_cpu_gemm {
                      // per row instead of copying a plain strided block
     bool b_prefetch; // a plain GEMM with B contiguous along n: the backend prefetches the next B
                      // block while the current one's micro-kernels run
+    bool a_k_unit;   // A contiguous along k: its panels are packed with vector loads along k
     int32_t group[RT_PERF_MAX_AXES];  // per model axis, its rt_perf_gemm_group
     double a_bytes, b_bytes, c_bytes; // the tensors behind A, B and C
 } rt_perf_cpu_gemm;
@@ -385,5 +386,12 @@ bool rt_perf_cpu_warm(const rt_perf_model *m);
 #define RT_PERF_CPU_VLOOP_INTERLEAVE 4
 // Stores per cycle per core (one vector store port on current x86 and Arm cores).
 #define RT_PERF_CPU_STORE_PORTS 1.0
+// The widest interleave LLVM's vectorizer forms from one loop's accesses (its
+// max-interleave-group-factor): the CPU backend packs an A panel of up to this many rows, read
+// along k, with vector loads and shuffles; a taller one (mr = 12, 14) by gathering each k's rows.
+#define RT_PERF_CPU_MAX_INTERLEAVE 8
+// Cycles per element of a gather or scatter (about one element per cycle: on a Zen 4 core an
+// mr = 12 A pack by 12-wide gathers took 1.2-1.3 cycles per element more than the shuffled one).
+#define RT_PERF_CPU_GATHER_CYCLES 1.0
 
 #endif
