@@ -238,8 +238,8 @@ typedef struct rt_win_pack {
     int64_t q;            // scratch elements per phase of a row
     int64_t rows;         // scratch rows; with yv >= 0 a ring (a power of two), row h at h % rows
     int64_t yu;           // output rows per y iteration (1, or RT_WIN_Y_ROWS; rt_win_rows)
-    int32_t yvar[RT_WIN_Y_ROWS]; // with yu > 1: the KIR var of y + dy per output row dy
-    rt_kir_expr **rb;      // with yu > 1: scratch offset of the iteration's row h, span + ay rows
+    int32_t yvar[RT_WIN_Y_ROWS]; // with yv >= 0: the KIR var of y + dy per output row dy
+    rt_kir_expr **rb;      // with yv >= 0: scratch offset of the y iteration's row h (rt_win_rows)
     int64_t shift;         // offset of element 0 of a phase (rt_win_pack_setup)
     rt_kir_expr *lo, *ylo; // the first x and y of the loops
     // Set up by rt_win_pack_setup for rt_win_pack_rows: the run's length, its count of q, its
@@ -260,29 +260,12 @@ static rt_kir_expr *rt_win_pack_at(rt_lower *l, const rt_win_pack *pk) {
     }
     rt_kir_expr *x =
         rt_kir_bin(a, RT_KIR_SUB, rt_kir_var_ref(a, l->p, l->var_of[l->win_x]), pk->lo);
-    rt_kir_expr *c = rt_kir_int(a, (b % pk->a) * pk->q + b / pk->a + pk->shift);
-    // Several output rows per y: the row's offset is a let of the iteration (the same expression
-    // for every output row reading it, so that their loads are one).
-    if (pk->rb)
-        return rt_kir_load(a, l->k, 0,
-                           rt_kir_bin(a, RT_KIR_ADD, rt_kir_bin(a, RT_KIR_ADD, x, pk->rb[h]), c));
-    // The row: h, and with y handed over ay (y - ylo) + h in the ring.
-    rt_kir_expr *row = rt_kir_int(a, h);
-    if (pk->yv >= 0)
-        row = rt_kir_bin(
-            a, RT_KIR_MOD,
-            rt_kir_bin(a, RT_KIR_ADD,
-                       rt_kir_bin(a, RT_KIR_MUL,
-                                  rt_kir_bin(a, RT_KIR_SUB,
-                                             rt_kir_var_ref(a, l->p, l->var_of[pk->yv]), pk->ylo),
-                                  rt_kir_int(a, pk->ay)),
-                       row),
-            rt_kir_int(a, pk->rows));
-    rt_kir_expr *at = rt_kir_bin(
-        a, RT_KIR_ADD,
-        rt_kir_bin(a, RT_KIR_ADD, x, rt_kir_bin(a, RT_KIR_MUL, row, rt_kir_int(a, pk->a * pk->q))),
-        c);
-    return rt_kir_load(a, l->k, 0, at);
+    // The row's offset: with y handed over a let of the y iteration (rt_win_rows; one expression
+    // for every output row reading the row, so that their loads are one), else h rows in.
+    rt_kir_expr *row = pk->rb ? pk->rb[h] : rt_kir_int(a, h * pk->a * pk->q);
+    return rt_kir_load(a, l->k, 0,
+                       rt_kir_bin(a, RT_KIR_ADD, rt_kir_bin(a, RT_KIR_ADD, x, row),
+                                  rt_kir_int(a, (b % pk->a) * pk->q + b / pk->a + pk->shift)));
 }
 
 static rt_status rt_tr_read_window(rt_lx *x, const rt_expr *e, rt_kir_expr **out) {
@@ -863,12 +846,12 @@ static rt_status rt_win_body(rt_lower *l, rt_kir_block *blk) {
     int64_t order[RT_WIN_Y_ROWS * 49], key[RT_WIN_Y_ROWS * 49], n_items = n_points * yu;
     for (int64_t it = 0; it < n_items; it++) {
         int64_t pt = it / yu, dy = it % yu, h = dy * (pk ? pk->ay : 0), b = 0;
-        for (int64_t i = l->win_nr - 1, rem = pt; pk && i >= 0; i--) {
+        for (int64_t i = l->win_nr - 1, rem = pt; yu > 1 && i >= 0; i--) {
             h += pk->br[i] * (wlo[i] + rem % wext[i]);
             b += pk->bx[i] * (wlo[i] + rem % wext[i]);
             rem /= wext[i];
         }
-        key[it] = pk ? (h * 4096 + b) * 128 + it : it;
+        key[it] = yu > 1 ? (h * 4096 + b) * 128 + it : it;
         int64_t j = it;
         for (; j > 0 && key[order[j - 1]] > key[it]; j--)
             order[j] = order[j - 1];
@@ -1370,12 +1353,13 @@ static void rt_win_pack_rows(rt_lower *l, rt_kir_block *blk, rt_win_pack *pk, rt
         }
 }
 
-// With pk->yu > 1 output rows per y iteration (rt_win_pack_plan): packs the rows of the first
-// iteration in *blk and opens y's loop of ceil(n / yu) iterations over its n >= yu values from
-// ylo; *blk becomes the loop's body, where y = min(ylo + yu i, yhi - yu) (the last iteration
-// shifted back to end at yhi: it recomputes rows of the one before), y + dy the output row dy,
-// the rows the next iteration adds are packed, and pk->rb holds the offsets of the iteration's
-// span + ay (yu - 1) rows in the ring (NULL *blk when out of memory).
+// y's loop handed to the packing (pk->yv >= 0), yu = pk->yu output rows per iteration
+// (rt_win_pack_plan): packs the rows of the first iteration in *blk and opens y's loop of
+// ceil(n / yu) iterations over its n >= yu values from ylo; *blk becomes the loop's body, where
+// y = min(ylo + yu i, yhi - yu) (the last iteration shifted back to end at yhi: it recomputes
+// rows of the one before), y + dy the output row dy, the rows the next iteration adds are packed
+// (before its x loop, so that their loads overlap that loop's arithmetic), and pk->rb holds the
+// offsets of the iteration's span + ay (yu - 1) rows in the ring (NULL *blk when out of memory).
 static rt_status rt_win_rows(rt_lower *l, rt_kir_block **blk, rt_win_pack *pk, rt_kir_expr *ylo,
                              rt_kir_expr *yhi, rt_kir_expr *lo, rt_kir_expr *hi) {
     rt_arena *a = l->a;
@@ -1463,40 +1447,15 @@ static rt_status rt_lower_window(rt_lower *l, rt_kir_block *blk, rt_win_pack *pk
         l->var_of[l->win_red[i]] = rt_kir_add_var(a, l->p, s->vars[l->win_red[i]].name, RT_KIR_I64);
     l->win = true;
     l->win_pack = NULL;
-    if (pk && pk->yu > 1) {
+    if (yv >= 0) {
         RT_TRY(rt_win_rows(l, &blk, pk, ylo, yhi, lo, hi));
         if (!blk)
             return RT_OK;
     } else if (pk) {
-        // The rows of the first y (or the only rows) now; with y handed over, each y packs the
-        // rows the next one adds (ay of them for a window at least as tall as the stride)
-        // before its own x loop, so that their loads overlap that loop's arithmetic.
-        int64_t span = pk->brmax - pk->brmin + 1;
+        // The only rows, before the x loop.
         RT_TRY(rt_win_pack_setup(l, blk, pk, lo, hi, ylo));
-        rt_win_pack_rows(l, blk, pk, rt_kir_int(a, 0), rt_kir_int(a, span));
+        rt_win_pack_rows(l, blk, pk, rt_kir_int(a, 0), rt_kir_int(a, pk->brmax - pk->brmin + 1));
         l->win_pack = pk;
-        if (yv >= 0) {
-            rt_kir_node *yl = rt_kir_loop(a, blk, l->var_of[yv], ylo, yhi, RT_KIR_LOOP_SERIAL);
-            RT_LOWER_CHECK(l, yl);
-            if (!yl)
-                return RT_OK;
-            blk = &yl->body;
-            rt_kir_expr *next = rt_kir_bin(
-                a, RT_KIR_MUL, rt_kir_int(a, pk->ay),
-                rt_kir_bin(a, RT_KIR_ADD,
-                           rt_kir_bin(a, RT_KIR_SUB, rt_kir_var_ref(a, l->p, l->var_of[yv]), ylo),
-                           rt_kir_int(a, 1)));
-            rt_kir_expr *last = rt_kir_bin(
-                a, RT_KIR_MUL, rt_kir_int(a, pk->ay),
-                rt_kir_bin(a, RT_KIR_SUB, rt_kir_bin(a, RT_KIR_SUB, yhi, ylo), rt_kir_int(a, 1)));
-            rt_kir_expr *from = rt_kir_bin(
-                a, RT_KIR_MAX, next,
-                rt_kir_bin(a, RT_KIR_ADD, rt_kir_bin(a, RT_KIR_SUB, next, rt_kir_int(a, pk->ay)),
-                           rt_kir_int(a, span)));
-            rt_kir_expr *to = rt_kir_bin(a, RT_KIR_MIN, next, last);
-            rt_win_pack_rows(l, blk, pk, rt_gen_let(l, blk, "pk_h0", from),
-                             rt_kir_bin(a, RT_KIR_ADD, to, rt_kir_int(a, span)));
-        }
     }
     rt_kir_expr *xlo = lo, *xhi = hi, *rows = rt_kir_int(a, 1);
     rt_win_bounds(l, s->rhs, &xlo, &xhi, &rows);
