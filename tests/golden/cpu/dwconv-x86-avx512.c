@@ -88,8 +88,8 @@ static void rt_dwconv_c0_p0_body(float *restrict scratch, const float *restrict 
                 for (c = c_b2; c < (c_b2 + 1); c++) {
                     for (pk_h = 0; pk_h < 7; pk_h++) {
                         pk_row = ((-2) + pk_h);
-                        for (pk_pf = 0; pk_pf < 6; pk_pf++) {
-                            __builtin_prefetch(&t_I[((((((n * 84) + c) * 83) + (pk_row + 16)) * 83) + ((-2) + (pk_pf * 16)))], 0, 2);
+                        for (pk_pf = 0; pk_pf < 7; pk_pf++) {
+                            __builtin_prefetch(&t_I[((((((n * 84) + c) * 83) + (pk_row + 16)) * 83) + ((-2) + rt_imin((pk_pf * 16), 86)))], 0, 2);
                         }
                         if ((int64_t)((int64_t)(pk_row >= 0) && (int64_t)(pk_row < 83))) {
                             for (pk_q = 0; pk_q < 1; pk_q++) {
@@ -126,8 +126,8 @@ static void rt_dwconv_c0_p0_body(float *restrict scratch, const float *restrict 
                         pk_h0 = rt_imax((rt_imin((y_t + 2), 40) * 2), ((y_t * 2) + 7));
                         for (pk_h = pk_h0; pk_h < ((rt_imin((y_t + 2), 40) * 2) + 7); pk_h++) {
                             pk_row_1 = ((-2) + pk_h);
-                            for (pk_pf = 0; pk_pf < 6; pk_pf++) {
-                                __builtin_prefetch(&t_I[((((((n * 84) + c) * 83) + (pk_row_1 + 16)) * 83) + ((-2) + (pk_pf * 16)))], 0, 2);
+                            for (pk_pf = 0; pk_pf < 7; pk_pf++) {
+                                __builtin_prefetch(&t_I[((((((n * 84) + c) * 83) + (pk_row_1 + 16)) * 83) + ((-2) + rt_imin((pk_pf * 16), 86)))], 0, 2);
                             }
                             if ((int64_t)((int64_t)(pk_row_1 >= 0) && (int64_t)(pk_row_1 < 83))) {
                                 for (pk_q = 0; pk_q < 1; pk_q++) {

@@ -127,8 +127,8 @@ static void rt_linear_gelu_c0_p0_body(float *restrict scratch, const float *rest
                 pf_p0 = (p0 + ((int64_t)((jb + 1) >= rt_imin(16, ((item * 8) + 8))) ? 512 : 0));
                 for (ir = 0; ir < rt_floordiv((mcur + 3), 4); ir++) {
                     for (pf_k = (ir * 128); pf_k < rt_imin(rt_imin(512, (1024 - pf_p0)), ((ir * 128) + 128)); pf_k++) {
-                        for (pf_line = 0; pf_line < rt_floordiv((rt_imin(256, (4096 - (rt_floormod(pf_jb, 16) * 256))) + 15), 16); pf_line++) {
-                            __builtin_prefetch(&t_Wt[(((pf_p0 + pf_k) * 4096) + ((rt_floormod(pf_jb, 16) * 256) + (pf_line * 16)))], 0, 2);
+                        for (pf_line = 0; pf_line < (rt_floordiv((rt_imin(256, (4096 - (rt_floormod(pf_jb, 16) * 256))) + 15), 16) + rt_imin(rt_imin(256, (4096 - (rt_floormod(pf_jb, 16) * 256))), 1)); pf_line++) {
+                            __builtin_prefetch(&t_Wt[(((pf_p0 + pf_k) * 4096) + ((rt_floormod(pf_jb, 16) * 256) + rt_imin((pf_line * 16), (rt_imin(256, (4096 - (rt_floormod(pf_jb, 16) * 256))) - 1))))], 0, 2);
                         }
                     }
                     for (jr = 0; jr < rt_floordiv((ncur + 63), 64); jr++) {
