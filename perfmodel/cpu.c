@@ -680,9 +680,9 @@ static int32_t var_axis(const rt_perf_model *m, int32_t v) {
 
 // Is the nest one the loop model times: an output the statement does not read, and either no
 // reduction or one the backend lowers in window form (codegen/lower-cpu.c rt_window_form): one
-// to three dense reduction axes of at most 7 points, 49 in all, looped outside the vector loop
-// along the output's innermost index and accumulated (+=)? *n_red gets the reduction axes,
-// *points the window's points (1 without reduction).
+// to three dense reduction axes of at most 7 points, 49 in all, unrolled in the body of the
+// vector loop along the output's innermost index and accumulated (+=)? *n_red gets the
+// reduction axes, *points the window's points (1 without reduction).
 static bool window_form(const rt_perf_model *m, int32_t x_var, int32_t *n_red, double *points) {
     const rt_stmt *s = &m->op->stmts[m->main_stmt];
     *n_red = 0;
@@ -716,6 +716,7 @@ typedef struct win_pack {
     const rt_perf_access *rd;
     int64_t a, ay, span, bspan; // x stride, y coefficient, window rows, window extent along x - 1
     int64_t yu;                 // output rows per y iteration
+    double off_line;            // share of the points whose load starts off a packed row's lines
     bool has_row, handed, pad;
 } win_pack;
 
@@ -754,12 +755,22 @@ static bool window_pack(const rt_perf_model *m, const rt_perf_cpu_loops *lp, win
     w->span = 1;
     if (w->a < 1 || w->a > 8 || (w->a == 1 && !w->pad) || (ax_y >= 0 && rd->coef[dx][ax_y] != 0))
         return false;
+    // A point at offset o along x reads phase o % a of the packed row from element o / a: the
+    // rows start on a line (codegen/lower-cpu.c rt_win_pack_row_elems), so its vector load
+    // starts off one, and crosses into the next line, unless o / a is a multiple of the lanes.
+    w->off_line = 0;
     for (int32_t x = 0; x < m->n_axes; x++)
         if (m->axes[x].is_reduce) {
             if (dr >= 0 && rd->coef[dx][x] != 0 && rd->coef[dr][x] != 0)
                 return false;
             w->bspan += rd->coef[dx][x] * (m->axes[x].extent - 1);
             w->span += dr >= 0 ? rd->coef[dr][x] * (m->axes[x].extent - 1) : 0;
+            if (rd->coef[dx][x] != 0) {
+                int64_t off = 0;
+                for (int64_t v = 0; v < m->axes[x].extent; v++)
+                    off += (rd->coef[dx][x] * v / w->a) % lanes != 0;
+                w->off_line = (double)off / (double)m->axes[x].extent;
+            }
         }
     w->ay = dr >= 0 && ax_y >= 0 ? rd->coef[dr][ax_y] : 0;
     int64_t q = rt_win_pack_row_elems(lp->tile[nk - 1][m->top], w->a, w->bspan);
@@ -893,14 +904,17 @@ static double vloop_cycles(int64_t n, bool constant, int64_t lanes, double c_vec
            (double)(rem % half) * c_elem;
 }
 
-// Cycles of packing w's rows over the whole nest: per row, the copy of its run (a load and a
-// store per vector, a shuffle per vector splitting a stride into phases, with a row dim one
-// prefetch per line of the row further down, guarded scalar copies where a padded run leaves
-// the extents, the copy loop's dispatch); rows per point of the vars outside x (all but y when
-// y is handed over: then ay (t - 1) + span rows per tile of t values of y).
+// Cycles of packing w's rows over the whole nest: per row, the L1 access slots of the copy of its
+// run (a load and a store per vector), with a row dim of one prefetch per line of the row further
+// down (and one for a last line the run may reach into), and where a padded run leaves the
+// extents of the guarded scalar copies (a load and a store each), or where a stride splits into
+// phases the shuffles (one per vector, on the vector pipes) if they take longer, and the copy
+// loops' steps; rows per point of the vars outside x (all but y when y is handed over: then
+// ay (t - 1) + span rows per tile of t values of y). Measured on a Zen 4 core: 39 cycles per
+// output row of a 5x5 stride-2 depthwise conv for its two rows of 83 (this gives 57; charging
+// every row a vector loop's dispatch and the shuffles on top of the slots gave 123).
 static double window_pack_cycles(const rt_perf_model *m, const rt_perf_cpu_loops *lp,
-                                 const win_pack *w, const tile_set *ty, const tile_set *tx,
-                                 double c_elem) {
+                                 const win_pack *w, const tile_set *ty, const tile_set *tx) {
     double ports = rt_perf_cpu_load_ports(m->dev), rows = 0, outer = 1, row_cycles = 0;
     int32_t ix = lp->n_vars - 1;
     if (w->handed)
@@ -913,13 +927,11 @@ static double window_pack_cycles(const rt_perf_model *m, const rt_perf_cpu_loops
             outer *= (double)lp->extent[u];
     for (int32_t k = 0; k < tx->n; k++) {
         double len = (double)(w->a * (tx->size[k] - 1) + w->bspan + 1), vecs = ceil(len / 16.0);
-        double c = vecs * 2.0 / ports + (w->a > 1 ? vecs : 0) + RT_PERF_CPU_VLOOP_ENTRY_CYCLES +
-                   3 * RT_PERF_CPU_LOOP_CYCLES;
-        if (w->has_row)
-            c += vecs * (1.0 / ports + RT_PERF_CPU_LOOP_CYCLES);
-        if (w->pad)
-            c += (double)w->bspan * c_elem;
-        row_cycles += tx->count[k] * c;
+        double slots = 2.0 * vecs + (w->has_row ? vecs + 1 : 0) + (w->pad ? 2.0 * w->bspan : 0);
+        double c = slots / ports;
+        if (w->a > 1 && vecs > c)
+            c = vecs;
+        row_cycles += tx->count[k] * (c + 3 * RT_PERF_CPU_LOOP_CYCLES);
     }
     return outer * rows * row_cycles;
 }
@@ -934,7 +946,7 @@ bool rt_perf_cpu_loop_time(const rt_perf_model *m, const rt_perf_cpu_loops *lp, 
     for (int32_t i = 0; i < nk; i++)
         if (!lp->tiled[i])
             return false;
-    // Reductions: only the window form (small constant windows looped outside the vector loop
+    // Reductions: only the window form (small constant windows unrolled in the vector loop
     // along the output's innermost index) is modeled.
     double window;
     int32_t n_red;
@@ -942,25 +954,43 @@ bool rt_perf_cpu_loop_time(const rt_perf_model *m, const rt_perf_cpu_loops *lp, 
         return false;
     int64_t lanes = dev->lanes > 1 ? dev->lanes : 1;
     // A vector step loads every input that moves along the innermost variable (the others are
-    // broadcast once outside the loop), in a window also the output row it accumulates into,
-    // and stores the output. The L1 access slots (rt_perf_cpu_load_ports, from the L1 triad,
-    // which mixes loads and stores as these loops do) take both; the store port bounds stores.
-    // With yu output rows per y, a packed row's loads serve every output row reading it: span +
-    // ay (yu - 1) rows of loads for yu span rows of points.
+    // broadcast once outside the loop) and stores the output. The L1 access slots
+    // (rt_perf_cpu_load_ports, from the L1 triad, which mixes loads and stores as these loops
+    // do) take both; the store port bounds stores. In window form (codegen/lower-cpu.c
+    // rt_lower_window) the x loop runs once with the window's points unrolled in its body into
+    // accumulators held in registers: per vector step a read that moves with the window is
+    // loaded at every point, one that does not (and a '+=' output) once, and every point is an
+    // FMA (or add) on the FMA pipes. A load that starts off a 64-byte line crosses into the next
+    // and takes two slots: a packed read's off_line share of them (the packed rows start on a
+    // line), an unpacked one's every one (its rows need not). With yu output rows per y, a
+    // packed row's loads serve every output row reading it: span + ay (yu - 1) rows of loads for
+    // yu span rows of points. Measured on a Zen 4 core per output vector of a 5x5 stride-2
+    // depthwise conv: 40 cycles one row per y (this gives 38.7), 28 two rows (27.4).
     int32_t ax_in = var_axis(m, lp->var[nk - 1]);
     win_pack w;
     bool packed = n_red > 0 && window_pack(m, lp, &w);
-    double loads = n_red > 0 ? 1.0 : 0.0;
+    double slots = 1.0 + (n_red > 0 && m->assign == RT_ASSIGN_ADD ? 1.0 : 0.0);
     for (int32_t i = 0; i + 1 < m->n_access; i++) {
         const rt_perf_access *acc = &m->access[i];
-        if (packed && acc == w.rd)
-            loads += (double)(w.span + w.ay * (w.yu - 1)) / (double)(w.yu * w.span);
+        if (ax_in >= 0 && !access_uses(acc, ax_in))
+            continue;
+        bool windowed = false;
+        for (int32_t x = 0; x < m->n_axes && n_red > 0; x++)
+            windowed = windowed || (m->axes[x].is_reduce && access_uses(acc, x));
+        if (!windowed)
+            slots += 1.0;
+        else if (packed && acc == w.rd)
+            slots += window * (1.0 + w.off_line) * (double)(w.span + w.ay * (w.yu - 1)) /
+                     (double)(w.yu * w.span);
         else
-            loads += ax_in < 0 || access_uses(acc, ax_in) ? 1.0 : 0.0;
+            slots += window * 2.0;
     }
-    double c_vec = (loads + 1.0) / rt_perf_cpu_load_ports(dev);
+    double c_vec = slots / rt_perf_cpu_load_ports(dev);
     if (c_vec < 1.0 / RT_PERF_CPU_STORE_PORTS)
         c_vec = 1.0 / RT_PERF_CPU_STORE_PORTS;
+    double teus = dev->teus_per_unit > 0 ? dev->teus_per_unit : 1;
+    if (n_red > 0 && window / teus > c_vec)
+        c_vec = window / teus;
     double c_elem = c_vec + 1.0; // plus the scalar loop's own increment-compare-branch
     // Tiles of every variable at every level, and whether the innermost trip is a constant.
     tile_set ts[RT_MAX_DIMS * 2][RT_MAX_MEM_LEVELS];
@@ -982,8 +1012,8 @@ bool rt_perf_cpu_loop_time(const rt_perf_model *m, const rt_perf_cpu_loops *lp, 
     }
     double cycles = 0, serial = 0;
     if (packed)
-        cycles += window_pack_cycles(m, lp, &w, nk >= 2 ? &ts[nk - 2][top] : NULL, &ts[nk - 1][top],
-                                     c_elem);
+        cycles +=
+            window_pack_cycles(m, lp, &w, nk >= 2 ? &ts[nk - 2][top] : NULL, &ts[nk - 1][top]);
     // Work items: the index decomposition, one division per variable with several blocks.
     double div = 0;
     for (int32_t i = 0; i < nk; i++)
@@ -1000,14 +1030,24 @@ bool rt_perf_cpu_loop_time(const rt_perf_model *m, const rt_perf_cpu_loops *lp, 
                     it *= tile_total(&ts[u][u < i ? lv : lv - 1]);
             cycles += it * RT_PERF_CPU_LOOP_CYCLES;
         }
-    // Point loops of the outer variables (each over its register tile).
+    // Point loops of the outer variables (each over its register tile). A handed y loop of yu
+    // rows per iteration runs ceil(t / yu) iterations over a tile of t rows, its last shifted
+    // back to end at the tile's end: yu ceil(t / yu) rows computed (4 for 3, measured 37%
+    // slower than items of 4 rows on a 3x3 depthwise conv).
     double outer_points = 1;
     for (int32_t i = 0; i + 1 < nk; i++) {
-        double it = (double)lp->extent[i] * outer_points;
+        double ext = (double)lp->extent[i];
+        if (packed && w.handed && w.yu > 1 && i == nk - 2) {
+            const tile_set *ty = &ts[i][top];
+            ext = 0;
+            for (int32_t j = 0; j < ty->n; j++)
+                ext += ty->count[j] * (double)(w.yu * rt_ceil_div(ty->size[j], w.yu));
+        }
+        double it = ext * outer_points;
         for (int32_t u = i + 1; u < nk; u++)
             it *= tile_total(&ts[u][top]);
         cycles += it * RT_PERF_CPU_LOOP_CYCLES;
-        outer_points *= (double)lp->extent[i];
+        outer_points *= ext;
     }
     // The innermost loop: once per point of the outer variables and register tile of its own.
     const tile_set *inner = &ts[nk - 1][top];
@@ -1015,10 +1055,8 @@ bool rt_perf_cpu_loop_time(const rt_perf_model *m, const rt_perf_cpu_loops *lp, 
     for (int32_t j = 0; j < inner->n; j++) {
         double entry;
         double one = vloop_cycles(inner->size[j], constant, lanes, c_vec, c_elem, &entry);
-        double times = n_red > 0 ? window + (m->assign != RT_ASSIGN_ADD ? 1 : 0) : 1;
-        runs +=
-            inner->count[j] * (times * one + (n_red > 0 ? window * RT_PERF_CPU_LOOP_CYCLES : 0));
-        entries += inner->count[j] * times * entry;
+        runs += inner->count[j] * one;
+        entries += inner->count[j] * entry;
     }
     cycles += outer_points * runs;
     serial += outer_points * entries;
