@@ -468,12 +468,24 @@ static void window_tiles(const rt_perf_model *m, rt_rprog *p, int64_t y_item, in
         }
 }
 
+// The loop model's time of m's window nest under window_tiles(y_item, y_l1); 0 where it has none.
+static double window_time(const rt_perf_model *m, int64_t y_item, int64_t y_l1) {
+    rt_rprog p;
+    rt_perf_cpu_loops lp;
+    double ns = 0, serial_ns;
+    window_tiles(m, &p, y_item, y_l1);
+    RT_EXPECT(rt_perf_cpu_loop_plan(m, &p, &lp));
+    RT_EXPECT(rt_perf_cpu_loop_time(m, &lp, &ns, &serial_ns));
+    return ns;
+}
+
+static const char dw5x5s2_spec[] =
+    "def dw(float(1, 8, 83, 83) I pad 0, float(8, 5, 5) W) -> (float(1, 8, 42, 42) O) {\n"
+    "    O(n, c, y, x) +=! I(n, c, 2*y + r - 2, 2*x + s - 2) * W(c, r, s)\n}\n";
+
 static void test_window_pack(const rt_device *dev) {
     rt_arena *a = rt_arena_new(1 << 20);
-    rt_perf_model *m = window_model(
-        a, dev,
-        "def dw(float(1, 8, 83, 83) I pad 0, float(8, 5, 5) W) -> (float(1, 8, 42, 42) O) {\n"
-        "    O(n, c, y, x) +=! I(n, c, 2*y + r - 2, 2*x + s - 2) * W(c, r, s)\n}\n");
+    rt_perf_model *m = window_model(a, dev, dw5x5s2_spec);
     if (!m) {
         rt_arena_free(a);
         return;
@@ -504,33 +516,16 @@ static void test_window_pack(const rt_device *dev) {
     // Items of 21 rows compute two output rows per y (7 packed rows loaded for 50 points);
     // items of 41 and 1 rows do not (one row is too few): the same rows packed, 30% fewer loads
     // of packed rows in the first.
-    rt_rprog pair, single;
-    rt_perf_cpu_loops lpair, lsingle;
-    window_tiles(m, &pair, 21, 21);
-    window_tiles(m, &single, 41, 41);
-    double n21, n41, s21, s41;
-    RT_EXPECT(rt_perf_cpu_loop_plan(m, &pair, &lpair));
-    RT_EXPECT(rt_perf_cpu_loop_plan(m, &single, &lsingle));
-    RT_EXPECT(rt_perf_cpu_loop_time(m, &lpair, &n21, &s21));
-    RT_EXPECT(rt_perf_cpu_loop_time(m, &lsingle, &n41, &s41));
-    RT_EXPECT(n21 < 0.97 * n41);
+    RT_EXPECT(window_time(m, 21, 21) < 0.97 * window_time(m, 41, 41));
     // The x loop runs once with the 25 points unrolled (codegen/lower-cpu.c rt_lower_window):
     // at least 25 FMAs per output vector, 3 per 42-wide row. With one FMA pipe (a Zen 4 core)
     // that bound is above the load slots of the paired rows (7 x 5 loads per 50 points).
     rt_device one_pipe = *dev;
     one_pipe.teus_per_unit = 1; // at twice the clock, and the L1 at the same slots per cycle
     one_pipe.level[one_pipe.n_levels - 2].bandwidth_gbps *= 2;
-    rt_perf_model *mf = window_model(
-        a, &one_pipe,
-        "def dw(float(1, 8, 83, 83) I pad 0, float(8, 5, 5) W) -> (float(1, 8, 42, 42) O) {\n"
-        "    O(n, c, y, x) +=! I(n, c, 2*y + r - 2, 2*x + s - 2) * W(c, r, s)\n}\n");
-    rt_rprog pf;
-    rt_perf_cpu_loops lf;
-    double nf = 0, sf;
+    rt_perf_model *mf = window_model(a, &one_pipe, dw5x5s2_spec);
     if (mf) {
-        window_tiles(mf, &pf, 21, 21);
-        RT_EXPECT(rt_perf_cpu_loop_plan(mf, &pf, &lf));
-        RT_EXPECT(rt_perf_cpu_loop_time(mf, &lf, &nf, &sf));
+        double nf = window_time(mf, 21, 21);
         double fma_ns = 8.0 * 42 * 3 * 25 / rt_perf_cpu_ghz(&one_pipe) / one_pipe.units;
         RT_EXPECT(nf >= fma_ns);
         // The packing adds less than the FMAs (26 passes over x, as a window looped outside
@@ -540,16 +535,7 @@ static void test_window_pack(const rt_device *dev) {
     // Items of 3 rows pair rows 0-1, then 1-2 (the last pair shifted back to end at the item's
     // end): 4 rows computed for 3. 14 items of 3 rows are predicted at least 15% slower than 11
     // items of 4 rows (the last of 2), which recompute none (the packing alone: 9% more rows).
-    rt_rprog y3, y4;
-    rt_perf_cpu_loops l3, l4;
-    window_tiles(m, &y3, 3, 3);
-    window_tiles(m, &y4, 4, 4);
-    double n3, n4, s3, s4;
-    RT_EXPECT(rt_perf_cpu_loop_plan(m, &y3, &l3));
-    RT_EXPECT(rt_perf_cpu_loop_plan(m, &y4, &l4));
-    RT_EXPECT(rt_perf_cpu_loop_time(m, &l3, &n3, &s3));
-    RT_EXPECT(rt_perf_cpu_loop_time(m, &l4, &n4, &s4));
-    RT_EXPECT(n3 > 1.15 * n4);
+    RT_EXPECT(window_time(m, 3, 3) > 1.15 * window_time(m, 4, 4));
     // Unpadded stride 1: nothing packed, y's tiles stay.
     rt_perf_model *m1 = window_model(
         a, dev,
