@@ -347,7 +347,7 @@ void rt_perf_cpu_gemm_block(const rt_device *dev, int64_t batch, rt_perf_cpu_gem
     mr = clamp64(mr, rt_ceil_div(12, nv), 28 / nv);
     // Cache blocking (BLIS analytical rules for the backend's loop order, row panels outside
     // column panels): the mr x kc A micro-panel, which stays in L1 across a B block, fills half
-    // of L1 (kc at most 512, where C's round trips are already rare); the kc x nc B block,
+    // of L1 (kc at most RT_PERF_CPU_MAX_KC); the kc x nc B block,
     // which the micro-kernels stream from L2, a quarter of L2 (the next block, prefetched while
     // this one is used, takes as much; with half of L2 each, 128x1000x4032 on 2 Zen 4 cores ran
     // 3-14% slower); the mc x kc A block, read once per B block, half of a core's share of L3
@@ -366,7 +366,8 @@ void rt_perf_cpu_gemm_block(const rt_device *dev, int64_t batch, rt_perf_cpu_gem
             l3 = lv->scope == RT_MEM_SCOPE_DEVICE ? lv->capacity_bytes / units : lv->capacity_bytes;
         }
         if (l1 > 0)
-            kc = rt_max64(16, rt_min64(512, l1 / 2 / (clamp64(mr, 1, M) * 4)) / 16 * 16);
+            kc = rt_max64(16,
+                          rt_min64(RT_PERF_CPU_MAX_KC, l1 / 2 / (clamp64(mr, 1, M) * 4)) / 16 * 16);
         if (kc > 0 && K > 0)
             kc = rt_ceil_div(K, rt_ceil_div(K, kc));
         if (l2 > 0)
@@ -378,7 +379,7 @@ void rt_perf_cpu_gemm_block(const rt_device *dev, int64_t batch, rt_perf_cpu_gem
     mr = clamp64(mr, 1, M);
     g->mr = mr;
     g->nr = 16 * nv;
-    g->kc = clamp64(kc, rt_min64(16, K), rt_min64(1024, K));
+    g->kc = clamp64(kc, rt_min64(16, K), rt_min64(RT_PERF_CPU_MAX_KC, K));
     g->mc = clamp64(rt_round_up(mc, mr), mr, rt_min64(rt_round_up(M, mr), rt_round_up(1024, mr)));
     g->nc = clamp64(rt_round_up(nc, g->nr), g->nr, rt_min64(rt_round_up(N, g->nr), 4096));
     // Enough work items for every core.

@@ -393,5 +393,9 @@ bool rt_perf_cpu_warm(const rt_perf_model *m);
 // Cycles per element of a gather or scatter (about one element per cycle: on a Zen 4 core an
 // mr = 12 A pack by 12-wide gathers took 1.2-1.3 cycles per element more than the shuffled one).
 #define RT_PERF_CPU_GATHER_CYCLES 1.0
+// The longest k block of a packed GEMM. A 4-row A micro-panel of 1024 floats fills half of a
+// 32 KiB L1; on a Zen 4 core kc = 1024 (4x64, nc = 64) ran 1024^3-4096^3 1.5-3% faster on one
+// core than kc = 512 (half the round trips of C and the calls), and the same on two.
+#define RT_PERF_CPU_MAX_KC 1024
 
 #endif

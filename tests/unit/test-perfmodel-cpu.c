@@ -211,10 +211,10 @@ static void test_conv_view(const rt_device *dev) {
     RT_EXPECT_EQ(g.group[3], RT_PERF_GEMM_N);     // x
     RT_EXPECT_EQ(g.group[6], RT_PERF_GEMM_K);     // s
     // Seeds are the groups' products: register 4 x 56 (four vectors); kc from the L1 rule for a
-    // 4-row A micro-panel (512), with K = 576 cut into two equal k blocks of 288.
+    // 4-row A micro-panel (RT_PERF_CPU_MAX_KC), so K = 576 is one k block.
     RT_EXPECT_EQ(g.mr, 4);
     RT_EXPECT_EQ(g.nr, 64);
-    RT_EXPECT_EQ(g.kc, 288);
+    RT_EXPECT_EQ(g.kc, 576);
     // Tensor sizes: the input (not K x N: the window reads it nine times), filters, output.
     RT_EXPECT_NEAR(g.b_bytes, 64.0 * 56 * 56 * 4, 1e-6);
     RT_EXPECT_NEAR(g.a_bytes, 64.0 * 64 * 9 * 4, 1e-6);
@@ -297,26 +297,28 @@ static rt_perf_cpu_gemm block_of(const rt_device *dev, int64_t M, int64_t N, int
 
 // The work items of the blocking rule keep both cores busy: row blocks of equal height (880
 // rows under the 480-row L3 bound of this device at kc = 512 are two of 440, not 480 + 400), and
-// as many runs of column blocks as it takes to spread an odd number of row blocks (5 row blocks
-// on 2 cores: 10 items, not 3 + 2).
+// as many runs of column blocks as it takes to spread an odd number of row blocks (7 row blocks
+// on 2 cores: 14 items, not 4 + 3).
 static void test_gemm_items(const rt_device *dev) {
     rt_perf_cpu_gemm g = block_of(dev, 880, 512, 1024);
     RT_EXPECT_EQ(g.kc, 512);
     RT_EXPECT_EQ(g.mc, 440);
     RT_EXPECT_EQ(g.ng, 1);
     RT_EXPECT_EQ(g.items, 2);
+    // 8-row A micro-panels in half of a 48 KiB L1: kc = 768, 4096 cut into 6 k blocks of 683,
+    // and row blocks of at most 359 (half of a core's L3 share over 683 x 4 bytes).
     g = block_of(dev, 2400, 4096, 4096);
-    RT_EXPECT_EQ(g.mc, 480);
-    RT_EXPECT_EQ(g.nc, 256);
+    RT_EXPECT_EQ(g.kc, 683);
+    RT_EXPECT_EQ(g.mc, 344);
     RT_EXPECT_EQ(g.ng, 2);
-    RT_EXPECT_EQ(g.items, 10);
+    RT_EXPECT_EQ(g.items, 14);
     // Already even: one run per row block (A packed once per k block).
     g = block_of(dev, 1920, 4096, 4096);
-    RT_EXPECT_EQ(g.mc, 480);
+    RT_EXPECT_EQ(g.mc, 320);
     RT_EXPECT_EQ(g.ng, 1);
-    RT_EXPECT_EQ(g.items, 4);
-    // K cut into equal k blocks: 1033 = 3 x 345 (not 512 + 512 + 9).
-    RT_EXPECT_EQ(block_of(dev, 1021, 1031, 1033).kc, 345);
+    RT_EXPECT_EQ(g.items, 6);
+    // K cut into equal k blocks: 1033 = 2 x 517 (not 768 + 265).
+    RT_EXPECT_EQ(block_of(dev, 1021, 1031, 1033).kc, 517);
     // With a large L3 all 1021 rows fit one block, and the L2 rule's 736 columns would leave
     // the two cores 736 and 295 of them. Two row blocks (512 + 509) balance the cores and let
     // each pack half of A and half of B; one row block in two column blocks of 544 and 487 would

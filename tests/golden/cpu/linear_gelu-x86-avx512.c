@@ -7,8 +7,8 @@
 // rTile L2 l2     [m=16, n=64, k=128] footprint 45056 B
 // rTile L3 l1     [m=8, n=64, k=16] footprint 6656 B
 // rTile L4 reg    [m=4, n=64, k=1] footprint 1296 B
-// predicted: 777.458 us (bottleneck compute), 0.1347 GFLOP
-// phase p0: statement 0: packed GEMM 16x4096x1024, blocks mc=16 nc=256 kc=512, micro-kernel 4x64, 2 work items
+// predicted: 757.293 us (bottleneck compute), 0.1347 GFLOP
+// phase p0: statement 0: packed GEMM 16x4096x1024, blocks mc=16 nc=128 kc=1024, micro-kernel 4x64, 2 work items
 // Build: cc -O3 -march=native -fopenmp -shared -fPIC -o kernel.so kernel.c -lm
 #include <math.h>
 #include <stdint.h>
@@ -31,14 +31,14 @@ static inline int64_t rt_imax(int64_t a, int64_t b) {
     return a > b ? a : b;
 }
 
-// Buffers (args[i]): scratch is per thread (557056 bytes)
+// Buffers (args[i]): scratch is per thread (589824 bytes)
 //   args[1] f32 t_X
 //   args[2] f32 t_Wt
 //   args[3] f32 t_bias
 //   args[4] f32 t_Y
 //   args[5] f32 t_t
 
-// phase p0: statement 0: packed GEMM 16x4096x1024, blocks mc=16 nc=256 kc=512, micro-kernel 4x64 (2 work items)
+// phase p0: statement 0: packed GEMM 16x4096x1024, blocks mc=16 nc=128 kc=1024, micro-kernel 4x64 (2 work items)
 static void rt_linear_gelu_c0_p0_body(float *restrict scratch, const float *restrict t_X, const float *restrict t_Wt, const float *restrict t_bias, float *restrict t_Y, float *restrict t_t, int64_t lo, int64_t hi) {
     int64_t item;
     int64_t i0;
@@ -70,9 +70,9 @@ static void rt_linear_gelu_c0_p0_body(float *restrict scratch, const float *rest
     for (item = lo; item < hi; item++) {
         i0 = (rt_floormod(item, 1) * 16);
         mcur = rt_imin(16, (16 - i0));
-        for (pk = 0; pk < 2; pk++) {
-            p0 = (pk * 512);
-            kcur = rt_imin(512, (1024 - p0));
+        for (pk = 0; pk < 1; pk++) {
+            p0 = (pk * 1024);
+            kcur = rt_imin(1024, (1024 - p0));
             // copy: A block -> scratch, mr-tall k-major panels (L3 level; one in L1 at a time)
             for (panel = 0; panel < rt_floordiv(mcur, 4); panel++) {
                 #pragma GCC ivdep
@@ -96,16 +96,16 @@ static void rt_linear_gelu_c0_p0_body(float *restrict scratch, const float *rest
                     }
                 }
             }
-            for (jb = (item * 8); jb < rt_imin(16, ((item * 8) + 8)); jb++) {
-                j0 = (jb * 256);
-                ncur = rt_imin(256, (4096 - j0));
+            for (jb = (item * 16); jb < rt_imin(32, ((item * 16) + 16)); jb++) {
+                j0 = (jb * 128);
+                ncur = rt_imin(128, (4096 - j0));
                 // copy: B block -> scratch, nr-wide k-major panels (L2 level)
                 for (panel_1 = 0; panel_1 < rt_floordiv(ncur, 64); panel_1++) {
                     for (kk_1 = 0; kk_1 < kcur; kk_1++) {
                         #pragma GCC ivdep
                         for (r_1 = 0; r_1 < 64; r_1++) {
                             row_1 = ((panel_1 * 64) + r_1);
-                            scratch[(8192 + ((((panel_1 * kcur) + kk_1) * 64) + r_1))] = t_Wt[((j0 + (p0 * 4096)) + (row_1 + (kk_1 * 4096)))];
+                            scratch[(16384 + ((((panel_1 * kcur) + kk_1) * 64) + r_1))] = t_Wt[((j0 + (p0 * 4096)) + (row_1 + (kk_1 * 4096)))];
                         }
                     }
                 }
@@ -115,26 +115,26 @@ static void rt_linear_gelu_c0_p0_body(float *restrict scratch, const float *rest
                         for (r_1 = 0; r_1 < 64; r_1++) {
                             row_1 = ((panel_1 * 64) + r_1);
                             if ((int64_t)(row_1 < ncur)) {
-                                scratch[(8192 + ((((panel_1 * kcur) + kk_1) * 64) + r_1))] = t_Wt[((j0 + (p0 * 4096)) + (row_1 + (kk_1 * 4096)))];
+                                scratch[(16384 + ((((panel_1 * kcur) + kk_1) * 64) + r_1))] = t_Wt[((j0 + (p0 * 4096)) + (row_1 + (kk_1 * 4096)))];
                             } else {
-                                scratch[(8192 + ((((panel_1 * kcur) + kk_1) * 64) + r_1))] = 0.0f;
+                                scratch[(16384 + ((((panel_1 * kcur) + kk_1) * 64) + r_1))] = 0.0f;
                             }
                         }
                     }
                 }
                 // the B block packed next, prefetched a share per row panel below
-                pf_jb = ((int64_t)((jb + 1) >= rt_imin(16, ((item * 8) + 8))) ? (item * 8) : (jb + 1));
-                pf_p0 = (p0 + ((int64_t)((jb + 1) >= rt_imin(16, ((item * 8) + 8))) ? 512 : 0));
+                pf_jb = ((int64_t)((jb + 1) >= rt_imin(32, ((item * 16) + 16))) ? (item * 16) : (jb + 1));
+                pf_p0 = (p0 + ((int64_t)((jb + 1) >= rt_imin(32, ((item * 16) + 16))) ? 1024 : 0));
                 for (ir = 0; ir < rt_floordiv((mcur + 3), 4); ir++) {
-                    for (pf_k = (ir * 128); pf_k < rt_imin(rt_imin(512, (1024 - pf_p0)), ((ir * 128) + 128)); pf_k++) {
-                        for (pf_line = 0; pf_line < (rt_floordiv((rt_imin(256, (4096 - (rt_floormod(pf_jb, 16) * 256))) + 15), 16) + rt_imin(rt_imin(256, (4096 - (rt_floormod(pf_jb, 16) * 256))), 1)); pf_line++) {
-                            __builtin_prefetch(&t_Wt[(((pf_p0 + pf_k) * 4096) + ((rt_floormod(pf_jb, 16) * 256) + rt_imin((pf_line * 16), (rt_imin(256, (4096 - (rt_floormod(pf_jb, 16) * 256))) - 1))))], 0, 2);
+                    for (pf_k = (ir * 256); pf_k < rt_imin(rt_imin(1024, (1024 - pf_p0)), ((ir * 256) + 256)); pf_k++) {
+                        for (pf_line = 0; pf_line < (rt_floordiv((rt_imin(128, (4096 - (rt_floormod(pf_jb, 32) * 128))) + 15), 16) + rt_imin(rt_imin(128, (4096 - (rt_floormod(pf_jb, 32) * 128))), 1)); pf_line++) {
+                            __builtin_prefetch(&t_Wt[(((pf_p0 + pf_k) * 4096) + ((rt_floormod(pf_jb, 32) * 128) + rt_imin((pf_line * 16), (rt_imin(128, (4096 - (rt_floormod(pf_jb, 32) * 128))) - 1))))], 0, 2);
                         }
                     }
                     for (jr = 0; jr < rt_floordiv((ncur + 63), 64); jr++) {
                         { // micro-kernel 4x64: broadcast A, FMA with B rows, reduce over k
                             const float *ua = scratch + ((ir * 4) * kcur);
-                            const float *ub = scratch + (8192 + ((jr * 64) * kcur));
+                            const float *ub = scratch + (16384 + ((jr * 64) * kcur));
                             float uacc[4][64];
                             memset(uacc, 0, sizeof uacc);
                             const int64_t ukc = kcur;
@@ -147,15 +147,15 @@ static void rt_linear_gelu_c0_p0_body(float *restrict scratch, const float *rest
                             }
                             float *uc = t_t + (((i0 + (ir * 4)) * 4096) + (j0 + (jr * 64)));
                             const int64_t umv = rt_imin(4, (mcur - (ir * 4))), unv = rt_imin(64, (ncur - (jr * 64)));
-                            if ((int64_t)(pk == 1)) {
+                            if ((int64_t)(pk == 0)) {
                                 for (int64_t ui = 0; ui < umv; ui++)
                                     for (int64_t uj = 0; uj < unv; uj++) {
-                                        cval = ((int64_t)(pk > 0) ? uc[ui * 4096 + uj] : 0.0f) + uacc[ui][uj];
+                                        cval = (0 ? uc[ui * 4096 + uj] : 0.0f) + uacc[ui][uj];
                                         m = (i0 + (ir * 4)) + ui;
                                         n = (j0 + (jr * 64)) + uj;
                                         t_Y[((m * 4096) + n)] = ((0.5f * (cval + t_bias[n])) * (1.0f + erff(((cval + t_bias[n]) * 0.70710678f))));
                                     }
-                            } else if ((int64_t)(pk > 0)) {
+                            } else if (0) {
                                 for (int64_t ui = 0; ui < umv; ui++)
                                     for (int64_t uj = 0; uj < unv; uj++)
                                         uc[ui * 4096 + uj] += uacc[ui][uj];
@@ -180,7 +180,7 @@ void rt_linear_gelu_c0_p0(void **args, int64_t lo, int64_t hi, float *scratch) {
 void rt_linear_gelu_c0(void **args) {
     #pragma omp parallel
     {
-        float *scratch = aligned_alloc(64, 557056);
+        float *scratch = aligned_alloc(64, 589824);
         #pragma omp for schedule(static)
         for (int64_t i = 0; i < 2; i++)
             rt_linear_gelu_c0_p0(args, i, i + 1, scratch);
