@@ -239,9 +239,9 @@ typedef struct rt_win_pack {
     int64_t rows;         // scratch rows; with yv >= 0 a ring (a power of two), row h at h % rows
     int64_t yu;           // output rows per y iteration (1, or RT_WIN_Y_ROWS; rt_win_rows)
     int32_t yvar[RT_WIN_Y_ROWS]; // with yv >= 0: the KIR var of y + dy per output row dy
-    rt_kir_expr **rb;      // with yv >= 0: scratch offset of the y iteration's row h (rt_win_rows)
-    int64_t shift;         // offset of element 0 of a phase (rt_win_pack_setup)
-    rt_kir_expr *lo, *ylo; // the first x and y of the loops
+    rt_kir_expr **rb; // with yv >= 0: scratch offset of the y iteration's row h (rt_win_rows)
+    int64_t shift;    // offset of element 0 of a phase (rt_win_pack_setup)
+    rt_kir_expr *lo;  // the first x of the loop
     // Set up by rt_win_pack_setup for rt_win_pack_rows: the run's length, its count of q, its
     // start along dim, the q range [qa, qb) copied without guards, the row dim's index of row 0,
     // the read's other indices and whether they stay within their extents, the loop vars of the
@@ -1188,7 +1188,6 @@ static rt_status rt_win_pack_setup(rt_lower *l, rt_kir_block *blk, rt_win_pack *
     if (bytes > l->k->scratch_bytes)
         l->k->scratch_bytes = bytes;
     pk->lo = lo;
-    pk->ylo = ylo;
     pk->len = rt_gen_let(
         l, blk, "pk_len",
         rt_kir_bin(a, RT_KIR_ADD,

@@ -10,10 +10,10 @@
 // thread pool hands them out). For other statements it is the blocked loop nest's instructions:
 // work items, loop control and vector loops (whole vectors for trip counts known when compiled,
 // the vectorizer's main/epilogue/scalar split otherwise), and for a window reduction whose read
-// the backend packs by rows, that packing (window_pack, window_pack_cycles). Every number comes from the device
-// description: the clock from the FMA peak, load ports from the L1 bandwidth per core and cycle,
-// registers from the register level's capacity, bandwidth per level from its curve. No device is
-// special-cased.
+// the backend packs by rows, that packing (window_pack, window_pack_cycles). Every number comes
+// from the device description: the clock from the FMA peak, load ports from the L1 bandwidth per
+// core and cycle, registers from the register level's capacity, bandwidth per level from its
+// curve. No device is special-cased.
 #include "perfmodel.h"
 
 #include <math.h>
@@ -490,8 +490,9 @@ static double source_gbps(const rt_device *dev, double bytes, double chunk_bytes
 // as vectors and interleaved by shuffles (one per vector) up to RT_PERF_CPU_MAX_INTERLEAVE rows,
 // gathered row by row (RT_PERF_CPU_GATHER_CYCLES per element) when taller, and otherwise read
 // one element per load across rows; either is bound by its load slots or by the bandwidth of
-// the level its source lives in. A B read through a window (a convolution's y + r) is packed by masked loads or
-// clamped row segments: the bounds test costs about one more pass over its vectors.
+// the level its source lives in. A B read through a window (a convolution's y + r) is packed by
+// masked loads or clamped row segments: the bounds test costs about one more pass over its
+// vectors.
 // With fetch non-NULL (B prefetched: rt_perf_cpu_gemm.b_prefetch) the block is read from L2,
 // where the prefetch put it, and *fetch gets the cycles of bringing it there from its source,
 // which overlap the previous block's micro-kernel calls.
@@ -785,10 +786,12 @@ static bool window_pack(const rt_perf_model *m, const rt_perf_cpu_loops *lp, win
         if ((rest ? rest : t) >= RT_WIN_Y_ROWS && !other_pad)
             w->yu = RT_WIN_Y_ROWS;
     }
-    if (rt_win_pack_ring_rows(w->span, w->ay, w->yu) * w->a * q > RT_WIN_PACK_ELEMS)
+    int64_t ring = rt_win_pack_ring_rows(w->span, w->ay, w->yu);
+    if (w->yu > 1 && ring * w->a * q > RT_WIN_PACK_ELEMS) {
         w->yu = 1;
-    w->handed =
-        w->ay >= 1 && rt_win_pack_ring_rows(w->span, w->ay, w->yu) * w->a * q <= RT_WIN_PACK_ELEMS;
+        ring = rt_win_pack_ring_rows(w->span, w->ay, 1);
+    }
+    w->handed = w->ay >= 1 && ring * w->a * q <= RT_WIN_PACK_ELEMS;
     return w->handed || w->span * w->a * q <= RT_WIN_PACK_ELEMS;
 }
 
