@@ -126,6 +126,11 @@ rt_status rt_cpu_jit_new(rt_arena *a, const rt_device *dev, rt_cpu_jit **out, rt
         }
     }
     const char *cpu_name = host ? cpu : dev->arch;
+    // An LLVM older than the host CPU names it "generic" (LLVM 16 on Zen 5): tune for the
+    // nearest core the detection chose instead, with the host's own features.
+    if (host && dev && strcmp(cpu_name, "generic") == 0 && dev->arch[0] &&
+        strcmp(dev->arch, "native") != 0)
+        cpu_name = dev->arch;
     snprintf(j->cpu, sizeof j->cpu, "%s", cpu_name);
     j->avx512 = strstr(feat, "+avx512f") != NULL;
     j->tm = LLVMCreateTargetMachine(target, triple, cpu_name, feat, LLVMCodeGenLevelAggressive,

@@ -165,10 +165,12 @@ static const char *rt_host_arch_from_model(const rt_host_info *h) {
                 return m->rank == rt_host_rank(h) ? m->arch : NULL;
         }
     } else if (strcmp(h->vendor, "AuthenticAMD") == 0) {
-        // Zen: family 0x17 (Zen 1/2), 0x19 (Zen 3/4). Zen 4 is the first with AVX-512.
+        // Zen: family 0x17 (Zen 1/2), 0x19 (Zen 3/4), 0x1a (Zen 5). Zen 4 is the first with
+        // AVX-512. LLVM 16 has no znver5 (LLVM 19 added it): Zen 5 gets znver4, the nearest core
+        // it knows, rather than the Intel name its features alone would give.
         if (h->family == 0x17 && rt_host_rank(h) == 1)
             return h->model >= 0x30 ? "znver2" : "znver1";
-        if (h->family == 0x19)
+        if (h->family == 0x19 || h->family == 0x1a)
             return rt_host_rank(h) >= 2 ? "znver4" : rt_host_rank(h) == 1 ? "znver3" : NULL;
     }
     return NULL;
