@@ -301,6 +301,7 @@ static void test_elementwise(rt_arena *a, rt_cpu_jit *jit) {
     runner rl, rc;
     const char *c;
     RT_EXPECT(build_both(a, jit, k, &rl, &rc, &c));
+    RT_EXPECT(last_ll && strstr(last_ll, "llvm.loop.interleave.count") == NULL); // no reduction
     RT_EXPECT(strstr(c, "rt_floordiv(") != NULL);
     RT_EXPECT(strstr(c, "__builtin_prefetch(&A[(i + 256)], 0, 2);") != NULL);
     static float in[N], o1[N], o2[N], want[N];
@@ -377,6 +378,68 @@ static void test_stream(rt_arena *a, rt_cpu_jit *jit, int64_t len) {
     free(o1);
 }
 
+// Row reductions in vector loops: O[2 r] = max over the row of A, O[2 r + 1] = its sum, rows of
+// len elements, one per item. The LLVM emitter asks for RT_L_REDUCE_INTERLEAVE accumulators on
+// each reduction loop (emit-llvm.c): both emitters must give the reference within the
+// reassociated sum's rounding, at row lengths that leave every remainder of the 4 x 16 lanes.
+static void test_reduce(rt_arena *a, rt_cpu_jit *jit, int64_t len) {
+    enum { ROWS = 7 };
+    rt_kir_kernel *k = rt_kir_kernel_new(a, rt_arena_printf(a, "t_reduce%lld", (long long)len));
+    int32_t ba = rt_kir_add_buf(a, k, "A", RT_KIR_BUF_DATA, RT_KIR_F32, 0, -1);
+    int32_t bo = rt_kir_add_buf(a, k, "O", RT_KIR_BUF_DATA, RT_KIR_F32, 1, -1);
+    k->bufs[bo].written = true;
+    rt_kir_phase *p = rt_kir_add_phase(a, k, "rows", ROWS);
+    rt_kir_expr *row = rt_kir_var_ref(a, p, p->item_var);
+    for (int32_t which = 0; which < 2; which++) {
+        int32_t acc = rt_kir_add_var(a, p, "acc", RT_KIR_F32);
+        int32_t i = rt_kir_add_var(a, p, "i", RT_KIR_I64);
+        rt_kir_node *init = rt_kir_append(a, &p->body, RT_KIR_N_FSET);
+        init->var = acc;
+        init->value = rt_kir_flt(a, RT_KIR_F32, which ? 0.0 : -1e30);
+        rt_kir_node *loop =
+            rt_kir_loop(a, &p->body, i, rt_kir_int(a, 0), rt_kir_int(a, len), RT_KIR_LOOP_VECTOR);
+        rt_kir_expr *x = rt_kir_load(a, k, ba,
+                                     rt_kir_bin(a, RT_KIR_ADD,
+                                                rt_kir_bin(a, RT_KIR_MUL, row, rt_kir_int(a, len)),
+                                                rt_kir_var_ref(a, p, i)));
+        rt_kir_node *up = rt_kir_append(a, &loop->body, RT_KIR_N_FSET);
+        up->var = acc;
+        up->value = rt_kir_bin(a, which ? RT_KIR_ADD : RT_KIR_MAX, rt_kir_var_ref(a, p, acc), x);
+        rt_kir_node *st = rt_kir_append(a, &p->body, RT_KIR_N_STORE);
+        st->buf = bo;
+        st->index = rt_kir_bin(a, RT_KIR_ADD, rt_kir_bin(a, RT_KIR_MUL, row, rt_kir_int(a, 2)),
+                               rt_kir_int(a, which));
+        st->value = rt_kir_var_ref(a, p, acc);
+    }
+    rt_err err = {0};
+    RT_EXPECT_EQ(rt_kir_validate(k, &err), RT_OK);
+    runner rl, rc;
+    const char *c;
+    RT_EXPECT(build_both(a, jit, k, &rl, &rc, &c));
+    RT_EXPECT(last_ll && strstr(last_ll, "!\"llvm.loop.interleave.count\", i32 4}") != NULL);
+    int64_t n = ROWS * len;
+    float *A = rt_arena_calloc(a, (size_t)n + 1, 4);
+    float o1[2 * ROWS], o2[2 * ROWS];
+    for (int64_t j = 0; j < n; j++)
+        A[j] = (float)((j * 37) % 101 - 50) / 8.0f;
+    void *args1[3] = {NULL, A, o1}, *args2[3] = {NULL, A, o2};
+    run_kernel(k, &rl, args1, 2);
+    run_kernel(k, &rc, args2, 1);
+    int bad = 0;
+    for (int32_t r = 0; r < ROWS; r++) {
+        double mx = -1e30, sum = 0, mag = 0;
+        for (int64_t j = r * len; j < (r + 1) * len; j++) {
+            mx = fmax(mx, (double)A[j]);
+            sum += (double)A[j];
+            mag += fabs((double)A[j]);
+        }
+        double tol = 1e-6 * (1.0 + mag);
+        bad += o1[2 * r] != (float)mx || o2[2 * r] != (float)mx;
+        bad += fabs((double)o1[2 * r + 1] - sum) > tol || fabs((double)o2[2 * r + 1] - sum) > tol;
+    }
+    RT_EXPECT_EQ(bad, 0);
+}
+
 static void test_gemm(rt_arena *a, rt_cpu_jit *jit, int64_t m, int64_t n, int64_t kk, int32_t mr,
                       int32_t nr) {
     rt_kir_kernel *k = build_gemm(a, m, n, kk, mr, nr);
@@ -426,6 +489,8 @@ int main(void) {
         test_elementwise(a, jit);
         test_stream(a, jit, 37);
         test_stream(a, jit, 48);
+        for (int64_t len = 1; len <= 131; len += len < 17 ? 16 : 19) // 1, 17, 36, 55 ... 131
+            test_reduce(a, jit, len);
         test_gemm(a, jit, 13, 37, 29, 6, 32); // edge tiles in both m and n
         test_gemm(a, jit, 12, 32, 8, 6, 32);  // full tiles only
         test_gemm(a, jit, 5, 16, 1, 4, 16);   // k = 1
