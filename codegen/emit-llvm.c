@@ -366,16 +366,25 @@ static void rt_l_loop_hint(rt_lemit *l, LLVMValueRef br, int32_t interleave) {
 // this many independent accumulators cover a 2-4 cycle latency on two vector pipes.
 #define RT_L_REDUCE_INTERLEAVE 4
 
-// Does blk itself (not a nested loop) update a float var from its own value?
+// Does the loop body blk carry a float var from one iteration to the next (acc = acc op x, acc
+// not set afresh before it in blk)? Not a nested loop's; not a window's accumulators, which
+// each iteration starts from 0 (rt_lower_window).
 static bool rt_l_reduces(const rt_kir_block *blk) {
+    int32_t fresh[8], n_fresh = 0;
     for (int32_t i = 0; i < blk->n; i++) {
         const rt_kir_node *n = blk->nodes[i];
         const rt_kir_expr *v = n->value;
-        if (n->kind == RT_KIR_N_FSET && v && v->kind == RT_KIR_E_BIN &&
-            v->args[0]->kind == RT_KIR_E_FVAR && v->args[0]->var == n->var)
+        if (n->kind != RT_KIR_N_FSET || !v)
+            continue;
+        bool carried = v->kind == RT_KIR_E_BIN && v->args[0]->kind == RT_KIR_E_FVAR &&
+                       v->args[0]->var == n->var;
+        bool set = false;
+        for (int32_t j = 0; j < n_fresh; j++)
+            set = set || fresh[j] == n->var;
+        if (carried && !set)
             return true;
-        if (n->kind == RT_KIR_N_IF && (rt_l_reduces(&n->body) || rt_l_reduces(&n->else_body)))
-            return true;
+        if (!carried && !set && n_fresh < 8)
+            fresh[n_fresh++] = n->var;
     }
     return false;
 }
