@@ -49,6 +49,53 @@ double rt_perf_cpu_load_ports(const rt_device *dev) {
     return ports < 0.5 ? 0.5 : ports;
 }
 
+double rt_perf_cpu_expr_cycles(const rt_device *dev, const rt_expr *e) {
+    if (!e)
+        return 0;
+    double pipes = dev->teus_per_unit > 0 ? dev->teus_per_unit : 1;
+    double lanes = dev->lanes > 0 ? dev->lanes : 1, own = 1.0 / pipes;
+    switch (e->kind) {
+    case RT_EXPR_READ:
+    case RT_EXPR_NUM:
+    case RT_EXPR_INDEX:
+    case RT_EXPR_SIZE:
+    case RT_EXPR_DIMREF:
+    case RT_EXPR_CHILD:
+        return 0;
+    case RT_EXPR_CALL:
+        switch (e->fn) {
+        case RT_FN_EXP:
+            own = RT_PERF_CPU_EXP_OPS / pipes;
+            break;
+        case RT_FN_SIGMOID:
+            own = (RT_PERF_CPU_EXP_OPS + 3.0) / pipes;
+            break;
+        case RT_FN_ERF:
+            own = RT_PERF_CPU_ERF_OPS / pipes;
+            break;
+        case RT_FN_SQRT:
+            own = RT_PERF_CPU_SQRT_CYCLES;
+            break;
+        case RT_FN_RSQRT:
+            own = RT_PERF_CPU_SQRT_CYCLES + 1.0 / pipes;
+            break;
+        case RT_FN_LOG:
+        case RT_FN_TANH:
+            own = RT_PERF_CPU_LIBM_CYCLES * lanes;
+            break;
+        default:
+            break;
+        }
+        break;
+    default:
+        break;
+    }
+    double c = own;
+    for (int32_t i = 0; i < e->n_args; i++)
+        c += rt_perf_cpu_expr_cycles(dev, e->args[i]);
+    return c;
+}
+
 int64_t rt_perf_cpu_vector_regs(const rt_device *dev) {
     int32_t top = dev->n_levels - 1;
     int64_t vec_bytes = (int64_t)(dev->lanes > 0 ? dev->lanes : 1) * 4;
@@ -995,6 +1042,10 @@ bool rt_perf_cpu_loop_time(const rt_perf_model *m, const rt_perf_cpu_loops *lp, 
     double teus = dev->teus_per_unit > 0 ? dev->teus_per_unit : 1;
     if (n_red > 0 && window / teus > c_vec)
         c_vec = window / teus;
+    // Elementwise: the expression's own instructions (an exp, a GELU's erf) on the vector pipes.
+    double ops = n_red > 0 ? 0 : rt_perf_cpu_expr_cycles(dev, m->op->stmts[m->main_stmt].rhs);
+    if (ops > c_vec)
+        c_vec = ops;
     double c_elem = c_vec + 1.0; // plus the scalar loop's own increment-compare-branch
     // Tiles of every variable at every level, and whether the innermost trip is a constant.
     tile_set ts[RT_MAX_DIMS * 2][RT_MAX_MEM_LEVELS];

@@ -171,6 +171,9 @@ struct rt_perf_model {
     double flops_per_point;
     double extra_dram_bytes; // traffic of the fused statements
     double extra_flops;
+    // CPU: core cycles the vector instructions of the statements take (rt_perf_cpu_expr_cycles
+    // per vector of lanes points, over their points): the main statement's and the fused ones'.
+    double main_vector_cycles, fused_vector_cycles;
     double real_points;   // iteration points of the main statement (expectation)
     int32_t top;          // register level
     int32_t thread_level; // level of scope thread, -1 when none (CPU)
@@ -364,6 +367,21 @@ static inline int64_t rt_win_pack_ring_rows(int64_t span, int64_t ay, int64_t yu
         r *= 2;
     return r;
 }
+// Core cycles the CPU backend spends on one vector (lanes elements) of expression e, issued on the
+// device's teus_per_unit vector pipes: one instruction per arithmetic operation, exp as the JIT's
+// inline polynomial (RT_PERF_CPU_EXP_OPS, codegen/emit-llvm.c rt_l_expf), erf likewise
+// (RT_PERF_CPU_ERF_OPS, rt_l_erff), sigmoid as exp and three more, sqrt at
+// RT_PERF_CPU_SQRT_CYCLES, and the functions left to libm (log, tanh) one element at a time at
+// RT_PERF_CPU_LIBM_CYCLES. Loads, stores and loop control are the loop model's. A division
+// counts as one instruction: the backend divides by an invariant through its reciprocal.
+// On a Zen 5 core (2 FMA pipes) softmax's four statements ran at 775 cycles per cached row of
+// 1024; this gives 576 (18 instructions per vector), and bench-model's 512 x 1024 softmax on two
+// cores is predicted at 35 us against 50 measured, where its flops alone gave 8.9.
+double rt_perf_cpu_expr_cycles(const rt_device *dev, const rt_expr *e);
+#define RT_PERF_CPU_EXP_OPS     14.0
+#define RT_PERF_CPU_ERF_OPS     36.0
+#define RT_PERF_CPU_SQRT_CYCLES 6.0
+#define RT_PERF_CPU_LIBM_CYCLES 20.0
 // Is the operator warm on a CPU: do its tensors together fit in half of the last-level cache
 // (level 1)? Then they are still there when it runs again, as in the profiler's repetitions or
 // when it reads what the operator before it wrote, and its compulsory traffic comes from that

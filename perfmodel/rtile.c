@@ -558,6 +558,11 @@ rt_status rt_perf_model_build(rt_arena *a, const rt_op *op, const rt_device *dev
     for (int32_t x = 0; x < RT_PERF_MAX_AXES; x++)
         one[x] = 1;
     m->real_points = rt_perf_padded_points(m, one);
+    double lanes = dev->lanes > 0 ? dev->lanes : 1,
+           step = 1.0 / (dev->teus_per_unit > 0 ? dev->teus_per_unit : 1);
+    m->main_vector_cycles =
+        m->real_points / lanes *
+        (rt_perf_cpu_expr_cycles(dev, st->rhs) + (st->op != RT_ASSIGN_SET ? step : 0));
 
     // Fused statements: their reads of operator inputs and their writes of outputs.
     bool counted[256] = {0};
@@ -586,6 +591,9 @@ rt_status rt_perf_model_build(rt_arena *a, const rt_op *op, const rt_device *dev
         }
         double ops = count_ops(os->rhs) + (os->op != RT_ASSIGN_SET ? 1 : 0);
         m->extra_flops += stmt_points(op, os, dmax) * (ops < 1 ? 1 : ops);
+        m->fused_vector_cycles +=
+            stmt_points(op, os, dmax) / lanes *
+            (rt_perf_cpu_expr_cycles(dev, os->rhs) + (os->op != RT_ASSIGN_SET ? step : 0));
     }
 
     // Level roles, from level properties only.

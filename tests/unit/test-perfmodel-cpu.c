@@ -601,6 +601,49 @@ static void test_ranking(const rt_device *dev) {
     rt_arena_free(a);
 }
 
+// The vector instructions of a statement (rt_perf_cpu_expr_cycles) on the two FMA pipes of
+// x86-avx512.ini: Y = exp(X - m) is a subtraction and the 14 of the inline exp (7.5 cycles per
+// vector), on one pipe twice that; tanh goes to libm one lane at a time. A fused softmax's
+// compute is its statements' instructions over the cores: 7 times its flops at the FMA peak (a
+// flop per operation, 5 per element), which is what it was predicted at before.
+static void test_vector_ops(const rt_device *dev) {
+    rt_arena *a = rt_arena_new(1 << 20);
+    rt_err err = {0};
+    rt_op *op = NULL;
+    static const char text[] = "size N = 512\nsize D = 1024\n"
+                               "def softmax(float(N, D) X) -> (Y) {\n"
+                               "    mx(n) max=! X(n, d)\n    e(n, d) = exp(X(n, d) - mx(n))\n"
+                               "    s(n) +=! e(n, d)\n    Y(n, d) = e(n, d) / s(n)\n}\n";
+    RT_EXPECT_EQ(rt_spec_parse(a, text, "softmax.spec", NULL, 0, &op, &err), RT_OK);
+    if (!op)
+        return;
+    const rt_expr *ex = op->stmts[1].rhs;
+    RT_EXPECT_NEAR(rt_perf_cpu_expr_cycles(dev, ex), (1 + RT_PERF_CPU_EXP_OPS) / 2, 1e-12);
+    rt_device one = *dev;
+    one.teus_per_unit = 1;
+    RT_EXPECT_NEAR(rt_perf_cpu_expr_cycles(&one, ex), 1 + RT_PERF_CPU_EXP_OPS, 1e-12);
+    rt_expr call = *ex;
+    call.fn = RT_FN_TANH;
+    RT_EXPECT_NEAR(rt_perf_cpu_expr_cycles(dev, &call), 0.5 + RT_PERF_CPU_LIBM_CYCLES * 16, 1e-9);
+    rt_perf_model *m = NULL;
+    RT_EXPECT_EQ(rt_perf_model_build(a, op, dev, NULL, &m, &err), RT_OK);
+    if (!m)
+        return;
+    // max 1, exp and its subtraction 15, the sum's add 1, the division 1: 18 per vector.
+    double vectors = 512.0 * 1024 / 16;
+    RT_EXPECT_NEAR(m->main_vector_cycles + m->fused_vector_cycles, vectors * 18 / 2, 1e-6);
+    rt_perf_result *r = NULL;
+    rt_perf_options opt = {0};
+    opt.top_k = 3;
+    RT_EXPECT_EQ(rt_perf_construct(a, op, dev, &opt, &r, &err), RT_OK);
+    if (r && r->n_cands > 0) {
+        double ns = vectors * 9 / 2 / rt_perf_cpu_ghz(dev);
+        RT_EXPECT(r->cands[0].compute_ns >= ns * 0.999);
+        RT_EXPECT(r->cands[0].compute_ns > 5 * 512.0 * 1024 * 5 / m->peak_gflops);
+    }
+    rt_arena_free(a);
+}
+
 int main(void) {
     rt_device dev;
     if (!load_dev("devices/x86-avx512.ini", &dev)) {
@@ -618,5 +661,6 @@ int main(void) {
     test_warm(&dev);
     test_window_pack(&dev);
     test_ranking(&dev);
+    test_vector_ops(&dev);
     return rt_test_finish("test-perfmodel-cpu");
 }
