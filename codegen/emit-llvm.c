@@ -370,7 +370,7 @@ static void rt_l_loop_hint(rt_lemit *l, LLVMValueRef br, int32_t interleave) {
 // not set afresh before it in blk)? Not a nested loop's; not a window's accumulators, which
 // each iteration starts from 0 (rt_lower_window).
 static bool rt_l_reduces(const rt_kir_block *blk) {
-    int32_t fresh[8], n_fresh = 0;
+    int32_t fresh[64], n_fresh = 0;
     for (int32_t i = 0; i < blk->n; i++) {
         const rt_kir_node *n = blk->nodes[i];
         const rt_kir_expr *v = n->value;
@@ -383,8 +383,10 @@ static bool rt_l_reduces(const rt_kir_block *blk) {
             set = set || fresh[j] == n->var;
         if (carried && !set)
             return true;
-        if (!carried && !set && n_fresh < 8)
+        if (!carried && !set && n_fresh < 64)
             fresh[n_fresh++] = n->var;
+        else if (!carried && !set)
+            return false; // too many to track: no interleave, the safe choice
     }
     return false;
 }
