@@ -498,6 +498,249 @@ bool rt_kir_hoist_reciprocals(rt_arena *a, rt_kir_kernel *k) {
 }
 
 // ---------------------------------------------------------------------------------------------
+// Fusion of adjacent vector loops
+// ---------------------------------------------------------------------------------------------
+
+// Are x and y the same expression, var vx of x standing for var vy of y?
+static bool rt_kir_same(const rt_kir_expr *x, const rt_kir_expr *y, int32_t vx, int32_t vy) {
+    if (!x || !y)
+        return x == y;
+    if (x->kind != y->kind || x->type != y->type)
+        return false;
+    switch (x->kind) {
+    case RT_KIR_E_INT:
+        return x->ival == y->ival;
+    case RT_KIR_E_FLT:
+        return x->fval == y->fval;
+    case RT_KIR_E_VAR:
+        return x->var == y->var ? x->var != vx && y->var != vy : x->var == vx && y->var == vy;
+    case RT_KIR_E_FVAR:
+        return x->var == y->var;
+    case RT_KIR_E_LOAD:
+        if (x->buf != y->buf)
+            return false;
+        break;
+    case RT_KIR_E_BIN:
+        if (x->bop != y->bop)
+            return false;
+        break;
+    case RT_KIR_E_CALL:
+        if (x->fn != y->fn)
+            return false;
+        break;
+    default:
+        break;
+    }
+    for (int32_t i = 0; i < 3; i++)
+        if (!rt_kir_same(x->args[i], y->args[i], vx, vy))
+            return false;
+    return true;
+}
+
+// e with var `from` read as var `to` (shared where nothing changes); NULL when out of memory.
+static rt_kir_expr *rt_kir_rename(rt_arena *a, rt_kir_expr *e, int32_t from, int32_t to) {
+    if (!e)
+        return NULL;
+    if (e->kind == RT_KIR_E_VAR && e->var == from) {
+        rt_kir_expr *r = rt_kir_new(a, RT_KIR_E_VAR, e->type);
+        if (r)
+            r->var = to;
+        return r;
+    }
+    rt_kir_expr *args[3] = {NULL, NULL, NULL};
+    bool changed = false;
+    for (int32_t i = 0; i < 3; i++) {
+        if (!e->args[i])
+            continue;
+        args[i] = rt_kir_rename(a, e->args[i], from, to);
+        if (!args[i])
+            return NULL;
+        changed = changed || args[i] != e->args[i];
+    }
+    if (!changed)
+        return e;
+    rt_kir_expr *r = rt_arena_alloc(a, sizeof *r);
+    if (!r)
+        return NULL;
+    *r = *e;
+    memcpy(r->args, args, sizeof args);
+    return r;
+}
+
+// What a loop body or a run of nodes reads and writes: vars set (LET, FSET), buffers stored,
+// and whether it is flat (only LET, FSET and plain STORE nodes).
+typedef struct rt_kir_rw {
+    bool *var_set, *var_read, *buf_set, *buf_read;
+    bool flat;
+} rt_kir_rw;
+
+static void rt_kir_rw_expr(rt_kir_rw *rw, const rt_kir_expr *e) {
+    if (!e)
+        return;
+    if (e->kind == RT_KIR_E_VAR || e->kind == RT_KIR_E_FVAR)
+        rw->var_read[e->var] = true;
+    if (e->kind == RT_KIR_E_LOAD)
+        rw->buf_read[e->buf] = true;
+    for (int32_t i = 0; i < 3; i++)
+        rt_kir_rw_expr(rw, e->args[i]);
+}
+
+static void rt_kir_rw_node(rt_kir_rw *rw, const rt_kir_node *n) {
+    switch (n->kind) {
+    case RT_KIR_N_LET:
+    case RT_KIR_N_FSET:
+        rw->var_set[n->var] = true;
+        rt_kir_rw_expr(rw, n->value);
+        return;
+    case RT_KIR_N_STORE:
+        rw->buf_set[n->buf] = true;
+        rt_kir_rw_expr(rw, n->index);
+        rt_kir_rw_expr(rw, n->value);
+        rw->flat = rw->flat && !n->stream;
+        return;
+    default:
+        rw->flat = false;
+        return;
+    }
+}
+
+static bool rt_kir_rw_new(rt_arena *a, const rt_kir_kernel *k, const rt_kir_phase *p,
+                          rt_kir_rw *rw) {
+    size_t nv = rt_at_least_one((size_t)p->n_vars), nb = rt_at_least_one((size_t)k->n_bufs);
+    rw->var_set = rt_arena_calloc(a, nv, 1);
+    rw->var_read = rt_arena_calloc(a, nv, 1);
+    rw->buf_set = rt_arena_calloc(a, nb, 1);
+    rw->buf_read = rt_arena_calloc(a, nb, 1);
+    rw->flat = true;
+    return rw->var_set && rw->var_read && rw->buf_set && rw->buf_read;
+}
+
+// Every load of buf in e indexed as the store st of loop var va (e's loop var vb)?
+static bool rt_kir_loads_as(const rt_kir_expr *e, int32_t buf, const rt_kir_node *st, int32_t va,
+                            int32_t vb) {
+    if (!e)
+        return true;
+    if (e->kind == RT_KIR_E_LOAD && e->buf == buf && !rt_kir_same(st->index, e->args[0], va, vb))
+        return false;
+    for (int32_t i = 0; i < 3; i++)
+        if (!rt_kir_loads_as(e->args[i], buf, st, va, vb))
+            return false;
+    return true;
+}
+
+// Can vector loop B (after the nodes mid[0..n_mid)) join vector loop A? Both flat over the same
+// range; the nodes between set only vars that neither loop uses and read nothing A sets or
+// stores (they move before A); B reads what A stores only at the element A stored in the same
+// iteration and stores nothing A touches; neither reads a var the other sets.
+static bool rt_kir_can_fuse(rt_arena *a, const rt_kir_kernel *k, const rt_kir_phase *p,
+                            const rt_kir_node *A, rt_kir_node *const *mid, int32_t n_mid,
+                            const rt_kir_node *B) {
+    if (B->kind != RT_KIR_N_LOOP || B->loop_kind != RT_KIR_LOOP_VECTOR ||
+        !rt_kir_same(A->lo, B->lo, -1, -1) || !rt_kir_same(A->hi, B->hi, -1, -1))
+        return false;
+    rt_kir_rw ra, rb, rm;
+    if (!rt_kir_rw_new(a, k, p, &ra) || !rt_kir_rw_new(a, k, p, &rb) ||
+        !rt_kir_rw_new(a, k, p, &rm))
+        return false;
+    for (int32_t i = 0; i < A->body.n; i++)
+        rt_kir_rw_node(&ra, A->body.nodes[i]);
+    for (int32_t i = 0; i < B->body.n; i++)
+        rt_kir_rw_node(&rb, B->body.nodes[i]);
+    for (int32_t i = 0; i < n_mid; i++) {
+        if (mid[i]->kind != RT_KIR_N_LET && mid[i]->kind != RT_KIR_N_FSET)
+            return false;
+        rt_kir_rw_node(&rm, mid[i]);
+    }
+    ra.var_set[A->var] = rb.var_set[B->var] = true;
+    rt_kir_rw_expr(&rm, A->lo);
+    rt_kir_rw_expr(&rm, A->hi);
+    if (!ra.flat || !rb.flat)
+        return false;
+    for (int32_t v = 0; v < p->n_vars; v++) {
+        bool a_set = ra.var_set[v] && v != A->var, b_set = rb.var_set[v] && v != B->var;
+        if ((a_set && (rb.var_read[v] || b_set || rm.var_read[v] || rm.var_set[v])) ||
+            (b_set && ra.var_read[v]) ||
+            (rm.var_set[v] && (ra.var_read[v] || v == A->var || v == B->var)) ||
+            (rm.var_read[v] && v == A->var))
+            return false;
+    }
+    for (int32_t bf = 0; bf < k->n_bufs; bf++) {
+        if (rb.buf_set[bf] && (ra.buf_set[bf] || ra.buf_read[bf]))
+            return false;
+        if (rm.buf_read[bf] && ra.buf_set[bf])
+            return false;
+        if (!ra.buf_set[bf] || !rb.buf_read[bf])
+            continue;
+        // B reads what A stores: one store in A, every load in B at the same element.
+        const rt_kir_node *st = NULL;
+        for (int32_t i = 0; i < A->body.n; i++) {
+            const rt_kir_node *n = A->body.nodes[i];
+            if (n->kind == RT_KIR_N_STORE && n->buf == bf) {
+                if (st)
+                    return false;
+                st = n;
+            }
+        }
+        for (int32_t i = 0; i < B->body.n; i++) {
+            const rt_kir_node *n = B->body.nodes[i];
+            if (!rt_kir_loads_as(n->value, bf, st, A->var, B->var) ||
+                (n->kind == RT_KIR_N_STORE && !rt_kir_loads_as(n->index, bf, st, A->var, B->var)))
+                return false;
+        }
+    }
+    return true;
+}
+
+static bool rt_kir_fuse_block(rt_arena *a, const rt_kir_kernel *k, const rt_kir_phase *p,
+                              rt_kir_block *b) {
+    for (int32_t i = 0; i < b->n; i++) {
+        rt_kir_node *A = b->nodes[i];
+        if (A->kind != RT_KIR_N_LOOP || A->loop_kind != RT_KIR_LOOP_VECTOR) {
+            if (A->kind != RT_KIR_N_UKERNEL && (!rt_kir_fuse_block(a, k, p, &A->body) ||
+                                                !rt_kir_fuse_block(a, k, p, &A->else_body)))
+                return false;
+            continue;
+        }
+        for (;;) {
+            int32_t j = i + 1;
+            while (j < b->n &&
+                   (b->nodes[j]->kind == RT_KIR_N_LET || b->nodes[j]->kind == RT_KIR_N_FSET))
+                j++;
+            if (j >= b->n || !rt_kir_can_fuse(a, k, p, A, &b->nodes[i + 1], j - i - 1, b->nodes[j]))
+                break;
+            const rt_kir_node *B = b->nodes[j];
+            for (int32_t q = 0; q < B->body.n; q++) {
+                const rt_kir_node *n = B->body.nodes[q];
+                rt_kir_node *c = rt_kir_append(a, &A->body, n->kind);
+                if (!c)
+                    return false;
+                *c = *n;
+                c->value = rt_kir_rename(a, n->value, B->var, A->var);
+                if (n->kind == RT_KIR_N_STORE)
+                    c->index = rt_kir_rename(a, n->index, B->var, A->var);
+                if (!c->value || !c->index != !n->index)
+                    return false;
+            }
+            // The nodes between move before A, which takes B's place; B goes.
+            int32_t n_mid = j - i - 1;
+            memmove(&b->nodes[i], &b->nodes[i + 1], (size_t)n_mid * sizeof *b->nodes);
+            b->nodes[j - 1] = A;
+            memmove(&b->nodes[j], &b->nodes[j + 1], (size_t)(b->n - j - 1) * sizeof *b->nodes);
+            b->n--;
+            i = j - 1;
+        }
+    }
+    return true;
+}
+
+bool rt_kir_fuse_loops(rt_arena *a, rt_kir_kernel *k) {
+    for (int32_t pi = 0; pi < k->n_phases; pi++)
+        if (!rt_kir_fuse_block(a, k, &k->phases[pi], &k->phases[pi].body))
+            return false;
+    return true;
+}
+
+// ---------------------------------------------------------------------------------------------
 // Validation
 // ---------------------------------------------------------------------------------------------
 

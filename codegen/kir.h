@@ -252,6 +252,13 @@ const char *rt_kir_loop_kind_name(rt_kir_loop_kind k);
 // to inf. Returns false when out of memory (the kernel is then unusable).
 bool rt_kir_hoist_reciprocals(rt_arena *a, rt_kir_kernel *k);
 
+// Fuses each vector loop with the vector loops after it over the same range where that keeps
+// every value (rt_kir_can_fuse in kir.c): flat bodies of LETs, FSETs and plain stores, the
+// second loop reading what the first stores only at the element stored in the same iteration,
+// the LETs and FSETs between them moved before the first. Softmax's exp and sum passes over a
+// row become one (the sum reads each e as it is stored). Returns false when out of memory.
+bool rt_kir_fuse_loops(rt_arena *a, rt_kir_kernel *k);
+
 // Checks the structural invariants every emitter relies on (types of operands, variables and
 // buffers in range, ukernel shape). Errors: RT_ERR_BACKEND naming the offending node.
 rt_status rt_kir_validate(const rt_kir_kernel *k, rt_err *err);

@@ -3333,7 +3333,7 @@ rt_status rt_lower_cpu(rt_arena *a, const rt_op *op, const rt_device *dev, const
         RT_TRY(rt_lower_general(&l, 0, op->n_stmts, !naive));
         l.k->flops = p ? p->flops : 0.0;
     }
-    if (l.oom || (!naive && !rt_kir_hoist_reciprocals(a, l.k)))
+    if (l.oom || (!naive && (!rt_kir_fuse_loops(a, l.k) || !rt_kir_hoist_reciprocals(a, l.k))))
         return rt_fail(err, RT_ERR_NOMEM, RT_NOLOC, "out of memory");
     rt_lower_header(&l, dev, naive ? NULL : m, naive ? NULL : p, opt);
     RT_TRY(rt_kir_validate(l.k, err));

@@ -482,6 +482,117 @@ static void test_window_acc(rt_arena *a, rt_cpu_jit *jit) {
     RT_EXPECT_EQ(bad, 0);
 }
 
+// Loop fusion (rt_kir_fuse_loops) on one row per item: loop 1 stores T[i] = 2 A[i] and takes the
+// row's max m; between the loops acc = 0; loop 2 reads T at `shift` from its own element and
+// sums into acc, then O[row] = acc. At shift 0 the loops fuse (the init moves before them) and
+// both emitters give the sum; at shift 1 loop 2 would read an element loop 1 has not stored yet
+// in the fused order, so they stay apart. Neither fuses a loop 2 with other bounds, one that
+// reads loop 1's m, nor (early: acc = 0 comes before loop 1, which adds acc to every T) a loop 1
+// reading the acc that loop 2 updates.
+static void fset(rt_arena *a, rt_kir_block *b, int32_t var, rt_kir_expr *v) {
+    rt_kir_node *n = rt_kir_append(a, b, RT_KIR_N_FSET);
+    n->var = var;
+    n->value = v;
+}
+
+static rt_kir_kernel *build_fuse(rt_arena *a, int64_t len, int64_t shift, int64_t hi2, bool read_m,
+                                 bool early) {
+    rt_kir_kernel *k = rt_kir_kernel_new(a, "t_fuse");
+    int32_t ba = rt_kir_add_buf(a, k, "A", RT_KIR_BUF_DATA, RT_KIR_F32, 0, -1);
+    int32_t bt = rt_kir_add_buf(a, k, "T", RT_KIR_BUF_DATA, RT_KIR_F32, 1, -1);
+    int32_t bo = rt_kir_add_buf(a, k, "O", RT_KIR_BUF_DATA, RT_KIR_F32, 2, -1);
+    k->bufs[bt].written = k->bufs[bo].written = true;
+    rt_kir_phase *p = rt_kir_add_phase(a, k, "rows", 3);
+    rt_kir_expr *base =
+        rt_kir_bin(a, RT_KIR_MUL, rt_kir_var_ref(a, p, p->item_var), rt_kir_int(a, len + 1));
+    int32_t i = rt_kir_add_var(a, p, "i", RT_KIR_I64), j = rt_kir_add_var(a, p, "j", RT_KIR_I64);
+    int32_t m = rt_kir_add_var(a, p, "m", RT_KIR_F32),
+            acc = rt_kir_add_var(a, p, "acc", RT_KIR_F32);
+    rt_kir_expr *zero = rt_kir_flt(a, RT_KIR_F32, 0.0);
+    fset(a, &p->body, m, zero);
+    if (early)
+        fset(a, &p->body, acc, zero);
+    rt_kir_node *l1 =
+        rt_kir_loop(a, &p->body, i, rt_kir_int(a, 0), rt_kir_int(a, len), RT_KIR_LOOP_VECTOR);
+    rt_kir_expr *ti = rt_kir_bin(a, RT_KIR_ADD, base, rt_kir_var_ref(a, p, i));
+    rt_kir_node *st = rt_kir_append(a, &l1->body, RT_KIR_N_STORE);
+    st->buf = bt;
+    st->index = ti;
+    st->value = rt_kir_bin(a, RT_KIR_MUL, rt_kir_load(a, k, ba, ti), rt_kir_flt(a, RT_KIR_F32, 2));
+    if (early)
+        st->value = rt_kir_bin(a, RT_KIR_ADD, st->value, rt_kir_var_ref(a, p, acc));
+    fset(a, &l1->body, m,
+         rt_kir_bin(a, RT_KIR_MAX, rt_kir_var_ref(a, p, m), rt_kir_load(a, k, ba, ti)));
+    if (!early)
+        fset(a, &p->body, acc, zero);
+    rt_kir_node *l2 =
+        rt_kir_loop(a, &p->body, j, rt_kir_int(a, 0), rt_kir_int(a, hi2), RT_KIR_LOOP_VECTOR);
+    rt_kir_expr *tj =
+        rt_kir_bin(a, RT_KIR_ADD, base,
+                   rt_kir_bin(a, RT_KIR_ADD, rt_kir_var_ref(a, p, j), rt_kir_int(a, shift)));
+    rt_kir_expr *x = rt_kir_load(a, k, bt, tj);
+    if (read_m)
+        x = rt_kir_bin(a, RT_KIR_ADD, x, rt_kir_var_ref(a, p, m));
+    fset(a, &l2->body, acc, rt_kir_bin(a, RT_KIR_ADD, rt_kir_var_ref(a, p, acc), x));
+    rt_kir_node *out = rt_kir_append(a, &p->body, RT_KIR_N_STORE);
+    out->buf = bo;
+    out->index = rt_kir_var_ref(a, p, p->item_var);
+    out->value = rt_kir_var_ref(a, p, acc);
+    return k;
+}
+
+static int32_t count_loops(const rt_kir_block *b) {
+    int32_t n = 0;
+    for (int32_t i = 0; i < b->n; i++)
+        n += b->nodes[i]->kind == RT_KIR_N_LOOP;
+    return n;
+}
+
+static void test_fuse(rt_arena *a, rt_cpu_jit *jit) {
+    enum { LEN = 37, W = LEN + 1 };
+    // (shift, bounds of loop 2, loop 2 reads m, loop 1 reads acc) -> loops left in the phase.
+    const struct {
+        int64_t shift, hi2;
+        bool read_m, early;
+        int32_t loops;
+    } cases[] = {{0, LEN, false, false, 1},
+                 {1, LEN, false, false, 2},
+                 {0, LEN - 1, false, false, 2},
+                 {0, LEN, true, false, 2},
+                 {0, LEN, false, true, 2}};
+    for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
+        rt_kir_kernel *k =
+            build_fuse(a, LEN, cases[c].shift, cases[c].hi2, cases[c].read_m, cases[c].early);
+        RT_EXPECT(rt_kir_fuse_loops(a, k));
+        rt_err err = {0};
+        RT_EXPECT_EQ(rt_kir_validate(k, &err), RT_OK);
+        RT_EXPECT_EQ(count_loops(&k->phases[0].body), cases[c].loops);
+        k->name = rt_arena_printf(a, "t_fuse%d", (int)c);
+        runner rl, rc;
+        const char *csrc;
+        RT_EXPECT(build_both(a, jit, k, &rl, &rc, &csrc));
+        float A[3 * W], T1[3 * W] = {0}, T2[3 * W] = {0}, o1[3], o2[3];
+        for (int q = 0; q < 3 * W; q++)
+            A[q] = (float)(q % 9) - 4.0f;
+        void *args1[4] = {NULL, A, T1, o1}, *args2[4] = {NULL, A, T2, o2};
+        run_kernel(k, &rl, args1, 2);
+        run_kernel(k, &rc, args2, 1);
+        int bad = 0;
+        for (int r = 0; r < 3; r++) {
+            double want = 0, mx = 0;
+            for (int q = 0; q < LEN; q++)
+                mx = fmax(mx, (double)A[r * W + q]);
+            for (int64_t q = 0; q < cases[c].hi2; q++) {
+                int64_t e = q + cases[c].shift; // T[LEN] of each row is never stored: 0
+                want += e < LEN ? 2.0 * (double)A[r * W + e] : 0.0;
+                want += cases[c].read_m ? mx : 0.0;
+            }
+            bad += fabs((double)o1[r] - want) > 1e-4 || fabs((double)o2[r] - want) > 1e-4;
+        }
+        RT_EXPECT_EQ(bad, 0);
+    }
+}
+
 static void test_gemm(rt_arena *a, rt_cpu_jit *jit, int64_t m, int64_t n, int64_t kk, int32_t mr,
                       int32_t nr) {
     rt_kir_kernel *k = build_gemm(a, m, n, kk, mr, nr);
@@ -534,6 +645,7 @@ int main(void) {
         for (int64_t len = 1; len <= 131; len += len < 17 ? 16 : 19) // 1, 17, 36, 55 ... 131
             test_reduce(a, jit, len);
         test_window_acc(a, jit);
+        test_fuse(a, jit);
         test_gemm(a, jit, 13, 37, 29, 6, 32); // edge tiles in both m and n
         test_gemm(a, jit, 12, 32, 8, 6, 32);  // full tiles only
         test_gemm(a, jit, 5, 16, 1, 4, 16);   // k = 1

@@ -61,15 +61,12 @@ static void rt_softmax_c0_p0_body(float *restrict scratch, const float *restrict
         }
         t_mx[n] = acc;
         n_1 = item;
-        #pragma GCC ivdep
-        for (d_1 = 0; d_1 < 1024; d_1++) {
-            scratch[d_1] = expf((t_X[((n_1 * 1024) + d_1)] - t_mx[n_1]));
-        }
         n_2 = item;
         acc_1 = 0.0f;
         #pragma GCC ivdep
-        for (d_2 = 0; d_2 < 1024; d_2++) {
-            acc_1 = (acc_1 + scratch[d_2]);
+        for (d_1 = 0; d_1 < 1024; d_1++) {
+            scratch[d_1] = expf((t_X[((n_1 * 1024) + d_1)] - t_mx[n_1]));
+            acc_1 = (acc_1 + scratch[d_1]);
         }
         t_s[n_2] = acc_1;
         n_3 = item;
