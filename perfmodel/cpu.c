@@ -50,19 +50,11 @@ double rt_perf_cpu_load_ports(const rt_device *dev) {
 }
 
 double rt_perf_cpu_expr_cycles(const rt_device *dev, const rt_expr *e) {
-    if (!e)
+    if (!e || rt_perf_expr_is_leaf(e))
         return 0;
     double pipes = dev->teus_per_unit > 0 ? dev->teus_per_unit : 1;
     double lanes = dev->lanes > 0 ? dev->lanes : 1, own = 1.0 / pipes;
-    switch (e->kind) {
-    case RT_EXPR_READ:
-    case RT_EXPR_NUM:
-    case RT_EXPR_INDEX:
-    case RT_EXPR_SIZE:
-    case RT_EXPR_DIMREF:
-    case RT_EXPR_CHILD:
-        return 0;
-    case RT_EXPR_CALL:
+    if (e->kind == RT_EXPR_CALL) {
         switch (e->fn) {
         case RT_FN_EXP:
             own = RT_PERF_CPU_EXP_OPS / pipes;
@@ -86,9 +78,6 @@ double rt_perf_cpu_expr_cycles(const rt_device *dev, const rt_expr *e) {
         default:
             break;
         }
-        break;
-    default:
-        break;
     }
     double c = own;
     for (int32_t i = 0; i < e->n_args; i++)

@@ -378,6 +378,11 @@ static inline int64_t rt_win_pack_ring_rows(int64_t span, int64_t ay, int64_t yu
 // 1024; this gives 576 (18 instructions per vector), and bench-model's 512 x 1024 softmax on two
 // cores is predicted at 35 us against 50 measured, where its flops alone gave 8.9.
 double rt_perf_cpu_expr_cycles(const rt_device *dev, const rt_expr *e);
+// Does e compute nothing itself (a read, a number, an index, a size, a dim or child reference)?
+static inline bool rt_perf_expr_is_leaf(const rt_expr *e) {
+    return e->kind == RT_EXPR_READ || e->kind == RT_EXPR_NUM || e->kind == RT_EXPR_INDEX ||
+           e->kind == RT_EXPR_SIZE || e->kind == RT_EXPR_DIMREF || e->kind == RT_EXPR_CHILD;
+}
 #define RT_PERF_CPU_EXP_OPS     14.0
 #define RT_PERF_CPU_ERF_OPS     36.0
 #define RT_PERF_CPU_SQRT_CYCLES 6.0

@@ -260,16 +260,9 @@ static rt_status analyze_vars(rt_arena *a, rt_perf_model *m, const rt_stmt *st,
 
 // Arithmetic operations per iteration point (the reads' index expressions do not count).
 static double count_ops(const rt_expr *e) {
-    if (!e)
+    if (!e || rt_perf_expr_is_leaf(e))
         return 0;
     switch (e->kind) {
-    case RT_EXPR_READ:
-    case RT_EXPR_NUM:
-    case RT_EXPR_INDEX:
-    case RT_EXPR_SIZE:
-    case RT_EXPR_DIMREF:
-    case RT_EXPR_CHILD:
-        return 0;
     case RT_EXPR_SUM:
         return 1 + count_ops(e->n_args > 0 ? e->args[0] : NULL);
     default: {

@@ -255,10 +255,11 @@ static void run_kernel(const rt_kir_kernel *k, const runner *r, void **args, int
 
 static const char *last_ll; // build_both: the LLVM module's text before optimization
 
-// Builds both targets of k; fns_llvm/fns_c receive the phase functions.
+// Validates k and builds both targets of it; fns_llvm/fns_c receive the phase functions.
 static bool build_both(rt_arena *a, rt_cpu_jit *jit, const rt_kir_kernel *k, runner *rl, runner *rc,
                        const char **out_c) {
     rt_err err = {0};
+    RT_EXPECT_EQ(rt_kir_validate(k, &err), RT_OK);
     rt_llvm_target t = {rt_cpu_jit_context(jit), rt_cpu_jit_target_machine(jit),
                         rt_cpu_jit_avx512(jit)};
     void *mod = NULL;
@@ -347,8 +348,6 @@ static void test_stream(rt_arena *a, rt_cpu_jit *jit, int64_t len) {
     st->index = idx;
     st->value = v;
     st->stream = true;
-    rt_err err = {0};
-    RT_EXPECT_EQ(rt_kir_validate(k, &err), RT_OK);
     runner rl, rc;
     const char *c;
     RT_EXPECT(build_both(a, jit, k, &rl, &rc, &c));
@@ -411,8 +410,6 @@ static void test_reduce(rt_arena *a, rt_cpu_jit *jit, int64_t len) {
                                rt_kir_int(a, which));
         st->value = rt_kir_var_ref(a, p, acc);
     }
-    rt_err err = {0};
-    RT_EXPECT_EQ(rt_kir_validate(k, &err), RT_OK);
     runner rl, rc;
     const char *c;
     RT_EXPECT(build_both(a, jit, k, &rl, &rc, &c));
@@ -564,8 +561,6 @@ static void test_fuse(rt_arena *a, rt_cpu_jit *jit) {
         rt_kir_kernel *k =
             build_fuse(a, LEN, cases[c].shift, cases[c].hi2, cases[c].read_m, cases[c].early);
         RT_EXPECT(rt_kir_fuse_loops(a, k));
-        rt_err err = {0};
-        RT_EXPECT_EQ(rt_kir_validate(k, &err), RT_OK);
         RT_EXPECT_EQ(count_loops(&k->phases[0].body), cases[c].loops);
         k->name = rt_arena_printf(a, "t_fuse%d", (int)c);
         runner rl, rc;
