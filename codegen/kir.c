@@ -638,9 +638,9 @@ static bool rt_kir_can_fuse(rt_arena *a, const rt_kir_kernel *k, const rt_kir_ph
     if (B->kind != RT_KIR_N_LOOP || B->loop_kind != RT_KIR_LOOP_VECTOR ||
         !rt_kir_same(A->lo, B->lo, -1, -1) || !rt_kir_same(A->hi, B->hi, -1, -1))
         return false;
-    rt_kir_rw ra, rb, rm;
+    rt_kir_rw ra, rb, rm, bounds;
     if (!rt_kir_rw_new(a, k, p, &ra) || !rt_kir_rw_new(a, k, p, &rb) ||
-        !rt_kir_rw_new(a, k, p, &rm))
+        !rt_kir_rw_new(a, k, p, &rm) || !rt_kir_rw_new(a, k, p, &bounds))
         return false;
     for (int32_t i = 0; i < A->body.n; i++)
         rt_kir_rw_node(&ra, A->body.nodes[i]);
@@ -652,12 +652,15 @@ static bool rt_kir_can_fuse(rt_arena *a, const rt_kir_kernel *k, const rt_kir_ph
         rt_kir_rw_node(&rm, mid[i]);
     }
     ra.var_set[A->var] = rb.var_set[B->var] = true;
-    rt_kir_rw_expr(&rm, A->lo);
-    rt_kir_rw_expr(&rm, A->hi);
+    // B's bounds, the same expressions as A's, are evaluated after A and the nodes between.
+    rt_kir_rw_expr(&bounds, A->lo);
+    rt_kir_rw_expr(&bounds, A->hi);
     if (!ra.flat || !rb.flat)
         return false;
     for (int32_t v = 0; v < p->n_vars; v++) {
         bool a_set = ra.var_set[v] && v != A->var, b_set = rb.var_set[v] && v != B->var;
+        if (bounds.var_read[v] && (ra.var_set[v] || rm.var_set[v]))
+            return false;
         if ((a_set && (rb.var_read[v] || b_set || rm.var_read[v] || rm.var_set[v])) ||
             (b_set && ra.var_read[v]) ||
             (rm.var_set[v] && (ra.var_read[v] || v == A->var || v == B->var)) ||
@@ -665,7 +668,8 @@ static bool rt_kir_can_fuse(rt_arena *a, const rt_kir_kernel *k, const rt_kir_ph
             return false;
     }
     for (int32_t bf = 0; bf < k->n_bufs; bf++) {
-        if (rb.buf_set[bf] && (ra.buf_set[bf] || ra.buf_read[bf]))
+        if ((rb.buf_set[bf] && (ra.buf_set[bf] || ra.buf_read[bf])) ||
+            (bounds.buf_read[bf] && ra.buf_set[bf]))
             return false;
         if (rm.buf_read[bf] && ra.buf_set[bf])
             return false;

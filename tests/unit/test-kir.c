@@ -545,6 +545,34 @@ static int32_t count_loops(const rt_kir_block *b) {
     return n;
 }
 
+// Loops over [0, h) counting into acc and acc2, with h = 5 set before the first and h = 7
+// between them: the second's bounds read the new h, so the two must stay apart (fused, the
+// second would run 5 times).
+static void test_fuse_bounds(rt_arena *a) {
+    rt_kir_kernel *k = rt_kir_kernel_new(a, "t_fuse_bounds");
+    int32_t bo = rt_kir_add_buf(a, k, "O", RT_KIR_BUF_DATA, RT_KIR_F32, 0, -1);
+    k->bufs[bo].written = true;
+    rt_kir_phase *p = rt_kir_add_phase(a, k, "one", 1);
+    int32_t h = rt_kir_add_var(a, p, "h", RT_KIR_I64);
+    int32_t accs[2] = {rt_kir_add_var(a, p, "acc", RT_KIR_F32),
+                       rt_kir_add_var(a, p, "acc2", RT_KIR_F32)};
+    fset(a, &p->body, accs[0], rt_kir_flt(a, RT_KIR_F32, 0.0));
+    fset(a, &p->body, accs[1], rt_kir_flt(a, RT_KIR_F32, 0.0));
+    for (int32_t which = 0; which < 2; which++) {
+        int32_t acc = accs[which];
+        rt_kir_node *let = rt_kir_append(a, &p->body, RT_KIR_N_LET);
+        let->var = h;
+        let->value = rt_kir_int(a, which ? 7 : 5);
+        int32_t i = rt_kir_add_var(a, p, "i", RT_KIR_I64);
+        rt_kir_node *l = rt_kir_loop(a, &p->body, i, rt_kir_int(a, 0), rt_kir_var_ref(a, p, h),
+                                     RT_KIR_LOOP_VECTOR);
+        fset(a, &l->body, acc,
+             rt_kir_bin(a, RT_KIR_ADD, rt_kir_var_ref(a, p, acc), rt_kir_flt(a, RT_KIR_F32, 1.0)));
+    }
+    RT_EXPECT(rt_kir_fuse_loops(a, k));
+    RT_EXPECT_EQ(count_loops(&p->body), 2);
+}
+
 static void test_fuse(rt_arena *a, rt_cpu_jit *jit) {
     enum { LEN = 37, W = LEN + 1 };
     // (shift, bounds of loop 2, loop 2 reads m, loop 1 reads acc) -> loops left in the phase.
@@ -641,6 +669,7 @@ int main(void) {
             test_reduce(a, jit, len);
         test_window_acc(a, jit);
         test_fuse(a, jit);
+        test_fuse_bounds(a);
         test_gemm(a, jit, 13, 37, 29, 6, 32); // edge tiles in both m and n
         test_gemm(a, jit, 12, 32, 8, 6, 32);  // full tiles only
         test_gemm(a, jit, 5, 16, 1, 4, 16);   // k = 1
