@@ -651,7 +651,6 @@ static bool rt_kir_can_fuse(rt_arena *a, const rt_kir_kernel *k, const rt_kir_ph
             return false;
         rt_kir_rw_node(&rm, mid[i]);
     }
-    ra.var_set[A->var] = rb.var_set[B->var] = true;
     // B's bounds, the same expressions as A's, are evaluated after A and the nodes between.
     rt_kir_rw_expr(&bounds, A->lo);
     rt_kir_rw_expr(&bounds, A->hi);

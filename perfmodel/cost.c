@@ -211,12 +211,12 @@ bool rt_perf_evaluate(const rt_perf_model *m, rt_rprog *p, const char **why) {
         p->compute_ns = loop_ns;
     // Fused statements on a CPU (softmax, normalizations): their vector instructions, which the
     // flop count of a transcendental function understates more than tenfold (an exp is 14).
-    double ghz = rt_perf_cpu_ghz(dev);
+    double ghz = m->thread_level < 0 ? rt_perf_cpu_ghz(dev) : 0;
     int64_t cores = dev->units > 0 ? dev->units : 1;
-    double vec_ns =
-        ghz > 0 ? (m->main_vector_cycles + m->fused_vector_cycles) / (double)cores / ghz : 0;
-    if (m->thread_level < 0 && m->n_fused > 0 && vec_ns > p->compute_ns)
-        p->compute_ns = vec_ns;
+    if (ghz > 0 && m->n_fused > 0) {
+        double vec_ns = (m->main_vector_cycles + m->fused_vector_cycles) / (double)cores / ghz;
+        p->compute_ns = vec_ns > p->compute_ns ? vec_ns : p->compute_ns;
+    }
     if (p->compute_ns >= worst) {
         worst = p->compute_ns;
         p->bottleneck = -1;

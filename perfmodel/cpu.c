@@ -1032,9 +1032,8 @@ bool rt_perf_cpu_loop_time(const rt_perf_model *m, const rt_perf_cpu_loops *lp, 
     if (n_red > 0 && window / teus > c_vec)
         c_vec = window / teus;
     // Elementwise: the expression's own instructions (an exp, a GELU's erf) on the vector pipes.
-    double ops = n_red > 0 ? 0 : rt_perf_cpu_expr_cycles(dev, m->op->stmts[m->main_stmt].rhs);
-    if (ops > c_vec)
-        c_vec = ops;
+    if (n_red == 0 && m->main_expr_cycles > c_vec)
+        c_vec = m->main_expr_cycles;
     double c_elem = c_vec + 1.0; // plus the scalar loop's own increment-compare-branch
     // Tiles of every variable at every level, and whether the innermost trip is a constant.
     tile_set ts[RT_MAX_DIMS * 2][RT_MAX_MEM_LEVELS];

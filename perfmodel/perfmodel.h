@@ -172,8 +172,9 @@ struct rt_perf_model {
     double extra_dram_bytes; // traffic of the fused statements
     double extra_flops;
     // CPU: core cycles the vector instructions of the statements take (rt_perf_cpu_expr_cycles
-    // per vector of lanes points, over their points): the main statement's and the fused ones'.
-    double main_vector_cycles, fused_vector_cycles;
+    // per vector of lanes points, over their points): the main statement's and the fused ones';
+    // and per vector, those of the main statement's right-hand side (the loop model's step).
+    double main_vector_cycles, fused_vector_cycles, main_expr_cycles;
     double real_points;   // iteration points of the main statement (expectation)
     int32_t top;          // register level
     int32_t thread_level; // level of scope thread, -1 when none (CPU)

@@ -418,6 +418,15 @@ static double stmt_points(const rt_op *op, const rt_stmt *st, int64_t dmax) {
     return p;
 }
 
+// CPU core cycles of a statement's vector instructions over its points: expr_cycles per vector
+// of its right-hand side, and an add per vector where it accumulates.
+static double stmt_vector_cycles(const rt_device *dev, const rt_stmt *st, double expr_cycles,
+                                 double points) {
+    double lanes = dev->lanes > 0 ? dev->lanes : 1;
+    double step = 1.0 / (dev->teus_per_unit > 0 ? dev->teus_per_unit : 1);
+    return points / lanes * (expr_cycles + (st->op != RT_ASSIGN_SET ? step : 0));
+}
+
 static double tensor_bytes(const rt_perf_model *m, const rt_tensor *t, int64_t dmax) {
     double b = rt_dtype_bytes(t->dtype);
     for (int32_t d = 0; d < t->n_dims; d++) {
@@ -551,11 +560,8 @@ rt_status rt_perf_model_build(rt_arena *a, const rt_op *op, const rt_device *dev
     for (int32_t x = 0; x < RT_PERF_MAX_AXES; x++)
         one[x] = 1;
     m->real_points = rt_perf_padded_points(m, one);
-    double lanes = dev->lanes > 0 ? dev->lanes : 1,
-           step = 1.0 / (dev->teus_per_unit > 0 ? dev->teus_per_unit : 1);
-    m->main_vector_cycles =
-        m->real_points / lanes *
-        (rt_perf_cpu_expr_cycles(dev, st->rhs) + (st->op != RT_ASSIGN_SET ? step : 0));
+    m->main_expr_cycles = rt_perf_cpu_expr_cycles(dev, st->rhs);
+    m->main_vector_cycles = stmt_vector_cycles(dev, st, m->main_expr_cycles, m->real_points);
 
     // Fused statements: their reads of operator inputs and their writes of outputs.
     bool counted[256] = {0};
@@ -584,9 +590,8 @@ rt_status rt_perf_model_build(rt_arena *a, const rt_op *op, const rt_device *dev
         }
         double ops = count_ops(os->rhs) + (os->op != RT_ASSIGN_SET ? 1 : 0);
         m->extra_flops += stmt_points(op, os, dmax) * (ops < 1 ? 1 : ops);
-        m->fused_vector_cycles +=
-            stmt_points(op, os, dmax) / lanes *
-            (rt_perf_cpu_expr_cycles(dev, os->rhs) + (os->op != RT_ASSIGN_SET ? step : 0));
+        m->fused_vector_cycles += stmt_vector_cycles(dev, os, rt_perf_cpu_expr_cycles(dev, os->rhs),
+                                                     stmt_points(op, os, dmax));
     }
 
     // Level roles, from level properties only.
