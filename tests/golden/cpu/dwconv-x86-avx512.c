@@ -6,7 +6,7 @@
 // rTile L2 l2     [n=32, c=1, y=42, x=42, r=5, s=5] footprint 1107684 B
 // rTile L3 l1     [n=8, c=1, y=6, x=42, r=5, s=5] footprint 48004 B
 // rTile L4 reg    [n=4, c=1, y=1, x=42, r=1, s=5] footprint 2020 B
-// predicted: 14315.820 us (bottleneck dram), 0.9483 GFLOP
+// predicted: 14314.220 us (bottleneck dram), 0.9483 GFLOP
 // phase p0: statement 0 blocked by the rTiles [n=32,c=1,y=42,x=42; n=8,c=1,y=42,x=42; n=4,c=1,y=42,x=42], strided read packed by rows, 2 output rows per y, 336 work items
 // Build: cc -O3 -march=native -fopenmp -shared -fPIC -o kernel.so kernel.c -lm
 #include <math.h>

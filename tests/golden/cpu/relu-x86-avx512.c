@@ -2,12 +2,12 @@
 // spec: examples/relu.spec
 // device: x86-64 AVX-512, 2 cores (Sapphire Rapids class) (devices/x86-avx512.ini, cpu sapphirerapids)
 // rTile L0 dram   [n.c.h.w=227598336] footprint 0 B
-// rTile L1 l3     [n.c.h.w=384] footprint 3072 B
-// rTile L2 l2     [n.c.h.w=384] footprint 3072 B
-// rTile L3 l1     [n.c.h.w=384] footprint 3072 B
-// rTile L4 reg    [n.c.h.w=192] footprint 1536 B
-// predicted: 73716.657 us (bottleneck dram), 0.2276 GFLOP
-// phase p0: statement 0 blocked by the rTiles [n=1,c=1,h=9,w=42; n=1,c=1,h=9,w=42; n=1,c=1,h=4,w=42], 645120 work items
+// rTile L1 l3     [n.c.h.w=256] footprint 2048 B
+// rTile L2 l2     [n.c.h.w=256] footprint 2048 B
+// rTile L3 l1     [n.c.h.w=256] footprint 2048 B
+// rTile L4 reg    [n.c.h.w=256] footprint 2048 B
+// predicted: 70030.257 us (bottleneck dram), 0.2276 GFLOP
+// phase p0: statement 0 blocked by the rTiles [n=1,c=1,h=6,w=42; n=1,c=1,h=6,w=42; n=1,c=1,h=6,w=42], 903168 work items
 // Build: cc -O3 -march=native -fopenmp -shared -fPIC -o kernel.so kernel.c -lm
 #include <math.h>
 #include <stdint.h>
@@ -34,36 +34,27 @@ static inline int64_t rt_imax(int64_t a, int64_t b) {
 //   args[1] f32 t_I
 //   args[2] f32 t_O
 
-// phase p0: statement 0 blocked by the rTiles [n=1,c=1,h=9,w=42; n=1,c=1,h=9,w=42; n=1,c=1,h=4,w=42] (645120 work items)
+// phase p0: statement 0 blocked by the rTiles [n=1,c=1,h=6,w=42; n=1,c=1,h=6,w=42; n=1,c=1,h=6,w=42] (903168 work items)
 static void rt_relu_c0_p0_body(float *restrict scratch, const float *restrict t_I, float *restrict t_O, int64_t lo, int64_t hi) {
     int64_t item;
     int64_t h_b2;
-    int64_t h_e2;
     int64_t c_b2;
     int64_t n_b2;
-    int64_t h_t4;
-    int64_t h_b4;
-    int64_t h_e4;
     int64_t n;
     int64_t c;
     int64_t h;
     int64_t w;
     (void)scratch;
     for (item = lo; item < hi; item++) {
-        h_b2 = (rt_floormod(item, 5) * 9);
-        h_e2 = rt_imin((h_b2 + 9), 42);
-        c_b2 = rt_floormod(rt_floordiv(item, 5), 1008);
-        n_b2 = rt_floordiv(rt_floordiv(item, 5), 1008);
-        for (h_t4 = 0; h_t4 < rt_floordiv(((h_e2 - h_b2) + 3), 4); h_t4++) {
-            h_b4 = (h_b2 + (h_t4 * 4));
-            h_e4 = rt_imin((h_b4 + 4), h_e2);
-            for (n = n_b2; n < (n_b2 + 1); n++) {
-                for (c = c_b2; c < (c_b2 + 1); c++) {
-                    for (h = h_b4; h < h_e4; h++) {
-                        #pragma GCC ivdep
-                        for (w = 0; w < 42; w++) {
-                            t_O[((((((n * 1008) + c) * 42) + h) * 42) + w)] = fmaxf(t_I[((((((n * 1008) + c) * 42) + h) * 42) + w)], 0.0f);
-                        }
+        h_b2 = (rt_floormod(item, 7) * 6);
+        c_b2 = rt_floormod(rt_floordiv(item, 7), 1008);
+        n_b2 = rt_floordiv(rt_floordiv(item, 7), 1008);
+        for (n = n_b2; n < (n_b2 + 1); n++) {
+            for (c = c_b2; c < (c_b2 + 1); c++) {
+                for (h = h_b2; h < (h_b2 + 6); h++) {
+                    #pragma GCC ivdep
+                    for (w = 0; w < 42; w++) {
+                        t_O[((((((n * 1008) + c) * 42) + h) * 42) + w)] = fmaxf(t_I[((((((n * 1008) + c) * 42) + h) * 42) + w)], 0.0f);
                     }
                 }
             }
@@ -81,7 +72,7 @@ void rt_relu_c0(void **args) {
     {
         float *scratch = NULL;
         #pragma omp for schedule(static)
-        for (int64_t i = 0; i < 645120; i++)
+        for (int64_t i = 0; i < 903168; i++)
             rt_relu_c0_p0(args, i, i + 1, scratch);
         free(scratch);
     }
