@@ -48,4 +48,4 @@ quiet "$build/bench/bench-ops" $quick $ops --budget-ms=$budget --blis="$tmp/blis
 echo
 echo "== bench-model: predicted vs measured over the top-10"
 # shellcheck disable=SC2086
-quiet "$build/bench/bench-model" --runs=3 $quick $model_device
+quiet "$build/bench/bench-model" --runs=5 $quick $model_device
