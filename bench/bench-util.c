@@ -118,8 +118,11 @@ double rt_bench_triad_gbps(int32_t threads, int64_t bytes_per_array) {
     if (threads < 1 || threads > RT_BENCH_MAX_THREADS || bytes_per_array < 4096)
         return 0;
     int64_t n = bytes_per_array / 4 / threads;
-    // Enough passes for about 0.6 GB moved per thread (at least 2).
-    int32_t passes = (int32_t)(6e8 / (12.0 * (double)n)) + 2;
+    // Enough passes for about 4 GB moved over all threads (at least 2): about 0.1 s a sample, as
+    // rtcalib's. DRAM bandwidth on the 2-core VM comes in bursts shorter than that: the best of
+    // 5 samples of 3 passes (27 ms, 1 thread, 3 x 128 MiB) read 43.9 GB/s on average over ten
+    // calls against 40.9 for 11 passes, alternating; single samples of 3 passes ranged 26-44.
+    int32_t passes = (int32_t)(4e9 / (12.0 * (double)n * threads)) + 2;
     // Three arrays per thread, each its own allocation as the tensors of a kernel are (and as
     // rtcalib's are). Carved from one block they sit a power of two apart, and on a Zen 4 VM the
     // triad over 3 x 128 MiB read 24 GB/s on one core that way against 33 GB/s apart.
