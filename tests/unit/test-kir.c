@@ -622,6 +622,12 @@ static void test_gemm(rt_arena *a, rt_cpu_jit *jit, int64_t m, int64_t n, int64_
     runner rl, rc;
     const char *c;
     RT_EXPECT(build_both(a, jit, k, &rl, &rc, &c));
+    // The B stream is prefetched (reads at locality 3, one per line of a k step) only by the
+    // micro-kernel that starts from a zero C, not by the one that adds to C.
+    int32_t b_prefetches = 0;
+    for (const char *q = last_ll; (q = strstr(q, ", i32 0, i32 3, i32 1)")) != NULL; q++)
+        b_prefetches++;
+    RT_EXPECT_EQ(b_prefetches, nr / 16);
     float *A = rt_arena_calloc(a, (size_t)(m * kk), 4),
           *B = rt_arena_calloc(a, (size_t)(kk * n), 4);
     // The overwriting pass streams (non-temporal stores): C1 is 64-byte aligned (the streaming
