@@ -564,7 +564,8 @@ static void rt_l_ukernel(rt_lemit *l, const rt_kir_ukernel *u) {
     // the epilogue's own output tile is prefetched instead on the last k block.
     bool epi = u->epi && u->epi->n > 0;
     int64_t acc0 = 1;
-    bool c_untouched = epi && !u->epi_keep_c && rt_kir_is_int(u->accumulate, &acc0) && acc0 == 0;
+    bool zero_c = rt_kir_is_int(u->accumulate, &acc0) && acc0 == 0; // the call starts from 0
+    bool c_untouched = epi && !u->epi_keep_c && zero_c;
     if (!u->stream && !c_untouched)
         rt_l_pf_tile(l, u->c_buf, c_off, u->ldc, mr, u->nr);
     if (epi && u->epi_pf_buf >= 0) {
@@ -607,8 +608,7 @@ static void rt_l_ukernel(rt_lemit *l, const rt_kir_ukernel *u) {
     // and the prefetches slowed the k loop. Measured on a Zen 5 core, alternating runs: without
     // them 4096^3 (4 k blocks) ran 2-3% faster at 1 and 2 threads and 2048^3 (3) 3% at 1,
     // 512x1024x4096 and 128x1000x4032 (4) alike; with them 1024^3 (1 k block) 1-2% faster.
-    int64_t acc_k = 1;
-    if (rt_kir_is_int(u->accumulate, &acc_k) && acc_k == 0)
+    if (zero_c)
         for (int32_t j = 0; j < nv; j++)
             rt_l_prefetch(l, l->f32, ub,
                           LLVMBuildAdd(b, kb, rt_l_i64(l, RT_UK_PREFETCH_ELEMS + 16 * j), ""), 0,

@@ -212,9 +212,8 @@ bool rt_perf_evaluate(const rt_perf_model *m, rt_rprog *p, const char **why) {
     // Fused statements on a CPU (softmax, normalizations): their vector instructions, which the
     // flop count of a transcendental function understates more than tenfold (an exp is 14).
     double ghz = m->thread_level < 0 ? rt_perf_cpu_ghz(dev) : 0;
-    int64_t cores = dev->units > 0 ? dev->units : 1;
     if (ghz > 0 && m->n_fused > 0) {
-        double vec_ns = (m->main_vector_cycles + m->fused_vector_cycles) / (double)cores / ghz;
+        double vec_ns = (m->main_vector_cycles + m->fused_vector_cycles) / (double)units / ghz;
         p->compute_ns = vec_ns > p->compute_ns ? vec_ns : p->compute_ns;
     }
     if (p->compute_ns >= worst) {
@@ -233,7 +232,7 @@ bool rt_perf_evaluate(const rt_perf_model *m, rt_rprog *p, const char **why) {
             double dram_ns = gbps > 0 ? bytes / gbps : 0;
             // Fused prologue/epilogue statements run as their own loop nests after it.
             p->compute_ns =
-                core_ns + (ghz > 0 ? m->fused_vector_cycles / (double)cores / ghz
+                core_ns + (ghz > 0 ? m->fused_vector_cycles / (double)units / ghz
                                    : rt_perf_compute_ns(m, m->extra_flops, p->wave_eff));
             worst = p->compute_ns;
             p->bottleneck = -1;

@@ -589,9 +589,10 @@ rt_status rt_perf_model_build(rt_arena *a, const rt_op *op, const rt_device *dev
             m->extra_dram_bytes += tensor_bytes(m, &op->tensors[os->out], dmax);
         }
         double ops = count_ops(os->rhs) + (os->op != RT_ASSIGN_SET ? 1 : 0);
-        m->extra_flops += stmt_points(op, os, dmax) * (ops < 1 ? 1 : ops);
-        m->fused_vector_cycles += stmt_vector_cycles(dev, os, rt_perf_cpu_expr_cycles(dev, os->rhs),
-                                                     stmt_points(op, os, dmax));
+        double points = stmt_points(op, os, dmax);
+        m->extra_flops += points * (ops < 1 ? 1 : ops);
+        m->fused_vector_cycles +=
+            stmt_vector_cycles(dev, os, rt_perf_cpu_expr_cycles(dev, os->rhs), points);
     }
 
     // Level roles, from level properties only.
