@@ -146,9 +146,10 @@ static bool rt_cpu_run(rt_cpu_pool *pool, const rt_kir_kernel *k, rt_cpu_phase_f
     return rt_cpu_pool_run(pool, &l);
 }
 
-// Typed buffers from the bindings (prepared), plus the initial copies of written buffers.
+// Typed buffers from the bindings (prepared), plus (with keep_init) the initial copies of
+// written buffers.
 static rt_status rt_cpu_data_make(rt_arena *a, const rt_kir_kernel *k, rt_bindings *b,
-                                  rt_cpu_data *d, rt_err *err) {
+                                  bool keep_init, rt_cpu_data *d, rt_err *err) {
     d->n_bufs = k->n_bufs;
     RT_ALLOC(a, d->args, k->n_bufs, err);
     RT_ALLOC(a, d->init, k->n_bufs, err);
@@ -182,7 +183,7 @@ static rt_status rt_cpu_data_make(rt_arena *a, const rt_kir_kernel *k, rt_bindin
                 ((int32_t *)p)[e] = (int32_t)v;
         }
         d->args[i] = p;
-        if (bf->written) {
+        if (bf->written && keep_init) {
             d->init[i] = rt_arena_alloc(a, d->bytes[i]);
             if (!d->init[i])
                 return rt_fail(err, RT_ERR_NOMEM, RT_NOLOC, "out of memory");
@@ -477,7 +478,7 @@ rt_status rt_cpu_build_and_profile(rt_arena *a, const rt_op *op, const rt_device
     RT_TRY(rt_bindings_prepare(b, err));
     rt_cpu_data *d;
     RT_ALLOC(a, d, 1, err);
-    RT_TRY(rt_cpu_data_make(a, im->kernels[0], b, d, err));
+    RT_TRY(rt_cpu_data_make(a, im->kernels[0], b, true, d, err));
     for (int32_t s = 0; s < op->n_stmts; s++)
         d->restore_each = d->restore_each || op->stmts[s].op == RT_ASSIGN_ADD;
     RT_TRY(rt_cpu_reference(im, perf, b, opt, d, err));
@@ -570,33 +571,86 @@ rt_status rt_cpu_build_and_profile(rt_arena *a, const rt_op *op, const rt_device
     return RT_OK;
 }
 
-rt_status rt_cpu_run_winner(rt_cpu_report *r, rt_bindings *b, rt_err *err) {
-    rt_cpu_impl *im = r->impl;
-    int32_t w = r->winner >= 0 ? r->winner : 0;
+struct rt_cpu_runner {
+    rt_arena *a; // the runner's own: its buffers go with it
+    const rt_op *op;
+    const rt_kir_kernel *k;
+    rt_cpu_phase_fn *fns;
+    rt_cpu_pool *pool;
+    rt_cpu_data d;
+};
+
+rt_status rt_cpu_runner_new(const rt_cpu_report *r, int32_t cand, rt_bindings *b,
+                            rt_cpu_runner **out, rt_err *err) {
+    const rt_cpu_impl *im = r->impl;
+    int32_t w = cand >= 0 ? cand : r->winner >= 0 ? r->winner : 0;
+    *out = NULL;
+    if (w >= r->n)
+        return rt_fail(err, RT_ERR_BACKEND, RT_NOLOC, "no candidate %d (the report has %d)", (int)w,
+                       (int)r->n);
     if (!im->fns[w])
         return rt_fail(err, RT_ERR_BACKEND, RT_NOLOC, "candidate %d was not compiled", (int)w);
     RT_TRY(rt_bindings_prepare(b, err));
-    const rt_kir_kernel *k = im->kernels[w];
-    rt_cpu_data d;
-    memset(&d, 0, sizeof d);
-    RT_TRY(rt_cpu_data_make(im->a, k, b, &d, err));
-    rt_cpu_pool *pool = rt_cpu_pool_new(im->threads);
-    if (!pool)
-        return rt_fail(err, RT_ERR_BACKEND, RT_NOLOC, "cannot start the thread pool");
-    bool ran = rt_cpu_run(pool, k, im->fns[w], d.args);
-    rt_cpu_pool_free(pool);
-    if (!ran)
+    rt_arena *a = rt_arena_new(1 << 16);
+    if (!a)
+        return rt_fail(err, RT_ERR_NOMEM, RT_NOLOC, "out of memory");
+    rt_cpu_runner *rn = rt_arena_alloc(a, sizeof *rn);
+    if (!rn) {
+        rt_arena_free(a);
+        return rt_fail(err, RT_ERR_NOMEM, RT_NOLOC, "out of memory");
+    }
+    *rn = (rt_cpu_runner){a, im->op, im->kernels[w], im->fns[w], NULL, {0}};
+    rt_status st = rt_cpu_data_make(a, rn->k, b, false, &rn->d, err);
+    if (st == RT_OK && !(rn->pool = rt_cpu_pool_new(im->threads)))
+        st = rt_fail(err, RT_ERR_BACKEND, RT_NOLOC, "cannot start the thread pool");
+    if (st != RT_OK) {
+        rt_arena_free(a);
+        return st;
+    }
+    *out = rn;
+    return RT_OK;
+}
+
+void *rt_cpu_runner_data(rt_cpu_runner *rn, int32_t tensor) {
+    for (int32_t i = 1; i < rn->k->n_bufs; i++)
+        if (rn->k->bufs[i].role == RT_KIR_BUF_DATA && rn->k->bufs[i].tensor == tensor)
+            return rn->d.args[i];
+    return NULL;
+}
+
+rt_status rt_cpu_runner_run(rt_cpu_runner *rn, rt_err *err) {
+    if (!rt_cpu_run(rn->pool, rn->k, rn->fns, rn->d.args))
         return rt_fail(err, RT_ERR_NOMEM, RT_NOLOC, "out of memory for scratch buffers");
-    for (int32_t i = 1; i < k->n_bufs; i++) {
-        const rt_kir_buf *bf = &k->bufs[i];
+    return RT_OK;
+}
+
+void rt_cpu_runner_outputs(const rt_cpu_runner *rn, rt_bindings *b) {
+    for (int32_t i = 1; i < rn->k->n_bufs; i++) {
+        const rt_kir_buf *bf = &rn->k->bufs[i];
         if (bf->role != RT_KIR_BUF_DATA || !bf->written)
             continue;
         rt_tensor_data *td = &b->tensors[bf->tensor];
         for (int64_t e = 0; e < td->layout.elems; e++)
-            td->data[e] =
-                rt_dtype_round(im->op->tensors[bf->tensor].dtype, rt_cpu_buf_get(bf, d.args[i], e));
+            td->data[e] = rt_dtype_round(rn->op->tensors[bf->tensor].dtype,
+                                         rt_cpu_buf_get(bf, rn->d.args[i], e));
     }
-    return RT_OK;
+}
+
+void rt_cpu_runner_free(rt_cpu_runner *rn) {
+    if (!rn)
+        return;
+    rt_cpu_pool_free(rn->pool);
+    rt_arena_free(rn->a);
+}
+
+rt_status rt_cpu_run_winner(rt_cpu_report *r, rt_bindings *b, rt_err *err) {
+    rt_cpu_runner *rn;
+    RT_TRY(rt_cpu_runner_new(r, -1, b, &rn, err));
+    rt_status st = rt_cpu_runner_run(rn, err);
+    if (st == RT_OK)
+        rt_cpu_runner_outputs(rn, b);
+    rt_cpu_runner_free(rn);
+    return st;
 }
 
 const char *rt_cpu_report_source(const rt_cpu_report *r, int32_t i, const char **out_ext) {

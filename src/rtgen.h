@@ -6,6 +6,7 @@
 //   rt_perf_construct(a, op, dev, &popt, &perf, err);        // ranked rPrograms
 //   rt_cpu_build_and_profile(a, op, dev, b, perf, &opt, &rep, err);
 //   rt_cpu_run_winner(rep, b, err);                           // outputs land in b
+//   rt_cpu_runner_new(rep, -1, b, &rn, err); rt_cpu_runner_run(rn, err); ...  // run it often
 //
 // Everything is allocated in the arena a (the JIT too) and released with it.
 #ifndef RT_RTGEN_H
@@ -92,6 +93,27 @@ rt_status rt_cpu_build_and_profile(rt_arena *a, const rt_op *op, const rt_device
 // Runs the winner (or candidate 0 when nothing was profiled) in this process on b's inputs and
 // stores its outputs (rounded to their dtypes) into b. Errors: RT_ERR_BACKEND.
 rt_status rt_cpu_run_winner(rt_cpu_report *r, rt_bindings *b, rt_err *err);
+
+// A compiled candidate with buffers and a thread pool of its own, for running it many times in
+// this process (an embedding program's loop, a benchmark timing it against a peer): made from
+// b's values (inputs, and the outputs a '+=' adds to) in the kernel's types and layouts, 64-byte
+// aligned. Every run reads and writes those buffers: fill inputs through rt_cpu_runner_data,
+// read results there or with rt_cpu_runner_outputs. A runner lives apart from r's arena but
+// calls r's JIT code: free it before that arena.
+typedef struct rt_cpu_runner rt_cpu_runner;
+
+// cand: an index into r->cands, or -1 for the winner (candidate 0 when nothing was profiled).
+// Errors: RT_ERR_BACKEND (no such candidate, not compiled, no threads), RT_ERR_NOMEM.
+rt_status rt_cpu_runner_new(const rt_cpu_report *r, int32_t cand, rt_bindings *b,
+                            rt_cpu_runner **out, rt_err *err);
+// The buffer of tensor `tensor` (float for f32, double for f64, int32_t for i32 elements, in
+// the bound layout), NULL when the kernel does not use that tensor.
+void *rt_cpu_runner_data(rt_cpu_runner *rn, int32_t tensor);
+// Runs the kernel once on the runner's buffers. Errors: RT_ERR_NOMEM (scratch).
+rt_status rt_cpu_runner_run(rt_cpu_runner *rn, rt_err *err);
+// Stores the current contents of the kernel's outputs into b (rounded to their dtypes).
+void rt_cpu_runner_outputs(const rt_cpu_runner *rn, rt_bindings *b);
+void rt_cpu_runner_free(rt_cpu_runner *rn);
 
 // The source of candidate i in the primary emit language; *out_ext is "c" or "ll".
 const char *rt_cpu_report_source(const rt_cpu_report *r, int32_t i, const char **out_ext);
