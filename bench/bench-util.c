@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #define RT_BENCH_MAX_REPS    1000
 #define RT_BENCH_MAX_THREADS 64
@@ -45,6 +46,53 @@ void rt_bench_time(void (*fn)(void *ctx), void *ctx, double budget_ms, rt_bench_
     out->median_ns = rt_bench_median(ts, reps);
     out->min_ns = ts[0];
     out->reps = reps;
+}
+
+void rt_bench_time_turns(int32_t n, void (*const *fns)(void *ctx), void *const *ctxs,
+                         double budget_ms, int32_t rounds, double settle_ms, rt_bench_stats *out) {
+    if (n < 1)
+        return;
+    rounds = rounds < 1 ? 1 : rounds;
+    int32_t cap = RT_BENCH_MAX_REPS / rounds > 1 ? RT_BENCH_MAX_REPS / rounds : 1;
+    double *ts = malloc((size_t)n * (size_t)rounds * (size_t)cap * sizeof *ts);
+    double *last = calloc((size_t)n, sizeof *last);
+    int32_t *reps = calloc((size_t)n, sizeof *reps);
+    if (!ts || !last || !reps) {
+        for (int32_t i = 0; i < n; i++)
+            rt_bench_time(fns[i], ctxs[i], budget_ms, &out[i]);
+        free(ts);
+        free(last);
+        free(reps);
+        return;
+    }
+    double share_ns = budget_ms * 1e6 / rounds;
+    for (int32_t r = 0; r < rounds; r++) {
+        for (int32_t i = 0; i < n; i++) {
+            if (settle_ms > 0 && (r > 0 || i > 0))
+                usleep((useconds_t)(settle_ms * 1e3));
+            // The warm-up brings the contender's own data back after the others ran; a call
+            // longer than its share streams its data through the caches anyway.
+            if (r == 0 || last[i] < share_ns)
+                fns[i](ctxs[i]);
+            double *t = ts + (size_t)i * (size_t)rounds * (size_t)cap;
+            double start = rt_bench_now_ns();
+            for (int32_t k = 0; k < cap && (k < 1 || rt_bench_now_ns() - start < share_ns); k++) {
+                double t0 = rt_bench_now_ns();
+                fns[i](ctxs[i]);
+                last[i] = rt_bench_now_ns() - t0;
+                t[reps[i]++] = last[i];
+            }
+        }
+    }
+    for (int32_t i = 0; i < n; i++) {
+        double *t = ts + (size_t)i * (size_t)rounds * (size_t)cap;
+        out[i].median_ns = rt_bench_median(t, reps[i]);
+        out[i].min_ns = t[0];
+        out[i].reps = reps[i];
+    }
+    free(ts);
+    free(last);
+    free(reps);
 }
 
 #define RT_BENCH_FMA_ITERS 20000000L

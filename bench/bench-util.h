@@ -19,6 +19,17 @@ double rt_bench_now_ns(void);
 // rtgen's profiler (rtgen.c), whose first (checked) run is its warm-up.
 void rt_bench_time(void (*fn)(void *ctx), void *ctx, double budget_ms, rt_bench_stats *out);
 
+// The method for comparing n contenders (rtgen's winner and a peer): they take turns, so that a
+// shared machine's drift (another tenant's load, the clock, the DRAM bandwidth, which swings
+// from minute to minute here) falls on all of them alike instead of on whichever ran during it.
+// `rounds` rounds; in each, every contender in order sleeps settle_ms (the threads the one
+// before it left spinning go idle: libgomp spins for milliseconds after a parallel region),
+// makes an untimed warm-up call (skipped once a single call outlasts its share: its data
+// streams through the caches anyway), then timed calls for budget_ms / rounds (at least one).
+// out[i]: min and median over all rounds.
+void rt_bench_time_turns(int32_t n, void (*const *fns)(void *ctx), void *const *ctxs,
+                         double budget_ms, int32_t rounds, double settle_ms, rt_bench_stats *out);
+
 // Median of n doubles (sorts v in place); 0 when n == 0.
 double rt_bench_median(double *v, int32_t n);
 
