@@ -99,7 +99,7 @@ rt_status rt_cpu_run_winner(rt_cpu_report *r, rt_bindings *b, rt_err *err);
 // b's values (inputs, and the outputs a '+=' adds to) in the kernel's types and layouts, 64-byte
 // aligned. Every run reads and writes those buffers: fill inputs through rt_cpu_runner_data,
 // read results there or with rt_cpu_runner_outputs. A runner lives apart from r's arena but
-// calls r's JIT code: free it before that arena.
+// calls r's JIT code and reads the start arrays of b's ragged dims: free it before either arena.
 typedef struct rt_cpu_runner rt_cpu_runner;
 
 // cand: an index into r->cands, or -1 for the winner (candidate 0 when nothing was profiled).
