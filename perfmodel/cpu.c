@@ -831,6 +831,89 @@ static bool window_pack(const rt_perf_model *m, const rt_perf_cpu_loops *lp, win
     return w->handed || w->span * w->a * q <= RT_WIN_PACK_ELEMS;
 }
 
+// May the members mem[0..n) (a fused axis, outer first) be one flat index in access e of
+// statement s (the output when e is NULL)? They must all be absent from it, or be its plain
+// index arguments at consecutive positions whose dims after the first have exactly the members'
+// extents (constant, not ragged), so that the members' part of the offset is the flat index
+// times the last member's stride. rt_flat_expr checks the other arguments: a member anywhere
+// else (inside an index expression, or as a value) fails.
+static bool flat_in(const rt_op *op, const rt_stmt *s, const rt_expr *e, const int32_t *mem,
+                    int32_t n, const int64_t *ext) {
+    const rt_tensor *t = &op->tensors[e ? e->tensor : s->out];
+    int32_t n_args = e ? e->n_args : s->n_lhs, first = -1, seen = 0;
+    for (int32_t d = 0; d < n_args; d++) {
+        const rt_expr *arg = e ? e->args[d] : NULL;
+        int32_t v = e ? (arg->kind == RT_EXPR_INDEX ? arg->var : -1) : s->lhs_vars[d];
+        int32_t i = 0;
+        while (i < n && mem[i] != v)
+            i++;
+        if (i == n)
+            continue;
+        if (first < 0)
+            first = d - i;
+        int64_t de;
+        if (d != first + i || i != seen++ || d >= t->n_dims || t->dims[d].ragged ||
+            (i > 0 && (!rt_expr_const_int(op, t->dims[d].extent, &de) || de != ext[i])))
+            return false;
+    }
+    return seen == 0 || (seen == n && !t->ragged);
+}
+
+// Every read of e (recursively) passes flat_in, and no member is used outside a read's plain
+// index arguments.
+static bool flat_expr(const rt_op *op, const rt_stmt *s, const rt_expr *e, const int32_t *mem,
+                      int32_t n, const int64_t *ext) {
+    if (!e)
+        return true;
+    if (e->kind == RT_EXPR_INDEX) {
+        for (int32_t i = 0; i < n; i++)
+            if (e->var == mem[i])
+                return false;
+        return true;
+    }
+    if (e->kind == RT_EXPR_READ && !flat_in(op, s, e, mem, n, ext))
+        return false;
+    for (int32_t i = 0; i < e->n_args; i++)
+        if (e->kind != RT_EXPR_READ || e->args[i]->kind != RT_EXPR_INDEX)
+            if (!flat_expr(op, s, e->args[i], mem, n, ext))
+                return false;
+    return true;
+}
+
+int32_t rt_perf_cpu_flat_axis(const rt_perf_model *m, const rt_stmt *s, int32_t *mem,
+                              int64_t *total) {
+    const rt_op *op = m->op;
+    if (s->op != RT_ASSIGN_SET || s->n_loops < 2)
+        return 0;
+    for (int32_t v = 0; v < s->n_vars; v++)
+        if (s->vars[v].is_reduce)
+            return 0;
+    int32_t last = s->loops[s->n_loops - 1], ax = -1;
+    for (int32_t x = 0; x < s->n_axes && x < m->n_axes && ax < 0; x++)
+        for (int32_t k = 0; k < s->axes[x].n_members; k++)
+            if (s->axes[x].members[k] == last)
+                ax = x;
+    if (ax < 0 || m->axes[ax].ragged || s->axes[ax].n_members < 2)
+        return 0;
+    const rt_axis *x = &s->axes[ax];
+    int32_t n = x->n_members;
+    int64_t ext[RT_MAX_DIMS];
+    *total = 1;
+    for (int32_t i = 0; i < n; i++) {
+        int64_t lo, hi;
+        mem[i] = x->members[i];
+        if (s->loops[s->n_loops - n + i] != mem[i] || !s->vars[mem[i]].lo || !s->vars[mem[i]].hi ||
+            !rt_expr_const_int(op, s->vars[mem[i]].lo, &lo) ||
+            !rt_expr_const_int(op, s->vars[mem[i]].hi, &hi) || lo != 0 || hi < 1 ||
+            __builtin_mul_overflow(*total, hi, total))
+            return 0;
+        ext[i] = hi;
+    }
+    if (!flat_in(op, s, NULL, mem, n, ext) || !flat_expr(op, s, s->rhs, mem, n, ext))
+        return 0;
+    return n;
+}
+
 bool rt_perf_cpu_loop_plan(const rt_perf_model *m, const rt_rprog *p, rt_perf_cpu_loops *out) {
     memset(out, 0, sizeof *out);
     const rt_op *op = m->op;
@@ -838,12 +921,13 @@ bool rt_perf_cpu_loop_plan(const rt_perf_model *m, const rt_rprog *p, rt_perf_cp
     int32_t bl = m->block_level, top = m->top, nk = 0, n_tiled = 0;
     if (bl < 0 || top >= RT_MAX_MEM_LEVELS || bl > top)
         return false;
-    int64_t lanes = m->dev->lanes > 1 ? m->dev->lanes : 1;
+    int64_t lanes = m->dev->lanes > 1 ? m->dev->lanes : 1, flat_total = 0;
+    int32_t flat[RT_MAX_DIMS], n_flat = rt_perf_cpu_flat_axis(m, s, flat, &flat_total);
     for (int32_t i = 0; i < s->n_loops && nk < RT_MAX_DIMS * 2; i++) {
         int32_t v = s->loops[i];
         if (v < 0 || v >= s->n_vars)
             return false;
-        if (s->vars[v].is_reduce)
+        if (s->vars[v].is_reduce || (n_flat > 0 && i >= s->n_loops - n_flat))
             continue;
         int32_t ax = -1;
         for (int32_t x = 0; x < s->n_axes && x < m->n_axes && ax < 0; x++)
@@ -864,6 +948,23 @@ bool rt_perf_cpu_loop_plan(const rt_perf_model *m, const rt_rprog *p, rt_perf_cp
             up = out->tile[nk][lv];
         }
         n_tiled += out->tiled[nk];
+        nk++;
+    }
+    if (n_flat > 0 && nk < RT_MAX_DIMS * 2) {
+        // The flat axis: its last member runs over the whole axis with the axis's tiles.
+        int32_t v = flat[n_flat - 1], ax = -1;
+        for (int32_t x = 0; x < s->n_axes && x < m->n_axes && ax < 0; x++)
+            for (int32_t k = 0; k < s->axes[x].n_members; k++)
+                if (s->axes[x].members[k] == v)
+                    ax = x;
+        out->var[nk] = v;
+        out->tiled[nk] = true;
+        out->extent[nk] = flat_total;
+        for (int32_t lv = bl; lv <= top; lv++) {
+            int64_t e = p->tile[lv].shape[ax], up = lv > bl ? out->tile[nk][lv - 1] : flat_total;
+            out->tile[nk][lv] = e < 1 ? 1 : e > up ? up : e;
+        }
+        n_tiled++;
         nk++;
     }
     if (n_tiled == 0)

@@ -62,8 +62,8 @@ static int64_t ceil_div(int64_t x, int64_t y) {
 }
 
 // relu over (N, C, H, W) with W and H prime: per candidate, one phase blocked by the rTiles
-// whose work items are the scale-out tiles (members of the fused axis filled from the inside),
-// the innermost loop vectorized; candidates with different scale-out tiles lower differently.
+// whose work items are the scale-out tiles of the fused axis taken as one flat index, the
+// innermost loop vectorized; candidates with different scale-out tiles lower differently.
 static void structure_case(const rt_device *dev) {
     rt_arena *a = rt_arena_new(1 << 20);
     rt_err err = {0};
@@ -92,14 +92,13 @@ static void structure_case(const rt_device *dev) {
         RT_EXPECT_EQ(k->n_phases, 1);
         const rt_kir_phase *p = &k->phases[0];
         RT_EXPECT(strstr(p->what, "blocked by the rTiles") != NULL);
-        // Scale-out tile T over n.c.h.w: w gets min(T, 37), h the whole rows that fit, ...
-        int64_t t = perf->cands[i].tile[bl].shape[0], ext[4] = {2, 6, 13, 37}, items = 1;
-        for (int32_t d = 3; d >= 0; d--) {
-            int64_t td = t < ext[d] ? t : ext[d];
-            items *= ceil_div(ext[d], td);
-            t = td == ext[d] ? (t / td > 1 ? t / td : 1) : 1;
-        }
+        // Every access reads n.c.h.w as one contiguous run: the nest loops over it as one flat
+        // index (rt_flat_axis), cut into scale-out tiles T (not T spread over rows of 37).
+        int64_t t = perf->cands[i].tile[bl].shape[0], items = ceil_div(2 * 6 * 13 * 37, t);
         RT_EXPECT_EQ(p->n_items, items);
+        char want[64];
+        snprintf(want, sizeof want, "[n_c_h_w=%lld;", (long long)t);
+        RT_EXPECT(strstr(p->what, want) != NULL);
         const rt_kir_node *in = innermost_loop(&p->body, NULL);
         RT_EXPECT(in && in->loop_kind == RT_KIR_LOOP_VECTOR);
         bool seen = false;
@@ -113,7 +112,6 @@ static void structure_case(const rt_device *dev) {
         if (!seen)
             shapes_seen[n_shapes++] = perf->cands[i].tile[bl].shape[0];
     }
-    // Scale-out tiles of 37 or more cover whole w rows; below that, each size is its own nest.
     RT_EXPECT(n_distinct >= 1);
     if (n_shapes > 1)
         RT_EXPECT(n_distinct > 1);
@@ -123,6 +121,43 @@ static void structure_case(const rt_device *dev) {
     RT_EXPECT_EQ(rt_lower_cpu(a, op, dev, NULL, NULL, &nopt, &k, &err), RT_OK);
     if (k)
         RT_EXPECT_EQ(k->phases[0].n_items, 2);
+    rt_arena_free(a);
+}
+
+// The innermost loop's first node (the statement's store in an elementwise nest).
+static const rt_kir_node *innermost_store(const rt_kir_phase *p) {
+    const rt_kir_node *in = innermost_loop(&p->body, NULL);
+    return in && in->body.n > 0 && in->body.nodes[0]->kind == RT_KIR_N_STORE ? in->body.nodes[0]
+                                                                             : NULL;
+}
+
+// The top-1 of spec lowers its fused axis as one flat index (`axis` in the phase's rTile list,
+// e.g. "a_b_c=") or, with axis NULL, as a per-member nest; `stream`: its store is non-temporal.
+static void flat_case(const rt_device *dev, const char *spec, const char *axis, bool stream) {
+    rt_arena *a = rt_arena_new(1 << 20);
+    rt_err err = {0};
+    rt_op *op = NULL;
+    rt_perf_result *perf = NULL;
+    rt_perf_options popt = {.top_k = 1};
+    rt_lower_options lopt = {.rank = 0};
+    rt_kir_kernel *k = NULL;
+    if (load(a, spec, &op, &err) != RT_OK ||
+        rt_perf_construct(a, op, dev, &popt, &perf, &err) != RT_OK ||
+        rt_lower_cpu(a, op, dev, perf->model, &perf->cands[0], &lopt, &k, &err) != RT_OK) {
+        fprintf(stderr, "flat: %s\n", err.msg);
+        RT_EXPECT(0);
+        rt_arena_free(a);
+        return;
+    }
+    const rt_kir_phase *p = &k->phases[0];
+    if (axis)
+        RT_EXPECT(strstr(p->what, axis) != NULL);
+    else
+        RT_EXPECT(strstr(p->what, "_") == NULL);
+    const rt_kir_node *st = innermost_store(p);
+    RT_EXPECT(st != NULL);
+    if (st)
+        RT_EXPECT_EQ(st->stream, stream);
     rt_arena_free(a);
 }
 
@@ -314,6 +349,14 @@ int main(void) {
         "def relu(float(3, 7, 5, 19) I) -> (O) {\n O(n, c, h, w) = max(I(n, c, h, w), 0)\n}",
         "def relu1(float(1, 1, 1, 1) I) -> (O) {\n O(n, c, h, w) = max(I(n, c, h, w), 0)\n}",
         "def relu2(float(2, 97) I) -> (O) {\n O(n, w) = max(I(n, w), 0) * 2\n}",
+        // Elementwise over a fused axis: one flat index where every access reads it as one
+        // run (two inputs and a read free of the axis), per-row nests where not (a read of a
+        // wider tensor, the index used as a value).
+        "def add3(float(3, 5, 29) X, float(3, 5, 29) Y, float(2) S) -> (O) {\n"
+        " O(a, b, c) = X(a, b, c) + Y(a, b, c) * S(1)\n}",
+        "def crop(float(5, 40) X) -> (float(5, 37) O) {\n O(h, w) = X(h, w) * 2   where w in "
+        "0:37\n}",
+        "def addw(float(4, 37) X) -> (O) {\n O(h, w) = X(h, w) + w\n}",
         "def reduce_mean(float(3, 5, 67) I) -> (O) {\n O(b, r) +=! I(b, r, l) / 67\n}",
         "def reduce_mean1(float(1, 1, 1) I) -> (O) {\n O(b, r) +=! I(b, r, l)\n}",
         "def avgpool(float(2, 3, 23, 17) I) -> (float(2, 3, 11, 8) O) {\n"
@@ -355,6 +398,20 @@ int main(void) {
     for (size_t i = 0; i < sizeof specs / sizeof specs[0]; i++)
         numeric_case(&dev, specs[i], 10);
     structure_case(&dev);
+    flat_case(&dev,
+              "def add3(float(3, 5, 29) X, float(3, 5, 29) Y, float(2) S) -> (O) {\n"
+              " O(a, b, c) = X(a, b, c) + Y(a, b, c) * S(1)\n}",
+              "[a_b_c=", false);
+    flat_case(&dev,
+              "def crop(float(5, 40) X) -> (float(5, 37) O) {\n O(h, w) = X(h, w) * 2   where w in "
+              "0:37\n}",
+              NULL, false);
+    flat_case(&dev, "def addw(float(4, 37) X) -> (O) {\n O(h, w) = X(h, w) + w\n}", NULL, false);
+    // Far beyond the caches: flat tiles of whole lines, stored non-temporally.
+    flat_case(
+        &dev,
+        "def relu(float(8, 1008, 42, 42) I) -> (O) {\n O(n, c, h, w) = max(I(n, c, h, w), 0)\n}",
+        "[n_c_h_w=", true);
     window_case(&dev,
                 "def dwconv(float(2, 5, 13, 19) I pad 0, float(5, 3, 3) Wt) -> "
                 "(float(2, 5, 13, 19) O) {\n"

@@ -366,15 +366,21 @@ static void test_c_revisits(const rt_device *dev) {
     rt_arena_free(a);
 }
 
-// The general path: relu over 1008 x 42 x 42 (one fused axis) blocked by 96-point tiles is
-// rows of 42 (constant trip, whole vectors) two at a time; by 32-point tiles it is 32- and
+// The general path: relu over 1008 x 42 x 42 (one fused axis) reading a tensor whose rows are
+// 48 wide (so the axis is not one flat run, rt_perf_cpu_flat_axis) blocked by 96-point tiles
+// is rows of 42 (constant trip, whole vectors) two at a time; by 32-point tiles it is 32- and
 // 10-wide pieces of every row with run-time trip counts: more items and slower vector loops.
 static void test_loops(const rt_device *dev) {
     rt_arena *a = rt_arena_new(1 << 20);
     rt_err err = {0};
     const int64_t dims[4] = {1, 1008, 42, 42};
+    rt_op *op = tp_relu(a, dims);
+    op->tensors[0].dims[3].extent = tp_num(a, 48);
     rt_perf_model *m;
-    RT_EXPECT_EQ(rt_perf_model_build(a, tp_relu(a, dims), dev, NULL, &m, &err), RT_OK);
+    RT_EXPECT_EQ(rt_perf_model_build(a, op, dev, NULL, &m, &err), RT_OK);
+    int32_t mem[4];
+    int64_t total = 0;
+    RT_EXPECT_EQ(rt_perf_cpu_flat_axis(m, &op->stmts[0], mem, &total), 0);
     rt_rprog p96, p32;
     memset(&p96, 0, sizeof p96);
     memset(&p32, 0, sizeof p32);
@@ -425,6 +431,47 @@ static void test_loops(const rt_device *dev) {
     rt_perf_cpu_loops lg;
     double ng, sg;
     RT_EXPECT(!rt_perf_cpu_loop_plan(mg, &p96, &lg) || !rt_perf_cpu_loop_time(mg, &lg, &ng, &sg));
+    rt_arena_free(a);
+}
+
+// The same relu over its own 42-wide rows: n.c.h.w is one flat run in both tensors, and the
+// loop plan has one entry, the axis as a flat index cut into the axis's tiles: 96- and 32-point
+// tiles are both whole vectors with constant trips (the 32-point tiles only have three times
+// the items), where the per-member nest cut rows of 42 into pieces of 32 and 10.
+static void test_flat_loops(const rt_device *dev) {
+    rt_arena *a = rt_arena_new(1 << 20);
+    rt_err err = {0};
+    const int64_t dims[4] = {1, 1008, 42, 42};
+    rt_op *op = tp_relu(a, dims);
+    rt_perf_model *m;
+    RT_EXPECT_EQ(rt_perf_model_build(a, op, dev, NULL, &m, &err), RT_OK);
+    int32_t mem[4];
+    int64_t total = 0;
+    RT_EXPECT_EQ(rt_perf_cpu_flat_axis(m, &op->stmts[0], mem, &total), 4);
+    RT_EXPECT_EQ(total, 1008 * 42 * 42);
+    RT_EXPECT_EQ(mem[0], 0);
+    RT_EXPECT_EQ(mem[3], 3);
+    rt_rprog p96, p32;
+    memset(&p96, 0, sizeof p96);
+    memset(&p32, 0, sizeof p32);
+    for (int32_t l = 1; l <= m->top; l++) {
+        p96.tile[l].shape[0] = 96;
+        p32.tile[l].shape[0] = 32;
+    }
+    rt_perf_cpu_loops l96, l32;
+    RT_EXPECT(rt_perf_cpu_loop_plan(m, &p96, &l96));
+    RT_EXPECT(rt_perf_cpu_loop_plan(m, &p32, &l32));
+    RT_EXPECT_EQ(l96.n_vars, 1);
+    RT_EXPECT_EQ(l96.var[0], 3);
+    RT_EXPECT_EQ(l96.extent[0], 1008 * 42 * 42);
+    RT_EXPECT_EQ(l96.tile[0][m->top], 96);
+    RT_EXPECT_EQ(l96.items, 1008 * 42 * 42 / 96);
+    RT_EXPECT_EQ(l32.items, 1008 * 42 * 42 / 32);
+    double ns96, ns32, s96, s32;
+    RT_EXPECT(rt_perf_cpu_loop_time(m, &l96, &ns96, &s96));
+    RT_EXPECT(rt_perf_cpu_loop_time(m, &l32, &ns32, &s32));
+    RT_EXPECT(ns32 < 1.5 * ns96);
+    RT_EXPECT(s32 > 2 * s96);
     rt_arena_free(a);
 }
 
@@ -671,6 +718,7 @@ int main(void) {
     test_gemm_items(&dev);
     test_c_revisits(&dev);
     test_loops(&dev);
+    test_flat_loops(&dev);
     test_warm(&dev);
     test_window_pack(&dev);
     test_ranking(&dev);

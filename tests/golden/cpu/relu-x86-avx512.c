@@ -7,7 +7,7 @@
 // rTile L3 l1     [n.c.h.w=256] footprint 2048 B
 // rTile L4 reg    [n.c.h.w=256] footprint 2048 B
 // predicted: 70030.257 us (bottleneck dram), 0.2276 GFLOP
-// phase p0: statement 0 blocked by the rTiles [n=1,c=1,h=6,w=42; n=1,c=1,h=6,w=42; n=1,c=1,h=6,w=42], 903168 work items
+// phase p0: statement 0 blocked by the rTiles [n_c_h_w=256; n_c_h_w=256; n_c_h_w=256], 889056 work items
 // Build: cc -O3 -march=native -fopenmp -shared -fPIC -o kernel.so kernel.c -lm
 #include <math.h>
 #include <stdint.h>
@@ -34,30 +34,24 @@ static inline int64_t rt_imax(int64_t a, int64_t b) {
 //   args[1] f32 t_I
 //   args[2] f32 t_O
 
-// phase p0: statement 0 blocked by the rTiles [n=1,c=1,h=6,w=42; n=1,c=1,h=6,w=42; n=1,c=1,h=6,w=42] (903168 work items)
+// phase p0: statement 0 blocked by the rTiles [n_c_h_w=256; n_c_h_w=256; n_c_h_w=256] (889056 work items)
 static void rt_relu_c0_p0_body(float *restrict scratch, const float *restrict t_I, float *restrict t_O, int64_t lo, int64_t hi) {
     int64_t item;
-    int64_t h_b2;
-    int64_t c_b2;
-    int64_t n_b2;
     int64_t n;
     int64_t c;
     int64_t h;
-    int64_t w;
+    int64_t n_c_h_w_b2;
+    int64_t n_c_h_w;
     (void)scratch;
     for (item = lo; item < hi; item++) {
-        h_b2 = (rt_floormod(item, 7) * 6);
-        c_b2 = rt_floormod(rt_floordiv(item, 7), 1008);
-        n_b2 = rt_floordiv(rt_floordiv(item, 7), 1008);
-        for (n = n_b2; n < (n_b2 + 1); n++) {
-            for (c = c_b2; c < (c_b2 + 1); c++) {
-                for (h = h_b2; h < (h_b2 + 6); h++) {
-                    #pragma GCC ivdep
-                    for (w = 0; w < 42; w++) {
-                        t_O[((((((n * 1008) + c) * 42) + h) * 42) + w)] = fmaxf(t_I[((((((n * 1008) + c) * 42) + h) * 42) + w)], 0.0f);
-                    }
-                }
-            }
+        // n.c.h.w as one flat index n_c_h_w (every access reads it as one run)
+        n = 0;
+        c = 0;
+        h = 0;
+        n_c_h_w_b2 = (item * 256);
+        #pragma GCC ivdep
+        for (n_c_h_w = n_c_h_w_b2; n_c_h_w < (n_c_h_w_b2 + 256); n_c_h_w++) {
+            t_O[((((((n * 1008) + c) * 42) + h) * 42) + n_c_h_w)] = fmaxf(t_I[((((((n * 1008) + c) * 42) + h) * 42) + n_c_h_w)], 0.0f);
         }
     }
 }
@@ -72,7 +66,7 @@ void rt_relu_c0(void **args) {
     {
         float *scratch = NULL;
         #pragma omp for schedule(static)
-        for (int64_t i = 0; i < 903168; i++)
+        for (int64_t i = 0; i < 889056; i++)
             rt_relu_c0_p0(args, i, i + 1, scratch);
         free(scratch);
     }
