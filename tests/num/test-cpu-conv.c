@@ -9,6 +9,7 @@
 // general path. Last, the packed GEMM's blocking must be the perfmodel's own view of it
 // (rt_perf_cpu_gemm_view: one rule).
 #include "test.h"
+#include "num-host.h"
 
 #include "emit.h"
 #include "perfmodel.h"
@@ -123,11 +124,8 @@ static void blocking_case(const rt_device *dev, const char *sets) {
 
 int main(void) {
     rt_device dev;
-    rt_err err = {0};
-    if (rt_hal_detect_host(NULL, &dev, &err) != RT_OK) {
-        fprintf(stderr, "host: %s\n", err.msg);
+    if (!rt_num_host(&dev))
         return 77;
-    }
     static const conv_case cases[] = {
         // 3x3, stride 1, padding 1, batch 1, prime spatial sizes.
         {"def c(float(1, 3, 11, 13) I pad 0, float(5, 3, 3, 3) Wt) -> (float(1, 5, 11, 13) O) {\n"

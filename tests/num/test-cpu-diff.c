@@ -4,6 +4,7 @@
 // twice — LLVM IR through the ORC JIT and portable C through the system cc into a shared object
 // loaded with dlopen — and both run on the same inputs; outputs must agree to rounding.
 #include "test.h"
+#include "num-host.h"
 
 #include "emit.h"
 #include "hal-cpu.h"
@@ -106,8 +107,7 @@ static void diff_case(const rt_device *dev, const char *spec, const char *text) 
 
 int main(void) {
     rt_device dev;
-    rt_err err = {0};
-    if (rt_hal_detect_host(NULL, &dev, &err) != RT_OK)
+    if (!rt_num_host(&dev))
         return 77;
     diff_case(&dev, "matmul.spec",
               "def matmul(float(67, 43) A, float(43, 89) B) -> (C) {\n"

@@ -6,6 +6,7 @@
 // candidate is checked against the reference interpreter in its child; the fused ones must have
 // no phase of their own for the fused statement.
 #include "test.h"
+#include "num-host.h"
 
 #include "rtgen.h"
 
@@ -58,11 +59,8 @@ static void run_case(const rt_device *dev, const epi_case *c, uint64_t seed) {
 
 int main(void) {
     rt_device dev;
-    rt_err err = {0};
-    if (rt_hal_detect_host(NULL, &dev, &err) != RT_OK) {
-        fprintf(stderr, "host: %s\n", err.msg);
+    if (!rt_num_host(&dev))
         return 77;
-    }
 #define GELU "0.5 * (t(m, n) + bias(n)) * (1 + erf((t(m, n) + bias(n)) * 0.70710678))"
     static const epi_case cases[] = {
         // Linear + bias + GELU, one k block, edge tiles along m and n.

@@ -5,6 +5,7 @@
 // itself: distinct rTiles give distinct loop nests, the scale-out tiles are the work items and
 // the innermost point loop is the vectorized one.
 #include "test.h"
+#include "num-host.h"
 
 #include "emit.h"
 #include "rtgen.h"
@@ -340,11 +341,8 @@ static void erf_case(const rt_device *dev) {
 
 int main(void) {
     rt_device dev;
-    rt_err err = {0};
-    if (rt_hal_detect_host(NULL, &dev, &err) != RT_OK) {
-        fprintf(stderr, "host: %s\n", err.msg);
+    if (!rt_num_host(&dev))
         return 77;
-    }
     static const char *const specs[] = {
         "def relu(float(3, 7, 5, 19) I) -> (O) {\n O(n, c, h, w) = max(I(n, c, h, w), 0)\n}",
         "def relu1(float(1, 1, 1, 1) I) -> (O) {\n O(n, c, h, w) = max(I(n, c, h, w), 0)\n}",

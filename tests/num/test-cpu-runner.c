@@ -4,6 +4,7 @@
 // interpreter on the same new values, ragged included); a '+=' op adds once per run; every
 // candidate of the report can be run, and a bad index is refused with its message.
 #include "test.h"
+#include "num-host.h"
 
 #include "rtgen.h"
 
@@ -141,11 +142,8 @@ static void accumulate_case(const rt_device *dev) {
 
 int main(void) {
     rt_device dev;
-    rt_err err = {0};
-    if (rt_hal_detect_host(NULL, &dev, &err) != RT_OK) {
-        fprintf(stderr, "host: %s\n", err.msg);
+    if (!rt_num_host(&dev))
         return 77;
-    }
     // The packed GEMM path on prime shapes, the general path, and a ragged op.
     inputs_case(&dev,
                 "def mm(float(37, 41) A, float(41, 43) B) -> (C) {\n"

@@ -366,6 +366,19 @@ static void test_c_revisits(const rt_device *dev) {
     rt_arena_free(a);
 }
 
+// rProgram with every level's tile on axis 0 at 96 and at 32 points, and their loop plans.
+static void plans_96_32(const rt_perf_model *m, rt_rprog *p96, rt_rprog *p32,
+                        rt_perf_cpu_loops *l96, rt_perf_cpu_loops *l32) {
+    memset(p96, 0, sizeof *p96);
+    memset(p32, 0, sizeof *p32);
+    for (int32_t l = 1; l <= m->top; l++) {
+        p96->tile[l].shape[0] = 96;
+        p32->tile[l].shape[0] = 32;
+    }
+    RT_EXPECT(rt_perf_cpu_loop_plan(m, p96, l96));
+    RT_EXPECT(rt_perf_cpu_loop_plan(m, p32, l32));
+}
+
 // The general path: relu over 1008 x 42 x 42 (one fused axis) reading a tensor whose rows are
 // 48 wide (so the axis is not one flat run, rt_perf_cpu_flat_axis) blocked by 96-point tiles
 // is rows of 42 (constant trip, whole vectors) two at a time; by 32-point tiles it is 32- and
@@ -382,15 +395,8 @@ static void test_loops(const rt_device *dev) {
     int64_t total = 0;
     RT_EXPECT_EQ(rt_perf_cpu_flat_axis(m, &op->stmts[0], mem, &total), 0);
     rt_rprog p96, p32;
-    memset(&p96, 0, sizeof p96);
-    memset(&p32, 0, sizeof p32);
-    for (int32_t l = 1; l <= m->top; l++) {
-        p96.tile[l].shape[0] = 96;
-        p32.tile[l].shape[0] = 32;
-    }
     rt_perf_cpu_loops l96, l32;
-    RT_EXPECT(rt_perf_cpu_loop_plan(m, &p96, &l96));
-    RT_EXPECT(rt_perf_cpu_loop_plan(m, &p32, &l32));
+    plans_96_32(m, &p96, &p32, &l96, &l32);
     RT_EXPECT_EQ(l96.n_vars, 4);
     RT_EXPECT_EQ(l96.tile[3][m->top], 42); // w: the whole row
     RT_EXPECT_EQ(l96.tile[2][m->top], 2);  // h: two rows per tile
@@ -452,15 +458,8 @@ static void test_flat_loops(const rt_device *dev) {
     RT_EXPECT_EQ(mem[0], 0);
     RT_EXPECT_EQ(mem[3], 3);
     rt_rprog p96, p32;
-    memset(&p96, 0, sizeof p96);
-    memset(&p32, 0, sizeof p32);
-    for (int32_t l = 1; l <= m->top; l++) {
-        p96.tile[l].shape[0] = 96;
-        p32.tile[l].shape[0] = 32;
-    }
     rt_perf_cpu_loops l96, l32;
-    RT_EXPECT(rt_perf_cpu_loop_plan(m, &p96, &l96));
-    RT_EXPECT(rt_perf_cpu_loop_plan(m, &p32, &l32));
+    plans_96_32(m, &p96, &p32, &l96, &l32);
     RT_EXPECT_EQ(l96.n_vars, 1);
     RT_EXPECT_EQ(l96.var[0], 3);
     RT_EXPECT_EQ(l96.extent[0], 1008 * 42 * 42);
