@@ -616,7 +616,7 @@ static int32_t rt_model_axis_of(const rt_stmt *s, const rt_perf_model *m, int32_
 // block_level..top, each at most the one above) and the bounds [base, end) of the current tile.
 typedef struct rt_tvar {
     int32_t v;
-    const char *name; // the var's, or a flat axis's ("c_h_w" for c.h.w, rt_perf_cpu_flat_axis)
+    const char *name; // the var's, or a flat axis's ("c_h_w" for c.h.w, m->flat)
     bool tiled;       // false: a vloop or a var of no model axis, looped over its own range
     int64_t lo, hi;
     int64_t t[RT_MAX_MEM_LEVELS];
@@ -645,19 +645,16 @@ static int64_t rt_ceil_div64(int64_t x, int64_t y) {
 
 // Collects the kept vars of s with their tiles from the rProgram; false when none is tiled
 // (or the work items would overflow), in which case the caller lowers the plain nest.
-// The members of a flat axis (rt_perf_cpu_flat_axis) other than its last are left out, in
-// zero[0..*n_zero):
-// their part of every offset is the flat index's.
+// A flat axis (m->flat, the model's loop plan) is one var: its last member's, over the whole
+// axis with the axis's tiles; the other members are left out (rt_lower_tiled binds them to 0).
 static bool rt_tiled_plan(const rt_lower *l, const rt_stmt *s, rt_tvar *tv, int32_t *n_kept,
-                          int32_t *red, int32_t *n_red, int64_t *n_items, int32_t *zero,
-                          int32_t *n_zero) {
+                          int32_t *red, int32_t *n_red, int64_t *n_items) {
     const rt_perf_model *m = l->m;
+    const rt_perf_flat *fl = &m->flat;
     const rt_rprog *rp = l->rp;
     int32_t bl = m->block_level, top = m->top, nk = 0, nr = 0, n_tiled = 0;
-    int64_t lanes = l->dev->lanes > 1 ? l->dev->lanes : 1, items = 1, flat_total = 0;
-    int32_t n_flat = rt_perf_cpu_flat_axis(m, s, zero, &flat_total);
-    *n_zero = n_flat > 0 ? n_flat - 1 : 0;
-    for (int32_t i = 0; i < s->n_loops - *n_zero - (n_flat > 0) && i < RT_MAX_DIMS * 2; i++) {
+    int64_t lanes = l->dev->lanes > 1 ? l->dev->lanes : 1, items = 1;
+    for (int32_t i = 0; i < s->n_loops - fl->n && i < RT_MAX_DIMS * 2; i++) {
         int32_t v = s->loops[i];
         if (v < 0 || v >= s->n_vars)
             return false;
@@ -684,21 +681,19 @@ static bool rt_tiled_plan(const rt_lower *l, const rt_stmt *s, rt_tvar *tv, int3
         }
         n_tiled += t->tiled;
     }
-    if (n_flat > 0) {
-        // The flat axis: its last member's var runs over the whole axis with the axis's tiles.
+    if (fl->n > 0) {
         rt_tvar *t = &tv[nk++];
         memset(t, 0, sizeof *t);
-        t->v = zero[n_flat - 1];
-        int32_t ax = rt_model_axis_of(s, m, t->v);
-        char *nm = rt_arena_strdup(l->a, s->axes[ax].name);
+        t->v = fl->mem[fl->n - 1];
+        char *nm = rt_arena_strdup(l->a, s->axes[fl->axis].name);
         for (char *c = nm; c && *c; c++)
             *c = *c == '.' ? '_' : *c;
         t->name = nm ? nm : s->vars[t->v].name;
         t->tiled = true;
-        t->hi = flat_total;
-        for (int32_t lv = bl, up = 0; lv <= top; lv++, up = 1) {
-            int64_t e = rp->tile[lv].shape[ax], lim = up ? t->t[lv - 1] : flat_total;
-            t->t[lv] = e < 1 ? 1 : e > lim ? lim : e;
+        t->hi = fl->total;
+        for (int32_t lv = bl; lv <= top; lv++) {
+            int64_t e = rp->tile[lv].shape[fl->axis], up = lv > bl ? t->t[lv - 1] : fl->total;
+            t->t[lv] = e < 1 ? 1 : e > up ? up : e;
         }
         n_tiled++;
     }
@@ -1535,9 +1530,9 @@ static rt_status rt_lower_tiled(rt_lower *l, int32_t si, bool *done) {
     int32_t bl = m->block_level, top = m->top, nk, red[RT_MAX_DIMS * 2], nr;
     int64_t n_items;
     rt_tvar tv[RT_MAX_DIMS * 2];
-    int32_t zero[RT_MAX_DIMS], n_zero;
+    const rt_perf_flat *fl = &m->flat;
     *done = false;
-    if (!rt_tiled_plan(l, s, tv, &nk, red, &nr, &n_items, zero, &n_zero))
+    if (!rt_tiled_plan(l, s, tv, &nk, red, &nr, &n_items))
         return RT_OK;
     *done = true;
     RT_TRY(rt_lower_begin_stmt(l, s));
@@ -1596,21 +1591,22 @@ static rt_status rt_lower_tiled(rt_lower *l, int32_t si, bool *done) {
         return rt_fail(l->err, RT_ERR_NOMEM, RT_NOLOC, "out of memory");
     rt_kir_block *blk = &l->p->body;
     // The flat axis's outer members: 0 in every offset (the flat index holds their part).
-    if (n_zero > 0) {
+    if (fl->n > 0) {
         rt_kir_node *c = rt_kir_append(a, blk, RT_KIR_N_COMMENT);
         const char *text =
             rt_arena_printf(a, "%s as one flat index %s (every access reads it as one run)",
-                            s->axes[rt_model_axis_of(s, l->m, tv[nk - 1].v)].name, tv[nk - 1].name);
+                            s->axes[fl->axis].name, tv[nk - 1].name);
         if (!c || !text)
             return rt_fail(l->err, RT_ERR_NOMEM, RT_NOLOC, "out of memory");
         c->text = text;
     }
-    for (int32_t i = 0; i < n_zero; i++) {
-        l->var_of[zero[i]] = rt_kir_add_var(a, l->p, s->vars[zero[i]].name, RT_KIR_I64);
-        rt_kir_node *let = l->var_of[zero[i]] >= 0 ? rt_kir_append(a, blk, RT_KIR_N_LET) : NULL;
+    for (int32_t i = 0; i + 1 < fl->n; i++) {
+        int32_t v = fl->mem[i];
+        l->var_of[v] = rt_kir_add_var(a, l->p, s->vars[v].name, RT_KIR_I64);
+        rt_kir_node *let = l->var_of[v] >= 0 ? rt_kir_append(a, blk, RT_KIR_N_LET) : NULL;
         if (!let)
             return rt_fail(l->err, RT_ERR_NOMEM, RT_NOLOC, "out of memory");
-        let->var = l->var_of[zero[i]];
+        let->var = l->var_of[v];
         let->value = rt_kir_int(a, 0);
     }
     // Work item -> tile index per tiled var (the first var varies slowest).

@@ -880,9 +880,9 @@ static bool flat_expr(const rt_op *op, const rt_stmt *s, const rt_expr *e, const
     return true;
 }
 
-int32_t rt_perf_cpu_flat_axis(const rt_perf_model *m, const rt_stmt *s, int32_t *mem,
-                              int64_t *total) {
+int32_t rt_perf_cpu_flat_axis(const rt_perf_model *m, const rt_stmt *s, rt_perf_flat *out) {
     const rt_op *op = m->op;
+    memset(out, 0, sizeof *out);
     if (s->op != RT_ASSIGN_SET || s->n_loops < 2)
         return 0;
     for (int32_t v = 0; v < s->n_vars; v++)
@@ -897,20 +897,23 @@ int32_t rt_perf_cpu_flat_axis(const rt_perf_model *m, const rt_stmt *s, int32_t 
         return 0;
     const rt_axis *x = &s->axes[ax];
     int32_t n = x->n_members;
-    int64_t ext[RT_MAX_DIMS];
-    *total = 1;
+    int64_t ext[RT_MAX_DIMS], total = 1;
     for (int32_t i = 0; i < n; i++) {
         int64_t lo, hi;
-        mem[i] = x->members[i];
-        if (s->loops[s->n_loops - n + i] != mem[i] || !s->vars[mem[i]].lo || !s->vars[mem[i]].hi ||
-            !rt_expr_const_int(op, s->vars[mem[i]].lo, &lo) ||
-            !rt_expr_const_int(op, s->vars[mem[i]].hi, &hi) || lo != 0 || hi < 1 ||
-            __builtin_mul_overflow(*total, hi, total))
+        int32_t v = x->members[i];
+        if (s->loops[s->n_loops - n + i] != v || !s->vars[v].lo || !s->vars[v].hi ||
+            !rt_expr_const_int(op, s->vars[v].lo, &lo) ||
+            !rt_expr_const_int(op, s->vars[v].hi, &hi) || lo != 0 || hi < 1 ||
+            __builtin_mul_overflow(total, hi, &total))
             return 0;
         ext[i] = hi;
     }
-    if (!flat_in(op, s, NULL, mem, n, ext) || !flat_expr(op, s, s->rhs, mem, n, ext))
+    if (!flat_in(op, s, NULL, x->members, n, ext) || !flat_expr(op, s, s->rhs, x->members, n, ext))
         return 0;
+    out->n = n;
+    out->axis = ax;
+    memcpy(out->mem, x->members, (size_t)n * sizeof *out->mem);
+    out->total = total;
     return n;
 }
 
@@ -921,13 +924,13 @@ bool rt_perf_cpu_loop_plan(const rt_perf_model *m, const rt_rprog *p, rt_perf_cp
     int32_t bl = m->block_level, top = m->top, nk = 0, n_tiled = 0;
     if (bl < 0 || top >= RT_MAX_MEM_LEVELS || bl > top)
         return false;
-    int64_t lanes = m->dev->lanes > 1 ? m->dev->lanes : 1, flat_total = 0;
-    int32_t flat[RT_MAX_DIMS], n_flat = rt_perf_cpu_flat_axis(m, s, flat, &flat_total);
+    int64_t lanes = m->dev->lanes > 1 ? m->dev->lanes : 1;
+    const rt_perf_flat *fl = &m->flat;
     for (int32_t i = 0; i < s->n_loops && nk < RT_MAX_DIMS * 2; i++) {
         int32_t v = s->loops[i];
         if (v < 0 || v >= s->n_vars)
             return false;
-        if (s->vars[v].is_reduce || (n_flat > 0 && i >= s->n_loops - n_flat))
+        if (s->vars[v].is_reduce || i >= s->n_loops - fl->n)
             continue;
         int32_t ax = -1;
         for (int32_t x = 0; x < s->n_axes && x < m->n_axes && ax < 0; x++)
@@ -950,18 +953,14 @@ bool rt_perf_cpu_loop_plan(const rt_perf_model *m, const rt_rprog *p, rt_perf_cp
         n_tiled += out->tiled[nk];
         nk++;
     }
-    if (n_flat > 0 && nk < RT_MAX_DIMS * 2) {
+    if (fl->n > 0 && nk < RT_MAX_DIMS * 2) {
         // The flat axis: its last member runs over the whole axis with the axis's tiles.
-        int32_t v = flat[n_flat - 1], ax = -1;
-        for (int32_t x = 0; x < s->n_axes && x < m->n_axes && ax < 0; x++)
-            for (int32_t k = 0; k < s->axes[x].n_members; k++)
-                if (s->axes[x].members[k] == v)
-                    ax = x;
-        out->var[nk] = v;
+        out->var[nk] = fl->mem[fl->n - 1];
         out->tiled[nk] = true;
-        out->extent[nk] = flat_total;
+        out->extent[nk] = fl->total;
         for (int32_t lv = bl; lv <= top; lv++) {
-            int64_t e = p->tile[lv].shape[ax], up = lv > bl ? out->tile[nk][lv - 1] : flat_total;
+            int64_t e = p->tile[lv].shape[fl->axis];
+            int64_t up = lv > bl ? out->tile[nk][lv - 1] : fl->total;
             out->tile[nk][lv] = e < 1 ? 1 : e > up ? up : e;
         }
         n_tiled++;

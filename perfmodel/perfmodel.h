@@ -156,6 +156,14 @@ typedef struct rt_perf_access {
     int64_t coef[RT_MAX_DIMS][RT_PERF_MAX_AXES]; // |coefficient| of each axis in dim d
 } rt_perf_access;
 
+// The main statement's flat axis (rt_perf_cpu_flat_axis): n members (0: none), outer first,
+// of model axis `axis`, whose range is total points.
+typedef struct rt_perf_flat {
+    int32_t n, axis;
+    int32_t mem[RT_MAX_DIMS];
+    int64_t total;
+} rt_perf_flat;
+
 struct rt_perf_model {
     const rt_op *op;
     const rt_device *dev;
@@ -181,8 +189,9 @@ struct rt_perf_model {
     int32_t block_level;  // scale-out level: lowest tiled level of scope unit/block
     bool acc_persist;     // accumulators stay in thread registers across the reduction
     bool use_mma;
-    bool recursive; // modeled as a simple per-statement plan
-    bool warm;      // CPU: the operator stays in the last-level cache (rt_perf_cpu_warm)
+    bool recursive;    // modeled as a simple per-statement plan
+    bool warm;         // CPU: the operator stays in the last-level cache (rt_perf_cpu_warm)
+    rt_perf_flat flat; // CPU loop nests: the main statement's flat axis
     double peak_gflops;
     double epsilon;                // current tensor-padding bound
     const char *default_dist_note; // set when a vloop got the default distribution
@@ -334,10 +343,10 @@ bool rt_perf_cpu_gemm_time(const rt_perf_model *m, const rt_perf_cpu_gemm *g, do
 // axis as one flat index with the axis's rTiles, its outer members at 0 in every offset,
 // instead of spreading a tile back over the members (256 elements as 6 rows of 42): tiles of
 // whole cache lines let the output take non-temporal stores, which rows of 42 floats cannot
-// (8x1008x42x42 ReLU on a Zen 5 core: 2.3 ms against 2.9 ms). Returns the member count (>= 2)
-// with the members in mem (outer first) and the axis's range in *total; 0 when not flat.
-int32_t rt_perf_cpu_flat_axis(const rt_perf_model *m, const rt_stmt *s, int32_t *mem,
-                              int64_t *total);
+// (8x1008x42x42 ReLU on a Zen 5 core: 2.3 ms against 2.9 ms). Fills *out (needs m's axes) and
+// returns out->n: the member count (>= 2), 0 when not flat. The model holds its main
+// statement's in m->flat, set once when it is built.
+int32_t rt_perf_cpu_flat_axis(const rt_perf_model *m, const rt_stmt *s, rt_perf_flat *out);
 
 typedef struct rt_perf_cpu_loops {
     int32_t n_vars;
@@ -348,8 +357,8 @@ typedef struct rt_perf_cpu_loops {
     int64_t items;                                    // work items (scale-out tiles)
 } rt_perf_cpu_loops;
 // False when no variable is tiled (the backend then lowers the plain nest, whatever p is).
-// A flat axis (rt_perf_cpu_flat_axis) is one entry: its last member's variable over the whole
-// axis, with the axis's tiles.
+// A flat axis (m->flat) is one entry: its last member's variable over the whole axis, with the
+// axis's tiles.
 bool rt_perf_cpu_loop_plan(const rt_perf_model *m, const rt_rprog *p, rt_perf_cpu_loops *out);
 
 // Time the busiest core spends executing that loop nest, in two parts. *ns overlaps with the

@@ -625,6 +625,7 @@ rt_status rt_perf_model_build(rt_arena *a, const rt_op *op, const rt_device *dev
                        "entry, got none)",
                        rt_dtype_name(m->dtype));
     m->warm = rt_perf_cpu_warm(m);
+    rt_perf_cpu_flat_axis(m, st, &m->flat);
     *out = m;
     return RT_OK;
 }

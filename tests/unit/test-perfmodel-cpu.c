@@ -391,9 +391,9 @@ static void test_loops(const rt_device *dev) {
     op->tensors[0].dims[3].extent = tp_num(a, 48);
     rt_perf_model *m;
     RT_EXPECT_EQ(rt_perf_model_build(a, op, dev, NULL, &m, &err), RT_OK);
-    int32_t mem[4];
-    int64_t total = 0;
-    RT_EXPECT_EQ(rt_perf_cpu_flat_axis(m, &op->stmts[0], mem, &total), 0);
+    rt_perf_flat fl;
+    RT_EXPECT_EQ(rt_perf_cpu_flat_axis(m, &op->stmts[0], &fl), 0);
+    RT_EXPECT_EQ(m->flat.n, 0);
     rt_rprog p96, p32;
     rt_perf_cpu_loops l96, l32;
     plans_96_32(m, &p96, &p32, &l96, &l32);
@@ -451,12 +451,13 @@ static void test_flat_loops(const rt_device *dev) {
     rt_op *op = tp_relu(a, dims);
     rt_perf_model *m;
     RT_EXPECT_EQ(rt_perf_model_build(a, op, dev, NULL, &m, &err), RT_OK);
-    int32_t mem[4];
-    int64_t total = 0;
-    RT_EXPECT_EQ(rt_perf_cpu_flat_axis(m, &op->stmts[0], mem, &total), 4);
-    RT_EXPECT_EQ(total, 1008 * 42 * 42);
-    RT_EXPECT_EQ(mem[0], 0);
-    RT_EXPECT_EQ(mem[3], 3);
+    rt_perf_flat fl;
+    RT_EXPECT_EQ(rt_perf_cpu_flat_axis(m, &op->stmts[0], &fl), 4);
+    RT_EXPECT_EQ(fl.total, 1008 * 42 * 42);
+    RT_EXPECT_EQ(fl.mem[0], 0);
+    RT_EXPECT_EQ(fl.mem[3], 3);
+    RT_EXPECT_EQ(fl.axis, 0);
+    RT_EXPECT_EQ(m->flat.n, 4); // the model holds it from its build
     rt_rprog p96, p32;
     rt_perf_cpu_loops l96, l32;
     plans_96_32(m, &p96, &p32, &l96, &l32);
