@@ -555,6 +555,7 @@ rt_status rt_gpu_check_run(rt_arena *a, rt_gpu_runtime *rt, const rt_device *ocl
     }
     out->elapsed_ns = rt_ge_now_ns() - t0;
     RT_TRY(rt_interp_run(op, b, err));
+    out->accepted = true;
     for (int32_t o = 0; o < op->n_outputs && o < 8; o++) {
         int32_t t = op->outputs[o];
         int32_t bi = -1;
@@ -564,6 +565,7 @@ rt_status rt_gpu_check_run(rt_arena *a, rt_gpu_runtime *rt, const rt_device *ocl
         if (bi < 0)
             continue;
         rt_compare_data(b->tensors[t].data, host[bi], rt_tensor_elems(b, t), &out->cmp[o]);
+        out->accepted = out->accepted && rt_compare_accept(&out->cmp[o], op->tensors[t].dtype);
         out->max_rel_err = fmax(out->max_rel_err, out->cmp[o].max_rel_err);
         out->nmse = fmax(out->nmse, out->cmp[o].nmse);
         out->n_outputs = o + 1;

@@ -184,6 +184,7 @@ typedef struct rt_gpu_check {
     double max_rel_err;       // over outputs
     double nmse;              // max over outputs
     double elapsed_ns;        // wall time of the runs (all phases)
+    bool accepted;            // every compared output passes rt_compare_accept
 } rt_gpu_check;
 
 // Runs candidate c (emitted for the target of ocl_dev, the device rt was opened on: CUDA, HIP or

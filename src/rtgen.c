@@ -208,8 +208,8 @@ static double rt_cpu_buf_get(const rt_kir_buf *bf, const void *p, int64_t i) {
 }
 
 // Compares every output against d->ref, streaming (no copy of the output: relu-sized tensors
-// run to gigabytes). Same measures as rt_compare_data. Returns true when within the dtype's
-// tolerance.
+// run to gigabytes), and accepts it by the tolerance table (rt_compare_accept). Returns true
+// when every output is within its dtype's tolerance.
 static bool rt_cpu_check_outputs(const rt_op *op, const rt_kir_kernel *k, const rt_cpu_data *d,
                                  const rt_bindings *b, rt_cpu_shared *sh) {
     bool ok = true;
@@ -218,33 +218,17 @@ static bool rt_cpu_check_outputs(const rt_op *op, const rt_kir_kernel *k, const 
         if (bf->role != RT_KIR_BUF_DATA || op->tensors[bf->tensor].role != RT_ROLE_OUTPUT ||
             !d->ref[bf->tensor])
             continue;
-        int64_t n = b->tensors[bf->tensor].layout.elems, nonfinite = 0;
+        int64_t n = b->tensors[bf->tensor].layout.elems;
         const double *ref = d->ref[bf->tensor];
-        double ref_max = 0, max_abs = 0, max_rel = 0, err2 = 0, ref2 = 0;
-        for (int64_t e = 0; e < n; e++) {
-            double r = ref[e], g = rt_cpu_buf_get(bf, d->args[i], e), abs_err, rel_err;
-            if (!isfinite(r) || !isfinite(g)) {
-                if ((isnan(r) && isnan(g)) || r == g)
-                    continue;
-                nonfinite++;
-                abs_err = rel_err = HUGE_VAL;
-            } else {
-                abs_err = fabs(g - r);
-                rel_err = abs_err / fmax(fabs(r), RT_COMPARE_REL_FLOOR);
-                err2 += abs_err * abs_err;
-                ref2 += r * r;
-                ref_max = fmax(ref_max, fabs(r));
-            }
-            max_abs = fmax(max_abs, abs_err);
-            max_rel = fmax(max_rel, rel_err);
-        }
-        double nmse = nonfinite ? HUGE_VAL : ref2 > 0.0 ? err2 / ref2 : err2;
-        sh->max_abs_err = fmax(sh->max_abs_err, max_abs);
-        sh->max_rel_err = fmax(sh->max_rel_err, max_rel);
-        sh->nmse = fmax(sh->nmse, nmse);
-        bool f64 = bf->type == RT_KIR_F64;
-        double nmse_tol = f64 ? 1e-20 : 1e-8, abs_tol = (f64 ? 1e-9 : 1e-3) * (1.0 + ref_max);
-        if (nonfinite > 0 || !(nmse <= nmse_tol) || !(max_abs <= abs_tol))
+        rt_compare_result cr;
+        rt_compare_begin(&cr);
+        for (int64_t e = 0; e < n; e++)
+            rt_compare_add(&cr, ref[e], rt_cpu_buf_get(bf, d->args[i], e));
+        rt_compare_end(&cr);
+        sh->max_abs_err = fmax(sh->max_abs_err, cr.max_abs_err);
+        sh->max_rel_err = fmax(sh->max_rel_err, cr.max_rel_err);
+        sh->nmse = fmax(sh->nmse, cr.nmse);
+        if (!rt_compare_accept(&cr, op->tensors[bf->tensor].dtype))
             ok = false;
     }
     return ok;
@@ -304,7 +288,7 @@ static bool rt_cpu_check_gemm(const rt_kir_kernel *k, const rt_cpu_data *d, rt_c
     sh->max_abs_err = max_err;
     sh->max_rel_err = max_err / fmax(max_ref, RT_COMPARE_REL_FLOOR);
     sh->nmse = 0;
-    return max_err <= 1e-4 * fmax(1.0, max_ref);
+    return max_err <= rt_tolerance_of(RT_DTYPE_F32)->vec_tol * fmax(1.0, max_ref);
 }
 
 typedef struct rt_cpu_child {

@@ -571,6 +571,62 @@ static void test_compare(void) {
     RT_EXPECT(isinf(r.max_abs_err) && isinf(r.nmse));
 }
 
+// The one acceptance rule: both error bounds must hold, a NaN never passes, integers are exact.
+static void test_accept(void) {
+    enum { N = 100000 };
+    double *ref = malloc(N * sizeof *ref), *got = malloc(N * sizeof *got);
+    if (!ref || !got) {
+        RT_EXPECT(0);
+        free(ref);
+        free(got);
+        return;
+    }
+    for (int i = 0; i < N; i++)
+        ref[i] = got[i] = (double)(i % 17) - 8.0; // max |ref| = 8
+    rt_compare_result r;
+    rt_compare_data(ref, got, N, &r);
+    RT_EXPECT(rt_compare_accept(&r, RT_DTYPE_F32) && rt_compare_accept(&r, RT_DTYPE_I32));
+    RT_EXPECT_NEAR(r.ref_max_abs, 8.0, 0);
+    // One badly wrong element of 100000: the NMSE stays below its bound (0.0025 / 2.4e6 = 1e-9),
+    // the max error does not. An NMSE-or-max-error rule would accept it.
+    got[777] += 0.05;
+    rt_compare_data(ref, got, N, &r);
+    RT_EXPECT(r.nmse <= rt_tolerance_of(RT_DTYPE_F32)->nmse_tol);
+    RT_EXPECT(!rt_compare_accept(&r, RT_DTYPE_F32));
+    // Every element off by 8e-4 (within 1e-3 x (1 + 8)): the max error passes, the NMSE
+    // (6.4e-7 / 24 = 2.7e-8) not.
+    for (int i = 0; i < N; i++)
+        got[i] = ref[i] + 8e-4;
+    rt_compare_data(ref, got, N, &r);
+    RT_EXPECT(r.max_abs_err <= rt_tolerance_of(RT_DTYPE_F32)->abs_tol * (1 + r.ref_max_abs));
+    RT_EXPECT(!rt_compare_accept(&r, RT_DTYPE_F32));
+    // Within float rounding: accepted as f32, refused as f64 and as an integer type.
+    for (int i = 0; i < N; i++)
+        got[i] = ref[i] * (1 + 1e-7);
+    rt_compare_data(ref, got, N, &r);
+    RT_EXPECT(rt_compare_accept(&r, RT_DTYPE_F32));
+    RT_EXPECT(!rt_compare_accept(&r, RT_DTYPE_F64) && !rt_compare_accept(&r, RT_DTYPE_I32));
+    // A single NaN (or an all-NaN output) is refused whatever the other elements are.
+    memcpy(got, ref, N * sizeof *got);
+    got[5] = (double)NAN;
+    rt_compare_data(ref, got, N, &r);
+    RT_EXPECT(!rt_compare_accept(&r, RT_DTYPE_F32));
+    for (int i = 0; i < N; i++)
+        got[i] = (double)NAN;
+    rt_compare_data(ref, got, N, &r);
+    RT_EXPECT(!rt_compare_accept(&r, RT_DTYPE_F32) && !rt_compare_accept(&r, RT_DTYPE_BF16));
+    // Streaming gives the same measures as the array form.
+    rt_compare_result s;
+    rt_compare_begin(&s);
+    for (int i = 0; i < N; i++)
+        rt_compare_add(&s, ref[i], got[i]);
+    rt_compare_end(&s);
+    RT_EXPECT(s.n_elems == r.n_elems && s.n_nonfinite == r.n_nonfinite &&
+              s.worst_index == r.worst_index);
+    free(ref);
+    free(got);
+}
+
 // A 64^3 matmul on seeded inputs, checked with the random-vector identity C t = A (B t).
 static void test_matmul_64(void) {
     rt_op *op = parse("def mm(float(64, 64) A, float(64, 64) B) -> (double(64, 64) C) {\n"
@@ -835,6 +891,7 @@ int main(void) {
     test_other_reductions();
     test_generator();
     test_compare();
+    test_accept();
     test_matmul_64();
     test_examples();
     test_loaders();
