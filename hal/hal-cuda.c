@@ -567,6 +567,7 @@ static const rt_gpu_driver_ops rt_cuda_driver_ops = {
     .launch_call = "cuLaunchKernel",
     .sync_call = "cuCtxSynchronize",
     .timed_calls = "timed launch (cuEventRecord/cuLaunchKernel/cuEventElapsedTime)",
+    .event_timer = "CUDA events (cuEventElapsedTime)",
     .download_call = "cuMemcpyDtoH",
     .bind = rt_cuda_op_bind,
     .module_load = rt_cuda_op_module_load,

@@ -627,30 +627,63 @@ static rt_status rt_gpu_driver_function(rt_arena *a, rt_gpu_driver *d, const rt_
     return RT_OK;
 }
 
-// The launches, with the device buffers in place: reps == 0, one launch and a synchronize;
-// otherwise warmup untimed launches, then reps launches each between two event records, whose
-// elapsed time is the sample. The events are destroyed on every path.
-static rt_status rt_gpu_driver_launch_all(rt_gpu_driver *d, void *fn, const rt_gpu_exec *x,
+// One launch of every step in order (the kernels in fns[]).
+static int rt_gpu_driver_round(const rt_gpu_driver_ops *ops, void *ctx, void *const *fns,
+                               const rt_gpu_exec *x, void **params) {
+    for (int32_t s = 0; s < x->n_steps; s++) {
+        const rt_gpu_launch *g = &x->steps[s].cfg;
+        unsigned grid[3], block[3];
+        for (int k = 0; k < 3; k++) {
+            grid[k] = (unsigned)(g->grid[k] > 0 ? g->grid[k] : 1);
+            block[k] = (unsigned)(g->block[k] > 0 ? g->block[k] : 1);
+        }
+        int r = ops->launch(ctx, fns[s], grid, block, (unsigned)g->dyn_smem_bytes, params);
+        if (r != 0)
+            return r;
+    }
+    return 0;
+}
+
+// The timed repetitions without device events: the wall clock from before the first launch of
+// a round to the return of the sync after it (the warm-up is waited for first).
+static int rt_gpu_driver_time_wall(const rt_gpu_driver_ops *ops, void *ctx, void *const *fns,
+                                   rt_gpu_exec *x, void **params) {
+    int r = ops->sync(ctx);
+    for (int32_t i = 0; r == 0 && i < x->reps; i++) {
+        double t0 = rt_gpu_now_ms();
+        r = rt_gpu_driver_round(ops, ctx, fns, x, params);
+        if (r == 0)
+            r = ops->sync(ctx);
+        x->samples_ns[i] = (rt_gpu_now_ms() - t0) * 1e6;
+    }
+    return r;
+}
+
+// The launches, with the device buffers in place: reps == 0, one round (every step once) and a
+// synchronize; otherwise warmup untimed rounds, then reps rounds each between two event records
+// (the wall clock around round + sync where the driver has no events), whose elapsed time is
+// the sample. The events are destroyed on every path.
+static rt_status rt_gpu_driver_launch_all(rt_gpu_driver *d, void *const *fns, rt_gpu_exec *x,
                                           void **params, rt_err *err) {
     const rt_gpu_driver_ops *ops = d->ops;
     void *ctx = d->ctx;
-    const rt_gpu_launch *g = x->cfg;
-    unsigned grid[3], block[3];
-    for (int k = 0; k < 3; k++) {
-        grid[k] = (unsigned)(g->grid[k] > 0 ? g->grid[k] : 1);
-        block[k] = (unsigned)(g->block[k] > 0 ? g->block[k] : 1);
-    }
-    unsigned smem = (unsigned)g->dyn_smem_bytes;
     int r;
-    int32_t untimed = x->reps == 0 ? 1 : x->warmup; // the run's one launch, or the warm-up
+    int32_t untimed = x->reps == 0 ? 1 : x->warmup; // the run's one round, or the warm-up
     for (int32_t i = 0; i < untimed; i++)
-        if ((r = ops->launch(ctx, fn, grid, block, smem, params)) != 0)
+        if ((r = rt_gpu_driver_round(ops, ctx, fns, x, params)) != 0)
             return rt_gpu_driver_fail(ops, ctx, ops->launch_call, r, err);
     if (x->reps == 0) {
         if ((r = ops->sync(ctx)) != 0)
             return rt_gpu_driver_fail(ops, ctx, ops->sync_call, r, err);
         return RT_OK;
     }
+    if (!ops->event_create) {
+        x->method = RT_GPU_TIMED_WALL;
+        if ((r = rt_gpu_driver_time_wall(ops, ctx, fns, x, params)) != 0)
+            return rt_gpu_driver_fail(ops, ctx, ops->timed_calls, r, err);
+        return RT_OK;
+    }
+    x->method = ops->event_timer;
     void *ev[2] = {NULL, NULL};
     r = 0;
     for (int k = 0; k < 2 && r == 0; k++) {
@@ -662,7 +695,7 @@ static rt_status rt_gpu_driver_launch_all(rt_gpu_driver *d, void *fn, const rt_g
         float ms = 0.0f;
         r = ops->event_record(ctx, ev[0]);
         if (r == 0)
-            r = ops->launch(ctx, fn, grid, block, smem, params);
+            r = rt_gpu_driver_round(ops, ctx, fns, x, params);
         if (r == 0)
             r = ops->event_record(ctx, ev[1]);
         if (r == 0)
@@ -708,7 +741,7 @@ static void *rt_gpu_scalar_param(const rt_gpu_arg *g, rt_gpu_scalar *slot) {
     }
 }
 
-// rt_gpu_exec on a launch-style driver: binds the context, finds the kernel, allocates and
+// rt_gpu_exec on a launch-style driver: binds the context, finds the kernels, allocates and
 // uploads every buffer (a pointer to its device address is the parameter), passes scalars by
 // type, launches (rt_gpu_driver_launch_all), reads the copy_out buffers back into the staging
 // memory after an untimed run, and frees every device buffer whatever failed.
@@ -719,15 +752,24 @@ static rt_status rt_gpu_driver_exec(rt_gpu_runtime *rt, rt_gpu_exec *x, rt_err *
     int r;
     if (ops->bind && (r = ops->bind(ctx)) != 0)
         return rt_gpu_driver_fail(ops, ctx, ops->bind_call, r, err);
-    void *fn = NULL;
-    RT_TRY(rt_gpu_driver_function(rt->arena, d, x->bin, &fn, err));
-    if (ops->set_dyn_smem && (r = ops->set_dyn_smem(ctx, fn, x->cfg->dyn_smem_bytes)) != 0)
-        return rt_gpu_driver_fail(ops, ctx, ops->smem_call, r, err);
+    void **fns = calloc((size_t)x->n_steps, sizeof *fns);
+    if (!fns)
+        return rt_fail(err, RT_ERR_NOMEM, RT_NOLOC, "out of memory");
+    rt_status st = RT_OK;
+    for (int32_t s = 0; st == RT_OK && s < x->n_steps; s++) {
+        st = rt_gpu_driver_function(rt->arena, d, x->steps[s].bin, &fns[s], err);
+        int64_t smem = x->steps[s].cfg.dyn_smem_bytes;
+        if (st == RT_OK && ops->set_dyn_smem && (r = ops->set_dyn_smem(ctx, fns[s], smem)) != 0)
+            st = rt_gpu_driver_fail(ops, ctx, ops->smem_call, r, err);
+    }
+    if (st != RT_OK) {
+        free(fns);
+        return st;
+    }
     int32_t n = x->n_args;
     rt_gpu_devptr *dptr = calloc(rt_at_least_one((size_t)n), sizeof *dptr);
     void **params = calloc(rt_at_least_one((size_t)n), sizeof *params);
     rt_gpu_scalar *scalars = calloc(rt_at_least_one((size_t)n), sizeof *scalars);
-    rt_status st = RT_OK;
     if (!dptr || !params || !scalars)
         st = rt_fail(err, RT_ERR_NOMEM, RT_NOLOC, "out of memory");
     for (int32_t i = 0; st == RT_OK && i < n; i++) {
@@ -750,7 +792,7 @@ static rt_status rt_gpu_driver_exec(rt_gpu_runtime *rt, rt_gpu_exec *x, rt_err *
             st = rt_gpu_driver_fail(ops, ctx, ops->upload_calls, r, err);
     }
     if (st == RT_OK)
-        st = rt_gpu_driver_launch_all(d, fn, x, params, err);
+        st = rt_gpu_driver_launch_all(d, fns, x, params, err);
     for (int32_t i = 0; st == RT_OK && x->reps == 0 && i < n; i++) {
         const rt_gpu_arg *g = &x->args[i];
         if (g->kind != RT_GPU_ARG_BUFFER || !g->copy_out)
@@ -764,6 +806,7 @@ static rt_status rt_gpu_driver_exec(rt_gpu_runtime *rt, rt_gpu_exec *x, rt_err *
     free(dptr);
     free(params);
     free(scalars);
+    free(fns);
     return st;
 }
 
@@ -781,10 +824,17 @@ static rt_status rt_gpu_exec_dispatch(rt_gpu_runtime *rt, rt_gpu_exec *x, rt_err
 // Checks the arguments and converts the buffers; the staging memory is malloc'd (it may be
 // large and lives only for one call) and freed by rt_gpu_exec_run.
 static rt_status rt_gpu_exec_run(rt_gpu_runtime *rt, rt_gpu_exec *x, rt_err *err) {
-    if (x->bin->devclass != rt->devclass)
-        return rt_fail(err, RT_ERR_BACKEND, RT_NOLOC,
-                       "kernel %s was compiled for class %s (expected %s)", x->bin->kernel_name,
-                       rt_devclass_name(x->bin->devclass), rt_devclass_name(rt->devclass));
+    if (x->n_steps < 1 || !x->steps)
+        return rt_fail(err, RT_ERR_BACKEND, RT_NOLOC, "no kernel to launch (expected at least 1)");
+    for (int32_t s = 0; s < x->n_steps; s++) {
+        const rt_gpu_binary *bin = x->steps[s].bin;
+        if (!bin)
+            return rt_fail(err, RT_ERR_BACKEND, RT_NOLOC, "step %d has no kernel", (int)s);
+        if (bin->devclass != rt->devclass)
+            return rt_fail(err, RT_ERR_BACKEND, RT_NOLOC,
+                           "kernel %s was compiled for class %s (expected %s)", bin->kernel_name,
+                           rt_devclass_name(bin->devclass), rt_devclass_name(rt->devclass));
+    }
     if (x->n_args < 0 || (x->n_args > 0 && !x->args))
         return rt_fail(err, RT_ERR_BACKEND, RT_NOLOC, "bad argument list");
     for (int32_t i = 0; i < x->n_args; i++) {
@@ -830,10 +880,16 @@ static rt_status rt_gpu_exec_run(rt_gpu_runtime *rt, rt_gpu_exec *x, rt_err *err
     return st;
 }
 
+rt_status rt_gpu_run_steps(rt_gpu_runtime *rt, const rt_gpu_step *steps, int32_t n_steps,
+                           rt_gpu_arg *args, int32_t n_args, rt_err *err) {
+    rt_gpu_exec x = {.steps = steps, .n_steps = n_steps, .args = args, .n_args = n_args};
+    return rt_gpu_exec_run(rt, &x, err);
+}
+
 rt_status rt_gpu_run(rt_gpu_runtime *rt, const rt_gpu_binary *bin, const rt_gpu_launch *cfg,
                      rt_gpu_arg *args, int32_t n_args, rt_err *err) {
-    rt_gpu_exec x = {.bin = bin, .cfg = cfg, .args = args, .n_args = n_args};
-    return rt_gpu_exec_run(rt, &x, err);
+    rt_gpu_step step = {.bin = bin, .cfg = *cfg};
+    return rt_gpu_run_steps(rt, &step, 1, args, n_args, err);
 }
 
 static int rt_gpu_cmp_double(const void *pa, const void *pb) {
@@ -841,9 +897,9 @@ static int rt_gpu_cmp_double(const void *pa, const void *pb) {
     return (a > b) - (a < b);
 }
 
-rt_status rt_gpu_time(rt_gpu_runtime *rt, const rt_gpu_binary *bin, const rt_gpu_launch *cfg,
-                      rt_gpu_arg *args, int32_t n_args, int32_t warmup, int32_t reps,
-                      rt_gpu_timing *out, rt_err *err) {
+rt_status rt_gpu_time_steps(rt_gpu_runtime *rt, const rt_gpu_step *steps, int32_t n_steps,
+                            rt_gpu_arg *args, int32_t n_args, int32_t warmup, int32_t reps,
+                            rt_gpu_timing *out, rt_err *err) {
     memset(out, 0, sizeof *out);
     if (reps < 1 || warmup < 0)
         return rt_fail(err, RT_ERR_BACKEND, RT_NOLOC,
@@ -852,8 +908,8 @@ rt_status rt_gpu_time(rt_gpu_runtime *rt, const rt_gpu_binary *bin, const rt_gpu
     double *samples = calloc((size_t)reps, sizeof *samples);
     if (!samples)
         return rt_fail(err, RT_ERR_NOMEM, RT_NOLOC, "out of memory");
-    rt_gpu_exec x = {.bin = bin,
-                     .cfg = cfg,
+    rt_gpu_exec x = {.steps = steps,
+                     .n_steps = n_steps,
                      .args = args,
                      .n_args = n_args,
                      .warmup = warmup,
@@ -871,7 +927,15 @@ rt_status rt_gpu_time(rt_gpu_runtime *rt, const rt_gpu_binary *bin, const rt_gpu
         out->median_ns =
             reps % 2 ? samples[reps / 2] : 0.5 * (samples[reps / 2 - 1] + samples[reps / 2]);
         out->mean_ns = sum / reps;
+        out->method = x.method;
     }
     free(samples);
     return st;
+}
+
+rt_status rt_gpu_time(rt_gpu_runtime *rt, const rt_gpu_binary *bin, const rt_gpu_launch *cfg,
+                      rt_gpu_arg *args, int32_t n_args, int32_t warmup, int32_t reps,
+                      rt_gpu_timing *out, rt_err *err) {
+    rt_gpu_step step = {.bin = bin, .cfg = *cfg};
+    return rt_gpu_time_steps(rt, &step, 1, args, n_args, warmup, reps, out, err);
 }

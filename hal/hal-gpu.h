@@ -137,33 +137,57 @@ typedef struct rt_gpu_launch {
     int64_t dyn_smem_bytes; // cuda/hip dynamic shared memory per block
 } rt_gpu_launch;
 
+// One launch of a sequence (the phases of a generated kernel): every kernel of a sequence takes
+// the same argument list, on the same device buffers, each launched after the previous one.
+typedef struct rt_gpu_step {
+    const rt_gpu_binary *bin;
+    rt_gpu_launch cfg;
+} rt_gpu_step;
+
+// How a timing's samples were taken (rt_gpu_timing.method): the backend's device events, or,
+// where the runtime has none, the host's monotonic clock around launches followed by a wait.
+#define RT_GPU_TIMED_WALL "wall clock around synchronised launches (no device events)"
+
 typedef struct rt_gpu_timing {
     int32_t warmup, reps;
     double min_ns, median_ns, mean_ns;
+    const char *method; // "CUDA events (cuEventElapsedTime)", ..., or RT_GPU_TIMED_WALL
 } rt_gpu_timing;
 
 // Uploads the buffers, launches the kernel once, waits, reads back the copy_out buffers.
 rt_status rt_gpu_run(rt_gpu_runtime *rt, const rt_gpu_binary *bin, const rt_gpu_launch *cfg,
                      rt_gpu_arg *args, int32_t n_args, rt_err *err);
 // Uploads the buffers, launches warmup + reps times and times each of the reps with device
-// events (cuEvent / hipEvent / OpenCL profiling); reads nothing back. reps >= 1.
+// events (cuEvent / hipEvent / OpenCL profiling; the wall clock where there are none); reads
+// nothing back. reps >= 1.
 rt_status rt_gpu_time(rt_gpu_runtime *rt, const rt_gpu_binary *bin, const rt_gpu_launch *cfg,
                       rt_gpu_arg *args, int32_t n_args, int32_t warmup, int32_t reps,
                       rt_gpu_timing *out, rt_err *err);
+// rt_gpu_run over a sequence: uploads the buffers once, launches steps[0..n_steps) in order on
+// the device-resident buffers, waits, reads back the copy_out buffers. n_steps >= 1.
+rt_status rt_gpu_run_steps(rt_gpu_runtime *rt, const rt_gpu_step *steps, int32_t n_steps,
+                           rt_gpu_arg *args, int32_t n_args, rt_err *err);
+// rt_gpu_time over a sequence: one warm-up or repetition launches every step in order; a sample
+// spans the whole sequence (from before the first launch to after the last).
+rt_status rt_gpu_time_steps(rt_gpu_runtime *rt, const rt_gpu_step *steps, int32_t n_steps,
+                            rt_gpu_arg *args, int32_t n_args, int32_t warmup, int32_t reps,
+                            rt_gpu_timing *out, rt_err *err);
 
 // ---------------------------------------------------------------------------------------------
 // Backend entry points (hal-cuda.c, hal-hip.c, hal-opencl.c), called through hal-gpu.c.
 // ---------------------------------------------------------------------------------------------
 
 // A loaded kernel plus its device buffers for one launch, owned by the backend.
+// A loaded sequence of kernels plus its device buffers, owned by the backend.
 typedef struct rt_gpu_exec {
-    const rt_gpu_binary *bin;
-    const rt_gpu_launch *cfg;
+    const rt_gpu_step *steps; // n_steps >= 1 kernels, launched in order on the same buffers
+    int32_t n_steps;
     rt_gpu_arg *args;
     int32_t n_args;
     void **host_staging;  // per BUFFER arg: the dtype-converted host bytes (hal-gpu.c fills)
-    int32_t warmup, reps; // reps == 0: one launch, then read back
-    double *samples_ns;   // reps entries when reps > 0
+    int32_t warmup, reps; // reps == 0: one launch of the sequence, then read back
+    double *samples_ns;   // reps entries when reps > 0: one per launch of the whole sequence
+    const char *method;   // reps > 0: how the samples were taken (the backend sets it)
 } rt_gpu_exec;
 
 struct rt_gpu_runtime {
@@ -221,7 +245,9 @@ typedef struct rt_gpu_driver_ops {
     // The driver's names of the calls behind each step, for messages.
     const char *bind_call, *load_call, *function_call, *smem_call, *upload_calls, *launch_call,
         *sync_call, *timed_calls, *download_call;
-    int (*bind)(void *ctx); // make the driver's context current on this thread; NULL: none
+    const char *event_timer; // rt_gpu_timing.method of event-timed samples
+                             // ("CUDA events (cuEventElapsedTime)")
+    int (*bind)(void *ctx);  // make the driver's context current on this thread; NULL: none
     int (*module_load)(void *ctx, const void *image, void **out_module);
     int (*module_function)(void *ctx, void *module, const char *symbol, void **out_fn);
     void (*module_unload)(void *ctx, void *module);
@@ -236,6 +262,8 @@ typedef struct rt_gpu_driver_ops {
     int (*launch)(void *ctx, void *fn, const unsigned grid[3], const unsigned block[3],
                   unsigned dyn_smem_bytes, void **params);
     int (*sync)(void *ctx); // waits for every launch
+    // Events; event_create NULL: the driver has none, and timed launches are timed with the
+    // wall clock around launch + sync (RT_GPU_TIMED_WALL).
     int (*event_create)(void *ctx, void **out);
     int (*event_record)(void *ctx, void *ev); // on the default stream
     int (*event_synchronize)(void *ctx, void *ev);

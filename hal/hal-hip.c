@@ -499,6 +499,7 @@ static const rt_gpu_driver_ops rt_hip_driver_ops = {
     .launch_call = "hipModuleLaunchKernel",
     .sync_call = "hipDeviceSynchronize",
     .timed_calls = "timed launch (hipEventRecord/hipModuleLaunchKernel)",
+    .event_timer = "HIP events (hipEventElapsedTime)",
     .download_call = "hipMemcpyDtoH",
     .module_load = rt_hip_op_module_load,
     .module_function = rt_hip_op_module_function,

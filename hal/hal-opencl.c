@@ -12,6 +12,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #if defined(RT_WITH_OPENCL)
 
@@ -156,6 +157,7 @@ typedef struct rt_cl_rt {
     cl_device_id device;
     cl_context ctx;
     cl_command_queue queue;
+    bool profiling; // the queue records profiling times (else timed launches use the wall clock)
     char name[128];
     rt_cl_module *modules;
 } rt_cl_rt;
@@ -353,6 +355,9 @@ static rt_status rt_cl_open_locked(rt_arena *a, const rt_device *dev, bool with_
         return rt_cl_fail("clCreateContext", r, err);
     if (with_queue) {
         c->queue = rt_cl_lib.clCreateCommandQueue(c->ctx, c->device, CL_QUEUE_PROFILING_ENABLE, &r);
+        c->profiling = r == CL_SUCCESS;
+        if (r == CL_INVALID_QUEUE_PROPERTIES) // no profiling: timed with the wall clock
+            c->queue = rt_cl_lib.clCreateCommandQueue(c->ctx, c->device, 0, &r);
         if (r != CL_SUCCESS)
             return rt_cl_fail("clCreateCommandQueue", r, err);
     }
@@ -506,86 +511,150 @@ static rt_status rt_cl_kernel(rt_gpu_runtime *rt, rt_cl_rt *c, const rt_gpu_bina
     return RT_OK;
 }
 
-static rt_status rt_cl_launch_all(rt_cl_rt *c, cl_kernel k, const rt_gpu_exec *x, rt_err *err) {
-    size_t global[3], local[3];
-    for (int d = 0; d < 3; d++) {
-        size_t g = (size_t)(x->cfg->grid[d] > 0 ? x->cfg->grid[d] : 1);
-        local[d] = (size_t)(x->cfg->block[d] > 0 ? x->cfg->block[d] : 1);
-        global[d] = g * local[d];
-    }
-    if (x->reps == 0) {
-        RT_CL(clEnqueueNDRangeKernel, (c->queue, k, 3, NULL, global, local, 0, NULL, NULL), err);
-        RT_CL(clFinish, (c->queue), err);
-        return RT_OK;
-    }
-    for (int32_t i = 0; i < x->warmup; i++)
-        RT_CL(clEnqueueNDRangeKernel, (c->queue, k, 3, NULL, global, local, 0, NULL, NULL), err);
-    RT_CL(clFinish, (c->queue), err);
-    for (int32_t i = 0; i < x->reps; i++) {
-        cl_event ev;
-        cl_ulong t0 = 0, t1 = 0;
-        RT_CL(clEnqueueNDRangeKernel, (c->queue, k, 3, NULL, global, local, 0, NULL, &ev), err);
-        cl_int r = rt_cl_lib.clWaitForEvents(1, &ev);
-        if (r == CL_SUCCESS)
-            r = rt_cl_lib.clGetEventProfilingInfo(ev, CL_PROFILING_COMMAND_START, sizeof t0, &t0,
-                                                  NULL);
-        if (r == CL_SUCCESS)
-            r = rt_cl_lib.clGetEventProfilingInfo(ev, CL_PROFILING_COMMAND_END, sizeof t1, &t1,
-                                                  NULL);
-        rt_cl_lib.clReleaseEvent(ev);
+// One launch of every step in order; with ev, the event of the first launch in ev[0] and of the
+// last in ev[1] (the same event when there is one step; the caller releases both).
+static cl_int rt_cl_round(rt_cl_rt *c, const cl_kernel *ks, const rt_gpu_exec *x, cl_event *ev) {
+    for (int32_t s = 0; s < x->n_steps; s++) {
+        const rt_gpu_launch *g = &x->steps[s].cfg;
+        size_t global[3], local[3];
+        for (int d = 0; d < 3; d++) {
+            size_t n = (size_t)(g->grid[d] > 0 ? g->grid[d] : 1);
+            local[d] = (size_t)(g->block[d] > 0 ? g->block[d] : 1);
+            global[d] = n * local[d];
+        }
+        cl_event *out = NULL;
+        if (ev && s == 0)
+            out = &ev[0];
+        else if (ev && s == x->n_steps - 1)
+            out = &ev[1];
+        cl_int r =
+            rt_cl_lib.clEnqueueNDRangeKernel(c->queue, ks[s], 3, NULL, global, local, 0, NULL, out);
         if (r != CL_SUCCESS)
-            return rt_cl_fail("clGetEventProfilingInfo", r, err);
-        x->samples_ns[i] = (double)(t1 - t0);
+            return r;
     }
+    if (ev && x->n_steps == 1)
+        ev[1] = ev[0];
+    return CL_SUCCESS;
+}
+
+// One timed round with profiling events: from the start of its first kernel to the end of its
+// last (an in-order queue runs them one after the other).
+static cl_int rt_cl_time_events(rt_cl_rt *c, const cl_kernel *ks, const rt_gpu_exec *x,
+                                double *out_ns) {
+    cl_event ev[2] = {NULL, NULL};
+    cl_ulong t0 = 0, t1 = 0;
+    cl_int r = rt_cl_round(c, ks, x, ev);
+    if (r == CL_SUCCESS)
+        r = rt_cl_lib.clWaitForEvents(1, &ev[1]);
+    if (r == CL_SUCCESS)
+        r = rt_cl_lib.clGetEventProfilingInfo(ev[0], CL_PROFILING_COMMAND_START, sizeof t0, &t0,
+                                              NULL);
+    if (r == CL_SUCCESS)
+        r = rt_cl_lib.clGetEventProfilingInfo(ev[1], CL_PROFILING_COMMAND_END, sizeof t1, &t1,
+                                              NULL);
+    for (int k = 0; k < 2; k++)
+        if (ev[k] && (k == 0 || ev[1] != ev[0]))
+            rt_cl_lib.clReleaseEvent(ev[k]);
+    *out_ns = t1 > t0 ? (double)(t1 - t0) : 0.0;
+    return r;
+}
+
+static double rt_cl_now_ns(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec * 1e9 + (double)ts.tv_nsec;
+}
+
+// reps == 0: one round and a wait; otherwise warmup rounds, a wait, then reps rounds each timed
+// with profiling events, or with the wall clock around round + clFinish when the queue has no
+// profiling or the device reports no times (CL_PROFILING_INFO_NOT_AVAILABLE).
+static rt_status rt_cl_launch_all(rt_cl_rt *c, const cl_kernel *ks, rt_gpu_exec *x, rt_err *err) {
+    int32_t untimed = x->reps == 0 ? 1 : x->warmup;
+    for (int32_t i = 0; i < untimed; i++) {
+        cl_int r = rt_cl_round(c, ks, x, NULL);
+        if (r != CL_SUCCESS)
+            return rt_cl_fail("clEnqueueNDRangeKernel", r, err);
+    }
+    RT_CL(clFinish, (c->queue), err);
+    if (x->reps == 0)
+        return RT_OK;
+    bool events = c->profiling;
+    for (int32_t i = 0; i < x->reps; i++) {
+        cl_int r = CL_PROFILING_INFO_NOT_AVAILABLE;
+        if (events && (r = rt_cl_time_events(c, ks, x, &x->samples_ns[i])) == CL_SUCCESS)
+            continue;
+        if (r != CL_PROFILING_INFO_NOT_AVAILABLE)
+            return rt_cl_fail("timed launch (clEnqueueNDRangeKernel/clGetEventProfilingInfo)", r,
+                              err);
+        events = false; // this and the remaining samples: the wall clock
+        double t0 = rt_cl_now_ns();
+        r = rt_cl_round(c, ks, x, NULL);
+        if (r == CL_SUCCESS)
+            r = rt_cl_lib.clFinish(c->queue);
+        if (r != CL_SUCCESS)
+            return rt_cl_fail("timed launch (clEnqueueNDRangeKernel/clFinish)", r, err);
+        x->samples_ns[i] = rt_cl_now_ns() - t0;
+    }
+    x->method =
+        events ? "OpenCL profiling events (CL_PROFILING_COMMAND_START to END)" : RT_GPU_TIMED_WALL;
     return RT_OK;
 }
 
+// Sets argument i of kernel k: the device buffer mem, or the scalar / local size of g.
+static cl_int rt_cl_set_arg(cl_kernel k, int32_t i, const rt_gpu_arg *g, const cl_mem *mem) {
+    cl_int v_i32 = (cl_int)g->i;
+    cl_long v_i64 = (cl_long)g->i;
+    cl_float v_f32 = (cl_float)g->f;
+    cl_double v_f64 = g->f;
+    switch (g->kind) {
+    case RT_GPU_ARG_BUFFER:
+        return rt_cl_lib.clSetKernelArg(k, (cl_uint)i, sizeof *mem, mem);
+    case RT_GPU_ARG_I32:
+        return rt_cl_lib.clSetKernelArg(k, (cl_uint)i, sizeof v_i32, &v_i32);
+    case RT_GPU_ARG_I64:
+        return rt_cl_lib.clSetKernelArg(k, (cl_uint)i, sizeof v_i64, &v_i64);
+    case RT_GPU_ARG_F32:
+        return rt_cl_lib.clSetKernelArg(k, (cl_uint)i, sizeof v_f32, &v_f32);
+    case RT_GPU_ARG_F64:
+        return rt_cl_lib.clSetKernelArg(k, (cl_uint)i, sizeof v_f64, &v_f64);
+    default:
+        return rt_cl_lib.clSetKernelArg(k, (cl_uint)i, (size_t)g->local_bytes, NULL);
+    }
+}
+
+// Builds (or finds) every step's kernel, creates the buffers once from the staging memory and
+// sets the same arguments on each kernel, launches, reads the copy_out buffers back after an
+// untimed run, and releases every buffer whatever failed.
 rt_status rt_gpu_opencl_exec(rt_gpu_runtime *rt, rt_gpu_exec *x, rt_err *err) {
     rt_cl_rt *c = rt->impl;
-    cl_kernel k = NULL;
-    RT_TRY(rt_cl_kernel(rt, c, x->bin, &k, err));
     int32_t n = x->n_args;
+    cl_kernel *ks = calloc((size_t)x->n_steps, sizeof *ks);
     cl_mem *mem = calloc(rt_at_least_one((size_t)n), sizeof *mem);
-    if (!mem)
-        return rt_fail(err, RT_ERR_NOMEM, RT_NOLOC, "out of memory");
     rt_status st = RT_OK;
+    if (!ks || !mem)
+        st = rt_fail(err, RT_ERR_NOMEM, RT_NOLOC, "out of memory");
+    for (int32_t s = 0; st == RT_OK && s < x->n_steps; s++)
+        st = rt_cl_kernel(rt, c, x->steps[s].bin, &ks[s], err);
     for (int32_t i = 0; st == RT_OK && i < n; i++) {
         const rt_gpu_arg *g = &x->args[i];
         cl_int r = CL_SUCCESS;
-        cl_int v_i32 = (cl_int)g->i;
-        cl_long v_i64 = (cl_long)g->i;
-        cl_float v_f32 = (cl_float)g->f;
-        cl_double v_f64 = g->f;
-        switch (g->kind) {
-        case RT_GPU_ARG_BUFFER:
+        if (g->kind == RT_GPU_ARG_BUFFER)
             mem[i] = rt_cl_lib.clCreateBuffer(c->ctx, CL_MEM_READ_WRITE | CL_MEM_COPY_HOST_PTR,
                                               rt_gpu_arg_bytes(g), x->host_staging[i], &r);
-            if (r == CL_SUCCESS)
-                r = rt_cl_lib.clSetKernelArg(k, (cl_uint)i, sizeof mem[i], &mem[i]);
-            break;
-        case RT_GPU_ARG_I32:
-            r = rt_cl_lib.clSetKernelArg(k, (cl_uint)i, sizeof v_i32, &v_i32);
-            break;
-        case RT_GPU_ARG_I64:
-            r = rt_cl_lib.clSetKernelArg(k, (cl_uint)i, sizeof v_i64, &v_i64);
-            break;
-        case RT_GPU_ARG_F32:
-            r = rt_cl_lib.clSetKernelArg(k, (cl_uint)i, sizeof v_f32, &v_f32);
-            break;
-        case RT_GPU_ARG_F64:
-            r = rt_cl_lib.clSetKernelArg(k, (cl_uint)i, sizeof v_f64, &v_f64);
-            break;
-        default:
-            r = rt_cl_lib.clSetKernelArg(k, (cl_uint)i, (size_t)g->local_bytes, NULL);
-            break;
+        for (int32_t s = 0; r == CL_SUCCESS && s < x->n_steps; s++) {
+            r = rt_cl_set_arg(ks[s], i, g, &mem[i]);
+            if (r != CL_SUCCESS)
+                st = rt_fail(err, RT_ERR_BACKEND, RT_NOLOC,
+                             "argument %d of %s: clSetKernelArg failed: %s (%d)", (int)i,
+                             x->steps[s].bin->kernel_name, rt_cl_result_name(r), (int)r);
         }
-        if (r != CL_SUCCESS)
+        if (r != CL_SUCCESS && st == RT_OK)
             st = rt_fail(err, RT_ERR_BACKEND, RT_NOLOC,
-                         "argument %d of %s: clCreateBuffer/clSetKernelArg failed: %s (%d)", (int)i,
-                         x->bin->kernel_name, rt_cl_result_name(r), (int)r);
+                         "argument %d of %s: clCreateBuffer failed: %s (%d)", (int)i,
+                         x->steps[0].bin->kernel_name, rt_cl_result_name(r), (int)r);
     }
     if (st == RT_OK)
-        st = rt_cl_launch_all(c, k, x, err);
+        st = rt_cl_launch_all(c, ks, x, err);
     for (int32_t i = 0; st == RT_OK && x->reps == 0 && i < n; i++) {
         const rt_gpu_arg *g = &x->args[i];
         if (g->kind != RT_GPU_ARG_BUFFER || !g->copy_out)
@@ -597,10 +666,11 @@ rt_status rt_gpu_opencl_exec(rt_gpu_runtime *rt, rt_gpu_exec *x, rt_err *err) {
     }
     if (st != RT_OK)
         rt_cl_lib.clFinish(c->queue);
-    for (int32_t i = 0; i < n; i++)
+    for (int32_t i = 0; mem && i < n; i++)
         if (mem[i])
             rt_cl_lib.clReleaseMemObject(mem[i]);
     free(mem);
+    free(ks);
     return st;
 }
 

@@ -1,267 +1,22 @@
 // test-gpu-launch: the launch path that hal-gpu.c runs for the cuda and hip classes (rt_gpu_run
-// and rt_gpu_time over rt_gpu_driver_ops), on a machine without a GPU. A fake driver keeps
-// device buffers in host memory, runs "kernels" that are C functions over the launch parameters
-// (a vector add, one kernel per scalar type, the tiled SGEMM of gpu-sgemm.h thread by thread),
-// and times with events that read a clock each launch advances by a set time. Checked: buffers
-// in and out (copy_out only), scalars by type, grid/block/shared memory, the module cache,
-// warm-up and repetition counts, the timing statistics, and for a failure injected at each
-// driver call the exact message and that every buffer, event and module is released.
+// and rt_gpu_time over rt_gpu_driver_ops, one kernel or a sequence of them), on a machine
+// without a GPU, over the fake driver of gpu-fake.h with its kernels here (a vector add, an
+// in-place doubling, one kernel per scalar type, the tiled SGEMM of gpu-sgemm.h thread by
+// thread). Checked: buffers in and out (copy_out only), scalars by type, grid/block/shared
+// memory, the module cache, a sequence on device-resident buffers, warm-up and repetition
+// counts, the timing statistics and how they were taken (events, or the wall clock where the
+// driver has none), and for a failure injected at each driver call the exact message and that
+// every buffer, event and module is released.
 #include "hal-gpu.h"
 #include "test.h"
+#include "gpu-fake.h"
 #include "gpu-sgemm.h"
 
 #include <stdint.h>
 
 // ---------------------------------------------------------------------------------------------
-// The fake driver
-// ---------------------------------------------------------------------------------------------
-
-typedef enum fake_op {
-    FAKE_BIND,
-    FAKE_LOAD,
-    FAKE_FUNCTION,
-    FAKE_SMEM,
-    FAKE_ALLOC,
-    FAKE_HTOD,
-    FAKE_DTOH,
-    FAKE_LAUNCH,
-    FAKE_SYNC,
-    FAKE_EVENT_CREATE,
-    FAKE_EVENT_RECORD,
-    FAKE_EVENT_SYNC,
-    FAKE_EVENT_ELAPSED,
-    FAKE_OP_COUNT
-} fake_op;
-
-enum { FAKE_INJECTED = 7, FAKE_NOT_FOUND = 500 };
-
-typedef void fake_kernel_fn(void **params, const unsigned grid[3], const unsigned block[3]);
-
-typedef struct fake_kernel {
-    const char *name;
-    fake_kernel_fn *run;
-} fake_kernel;
-
-typedef struct fake_event {
-    double t_ns;
-} fake_event;
-
-typedef struct fake {
-    int calls[FAKE_OP_COUNT];
-    fake_op fail_op; // the fail_at-th call (from 1) of fail_op returns FAKE_INJECTED
-    int fail_at;     // 0: none fails
-    int live_buffers, live_events, live_modules;
-    double clock_ns;         // device time, advanced by each launch
-    const double *launch_ns; // how long the k-th launch takes (cycled); NULL: 1000 ns each
-    int n_launch_ns;
-    unsigned grid[3], block[3], smem_bytes; // of the last launch
-    int64_t smem_allowed;                   // the last set_dyn_smem request
-} fake;
-
-static int fake_call(void *ctx, fake_op op) {
-    fake *f = ctx;
-    f->calls[op]++;
-    return f->fail_at > 0 && f->fail_op == op && f->calls[op] == f->fail_at ? FAKE_INJECTED : 0;
-}
-
-static int fake_bind(void *ctx) {
-    return fake_call(ctx, FAKE_BIND);
-}
-
-// A module is the kernel table; the image must be the bytes "fake-module".
-static const fake_kernel *fake_kernels(void);
-
-static int fake_module_load(void *ctx, const void *image, void **out) {
-    fake *f = ctx;
-    int r = fake_call(ctx, FAKE_LOAD);
-    if (r == 0 && memcmp(image, "fake-module", 11) != 0)
-        r = FAKE_NOT_FOUND;
-    if (r == 0) {
-        *out = malloc(1); // a live allocation, so that LeakSanitizer sees a module not unloaded
-        f->live_modules++;
-    }
-    return r;
-}
-
-static int fake_module_function(void *ctx, void *module, const char *symbol, void **out) {
-    (void)module;
-    int r = fake_call(ctx, FAKE_FUNCTION);
-    if (r != 0)
-        return r;
-    for (const fake_kernel *k = fake_kernels(); k->name; k++) {
-        if (strcmp(k->name, symbol) == 0) {
-            *out = (void *)k;
-            return 0;
-        }
-    }
-    return FAKE_NOT_FOUND;
-}
-
-static void fake_module_unload(void *ctx, void *module) {
-    fake *f = ctx;
-    free(module);
-    f->live_modules--;
-}
-
-static int fake_set_dyn_smem(void *ctx, void *fn, int64_t bytes) {
-    (void)fn;
-    fake *f = ctx;
-    f->smem_allowed = bytes;
-    return fake_call(ctx, FAKE_SMEM);
-}
-
-static int fake_alloc(void *ctx, size_t bytes, rt_gpu_devptr *out) {
-    fake *f = ctx;
-    int r = fake_call(ctx, FAKE_ALLOC);
-    if (r != 0)
-        return r;
-    void *p = malloc(bytes);
-    memset(p, 0xa5, bytes); // device memory is not zeroed: an upload that is skipped shows
-    *out = (rt_gpu_devptr)(uintptr_t)p;
-    f->live_buffers++;
-    return 0;
-}
-
-static void fake_free(void *ctx, rt_gpu_devptr p) {
-    fake *f = ctx;
-    free((void *)(uintptr_t)p);
-    f->live_buffers--;
-}
-
-static int fake_htod(void *ctx, rt_gpu_devptr dst, const void *src, size_t bytes) {
-    int r = fake_call(ctx, FAKE_HTOD);
-    if (r == 0)
-        memcpy((void *)(uintptr_t)dst, src, bytes);
-    return r;
-}
-
-static int fake_dtoh(void *ctx, void *dst, rt_gpu_devptr src, size_t bytes) {
-    int r = fake_call(ctx, FAKE_DTOH);
-    if (r == 0)
-        memcpy(dst, (const void *)(uintptr_t)src, bytes);
-    return r;
-}
-
-static int fake_launch(void *ctx, void *fn, const unsigned grid[3], const unsigned block[3],
-                       unsigned dyn_smem_bytes, void **params) {
-    fake *f = ctx;
-    int k = f->calls[FAKE_LAUNCH];
-    int r = fake_call(ctx, FAKE_LAUNCH);
-    if (r != 0)
-        return r;
-    memcpy(f->grid, grid, sizeof f->grid);
-    memcpy(f->block, block, sizeof f->block);
-    f->smem_bytes = dyn_smem_bytes;
-    f->clock_ns += f->launch_ns ? f->launch_ns[k % f->n_launch_ns] : 1000.0;
-    ((const fake_kernel *)fn)->run(params, grid, block);
-    return 0;
-}
-
-static int fake_sync(void *ctx) {
-    return fake_call(ctx, FAKE_SYNC);
-}
-
-static int fake_event_create(void *ctx, void **out) {
-    fake *f = ctx;
-    int r = fake_call(ctx, FAKE_EVENT_CREATE);
-    if (r == 0) {
-        *out = calloc(1, sizeof(fake_event));
-        f->live_events++;
-    }
-    return r;
-}
-
-static int fake_event_record(void *ctx, void *ev) {
-    fake *f = ctx;
-    int r = fake_call(ctx, FAKE_EVENT_RECORD);
-    if (r == 0)
-        ((fake_event *)ev)->t_ns = f->clock_ns;
-    return r;
-}
-
-static int fake_event_synchronize(void *ctx, void *ev) {
-    (void)ev;
-    return fake_call(ctx, FAKE_EVENT_SYNC);
-}
-
-static int fake_event_elapsed_ms(void *ctx, void *start, void *end, float *out_ms) {
-    int r = fake_call(ctx, FAKE_EVENT_ELAPSED);
-    if (r == 0)
-        *out_ms = (float)((((fake_event *)end)->t_ns - ((fake_event *)start)->t_ns) * 1e-6);
-    return r;
-}
-
-static void fake_event_destroy(void *ctx, void *ev) {
-    fake *f = ctx;
-    free(ev);
-    f->live_events--;
-}
-
-static const char *fake_error_name(void *ctx, int result) {
-    (void)ctx;
-    return result == FAKE_INJECTED ? "FAKE_ERROR_INJECTED" : "FAKE_ERROR_NOT_FOUND";
-}
-
-// Like CUDA's cuGetErrorString, with a result it has no text for (as HIP has none at all).
-static const char *fake_error_string(void *ctx, int result) {
-    (void)ctx;
-    return result == FAKE_INJECTED ? "injected by the test" : NULL;
-}
-
-static const rt_gpu_driver_ops fake_ops = {
-    .class_name = "cuda",
-    .image_name = "CUBIN",
-    .bind_call = "fakeBind",
-    .load_call = "fakeModuleLoad",
-    .function_call = "fakeModuleGetFunction",
-    .smem_call = "fakeFuncSetAttribute",
-    .upload_calls = "fakeMalloc/fakeMemcpyHtoD",
-    .launch_call = "fakeLaunch",
-    .sync_call = "fakeSynchronize",
-    .timed_calls = "timed launch (fakeEventRecord/fakeLaunch)",
-    .download_call = "fakeMemcpyDtoH",
-    .bind = fake_bind,
-    .module_load = fake_module_load,
-    .module_function = fake_module_function,
-    .module_unload = fake_module_unload,
-    .set_dyn_smem = fake_set_dyn_smem,
-    .alloc = fake_alloc,
-    .free = fake_free,
-    .htod = fake_htod,
-    .dtoh = fake_dtoh,
-    .launch = fake_launch,
-    .sync = fake_sync,
-    .event_create = fake_event_create,
-    .event_record = fake_event_record,
-    .event_synchronize = fake_event_synchronize,
-    .event_elapsed_ms = fake_event_elapsed_ms,
-    .event_destroy = fake_event_destroy,
-    .error_name = fake_error_name,
-    .error_string = fake_error_string,
-};
-
-// Checks the number of calls of every op (want: in fake_op order).
-static void expect_calls(const fake *f, const int want[FAKE_OP_COUNT]) {
-    static const char *const names[FAKE_OP_COUNT] = {
-        "bind",   "load", "function",     "smem",         "alloc",      "htod",         "dtoh",
-        "launch", "sync", "event_create", "event_record", "event_sync", "event_elapsed"};
-    for (int op = 0; op < FAKE_OP_COUNT; op++) {
-        RT_EXPECT_EQ(f->calls[op], want[op]);
-        if (f->calls[op] != want[op])
-            fprintf(stderr, "  (calls of %s)\n", names[op]);
-    }
-}
-
-// ---------------------------------------------------------------------------------------------
 // Kernels: C functions that walk the grid as the GPU would
 // ---------------------------------------------------------------------------------------------
-
-// The device buffer behind parameter i: the parameter points at the buffer's device address.
-static void *dev_buffer(void **params, int i) {
-    rt_gpu_devptr p;
-    memcpy(&p, params[i], sizeof p);
-    return (void *)(uintptr_t)p;
-}
 
 // vadd(int n, const float *a, const float *b, float *c): one element per thread on a 1-D grid.
 static void k_vadd(void **params, const unsigned grid[3], const unsigned block[3]) {
@@ -310,23 +65,28 @@ static void k_sgemm(void **params, const unsigned grid[3], const unsigned block[
                     }
 }
 
-static const fake_kernel *fake_kernels(void) {
-    static const fake_kernel table[] = {
-        {"vadd", k_vadd}, {"scalars", k_scalars}, {"sgemm", k_sgemm}, {NULL, NULL}};
-    return table;
+// vdouble(int n, const float *a, const float *b, float *c): c = 2 c, in place (after vadd in a
+// sequence, it reads what vadd left on the device).
+static void k_vdouble(void **params, const unsigned grid[3], const unsigned block[3]) {
+    int32_t n = *(const int32_t *)params[0];
+    float *c = dev_buffer(params, 3);
+    for (unsigned bx = 0; bx < grid[0]; bx++)
+        for (unsigned tx = 0; tx < block[0]; tx++) {
+            int64_t i = (int64_t)bx * block[0] + tx;
+            if (i < n)
+                c[i] = 2.0f * c[i];
+        }
 }
+
+// Device times: vadd and sgemm follow the fake's launch_ns table; vdouble takes 300 ns;
+// vadd_slow is vadd taking 2 ms of host time per launch.
+static const fake_kernel fake_kernel_table[] = {
+    {"vadd", k_vadd, 0, 0},   {"vdouble", k_vdouble, 300, 0}, {"scalars", k_scalars, 0, 0},
+    {"sgemm", k_sgemm, 0, 0}, {"vadd_slow", k_vadd, 0, 2.0},  {NULL, NULL, 0, 0}};
 
 // ---------------------------------------------------------------------------------------------
 // Fixtures
 // ---------------------------------------------------------------------------------------------
-
-static rt_gpu_binary binary(const char *kernel) {
-    return (rt_gpu_binary){.devclass = RT_DEVCLASS_CUDA,
-                           .kernel_name = kernel,
-                           .symbol = kernel,
-                           .image = (const uint8_t *)"fake-module",
-                           .image_bytes = 12};
-}
 
 enum { VADD_N = 1000, VADD_BLOCK = 128 };
 
@@ -350,12 +110,8 @@ static void fixture_open(fixture *x) {
     memset(x, 0, sizeof *x);
     make_gpu(&x->dev, RT_DEVCLASS_CUDA, "sm_80", 32, 167936);
     x->arena = rt_arena_new(1 << 14);
-    x->drv = (rt_gpu_driver){.ops = &fake_ops, .ctx = &x->f};
-    x->rt = (rt_gpu_runtime){.devclass = RT_DEVCLASS_CUDA,
-                             .dev = &x->dev,
-                             .arena = x->arena,
-                             .device_name = "fake",
-                             .driver = &x->drv};
+    x->f.kernels = fake_kernel_table;
+    fake_runtime(&x->rt, &x->drv, &x->f, &x->dev, x->arena);
     for (int i = 0; i < VADD_N; i++) {
         x->a[i] = 0.25 * i;
         x->b[i] = 1000.0 - i;
@@ -524,6 +280,7 @@ static void test_time(void) {
     RT_EXPECT_NEAR(t.min_ns, 400.0, 1e-3);    // samples 700 500 900 400 800
     RT_EXPECT_NEAR(t.median_ns, 700.0, 1e-3); // sorted 400 500 700 800 900
     RT_EXPECT_NEAR(t.mean_ns, 660.0, 1e-3);
+    RT_EXPECT_STR(t.method, "fake events (fakeEventElapsedTime)");
 
     // No warm-up, an even count: launches 9..12 take 100 200 300 700 (the table cycles).
     RT_EXPECT_EQ(vadd_time(&x, 0, 4, &t), RT_OK);
@@ -531,6 +288,82 @@ static void test_time(void) {
     RT_EXPECT_NEAR(t.min_ns, 100.0, 1e-3);
     RT_EXPECT_NEAR(t.median_ns, 250.0, 1e-3);
     RT_EXPECT_NEAR(t.mean_ns, 325.0, 1e-3);
+    fixture_close(&x);
+}
+
+// A sequence (vadd, then vdouble) on the same device buffers: each buffer is uploaded once, the
+// second kernel reads what the first wrote, only c comes back, each step has its own launch
+// shape and shared memory. Timed, one sample spans the whole sequence (vadd's 1000 ns + vdouble's
+// 300 ns), and each repetition launches both.
+static void test_steps(void) {
+    fixture x;
+    fixture_open(&x);
+    rt_gpu_binary vdouble = binary("vdouble");
+    rt_gpu_step steps[2] = {{.bin = &x.vadd, .cfg = x.cfg}, {.bin = &vdouble, .cfg = x.cfg}};
+    steps[1].cfg.dyn_smem_bytes = 1024;
+    RT_EXPECT_EQ(rt_gpu_run_steps(&x.rt, steps, 2, x.args, 4, &x.e), RT_OK);
+    bool ok = true;
+    for (int i = 0; i < VADD_N; i++)
+        ok = ok && x.c[i] == 2.0 * (double)((float)x.a[i] + (float)x.b[i]);
+    RT_EXPECT(ok);
+    const fake *f = &x.f;
+    expect_calls(f, (const int[FAKE_OP_COUNT]){[FAKE_BIND] = 1,
+                                               [FAKE_LOAD] = 2,
+                                               [FAKE_FUNCTION] = 2,
+                                               [FAKE_SMEM] = 2,
+                                               [FAKE_ALLOC] = 3,
+                                               [FAKE_HTOD] = 3,
+                                               [FAKE_DTOH] = 1,
+                                               [FAKE_LAUNCH] = 2,
+                                               [FAKE_SYNC] = 1});
+    RT_EXPECT_EQ(f->smem_bytes, 1024); // the last launch was vdouble's
+
+    rt_gpu_timing t;
+    RT_EXPECT_EQ(rt_gpu_time_steps(&x.rt, steps, 2, x.args, 4, 1, 3, &t, &x.e), RT_OK);
+    RT_EXPECT_EQ(f->calls[FAKE_LAUNCH], 2 + 2 * (1 + 3));
+    RT_EXPECT_EQ(f->calls[FAKE_EVENT_RECORD], 2 * 3);
+    RT_EXPECT_NEAR(t.min_ns, 1300.0, 1e-3);
+    RT_EXPECT_NEAR(t.median_ns, 1300.0, 1e-3);
+
+    // No step, or a step without a kernel: refused before any driver call.
+    int loads = f->calls[FAKE_LOAD];
+    RT_EXPECT_EQ(rt_gpu_run_steps(&x.rt, steps, 0, x.args, 4, &x.e), RT_ERR_BACKEND);
+    RT_EXPECT_STR(x.e.msg, "no kernel to launch (expected at least 1)");
+    steps[1].bin = NULL;
+    rt_err_clear(&x.e);
+    RT_EXPECT_EQ(rt_gpu_run_steps(&x.rt, steps, 2, x.args, 4, &x.e), RT_ERR_BACKEND);
+    RT_EXPECT_STR(x.e.msg, "step 1 has no kernel");
+    RT_EXPECT_EQ(f->calls[FAKE_LOAD], loads);
+    fixture_close(&x);
+}
+
+// A driver without events: timed launches are timed with the wall clock around launch + sync,
+// and labelled so. vadd_slow sleeps 2 ms per launch on the host, which the wall clock sees and
+// the fake's event clock (1000 ns a launch) would not.
+static void test_time_wall(void) {
+    fixture x;
+    fixture_open(&x);
+    rt_gpu_driver_ops no_events = fake_ops;
+    no_events.event_create = NULL;
+    no_events.event_record = NULL;
+    no_events.event_synchronize = NULL;
+    no_events.event_elapsed_ms = NULL;
+    no_events.event_destroy = NULL;
+    x.drv.ops = &no_events;
+    rt_gpu_binary slow = binary("vadd_slow");
+    x.bin = &slow;
+    rt_gpu_timing t;
+    RT_EXPECT_EQ(vadd_time(&x, 1, 3, &t), RT_OK);
+    RT_EXPECT_STR(t.method, RT_GPU_TIMED_WALL);
+    RT_EXPECT(t.min_ns >= 2e6 && t.median_ns >= t.min_ns);
+    expect_calls(&x.f, (const int[FAKE_OP_COUNT]){[FAKE_BIND] = 1,
+                                                  [FAKE_LOAD] = 1,
+                                                  [FAKE_FUNCTION] = 1,
+                                                  [FAKE_SMEM] = 1,
+                                                  [FAKE_ALLOC] = 3,
+                                                  [FAKE_HTOD] = 3,
+                                                  [FAKE_LAUNCH] = 1 + 3,
+                                                  [FAKE_SYNC] = 1 + 3});
     fixture_close(&x);
 }
 
@@ -644,6 +477,8 @@ int main(void) {
     test_sgemm(67, 61, 59);
     test_sgemm(130, 33, 17);
     test_time();
+    test_steps();
+    test_time_wall();
     test_injected_failures();
     test_refusals();
     return rt_test_finish("test-gpu-launch");
