@@ -1,10 +1,12 @@
 // gpu-sgemm.h: the hand-written tiled SGEMM shared by the GPU tests (CUDA and HIP accept the
 // same text), its launch shape, a plain C reference in double precision, and the run-and-time
-// check of test-gpu-driver (real GPUs) and test-gpu-launch (the fake driver).
+// check of test-gpu-driver (real GPUs) and test-gpu-launch (the fake driver), which decides
+// through the one acceptance rule (rt_compare_accept).
 #ifndef RT_TEST_GPU_SGEMM_H
 #define RT_TEST_GPU_SGEMM_H
 
 #include "hal-gpu.h"
+#include "interp.h"
 #include "test.h"
 
 #include <stdint.h>
@@ -75,14 +77,18 @@ static inline void sgemm_fill(double *x, int64_t n, uint32_t seed) {
     }
 }
 
-// Runs the SGEMM at M x N x K on rt, checks that it times (2 warm-up launches, 5 repetitions),
-// and returns the max relative error against sgemm_ref (INFINITY when the run fails).
-static inline double sgemm_run(rt_gpu_runtime *rt, const rt_gpu_binary *bin, int M, int N, int K) {
+// Runs the SGEMM at M x N x K on rt (C poisoned with NaN first, so that an element never written
+// shows), checks that it times (2 warm-up launches, 5 repetitions), and returns whether C passes
+// the acceptance rule of float outputs against sgemm_ref (rt_compare_data, rt_compare_accept:
+// a NaN anywhere fails); false when the run fails.
+static inline bool sgemm_run(rt_gpu_runtime *rt, const rt_gpu_binary *bin, int M, int N, int K) {
     double *A = calloc((size_t)M * K, sizeof *A), *B = calloc((size_t)K * N, sizeof *B);
     double *C = calloc((size_t)M * N, sizeof *C), *R = calloc((size_t)M * N, sizeof *R);
     sgemm_fill(A, (int64_t)M * K, 1);
     sgemm_fill(B, (int64_t)K * N, 2);
     sgemm_ref(M, N, K, A, B, R);
+    for (int64_t i = 0; i < (int64_t)M * N; i++)
+        C[i] = NAN;
     rt_gpu_arg args[6] = {
         {.kind = RT_GPU_ARG_I32, .i = M},
         {.kind = RT_GPU_ARG_I32, .i = N},
@@ -100,19 +106,20 @@ static inline double sgemm_run(rt_gpu_runtime *rt, const rt_gpu_binary *bin, int
         .block = {SGEMM_THREADS, 1, 1}};
     rt_err e;
     rt_err_clear(&e);
-    double worst = INFINITY;
+    bool accepted = false;
     RT_EXPECT_EQ(rt_gpu_run(rt, bin, &cfg, args, 6, &e), RT_OK);
     if (e.status == RT_OK) {
-        worst = 0.0;
-        for (int64_t i = 0; i < (int64_t)M * N; i++) {
-            double rel = fabs(C[i] - R[i]) / fabs(R[i]);
-            worst = rel > worst ? rel : worst;
-        }
+        rt_compare_result cmp;
+        rt_compare_data(R, C, (int64_t)M * N, &cmp);
+        accepted = rt_compare_accept(&cmp, RT_DTYPE_F32);
         rt_gpu_timing t;
         RT_EXPECT_EQ(rt_gpu_time(rt, bin, &cfg, args, 6, 2, 5, &t, &e), RT_OK);
         RT_EXPECT(t.min_ns > 0.0 && t.median_ns >= t.min_ns);
-        printf("%s %dx%dx%d: max rel err %.3g, min %.0f ns, median %.0f ns\n",
-               rt_gpu_runtime_device_name(rt), M, N, K, worst, t.min_ns, t.median_ns);
+        printf("%s %s %dx%dx%d: max abs err %.3g, nmse %.3g, %lld non-finite: %s; min %.0f ns, "
+               "median %.0f ns (%s)\n",
+               rt_gpu_runtime_device_name(rt), bin->kernel_name, M, N, K, cmp.max_abs_err, cmp.nmse,
+               (long long)cmp.n_nonfinite, accepted ? "accepted" : "rejected", t.min_ns,
+               t.median_ns, t.method);
     } else {
         fprintf(stderr, "%s\n", e.msg);
     }
@@ -120,7 +127,7 @@ static inline double sgemm_run(rt_gpu_runtime *rt, const rt_gpu_binary *bin, int
     free(B);
     free(C);
     free(R);
-    return worst;
+    return accepted;
 }
 
 // A GPU device described in code (the unit tests do not depend on devices/*.ini): 3 levels,

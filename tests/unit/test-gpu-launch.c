@@ -65,6 +65,22 @@ static void k_sgemm(void **params, const unsigned grid[3], const unsigned block[
                     }
 }
 
+// sgemm_nan: a broken SGEMM whose every element is NaN; sgemm_nan1: right except C[1][2].
+static void k_sgemm_nan(void **params, const unsigned grid[3], const unsigned block[3]) {
+    (void)grid, (void)block;
+    int32_t M = *(const int32_t *)params[0], N = *(const int32_t *)params[1];
+    float *C = dev_buffer(params, 5);
+    for (int64_t i = 0; i < (int64_t)M * N; i++)
+        C[i] = NAN;
+}
+
+static void k_sgemm_nan1(void **params, const unsigned grid[3], const unsigned block[3]) {
+    k_sgemm(params, grid, block);
+    int32_t N = *(const int32_t *)params[1];
+    float *C = dev_buffer(params, 5);
+    C[1 * N + 2] = NAN;
+}
+
 // vdouble(int n, const float *a, const float *b, float *c): c = 2 c, in place (after vadd in a
 // sequence, it reads what vadd left on the device).
 static void k_vdouble(void **params, const unsigned grid[3], const unsigned block[3]) {
@@ -79,10 +95,15 @@ static void k_vdouble(void **params, const unsigned grid[3], const unsigned bloc
 }
 
 // Device times: vadd and sgemm follow the fake's launch_ns table; vdouble takes 300 ns;
-// vadd_slow is vadd taking 2 ms of host time per launch.
-static const fake_kernel fake_kernel_table[] = {
-    {"vadd", k_vadd, 0, 0},   {"vdouble", k_vdouble, 300, 0}, {"scalars", k_scalars, 0, 0},
-    {"sgemm", k_sgemm, 0, 0}, {"vadd_slow", k_vadd, 0, 2.0},  {NULL, NULL, 0, 0}};
+// vadd_slow is vadd taking 2 ms of host time per launch; sgemm_nan and sgemm_nan1 are broken.
+static const fake_kernel fake_kernel_table[] = {{"vadd", k_vadd, 0, 0},
+                                                {"vdouble", k_vdouble, 300, 0},
+                                                {"scalars", k_scalars, 0, 0},
+                                                {"sgemm", k_sgemm, 0, 0},
+                                                {"vadd_slow", k_vadd, 0, 2.0},
+                                                {"sgemm_nan", k_sgemm_nan, 0, 0},
+                                                {"sgemm_nan1", k_sgemm_nan1, 0, 0},
+                                                {NULL, NULL, 0, 0}};
 
 // ---------------------------------------------------------------------------------------------
 // Fixtures
@@ -235,7 +256,7 @@ static void test_sgemm(int M, int N, int K) {
     fixture x;
     fixture_open(&x);
     rt_gpu_binary bin = binary("sgemm");
-    RT_EXPECT(sgemm_run(&x.rt, &bin, M, N, K) < 1e-5);
+    RT_EXPECT(sgemm_run(&x.rt, &bin, M, N, K));
     expect_calls(&x.f, (const int[FAKE_OP_COUNT]){[FAKE_BIND] = 2,
                                                   [FAKE_LOAD] = 1,
                                                   [FAKE_FUNCTION] = 1,
@@ -250,6 +271,19 @@ static void test_sgemm(int M, int N, int K) {
                                                   [FAKE_EVENT_SYNC] = 5,
                                                   [FAKE_EVENT_ELAPSED] = 5});
     fixture_close(&x);
+}
+
+// The SGEMM check rejects NaN: an all-NaN result, and one NaN among right values (a relative
+// error that NaN makes false passed both).
+static void test_sgemm_nan(void) {
+    static const char *const broken[] = {"sgemm_nan", "sgemm_nan1"};
+    for (int k = 0; k < 2; k++) {
+        fixture x;
+        fixture_open(&x);
+        rt_gpu_binary bin = binary(broken[k]);
+        RT_EXPECT(!sgemm_run(&x.rt, &bin, 67, 61, 59));
+        fixture_close(&x);
+    }
 }
 
 // Warm-up launches are untimed; each repetition is timed by its own pair of event records; the
@@ -476,6 +510,7 @@ int main(void) {
     test_scalars();
     test_sgemm(67, 61, 59);
     test_sgemm(130, 33, 17);
+    test_sgemm_nan();
     test_time();
     test_steps();
     test_time_wall();
