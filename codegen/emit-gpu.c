@@ -3,15 +3,14 @@
 // dialect table (dialect-*.c): kernel and address-space qualifiers, restrict, thread/block
 // indices, barriers, launch bounds, math names, the 64-bit integer type. Text goes through
 // rt_buf_linef and is deterministic. Below the emitter: the candidate helpers the driver calls —
-// emit a ranked candidate, compile the top-K in-process (rt_gpu_compile_many) with resource
-// usage, and run a candidate on an OpenCL device against the reference interpreter.
+// emit a ranked candidate and compile the top-K in-process (rt_gpu_compile_many) with resource
+// usage (profile-gpu.c runs, checks and times them).
 #include "gpu.h"
 
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 _Static_assert(RT_GPU_TARGET_COUNT == 3, "ORDER RT_GPU_TARGET: dialect list in emit-gpu.c");
 
@@ -483,92 +482,5 @@ rt_status rt_gpu_compile_topk(rt_arena *a, const rt_perf_result *r, const rt_dev
             c->occupancy = 0.0;
     }
     *out = cs;
-    return RT_OK;
-}
-
-static double rt_ge_now_ns(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec * 1e9 + (double)ts.tv_nsec;
-}
-
-rt_status rt_gpu_check_run(rt_arena *a, rt_gpu_runtime *rt, const rt_device *ocl_dev,
-                           const rt_gpu_candidate *c, rt_bindings *b, rt_gpu_check *out,
-                           rt_err *err) {
-    const rt_gpu_kernel *k = c->kernel;
-    const rt_op *op = k->op;
-    memset(out, 0, sizeof *out);
-    rt_gpu_target want;
-    if (!rt_gpu_target_of_device(ocl_dev, &want) || c->target != want)
-        return rt_fail(err, RT_ERR_USAGE, RT_NOLOC,
-                       "candidate was emitted for %s, not for the device '%s'",
-                       rt_gpu_dialect_of(c->target)->target, ocl_dev->name);
-    RT_TRY(rt_bindings_prepare(b, err));
-    // device copies of every tensor's data, start arrays as doubles
-    double **host;
-    RT_ALLOC(a, host, k->n_bufs, err);
-    rt_gpu_arg *args;
-    RT_ALLOC(a, args, k->n_bufs, err);
-    for (int32_t i = 0; i < k->n_bufs; i++) {
-        const rt_gpu_buffer *gb = &k->bufs[i];
-        const rt_tensor_data *td = &b->tensors[gb->tensor];
-        int64_t n;
-        if (gb->is_start) {
-            n = td->layout.n_rows[gb->dim] + 1;
-            RT_ALLOC(a, host[i], n, err);
-            for (int64_t j = 0; j < n; j++) {
-                int64_t v = td->layout.start[gb->dim][j];
-                if (v > 2147483647LL)
-                    return rt_fail(err, RT_ERR_SPEC, op->tensors[gb->tensor].loc,
-                                   "ragged tensor '%s' too large for int32 offsets (got %lld)",
-                                   op->tensors[gb->tensor].name, (long long)v);
-                host[i][j] = (double)v;
-            }
-        } else {
-            n = rt_tensor_elems(b, gb->tensor);
-            RT_ALLOC(a, host[i], n, err);
-            if (n > 0)
-                memcpy(host[i], td->data, (size_t)n * sizeof(double));
-        }
-        args[i] = (rt_gpu_arg){.kind = RT_GPU_ARG_BUFFER,
-                               .dtype = gb->dtype,
-                               .n_elems = n > 0 ? n : 1,
-                               .host = n > 0 ? host[i] : NULL,
-                               .copy_out = gb->written};
-        if (n == 0) { // an empty tensor still needs a valid buffer
-            RT_ALLOC(a, host[i], 1, err);
-            args[i].host = host[i];
-        }
-    }
-    double t0 = rt_ge_now_ns();
-    for (int32_t p = 0; p < k->n_phases; p++) {
-        rt_gpu_binary *bin = NULL;
-        rt_gpu_compile_options o = {.threads_per_block = k->phases[p].threads};
-        if (c->bins && c->bins[p])
-            bin = c->bins[p];
-        else // in the runtime's arena: the runtime keeps its built kernels keyed by binary
-            RT_TRY(rt_gpu_compile(rt->arena, ocl_dev, c->source, k->phases[p].kernel_name, &o, &bin,
-                                  err));
-        rt_gpu_launch cfg;
-        RT_TRY(rt_gpu_phase_launch(k, p, b, &cfg, err));
-        RT_TRY(rt_gpu_run(rt, bin, &cfg, args, k->n_bufs, err));
-    }
-    out->elapsed_ns = rt_ge_now_ns() - t0;
-    RT_TRY(rt_interp_run(op, b, err));
-    out->accepted = true;
-    for (int32_t o = 0; o < op->n_outputs && o < 8; o++) {
-        int32_t t = op->outputs[o];
-        int32_t bi = -1;
-        for (int32_t i = 0; i < k->n_bufs; i++)
-            if (!k->bufs[i].is_start && k->bufs[i].tensor == t)
-                bi = i;
-        if (bi < 0)
-            continue;
-        rt_compare_data(b->tensors[t].data, host[bi], rt_tensor_elems(b, t), &out->cmp[o]);
-        out->accepted = out->accepted && rt_compare_accept(&out->cmp[o], op->tensors[t].dtype);
-        out->max_rel_err = fmax(out->max_rel_err, out->cmp[o].max_rel_err);
-        out->nmse = fmax(out->nmse, out->cmp[o].nmse);
-        out->n_outputs = o + 1;
-    }
     return RT_OK;
 }

@@ -1,12 +1,12 @@
 // gpu.h: the GPU code generator — lowering of a ranked rProgram to GPU-structured kernel IR
 // (blocks, threads, shared-memory staging, per-thread register tiles), one emitter printing it
 // as CUDA, HIP or OpenCL C through a dialect table, and the helpers that compile the top-K
-// in-process (NVRTC / hipRTC / OpenCL) and check a kernel numerically on an OpenCL device
-// (PoCL) against the reference interpreter.
+// in-process (NVRTC / hipRTC / OpenCL), check a kernel numerically on a live device (a GPU, or
+// OpenCL on PoCL) against the reference interpreter, and time and rank the kernels that pass.
 //
 // Pipeline position: rt_perf_construct (perfmodel.h) --rt_gpu_lower--> rt_gpu_kernel
 //   --rt_gpu_emit--> source text --rt_gpu_compile_topk (hal-gpu.h)--> binaries + resources
-//   --rt_gpu_check--> error against rt_interp_run.
+//   --rt_gpu_check_run--> error against rt_interp_run --rt_gpu_profile--> kernel times, winner.
 // Everything lives in the caller's arena. Output is deterministic.
 #ifndef RT_GPU_H
 #define RT_GPU_H
@@ -142,7 +142,7 @@ rt_status rt_gpu_emit(rt_arena *a, const rt_gpu_kernel *k, const rt_gpu_dialect 
                       const char **out_text, rt_err *err);
 
 // ---------------------------------------------------------------------------------------------
-// Candidates: emit, compile, check (emit-gpu.c)
+// Candidates: emit, compile (emit-gpu.c)
 // ---------------------------------------------------------------------------------------------
 
 // One emitted candidate: the lowered kernel and its source in one target's dialect.
@@ -177,22 +177,34 @@ rt_status rt_gpu_emit_candidate(rt_arena *a, const rt_perf_result *r, int32_t ra
 rt_status rt_gpu_compile_topk(rt_arena *a, const rt_perf_result *r, const rt_device *dev, int32_t n,
                               int32_t n_threads, rt_gpu_candidate **out, rt_err *err);
 
+// ---------------------------------------------------------------------------------------------
+// Candidates on a live device: check, time, rank (profile-gpu.c)
+// ---------------------------------------------------------------------------------------------
+
 // Result of a numerical check of one candidate on a live device (a GPU, or OpenCL on PoCL).
 typedef struct rt_gpu_check {
-    int32_t n_outputs;
-    rt_compare_result cmp[8]; // per output, in op->outputs order (first 8)
-    double max_rel_err;       // over outputs
-    double nmse;              // max over outputs
-    double elapsed_ns;        // wall time of the runs (all phases)
-    bool accepted;            // every compared output passes rt_compare_accept
+    int32_t n_outputs;      // op->n_outputs: every output is compared
+    rt_compare_result *cmp; // [n_outputs] in op->outputs order; n_elems 0 where there was no
+                            // buffer to compare (which fails the check)
+    double max_rel_err;     // over outputs
+    double nmse;            // max over outputs
+    double checked_run_ns;  // wall time of the checked run: upload, every phase, read-back (and,
+                            // on first use, loading or building the kernels): never a ranking
+    bool accepted;          // every output compared and passing rt_compare_accept, every input
+                            // unchanged
+    const char *reason;     // why not accepted (the first failure found); NULL when accepted
 } rt_gpu_check;
 
-// Runs candidate c (emitted for the target of ocl_dev, the device rt was opened on: CUDA, HIP or
-// OpenCL) phase by phase with
-// the data of bindings b (prepared, inputs generated; outputs of '+=' keep their start values)
-// and compares every output with the reference interpreter run on a copy of the same data.
-// Errors: those of rt_gpu_compile / rt_gpu_run, RT_ERR_SPEC from the interpreter.
-rt_status rt_gpu_check_run(rt_arena *a, rt_gpu_runtime *rt, const rt_device *ocl_dev,
+// Runs candidate c (emitted for the target of dev, the device rt was opened on: CUDA, HIP or
+// OpenCL) with the data of bindings b, all phases in order on device-resident buffers, and
+// compares every output with the reference interpreter run on the same data. Before the run,
+// the buffers of tensors the kernel writes are poisoned (NaN; the most negative value for
+// integers) so that an element never written fails, except outputs of '+=' (RT_ASSIGN_ADD),
+// which keep their start values; after it, every buffer the kernel only reads (inputs, start
+// arrays of ragged dims) is read back and must equal what was uploaded. A failed comparison is
+// a result (accepted false, reason), not an error. b is left as it was (prepared). Errors:
+// those of rt_gpu_compile / rt_gpu_run_steps, RT_ERR_SPEC from the interpreter.
+rt_status rt_gpu_check_run(rt_arena *a, rt_gpu_runtime *rt, const rt_device *dev,
                            const rt_gpu_candidate *c, rt_bindings *b, rt_gpu_check *out,
                            rt_err *err);
 

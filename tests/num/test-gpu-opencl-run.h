@@ -1,8 +1,9 @@
 // test-gpu-opencl-run.h: the PoCL check shared by the test-gpu-opencl-*.c tests. For each case
 // (an example spec with --set sizes, or an inline spec) and each of v100.ini and mi50.ini, the
 // top-2 rPrograms rtgen constructs for that CUDA / HIP device are lowered, printed in the OpenCL
-// dialect (--emit=opencl), run on PoCL phase by phase and compared with the reference
-// interpreter (NMSE <= 1e-8 on every output). RTGEN_DUMP_GPU=DIR keeps every emitted source.
+// dialect (--emit=opencl), run on PoCL (every phase, output buffers poisoned) and checked by
+// rt_gpu_check_run: every output through the one acceptance rule against the reference
+// interpreter, every input unchanged. RTGEN_DUMP_GPU=DIR keeps every emitted source.
 #ifndef RT_TEST_GPU_OPENCL_RUN_H
 #define RT_TEST_GPU_OPENCL_RUN_H
 

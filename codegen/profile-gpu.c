@@ -1,0 +1,285 @@
+// profile-gpu.c: the GPU code generator's candidates on a live device (a GPU, or OpenCL on PoCL).
+// Check first: each candidate runs once, all phases in order on device-resident buffers, on the
+// seeded data of the bindings, with the buffers it writes poisoned, and every output is compared
+// with the reference interpreter through the one acceptance rule (rt_compare_accept) while every
+// buffer it only reads must come back unchanged. Then time: each candidate that passed is timed
+// alone (rt_gpu_time_steps: warm-up, repetitions, device events), and the winner is the lowest
+// kernel median among them. The checked run's wall time (uploads, read-back, first-use builds)
+// is reported, never ranked.
+#include "gpu.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+#include <time.h>
+
+static double rt_gp_now_ns(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec * 1e9 + (double)ts.tv_nsec;
+}
+
+// ---------------------------------------------------------------------------------------------
+// The reference
+// ---------------------------------------------------------------------------------------------
+
+// The interpreter's values of every output of op on b, computed once per set of candidates.
+typedef struct rt_gp_ref {
+    double **out; // [op->n_outputs]
+} rt_gp_ref;
+
+// Runs the interpreter on b and keeps its outputs; every tensor it writes (outputs,
+// temporaries) is put back as it was, so that b's start values serve every candidate.
+static rt_status rt_gp_reference(rt_arena *a, const rt_op *op, rt_bindings *b, rt_gp_ref *ref,
+                                 rt_err *err) {
+    RT_TRY(rt_bindings_prepare(b, err));
+    double **saved;
+    RT_ALLOC(a, saved, op->n_tensors, err);
+    RT_ALLOC(a, ref->out, op->n_outputs, err);
+    for (int32_t t = 0; t < op->n_tensors; t++) {
+        if (op->tensors[t].role == RT_ROLE_INPUT)
+            continue;
+        int64_t n = rt_tensor_elems(b, t);
+        RT_ALLOC(a, saved[t], n, err);
+        if (n > 0)
+            memcpy(saved[t], b->tensors[t].data, (size_t)n * sizeof(double));
+    }
+    for (int32_t o = 0; o < op->n_outputs; o++)
+        RT_ALLOC(a, ref->out[o], rt_tensor_elems(b, op->outputs[o]), err);
+    rt_status st = rt_interp_run(op, b, err);
+    for (int32_t o = 0; st == RT_OK && o < op->n_outputs; o++) {
+        int64_t n = rt_tensor_elems(b, op->outputs[o]);
+        if (n > 0)
+            memcpy(ref->out[o], b->tensors[op->outputs[o]].data, (size_t)n * sizeof(double));
+    }
+    for (int32_t t = 0; t < op->n_tensors; t++) {
+        int64_t n = rt_tensor_elems(b, t);
+        if (op->tensors[t].role != RT_ROLE_INPUT && n > 0)
+            memcpy(b->tensors[t].data, saved[t], (size_t)n * sizeof(double));
+    }
+    return st;
+}
+
+// ---------------------------------------------------------------------------------------------
+// One candidate's launch
+// ---------------------------------------------------------------------------------------------
+
+// The arguments and phases of a candidate on b's data, as rt_gpu_run_steps and
+// rt_gpu_time_steps take them.
+typedef struct rt_gp_launch {
+    int32_t n_args;
+    rt_gpu_arg *args; // one buffer per kernel argument, in k->bufs order, each read back
+    double **host;    // their host copies (the read-back lands here)
+    int32_t n_steps;
+    rt_gpu_step *steps; // one per phase
+} rt_gp_launch;
+
+// Whether a statement accumulates into tensor t's start values ('+='): its buffer then keeps
+// them instead of the poison.
+static bool rt_gp_keeps_start(const rt_op *op, int32_t t) {
+    for (int32_t s = 0; s < op->n_stmts; s++)
+        if (op->stmts[s].out == t && op->stmts[s].op == RT_ASSIGN_ADD)
+            return true;
+    return false;
+}
+
+// What a buffer the kernel must write holds before the run: NaN, or for integers the most
+// negative value (which no generated data holds).
+static double rt_gp_poison(rt_dtype t) {
+    switch (t) {
+    case RT_DTYPE_I32:
+        return -2147483648.0;
+    case RT_DTYPE_I8:
+        return -128.0;
+    default:
+        return NAN;
+    }
+}
+
+// The binaries of c's phases: c's own, or compiled here (kept in the runtime's arena, where the
+// runtime keeps the kernels it built, keyed by binary).
+static rt_status rt_gp_binaries(rt_arena *a, rt_gpu_runtime *rt, const rt_device *dev,
+                                const rt_gpu_candidate *c, rt_gpu_binary ***out, rt_err *err) {
+    const rt_gpu_kernel *k = c->kernel;
+    rt_gpu_binary **bins = NULL;
+    RT_ALLOC(a, bins, k->n_phases, err);
+    for (int32_t p = 0; p < k->n_phases; p++) {
+        rt_gpu_compile_options o = {.threads_per_block = k->phases[p].threads};
+        if (c->bins && c->bins[p])
+            bins[p] = c->bins[p];
+        else
+            RT_TRY(rt_gpu_compile(rt->arena, dev, c->source, k->phases[p].kernel_name, &o, &bins[p],
+                                  err));
+    }
+    *out = bins;
+    return RT_OK;
+}
+
+static rt_status rt_gp_setup(rt_arena *a, const rt_gpu_kernel *k, rt_gpu_binary **bins,
+                             rt_bindings *b, rt_gp_launch *L, rt_err *err) {
+    const rt_op *op = k->op;
+    L->n_args = k->n_bufs;
+    RT_ALLOC(a, L->host, k->n_bufs, err);
+    RT_ALLOC(a, L->args, k->n_bufs, err);
+    for (int32_t i = 0; i < k->n_bufs; i++) {
+        const rt_gpu_buffer *gb = &k->bufs[i];
+        const rt_tensor_data *td = &b->tensors[gb->tensor];
+        int64_t n = gb->is_start ? td->layout.n_rows[gb->dim] + 1 : rt_tensor_elems(b, gb->tensor);
+        RT_ALLOC(a, L->host[i], n > 0 ? n : 1, err); // an empty tensor still needs a buffer
+        double *h = L->host[i];
+        bool poison = gb->written && !rt_gp_keeps_start(op, gb->tensor);
+        for (int64_t j = 0; j < n; j++) {
+            if (gb->is_start) {
+                int64_t v = td->layout.start[gb->dim][j];
+                if (v > 2147483647LL)
+                    return rt_fail(err, RT_ERR_SPEC, op->tensors[gb->tensor].loc,
+                                   "ragged tensor '%s' too large for int32 offsets (got %lld)",
+                                   op->tensors[gb->tensor].name, (long long)v);
+                h[j] = (double)v;
+            } else {
+                h[j] = poison ? rt_gp_poison(gb->dtype) : td->data[j];
+            }
+        }
+        L->args[i] = (rt_gpu_arg){.kind = RT_GPU_ARG_BUFFER,
+                                  .dtype = gb->dtype,
+                                  .n_elems = n > 0 ? n : 1,
+                                  .host = h,
+                                  .copy_out = true};
+    }
+    L->n_steps = k->n_phases;
+    RT_ALLOC(a, L->steps, k->n_phases, err);
+    for (int32_t p = 0; p < k->n_phases; p++) {
+        L->steps[p].bin = bins[p];
+        RT_TRY(rt_gpu_phase_launch(k, p, b, &L->steps[p].cfg, err));
+    }
+    return RT_OK;
+}
+
+// ---------------------------------------------------------------------------------------------
+// The check
+// ---------------------------------------------------------------------------------------------
+
+// Whether a buffer the kernel only reads came back different from what was uploaded; *reason
+// then names the first such element (NULL when out of memory).
+static bool rt_gp_changed_input(rt_arena *a, const rt_gpu_kernel *k, rt_bindings *b,
+                                const rt_gp_launch *L, const char **reason) {
+    for (int32_t i = 0; i < k->n_bufs; i++) {
+        const rt_gpu_buffer *gb = &k->bufs[i];
+        if (gb->written)
+            continue;
+        const rt_tensor_data *td = &b->tensors[gb->tensor];
+        const char *name = k->op->tensors[gb->tensor].name;
+        int64_t n = gb->is_start ? td->layout.n_rows[gb->dim] + 1 : rt_tensor_elems(b, gb->tensor);
+        for (int64_t j = 0; j < n; j++) {
+            double was = gb->is_start ? (double)td->layout.start[gb->dim][j]
+                                      : rt_dtype_round(gb->dtype, td->data[j]);
+            double now = L->host[i][j];
+            if (now == was || (isnan(now) && isnan(was)))
+                continue;
+            if (gb->is_start)
+                *reason = rt_arena_printf(a,
+                                          "the kernel changed the start array of '%s' dim %d: "
+                                          "entry %lld is %.9g (was %.9g)",
+                                          name, (int)gb->dim, (long long)j, now, was);
+            else
+                *reason = rt_arena_printf(
+                    a, "the kernel changed input '%s': element %lld is %.9g (was %.9g)", name,
+                    (long long)j, now, was);
+            return true;
+        }
+    }
+    return false;
+}
+
+// Why output o failed rt_compare_accept: the first non-finite mismatch, or the error bound that
+// does not hold (max error or NMSE) with the worst element.
+static const char *rt_gp_wrong_output(rt_arena *a, const rt_op *op, int32_t o,
+                                      const rt_compare_result *r, const double *ref,
+                                      const double *got) {
+    int32_t t = op->outputs[o];
+    const char *name = op->tensors[t].name;
+    const rt_tolerance *tol = rt_tolerance_of(op->tensors[t].dtype);
+    int64_t w = r->worst_index;
+    double g = w >= 0 ? got[w] : 0.0, e = w >= 0 ? ref[w] : 0.0;
+    if (r->n_nonfinite > 0)
+        return rt_arena_printf(a,
+                               "output '%s': %lld of %lld elements non-finite where the "
+                               "reference differs (first: element %lld is %.9g, expected %.9g)",
+                               name, (long long)r->n_nonfinite, (long long)r->n_elems, (long long)w,
+                               g, e);
+    double bound = tol->abs_tol * (1.0 + r->ref_max_abs);
+    if (r->max_abs_err > bound)
+        return rt_arena_printf(a,
+                               "output '%s': max error %.3g above %.3g at element %lld (%.9g, "
+                               "expected %.9g)",
+                               name, r->max_abs_err, bound, (long long)w, g, e);
+    return rt_arena_printf(a, "output '%s': nmse %.3g above %.3g (max error %.3g at element %lld)",
+                           name, r->nmse, tol->nmse_tol, r->max_abs_err, (long long)w);
+}
+
+// The check of one candidate against ref, with its launch left in L for timing.
+static rt_status rt_gp_check(rt_arena *a, rt_gpu_runtime *rt, const rt_gpu_candidate *c,
+                             rt_gpu_binary **bins, rt_bindings *b, const rt_gp_ref *ref,
+                             rt_gpu_check *out, rt_gp_launch *L, rt_err *err) {
+    const rt_gpu_kernel *k = c->kernel;
+    const rt_op *op = k->op;
+    memset(out, 0, sizeof *out);
+    memset(L, 0, sizeof *L);
+    RT_TRY(rt_gp_setup(a, k, bins, b, L, err));
+    double t0 = rt_gp_now_ns();
+    RT_TRY(rt_gpu_run_steps(rt, L->steps, L->n_steps, L->args, L->n_args, err));
+    out->checked_run_ns = rt_gp_now_ns() - t0;
+    out->n_outputs = op->n_outputs;
+    RT_ALLOC(a, out->cmp, op->n_outputs, err);
+    // The first failure found is the reason: a changed input, then outputs in order.
+    bool ok = !rt_gp_changed_input(a, k, b, L, &out->reason);
+    for (int32_t o = 0; o < op->n_outputs; o++) {
+        int32_t t = op->outputs[o], bi = -1;
+        for (int32_t i = 0; i < k->n_bufs; i++)
+            if (!k->bufs[i].is_start && k->bufs[i].tensor == t)
+                bi = i;
+        if (bi < 0) {
+            rt_compare_begin(&out->cmp[o]);
+            if (ok)
+                out->reason = rt_arena_printf(
+                    a, "output '%s' has no buffer in the kernel, so it was not compared",
+                    op->tensors[t].name);
+            ok = false;
+            continue;
+        }
+        rt_compare_data(ref->out[o], L->host[bi], rt_tensor_elems(b, t), &out->cmp[o]);
+        if (!rt_compare_accept(&out->cmp[o], op->tensors[t].dtype)) {
+            if (ok)
+                out->reason = rt_gp_wrong_output(a, op, o, &out->cmp[o], ref->out[o], L->host[bi]);
+            ok = false;
+        }
+        out->max_rel_err = fmax(out->max_rel_err, out->cmp[o].max_rel_err);
+        out->nmse = fmax(out->nmse, out->cmp[o].nmse);
+    }
+    out->accepted = ok;
+    if (!ok && !out->reason)
+        return rt_fail(err, RT_ERR_NOMEM, RT_NOLOC, "out of memory");
+    return RT_OK;
+}
+
+static rt_status rt_gp_target_check(const rt_device *dev, const rt_gpu_candidate *c, rt_err *err) {
+    rt_gpu_target want;
+    if (!rt_gpu_target_of_device(dev, &want) || c->target != want)
+        return rt_fail(err, RT_ERR_USAGE, RT_NOLOC,
+                       "candidate was emitted for %s, not for the device '%s'",
+                       rt_gpu_dialect_of(c->target)->target, dev->name);
+    return RT_OK;
+}
+
+rt_status rt_gpu_check_run(rt_arena *a, rt_gpu_runtime *rt, const rt_device *dev,
+                           const rt_gpu_candidate *c, rt_bindings *b, rt_gpu_check *out,
+                           rt_err *err) {
+    memset(out, 0, sizeof *out);
+    RT_TRY(rt_gp_target_check(dev, c, err));
+    rt_gp_ref ref = {0};
+    RT_TRY(rt_gp_reference(a, c->kernel->op, b, &ref, err));
+    rt_gpu_binary **bins = NULL;
+    RT_TRY(rt_gp_binaries(a, rt, dev, c, &bins, err));
+    rt_gp_launch L;
+    return rt_gp_check(a, rt, c, bins, b, &ref, out, &L, err);
+}

@@ -1,0 +1,222 @@
+// test-gpu-opencl-check: the GPU check itself (rt_gpu_check_run on PoCL) rejects what it must.
+// A candidate of a small elementwise op is emitted in OpenCL for the v100 tile program and its
+// source mutated at the store of one output element (element 17): the element off by one, a
+// NaN, the store skipped where the reference is 0 (what an output buffer that is not poisoned
+// holds), an extra write into an input. Every output is compared: a wrong ninth output, and an
+// output left without a buffer, are failures. The unmutated candidates pass, '+=' outputs keep
+// their start values. Exit 77 when no OpenCL device matches devices/pocl-cpu.ini.
+#include "test.h"
+
+#include "gpu.h"
+#include "interp.h"
+
+#include <stdio.h>
+#include <string.h>
+
+enum { ELEM = 17 };
+
+typedef enum mutation {
+    MUT_NONE,
+    MUT_OFF_BY_ONE, // out[17] = value + 1
+    MUT_NAN,        // out[17] = NaN
+    MUT_SKIP,       // out[17] never written
+    MUT_CLOBBER,    // after out[17], input[17] = 42
+} mutation;
+
+// The source with the store "OUT[IDX] = VALUE;" of buffer out rewritten for element ELEM as m
+// says (input: the input buffer MUT_CLOBBER writes); NULL when there is no such store.
+static const char *mutate(rt_arena *a, const char *src, const char *out, const char *input,
+                          mutation m) {
+    char *pat = rt_arena_printf(a, " %s[", out);
+    const char *p = strstr(src, pat);
+    if (!p)
+        return NULL;
+    const char *idx = p + strlen(pat), *eq = strstr(idx, "] = "), *end = eq ? strchr(eq, ';') : 0;
+    if (!eq || !end)
+        return NULL;
+    int ni = (int)(eq - idx), nv = (int)(end - (eq + 4));
+    const char *val = eq + 4, *text = "";
+    switch (m) {
+    case MUT_NONE:
+        text = rt_arena_printf(a, "%s[%.*s] = %.*s;", out, ni, idx, nv, val);
+        break;
+    case MUT_OFF_BY_ONE:
+        text = rt_arena_printf(a, "%s[%.*s] = (%.*s) == %d ? (%.*s) + 1.0f : (%.*s);", out, ni, idx,
+                               ni, idx, ELEM, nv, val, nv, val);
+        break;
+    case MUT_NAN:
+        text = rt_arena_printf(a, "%s[%.*s] = (%.*s) == %d ? (0.0f / 0.0f) : (%.*s);", out, ni, idx,
+                               ni, idx, ELEM, nv, val);
+        break;
+    case MUT_SKIP:
+        text = rt_arena_printf(a, "if ((%.*s) != %d) %s[%.*s] = %.*s;", ni, idx, ELEM, out, ni, idx,
+                               nv, val);
+        break;
+    case MUT_CLOBBER:
+        text = rt_arena_printf(a,
+                               "%s[%.*s] = %.*s; if ((%.*s) == %d) ((__global float *)%s)[%.*s] = "
+                               "42.0f;",
+                               out, ni, idx, nv, val, ni, idx, ELEM, input, ni, idx);
+        break;
+    }
+    return rt_arena_printf(a, "%.*s%s%s", (int)(p + 1 - src), src, text, end + 1);
+}
+
+typedef struct fixture {
+    rt_device ocl, v100;
+    rt_gpu_runtime *rt;
+} fixture;
+
+// The top-1 candidate of spec for v100, emitted in OpenCL.
+static bool emit(rt_arena *a, const fixture *f, const char *spec, rt_gpu_candidate *out) {
+    rt_err err = {0};
+    rt_op *op;
+    rt_perf_result *perf;
+    rt_perf_options popt = {.top_k = 1};
+    if (rt_spec_parse(a, spec, "check.spec", NULL, 0, &op, &err) != RT_OK ||
+        rt_perf_construct(a, op, &f->v100, &popt, &perf, &err) != RT_OK ||
+        rt_gpu_emit_candidate(a, perf, 1, RT_GPU_TARGET_OPENCL, NULL, out, &err) != RT_OK) {
+        fprintf(stderr, "emit: %s\n", err.msg);
+        return false;
+    }
+    return true;
+}
+
+// Runs candidate c (source replaced by src when not NULL) on fresh bindings (seed 1; set, when
+// not NULL, is called on them first) and checks the verdict: accepted, or rejected with a reason
+// containing want.
+static void expect_check(rt_arena *a, const fixture *f, const rt_gpu_candidate *c, const char *src,
+                         void (*set)(rt_bindings *), const char *what, const char *want) {
+    rt_gpu_candidate m = *c;
+    if (src)
+        m.source = src;
+    rt_bindings *b = NULL;
+    rt_err err = {0};
+    rt_gpu_check chk;
+    rt_status st = rt_bindings_new(a, c->kernel->op, 1, &b, &err);
+    if (st == RT_OK && set)
+        set(b);
+    if (st == RT_OK)
+        st = rt_gpu_check_run(a, f->rt, &f->ocl, &m, b, &chk, &err);
+    RT_EXPECT_EQ(st, RT_OK);
+    if (st != RT_OK) {
+        fprintf(stderr, "%s: %s\n%s\n", what, err.msg, err.log ? err.log : "");
+        return;
+    }
+    printf("%-26s %s%s\n", what,
+           chk.accepted ? "accepted" : "rejected: ", chk.reason ? chk.reason : "");
+    RT_EXPECT_EQ(chk.n_outputs, c->kernel->op->n_outputs);
+    if (!want) {
+        RT_EXPECT(chk.accepted && !chk.reason);
+        return;
+    }
+    RT_EXPECT(!chk.accepted);
+    RT_EXPECT(chk.reason && strstr(chk.reason, want));
+    if (!chk.reason || !strstr(chk.reason, want))
+        fprintf(stderr, "  %s: expected a reason with \"%s\"\n", what, want);
+}
+
+// x(17) = 0.5, y(17) = -1: z(17) = 2 x + y = 0, what an unpoisoned output buffer holds.
+static void zero_at_17(rt_bindings *b) {
+    double x[1000], y[1000];
+    for (int i = 0; i < 1000; i++) {
+        x[i] = 0.25 + i % 7;
+        y[i] = 1.0 - i % 5;
+    }
+    x[ELEM] = 0.5;
+    y[ELEM] = -1.0;
+    rt_err err = {0};
+    RT_EXPECT_EQ(rt_bindings_set_data(b, "x", x, 1000, &err), RT_OK);
+    RT_EXPECT_EQ(rt_bindings_set_data(b, "y", y, 1000, &err), RT_OK);
+}
+
+static void test_axpy(rt_arena *a, const fixture *f) {
+    rt_gpu_candidate c;
+    if (!emit(a, f,
+              "size N = 1000\ndef axpy(float(N) x, float(N) y) -> (z) {\n"
+              "    z(i) = 2 * x(i) + y(i)\n}\n",
+              &c)) {
+        RT_EXPECT(0);
+        return;
+    }
+    const char *same = mutate(a, c.source, "t_z", "t_x", MUT_NONE);
+    RT_EXPECT(same && strcmp(same, c.source) == 0); // the store was found and parsed back
+    expect_check(a, f, &c, NULL, NULL, "axpy", NULL);
+    expect_check(a, f, &c, NULL, zero_at_17, "axpy, z(17) = 0", NULL);
+    expect_check(a, f, &c, mutate(a, c.source, "t_z", "t_x", MUT_OFF_BY_ONE), NULL,
+                 "axpy, z(17) off by one", "output 'z': max error 1 above");
+    expect_check(a, f, &c, mutate(a, c.source, "t_z", "t_x", MUT_NAN), NULL, "axpy, z(17) NaN",
+                 "output 'z': 1 of 1000 elements non-finite where the reference differs (first: "
+                 "element 17 is nan");
+    expect_check(a, f, &c, mutate(a, c.source, "t_z", "t_x", MUT_SKIP), zero_at_17,
+                 "axpy, z(17) never written",
+                 "output 'z': 1 of 1000 elements non-finite where the reference differs (first: "
+                 "element 17 is nan, expected 0)");
+    expect_check(a, f, &c, mutate(a, c.source, "t_z", "t_x", MUT_CLOBBER), NULL,
+                 "axpy, writes x(17)", "the kernel changed input 'x': element 17 is 42 (was ");
+}
+
+// Nine outputs: the ninth is compared like the first. Two equal outputs, the second's buffer
+// relabelled as the first's: y2 then has no buffer, which fails.
+static void test_outputs(rt_arena *a, const fixture *f) {
+    rt_buf spec;
+    rt_buf_init(&spec, a);
+    rt_buf_puts(&spec, "size N = 300\ndef nine(float(N) x) -> (y1");
+    for (int k = 2; k <= 9; k++)
+        rt_buf_printf(&spec, ", y%d", k);
+    rt_buf_puts(&spec, ") {\n");
+    for (int k = 1; k <= 9; k++)
+        rt_buf_printf(&spec, "    y%d(i) = x(i) + %d\n", k, k);
+    rt_buf_puts(&spec, "}\n");
+    rt_gpu_candidate c;
+    if (!emit(a, f, spec.data, &c)) {
+        RT_EXPECT(0);
+        return;
+    }
+    expect_check(a, f, &c, NULL, NULL, "nine", NULL);
+    expect_check(a, f, &c, mutate(a, c.source, "t_y9", "t_x", MUT_OFF_BY_ONE), NULL,
+                 "nine, y9(17) off by one", "output 'y9': max error 1 above");
+
+    if (!emit(a, f,
+              "size N = 300\ndef two(float(N) x) -> (y1, y2) {\n"
+              "    y1(i) = x(i) + 1\n    y2(i) = x(i) + 1\n}\n",
+              &c)) {
+        RT_EXPECT(0);
+        return;
+    }
+    expect_check(a, f, &c, NULL, NULL, "two", NULL);
+    rt_gpu_kernel k = *c.kernel;
+    rt_gpu_buffer *bufs = rt_arena_calloc(a, (size_t)k.n_bufs, sizeof *bufs);
+    memcpy(bufs, k.bufs, (size_t)k.n_bufs * sizeof *bufs);
+    int32_t y1 = k.op->outputs[0], y2 = k.op->outputs[1], relabelled = 0;
+    for (int32_t i = 0; i < k.n_bufs; i++)
+        if (!bufs[i].is_start && bufs[i].tensor == y2) {
+            bufs[i].tensor = y1;
+            relabelled++;
+        }
+    RT_EXPECT_EQ(relabelled, 1);
+    k.bufs = bufs;
+    c.kernel = &k;
+    expect_check(a, f, &c, NULL, NULL, "two, y2 without a buffer",
+                 "output 'y2' has no buffer in the kernel, so it was not compared");
+}
+
+int main(void) {
+    fixture f = {0};
+    rt_err err = {0};
+    if (rt_hal_load_device("devices/pocl-cpu.ini", &f.ocl, &err) != RT_OK ||
+        rt_hal_load_device("devices/v100.ini", &f.v100, &err) != RT_OK) {
+        fprintf(stderr, "devices: %s\n", err.msg);
+        return 1;
+    }
+    rt_arena *a = rt_arena_new(1 << 20);
+    if (rt_gpu_runtime_open(a, &f.ocl, &f.rt, &err) != RT_OK) {
+        printf("skip: %s\n", err.msg);
+        rt_arena_free(a);
+        return rt_gpu_err_is_absent(&err) ? 77 : 1;
+    }
+    test_axpy(a, &f);
+    test_outputs(a, &f);
+    rt_arena_free(a);
+    return rt_test_finish("test-gpu-opencl-check");
+}
