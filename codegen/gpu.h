@@ -208,4 +208,51 @@ rt_status rt_gpu_check_run(rt_arena *a, rt_gpu_runtime *rt, const rt_device *dev
                            const rt_gpu_candidate *c, rt_bindings *b, rt_gpu_check *out,
                            rt_err *err);
 
+// How rt_gpu_profile times the candidates that pass their check. Each is timed alone by
+// rt_gpu_time_steps (its phases on device-resident buffers, device events): warmup untimed
+// launches, then reps = budget_ns / checked_run_ns (an upper bound of one launch) clamped to
+// [min_reps, max_reps].
+typedef struct rt_gpu_time_options {
+    int32_t warmup;   // >= 0
+    int32_t min_reps; // >= 1
+    int32_t max_reps; // >= min_reps
+    double budget_ns;
+} rt_gpu_time_options;
+
+// The defaults: 2 warm-up launches, 5 to 100 repetitions, 0.2 s per candidate.
+extern const rt_gpu_time_options rt_gpu_time_defaults;
+
+// Outcome of one candidate. ORDER RT_GPU_CAND: names in profile-gpu.c.
+typedef enum rt_gpu_cand_status {
+    RT_GPU_CAND_COMPILED,       // compiled, not run
+    RT_GPU_CAND_COMPILE_FAILED, // reason: the compiler's message
+    RT_GPU_CAND_RUN_FAILED,     // the checked run or the timing returned an error: reason
+    RT_GPU_CAND_WRONG,          // the check rejected it (reason): never wins
+    RT_GPU_CAND_OK,             // checked and timed
+    RT_GPU_CAND_COUNT
+} rt_gpu_cand_status;
+
+// "compiled", "compile failed", "run failed", "wrong", "ok".
+const char *rt_gpu_cand_status_name(rt_gpu_cand_status st);
+
+typedef struct rt_gpu_result {
+    rt_gpu_cand_status status;
+    const char *reason; // compile failed, run failed, wrong: why (arena); NULL otherwise
+    bool checked;       // the checked run completed: check holds its result
+    rt_gpu_check check;
+    rt_gpu_timing timing; // status ok: the kernel alone (all phases per sample)
+} rt_gpu_result;
+
+// Checks each of the n candidates (rt_gpu_check_run, against one reference computed from b;
+// candidates without binaries are compiled first), times each that passed with opt (NULL:
+// rt_gpu_time_defaults), and sets *out_winner to the candidate with the lowest kernel median
+// among those with status ok (the better rank on a tie; -1 when none). A candidate that failed
+// to compile, failed its run (e.g. a launch error) or was wrong is marked in out[i], never
+// returned as an error. b is left as it was. Errors: the reference interpreter's
+// (RT_ERR_SPEC), bad options (RT_ERR_USAGE), RT_ERR_NOMEM.
+rt_status rt_gpu_profile(rt_arena *a, rt_gpu_runtime *rt, const rt_device *dev,
+                         const rt_gpu_candidate *cands, int32_t n, rt_bindings *b,
+                         const rt_gpu_time_options *opt, rt_gpu_result *out, int32_t *out_winner,
+                         rt_err *err);
+
 #endif

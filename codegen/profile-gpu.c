@@ -13,6 +13,20 @@
 #include <string.h>
 #include <time.h>
 
+const rt_gpu_time_options rt_gpu_time_defaults = {
+    .warmup = 2, .min_reps = 5, .max_reps = 100, .budget_ns = 2e8};
+
+// ORDER RT_GPU_CAND
+static const char *const rt_gpu_cand_status_names[] = {"compiled", "compile failed", "run failed",
+                                                       "wrong", "ok"};
+_Static_assert(sizeof rt_gpu_cand_status_names / sizeof *rt_gpu_cand_status_names ==
+                   RT_GPU_CAND_COUNT,
+               "ORDER RT_GPU_CAND");
+
+const char *rt_gpu_cand_status_name(rt_gpu_cand_status st) {
+    return (unsigned)st < RT_GPU_CAND_COUNT ? rt_gpu_cand_status_names[st] : "?";
+}
+
 static double rt_gp_now_ns(void) {
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
@@ -282,4 +296,103 @@ rt_status rt_gpu_check_run(rt_arena *a, rt_gpu_runtime *rt, const rt_device *dev
     RT_TRY(rt_gp_binaries(a, rt, dev, c, &bins, err));
     rt_gp_launch L;
     return rt_gp_check(a, rt, c, bins, b, &ref, out, &L, err);
+}
+
+// ---------------------------------------------------------------------------------------------
+// Check, time, rank
+// ---------------------------------------------------------------------------------------------
+
+static rt_status rt_gp_time_options_check(const rt_gpu_time_options *o, rt_err *err) {
+    if (o->warmup < 0 || o->min_reps < 1 || o->max_reps < o->min_reps || !(o->budget_ns >= 0.0))
+        return rt_fail(err, RT_ERR_USAGE, RT_NOLOC,
+                       "bad GPU timing options (expected warmup >= 0, 1 <= min_reps <= max_reps "
+                       "and budget_ns >= 0, got %d, %d, %d and %g)",
+                       (int)o->warmup, (int)o->min_reps, (int)o->max_reps, o->budget_ns);
+    return RT_OK;
+}
+
+// A candidate's failure: the status and the message of e (a copy in a). Out of memory is not a
+// candidate's failure: true when the caller must return it.
+static bool rt_gp_fail(rt_arena *a, rt_gpu_result *r, rt_gpu_cand_status st, const char *what,
+                       const rt_err *e) {
+    if (e->status == RT_ERR_NOMEM)
+        return true;
+    r->status = st;
+    r->reason = rt_arena_printf(a, "%s%s", what, e->msg);
+    return r->reason == NULL;
+}
+
+// Checks candidate c and, when it passes, times it: out->status ok, wrong, run failed or
+// compile failed. Returns only errors that are not the candidate's (out of memory).
+static rt_status rt_gp_profile_one(rt_arena *a, rt_gpu_runtime *rt, const rt_device *dev,
+                                   const rt_gpu_candidate *c, rt_bindings *b, const rt_gp_ref *ref,
+                                   const rt_gpu_time_options *o, rt_gpu_result *out, rt_err *err) {
+    memset(out, 0, sizeof *out);
+    out->status = RT_GPU_CAND_COMPILED;
+    rt_err e;
+    rt_err_clear(&e);
+    if (c->bins && !c->compiled) {
+        out->status = RT_GPU_CAND_COMPILE_FAILED;
+        out->reason = c->compile_err.msg[0] ? c->compile_err.msg : "compile failed";
+        return RT_OK;
+    }
+    rt_gpu_binary **bins = NULL;
+    if (rt_gp_binaries(a, rt, dev, c, &bins, &e) != RT_OK) {
+        if (rt_gp_fail(a, out, RT_GPU_CAND_COMPILE_FAILED, "", &e))
+            return rt_fail(err, RT_ERR_NOMEM, RT_NOLOC, "out of memory");
+        return RT_OK;
+    }
+    rt_gp_launch L;
+    if (rt_gp_check(a, rt, c, bins, b, ref, &out->check, &L, &e) != RT_OK) {
+        if (rt_gp_fail(a, out, RT_GPU_CAND_RUN_FAILED, "", &e))
+            return rt_fail(err, RT_ERR_NOMEM, RT_NOLOC, "out of memory");
+        return RT_OK;
+    }
+    out->checked = true;
+    if (!out->check.accepted) {
+        out->status = RT_GPU_CAND_WRONG;
+        out->reason = out->check.reason;
+        return RT_OK;
+    }
+    double per_launch_ns = fmax(out->check.checked_run_ns, 1.0);
+    double want = o->budget_ns / per_launch_ns;
+    int32_t reps = want >= (double)o->max_reps   ? o->max_reps
+                   : want <= (double)o->min_reps ? o->min_reps
+                                                 : (int32_t)want;
+    if (rt_gpu_time_steps(rt, L.steps, L.n_steps, L.args, L.n_args, o->warmup, reps, &out->timing,
+                          &e) != RT_OK) {
+        if (rt_gp_fail(a, out, RT_GPU_CAND_RUN_FAILED, "timing: ", &e))
+            return rt_fail(err, RT_ERR_NOMEM, RT_NOLOC, "out of memory");
+        return RT_OK;
+    }
+    out->status = RT_GPU_CAND_OK;
+    return RT_OK;
+}
+
+rt_status rt_gpu_profile(rt_arena *a, rt_gpu_runtime *rt, const rt_device *dev,
+                         const rt_gpu_candidate *cands, int32_t n, rt_bindings *b,
+                         const rt_gpu_time_options *opt, rt_gpu_result *out, int32_t *out_winner,
+                         rt_err *err) {
+    *out_winner = -1;
+    const rt_gpu_time_options *o = opt ? opt : &rt_gpu_time_defaults;
+    RT_TRY(rt_gp_time_options_check(o, err));
+    if (n <= 0)
+        return RT_OK;
+    for (int32_t i = 0; i < n; i++) {
+        RT_TRY(rt_gp_target_check(dev, &cands[i], err));
+        if (cands[i].kernel->op != cands[0].kernel->op)
+            return rt_fail(err, RT_ERR_USAGE, RT_NOLOC,
+                           "candidate %d is of operator '%s', candidate 1 of '%s' (expected one "
+                           "operator)",
+                           (int)i + 1, cands[i].kernel->op->name, cands[0].kernel->op->name);
+    }
+    rt_gp_ref ref = {0};
+    RT_TRY(rt_gp_reference(a, cands[0].kernel->op, b, &ref, err));
+    for (int32_t i = 0; i < n; i++) {
+        RT_TRY(rt_gp_profile_one(a, rt, dev, &cands[i], b, &ref, o, &out[i], err));
+        if (out[i].status == RT_GPU_CAND_OK &&
+            (*out_winner < 0 || out[i].timing.median_ns < out[*out_winner].timing.median_ns))
+            *out_winner = i;
+    }
+    return RT_OK;
 }

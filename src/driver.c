@@ -330,14 +330,14 @@ static rt_status rt_driver_cpu_kernels(rt_arena *a, const rt_driver_options *o, 
 #define RT_DRIVER_GPU_CHECK_MAX_POINTS (1 << 26)
 
 // What the GPU path produced: one emitted (and, for the device's own target, compiled)
-// candidate per rank, and when a runtime was found, checked and timed runs.
+// candidate per rank, and when a runtime was found, each checked and, when right, timed.
 typedef struct rt_driver_gpu {
     int32_t n;
     rt_gpu_candidate *cands;
-    bool *checked;
-    rt_gpu_check *check;
-    const char **status;      // "ok", "wrong", "compile failed", "not profiled"
-    int32_t winner;           // index, -1 when nothing ran
+    rt_gpu_result *res;       // per candidate when profiled (rt_gpu_profile), else NULL
+    const char **status;      // "emitted", "compiled", or rt_gpu_cand_status_name
+    const char **reason;      // why a candidate failed (compile, run, check); NULL otherwise
+    int32_t winner;           // lowest kernel median among "ok", -1 when none
     const char *not_profiled; // why nothing ran (no GPU, other target, too large)
     const char *ext;
 } rt_driver_gpu;
@@ -358,9 +358,8 @@ static rt_status rt_driver_gpu_kernels(rt_arena *a, const rt_driver_options *o,
                        dev->name, rt_devclass_name(dev->devclass));
     g->ext = rt_gpu_dialect_of(t)->ext;
     g->n = res->n_cands;
-    RT_ALLOC(a, g->checked, g->n, err);
-    RT_ALLOC(a, g->check, g->n, err);
     RT_ALLOC(a, g->status, g->n, err);
+    RT_ALLOC(a, g->reason, g->n, err);
     if (t == own) {
         RT_TRY(rt_gpu_compile_topk(a, res, dev, g->n, 2, &g->cands, err));
     } else {
@@ -370,8 +369,12 @@ static rt_status rt_driver_gpu_kernels(rt_arena *a, const rt_driver_options *o,
             RT_TRY(rt_gpu_emit_candidate(a, res, i + 1, t, &lo, &g->cands[i], err));
         }
     }
-    for (int32_t i = 0; i < g->n; i++)
-        g->status[i] = t != own ? "emitted" : g->cands[i].compiled ? "compiled" : "compile failed";
+    for (int32_t i = 0; i < g->n; i++) {
+        const rt_gpu_candidate *c = &g->cands[i];
+        g->status[i] = t != own ? "emitted" : c->compiled ? "compiled" : "compile failed";
+        if (t == own && !c->compiled)
+            g->reason[i] = c->compile_err.msg;
+    }
 
     // Run, check and time where the device is present (a GPU, or OpenCL on PoCL here).
     if (o->profile == 0) {
@@ -402,15 +405,12 @@ static rt_status rt_driver_gpu_kernels(rt_arena *a, const rt_driver_options *o,
             res->model->real_points, RT_DRIVER_GPU_CHECK_MAX_POINTS);
         return RT_OK;
     }
+    // Check each candidate, time the right ones alone, rank by kernel median.
+    RT_ALLOC(a, g->res, g->n, err);
+    RT_TRY(rt_gpu_profile(a, rt, dev, g->cands, g->n, b, NULL, g->res, &g->winner, err));
     for (int32_t i = 0; i < g->n; i++) {
-        if (!g->cands[i].compiled)
-            continue;
-        RT_TRY(rt_gpu_check_run(a, rt, dev, &g->cands[i], b, &g->check[i], err));
-        g->checked[i] = true;
-        bool ok = g->check[i].accepted;
-        g->status[i] = ok ? "ok" : "wrong";
-        if (ok && (g->winner < 0 || g->check[i].checked_run_ns < g->check[g->winner].checked_run_ns))
-            g->winner = i;
+        g->status[i] = rt_gpu_cand_status_name(g->res[i].status);
+        g->reason[i] = g->res[i].reason;
     }
     return RT_OK;
 }
@@ -422,6 +422,8 @@ static void *rt_driver_gpu_to_json(const rt_driver_gpu *g, const rt_perf_result 
         json_t *j = json_object();
         json_object_set_new(j, "rank", json_integer(c->rank));
         json_object_set_new(j, "status", json_string(g->status[i]));
+        if (g->reason[i])
+            json_object_set_new(j, "reason", json_string(g->reason[i]));
         json_object_set_new(j, "winner", json_boolean(i == g->winner));
         json_object_set_new(j, "predicted_ns", json_real(res->cands[i].predicted_ns));
         json_t *phases = json_array();
@@ -446,31 +448,60 @@ static void *rt_driver_gpu_to_json(const rt_driver_gpu *g, const rt_perf_result 
             json_object_set_new(j, "smem_bytes", json_integer(c->smem_bytes));
             json_object_set_new(j, "occupancy", json_real(c->occupancy));
         }
-        if (g->checked[i]) {
-            json_object_set_new(j, "checked_run_ns", json_real(g->check[i].checked_run_ns));
-            json_object_set_new(j, "max_rel_err", json_real(g->check[i].max_rel_err));
-            json_object_set_new(j, "nmse", json_real(g->check[i].nmse));
+        const rt_gpu_result *r = g->res ? &g->res[i] : NULL;
+        if (r && r->checked) { // the checked run's wall time: reported, never ranked
+            json_object_set_new(j, "checked_run_ns", json_real(r->check.checked_run_ns));
+            json_object_set_new(j, "max_rel_err", json_real(r->check.max_rel_err));
+            json_object_set_new(j, "nmse", json_real(r->check.nmse));
+        }
+        if (r && r->status == RT_GPU_CAND_OK) { // the kernel alone: what ranks
+            json_object_set_new(j, "kernel_min_ns", json_real(r->timing.min_ns));
+            json_object_set_new(j, "kernel_median_ns", json_real(r->timing.median_ns));
+            json_object_set_new(j, "kernel_reps", json_integer(r->timing.reps));
+            json_object_set_new(j, "kernel_warmup", json_integer(r->timing.warmup));
+            json_object_set_new(j, "kernel_timed_with", json_string(r->timing.method));
         }
         json_array_append_new(arr, j);
     }
     return arr;
 }
 
+// The table: kernel min/median (the kernel alone, what ranks), the checked run (upload, launch,
+// read-back; not ranked), then each failed candidate's reason and how the kernels were timed.
 static void rt_driver_gpu_print(const rt_driver_gpu *g, const rt_perf_result *res, rt_buf *out) {
-    rt_buf_linef(out, 0, "rank %-16s %5s %7s %10s %6s %12s %12s %10s", "status", "regs", "spill_B",
-                 "smem_B", "occ", "predicted_us", "run_us", "max_rel");
+    rt_buf_linef(out, 0, "rank %-16s %5s %7s %10s %6s %12s %12s %12s %12s %10s", "status", "regs",
+                 "spill_B", "smem_B", "occ", "predicted_us", "kernel_min_us", "kernel_med_us",
+                 "check_us", "max_rel");
+    const rt_gpu_timing *timed = NULL;
     for (int32_t i = 0; i < g->n; i++) {
         const rt_gpu_candidate *c = &g->cands[i];
-        char run[32] = "-", rel[32] = "-";
-        if (g->checked[i]) {
-            snprintf(run, sizeof run, "%.2f", g->check[i].checked_run_ns / 1e3);
-            snprintf(rel, sizeof rel, "%.2e", g->check[i].max_rel_err);
+        const rt_gpu_result *r = g->res ? &g->res[i] : NULL;
+        char kmin[32] = "-", kmed[32] = "-", run[32] = "-", rel[32] = "-";
+        if (r && r->checked) {
+            snprintf(run, sizeof run, "%.2f", r->check.checked_run_ns / 1e3);
+            snprintf(rel, sizeof rel, "%.2e", r->check.max_rel_err);
         }
-        rt_buf_linef(out, 0, "%4d %-16s %5d %7lld %10lld %6.2f %12.2f %12s %10s%s", (int)c->rank,
-                     g->status[i], (int)c->regs, (long long)c->spill_bytes,
-                     (long long)c->smem_bytes, c->occupancy, res->cands[i].predicted_ns / 1e3, run,
-                     rel, i == g->winner ? "  <- winner" : "");
+        if (r && r->status == RT_GPU_CAND_OK) {
+            snprintf(kmin, sizeof kmin, "%.2f", r->timing.min_ns / 1e3);
+            snprintf(kmed, sizeof kmed, "%.2f", r->timing.median_ns / 1e3);
+            if (!timed || i == g->winner)
+                timed = &r->timing;
+        }
+        rt_buf_linef(out, 0, "%4d %-16s %5d %7lld %10lld %6.2f %12.2f %12s %12s %12s %10s%s",
+                     (int)c->rank, g->status[i], (int)c->regs, (long long)c->spill_bytes,
+                     (long long)c->smem_bytes, c->occupancy, res->cands[i].predicted_ns / 1e3, kmin,
+                     kmed, run, rel, i == g->winner ? "  <- winner" : "");
     }
+    for (int32_t i = 0; i < g->n; i++)
+        if (g->reason[i])
+            rt_buf_linef(out, 0, "rank %d %s: %s", (int)g->cands[i].rank, g->status[i],
+                         g->reason[i]);
+    if (timed)
+        rt_buf_linef(out, 0,
+                     "timing: kernel_*_us are all phases on device-resident buffers, %d "
+                     "launches after %d warm-up, timed with %s; check_us is one checked run "
+                     "with upload and read-back, not ranked",
+                     (int)timed->reps, (int)timed->warmup, timed->method);
     if (g->n > 0 && g->cands[0].note)
         rt_buf_linef(out, 0, "note: %s", g->cands[0].note);
     if (g->not_profiled)

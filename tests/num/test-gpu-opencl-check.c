@@ -1,10 +1,13 @@
-// test-gpu-opencl-check: the GPU check itself (rt_gpu_check_run on PoCL) rejects what it must.
+// test-gpu-opencl-check: the GPU check itself (rt_gpu_check_run on PoCL) rejects what it must,
+// and rt_gpu_profile's timed path runs there.
 // A candidate of a small elementwise op is emitted in OpenCL for the v100 tile program and its
 // source mutated at the store of one output element (element 17): the element off by one, a
 // NaN, the store skipped where the reference is 0 (what an output buffer that is not poisoned
 // holds), an extra write into an input. Every output is compared: a wrong ninth output, and an
 // output left without a buffer, are failures. The unmutated candidates pass, '+=' outputs keep
-// their start values. Exit 77 when no OpenCL device matches devices/pocl-cpu.ini.
+// their start values. rt_gpu_profile times with profiling events (a two-phase kernel as one
+// sequence) and marks candidates that cannot launch, are wrong or do not compile. Exit 77 when
+// no OpenCL device matches devices/pocl-cpu.ini.
 #include "test.h"
 
 #include "gpu.h"
@@ -201,6 +204,82 @@ static void test_outputs(rt_arena *a, const fixture *f) {
                  "output 'y2' has no buffer in the kernel, so it was not compared");
 }
 
+// s is src with the first occurrence of from replaced by to; NULL when from is not there.
+static const char *replace(rt_arena *a, const char *src, const char *from, const char *to) {
+    const char *p = strstr(src, from);
+    if (!p)
+        return NULL;
+    return rt_arena_printf(a, "%.*s%s%s", (int)(p - src), src, to, p + strlen(from));
+}
+
+// rt_gpu_profile on PoCL with a tiny timing budget (no warm-up, 1 to 2 repetitions): the timed
+// path runs and says how it timed (profiling events); a two-phase kernel is checked and timed as
+// one sequence; a candidate that cannot be launched, a wrong one and one that does not compile
+// are marked with their reasons while the others go on, and the winner is the right one.
+static void test_profile(rt_arena *a, const fixture *f) {
+    rt_gpu_time_options tiny = {.warmup = 0, .min_reps = 1, .max_reps = 2, .budget_ns = 0};
+    rt_gpu_candidate two;
+    if (!emit(a, f,
+              "def two(float(64, 32) X) -> (Y) {\n    s(d) +=! X(n, d)\n"
+              "    Y(n, d) = X(n, d) / (1 + s(d) * s(d))\n}\n",
+              &two)) {
+        RT_EXPECT(0);
+        return;
+    }
+    RT_EXPECT_EQ(two.kernel->n_phases, 2);
+    rt_bindings *b = NULL;
+    rt_err err = {0};
+    rt_gpu_result res[4];
+    int32_t winner = -2;
+    RT_EXPECT_EQ(rt_bindings_new(a, two.kernel->op, 1, &b, &err), RT_OK);
+    RT_EXPECT_EQ(rt_gpu_profile(a, f->rt, &f->ocl, &two, 1, b, &tiny, res, &winner, &err), RT_OK);
+    printf("two (%d phases): %s, kernel median %.0f ns over %d, %s\n", (int)two.kernel->n_phases,
+           rt_gpu_cand_status_name(res[0].status), res[0].timing.median_ns, (int)res[0].timing.reps,
+           res[0].timing.method ? res[0].timing.method : "-");
+    RT_EXPECT_EQ(res[0].status, RT_GPU_CAND_OK);
+    RT_EXPECT_EQ(winner, 0);
+    RT_EXPECT(res[0].timing.reps >= 1 && res[0].timing.reps <= 2);
+    RT_EXPECT(res[0].timing.method && strstr(res[0].timing.method, "OpenCL profiling events"));
+
+    rt_gpu_candidate axpy;
+    if (!emit(a, f,
+              "size N = 1000\ndef axpy(float(N) x, float(N) y) -> (z) {\n"
+              "    z(i) = 2 * x(i) + y(i)\n}\n",
+              &axpy)) {
+        RT_EXPECT(0);
+        return;
+    }
+    rt_gpu_candidate cands[4] = {axpy, axpy, axpy, axpy};
+    char want_wg[64];
+    snprintf(want_wg, sizeof want_wg, "reqd_work_group_size(%d, 1, 1)",
+             (int)axpy.kernel->phases[0].threads);
+    cands[0].source = replace(a, axpy.source, want_wg, "reqd_work_group_size(1, 1, 1)");
+    cands[1].source = mutate(a, axpy.source, "t_z", "t_x", MUT_OFF_BY_ONE);
+    cands[2].source = replace(a, axpy.source, "__kernel", "__kernel not OpenCL");
+    for (int i = 0; i < 3; i++)
+        RT_EXPECT(cands[i].source != NULL);
+    if (!cands[0].source || !cands[1].source || !cands[2].source)
+        return;
+    RT_EXPECT_EQ(rt_bindings_new(a, axpy.kernel->op, 1, &b, &err), RT_OK);
+    RT_EXPECT_EQ(rt_gpu_profile(a, f->rt, &f->ocl, cands, 4, b, &tiny, res, &winner, &err), RT_OK);
+    for (int i = 0; i < 4; i++)
+        printf("axpy candidate %d: %s%s%s\n", i, rt_gpu_cand_status_name(res[i].status),
+               res[i].reason ? ": " : "", res[i].reason ? res[i].reason : "");
+    RT_EXPECT_EQ(res[0].status, RT_GPU_CAND_RUN_FAILED);
+    RT_EXPECT(res[0].reason && strstr(res[0].reason, "CL_INVALID_WORK_GROUP_SIZE"));
+    RT_EXPECT_EQ(res[1].status, RT_GPU_CAND_WRONG);
+    RT_EXPECT(res[1].reason && strstr(res[1].reason, "output 'z': max error 1 above"));
+    RT_EXPECT_EQ(res[2].status, RT_GPU_CAND_COMPILE_FAILED);
+    RT_EXPECT(res[2].reason && strstr(res[2].reason, "clBuildProgram failed"));
+    RT_EXPECT_EQ(res[3].status, RT_GPU_CAND_OK);
+    RT_EXPECT_EQ(winner, 3);
+
+    // Candidates of different operators cannot share one reference.
+    rt_gpu_candidate mixed[2] = {axpy, two};
+    RT_EXPECT_EQ(rt_gpu_profile(a, f->rt, &f->ocl, mixed, 2, b, &tiny, res, &winner, &err),
+                 RT_ERR_USAGE);
+}
+
 int main(void) {
     fixture f = {0};
     rt_err err = {0};
@@ -217,6 +296,7 @@ int main(void) {
     }
     test_axpy(a, &f);
     test_outputs(a, &f);
+    test_profile(a, &f);
     rt_arena_free(a);
     return rt_test_finish("test-gpu-opencl-check");
 }

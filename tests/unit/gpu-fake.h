@@ -252,7 +252,7 @@ static const rt_gpu_driver_ops fake_ops = {
 };
 
 // Checks the number of calls of every op (want: in fake_op order).
-static void expect_calls(const fake *f, const int want[FAKE_OP_COUNT]) {
+static inline void expect_calls(const fake *f, const int want[FAKE_OP_COUNT]) {
     static const char *const names[FAKE_OP_COUNT] = {
         "bind",   "load", "function",     "smem",         "alloc",      "htod",         "dtoh",
         "launch", "sync", "event_create", "event_record", "event_sync", "event_elapsed"};
@@ -264,14 +264,14 @@ static void expect_calls(const fake *f, const int want[FAKE_OP_COUNT]) {
 }
 
 // The device buffer behind parameter i: the parameter points at the buffer's device address.
-static void *dev_buffer(void **params, int i) {
+static inline void *dev_buffer(void **params, int i) {
     rt_gpu_devptr p;
     memcpy(&p, params[i], sizeof p);
     return (void *)(uintptr_t)p;
 }
 
 // A binary the fake driver loads: its kernel is looked up by name in the fake's table.
-static rt_gpu_binary binary(const char *kernel) {
+static inline rt_gpu_binary binary(const char *kernel) {
     return (rt_gpu_binary){.devclass = RT_DEVCLASS_CUDA,
                            .kernel_name = kernel,
                            .symbol = kernel,
@@ -280,8 +280,8 @@ static rt_gpu_binary binary(const char *kernel) {
 }
 
 // A CUDA runtime on fake driver f (device dev, arena a): what rt_gpu_runtime_open would return.
-static void fake_runtime(rt_gpu_runtime *rt, rt_gpu_driver *drv, fake *f, const rt_device *dev,
-                         rt_arena *a) {
+static inline void fake_runtime(rt_gpu_runtime *rt, rt_gpu_driver *drv, fake *f,
+                                const rt_device *dev, rt_arena *a) {
     *drv = (rt_gpu_driver){.ops = &fake_ops, .ctx = f};
     *rt = (rt_gpu_runtime){
         .devclass = RT_DEVCLASS_CUDA, .dev = dev, .arena = a, .device_name = "fake", .driver = drv};
