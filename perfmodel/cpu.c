@@ -314,7 +314,7 @@ static bool gemm_groups(const rt_perf_model *m, rt_perf_cpu_gemm *g) {
 // sixteenth of a cycle per element and column for the micro-kernel's FMAs) and the 2 its B
 // packing (a vector copy, an eighth of a cycle per element), which every row block repeats.
 static double gemm_busiest_load(const rt_perf_cpu_gemm *g, int64_t ntl, int64_t nblk, int64_t bpg,
-                                int64_t units) {
+                                int64_t units, int64_t *steps) {
     int64_t M = g->M, N = g->N;
     int64_t mt = rt_ceil_div(M, g->mc), runs = rt_ceil_div(nblk, bpg), n = mt * runs;
     double busiest = 0;
@@ -326,6 +326,7 @@ static double gemm_busiest_load(const rt_perf_cpu_gemm *g, int64_t ntl, int64_t 
             for (int64_t cb = lo; cb < hi; cb++)
                 cols += (double)(cb % ntl == ntl - 1 && N % g->nc ? N % g->nc : g->nc);
             load += h * (cols + 16) + 2 * cols;
+            *steps += 1 + hi - lo;
         }
         busiest = load > busiest ? load : busiest;
     }
@@ -346,7 +347,7 @@ static double gemm_busiest_load(const rt_perf_cpu_gemm *g, int64_t ntl, int64_t 
 // which goes to *load: 5 row blocks on 2 cores as 5 items leave one core idle for a fifth of the
 // time (0.79x oneDNN at 4096^3), as 10 none.
 static int64_t gemm_runs(const rt_device *dev, int64_t batch, int64_t units,
-                         const rt_perf_cpu_gemm *g, double *load_out) {
+                         const rt_perf_cpu_gemm *g, double *load_out, int64_t *steps) {
     int64_t ntl = rt_ceil_div(g->N, g->nc), nblk = batch * ntl, ng = 1;
     if (batch > 1 && dev && dev->n_levels >= 4 && g->K > g->kc) {
         int64_t l2 = dev->level[dev->n_levels - 3].capacity_bytes;
@@ -358,7 +359,7 @@ static int64_t gemm_runs(const rt_device *dev, int64_t batch, int64_t units,
     double load[GEMM_RUNS_TRIED + 1] = {0}, least = -1;
     int64_t span = rt_min64(nblk - ng, rt_min64(8 * units, GEMM_RUNS_TRIED));
     for (int64_t d = 0; d <= span; d++) {
-        load[d] = gemm_busiest_load(g, ntl, nblk, rt_ceil_div(nblk, ng + d), units);
+        load[d] = gemm_busiest_load(g, ntl, nblk, rt_ceil_div(nblk, ng + d), units, steps);
         least = least < 0 || load[d] < least ? load[d] : least;
     }
     int64_t best = ng;
@@ -444,7 +445,7 @@ void rt_perf_cpu_gemm_block(const rt_device *dev, int64_t batch, rt_perf_cpu_gem
     // blocks). Row block counts from the fewest up to one more per core, column block counts up
     // to GEMM_NC_TRIED more, each pair with its best runs (gemm_runs); the fewest rows, then the
     // fewest columns, within 2% of the least work on the busiest core wins.
-    int64_t mc_max = g->mc, nc_max = g->nc, mt0 = rt_ceil_div(M, mc_max);
+    int64_t mc_max = g->mc, nc_max = g->nc, mt0 = rt_ceil_div(M, mc_max), steps = 0;
     int64_t b0 = rt_ceil_div(N, nc_max), last_mc = 0;
     // With 8 blocks per core or more the last round costs little: equal blocks, no search.
     bool search = batch * mt0 * b0 < 8 * units;
@@ -463,7 +464,7 @@ void rt_perf_cpu_gemm_block(const rt_device *dev, int64_t batch, rt_perf_cpu_gem
             last_nc = width;
             g->mc = height;
             g->nc = width;
-            ngs[n_tried] = gemm_runs(dev, batch, units, g, &loads[n_tried]);
+            ngs[n_tried] = gemm_runs(dev, batch, units, g, &loads[n_tried], &steps);
             mcs[n_tried] = height;
             ncs[n_tried] = width;
             least = least < 0 || loads[n_tried] < least ? loads[n_tried] : least;
@@ -479,6 +480,7 @@ void rt_perf_cpu_gemm_block(const rt_device *dev, int64_t batch, rt_perf_cpu_gem
     int64_t rows = rt_ceil_div(M, g->mc);
     g->items = rows * g->ng;
     g->batch = batch;
+    g->steps = steps;
 }
 
 // The packed GEMM codegen/lower-cpu.c compiles for p: the rTiles give the seeds (register tile
@@ -502,6 +504,7 @@ bool rt_perf_cpu_gemm_view(const rt_perf_model *m, const rt_rprog *p, rt_perf_cp
     g->mc = top >= 2 ? t[RT_PERF_GEMM_M][top - 2] : 96;
     g->nc = top >= 3 ? t[RT_PERF_GEMM_N][top - 3] : 1024;
     rt_perf_cpu_gemm_block(m->dev, g->batch, g);
+    rt_perf_count_steps(m, g->steps);
     return true;
 }
 
@@ -674,6 +677,7 @@ bool rt_perf_cpu_gemm_time(const rt_perf_model *m, const rt_perf_cpu_gemm *g, do
         double cyc = 0, pack = 0;
         for (int64_t i = lo; i < hi; i++)
             cyc += item_cycles(g, &c, i, mt, ntl, nblk, bpg, k_full, k_last > 0, &pack);
+        rt_perf_count_steps(m, (hi - lo) * (1 + bpg));
         if (cyc > worst) {
             worst = cyc;
             worst_pack = pack;

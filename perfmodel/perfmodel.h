@@ -115,6 +115,7 @@ typedef struct rt_perf_result {
     int32_t n_same_kernel; // CPU: rPrograms dropped because a found one lowers to the same
                            // kernel (the better predicted of the two is kept)
     int64_t n_evals;       // tile evaluations
+    int64_t n_steps;       // the model's loop steps over the construction (rt_perf_model.steps)
     double construct_ns;   // whole construction
     double top1_ns;        // time until the first complete candidate
 } rt_perf_result;
@@ -195,7 +196,17 @@ struct rt_perf_model {
     double peak_gflops;
     double epsilon;                // current tensor-padding bound
     const char *default_dist_note; // set when a vloop got the default distribution
+    // Steps of the model's loops whose trip counts come from the operator (work items, column
+    // blocks, blocking choices, distribution values) since the model was built: a deterministic
+    // measure of the model's work, which the memory hierarchy and the cores bound, not the
+    // extents. Arena-owned; NULL counts nothing.
+    int64_t *steps;
 };
+
+static inline void rt_perf_count_steps(const rt_perf_model *m, int64_t n) {
+    if (m->steps)
+        *m->steps += n;
+}
 
 // Builds the model of op's main statement. Errors as rt_perf_construct.
 rt_status rt_perf_model_build(rt_arena *a, const rt_op *op, const rt_device *dev,
@@ -311,6 +322,7 @@ typedef struct rt_perf_cpu_gemm {
     bool a_k_unit;   // A contiguous along k: its panels are packed with vector loads along k
     int32_t group[RT_PERF_MAX_AXES];  // per model axis, its rt_perf_gemm_group
     double a_bytes, b_bytes, c_bytes; // the tensors behind A, B and C
+    int64_t steps; // loop steps rt_perf_cpu_gemm_block took (rt_perf_model.steps)
 } rt_perf_cpu_gemm;
 // The packed GEMM the backend compiles for p: a plain GEMM or the implicit GEMM of a
 // convolution-like contraction (groups as codegen/lower-cpu.c forms them from the statement's

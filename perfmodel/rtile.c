@@ -450,6 +450,7 @@ rt_status rt_perf_model_build(rt_arena *a, const rt_op *op, const rt_device *dev
                        dev->n_levels);
     rt_perf_model *m;
     RT_ALLOC(a, m, 1, err);
+    RT_ALLOC(a, m->steps, 1, err);
     m->op = op;
     m->dev = dev;
     int64_t dmax = opt && opt->default_max_len > 0 ? opt->default_max_len : RT_PERF_DEFAULT_MAX_LEN;
@@ -673,6 +674,7 @@ static double expect_over_axes(const rt_perf_model *m, const int64_t *shape, boo
         }
         // Joint expectation over the axes sharing this length source.
         double s = 0;
+        rt_perf_count_steps(m, ax->dist.n);
         for (int32_t k = 0; k < ax->dist.n; k++) {
             int64_t v = ax->dist.values[k];
             double p = 1;
