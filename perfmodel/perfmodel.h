@@ -36,8 +36,16 @@ rt_status rt_extent_dist_dense(rt_arena *a, int64_t value, rt_extent_dist *out, 
 // equal-width buckets represented by their upper end (a conservative choice for tiling).
 rt_status rt_extent_dist_uniform(rt_arena *a, int64_t lo, int64_t hi, int32_t max_points,
                                  rt_extent_dist *out, rt_err *err);
-// From raw samples (lengths of a batch): a normalized histogram of the distinct values.
-// Errors: RT_ERR_SPEC for n == 0 or a negative sample (loc is used in the message).
+// Points of a distribution the model sums over (every expectation costs one step per point):
+// more distinct samples are merged into this many buckets, so that the model's work does not
+// grow with a ragged batch.
+#define RT_EXTENT_DIST_MAX_POINTS 64
+
+// From raw samples (lengths of a batch): a normalized histogram of the distinct values; with
+// more than RT_EXTENT_DIST_MAX_POINTS of them, buckets of about equal weight over the sorted
+// samples, each represented by its largest value (as rt_extent_dist_uniform: conservative for
+// tiling, the maximum kept). Errors: RT_ERR_SPEC for n == 0 or a negative sample (loc is used
+// in the message).
 rt_status rt_extent_dist_from_samples(rt_arena *a, const int64_t *samples, int32_t n, rt_loc loc,
                                       rt_extent_dist *out, rt_err *err);
 double rt_extent_dist_mean(const rt_extent_dist *d);
@@ -47,7 +55,7 @@ double rt_extent_dist_tiles(const rt_extent_dist *d, int64_t tile);
 double rt_extent_dist_padded(const rt_extent_dist *d, int64_t tile);
 
 // Vloops whose lengths are not bound get a uniform distribution over 1..this many (buckets of
-// the uniform are capped at 64 points).
+// the uniform are capped at RT_EXTENT_DIST_MAX_POINTS).
 #define RT_PERF_DEFAULT_MAX_LEN 512
 
 // ---------------------------------------------------------------------------------------------
