@@ -602,6 +602,7 @@ rt_status rt_perf_construct(rt_arena *a, const rt_op *op, const rt_device *dev,
     r->n_cands = c.n_found < k ? c.n_found : k;
     r->cands = c.found;
     r->n_evals = c.total_evals;
+    r->n_steps = *m->steps;
     r->top1_ns = c.top1_ns;
     r->construct_ns = now_ns() - t0;
     *out = r;

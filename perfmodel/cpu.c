@@ -307,27 +307,81 @@ static bool gemm_groups(const rt_perf_model *m, rt_perf_cpu_gemm *g) {
 // Run counts tried beyond the least one (rt_perf_cpu_gemm_block).
 #define GEMM_RUNS_TRIED 64
 
-// Work of the busiest core when the mt x runs work items of g (row block i % mt times the run
-// i / mt of bpg column blocks) go to `units` cores in contiguous chunks [n t / T, n (t + 1) / T),
-// as hal-cpu.c's pool hands them out: an item costs its rows x (its columns + 16) + 2 x its
-// columns, the 16 being its A packing (a transpose: about one cycle per element against a
-// sixteenth of a cycle per element and column for the micro-kernel's FMAs) and the 2 its B
-// packing (a vector copy, an eighth of a cycle per element), which every row block repeats.
+// The work items of g's packed GEMM: item i is row block i % mt times the run i / mt of bpg
+// column blocks (the ntl column blocks of every batch entry, batch-major). The last row block is
+// short when M % mc is not 0, the last column block of every batch entry when N % nc is not 0.
+typedef struct gemm_grid {
+    int64_t mt, ntl, nblk, bpg;
+    int64_t m_rest, n_rest; // M % mc, N % nc
+} gemm_grid;
+
+static gemm_grid grid_of(const rt_perf_cpu_gemm *g, int64_t ntl, int64_t nblk, int64_t bpg) {
+    gemm_grid gr = {rt_ceil_div(g->M, g->mc), ntl, nblk, bpg, g->M % g->mc, g->N % g->nc};
+    return gr;
+}
+
+// What a range of work items covers, by whether the item's row block is the short one (index
+// 1) or not (0): items, and the full-width and short column blocks of their runs, each counted
+// once per item that covers it. Every item's cost is linear in these, so a chunk of items costs
+// what its span's counts say, whatever its length.
+typedef struct gemm_span {
+    int64_t items[2], full[2], edge[2];
+} gemm_span;
+
+// Adds rows [r0, r1) of each of the `runs` runs from run j.
+static void span_add(const gemm_grid *gr, int64_t j, int64_t runs, int64_t r0, int64_t r1,
+                     gemm_span *s) {
+    if (runs <= 0 || r1 <= r0)
+        return;
+    int64_t lo = j * gr->bpg, hi = rt_min64(gr->nblk, (j + runs) * gr->bpg);
+    // Short column blocks in [lo, hi): those with (cb + 1) a multiple of ntl.
+    int64_t edge = gr->n_rest ? hi / gr->ntl - lo / gr->ntl : 0, full = hi - lo - edge;
+    int64_t short_rows = gr->m_rest && r0 <= gr->mt - 1 && gr->mt - 1 < r1 ? 1 : 0;
+    int64_t rows[2] = {r1 - r0 - short_rows, short_rows};
+    for (int32_t e = 0; e < 2; e++) {
+        s->items[e] += rows[e] * runs;
+        s->full[e] += rows[e] * full;
+        s->edge[e] += rows[e] * edge;
+    }
+}
+
+// The span of items [a, b): the rest of the first run, the whole runs, the start of the last.
+static gemm_span span_of(const gemm_grid *gr, int64_t a, int64_t b) {
+    gemm_span s;
+    memset(&s, 0, sizeof s);
+    if (a >= b)
+        return s;
+    int64_t mt = gr->mt, ja = a / mt, jb = (b - 1) / mt;
+    if (ja == jb) {
+        span_add(gr, ja, 1, a - ja * mt, b - ja * mt, &s);
+        return s;
+    }
+    span_add(gr, ja, 1, a - ja * mt, mt, &s);
+    span_add(gr, ja + 1, jb - ja - 1, 0, mt, &s);
+    span_add(gr, jb, 1, 0, b - jb * mt, &s);
+    return s;
+}
+
+// Work of the busiest core when the mt x runs work items of g go to `units` cores in
+// contiguous chunks [n t / T, n (t + 1) / T), as hal-cpu.c's pool hands them out: an item costs
+// its rows x (its columns + 16) + 2 x its columns, the 16 being its A packing (a transpose:
+// about one cycle per element against a sixteenth of a cycle per element and column for the
+// micro-kernel's FMAs) and the 2 its B packing (a vector copy, an eighth of a cycle per
+// element), which every row block repeats. Integer sums, exact in a double below 2^53.
 static double gemm_busiest_load(const rt_perf_cpu_gemm *g, int64_t ntl, int64_t nblk, int64_t bpg,
-                                int64_t units) {
-    int64_t M = g->M, N = g->N;
-    int64_t mt = rt_ceil_div(M, g->mc), runs = rt_ceil_div(nblk, bpg), n = mt * runs;
+                                int64_t units, int64_t *steps) {
+    gemm_grid gr = grid_of(g, ntl, nblk, bpg);
+    int64_t n = gr.mt * rt_ceil_div(nblk, bpg), height[2] = {g->mc, gr.m_rest};
     double busiest = 0;
     for (int64_t t = 0; t < units; t++) {
+        gemm_span s = span_of(&gr, n * t / units, n * (t + 1) / units);
         double load = 0;
-        for (int64_t i = n * t / units; i < n * (t + 1) / units; i++) {
-            int64_t r = i % mt, lo = i / mt * bpg, hi = rt_min64(nblk, lo + bpg);
-            double h = (double)(r == mt - 1 && M % g->mc ? M % g->mc : g->mc), cols = 0;
-            for (int64_t cb = lo; cb < hi; cb++)
-                cols += (double)(cb % ntl == ntl - 1 && N % g->nc ? N % g->nc : g->nc);
-            load += h * (cols + 16) + 2 * cols;
+        for (int32_t e = 0; e < 2; e++) {
+            double cols = (double)(s.full[e] * g->nc + s.edge[e] * gr.n_rest);
+            load += (double)height[e] * (cols + 16.0 * (double)s.items[e]) + 2 * cols;
         }
         busiest = load > busiest ? load : busiest;
+        ++*steps;
     }
     return busiest;
 }
@@ -346,7 +400,7 @@ static double gemm_busiest_load(const rt_perf_cpu_gemm *g, int64_t ntl, int64_t 
 // which goes to *load: 5 row blocks on 2 cores as 5 items leave one core idle for a fifth of the
 // time (0.79x oneDNN at 4096^3), as 10 none.
 static int64_t gemm_runs(const rt_device *dev, int64_t batch, int64_t units,
-                         const rt_perf_cpu_gemm *g, double *load_out) {
+                         const rt_perf_cpu_gemm *g, double *load_out, int64_t *steps) {
     int64_t ntl = rt_ceil_div(g->N, g->nc), nblk = batch * ntl, ng = 1;
     if (batch > 1 && dev && dev->n_levels >= 4 && g->K > g->kc) {
         int64_t l2 = dev->level[dev->n_levels - 3].capacity_bytes;
@@ -358,7 +412,7 @@ static int64_t gemm_runs(const rt_device *dev, int64_t batch, int64_t units,
     double load[GEMM_RUNS_TRIED + 1] = {0}, least = -1;
     int64_t span = rt_min64(nblk - ng, rt_min64(8 * units, GEMM_RUNS_TRIED));
     for (int64_t d = 0; d <= span; d++) {
-        load[d] = gemm_busiest_load(g, ntl, nblk, rt_ceil_div(nblk, ng + d), units);
+        load[d] = gemm_busiest_load(g, ntl, nblk, rt_ceil_div(nblk, ng + d), units, steps);
         least = least < 0 || load[d] < least ? load[d] : least;
     }
     int64_t best = ng;
@@ -444,7 +498,7 @@ void rt_perf_cpu_gemm_block(const rt_device *dev, int64_t batch, rt_perf_cpu_gem
     // blocks). Row block counts from the fewest up to one more per core, column block counts up
     // to GEMM_NC_TRIED more, each pair with its best runs (gemm_runs); the fewest rows, then the
     // fewest columns, within 2% of the least work on the busiest core wins.
-    int64_t mc_max = g->mc, nc_max = g->nc, mt0 = rt_ceil_div(M, mc_max);
+    int64_t mc_max = g->mc, nc_max = g->nc, mt0 = rt_ceil_div(M, mc_max), steps = 0;
     int64_t b0 = rt_ceil_div(N, nc_max), last_mc = 0;
     // With 8 blocks per core or more the last round costs little: equal blocks, no search.
     bool search = batch * mt0 * b0 < 8 * units;
@@ -463,7 +517,7 @@ void rt_perf_cpu_gemm_block(const rt_device *dev, int64_t batch, rt_perf_cpu_gem
             last_nc = width;
             g->mc = height;
             g->nc = width;
-            ngs[n_tried] = gemm_runs(dev, batch, units, g, &loads[n_tried]);
+            ngs[n_tried] = gemm_runs(dev, batch, units, g, &loads[n_tried], &steps);
             mcs[n_tried] = height;
             ncs[n_tried] = width;
             least = least < 0 || loads[n_tried] < least ? loads[n_tried] : least;
@@ -479,6 +533,7 @@ void rt_perf_cpu_gemm_block(const rt_device *dev, int64_t batch, rt_perf_cpu_gem
     int64_t rows = rt_ceil_div(M, g->mc);
     g->items = rows * g->ng;
     g->batch = batch;
+    g->steps = steps;
 }
 
 // The packed GEMM codegen/lower-cpu.c compiles for p: the rTiles give the seeds (register tile
@@ -502,6 +557,7 @@ bool rt_perf_cpu_gemm_view(const rt_perf_model *m, const rt_rprog *p, rt_perf_cp
     g->mc = top >= 2 ? t[RT_PERF_GEMM_M][top - 2] : 96;
     g->nc = top >= 3 ? t[RT_PERF_GEMM_N][top - 3] : 1024;
     rt_perf_cpu_gemm_block(m->dev, g->batch, g);
+    rt_perf_count_steps(m, g->steps);
     return true;
 }
 
@@ -571,32 +627,35 @@ typedef struct gemm_costs {
     double c_cycles_per_byte; // cycles per byte of C moved from C's level, per core
 } gemm_costs;
 
-static double item_cycles(const rt_perf_cpu_gemm *g, const gemm_costs *c, int64_t item, int64_t mt,
-                          int64_t ntl, int64_t nblk, int64_t bpg, int64_t nk_full, bool k_last,
+// Cycles of the work items in span s (and in *pack, of their packing). An item of row block
+// height mcur over a run of column blocks, per k block (nk_full whole ones and the last, short
+// one when k_last): packs A once, and per column block packs B and makes its micro-kernel calls;
+// every k block then reads and writes its C region (mcur x the run's columns) again. Linear in
+// the items and the column blocks they cover, so a span of any length costs O(1).
+static double span_cycles(const rt_perf_cpu_gemm *g, const gemm_costs *c, const gemm_span *s,
+                          int64_t m_rest, int64_t n_rest, int64_t nk_full, bool k_last,
                           double *pack) {
-    int32_t er = (item % mt == mt - 1) && g->M % g->mc != 0;
-    int64_t lo = item / mt * bpg, hi = rt_min64(nblk, lo + bpg);
-    int64_t mcur = er ? g->M % g->mc : g->mc;
-    double total = 0, pk = 0, cols = 0;
-    for (int32_t kl = 0; kl < 2; kl++) {
-        double steps = kl ? (k_last ? 1 : 0) : (double)nk_full;
-        if (steps == 0)
-            continue;
-        double t = c->a_pack[er][kl], tp = c->a_pack[er][kl];
-        cols = 0;
-        for (int64_t cb = lo; cb < hi; cb++) {
-            int32_t ec = (cb % ntl == ntl - 1) && g->N % g->nc != 0;
-            double calls = c->calls[er][ec][kl];
-            t += c->b_pack[ec][kl] + (c->b_fetch[ec][kl] > calls ? c->b_fetch[ec][kl] : calls);
-            tp += c->b_pack[ec][kl];
-            cols += (double)(ec ? g->N % g->nc : g->nc);
+    double steps[2] = {(double)nk_full, k_last ? 1 : 0}, nk = steps[0] + steps[1];
+    double total = 0, pk = 0;
+    for (int32_t er = 0; er < 2; er++) {
+        const int64_t blocks[2] = {s->full[er], s->edge[er]}, width[2] = {g->nc, n_rest};
+        double mcur = (double)(er ? m_rest : g->mc), a = 0;
+        for (int32_t kl = 0; kl < 2; kl++)
+            a += steps[kl] * c->a_pack[er][kl];
+        total += (double)s->items[er] * a;
+        pk += (double)s->items[er] * a;
+        for (int32_t ec = 0; ec < 2; ec++) {
+            double b = 0, bp = 0;
+            for (int32_t kl = 0; kl < 2; kl++) {
+                double calls = c->calls[er][ec][kl], fetch = c->b_fetch[ec][kl];
+                b += steps[kl] * (c->b_pack[ec][kl] + (fetch > calls ? fetch : calls));
+                bp += steps[kl] * c->b_pack[ec][kl];
+            }
+            b += nk * 2.0 * mcur * (double)width[ec] * 4.0 * c->c_cycles_per_byte;
+            total += (double)blocks[ec] * b;
+            pk += (double)blocks[ec] * bp;
         }
-        total += steps * t;
-        pk += steps * tp;
     }
-    // Every k block reads and writes the item's C region (mcur x its run's columns) again.
-    total += (double)(nk_full + (k_last ? 1 : 0)) * 2.0 * (double)mcur * cols * 4.0 *
-             c->c_cycles_per_byte;
     *pack += pk;
     return total;
 }
@@ -669,11 +728,12 @@ bool rt_perf_cpu_gemm_time(const rt_perf_model *m, const rt_perf_cpu_gemm *g, do
     }
     c.c_cycles_per_byte = cycles_per_byte;
     double worst = 0, worst_pack = 0;
+    gemm_grid gr = grid_of(g, ntl, nblk, bpg);
     for (int64_t t = 0; t < units; t++) {
-        int64_t lo = items * t / units, hi = items * (t + 1) / units;
-        double cyc = 0, pack = 0;
-        for (int64_t i = lo; i < hi; i++)
-            cyc += item_cycles(g, &c, i, mt, ntl, nblk, bpg, k_full, k_last > 0, &pack);
+        gemm_span sp = span_of(&gr, items * t / units, items * (t + 1) / units);
+        double pack = 0;
+        double cyc = span_cycles(g, &c, &sp, me, ne, k_full, k_last > 0, &pack);
+        rt_perf_count_steps(m, 1);
         if (cyc > worst) {
             worst = cyc;
             worst_pack = pack;

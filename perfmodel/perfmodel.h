@@ -36,8 +36,16 @@ rt_status rt_extent_dist_dense(rt_arena *a, int64_t value, rt_extent_dist *out, 
 // equal-width buckets represented by their upper end (a conservative choice for tiling).
 rt_status rt_extent_dist_uniform(rt_arena *a, int64_t lo, int64_t hi, int32_t max_points,
                                  rt_extent_dist *out, rt_err *err);
-// From raw samples (lengths of a batch): a normalized histogram of the distinct values.
-// Errors: RT_ERR_SPEC for n == 0 or a negative sample (loc is used in the message).
+// Points of a distribution the model sums over (every expectation costs one step per point):
+// more distinct samples are merged into this many buckets, so that the model's work does not
+// grow with a ragged batch.
+#define RT_EXTENT_DIST_MAX_POINTS 64
+
+// From raw samples (lengths of a batch): a normalized histogram of the distinct values; with
+// more than RT_EXTENT_DIST_MAX_POINTS of them, buckets of about equal weight over the sorted
+// samples, each represented by its largest value (as rt_extent_dist_uniform: conservative for
+// tiling, the maximum kept). Errors: RT_ERR_SPEC for n == 0 or a negative sample (loc is used
+// in the message).
 rt_status rt_extent_dist_from_samples(rt_arena *a, const int64_t *samples, int32_t n, rt_loc loc,
                                       rt_extent_dist *out, rt_err *err);
 double rt_extent_dist_mean(const rt_extent_dist *d);
@@ -47,7 +55,7 @@ double rt_extent_dist_tiles(const rt_extent_dist *d, int64_t tile);
 double rt_extent_dist_padded(const rt_extent_dist *d, int64_t tile);
 
 // Vloops whose lengths are not bound get a uniform distribution over 1..this many (buckets of
-// the uniform are capped at 64 points).
+// the uniform are capped at RT_EXTENT_DIST_MAX_POINTS).
 #define RT_PERF_DEFAULT_MAX_LEN 512
 
 // ---------------------------------------------------------------------------------------------
@@ -115,6 +123,7 @@ typedef struct rt_perf_result {
     int32_t n_same_kernel; // CPU: rPrograms dropped because a found one lowers to the same
                            // kernel (the better predicted of the two is kept)
     int64_t n_evals;       // tile evaluations
+    int64_t n_steps;       // the model's loop steps over the construction (rt_perf_model.steps)
     double construct_ns;   // whole construction
     double top1_ns;        // time until the first complete candidate
 } rt_perf_result;
@@ -195,7 +204,17 @@ struct rt_perf_model {
     double peak_gflops;
     double epsilon;                // current tensor-padding bound
     const char *default_dist_note; // set when a vloop got the default distribution
+    // Steps of the model's loops whose trip counts come from the operator (work items, column
+    // blocks, blocking choices, distribution values) since the model was built: a deterministic
+    // measure of the model's work, which the memory hierarchy and the cores bound, not the
+    // extents. Arena-owned; NULL counts nothing.
+    int64_t *steps;
 };
+
+static inline void rt_perf_count_steps(const rt_perf_model *m, int64_t n) {
+    if (m->steps)
+        *m->steps += n;
+}
 
 // Builds the model of op's main statement. Errors as rt_perf_construct.
 rt_status rt_perf_model_build(rt_arena *a, const rt_op *op, const rt_device *dev,
@@ -311,6 +330,7 @@ typedef struct rt_perf_cpu_gemm {
     bool a_k_unit;   // A contiguous along k: its panels are packed with vector loads along k
     int32_t group[RT_PERF_MAX_AXES];  // per model axis, its rt_perf_gemm_group
     double a_bytes, b_bytes, c_bytes; // the tensors behind A, B and C
+    int64_t steps; // loop steps rt_perf_cpu_gemm_block took (rt_perf_model.steps)
 } rt_perf_cpu_gemm;
 // The packed GEMM the backend compiles for p: a plain GEMM or the implicit GEMM of a
 // convolution-like contraction (groups as codegen/lower-cpu.c forms them from the statement's

@@ -70,6 +70,31 @@ static int cmp_i64(const void *pa, const void *pb) {
     return (a > b) - (a < b);
 }
 
+// Sorted samples with more distinct values than RT_EXTENT_DIST_MAX_POINTS, in buckets of about
+// n / RT_EXTENT_DIST_MAX_POINTS samples: a bucket ends at the first change of value past its
+// share, is represented by its last (largest) value and weighs its samples' share.
+static rt_status merged_samples(rt_arena *a, const int64_t *sorted, int32_t n, rt_extent_dist *out,
+                                rt_err *err) {
+    int64_t *v;
+    double *w;
+    RT_ALLOC(a, v, RT_EXTENT_DIST_MAX_POINTS, err);
+    RT_ALLOC(a, w, RT_EXTENT_DIST_MAX_POINTS, err);
+    int32_t k = 0, first = 0;
+    for (int32_t i = 0; i < n; i++) {
+        int64_t share = (int64_t)n * (k + 1) / RT_EXTENT_DIST_MAX_POINTS;
+        if (i + 1 < n && (i + 1 < share || sorted[i + 1] == sorted[i]))
+            continue;
+        v[k] = sorted[i];
+        w[k] = (double)(i + 1 - first) / n;
+        first = i + 1;
+        k++;
+    }
+    out->n = k;
+    out->values = v;
+    out->weights = w;
+    return RT_OK;
+}
+
 rt_status rt_extent_dist_from_samples(rt_arena *a, const int64_t *samples, int32_t n, rt_loc loc,
                                       rt_extent_dist *out, rt_err *err) {
     if (n <= 0)
@@ -90,6 +115,8 @@ rt_status rt_extent_dist_from_samples(rt_arena *a, const int64_t *samples, int32
     for (int32_t i = 0; i < n; i++)
         if (i == 0 || sorted[i] != sorted[i - 1])
             distinct++;
+    if (distinct > RT_EXTENT_DIST_MAX_POINTS)
+        return merged_samples(a, sorted, n, out, err);
     int64_t *v;
     double *w;
     RT_ALLOC(a, v, distinct, err);
@@ -210,7 +237,8 @@ static rt_status analyze_vars(rt_arena *a, rt_perf_model *m, const rt_stmt *st,
             if (d) {
                 vi[v].dist = *d;
             } else {
-                RT_TRY(rt_extent_dist_uniform(a, 1, dmax, 64, &vi[v].dist, err));
+                RT_TRY(rt_extent_dist_uniform(a, 1, dmax, RT_EXTENT_DIST_MAX_POINTS, &vi[v].dist,
+                                              err));
                 m->default_dist_note = rt_arena_printf(
                     a, "vloops without bound lengths: uniform over 1..%lld", (long long)dmax);
             }
@@ -243,12 +271,13 @@ static rt_status analyze_vars(rt_arena *a, rt_perf_model *m, const rt_stmt *st,
             }
             if (ok) {
                 int64_t elo = rt_max64(1, mn - lo), ehi = rt_max64(elo, mx - lo);
-                RT_TRY(rt_extent_dist_uniform(a, elo, ehi, 64, &vi[v].dist, err));
+                RT_TRY(rt_extent_dist_uniform(a, elo, ehi, RT_EXTENT_DIST_MAX_POINTS, &vi[v].dist,
+                                              err));
                 done = true;
             }
         }
         if (!done) {
-            RT_TRY(rt_extent_dist_uniform(a, 1, dmax, 64, &vi[v].dist, err));
+            RT_TRY(rt_extent_dist_uniform(a, 1, dmax, RT_EXTENT_DIST_MAX_POINTS, &vi[v].dist, err));
             m->default_dist_note = rt_arena_printf(
                 a, "vloops without bound lengths: uniform over 1..%lld", (long long)dmax);
         }
@@ -450,6 +479,7 @@ rt_status rt_perf_model_build(rt_arena *a, const rt_op *op, const rt_device *dev
                        dev->n_levels);
     rt_perf_model *m;
     RT_ALLOC(a, m, 1, err);
+    RT_ALLOC(a, m->steps, 1, err);
     m->op = op;
     m->dev = dev;
     int64_t dmax = opt && opt->default_max_len > 0 ? opt->default_max_len : RT_PERF_DEFAULT_MAX_LEN;
@@ -673,6 +703,7 @@ static double expect_over_axes(const rt_perf_model *m, const int64_t *shape, boo
         }
         // Joint expectation over the axes sharing this length source.
         double s = 0;
+        rt_perf_count_steps(m, ax->dist.n);
         for (int32_t k = 0; k < ax->dist.n; k++) {
             int64_t v = ax->dist.values[k];
             double p = 1;

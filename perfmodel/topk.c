@@ -114,6 +114,7 @@ void *rt_perf_result_to_json(const rt_perf_result *r) {
     json_object_set_new(o, "candidates_found", json_integer(r->n_found));
     json_object_set_new(o, "candidates_same_kernel", json_integer(r->n_same_kernel));
     json_object_set_new(o, "tile_evaluations", json_integer(r->n_evals));
+    json_object_set_new(o, "model_steps", json_integer(r->n_steps));
     json_object_set_new(o, "construction_ns", json_real(r->construct_ns));
     json_object_set_new(o, "top1_construction_ns", json_real(r->top1_ns));
     json_t *cands = json_array();

@@ -40,6 +40,44 @@ static rt_device dev_gpu(void) {
     return d;
 }
 
+// More distinct samples than RT_EXTENT_DIST_MAX_POINTS: buckets of about equal weight, each at
+// its largest value, ascending, the maximum kept and the mean above the samples' by less than
+// a bucket's span. 10^5 samples 1..10^5 (every 7th value twice, value 7 ten times): 64 buckets.
+static void test_dist_merged(rt_arena *a) {
+    rt_err err = {0};
+    rt_extent_dist d;
+    int32_t n = 100000 + 100000 / 7 + 8;
+    int64_t *s = rt_arena_calloc(a, (size_t)n, sizeof *s);
+    double sum = 0;
+    int32_t k = 0;
+    for (int64_t v = 100000; v >= 1; v--)
+        for (int32_t r = 0; r < (v == 7 ? 10 : v % 7 == 0 ? 2 : 1); r++) {
+            s[k++] = v;
+            sum += (double)v;
+        }
+    RT_EXPECT_EQ(k, n);
+    RT_EXPECT_EQ(rt_extent_dist_from_samples(a, s, n, RT_NOLOC, &d, &err), RT_OK);
+    RT_EXPECT_EQ(d.n, RT_EXTENT_DIST_MAX_POINTS);
+    RT_EXPECT_EQ(rt_extent_dist_max(&d), 100000);
+    double w = 0, wmax = 0;
+    for (int32_t i = 0; i < d.n; i++) {
+        w += d.weights[i];
+        wmax = d.weights[i] > wmax ? d.weights[i] : wmax;
+        RT_EXPECT(i == 0 || d.values[i] > d.values[i - 1]);
+    }
+    RT_EXPECT_NEAR(w, 1, 1e-9);
+    RT_EXPECT(wmax <= 1.0 / RT_EXTENT_DIST_MAX_POINTS + 2.0 / n);
+    double mean = sum / n;
+    RT_EXPECT(rt_extent_dist_mean(&d) >= mean);
+    RT_EXPECT(rt_extent_dist_mean(&d) <= mean + 100000.0 / RT_EXTENT_DIST_MAX_POINTS);
+    // Tile counts stay within a bucket's share of the exact expectation.
+    double exact = 0;
+    for (int32_t i = 0; i < n; i++)
+        exact += (double)rt_ceil_div(s[i], 4096) / n;
+    RT_EXPECT(rt_extent_dist_tiles(&d, 4096) >= exact);
+    RT_EXPECT(rt_extent_dist_tiles(&d, 4096) <= exact + 1.0 / RT_EXTENT_DIST_MAX_POINTS * 25);
+}
+
 static void test_dist(rt_arena *a) {
     rt_err err = {0};
     rt_extent_dist d;
@@ -70,6 +108,7 @@ static void test_dist(rt_arena *a) {
     RT_EXPECT(strstr(err.msg, "got -1") != NULL);
     rt_err_clear(&err);
     RT_EXPECT_EQ(rt_extent_dist_from_samples(a, bad, 0, RT_NOLOC, &d, &err), RT_ERR_SPEC);
+    test_dist_merged(a);
 }
 
 static void test_bank_pad(void) {
