@@ -699,7 +699,7 @@ rt_status rt_bindings_set_tree(rt_bindings *b, const char *name, rt_tree_data *t
     if (k < 0)
         return rt_fail(err, RT_ERR_USAGE, RT_NOLOC, "'%s' is not a tree parameter of %s", name,
                        b->op->name);
-    if (b->prepared)
+    if (b->prepared || b->shaped)
         return rt_fail(err, RT_ERR_USAGE, RT_NOLOC,
                        "tree '%s' bound after the inputs were generated", name);
     const rt_tree *tr = &b->op->trees[k];

@@ -203,7 +203,7 @@ rt_status rt_bindings_prepare(rt_bindings *b, rt_err *err);
 // The stored element count of every tensor, out[op->n_tensors], before any tensor's data is
 // allocated (for sizing what a run will need): trees and lengths are generated as
 // rt_bindings_prepare would, ragged layouts built, dense tensors counted in double (so one too
-// large to lay out still gets its count). Lengths cannot be bound afterwards. Errors: those of
+// large to lay out still gets its count). Lengths and trees cannot be bound afterwards. Errors: those of
 // rt_bindings_prepare's layouts (an unbound size, a negative extent, a ragged tensor too large).
 rt_status rt_bindings_count(rt_bindings *b, double *out, rt_err *err);
 // Overwrites a tensor's data (prepares b first when needed, so bind lengths and trees before):

@@ -294,9 +294,18 @@ static void test_fits(void) {
     for (int32_t t = 0; t < op->n_tensors && t < 8; t++)
         RT_EXPECT_EQ((int64_t)elems[t], pb->tensors[t].layout.elems);
     RT_EXPECT_EQ(rt_cpu_profile_fits(a, op, rb, NULL, NULL, &err), RT_OK);
-    // Lengths are fixed once counted.
+    // Lengths and trees are fixed once counted.
     int32_t lens[32] = {0};
     RT_EXPECT_EQ(rt_bindings_set_lengths(rb, "len", lens, 32, &err), RT_ERR_USAGE);
+    rt_bindings *tb = NULL;
+    rt_tree_data *tree = NULL;
+    RT_EXPECT_EQ(rt_spec_load(a, "examples/treernn.spec", NULL, 0, &op, &err), RT_OK);
+    RT_EXPECT_EQ(rt_bindings_new(a, op, 3, &tb, &err), RT_OK);
+    RT_EXPECT_EQ(rt_bindings_count(tb, elems, &err), RT_OK);
+    RT_EXPECT_EQ(rt_tree_random(a, 7, 2, 1, &tree, &err), RT_OK);
+    rt_err_clear(&err);
+    RT_EXPECT_EQ(rt_bindings_set_tree(tb, "T", tree, &err), RT_ERR_USAGE);
+    RT_EXPECT_STR(err.msg, "tree 'T' bound after the inputs were generated");
     rt_arena_free(a);
 }
 
