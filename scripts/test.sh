@@ -5,15 +5,34 @@
 #   3. the libFuzzer targets for the spec parser and the INI loader, each for a bounded time
 #      (RTGEN_FUZZ_SECONDS, default 60), seeded from examples/ and devices/,
 #   4. clang-format --dry-run --Werror over the sources.
+# After each ctest run it lists the tests ctest skipped (exit 77: a device, backend or resource
+# missing here), each with the last line it printed, its reason.
 set -eu
 cd "$(dirname "$0")/.."
 jobs=$(nproc)
 fuzz_seconds=${RTGEN_FUZZ_SECONDS:-60}
 
+# skipped_tests DIR LOG: the tests LOG (ctest's output in build directory DIR) reports skipped.
+skipped_tests() {
+    names=$(sed -n 's/^.*Test *#[0-9]*: \([^ ]*\) .*\*\*\*Skipped.*$/\1/p' "$2")
+    echo "== skipped tests in $1: $(printf '%s' "$names" | grep -c . || true)"
+    for name in $names; do
+        why=$(awk -v t="$name" '
+            /^[0-9]+\/[0-9]+ Test: / { s = $0; sub(/^[0-9]+\/[0-9]+ Test: /, "", s); on = s == t; out = 0; next }
+            on && /^Output:$/ { out = 1; getline; next }
+            on && out && /^<end of output>$/ { print last; exit }
+            on && out { last = $0 }' "$1/Testing/Temporary/LastTest.log")
+        echo "  $name: $why"
+    done
+}
+
 echo "== strict build and tests"
 cmake -S . -B build -DRTGEN_WERROR=ON >/dev/null
 cmake --build build -j"$jobs"
-(cd build && ctest --output-on-failure -j"$jobs" -LE gpu)
+{ (cd build && ctest --output-on-failure -j"$jobs" -LE gpu) 2>&1; echo $? >build/ctest.rc; } |
+    tee build/ctest.log
+skipped_tests build build/ctest.log
+[ "$(cat build/ctest.rc)" -eq 0 ] || exit 1
 
 echo "== ASan + UBSan build and tests"
 cmake -S . -B build-asan -DCMAKE_BUILD_TYPE=Debug -DRTGEN_WERROR=ON \
@@ -45,6 +64,7 @@ if [ "$asan_rc" -ne 0 ]; then
     echo "== ASan: $failed test(s) failed only by LeakSanitizer's tracer crash; running them again"
     asan_ctest --rerun-failed
 fi
+skipped_tests build-asan "$asan_log"
 
 if [ "$fuzz_seconds" -gt 0 ]; then
     echo "== fuzzing (${fuzz_seconds}s per target)"

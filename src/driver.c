@@ -307,6 +307,12 @@ static rt_status rt_driver_length_dists(rt_arena *a, const rt_driver_options *o,
     return RT_OK;
 }
 
+// Whether the candidates for a CPU-class device are profiled: when the device is this host,
+// or --profile asks.
+static bool rt_driver_cpu_profiles(const rt_driver_options *o, const rt_device *dev) {
+    return o->profile < 0 ? dev->detected : o->profile == 1;
+}
+
 // Kernels for a CPU-class device: lowered, emitted, and (when the device is this host, or
 // --profile asks) JIT-compiled, checked against the reference and timed.
 static rt_status rt_driver_cpu_kernels(rt_arena *a, const rt_driver_options *o, const rt_op *op,
@@ -320,8 +326,18 @@ static rt_status rt_driver_cpu_kernels(rt_arena *a, const rt_driver_options *o, 
     rt_cpu_options copt;
     memset(&copt, 0, sizeof copt);
     copt.emit = o->emit && !strcmp(o->emit, "c") ? RT_CPU_EMIT_C : RT_CPU_EMIT_LLVM;
-    copt.profile = o->profile < 0 ? dev->detected : o->profile == 1;
+    copt.profile = rt_driver_cpu_profiles(o, dev);
     copt.progress = true;
+    // RTGEN_TEST_FAULT=NAME, for rtgen's tests only (not in --help): injects the fault NAME of
+    // rt_cpu_fault (corrupt, nan, unwritten, clobber, zero, blind, crash, hang) into every
+    // candidate's checked run, so that a profile in which every candidate is wrong, crashes or
+    // times out can be produced at will.
+    const char *fault = getenv("RTGEN_TEST_FAULT");
+    if (fault && *fault && !rt_cpu_fault_from_name(fault, &copt.fault))
+        return rt_fail(err, RT_ERR_USAGE, RT_NOLOC,
+                       "RTGEN_TEST_FAULT: unknown fault \"%s\" (expected corrupt, nan, unwritten, "
+                       "clobber, zero, blind, crash or hang)",
+                       fault);
     return rt_cpu_build_and_profile(a, op, dev, b, res, &copt, out, err);
 }
 
@@ -509,18 +525,22 @@ static void rt_driver_gpu_print(const rt_driver_gpu *g, const rt_perf_result *re
 }
 
 // Writes the report and every candidate's source: the winner (or the model's top-1) as
-// DIR/<op>.<ext>, the others as DIR/<op>.rank<N>.<ext>. All or nothing.
+// DIR/<op>.<ext>, the others as DIR/<op>.rank<N>.<ext>; after a failed profile (best < 0) the
+// report as DIR/<op>.failed.json and every source as DIR/<op>.failed.rank<N>.<ext>, so that
+// nothing looks like a result. All or nothing.
 static rt_status rt_driver_write_outputs(rt_arena *a, const rt_driver_options *o, const rt_op *op,
                                          const char *report, int32_t n, const char *const *sources,
                                          const int32_t *ranks, int32_t best, const char *ext,
                                          rt_err *err) {
     rt_driver_out out;
     RT_TRY(rt_driver_out_begin(a, o->out_dir, &out, err));
-    rt_status st = rt_driver_out_add(a, &out, rt_arena_printf(a, "%s.json", op->name), report, err);
+    const char *tag = best < 0 ? ".failed" : "";
+    rt_status st =
+        rt_driver_out_add(a, &out, rt_arena_printf(a, "%s%s.json", op->name, tag), report, err);
     for (int32_t i = 0; st == RT_OK && i < n; i++) {
-        const char *name = i == best
-                               ? rt_arena_printf(a, "%s.%s", op->name, ext)
-                               : rt_arena_printf(a, "%s.rank%d.%s", op->name, (int)ranks[i], ext);
+        const char *name =
+            i == best ? rt_arena_printf(a, "%s.%s", op->name, ext)
+                      : rt_arena_printf(a, "%s%s.rank%d.%s", op->name, tag, (int)ranks[i], ext);
         if (!name || !sources[i])
             st = rt_fail(err, RT_ERR_NOMEM, RT_NOLOC, "out of memory");
         else
@@ -533,6 +553,59 @@ static rt_status rt_driver_write_outputs(rt_arena *a, const rt_driver_options *o
     return st;
 }
 
+// After a profile in which no candidate passed: one line per candidate on stderr (rank, status,
+// reason), and the error (RT_ERR_BACKEND) counting them by status.
+static rt_status rt_driver_failed(rt_arena *a, const rt_driver_options *o, const rt_op *op,
+                                  const rt_cpu_report *cpu, const rt_driver_gpu *g, rt_err *err) {
+    const char *names[16];
+    int32_t counts[16], n_names = 0, n = cpu ? cpu->n : g->n;
+    for (int32_t i = 0; i < n; i++) {
+        const char *status, *why;
+        int32_t rank;
+        if (cpu) {
+            const rt_cpu_cand *c = &cpu->cands[i];
+            rank = c->rank + 1;
+            status =
+                c->status == RT_CPU_CAND_TIMEOUT ? "timed out" : rt_cpu_cand_status_name(c->status);
+            why = c->reason;
+            if (c->same_as >= 0)
+                why = rt_arena_printf(a, "the same code as rank %d", (int)c->same_as + 1);
+            fprintf(stderr, "rtgen: rank %d %s: %s: %s\n", (int)rank, c->name,
+                    rt_cpu_cand_status_name(c->status), why ? why : "");
+        } else {
+            rank = g->cands[i].rank;
+            status = g->status[i];
+            why = !g->cands[i].compiled ? g->cands[i].compile_err.msg
+                  : g->checked[i]       ? rt_arena_printf(a, "max rel err %.3g, nmse %.3g",
+                                                          g->check[i].max_rel_err, g->check[i].nmse)
+                                        : "not run";
+            fprintf(stderr, "rtgen: rank %d: %s: %s\n", (int)rank, status, why ? why : "");
+        }
+        int32_t k = 0;
+        while (k < n_names && strcmp(names[k], status) != 0)
+            k++;
+        if (k == n_names && n_names < 16) {
+            names[n_names] = status;
+            counts[n_names++] = 0;
+        }
+        if (k < n_names)
+            counts[k]++;
+    }
+    rt_buf tally;
+    rt_buf_init(&tally, a);
+    for (int32_t k = 0; k < n_names; k++)
+        rt_buf_printf(&tally, "%s%d %s", k ? ", " : "", (int)counts[k], names[k]);
+    const char *kept = o->keep_failed
+                           ? rt_arena_printf(a, "their sources and report are in %s as %s.failed.*",
+                                             o->out_dir, op->name)
+                           : rt_arena_printf(a,
+                                             "nothing was written (--keep-failed writes them as "
+                                             "%s.failed.*)",
+                                             op->name);
+    return rt_fail(err, RT_ERR_BACKEND, RT_NOLOC, "no candidate of %s passed its check (%s); %s",
+                   op->name, tally.data ? tally.data : "", kept ? kept : "");
+}
+
 static rt_status rt_driver_construct(rt_arena *a, const rt_driver_options *o, const rt_op *op,
                                      const rt_device *dev, rt_bindings *b, FILE *f, rt_err *err) {
     rt_perf_options popt;
@@ -543,6 +616,9 @@ static rt_status rt_driver_construct(rt_arena *a, const rt_driver_options *o, co
     rt_buf_init(&explain, a);
     if (o->explain)
         popt.explain = &explain;
+    // A profile whose data cannot fit in memory is refused before the construction runs.
+    if (dev->devclass == RT_DEVCLASS_CPU && rt_driver_cpu_profiles(o, dev))
+        RT_TRY(rt_cpu_profile_fits(a, op, b, NULL, NULL, err));
     rt_perf_result *res = NULL;
     RT_TRY(rt_perf_construct(a, op, dev, &popt, &res, err));
     if (o->explain && explain.data)
@@ -574,13 +650,19 @@ static rt_status rt_driver_construct(rt_arena *a, const rt_driver_options *o, co
         }
     }
     int32_t winner = is_cpu ? cpu->winner : gpu.winner;
-    best = winner >= 0 ? winner : 0;
+    // Profiled: the candidates were run and checked (not: --no-profile, no device present,
+    // another target, too large to check). Then a winner is required: nothing passed is a
+    // failure, and no file may look like a result.
+    bool profiled = is_cpu ? cpu->profiled : gpu.not_profiled == NULL;
+    bool failed = profiled && winner < 0;
+    best = failed ? -1 : winner >= 0 ? winner : 0;
 
     json_t *root = json_object();
     json_object_set_new(root, "rtgen", json_string(RT_VERSION_STRING));
     json_object_set_new(root, "spec", json_string(o->spec_path));
     json_object_set_new(root, "device", json_string(dev->path));
-    json_object_set_new(root, "profiled", json_boolean(winner >= 0));
+    json_object_set_new(root, "profiled", json_boolean(profiled));
+    json_object_set_new(root, "winner", winner >= 0 ? json_integer(ranks[winner]) : json_null());
     if (!is_cpu && gpu.not_profiled)
         json_object_set_new(root, "not_profiled", json_string(gpu.not_profiled));
     json_object_set_new(root, "construction", (json_t *)rt_perf_result_to_json(res));
@@ -595,11 +677,12 @@ static rt_status rt_driver_construct(rt_arena *a, const rt_driver_options *o, co
     free(text);
     if (!report)
         return rt_fail(err, RT_ERR_NOMEM, RT_NOLOC, "out of memory");
-    RT_TRY(rt_driver_write_outputs(a, o, op, report, n, sources, ranks, best, ext, err));
+    if (!failed || o->keep_failed)
+        RT_TRY(rt_driver_write_outputs(a, o, op, report, n, sources, ranks, best, ext, err));
 
     if (o->json) {
         fputs(report, f);
-        return RT_OK;
+        return failed ? rt_driver_failed(a, o, op, cpu, &gpu, err) : RT_OK;
     }
     rt_buf table;
     rt_buf_init(&table, a);
@@ -610,6 +693,12 @@ static rt_status rt_driver_construct(rt_arena *a, const rt_driver_options *o, co
         rt_driver_gpu_print(&gpu, res, &table);
     if (table.data)
         fputs(table.data, f);
+    if (failed) {
+        if (o->keep_failed)
+            fprintf(f, "report: %s/%s.failed.json\n", o->out_dir, op->name);
+        fflush(f);
+        return rt_driver_failed(a, o, op, cpu, &gpu, err);
+    }
     fprintf(f, "kernel: %s/%s.%s%s\n", o->out_dir, op->name, ext,
             winner >= 0 ? "" : " (model's top-1; not profiled)");
     fprintf(f, "report: %s/%s.json\n", o->out_dir, op->name);

@@ -27,11 +27,15 @@ typedef struct rt_driver_options {
     uint64_t seed;
     int profile; // -1: when the device is present; 0 no; 1 yes
     bool json, explain, dry_run, ir_only, interpret, verbose;
+    bool keep_failed; // a profile no candidate passed still writes them, as <op>.failed.*
 } rt_driver_options;
 
 void rt_driver_options_init(rt_driver_options *o);
 // Runs the pipeline; reports go to out. Output files are written only on success, through a
-// temporary directory renamed into place, so a failed run leaves nothing behind.
+// temporary directory renamed into place, so a failed run leaves nothing behind. A profile in
+// which no candidate passed its check (CPU or GPU) is a failure, RT_ERR_BACKEND: one line per
+// candidate (rank, status, reason) goes to stderr, and nothing is written unless keep_failed,
+// which writes the report and the sources as <op>.failed.json and <op>.failed.rankN.<ext>.
 rt_status rt_driver_run(rt_arena *a, const rt_driver_options *o, FILE *out, rt_err *err);
 
 #endif

@@ -643,7 +643,7 @@ static rt_status rt_length_tensor(rt_bindings *b, const char *name, int32_t *out
     if (ti < 0 || !b->op->tensors[ti].is_length)
         return rt_fail(err, RT_ERR_USAGE, RT_NOLOC, "'%s' is not a length tensor of %s", name,
                        b->op->name);
-    if (b->prepared)
+    if (b->prepared || b->shaped)
         return rt_fail(err, RT_ERR_USAGE, RT_NOLOC,
                        "lengths of '%s' bound after the inputs were generated", name);
     if (!b->tensors[ti].laid_out) {
@@ -699,7 +699,7 @@ rt_status rt_bindings_set_tree(rt_bindings *b, const char *name, rt_tree_data *t
     if (k < 0)
         return rt_fail(err, RT_ERR_USAGE, RT_NOLOC, "'%s' is not a tree parameter of %s", name,
                        b->op->name);
-    if (b->prepared)
+    if (b->prepared || b->shaped)
         return rt_fail(err, RT_ERR_USAGE, RT_NOLOC,
                        "tree '%s' bound after the inputs were generated", name);
     const rt_tree *tr = &b->op->trees[k];
@@ -815,8 +815,10 @@ static void rt_generate(rt_bindings *b, int32_t ti) {
             rt_dtype_round(t->dtype, (double)(lo + (int64_t)rt_rng_below(&rng, (uint64_t)n)));
 }
 
-rt_status rt_bindings_prepare(rt_bindings *b, rt_err *err) {
-    if (b->prepared)
+// The first half of rt_bindings_prepare: trees, sizes and length tensors, which every layout
+// reads. Lengths cannot be bound once it ran.
+static rt_status rt_bindings_shape(rt_bindings *b, rt_err *err) {
+    if (b->shaped)
         return RT_OK;
     const rt_op *op = b->op;
     for (int32_t k = 0; k < op->n_trees; k++) {
@@ -847,6 +849,40 @@ rt_status rt_bindings_prepare(rt_bindings *b, rt_err *err) {
         RT_TRY(rt_length_tensor(b, op->tensors[ti].name, &same, err));
         rt_generate(b, ti);
     }
+    b->shaped = true;
+    return RT_OK;
+}
+
+rt_status rt_bindings_count(rt_bindings *b, double *out, rt_err *err) {
+    RT_TRY(rt_bindings_shape(b, err));
+    const rt_op *op = b->op;
+    for (int32_t ti = 0; ti < op->n_tensors; ti++) {
+        const rt_tensor *t = &op->tensors[ti];
+        bool ragged = false;
+        for (int32_t k = 0; k < t->n_dims; k++)
+            ragged = ragged || rt_expr_mentions_dimref(t->dims[k].extent);
+        if (b->tensors[ti].laid_out || ragged) {
+            if (!b->tensors[ti].laid_out)
+                RT_TRY(rt_layout_make(b, ti, err));
+            out[ti] = (double)b->tensors[ti].layout.elems;
+            continue;
+        }
+        double n = 1;
+        for (int32_t k = 0; k < t->n_dims; k++) {
+            int64_t extent;
+            RT_TRY(rt_dim_extent(b, ti, k, NULL, &extent, err));
+            n *= (double)extent;
+        }
+        out[ti] = n;
+    }
+    return RT_OK;
+}
+
+rt_status rt_bindings_prepare(rt_bindings *b, rt_err *err) {
+    if (b->prepared)
+        return RT_OK;
+    RT_TRY(rt_bindings_shape(b, err));
+    const rt_op *op = b->op;
     for (int32_t ti = 0; ti < op->n_tensors; ti++) {
         if (!b->tensors[ti].laid_out)
             RT_TRY(rt_layout_make(b, ti, err));

@@ -165,6 +165,7 @@ typedef struct rt_bindings {
     bool *size_bound;           // [op->n_sizes]
     rt_tensor_data *tensors;    // [op->n_tensors]
     rt_tree_data **trees;       // [op->n_trees], NULL until bound or generated
+    bool shaped;                // trees, sizes and lengths fixed (rt_bindings_count, prepare)
     bool prepared;
 } rt_bindings;
 
@@ -199,6 +200,12 @@ rt_status rt_bindings_load_tree(rt_bindings *b, const char *name, const char *pa
 // [0, extent of the dim they index); other integer tensors uniform in [-4, 4]; each tensor from
 // its own stream seeded by (seed, tensor index). Idempotent.
 rt_status rt_bindings_prepare(rt_bindings *b, rt_err *err);
+// The stored element count of every tensor, out[op->n_tensors], before any tensor's data is
+// allocated (for sizing what a run will need): trees and lengths are generated as
+// rt_bindings_prepare would, ragged layouts built, dense tensors counted in double (so one too
+// large to lay out still gets its count). Lengths and trees cannot be bound afterwards. Errors: those of
+// rt_bindings_prepare's layouts (an unbound size, a negative extent, a ragged tensor too large).
+rt_status rt_bindings_count(rt_bindings *b, double *out, rt_err *err);
 // Overwrites a tensor's data (prepares b first when needed, so bind lengths and trees before):
 // n must equal its stored element count; values are rounded to the dtype. Errors: RT_ERR_USAGE.
 rt_status rt_bindings_set_data(rt_bindings *b, const char *name, const double *values, int64_t n,

@@ -35,6 +35,8 @@ static void rt_main_usage(FILE *f) {
           "  -o DIR               output directory (default ./rtgen-out/)\n"
           "  --profile            compile, check and time the top K on the device\n"
           "  --no-profile         only construct and emit\n"
+          "  --keep-failed        when no candidate passes its check (exit 3), still write\n"
+          "                       them, as OP.failed.json and OP.failed.rankN.EXT\n"
           "  --json               machine-readable report on stdout\n"
           "  --explain            print the construction trace\n"
           "  --dry-run            print the canonical IR and the device summary; write nothing\n"
@@ -45,7 +47,9 @@ static void rt_main_usage(FILE *f) {
           "  -h, --help           this text\n"
           "  --version            version\n"
           "\n"
-          "exit codes: 0 success, 1 bad input, 2 usage, 3 backend failure, 4 no candidate fits\n",
+          "exit codes: 0 success, 1 bad input, 2 usage, 3 backend failure or no candidate\n"
+          "passed its check, 4 no candidate fits the device or the profile's data does not fit\n"
+          "in memory\n",
           f);
 }
 
@@ -60,6 +64,7 @@ enum {
     OPT_TREE,
     OPT_PROFILE,
     OPT_NO_PROFILE,
+    OPT_KEEP_FAILED,
     OPT_JSON,
     OPT_EXPLAIN,
     OPT_DRY_RUN,
@@ -116,6 +121,7 @@ static rt_status rt_main_parse_args(rt_arena *a, int argc, char **argv, rt_drive
         {"tree", required_argument, NULL, OPT_TREE},
         {"profile", no_argument, NULL, OPT_PROFILE},
         {"no-profile", no_argument, NULL, OPT_NO_PROFILE},
+        {"keep-failed", no_argument, NULL, OPT_KEEP_FAILED},
         {"json", no_argument, NULL, OPT_JSON},
         {"explain", no_argument, NULL, OPT_EXPLAIN},
         {"dry-run", no_argument, NULL, OPT_DRY_RUN},
@@ -192,6 +198,9 @@ static rt_status rt_main_parse_args(rt_arena *a, int argc, char **argv, rt_drive
             break;
         case OPT_NO_PROFILE:
             o->profile = 0;
+            break;
+        case OPT_KEEP_FAILED:
+            o->keep_failed = true;
             break;
         case OPT_JSON:
             o->json = true;

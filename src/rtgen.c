@@ -2,9 +2,11 @@
 // (codegen/lower-cpu.c), emits C and LLVM IR, JIT-compiles the LLVM module (hal/hal-cpu.c),
 // then profiles: each candidate runs in a forked child that checks its output against the
 // reference (interpreter for small shapes, the random-vector check C*t ~ A*(B*t) for large
-// GEMMs, the naive loop-nest kernel otherwise) and times warm-up + repetitions up to a budget.
-// A wrong, crashing or hanging candidate is marked and can never win. Top layer: above codegen.
+// GEMMs, the naive loop-nest kernel otherwise; the checks are in rtgen-check.c) and times
+// warm-up + repetitions up to a budget. A wrong, crashing or hanging candidate is marked with
+// its reason and can never win, nor be run by an rt_cpu_runner. Top layer: above codegen.
 #include "rtgen.h"
+#include "rtgen-int.h"
 
 #include "emit.h"
 #include "hal-cpu.h"
@@ -27,17 +29,13 @@ const char *rt_cpu_cand_status_name(rt_cpu_cand_status st) {
     return (unsigned)st < RT_CPU_CAND_COUNT ? rt_cpu_cand_names[st] : "?";
 }
 
-// Repetitions a candidate may time within its budget. At 64 a 70 us kernel stopped after 4.5 ms
-// of an 80 ms budget, and its median moved 10-20% between profiling runs on the 2-core VM.
-#define RT_CPU_MAX_REPS 4096
-
-typedef struct rt_cpu_shared {
-    int32_t checked;
-    int32_t correct;
-    double max_abs_err, max_rel_err, nmse;
-    int32_t reps;
-    double times_ns[RT_CPU_MAX_REPS];
-} rt_cpu_shared;
+// clang-format off
+static const char *const rt_cpu_phase_names[RT_CPU_PHASE_COUNT] = {
+    "while starting", "in its first (checked) run", "while its output was checked",
+    "while being timed"};
+// clang-format on
+_Static_assert(sizeof rt_cpu_phase_names / sizeof *rt_cpu_phase_names == RT_CPU_PHASE_COUNT,
+               "ORDER RT_CPU_PHASE");
 
 typedef struct rt_cpu_impl {
     rt_arena *a;
@@ -49,17 +47,6 @@ typedef struct rt_cpu_impl {
     rt_cpu_phase_fn **fns;   // per candidate, NULL when not compiled
     int32_t threads;
 } rt_cpu_impl;
-
-// Typed copies of the bound data, in the buffer order shared by every kernel of the op.
-typedef struct rt_cpu_data {
-    int32_t n_bufs;
-    void **args;
-    void **init; // initial contents of written buffers (restore before a run)
-    size_t *bytes;
-    double **ref; // per tensor: reference values of outputs (NULL: none)
-    const char *check;
-    bool restore_each; // an op with '+=' accumulates into the caller's values
-} rt_cpu_data;
 
 static double rt_cpu_ms(double t0) {
     return (rt_cpu_now_ns() - t0) * 1e-6;
@@ -146,14 +133,15 @@ static bool rt_cpu_run(rt_cpu_pool *pool, const rt_kir_kernel *k, rt_cpu_phase_f
     return rt_cpu_pool_run(pool, &l);
 }
 
-// Typed buffers from the bindings (prepared), plus (with keep_init) the initial copies of
-// written buffers.
+// Typed buffers from the bindings (prepared), plus (with keep_init, for the profile) the
+// initial copies of written buffers and copies of the start arrays.
 static rt_status rt_cpu_data_make(rt_arena *a, const rt_kir_kernel *k, rt_bindings *b,
                                   bool keep_init, rt_cpu_data *d, rt_err *err) {
     d->n_bufs = k->n_bufs;
     RT_ALLOC(a, d->args, k->n_bufs, err);
     RT_ALLOC(a, d->init, k->n_bufs, err);
     RT_ALLOC(a, d->bytes, k->n_bufs, err);
+    RT_ALLOC(a, d->start_copy, k->n_bufs, err);
     for (int32_t i = 1; i < k->n_bufs; i++) {
         const rt_kir_buf *bf = &k->bufs[i];
         const rt_tensor_data *td = &b->tensors[bf->tensor];
@@ -164,6 +152,13 @@ static rt_status rt_cpu_data_make(rt_arena *a, const rt_kir_kernel *k, rt_bindin
                                "for dim %d",
                                b->op->tensors[bf->tensor].name, (int)bf->dim);
             d->args[i] = td->layout.start[bf->dim];
+            d->bytes[i] = (size_t)(td->layout.n_rows[bf->dim] + 1) * sizeof(int64_t);
+            if (keep_init) {
+                d->start_copy[i] = rt_arena_alloc(a, d->bytes[i]);
+                if (!d->start_copy[i])
+                    return rt_fail(err, RT_ERR_NOMEM, RT_NOLOC, "out of memory");
+                memcpy(d->start_copy[i], d->args[i], d->bytes[i]);
+            }
             continue;
         }
         int64_t n = td->layout.elems;
@@ -199,98 +194,6 @@ static void rt_cpu_data_restore(const rt_cpu_data *d) {
             memcpy(d->args[i], d->init[i], d->bytes[i]);
 }
 
-static double rt_cpu_buf_get(const rt_kir_buf *bf, const void *p, int64_t i) {
-    if (bf->type == RT_KIR_F32)
-        return (double)((const float *)p)[i];
-    if (bf->type == RT_KIR_F64)
-        return ((const double *)p)[i];
-    return (double)((const int32_t *)p)[i];
-}
-
-// Compares every output against d->ref, streaming (no copy of the output: relu-sized tensors
-// run to gigabytes), and accepts it by the tolerance table (rt_compare_accept). Returns true
-// when every output is within its dtype's tolerance.
-static bool rt_cpu_check_outputs(const rt_op *op, const rt_kir_kernel *k, const rt_cpu_data *d,
-                                 const rt_bindings *b, rt_cpu_shared *sh) {
-    bool ok = true;
-    for (int32_t i = 1; i < k->n_bufs; i++) {
-        const rt_kir_buf *bf = &k->bufs[i];
-        if (bf->role != RT_KIR_BUF_DATA || op->tensors[bf->tensor].role != RT_ROLE_OUTPUT ||
-            !d->ref[bf->tensor])
-            continue;
-        int64_t n = b->tensors[bf->tensor].layout.elems;
-        const double *ref = d->ref[bf->tensor];
-        rt_compare_result cr;
-        rt_compare_begin(&cr);
-        for (int64_t e = 0; e < n; e++)
-            rt_compare_add(&cr, ref[e], rt_cpu_buf_get(bf, d->args[i], e));
-        rt_compare_end(&cr);
-        sh->max_abs_err = fmax(sh->max_abs_err, cr.max_abs_err);
-        sh->max_rel_err = fmax(sh->max_rel_err, cr.max_rel_err);
-        sh->nmse = fmax(sh->nmse, cr.nmse);
-        if (!rt_compare_accept(&cr, op->tensors[bf->tensor].dtype))
-            ok = false;
-    }
-    return ok;
-}
-
-// The random-vector check of a contraction: C*t against alpha*A*(B*t) (BLIS test_gemm).
-static bool rt_cpu_check_gemm(const rt_kir_kernel *k, const rt_cpu_data *d, rt_cpu_shared *sh) {
-    const rt_kir_contraction *g = &k->gemm;
-    int32_t ba = -1, bb = -1, bc = -1;
-    for (int32_t i = 1; i < k->n_bufs; i++) {
-        if (k->bufs[i].role != RT_KIR_BUF_DATA)
-            continue;
-        if (k->bufs[i].tensor == g->ta)
-            ba = i;
-        if (k->bufs[i].tensor == g->tb)
-            bb = i;
-        if (k->bufs[i].tensor == g->tc)
-            bc = i;
-    }
-    if (ba < 0 || bb < 0 || bc < 0)
-        return false;
-    const float *A = d->args[ba], *B = d->args[bb], *C = d->args[bc], *C0 = d->init[bc];
-    double *t = malloc((size_t)g->N * sizeof *t), *z = malloc((size_t)g->K * sizeof *z);
-    if (!t || !z) {
-        free(t);
-        free(z);
-        return false;
-    }
-    rt_rng r;
-    rt_rng_seed(&r, 12345);
-    for (int64_t n = 0; n < g->N; n++)
-        t[n] = rt_rng_uniform(&r) * 2 - 1;
-    for (int64_t q = 0; q < g->K; q++) {
-        double s = 0;
-        for (int64_t n = 0; n < g->N; n++)
-            s += (double)B[q * g->bk + n * g->bn] * t[n];
-        z[q] = s;
-    }
-    double max_err = 0, max_ref = 0;
-    for (int64_t m = 0; m < g->M; m++) {
-        double y = 0, w = 0, c0 = 0;
-        for (int64_t n = 0; n < g->N; n++) {
-            y += (double)C[m * g->cm + n] * t[n];
-            if (g->accumulate && C0)
-                c0 += (double)C0[m * g->cm + n] * t[n];
-        }
-        for (int64_t q = 0; q < g->K; q++)
-            w += (double)A[m * g->am + q * g->ak] * z[q];
-        w = g->alpha * w + c0;
-        max_err = fmax(max_err, fabs(y - w));
-        max_ref = fmax(max_ref, fabs(w));
-        if (!isfinite(y))
-            max_err = INFINITY;
-    }
-    free(t);
-    free(z);
-    sh->max_abs_err = max_err;
-    sh->max_rel_err = max_err / fmax(max_ref, RT_COMPARE_REL_FLOOR);
-    sh->nmse = 0;
-    return max_err <= rt_tolerance_of(RT_DTYPE_F32)->vec_tol * fmax(1.0, max_ref);
-}
-
 typedef struct rt_cpu_child {
     rt_cpu_impl *im;
     int32_t cand;
@@ -298,7 +201,8 @@ typedef struct rt_cpu_child {
     rt_bindings *b;
     rt_cpu_shared *sh;
     double budget_ms;
-    double best_ns; // best median so far (INFINITY: none)
+    double best_ns;     // best median so far (INFINITY: none)
+    rt_cpu_fault fault; // tests only
 } rt_cpu_child;
 
 static int rt_cpu_cmp_double(const void *x, const void *y) {
@@ -319,17 +223,25 @@ static int rt_cpu_child_main(void *ctx) {
     rt_cpu_child *c = ctx;
     const rt_kir_kernel *k = c->im->kernels[c->cand];
     rt_cpu_phase_fn *fns = c->im->fns[c->cand];
+    c->sh->phase = RT_CPU_PHASE_START;
     rt_cpu_pool *pool = rt_cpu_pool_new(c->im->threads);
-    if (!pool)
+    if (!pool) {
+        snprintf(c->sh->why, sizeof c->sh->why, "cannot start its thread pool");
         return 2;
+    }
+    // The checked run starts from the initial buffers: outputs poisoned (rtgen-check.c).
     rt_cpu_data_restore(c->d);
-    if (!rt_cpu_run(pool, k, fns, c->d->args))
+    c->sh->phase = RT_CPU_PHASE_RUN;
+    if (!rt_cpu_run(pool, k, fns, c->d->args)) {
+        snprintf(c->sh->why, sizeof c->sh->why, "out of memory for its scratch buffers");
         return 3;
-    bool ok = strcmp(c->d->check, "random-vector") == 0
-                  ? rt_cpu_check_gemm(k, c->d, c->sh)
-                  : rt_cpu_check_outputs(c->im->op, k, c->d, c->b, c->sh);
+    }
+    rt_cpu_fault_apply(c->fault, c->im->op, k, c->d);
+    c->sh->phase = RT_CPU_PHASE_CHECK;
+    bool ok = rt_cpu_check_candidate(c->im->op, k, c->d, c->b, c->sh);
     c->sh->checked = 1;
     c->sh->correct = ok;
+    c->sh->phase = RT_CPU_PHASE_TIME;
     double start = rt_cpu_now_ns(), min_ns = (double)INFINITY;
     while (c->sh->reps < RT_CPU_MAX_REPS) {
         if (c->d->restore_each)
@@ -356,21 +268,29 @@ static double rt_cpu_points(const rt_perf_result *perf) {
     return perf && perf->model ? perf->model->real_points : 1e18;
 }
 
-// The reference outputs: the interpreter, the naive kernel, or none (random-vector check).
+// Whether the interpreter gives the reference: up to opt's point limit; for ragged ops, whose
+// model points follow length distributions, by the elements of the bound data (elems).
+static bool rt_cpu_by_interpreter(const rt_op *op, const rt_perf_result *perf,
+                                  const rt_cpu_options *opt, double elems) {
+    double limit = opt->interp_max_points > 0 ? (double)opt->interp_max_points : (double)(1 << 22);
+    bool ragged = false;
+    for (int32_t t = 0; t < op->n_tensors; t++)
+        ragged = ragged || op->tensors[t].ragged;
+    return ragged ? elems <= limit / 2 : rt_cpu_points(perf) <= limit;
+}
+
+// The reference outputs: the interpreter, the naive kernel, or none (random-vector check). The
+// outputs in b and d start poisoned (rt_cpu_poison_bindings), so the reference holds the poison
+// where the op writes nothing.
 static rt_status rt_cpu_reference(rt_cpu_impl *im, const rt_perf_result *perf, rt_bindings *b,
                                   const rt_cpu_options *opt, rt_cpu_data *d, rt_err *err) {
     const rt_op *op = im->op;
     RT_ALLOC(im->a, d->ref, op->n_tensors, err);
-    double limit = opt->interp_max_points > 0 ? (double)opt->interp_max_points : (double)(1 << 22);
     const rt_kir_kernel *k0 = im->kernels[0];
-    // Ragged ops: the model's points follow length distributions, the data is what was bound.
-    bool ragged = false;
     double elems = 0;
-    for (int32_t t = 0; t < op->n_tensors; t++) {
-        ragged = ragged || op->tensors[t].ragged;
+    for (int32_t t = 0; t < op->n_tensors; t++)
         elems += (double)b->tensors[t].layout.elems;
-    }
-    if (ragged ? elems <= limit / 2 : rt_cpu_points(perf) <= limit) {
+    if (rt_cpu_by_interpreter(op, perf, opt, elems)) {
         RT_TRY(rt_interp_run(op, b, err));
         for (int32_t t = 0; t < op->n_tensors; t++)
             if (op->tensors[t].role == RT_ROLE_OUTPUT)
@@ -395,6 +315,10 @@ static rt_status rt_cpu_reference(rt_cpu_impl *im, const rt_perf_result *perf, r
     rt_cpu_pool_free(pool);
     if (!ran)
         return rt_fail(err, RT_ERR_NOMEM, RT_NOLOC, "out of memory for scratch buffers");
+    char why[256] = "";
+    if (!rt_cpu_check_inputs(op, k0, d, b, why, sizeof why))
+        return rt_fail(err, RT_ERR_BACKEND, RT_NOLOC,
+                       "the naive reference kernel of %s is wrong: %s", op->name, why);
     for (int32_t i = 1; i < d->n_bufs; i++) {
         const rt_kir_buf *bf = &k0->bufs[i];
         if (bf->role != RT_KIR_BUF_DATA || op->tensors[bf->tensor].role != RT_ROLE_OUTPUT)
@@ -408,12 +332,157 @@ static rt_status rt_cpu_reference(rt_cpu_impl *im, const rt_perf_result *perf, r
     return RT_OK;
 }
 
+// Memory this process can still take: MemAvailable, capped by a cgroup v2 limit when the
+// process runs under one (memory.max - memory.current); -1 when neither can be read.
+static double rt_cpu_mem_available(void) {
+    double avail = -1;
+    FILE *f = fopen("/proc/meminfo", "r");
+    char line[512];
+    while (f && fgets(line, sizeof line, f)) {
+        long long kb;
+        if (sscanf(line, "MemAvailable: %lld kB", &kb) == 1)
+            avail = (double)kb * 1024.0;
+    }
+    if (f)
+        fclose(f);
+    if (avail < 0) {
+        long pages = sysconf(_SC_AVPHYS_PAGES), page = sysconf(_SC_PAGESIZE);
+        if (pages > 0 && page > 0)
+            avail = (double)pages * (double)page;
+    }
+    // cgroup v2: "0::/PATH" in /proc/self/cgroup, the limit in /sys/fs/cgroup/PATH/memory.max.
+    char path[600] = "", cg[400] = "";
+    f = fopen("/proc/self/cgroup", "r");
+    while (f && fgets(line, sizeof line, f))
+        if (strncmp(line, "0::", 3) == 0 && sscanf(line + 3, "%399s", cg) == 1)
+            break;
+    if (f)
+        fclose(f);
+    double lim = -1, cur = -1;
+    for (int32_t which = 0; which < 2 && cg[0] == '/'; which++) {
+        snprintf(path, sizeof path, "/sys/fs/cgroup%s/%s", strcmp(cg, "/") ? cg : "",
+                 which ? "memory.current" : "memory.max");
+        f = fopen(path, "r");
+        long long v;
+        if (f && fscanf(f, "%lld", &v) == 1)
+            *(which ? &cur : &lim) = (double)v;
+        if (f)
+            fclose(f);
+    }
+    if (lim >= 0 && cur >= 0 && (avail < 0 || lim - cur < avail))
+        avail = fmax(0.0, lim - cur);
+    return avail;
+}
+
+static const char *rt_cpu_fmt_bytes(char *buf, size_t size, double bytes) {
+    if (bytes >= 1e9)
+        snprintf(buf, size, "%.1f GB", bytes * 1e-9);
+    else
+        snprintf(buf, size, "%.1f MB", bytes * 1e-6);
+    return buf;
+}
+
+// What a profile holds at once: the bound data (a double per element of every tensor), the
+// kernel's typed copy of every tensor, the initial copy of what it writes and the profiling
+// child's copy-on-write pages of it, and the naive kernel's reference (a double per output
+// element) unless the interpreter gives it.
+rt_status rt_cpu_profile_fits(rt_arena *a, const rt_op *op, rt_bindings *b,
+                              const rt_perf_result *perf, const rt_cpu_options *opt, rt_err *err) {
+    rt_cpu_options defaults = {0};
+    if (!opt)
+        opt = &defaults;
+    double *elems;
+    RT_ALLOC(a, elems, op->n_tensors, err);
+    RT_TRY(rt_bindings_count(b, elems, err));
+    double total = 0, need = 0, outputs = 0;
+    for (int32_t t = 0; t < op->n_tensors; t++) {
+        double kb = op->tensors[t].dtype == RT_DTYPE_F64 ? 8 : 4;
+        bool written = op->tensors[t].role != RT_ROLE_INPUT;
+        total += elems[t];
+        need += elems[t] * (8 + kb + (written ? 2 * kb : 0));
+        if (op->tensors[t].role == RT_ROLE_OUTPUT)
+            outputs += elems[t];
+    }
+    if (!rt_cpu_by_interpreter(op, perf, opt, total))
+        need += 8 * outputs;
+    double avail = rt_cpu_mem_available();
+    if (avail < 0 || need <= avail)
+        return RT_OK;
+    char nb[32], ab[32];
+    return rt_fail(err, RT_ERR_NOFIT, RT_NOLOC,
+                   "profiling %s needs %s (inputs, outputs and reference) but %s are available; "
+                   "use --no-profile or shrink it with --set",
+                   op->name, rt_cpu_fmt_bytes(nb, sizeof nb, need),
+                   rt_cpu_fmt_bytes(ab, sizeof ab, avail));
+}
+
 static double rt_cpu_data_bytes(const rt_op *op, const rt_bindings *b) {
     double bytes = 0;
     for (int32_t t = 0; t < op->n_tensors; t++)
         if (op->tensors[t].role != RT_ROLE_TEMP && b->tensors[t].laid_out)
             bytes += (double)b->tensors[t].layout.elems * rt_dtype_bytes(op->tensors[t].dtype);
     return bytes;
+}
+
+// A candidate's status and reason from how its child ended and what it reported.
+static void rt_cpu_cand_outcome(rt_arena *a, rt_cpu_cand *c, const rt_cpu_shared *sh,
+                                rt_cpu_child_status cs, int code, double timeout_ms) {
+    const char *phase = (unsigned)sh->phase < RT_CPU_PHASE_COUNT ? rt_cpu_phase_names[sh->phase]
+                                                                 : "at an unknown point";
+    if (cs == RT_CPU_CHILD_CRASHED) {
+        c->status = RT_CPU_CAND_CRASHED;
+        c->signal = code;
+        c->reason = rt_arena_printf(a, "killed by signal %d (%s) %s", code, strsignal(code), phase);
+    } else if (cs == RT_CPU_CHILD_TIMEOUT) {
+        c->status = RT_CPU_CAND_TIMEOUT;
+        c->reason = sh->phase == RT_CPU_PHASE_TIME
+                        ? rt_arena_printf(a, "killed after %.0f ms %s, after %d timed runs%s",
+                                          timeout_ms, phase, (int)sh->reps,
+                                          sh->correct ? " (its check had passed)" : "")
+                        : rt_arena_printf(a, "killed after %.0f ms %s", timeout_ms, phase);
+    } else if (cs == RT_CPU_CHILD_FAILED || !sh->checked) {
+        c->status = RT_CPU_CAND_FAILED;
+        c->reason =
+            rt_arena_printf(a, "%s (exit code %d %s)",
+                            sh->why[0] ? sh->why : "its profiling child gave up", code, phase);
+    } else if (!sh->correct) {
+        c->status = RT_CPU_CAND_WRONG;
+        c->reason = rt_arena_printf(a, "%s check: %s", c->check, sh->why);
+    } else {
+        c->status = RT_CPU_CAND_OK;
+    }
+}
+
+// Runs candidate i in a child: checked run, check, timed runs (left in sh); fills its status,
+// reason and errors. Errors only when no child could run at all.
+static rt_status rt_cpu_profile_cand(rt_cpu_impl *im, rt_cpu_report *r, int32_t i, rt_cpu_data *d,
+                                     rt_bindings *b, rt_cpu_shared *sh, const rt_cpu_options *opt,
+                                     double best, rt_err *err) {
+    rt_cpu_cand *c = &r->cands[i];
+    memset(sh, 0, sizeof *sh);
+    rt_cpu_child ch = {im,
+                       i,
+                       d,
+                       b,
+                       sh,
+                       opt->budget_ms > 0 ? opt->budget_ms : 80.0,
+                       opt->full_timing ? (double)INFINITY : best,
+                       opt->fault};
+    rt_cpu_child_status cs;
+    int code = 0;
+    // Default timeout: 10 s, or 40 predicted runs when longer (check run + repetitions).
+    double timeout_ms =
+        opt->timeout_ms > 0 ? opt->timeout_ms : fmax(10000.0, 40e-6 * c->predicted_ns);
+    RT_TRY(rt_cpu_run_isolated(rt_cpu_child_main, &ch, timeout_ms, &cs, &code, err));
+    c->check = d->check;
+    c->max_abs_err = sh->max_abs_err;
+    c->max_rel_err = sh->max_rel_err;
+    c->nmse = sh->nmse;
+    c->reps = sh->reps;
+    rt_cpu_cand_outcome(im->a, c, sh, cs, code, timeout_ms);
+    if (c->status != RT_CPU_CAND_OK && !c->reason)
+        return rt_fail(err, RT_ERR_NOMEM, RT_NOLOC, "out of memory");
+    return RT_OK;
 }
 
 rt_status rt_cpu_build_and_profile(rt_arena *a, const rt_op *op, const rt_device *dev,
@@ -425,6 +494,8 @@ rt_status rt_cpu_build_and_profile(rt_arena *a, const rt_op *op, const rt_device
         opt = &defaults;
     if (!perf || perf->n_cands < 1)
         return rt_fail(err, RT_ERR_NOFIT, RT_NOLOC, "no candidate to build for %s", op->name);
+    if (opt->profile)
+        RT_TRY(rt_cpu_profile_fits(a, op, b, perf, opt, err));
     rt_cpu_report *r;
     RT_ALLOC(a, r, 1, err);
     rt_cpu_impl *im;
@@ -460,12 +531,18 @@ rt_status rt_cpu_build_and_profile(rt_arena *a, const rt_op *op, const rt_device
         return RT_OK;
     }
     RT_TRY(rt_bindings_prepare(b, err));
+    rt_cpu_poison_bindings(op, b);
     rt_cpu_data *d;
     RT_ALLOC(a, d, 1, err);
     RT_TRY(rt_cpu_data_make(a, im->kernels[0], b, true, d, err));
     for (int32_t s = 0; s < op->n_stmts; s++)
         d->restore_each = d->restore_each || op->stmts[s].op == RT_ASSIGN_ADD;
+    double t_ref = rt_cpu_now_ns();
+    if (tty)
+        fprintf(stderr, "\r\033[Krtgen: computing the reference outputs");
     RT_TRY(rt_cpu_reference(im, perf, b, opt, d, err));
+    r->reference_ms = rt_cpu_ms(t_ref);
+    r->profiled = true;
     rt_cpu_shared *sh = rt_cpu_shared_alloc(sizeof *sh);
     if (!sh)
         return rt_fail(err, RT_ERR_NOMEM, RT_NOLOC, "cannot map shared memory for profiling");
@@ -480,6 +557,7 @@ rt_status rt_cpu_build_and_profile(rt_arena *a, const rt_op *op, const rt_device
             c->status = o->status;
             c->signal = o->signal;
             c->check = o->check;
+            c->reason = o->reason;
             c->max_abs_err = o->max_abs_err;
             c->max_rel_err = o->max_rel_err;
             c->nmse = o->nmse;
@@ -494,38 +572,10 @@ rt_status rt_cpu_build_and_profile(rt_arena *a, const rt_op *op, const rt_device
         if (tty)
             fprintf(stderr, "\r\033[Krtgen: profiling candidate %d/%d (%s)", (int)i + 1, (int)r->n,
                     c->name);
-        memset(sh, 0, sizeof *sh);
-        rt_cpu_child ch = {im,
-                           i,
-                           d,
-                           b,
-                           sh,
-                           opt->budget_ms > 0 ? opt->budget_ms : 80.0,
-                           opt->full_timing ? (double)INFINITY : best};
-        rt_cpu_child_status cs;
-        int code = 0;
-        // Default timeout: 10 s, or 40 predicted runs when longer (check run + repetitions).
-        double timeout_ms =
-            opt->timeout_ms > 0 ? opt->timeout_ms : fmax(10000.0, 40e-6 * c->predicted_ns);
-        rt_status st = rt_cpu_run_isolated(rt_cpu_child_main, &ch, timeout_ms, &cs, &code, err);
+        rt_status st = rt_cpu_profile_cand(im, r, i, d, b, sh, opt, best, err);
         if (st != RT_OK) {
             rt_cpu_shared_free(sh, sizeof *sh);
             return st;
-        }
-        c->check = d->check;
-        c->max_abs_err = sh->max_abs_err;
-        c->max_rel_err = sh->max_rel_err;
-        c->nmse = sh->nmse;
-        c->reps = sh->reps;
-        if (cs == RT_CPU_CHILD_CRASHED) {
-            c->status = RT_CPU_CAND_CRASHED;
-            c->signal = code;
-        } else if (cs == RT_CPU_CHILD_TIMEOUT) {
-            c->status = RT_CPU_CAND_TIMEOUT;
-        } else if (cs == RT_CPU_CHILD_FAILED || !sh->checked) {
-            c->status = RT_CPU_CAND_FAILED;
-        } else {
-            c->status = sh->correct ? RT_CPU_CAND_OK : RT_CPU_CAND_WRONG;
         }
         if (sh->reps > 0) {
             int32_t reps = sh->reps < RT_CPU_MAX_REPS ? sh->reps : RT_CPU_MAX_REPS;
@@ -567,11 +617,21 @@ struct rt_cpu_runner {
 rt_status rt_cpu_runner_new(const rt_cpu_report *r, int32_t cand, rt_bindings *b,
                             rt_cpu_runner **out, rt_err *err) {
     const rt_cpu_impl *im = r->impl;
-    int32_t w = cand >= 0 ? cand : r->winner >= 0 ? r->winner : 0;
+    int32_t w = cand >= 0 ? cand : r->winner;
     *out = NULL;
+    if (w < 0)
+        return rt_fail(err, RT_ERR_BACKEND, RT_NOLOC, "%s has no winner to run: %s", im->op->name,
+                       r->profiled ? "no candidate passed its check"
+                                   : "its candidates were not profiled");
     if (w >= r->n)
         return rt_fail(err, RT_ERR_BACKEND, RT_NOLOC, "no candidate %d (the report has %d)", (int)w,
                        (int)r->n);
+    const rt_cpu_cand *c = &r->cands[w];
+    if (c->status != RT_CPU_CAND_OK)
+        return rt_fail(err, RT_ERR_BACKEND, RT_NOLOC,
+                       "only a candidate whose check passed runs; candidate %d (%s) is %s%s%s",
+                       (int)w, c->name, rt_cpu_cand_status_name(c->status), c->reason ? ": " : "",
+                       c->reason ? c->reason : "");
     if (!im->fns[w])
         return rt_fail(err, RT_ERR_BACKEND, RT_NOLOC, "candidate %d was not compiled", (int)w);
     RT_TRY(rt_bindings_prepare(b, err));
@@ -682,6 +742,8 @@ void *rt_cpu_report_to_json(const rt_cpu_report *r) {
             json_object_set_new(o, "nmse", json_real(isfinite(c->nmse) ? c->nmse : -1.0));
             if (c->status == RT_CPU_CAND_CRASHED)
                 json_object_set_new(o, "signal", json_integer(c->signal));
+            if (c->reason)
+                json_object_set_new(o, "reason", json_string(c->reason));
         }
         json_array_append_new(arr, o);
     }
@@ -693,11 +755,18 @@ void rt_cpu_report_print(const rt_cpu_report *r, rt_buf *out) {
                   "predicted_us", "median_us", "GFLOP/s", "peak%", "max_err");
     for (int32_t i = 0; i < r->n; i++) {
         const rt_cpu_cand *c = &r->cands[i];
-        rt_buf_printf(out, "%-4d %-28s %-12s %12.2f %12.2f %10.1f %8.1f %10.2e%s\n", (int)c->rank,
-                      c->name, rt_cpu_cand_status_name(c->status), c->predicted_ns * 1e-3,
-                      c->median_ns * 1e-3, c->gflops, c->peak_pct, c->max_abs_err,
-                      i == r->winner ? "  <- winner" : "");
+        rt_buf_printf(out, "%-4d %-28s %-12s %12.2f %12.2f %10.1f %8.1f %10.2e%s\n",
+                      (int)c->rank + 1, c->name, rt_cpu_cand_status_name(c->status),
+                      c->predicted_ns * 1e-3, c->median_ns * 1e-3, c->gflops, c->peak_pct,
+                      c->max_abs_err, i == r->winner ? "  <- winner" : "");
     }
+    for (int32_t i = 0; i < r->n; i++)
+        if (r->cands[i].reason && r->cands[i].same_as < 0)
+            rt_buf_printf(out, "rank %d %s: %s\n", (int)r->cands[i].rank + 1,
+                          rt_cpu_cand_status_name(r->cands[i].status), r->cands[i].reason);
+    if (r->profiled)
+        rt_buf_printf(out, "reference (%s check) in %.1f ms\n",
+                      r->n > 0 && r->cands[0].check ? r->cands[0].check : "none", r->reference_ms);
     rt_buf_printf(out, "top-1 JIT-compiled in %.1f ms; total %.1f ms on %d threads\n", r->top1_ms,
                   r->total_ms, (int)r->threads);
 }

@@ -23,6 +23,33 @@ typedef enum rt_cpu_emit {
     RT_CPU_EMIT_C,    // the portable C is the primary source (<op>.c)
 } rt_cpu_emit;
 
+// Faults a test injects into every candidate's checked run, to prove that each check rejects
+// what it must (rtgen's own tests, and the CLI's RTGEN_TEST_FAULT; never set otherwise). The
+// fault is applied in the profiling child around the candidate's first run, before the check;
+// timed runs are not affected. The element is the middle one of the first output (or input)
+// unless said otherwise. ORDER RT_CPU_FAULT: names in rtgen-check.c.
+typedef enum rt_cpu_fault {
+    RT_CPU_FAULT_NONE,
+    RT_CPU_FAULT_CORRUPT,   // "corrupt": one output element moved by 1 + max |output|
+    RT_CPU_FAULT_NAN,       // "nan": one output element set to NaN (or INT32_MIN)
+    RT_CPU_FAULT_UNWRITTEN, // "unwritten": one output element keeps what the buffer held before
+                            // the run: the first element that is 0 after it (where a zero-
+                            // filled buffer would hide the omission), else the middle one
+    RT_CPU_FAULT_CLOBBER,   // "clobber": one element of the first floating input changed after
+                            // the run (the output stays right)
+    RT_CPU_FAULT_ZERO,      // "zero": the first floating input and every output zeroed, as by a
+                            // kernel that wipes an input and computes from it: consistent for a
+                            // check that reads the inputs back after the run
+    RT_CPU_FAULT_BLIND,     // "blind": two elements of one output row moved so that the product
+                            // with the random-vector check's first vector is unchanged
+    RT_CPU_FAULT_CRASH,     // "crash": the checked run dies of SIGABRT
+    RT_CPU_FAULT_HANG,      // "hang": the checked run never returns
+    RT_CPU_FAULT_COUNT
+} rt_cpu_fault;
+
+// The fault called name ("corrupt", ...); false when there is none of that name.
+bool rt_cpu_fault_from_name(const char *name, rt_cpu_fault *out);
+
 typedef struct rt_cpu_options {
     rt_cpu_emit emit;
     bool profile;              // compile, check and time every candidate on this host
@@ -36,6 +63,7 @@ typedef struct rt_cpu_options {
     int32_t threads;           // 0: the device's units, at most the online CPUs
     bool progress;             // progress lines on stderr, only when it is a terminal
     int64_t interp_max_points; // reference by interpreter up to this many points (0: 1<<22)
+    rt_cpu_fault fault;        // tests only (see rt_cpu_fault); RT_CPU_FAULT_NONE otherwise
 } rt_cpu_options;
 
 // Outcome of one candidate. ORDER RT_CPU_CAND: names in rtgen.c.
@@ -63,17 +91,22 @@ typedef struct rt_cpu_cand {
     int32_t reps;
     double gflops, gbps, peak_pct; // of the median; peak_pct of FLOP or DRAM peak
     double max_abs_err, max_rel_err, nmse;
-    const char *check; // "interpreter", "random-vector", "naive-kernel", "none"
-    int32_t same_as;   // an earlier candidate lowered to identical code (its JIT'd
-                       // functions and profile are shared), -1 when this one is unique
+    const char *check;  // "interpreter", "random-vector", "naive-kernel", "none"
+    const char *reason; // every status but ok and not profiled: what went wrong, one line
+                        // (the element and error of a wrong output, a clobbered input, the
+                        // signal, where a timeout struck)
+    int32_t same_as;    // an earlier candidate lowered to identical code (its JIT'd
+                        // functions and profile are shared), -1 when this one is unique
 } rt_cpu_cand;
 
 typedef struct rt_cpu_report {
     int32_t n;
     rt_cpu_cand *cands;
     int32_t winner; // index into cands, -1 when nothing was profiled correct
+    bool profiled;  // candidates were run and checked (opt->profile)
     int32_t threads;
-    double top1_ms; // from the call until top-1 was JIT-compiled and callable
+    double top1_ms;      // from the call until top-1 was JIT-compiled and callable
+    double reference_ms; // computing the reference outputs (interpreter or naive kernel)
     double total_ms;
     const char *ext; // "c" or "ll": the primary source
     // Internal: what rt_cpu_run_winner needs (opaque to callers).
@@ -82,16 +115,32 @@ typedef struct rt_cpu_report {
 
 // Lowers every candidate of perf (dev must be a CPU-class device), emits C and LLVM IR, and
 // with opt->profile JIT-compiles, checks against the reference and times each candidate in a
-// forked child (a crash or timeout marks that candidate, never fails the call). b: the bound
-// data (prepared here when needed; reference outputs may be written into it). Errors:
-// RT_ERR_SPEC for constructs the CPU backend does not lower (with their location),
-// RT_ERR_NOFIT when perf has no candidate, RT_ERR_BACKEND for LLVM failures, RT_ERR_NOMEM.
+// forked child (a crash or timeout marks that candidate, never fails the call: a report whose
+// winner is -1 after profiling is the caller's failure to handle). b: the bound data (prepared
+// here when needed; its outputs, first filled with a poison — NaN, INT32_MIN for integers —
+// then hold the interpreter's reference where it gave one, the poison elsewhere: the checked
+// runs start from outputs so filled, so that an element a kernel never writes cannot pass;
+// outputs a '+=' accumulates into keep the caller's values). Before anything
+// is compiled or allocated, a profile whose data (bound tensors, the kernel's copies, the
+// reference) exceeds the memory available is refused. Errors: RT_ERR_SPEC for constructs the
+// CPU backend does not lower (with their location), RT_ERR_NOFIT when perf has no candidate or
+// the profile does not fit in memory, RT_ERR_BACKEND for LLVM failures, RT_ERR_NOMEM.
 rt_status rt_cpu_build_and_profile(rt_arena *a, const rt_op *op, const rt_device *dev,
                                    rt_bindings *b, const rt_perf_result *perf,
                                    const rt_cpu_options *opt, rt_cpu_report **out, rt_err *err);
 
-// Runs the winner (or candidate 0 when nothing was profiled) in this process on b's inputs and
-// stores its outputs (rounded to their dtypes) into b. Errors: RT_ERR_BACKEND.
+// Refuses (RT_ERR_NOFIT) a profile of op on b whose data cannot fit in the memory available
+// now (MemAvailable, capped by a cgroup v2 limit), with the bytes it needs and those available:
+// the bound tensors (doubles), the kernel's typed copies, the initial copies of what it writes,
+// the profiling child's copy of those, and the naive kernel's reference. Allocates no tensor
+// data (rt_bindings_count). perf may be NULL, before construction: the reference is then
+// counted unless the interpreter gives it for a small ragged op. rt_cpu_build_and_profile calls
+// it first. Errors: RT_ERR_NOFIT, those of rt_bindings_count.
+rt_status rt_cpu_profile_fits(rt_arena *a, const rt_op *op, rt_bindings *b,
+                              const rt_perf_result *perf, const rt_cpu_options *opt, rt_err *err);
+
+// Runs the winner in this process on b's inputs and stores its outputs (rounded to their
+// dtypes) into b. Errors: RT_ERR_BACKEND (no winner: see rt_cpu_runner_new).
 rt_status rt_cpu_run_winner(rt_cpu_report *r, rt_bindings *b, rt_err *err);
 
 // A compiled candidate with buffers and a thread pool of its own, for running it many times in
@@ -102,8 +151,10 @@ rt_status rt_cpu_run_winner(rt_cpu_report *r, rt_bindings *b, rt_err *err);
 // calls r's JIT code and reads the start arrays of b's ragged dims: free it before either arena.
 typedef struct rt_cpu_runner rt_cpu_runner;
 
-// cand: an index into r->cands, or -1 for the winner (candidate 0 when nothing was profiled).
-// Errors: RT_ERR_BACKEND (no such candidate, not compiled, no threads), RT_ERR_NOMEM.
+// cand: an index into r->cands, or -1 for the winner. Only a candidate whose check passed
+// (status ok) runs. Errors: RT_ERR_BACKEND (no such candidate, no winner, a candidate that was
+// not profiled or failed its profile: the message gives its status and reason, no threads),
+// RT_ERR_NOMEM.
 rt_status rt_cpu_runner_new(const rt_cpu_report *r, int32_t cand, rt_bindings *b,
                             rt_cpu_runner **out, rt_err *err);
 // The buffer of tensor `tensor` (float for f32, double for f64, int32_t for i32 elements, in

@@ -91,15 +91,16 @@ static void diff_case(const rt_device *dev, const char *spec, const char *text) 
         if (bf->role != RT_KIR_BUF_DATA || !bf->written || bf->type != RT_KIR_F32)
             continue;
         int64_t n = b->tensors[bf->tensor].layout.elems;
-        double max_err = 0, max_ref = 0;
-        for (int64_t e = 0; e < n; e++) {
-            double x = (double)((float *)args[0][i])[e], y = (double)((float *)args[1][i])[e];
-            max_err = fmax(max_err, fabs(x - y));
-            max_ref = fmax(max_ref, fabs(x));
-        }
-        if (!(max_err <= 1e-4 * (1 + max_ref)))
-            fprintf(stderr, "%s: %s differs between LLVM and C by %g\n", spec, bf->name, max_err);
-        RT_EXPECT(max_err <= 1e-4 * (1 + max_ref));
+        rt_compare_result cr; // the one acceptance rule, the LLVM kernel as the reference
+        rt_compare_begin(&cr);
+        for (int64_t e = 0; e < n; e++)
+            rt_compare_add(&cr, (double)((float *)args[0][i])[e], (double)((float *)args[1][i])[e]);
+        rt_compare_end(&cr);
+        bool ok = rt_compare_accept(&cr, op->tensors[bf->tensor].dtype);
+        if (!ok)
+            fprintf(stderr, "%s: %s differs between LLVM and C by %g (nmse %g)\n", spec, bf->name,
+                    cr.max_abs_err, cr.nmse);
+        RT_EXPECT(ok);
     }
     RT_EXPECT(strstr(c_text, "#pragma omp parallel") != NULL);
     rt_arena_free(a);

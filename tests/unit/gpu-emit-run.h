@@ -69,8 +69,8 @@ static int32_t compile_table(const char *const *dev_paths, int32_t n_dev_paths, 
         rt_err err = {0};
         RT_EXPECT_EQ(rt_hal_load_device(dev_paths[di], &dev, &err), RT_OK);
         if (!backend_built(&dev)) {
-            printf("skip %s: %s backend not built in\n", dev_paths[di],
-                   rt_devclass_name(dev.devclass));
+            rt_test_skip("%s: %s backend not built in", dev_paths[di],
+                         rt_devclass_name(dev.devclass));
             continue;
         }
         n_devs_run++;

@@ -366,7 +366,7 @@ static void test_compile_cuda(void) {
     static rt_device t4;
     load("t4.ini", &t4);
     if (!built_with(&t4)) {
-        printf("cuda: not built with NVRTC, skipped\n");
+        rt_test_skip("cuda: not built with NVRTC");
         return;
     }
     compile_quick("a100.ini", "sm_80");
@@ -405,7 +405,7 @@ static void test_compile_hip(void) {
     static rt_device mi50;
     load("mi50.ini", &mi50);
     if (!built_with(&mi50)) {
-        printf("hip: not built with hipRTC, skipped\n");
+        rt_test_skip("hip: not built with hipRTC");
         return;
     }
     compile_quick("mi50.ini", "gfx906");

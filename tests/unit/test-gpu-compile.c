@@ -286,13 +286,13 @@ int main(void) {
         test_cuda();
         test_cuda_many();
     } else {
-        printf("skip: not built with CUDA\n");
+        rt_test_skip("not built with CUDA (NVRTC)");
     }
     make_gpu(&probe, RT_DEVCLASS_HIP, "gfx906", 64, 65536);
     if (built_with(&probe)) {
         test_hip();
     } else {
-        printf("skip: not built with HIP\n");
+        rt_test_skip("not built with HIP (hipRTC)");
     }
     return rt_test_finish("test-gpu-compile");
 }

@@ -113,7 +113,7 @@ static int run_on_gpu(rt_devclass cls, const char *bogus_arch, int32_t lanes) {
     rt_err_clear(&e);
     rt_status st = rt_gpu_runtime_open(a, &dev, &rt, &e);
     if (st != RT_OK && rt_gpu_err_is_absent(&e)) {
-        printf("skip %s: %s\n", rt_devclass_name(cls), e.msg);
+        printf("no %s GPU here: %s\n", rt_devclass_name(cls), e.msg);
         rt_arena_free(a);
         return 0;
     }

@@ -201,7 +201,8 @@ int main(void) {
     static const char *const devs2[] = {"devices/v100.ini", "devices/mi50.ini"};
     static const char *const devs1[] = {"devices/t4.ini", "devices/a100.ini", "devices/h100.ini",
                                         "devices/k80.ini", "devices/mi250x.ini"};
-    if (compile_table(devs2, 2, false, 2) + compile_table(devs1, 5, false, 1) == 0)
-        printf("no GPU compiler built in: compile table skipped\n");
+    // A device whose backend is not built in is skipped (rt_test_skip): the test then reports 77.
+    compile_table(devs2, 2, false, 2);
+    compile_table(devs1, 5, false, 1);
     return rt_test_finish("test-gpu-emit");
 }

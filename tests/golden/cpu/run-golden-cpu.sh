@@ -51,7 +51,7 @@ else
 fi
 cc=${CC:-cc}
 if ! command -v "$cc" >/dev/null 2>&1; then
-    echo "ok: $name (no C compiler '$cc': syntax check skipped)"; exit 0
+    echo "skipped: $name's syntax check (no C compiler '$cc'; the golden file matched)"; exit 77
 fi
 if ! "$cc" -O3 -march=native -fopenmp -fsyntax-only "$golden"; then
     echo "FAIL: $golden does not compile"; exit 1

@@ -1,0 +1,127 @@
+#!/bin/sh
+# rtgen's command line around profiling on this host: a profile in which every candidate is
+# wrong (RTGEN_TEST_FAULT, a test-only variable) or times out exits 3 with one line per
+# candidate and writes nothing, or with --keep-failed only OP.failed.*; a profile whose data
+# cannot fit in memory is refused at once (exit 4) while --no-profile still emits it; a passing
+# profile writes OP.EXT and OP.json. Exit 77 (skipped) on a host with 520 GB of free memory,
+# where the 10^5-cubed GEMM would fit.
+#   usage: test-rtgen-cli.sh RTGEN SOURCE_DIR
+set -u
+abs() { case $1 in /*) echo "$1" ;; *) echo "$PWD/$1" ;; esac; }
+rtgen=$(abs "$1")
+cd "$2" || exit 1
+t=$(mktemp -d)
+trap 'rm -rf "$t"' EXIT
+fails=0
+skipped=0
+
+fail() {
+    echo "FAIL: $*"
+    fails=$((fails + 1))
+}
+
+# run CODE ARGS...: rtgen's exit code must be CODE; stdout and stderr land in $t.
+run() {
+    want=$1
+    shift
+    "$rtgen" "$@" >"$t/stdout" 2>"$t/stderr"
+    code=$?
+    [ "$code" -eq "$want" ] || fail "rtgen $*: exit $code, expected $want
+$(cat "$t/stderr")"
+}
+
+# files DIR NAMES: exactly these files in DIR ("" : DIR does not exist).
+files() {
+    if [ -z "$2" ]; then
+        [ ! -e "$1" ] || fail "$1 exists: $(ls -A "$1" | tr '\n' ' ')"
+        return
+    fi
+    got=$(ls -A "$1" 2>/dev/null | tr '\n' ' ' | sed 's/ $//')
+    [ "$got" = "$2" ] || fail "files in $1: '$got', expected '$2'"
+}
+
+# last_err TEXT: the last line of stderr.
+last_err() {
+    got=$(tail -n 1 "$t/stderr")
+    [ "$got" = "$1" ] || fail "last line of stderr:
+  got:      $got
+  expected: $1"
+}
+
+small="--top-k=2 --set M=64 --set N=48 --set K=32 examples/matmul.spec"
+cand_re='^rtgen: rank [12] rt_matmul_c[0-9]*: wrong: (interpreter check: C\[[0-9]*\] is .*, the reference .*|the same code as rank 1)$'
+
+# Every candidate wrong: exit 3, one line per candidate, nothing written.
+RTGEN_TEST_FAULT=corrupt run 3 -o "$t/o1" $small
+[ "$(wc -l <"$t/stderr")" -eq 3 ] || fail "expected 3 lines on stderr: $(cat "$t/stderr")"
+[ "$(head -n 2 "$t/stderr" | grep -Ec "$cand_re")" -eq 2 ] || fail "candidate lines: $(cat "$t/stderr")"
+last_err "rtgen: error: no candidate of matmul passed its check (2 wrong); nothing was written (--keep-failed writes them as matmul.failed.*)"
+files "$t/o1" ""
+grep -q "kernel:" "$t/stdout" && fail "a failed profile names a kernel: $(cat "$t/stdout")"
+
+# --keep-failed: the report and the sources, under names that say so.
+RTGEN_TEST_FAULT=nan run 3 --keep-failed -o "$t/o2" $small
+files "$t/o2" "matmul.failed.json matmul.failed.rank1.ll matmul.failed.rank2.ll"
+grep -q '"profiled": true' "$t/o2/matmul.failed.json" || fail "failed report: profiled"
+grep -q '"winner": null' "$t/o2/matmul.failed.json" || fail "failed report: winner"
+grep -q '"reason": "interpreter check: C\[' "$t/o2/matmul.failed.json" || fail "failed report: reason"
+last_err "rtgen: error: no candidate of matmul passed its check (2 wrong); their sources and report are in $t/o2 as matmul.failed.*"
+
+# --json: the report on stdout all the same, exit 3, nothing written.
+RTGEN_TEST_FAULT=clobber run 3 --json -o "$t/o3" $small
+grep -q '"winner": null' "$t/stdout" || fail "--json report on a failed profile"
+grep -q 'the kernel wrote into input A' "$t/stdout" || fail "--json report: clobbered input"
+files "$t/o3" ""
+
+# Every candidate timing out (as the ragged FFN of issue 18): exit 3 with where it struck.
+RTGEN_TEST_FAULT=hang run 3 --top-k=1 -o "$t/o4" --set M=64 --set N=48 --set K=32 examples/matmul.spec
+head -n 1 "$t/stderr" | grep -Eq '^rtgen: rank 1 rt_matmul_c0: timeout: killed after [0-9]+ ms in its first \(checked\) run$' ||
+    fail "timeout line: $(cat "$t/stderr")"
+last_err "rtgen: error: no candidate of matmul passed its check (1 timed out); nothing was written (--keep-failed writes them as matmul.failed.*)"
+files "$t/o4" ""
+
+# An unknown fault is a usage error.
+RTGEN_TEST_FAULT=bogus run 2 -o "$t/o5" $small
+last_err 'rtgen: error: RTGEN_TEST_FAULT: unknown fault "bogus" (expected corrupt, nan, unwritten, clobber, zero, blind, crash or hang)'
+files "$t/o5" ""
+
+# A passing profile: the winner as matmul.ll, the other as its rank, the report.
+run 0 -o "$t/o6" $small
+case $(ls -A "$t/o6" | tr '\n' ' ') in
+"matmul.json matmul.ll matmul.rank1.ll " | "matmul.json matmul.ll matmul.rank2.ll ") ;;
+*) fail "files of a passing profile: $(ls -A "$t/o6" | tr '\n' ' ')" ;;
+esac
+grep -Eq '"winner": [12],' "$t/o6/matmul.json" || fail "report: winner"
+grep -q "^kernel: $t/o6/matmul.ll$" "$t/stdout" || fail "kernel line: $(cat "$t/stdout")"
+
+# A profile that cannot fit: refused before construction, with what it needs.
+avail_kb=$(sed -n 's/^MemAvailable: *\([0-9]*\) kB/\1/p' /proc/meminfo)
+big="--set M=100000 --set N=100000 --set K=100000 examples/matmul.spec"
+if [ "${avail_kb:-0}" -ge 507812500 ]; then
+    echo "skipped: $avail_kb kB available, the 520 GB profile would fit"
+    skipped=1
+else
+    # --explain prints the construction trace on stdout as soon as it ran: it must not have.
+    start=$(date +%s)
+    run 4 --explain -o "$t/o7" $big
+    end=$(date +%s)
+    [ ! -s "$t/stdout" ] || fail "the construction ran before the refusal: $(head -n 3 "$t/stdout")"
+    grep -Eq '^rtgen: error: profiling matmul needs 520\.0 GB \(inputs, outputs and reference\) but [0-9]+\.[0-9] [GM]B are available; use --no-profile or shrink it with --set$' "$t/stderr" ||
+        fail "memory refusal: $(cat "$t/stderr")"
+    [ "$(wc -l <"$t/stderr")" -eq 1 ] || fail "memory refusal: more than one line"
+    [ $((end - start)) -le 5 ] || fail "memory refusal took $((end - start)) s"
+    files "$t/o7" ""
+fi
+# --no-profile still constructs and emits it.
+run 0 --no-profile --top-k=1 -o "$t/o8" $big
+files "$t/o8" "matmul.json matmul.ll"
+grep -q '"profiled": false' "$t/o8/matmul.json" || fail "--no-profile report: profiled"
+
+if [ "$fails" -ne 0 ]; then
+    echo "test-rtgen-cli: $fails failed"
+    exit 1
+fi
+if [ "$skipped" -ne 0 ]; then
+    exit 77
+fi
+echo "test-rtgen-cli: ok"
