@@ -575,10 +575,7 @@ static rt_status rt_driver_failed(rt_arena *a, const rt_driver_options *o, const
         } else {
             rank = g->cands[i].rank;
             status = g->status[i];
-            why = !g->cands[i].compiled ? g->cands[i].compile_err.msg
-                  : g->checked[i]       ? rt_arena_printf(a, "max rel err %.3g, nmse %.3g",
-                                                          g->check[i].max_rel_err, g->check[i].nmse)
-                                        : "not run";
+            why = g->reason[i] ? g->reason[i] : "not run";
             fprintf(stderr, "rtgen: rank %d: %s: %s\n", (int)rank, status, why ? why : "");
         }
         int32_t k = 0;
