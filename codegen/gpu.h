@@ -217,6 +217,8 @@ typedef struct rt_gpu_time_options {
     int32_t min_reps; // >= 1
     int32_t max_reps; // >= min_reps
     double budget_ns;
+    bool test_corrupt; // tests only: the first element of every candidate's first output is
+                       // changed after its checked run, so that every check fails at will
 } rt_gpu_time_options;
 
 // The defaults: 2 warm-up launches, 5 to 100 repetitions, 0.2 s per candidate.

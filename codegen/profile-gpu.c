@@ -234,7 +234,7 @@ static const char *rt_gp_wrong_output(rt_arena *a, const rt_op *op, int32_t o,
 // The check of one candidate against ref, with its launch left in L for timing.
 static rt_status rt_gp_check(rt_arena *a, rt_gpu_runtime *rt, const rt_gpu_candidate *c,
                              rt_gpu_binary **bins, rt_bindings *b, const rt_gp_ref *ref,
-                             rt_gpu_check *out, rt_gp_launch *L, rt_err *err) {
+                             bool corrupt, rt_gpu_check *out, rt_gp_launch *L, rt_err *err) {
     const rt_gpu_kernel *k = c->kernel;
     const rt_op *op = k->op;
     memset(out, 0, sizeof *out);
@@ -243,6 +243,12 @@ static rt_status rt_gp_check(rt_arena *a, rt_gpu_runtime *rt, const rt_gpu_candi
     double t0 = rt_gp_now_ns();
     RT_TRY(rt_gpu_run_steps(rt, L->steps, L->n_steps, L->args, L->n_args, err));
     out->checked_run_ns = rt_gp_now_ns() - t0;
+    for (int32_t i = 0; corrupt && i < k->n_bufs; i++)
+        if (!k->bufs[i].is_start && op->n_outputs > 0 && k->bufs[i].tensor == op->outputs[0] &&
+            rt_tensor_elems(b, op->outputs[0]) > 0) {
+            L->host[i][0] += 1.0;
+            break;
+        }
     out->n_outputs = op->n_outputs;
     RT_ALLOC(a, out->cmp, op->n_outputs, err);
     // The first failure found is the reason: a changed input, then outputs in order.
@@ -295,7 +301,7 @@ rt_status rt_gpu_check_run(rt_arena *a, rt_gpu_runtime *rt, const rt_device *dev
     rt_gpu_binary **bins = NULL;
     RT_TRY(rt_gp_binaries(a, rt, dev, c, &bins, err));
     rt_gp_launch L;
-    return rt_gp_check(a, rt, c, bins, b, &ref, out, &L, err);
+    return rt_gp_check(a, rt, c, bins, b, &ref, false, out, &L, err);
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -343,7 +349,7 @@ static rt_status rt_gp_profile_one(rt_arena *a, rt_gpu_runtime *rt, const rt_dev
         return RT_OK;
     }
     rt_gp_launch L;
-    if (rt_gp_check(a, rt, c, bins, b, ref, &out->check, &L, &e) != RT_OK) {
+    if (rt_gp_check(a, rt, c, bins, b, ref, o->test_corrupt, &out->check, &L, &e) != RT_OK) {
         if (rt_gp_fail(a, out, RT_GPU_CAND_RUN_FAILED, "", &e))
             return rt_fail(err, RT_ERR_NOMEM, RT_NOLOC, "out of memory");
         return RT_OK;

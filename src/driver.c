@@ -421,9 +421,17 @@ static rt_status rt_driver_gpu_kernels(rt_arena *a, const rt_driver_options *o,
             res->model->real_points, RT_DRIVER_GPU_CHECK_MAX_POINTS);
         return RT_OK;
     }
-    // Check each candidate, time the right ones alone, rank by kernel median.
+    // Check each candidate, time the right ones alone, rank by kernel median. RTGEN_TEST_FAULT
+    // (tests only, see rt_driver_cpu_kernels) takes one fault here: corrupt.
+    rt_gpu_time_options topt = rt_gpu_time_defaults;
+    const char *fault = getenv("RTGEN_TEST_FAULT");
+    if (fault && *fault && strcmp(fault, "corrupt") != 0)
+        return rt_fail(err, RT_ERR_USAGE, RT_NOLOC,
+                       "RTGEN_TEST_FAULT: the GPU check takes only \"corrupt\" (got \"%s\")",
+                       fault);
+    topt.test_corrupt = fault && *fault;
     RT_ALLOC(a, g->res, g->n, err);
-    RT_TRY(rt_gpu_profile(a, rt, dev, g->cands, g->n, b, NULL, g->res, &g->winner, err));
+    RT_TRY(rt_gpu_profile(a, rt, dev, g->cands, g->n, b, &topt, g->res, &g->winner, err));
     for (int32_t i = 0; i < g->n; i++) {
         g->status[i] = rt_gpu_cand_status_name(g->res[i].status);
         g->reason[i] = g->res[i].reason;

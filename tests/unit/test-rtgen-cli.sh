@@ -1,7 +1,7 @@
 #!/bin/sh
 # rtgen's command line around profiling on this host: a profile in which every candidate is
 # wrong (RTGEN_TEST_FAULT, a test-only variable) or times out exits 3 with one line per
-# candidate and writes nothing, or with --keep-failed only OP.failed.*; a profile whose data
+# candidate and writes nothing (on the CPU and on the GPU path through PoCL), or with --keep-failed only OP.failed.*; a profile whose data
 # cannot fit in memory is refused at once (exit 4) while --no-profile still emits it; a passing
 # profile writes OP.EXT and OP.json. Exit 77 (skipped) on a host with 520 GB of free memory,
 # where the 10^5-cubed GEMM would fit.
@@ -116,6 +116,22 @@ fi
 run 0 --no-profile --top-k=1 -o "$t/o8" $big
 files "$t/o8" "matmul.json matmul.ll"
 grep -q '"profiled": false' "$t/o8/matmul.json" || fail "--no-profile report: profiled"
+
+# The GPU-structured path (OpenCL on PoCL): every candidate wrong exits 3 the same way.
+RTGEN_TEST_FAULT=corrupt "$rtgen" --device=devices/pocl-cpu.ini -o "$t/o9" $small >"$t/stdout" 2>"$t/stderr"
+code=$?
+if [ "$code" -eq 0 ] && grep -q '^not profiled: ' "$t/stdout"; then
+    echo "skipped: no OpenCL device for the GPU path: $(grep '^not profiled: ' "$t/stdout")"
+    skipped=1
+else
+    [ "$code" -eq 3 ] || fail "GPU path, every candidate wrong: exit $code, expected 3
+$(cat "$t/stderr")"
+    [ "$(grep -Ec "^rtgen: rank [12]: wrong: output 'C': max error " "$t/stderr")" -eq 2 ] ||
+        fail "GPU candidate lines: $(cat "$t/stderr")"
+    last_err "rtgen: error: no candidate of matmul passed its check (2 wrong); nothing was written (--keep-failed writes them as matmul.failed.*)"
+    files "$t/o9" ""
+    grep -q "kernel:" "$t/stdout" && fail "a failed GPU profile names a kernel: $(cat "$t/stdout")"
+fi
 
 if [ "$fails" -ne 0 ]; then
     echo "test-rtgen-cli: $fails failed"
