@@ -1,10 +1,12 @@
 // test-calib.c: rtcalib's library side. Statistics of repeated probes and the refusal of noisy
 // values; the INI writer's round trip (write -> rt_hal_load_device -> equal) for every shipped
 // device, the detected host and a device with every optional key; merging measurements into a
-// device; atomic files (nothing left behind on failure); and a real --quick probe run on this
-// host whose result round-trips too.
+// device; atomic files (nothing left behind on failure); a real --quick probe run on this
+// host whose result round-trips too; and the default device's short probe (host_probe), whose
+// one-core FMA rate must agree with the test's own FMA loop (fma-loop.h).
 #include "calib.h"
 #include "test.h"
+#include "fma-loop.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -722,6 +724,56 @@ static void test_quick_run(void) {
     RT_EXPECT_STR(err.msg, "rtcalib measures class cpu devices on this host (got class cuda)");
 }
 
+// The first-use probe's plan: the clock, one core's FMA rate, the triad at half of level 1 and
+// on DRAM twice the caches; its f32 rate within 15% of fma-loop.h's (accumulators that spill
+// read half). Best of up to 4 runs: ctest runs other tests beside this one.
+static void test_host_probe_run(void) {
+    static rt_device host;
+    static rt_calib_result res;
+    rt_err err;
+    rt_err_clear(&err);
+    RT_EXPECT_EQ(rt_hal_detect_host(NULL, &host, &err), RT_OK);
+    rt_calib_opts opts = {.repeats = 5, .max_spread = 0.05, .host_probe = true};
+    double loop = 0, fma = 0;
+    for (int attempt = 0; attempt < 4; attempt++) {
+        rt_status st = rt_calib_cpu_run(&host, &opts, &res, &err);
+        RT_EXPECT_EQ(st, RT_OK);
+        if (st != RT_OK) {
+            fprintf(stderr, "  host probe: %s\n", err.msg);
+            return;
+        }
+        RT_EXPECT(res.n_values == 3 || res.n_values == 4); // the clock where there is an add chain
+        RT_EXPECT(res.seconds < 10.0);
+        int32_t levels = 0;
+        for (int i = 0; i < res.n_values; i++) {
+            const rt_calib_value *v = &res.values[i];
+            if (v->target == RT_CALIB_INSN && strcmp(v->insn, "f32_fma") == 0 && !v->skipped)
+                fma = v->value;
+            if (v->target != RT_CALIB_LEVEL_BW)
+                continue;
+            levels |= 1 << v->level;
+            RT_EXPECT_EQ(v->threads, res.threads);
+            if (v->level == 1)
+                RT_EXPECT(v->ws_bytes <= host.level[1].capacity_bytes / 2 *
+                                             (host.level[1].scope == RT_MEM_SCOPE_DEVICE ? 1 : 2));
+            else
+                RT_EXPECT(v->ws_bytes >= 2 * host.level[1].capacity_bytes - (1 << 20) ||
+                          v->ws_bytes >= (255 << 20));
+        }
+        RT_EXPECT_EQ(levels, 3);
+        loop = rt_test_fma_gflops(host.lanes, 0.2);
+        if (loop <= 0.0) {
+            printf("  no FMA loop for %d lanes on this host: rate not checked\n", (int)host.lanes);
+            return;
+        }
+        printf("  host probe: f32 FMA %.4g GFLOP/s on one core, the test's loop %.4g (%.1f s)\n",
+               fma, loop, res.seconds);
+        if (fabs(fma / loop - 1.0) <= 0.15)
+            break;
+    }
+    RT_EXPECT(fabs(fma / loop - 1.0) <= 0.15);
+}
+
 int main(void) {
     snprintf(tmp_dir, sizeof tmp_dir, "/tmp/rt-test-calib-XXXXXX");
     if (!mkdtemp(tmp_dir)) {
@@ -737,6 +789,7 @@ int main(void) {
     test_apply_pipes();
     test_atomic();
     test_quick_run();
+    test_host_probe_run();
     rmdir(tmp_dir);
     return rt_test_finish("test-calib");
 }
