@@ -27,12 +27,12 @@ void rt_driver_options_init(rt_driver_options *o) {
     o->profile = -1;
 }
 
-// The default device: the host CPU, refined by devices/host.ini when rtcalib wrote one.
+// --device, or the default device: a host.ini on the search path, else the detected host CPU
+// with its measured (first-use probe, cached) figures (rt_hal_host_device).
 static rt_status rt_driver_load_device(const rt_driver_options *o, rt_device *dev, rt_err *err) {
     if (o->device_path)
         return rt_hal_load_device(o->device_path, dev, err);
-    const char *host_ini = "devices/host.ini";
-    return rt_hal_detect_host(access(host_ini, R_OK) == 0 ? host_ini : NULL, dev, err);
+    return rt_hal_host_device(dev, err);
 }
 
 // Reads every --lengths file once, before the spec is parsed for good: their entry counts may
@@ -320,7 +320,9 @@ static rt_status rt_driver_cpu_kernels(rt_arena *a, const rt_driver_options *o, 
     rt_cpu_options copt;
     memset(&copt, 0, sizeof copt);
     copt.emit = o->emit && !strcmp(o->emit, "c") ? RT_CPU_EMIT_C : RT_CPU_EMIT_LLVM;
-    copt.profile = o->profile < 0 ? dev->detected : o->profile == 1;
+    // By default the host is profiled: the default device (detected, or a host.ini that
+    // describes this host), not a --device file of some other CPU.
+    copt.profile = o->profile < 0 ? dev->detected || !o->device_path : o->profile == 1;
     copt.progress = true;
     return rt_cpu_build_and_profile(a, op, dev, b, res, &copt, out, err);
 }
