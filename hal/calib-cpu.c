@@ -110,7 +110,7 @@ typedef struct rt_kernels {
     rt_fma_f64_fn fma_f64;
     rt_dot_fn dot_bf16;
     rt_amx_fn amx_bf16;
-    rt_triad_fn triad;
+    rt_triad_fn triad, triad_nt;
     rt_load_fn load;
     rt_store_fn store;
     rt_phase_fn empty;
@@ -371,10 +371,12 @@ static LLVMValueRef rt_ir_vload(rt_ir *ir, LLVMValueRef base, LLVMValueRef idx, 
     return v;
 }
 
-static void rt_ir_vstore(rt_ir *ir, LLVMValueRef v, LLVMValueRef base, LLVMValueRef idx,
-                         unsigned align) {
+static LLVMValueRef rt_ir_vstore(rt_ir *ir, LLVMValueRef v, LLVMValueRef base, LLVMValueRef idx,
+                                 unsigned align) {
     LLVMValueRef p = LLVMBuildInBoundsGEP2(ir->b, ir->f32, base, &idx, 1, "");
-    LLVMSetAlignment(LLVMBuildStore(ir->b, v, p), align);
+    LLVMValueRef st = LLVMBuildStore(ir->b, v, p);
+    LLVMSetAlignment(st, align);
+    return st;
 }
 
 static LLVMValueRef rt_ir_volatile_splat(rt_ir *ir, LLVMValueRef p, unsigned lanes) {
@@ -393,9 +395,14 @@ static LLVMValueRef rt_ir_volatile_splat(rt_ir *ir, LLVMValueRef p, unsigned lan
 // once) by this bandwidth, so the write-allocate cost is folded in exactly as the kernels pay
 // it. Non-temporal stores would skip it and read 1.3-1.5x higher on this kind of machine,
 // above what any kernel but a single-k GEMM's C store (codegen) reaches.
-static void rt_ir_triad(rt_ir *ir, unsigned lanes) {
+// rt_calib_triad_nt: the same with non-temporal stores, fenced at the end. They skip the read
+// for ownership, so 12 bytes counted are 12 moved: the ceiling of kernels that stream their
+// outputs (codegen's non-temporal stores of large elementwise outputs), which read 1.2x the
+// ordinary triad on one Zen 3 core (relu 21-24 against 17.5-20 GB/s).
+static void rt_ir_triad(rt_ir *ir, unsigned lanes, bool nt) {
     LLVMTypeRef params[] = {ir->ptr, ir->ptr, ir->ptr, ir->i64, ir->i64, ir->i64, ir->i64, ir->ptr};
-    LLVMValueRef fn = rt_ir_fn(ir, "rt_calib_triad", LLVMVoidTypeInContext(ir->ctx), params, 8);
+    LLVMValueRef fn = rt_ir_fn(ir, nt ? "rt_calib_triad_nt" : "rt_calib_triad",
+                               LLVMVoidTypeInContext(ir->ctx), params, 8);
     LLVMPositionBuilderAtEnd(ir->b, LLVMAppendBasicBlockInContext(ir->ctx, fn, "entry"));
     unsigned align = lanes * 4;
     rt_ir_loop outer, inner;
@@ -412,9 +419,16 @@ static void rt_ir_triad(rt_ir *ir, unsigned lanes) {
     LLVMValueRef bv = rt_ir_vload(ir, pb, inner.i, align);
     LLVMValueRef cv = rt_ir_vload(ir, pc, inner.i, align);
     LLVMValueRef av = LLVMBuildFAdd(ir->b, bv, LLVMBuildFMul(ir->b, sv, cv, ""), "");
-    rt_ir_vstore(ir, av, pa, inner.i, align);
+    LLVMValueRef st = rt_ir_vstore(ir, av, pa, inner.i, align);
+    if (nt) {
+        LLVMMetadataRef one = LLVMValueAsMetadata(LLVMConstInt(ir->i32, 1, 0));
+        LLVMSetMetadata(st, LLVMGetMDKindIDInContext(ir->ctx, "nontemporal", 11),
+                        LLVMMetadataAsValue(ir->ctx, LLVMMDNodeInContext2(ir->ctx, &one, 1)));
+    }
     rt_ir_loop_end(ir, &inner);
     rt_ir_loop_end(ir, &outer);
+    if (nt)
+        LLVMBuildFence(ir->b, LLVMAtomicOrderingSequentiallyConsistent, 0, "");
     LLVMBuildRetVoid(ir->b);
 }
 
@@ -550,7 +564,8 @@ static rt_status rt_calib_build(rt_arena *a, bool host_probe, rt_kernels *k, cha
         rt_ir_dot_bf16(&ir);
     if (k->amx)
         rt_ir_amx(&ir);
-    rt_ir_triad(&ir, lanes);
+    rt_ir_triad(&ir, lanes, false);
+    rt_ir_triad(&ir, lanes, true);
     if (!host_probe) {
         rt_ir_load(&ir, lanes);
         rt_ir_store(&ir, lanes);
@@ -580,6 +595,7 @@ static rt_status rt_calib_build(rt_arena *a, bool host_probe, rt_kernels *k, cha
     RT_TRY(rt_cpu_jit_add_module(jit, ir.m, err));
     RT_TRY(rt_calib_lookup(jit, "rt_calib_fma_f32", (void **)&k->fma_f32, err));
     RT_TRY(rt_calib_lookup(jit, "rt_calib_triad", (void **)&k->triad, err));
+    RT_TRY(rt_calib_lookup(jit, "rt_calib_triad_nt", (void **)&k->triad_nt, err));
     if (host_probe)
         return RT_OK;
     RT_TRY(rt_calib_lookup(jit, "rt_calib_fma_chain_f32", (void **)&k->fma_chain_f32, err));
@@ -745,7 +761,8 @@ typedef enum rt_probe_kind {
     RT_PROBE_FMA_F16,
     RT_PROBE_DOT_BF16,
     RT_PROBE_AMX_BF16,
-    RT_PROBE_TRIAD, // working set repeated (chunk_bytes 0) or scattered chunks of a buffer
+    RT_PROBE_TRIAD,    // working set repeated (chunk_bytes 0) or scattered chunks of a buffer
+    RT_PROBE_TRIAD_NT, // the same with non-temporal stores
     RT_PROBE_LOAD,
     RT_PROBE_STORE,
     RT_PROBE_FORK,        // fork/join of the probe pool
@@ -887,16 +904,19 @@ static void rt_calib_job_run(rt_calib *c, int32_t tid, int64_t count) {
         k->amx_bf16(count, c->amx_cfg, c->amx_a, c->amx_b, (float *)(c->amx_c + tid * 4096));
         break;
     case RT_PROBE_TRIAD:
+    case RT_PROBE_TRIAD_NT: {
+        rt_triad_fn triad = p->kind == RT_PROBE_TRIAD_NT ? k->triad_nt : k->triad;
         if (p->chunk_elems > 0) {
             int64_t slots = 1;
             while (slots * 2 * p->chunk_elems <= c->buf_elems)
                 slots *= 2;
-            k->triad(c->a[tid], c->b[tid], c->c[tid], p->chunk_elems, slots - 1, c->k0,
-                     c->k0 + count, &c->scalar);
+            triad(c->a[tid], c->b[tid], c->c[tid], p->chunk_elems, slots - 1, c->k0, c->k0 + count,
+                  &c->scalar);
         } else {
-            k->triad(c->a[tid], c->b[tid], c->c[tid], p->elems, 0, 0, count, &c->scalar);
+            triad(c->a[tid], c->b[tid], c->c[tid], p->elems, 0, 0, count, &c->scalar);
         }
         break;
+    }
     case RT_PROBE_LOAD:
         c->sink[tid] = k->load(c->a[tid], p->elems, count);
         break;
@@ -958,7 +978,7 @@ static double rt_calib_once(rt_calib *c, const rt_probe *p, int64_t count) {
     }
     default:
         rt_pool_run(&c->pool, p->threads, rt_calib_job, c);
-        if (p->kind == RT_PROBE_TRIAD && p->chunk_elems > 0)
+        if ((p->kind == RT_PROBE_TRIAD || p->kind == RT_PROBE_TRIAD_NT) && p->chunk_elems > 0)
             c->k0 += count;
         break;
     }
@@ -981,7 +1001,8 @@ static double rt_calib_metric(const rt_calib *c, const rt_probe *p, int64_t coun
         return n * RT_CALIB_ACCS * 16.0 * 4.0 / t * 1e-9; // 16 lanes x 2 products x 2 flop
     case RT_PROBE_AMX_BF16:
         return n * 4.0 * 16.0 * 16.0 * 32.0 * 2.0 / t * 1e-9;
-    case RT_PROBE_TRIAD: {
+    case RT_PROBE_TRIAD:
+    case RT_PROBE_TRIAD_NT: {
         double elems = (double)(p->chunk_elems > 0 ? p->chunk_elems : p->elems);
         return n * elems * 12.0 / t * 1e-9; // STREAM counts 12 bytes per element
     }
@@ -1043,19 +1064,29 @@ static rt_status rt_calib_measure(rt_calib *c, rt_probe *p, rt_err *err) {
 // The host probe's sampling (opts->host_probe), for a machine that other work may be loading: a
 // sample is timed from the first of its threads' start to the last one's end, and counts only
 // when each thread ran (thread CPU time) for RT_CALIB_RUN_SHARE of that span or more, so that a
-// thread descheduled mid-sample -- or started late -- cannot lower the value or raise it. Up
-// to RT_CALIB_HOST_TRIES samples until RT_CALIB_HOST_GOOD undisturbed ones; fewer than
-// RT_CALIB_HOST_MIN of them skip the probe (the note says so). The value is the best of them.
-#define RT_CALIB_RUN_SHARE  0.9
-#define RT_CALIB_HOST_TRIES 60
-#define RT_CALIB_HOST_GOOD  7
-#define RT_CALIB_HOST_MIN   3
+// thread descheduled mid-sample -- or started late -- cannot lower the value or raise it. The
+// value is the best of them: RT_CALIB_HOST_GOOD undisturbed samples, or fewer where other work
+// makes them slow to come by (RT_CALIB_HOST_ENOUGH after RT_CALIB_HOST_SOON_S, any after
+// RT_CALIB_HOST_LATE_S); fewer than RT_CALIB_HOST_MIN skip the probe (the note says so). 50: the
+// best of 20 read the L3 of the Zen 3 VM anywhere from 62 to 133 GB/s, of 50 from 104 to 129.
+#define RT_CALIB_RUN_SHARE   0.9
+#define RT_CALIB_HOST_TRIES  400
+#define RT_CALIB_HOST_GOOD   50
+#define RT_CALIB_HOST_ENOUGH 20
+#define RT_CALIB_HOST_MIN    3
+#define RT_CALIB_HOST_SOON_S 0.05
+#define RT_CALIB_HOST_LATE_S 0.25
 
 static rt_status rt_calib_measure_host(rt_calib *c, rt_probe *p, rt_err *err) {
     double samples[RT_CALIB_HOST_TRIES];
     int32_t good = 0, tries = 0;
     int64_t count = rt_calib_count(c, p);
+    double t0 = rt_now_s();
     for (; tries < RT_CALIB_HOST_TRIES && good < RT_CALIB_HOST_GOOD; tries++) {
+        double spent = rt_now_s() - t0;
+        if ((good >= RT_CALIB_HOST_ENOUGH && spent > RT_CALIB_HOST_SOON_S) ||
+            (good >= RT_CALIB_HOST_MIN && spent > RT_CALIB_HOST_LATE_S))
+            break;
         rt_calib_once(c, p, count);
         double first = c->start_s[0], last = c->end_s[0];
         for (int32_t i = 1; i < p->threads; i++) {
@@ -1321,6 +1352,15 @@ static void rt_calib_plan(const rt_calib *c, const rt_device *base, rt_plan *pla
         pt->elems = elems;
         pt->v.level = i;
         pt->v.ws_bytes = elems * 12 * T;
+        if (i == 0) { // the ceiling of kernels that stream their outputs
+            rt_probe *pn = rt_plan_add(plan, RT_PROBE_TRIAD_NT, T, RT_CALIB_LEVEL_STREAM, "GB/s",
+                                       "triad mem.%s, non-temporal stores (%s per thread), %d "
+                                       "thread%s",
+                                       l->name, ws_text, (int)T, rt_plural(T));
+            pn->elems = elems;
+            pn->v.level = 0;
+            pn->v.ws_bytes = elems * 12 * T;
+        }
         // A cache shared by the cores: the triad over working sets doubling from twice the
         // caches below it (over all threads) up to the half-capacity point above, so that
         // rt_calib_apply can tell the capacity that really behaves as a cache.
@@ -1382,12 +1422,15 @@ static void rt_calib_plan(const rt_calib *c, const rt_device *base, rt_plan *pla
 
 // The first-use probe of the default device (opts->host_probe; hal-host-probe.c): the clock
 // and one core's f32 FMA rate (the device peak is units x that rate), then the triad on all
-// threads at half of level 1 -- the cache the model's warm rule (rt_perf_cpu_warm) keeps an
-// operator in -- and on a DRAM buffer of twice the caches, 64 to 256 MiB and at most a quarter
-// of memory. Smaller than the full plan's 4x: first touch of its pages is most of the probe's
-// cost, and with the samples walking the buffer in scattered chunks (each last touched a whole
-// buffer ago) the triad read the same at 1, 2, 4 and 6x the 32 MiB L3 of a Zen 3 VM (within
-// the noise, 27-32 GB/s on 2 threads). One buffer, allocated for the DRAM triad, serves both.
+// threads at a quarter of level 1 -- the cache the model's warm rule (rt_perf_cpu_warm) keeps
+// an operator in, if it fits in half of it -- and, with ordinary and with non-temporal stores,
+// on a DRAM buffer of twice the caches, 64 to 256 MiB and at most a quarter of memory.
+// A quarter of level 1, not half: on the 2-core Zen 3 VM (32 MiB L3 shared with other tenants)
+// the 2-thread triad ran at 100-116 GB/s from 4 to 12 MiB, 54 at 16 and 27 at 24, so half sat on
+// the edge and read anywhere from 55 to 95. DRAM at 2x, not the full plan's 4x: first touch of
+// its pages is most of the probe's cost, and with the samples walking the buffer in scattered
+// chunks (each last touched a whole buffer ago) the triad read the same at 1, 2, 4 and 6x the
+// L3 there (within the noise, 27-32 GB/s). One buffer, allocated for DRAM, serves all triads.
 static void rt_calib_plan_host(const rt_calib *c, const rt_device *base, rt_plan *plan) {
     int32_t T = c->threads;
     int64_t step = (int64_t)c->k.f32_lanes * RT_CALIB_LOAD_ACCS;
@@ -1403,19 +1446,21 @@ static void rt_calib_plan_host(const rt_calib *c, const rt_device *base, rt_plan
         if (l->managed == RT_MEM_CACHE)
             caches += l->capacity_bytes * (l->scope == RT_MEM_SCOPE_DEVICE ? 1 : base->units);
     }
-    int64_t llc = 0; // working set of all threads at half of level 1
+    int64_t llc = 0; // working set of all threads at a quarter of level 1
     if (base->n_levels > 2 && base->level[1].managed == RT_MEM_CACHE)
-        llc = base->level[1].capacity_bytes / 2 *
+        llc = base->level[1].capacity_bytes / 4 *
               (base->level[1].scope == RT_MEM_SCOPE_DEVICE ? 1 : T);
     int64_t dram = 2 * caches, lo = (int64_t)64 << 20, hi = (int64_t)256 << 20;
     long pages = sysconf(_SC_PHYS_PAGES), page_bytes = sysconf(_SC_PAGESIZE);
     if (pages > 0 && page_bytes > 0 && (int64_t)pages * page_bytes / 4 < hi)
         hi = (int64_t)pages * page_bytes / 4;
     dram = dram < lo ? lo : dram > hi ? hi : dram;
+    // Level 1, DRAM, and DRAM with non-temporal stores (the ceiling of kernels that stream).
     const struct {
         int32_t level;
         int64_t ws;
-    } triads[] = {{1, llc}, {0, dram}};
+        bool nt;
+    } triads[] = {{1, llc, false}, {0, dram, false}, {0, dram, true}};
     for (size_t i = 0; i < sizeof triads / sizeof triads[0]; i++) {
         if (triads[i].ws <= 0)
             continue;
@@ -1425,9 +1470,11 @@ static void rt_calib_plan_host(const rt_calib *c, const rt_device *base, rt_plan
         char ws_text[32];
         rt_fmt_bytes(elems * 12 * T, ws_text, sizeof ws_text);
         const rt_mem_level *l = &base->level[triads[i].level];
-        rt_probe *p = rt_plan_add(plan, RT_PROBE_TRIAD, T, RT_CALIB_LEVEL_BW, "GB/s",
-                                  "triad mem.%s (%s in all), %d thread%s", l->name, ws_text, (int)T,
-                                  rt_plural(T));
+        bool nt = triads[i].nt;
+        rt_probe *p = rt_plan_add(plan, nt ? RT_PROBE_TRIAD_NT : RT_PROBE_TRIAD, T,
+                                  nt ? RT_CALIB_LEVEL_STREAM : RT_CALIB_LEVEL_BW, "GB/s",
+                                  "triad mem.%s%s (%s in all), %d thread%s", l->name,
+                                  nt ? ", non-temporal stores" : "", ws_text, (int)T, rt_plural(T));
         p->elems = elems;
         p->v.level = triads[i].level;
         p->v.ws_bytes = elems * 12 * T;
@@ -1506,7 +1553,8 @@ static rt_status rt_calib_probes(rt_calib *c, const rt_device *base, rt_calib_re
         rt_calib_plan(c, base, plan);
     int64_t host_elems = 0; // the host probe's one buffer: the largest of its triads
     for (int32_t i = 0; o->host_probe && i < plan->n; i++)
-        if (plan->p[i].kind == RT_PROBE_TRIAD && plan->p[i].elems > host_elems)
+        if ((plan->p[i].kind == RT_PROBE_TRIAD || plan->p[i].kind == RT_PROBE_TRIAD_NT) &&
+            plan->p[i].elems > host_elems)
             host_elems = plan->p[i].elems;
     rt_status st = RT_OK;
     for (int32_t i = 0; i < plan->n && st == RT_OK; i++) {
@@ -1524,8 +1572,8 @@ static rt_status rt_calib_probes(rt_calib *c, const rt_device *base, rt_calib_re
                    p->kind == RT_PROBE_AMX_BF16) {
             st = rt_calib_trial(c, p, err);
         }
-        bool buffers =
-            p->kind == RT_PROBE_TRIAD || p->kind == RT_PROBE_LOAD || p->kind == RT_PROBE_STORE;
+        bool buffers = p->kind == RT_PROBE_TRIAD || p->kind == RT_PROBE_TRIAD_NT ||
+                       p->kind == RT_PROBE_LOAD || p->kind == RT_PROBE_STORE;
         if (st == RT_OK && !p->v.skipped && buffers && !(o->host_probe && c->buf_elems >= p->elems))
             st = rt_calib_buffers(c, host_elems > p->elems ? host_elems : p->elems, err);
         if (p->kind == RT_PROBE_FMA_LATENCY && !(c->clock_mhz > 0)) {
@@ -1848,6 +1896,12 @@ rt_status rt_calib_apply(const rt_device *base, rt_calib_result *res, double max
                 break;
             out->level[v->level].bandwidth_gbps = x;
             rt_add_key(keys_lvl[v->level], sizeof keys_lvl[0], "bandwidth_gbps");
+            break;
+        case RT_CALIB_LEVEL_STREAM:
+            if (!level_ok)
+                break;
+            out->level[v->level].stream_gbps = x;
+            rt_add_key(keys_lvl[v->level], sizeof keys_lvl[0], "stream_gbps");
             break;
         case RT_CALIB_CURVE: {
             if (!level_ok || n_curve[v->level] >= RT_MAX_CURVE_POINTS)

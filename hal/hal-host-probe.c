@@ -8,6 +8,7 @@
 #include "calib.h"
 
 #include <errno.h>
+#include <stddef.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -54,6 +55,8 @@ rt_status rt_hal_host_probe(const rt_device *nominal, rt_host_figures *out, rt_e
         } else if (v->target == RT_CALIB_LEVEL_BW && v->level == 0) {
             out->dram_gbps = x;
             out->dram_bytes = v->ws_bytes;
+        } else if (v->target == RT_CALIB_LEVEL_STREAM && v->level == 0) {
+            out->dram_stream_gbps = x;
         }
     }
     out->complete = st == RT_OK;
@@ -92,8 +95,8 @@ void rt_hal_host_figures_format(const rt_host_figures *fig, const char *key, rt_
                   fig->clock_mhz, fig->f32_gflops_per_core, (int)fig->threads);
     rt_buf_printf(out, "llc_gbps = %.6g\nllc_bytes = %lld\n", fig->llc_gbps,
                   (long long)fig->llc_bytes);
-    rt_buf_printf(out, "dram_gbps = %.6g\ndram_bytes = %lld\n", fig->dram_gbps,
-                  (long long)fig->dram_bytes);
+    rt_buf_printf(out, "dram_gbps = %.6g\ndram_bytes = %lld\ndram_stream_gbps = %.6g\n",
+                  fig->dram_gbps, (long long)fig->dram_bytes, fig->dram_stream_gbps);
     rt_buf_printf(out, "seconds = %.6g\n", fig->seconds);
 }
 
@@ -116,18 +119,46 @@ static bool rt_host_is_date(const char *s) {
     return s[sizeof pattern - 1] == '\0';
 }
 
+// The names of the cache file, each once, with the range of its value and where it goes.
+typedef enum rt_host_field_kind {
+    RT_HF_VERSION,
+    RT_HF_KEY,
+    RT_HF_DATE,
+    RT_HF_F64,
+    RT_HF_I64,
+    RT_HF_I32,
+} rt_host_field_kind;
+typedef struct rt_host_field {
+    const char *name;
+    rt_host_field_kind kind;
+    double lo, hi;
+    size_t off; // into rt_host_figures: a double, int64_t or int32_t
+} rt_host_field;
+
+#define RT_HF(f) offsetof(rt_host_figures, f)
+// clang-format off
+static const rt_host_field rt_host_fields[] = {
+    {"version",             RT_HF_VERSION, 0,    1e9,   0},
+    {"key",                 RT_HF_KEY,     0,    0,     0},
+    {"date",                RT_HF_DATE,    0,    0,     0},
+    {"clock_mhz",           RT_HF_F64,     0,    2e4,   RT_HF(clock_mhz)},
+    {"f32_gflops_per_core", RT_HF_F64,     1e-3, 1e6,   RT_HF(f32_gflops_per_core)},
+    {"threads",             RT_HF_I32,     1,    65536, RT_HF(threads)},
+    {"llc_gbps",            RT_HF_F64,     0,    1e6,   RT_HF(llc_gbps)},
+    {"llc_bytes",           RT_HF_I64,     0,    1e15,  RT_HF(llc_bytes)},
+    {"dram_gbps",           RT_HF_F64,     1e-3, 1e6,   RT_HF(dram_gbps)},
+    {"dram_bytes",          RT_HF_I64,     1,    1e15,  RT_HF(dram_bytes)},
+    {"dram_stream_gbps",    RT_HF_F64,     1e-3, 1e6,   RT_HF(dram_stream_gbps)},
+    {"seconds",             RT_HF_F64,     0,    1e4,   RT_HF(seconds)},
+};
+// clang-format on
+#define RT_HF_COUNT ((int)(sizeof rt_host_fields / sizeof rt_host_fields[0]))
+_Static_assert(RT_HF_COUNT < 32, "rt_host_cache_line's seen mask");
+
 // One "name = value" line into out; *seen gets the bit of the name. False: not a line of the
-// cache (unknown name, a name twice, a value out of range).
+// cache (unknown name, a name twice, a value out of range, another key or version).
 static bool rt_host_cache_line(char *line, const char *key, rt_host_figures *out, uint32_t *seen,
                                char *why, size_t why_size) {
-    // clang-format off
-    static const struct { const char *name; double lo, hi; } fields[] = {
-        {"version", 0, 1e9},     {"key", 0, 0},           {"date", 0, 0},
-        {"clock_mhz", 0, 2e4},   {"f32_gflops_per_core", 1e-3, 1e6},
-        {"threads", 1, 65536},   {"llc_gbps", 0, 1e6},    {"llc_bytes", 0, 1e15},
-        {"dram_gbps", 1e-3, 1e6}, {"dram_bytes", 1, 1e15}, {"seconds", 0, 1e4},
-    };
-    // clang-format on
     char *eq = strstr(line, " = ");
     if (!eq) {
         snprintf(why, why_size, "\"%.40s\" is not a \"name = value\" line", line);
@@ -135,52 +166,51 @@ static bool rt_host_cache_line(char *line, const char *key, rt_host_figures *out
     }
     *eq = '\0';
     const char *value = eq + 3;
-    size_t f = 0;
-    while (f < sizeof fields / sizeof fields[0] && strcmp(fields[f].name, line) != 0)
+    int f = 0;
+    while (f < RT_HF_COUNT && strcmp(rt_host_fields[f].name, line) != 0)
         f++;
-    if (f == sizeof fields / sizeof fields[0] || (*seen >> f) & 1) {
-        snprintf(why, why_size, "%s \"%.40s\"",
-                 f < sizeof fields / sizeof fields[0] ? "a second" : "an unknown name", line);
+    if (f == RT_HF_COUNT || (*seen >> f) & 1) {
+        snprintf(why, why_size, "%s \"%.40s\"", f < RT_HF_COUNT ? "a second" : "an unknown name",
+                 line);
         return false;
     }
     *seen |= 1u << f;
+    const rt_host_field *d = &rt_host_fields[f];
     double x = 0;
-    if (strcmp(line, "key") == 0) {
-        if (strcmp(value, key) != 0) {
-            snprintf(why, why_size, "another host's figures (key \"%.80s\")", value);
-            return false;
+    switch (d->kind) {
+    case RT_HF_KEY:
+        if (strcmp(value, key) == 0)
+            return true;
+        snprintf(why, why_size, "another host's figures (key \"%.80s\")", value);
+        return false;
+    case RT_HF_DATE:
+        if (rt_host_is_date(value)) {
+            snprintf(out->date, sizeof out->date, "%s", value);
+            return true;
         }
-        return true;
+        snprintf(why, why_size, "date \"%.20s\" is not YYYY-MM-DD", value);
+        return false;
+    case RT_HF_VERSION:
+    case RT_HF_F64:
+    case RT_HF_I64:
+    case RT_HF_I32:
+        break;
     }
-    if (strcmp(line, "date") == 0) {
-        if (!rt_host_is_date(value)) {
-            snprintf(why, why_size, "date \"%.20s\" is not YYYY-MM-DD", value);
-            return false;
-        }
-        snprintf(out->date, sizeof out->date, "%s", value);
-        return true;
-    }
-    if (!rt_host_number(value, fields[f].lo, fields[f].hi, &x)) {
-        snprintf(why, why_size, "%s = \"%.40s\" is not a number in [%g, %g]", line, value,
-                 fields[f].lo, fields[f].hi);
+    if (!rt_host_number(value, d->lo, d->hi, &x) || (d->kind >= RT_HF_I64 && x != floor(x))) {
+        snprintf(why, why_size, "%s = \"%.40s\" is not a number in [%g, %g]", line, value, d->lo,
+                 d->hi);
         return false;
     }
-    if (strcmp(line, "version") == 0 && x != RT_HOST_CACHE_VERSION) {
+    if (d->kind == RT_HF_VERSION && x != RT_HOST_CACHE_VERSION) {
         snprintf(why, why_size, "version %g, not %d", x, RT_HOST_CACHE_VERSION);
         return false;
     }
-    double *dst[] = {NULL,         NULL,           NULL, &out->clock_mhz, &out->f32_gflops_per_core,
-                     NULL,         &out->llc_gbps, NULL, &out->dram_gbps, NULL,
-                     &out->seconds};
-    _Static_assert(sizeof dst / sizeof dst[0] == sizeof fields / sizeof fields[0], "fields");
-    if (dst[f])
-        *dst[f] = x;
-    else if (strcmp(line, "threads") == 0)
-        out->threads = (int32_t)x;
-    else if (strcmp(line, "llc_bytes") == 0)
-        out->llc_bytes = (int64_t)x;
-    else if (strcmp(line, "dram_bytes") == 0)
-        out->dram_bytes = (int64_t)x;
+    if (d->kind == RT_HF_I32)
+        *(int32_t *)(void *)((char *)out + d->off) = (int32_t)x;
+    else if (d->kind == RT_HF_F64)
+        *(double *)(void *)((char *)out + d->off) = x;
+    else if (d->kind == RT_HF_I64)
+        *(int64_t *)(void *)((char *)out + d->off) = (int64_t)x;
     return true;
 }
 
@@ -204,7 +234,7 @@ bool rt_hal_host_figures_parse(const char *text, const char *key, rt_host_figure
         if (!rt_host_cache_line(line, key, out, &seen, why, why_size))
             return false;
     }
-    if (seen != (1u << 11) - 1) {
+    if (seen != (1u << RT_HF_COUNT) - 1) {
         snprintf(why, why_size, "names missing (the file is cut short?)");
         return false;
     }

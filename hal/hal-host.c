@@ -437,15 +437,16 @@ static void rt_host_build_compute(const rt_host_info *h, const rt_host_figures *
 // A level's source: "measured: host probe DATE (bandwidth_gbps): HOW -- other values: DETECTED"
 // when its bandwidth was measured (fig not NULL), else "DETECTED; nominal: POLICY".
 static const char *rt_host_level_source(rt_device *dev, const rt_host_figures *fig,
-                                        int64_t ws_bytes, const char *detected,
+                                        int64_t ws_bytes, bool stream, const char *detected,
                                         const char *policy) {
     char text[768];
     if (fig)
         snprintf(text, sizeof text,
-                 RT_HOST_MEASURED " %s (bandwidth_gbps): STREAM triad (12 B per element), %d "
+                 RT_HOST_MEASURED " %s (bandwidth_gbps%s): STREAM triad (12 B per element)%s, %d "
                                   "thread%s, %.4g MiB in all -- other values: %s",
-                 fig->date, (int)fig->threads, fig->threads == 1 ? "" : "s",
-                 (double)ws_bytes / (1 << 20), detected);
+                 fig->date, stream ? ", stream_gbps" : "",
+                 stream ? ", with ordinary and with non-temporal stores" : "", (int)fig->threads,
+                 fig->threads == 1 ? "" : "s", (double)ws_bytes / (1 << 20), detected);
     else
         snprintf(text, sizeof text, "%s; nominal: %s", detected, policy);
     return rt_hal_device_text(dev, text);
@@ -471,9 +472,12 @@ static void rt_host_build_levels(const rt_host_info *h, const rt_host_figures *f
     rt_host_level(dev, "dram", RT_MEM_SCOPE_DEVICE, RT_MEM_CACHE, h->dram_bytes,
                   dram_measured ? fig->dram_gbps : dram_gbps, 64, 0,
                   rt_host_level_source(dev, dram_measured ? fig : NULL, fig ? fig->dram_bytes : 0,
+                                       dram_measured && fig->dram_stream_gbps > 0,
                                        "detected: hwloc and sysconf total memory",
                                        "8 GB/s per core, at most 64 GB/s"));
     dev->level[0].transaction_bytes = 64;
+    if (dram_measured && fig->dram_stream_gbps > 0)
+        dev->level[0].stream_gbps = fig->dram_stream_gbps;
     bool llc = true; // the next cache added is level 1
     if (h->cache_bytes[3] > 0 && h->cache_bytes[3] <= below) {
         snprintf(policy, sizeof policy, "8 B per cycle per core at %s", clock);
@@ -481,7 +485,7 @@ static void rt_host_build_levels(const rt_host_info *h, const rt_host_figures *f
                       llc_measured ? fig->llc_gbps : cores * RT_HOST_L3_BYTES_PER_CYCLE * ghz,
                       h->cache_line_bytes[3], h->cache_ways[3],
                       rt_host_level_source(dev, llc_measured ? fig : NULL, fig ? fig->llc_bytes : 0,
-                                           "detected: hwloc L3 (all instances of our cores)",
+                                           false, "detected: hwloc L3 (all instances of our cores)",
                                            policy));
         below = h->cache_bytes[3];
         llc = false;
@@ -492,7 +496,7 @@ static void rt_host_build_levels(const rt_host_info *h, const rt_host_figures *f
         rt_host_level(dev, "l2", RT_MEM_SCOPE_UNIT, RT_MEM_CACHE, h->cache_bytes[2],
                       m ? fig->llc_gbps : cores * RT_HOST_L2_BYTES_PER_CYCLE * ghz,
                       h->cache_line_bytes[2], h->cache_ways[2],
-                      rt_host_level_source(dev, m ? fig : NULL, fig ? fig->llc_bytes : 0,
+                      rt_host_level_source(dev, m ? fig : NULL, fig ? fig->llc_bytes : 0, false,
                                            "detected: hwloc L2", policy));
         below = h->cache_bytes[2];
         llc = false;
@@ -503,7 +507,7 @@ static void rt_host_build_levels(const rt_host_info *h, const rt_host_figures *f
         rt_host_level(dev, "l1", RT_MEM_SCOPE_UNIT, RT_MEM_CACHE, h->cache_bytes[1],
                       m ? fig->llc_gbps : cores * RT_HOST_L1_VECTORS_PER_CYCLE * vec_bytes * ghz,
                       h->cache_line_bytes[1], h->cache_ways[1],
-                      rt_host_level_source(dev, m ? fig : NULL, fig ? fig->llc_bytes : 0,
+                      rt_host_level_source(dev, m ? fig : NULL, fig ? fig->llc_bytes : 0, false,
                                            "detected: hwloc L1d", policy));
     }
     rt_host_level(dev, "reg", RT_MEM_SCOPE_UNIT, RT_MEM_EXPLICIT, reg_bytes, 0.0, 0, 0,

@@ -310,6 +310,10 @@ void rt_hal_print_device(const rt_device *dev, rt_buf *out) {
             rt_buf_printf(out, ", %g GB/s", l->bandwidth_gbps);
             rt_hal_print_label(out, l->source, "bandwidth_gbps");
         }
+        if (l->stream_gbps > 0.0) {
+            rt_buf_printf(out, ", %g GB/s streaming", l->stream_gbps);
+            rt_hal_print_label(out, l->source, "stream_gbps");
+        }
         if (l->n_curve > 0) {
             rt_buf_printf(out, " (curve of %d points", (int)l->n_curve);
             char label[32];
@@ -360,6 +364,7 @@ static json_t *rt_hal_level_to_json(const rt_mem_level *l) {
     rt_json_set(o, "capacity_bytes", json_integer(l->capacity_bytes));
     rt_json_set(o, "tile_capacity_bytes", json_integer(l->tile_capacity_bytes));
     rt_json_set(o, "bandwidth_gbps", json_real(l->bandwidth_gbps));
+    rt_json_set(o, "stream_gbps", json_real(l->stream_gbps));
     rt_json_set(o, "transaction_bytes", json_integer(l->transaction_bytes));
     rt_json_set(o, "banks", json_integer(l->banks));
     rt_json_set(o, "bank_bytes", json_integer(l->bank_bytes));
@@ -377,6 +382,8 @@ static json_t *rt_hal_level_to_json(const rt_mem_level *l) {
     rt_json_set(o, "bandwidth_curve_gbps", curve);
     rt_json_set(o, "source", rt_json_str(l->source));
     rt_json_set(o, "bandwidth_label", rt_json_label(l->source, "bandwidth_gbps"));
+    if (l->stream_gbps > 0.0)
+        rt_json_set(o, "stream_label", rt_json_label(l->source, "stream_gbps"));
     return o;
 }
 

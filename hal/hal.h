@@ -56,10 +56,14 @@ typedef struct rt_mem_level {
     int64_t capacity_bytes;      // per instance of the scope
     int64_t tile_capacity_bytes; // what one rTile may use; = capacity_bytes when not given
     double bandwidth_gbps;       // whole device; 0 for the register level when not given
-    int32_t transaction_bytes;   // 0 = not given
-    int32_t banks, bank_bytes;   // 0 = no banks
-    int32_t line_bytes, ways;    // caches; 0 = not given
-    double latency_ns;           // 0 = not given
+    // Whole device, with non-temporal stores (the STREAM triad counting 12 B per element, which
+    // these move, where ordinary stores also read each line first): the ceiling of kernels that
+    // stream their outputs. 0 = not given.
+    double stream_gbps;
+    int32_t transaction_bytes; // 0 = not given
+    int32_t banks, bank_bytes; // 0 = no banks
+    int32_t line_bytes, ways;  // caches; 0 = not given
+    double latency_ns;         // 0 = not given
     int32_t n_curve;
     rt_curve_point curve[RT_MAX_CURVE_POINTS]; // bandwidth_curve_gbps, ascending bytes
     const char *source;
@@ -144,10 +148,11 @@ typedef struct rt_host_figures {
     double clock_mhz;           // a dependent integer-add chain on one core: the clock under load
     double f32_gflops_per_core; // independent f32 vector FMA chains on one core
     int32_t threads;            // threads of the triads (one per core this process may use)
-    double llc_gbps;            // STREAM triad over half of level 1 (the last-level cache)
+    double llc_gbps;            // STREAM triad over a quarter of level 1 (the last-level cache)
     int64_t llc_bytes;          // its working set, all threads and 3 arrays
     double dram_gbps;           // STREAM triad over a buffer 2x the caches
     int64_t dram_bytes;         // its working set
+    double dram_stream_gbps;    // the same with non-temporal stores
     double seconds;             // wall time of the probe
     bool complete; // the probe measured every figure (none was skipped for a loaded machine)
 } rt_host_figures;

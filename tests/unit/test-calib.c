@@ -74,6 +74,7 @@ static const char *device_diff(const rt_device *a, const rt_device *b) {
         RT_SAME(level[i].capacity_bytes);
         RT_SAME(level[i].tile_capacity_bytes);
         RT_SAME(level[i].bandwidth_gbps);
+        RT_SAME(level[i].stream_gbps);
         RT_SAME(level[i].transaction_bytes);
         RT_SAME(level[i].banks);
         RT_SAME(level[i].bank_bytes);
@@ -266,6 +267,7 @@ static const char *const every_key_ini =
     "managed = explicit\n"
     "capacity_bytes = 42949672960\n"
     "bandwidth_gbps = 1555\n"
+    "stream_gbps = 1601.25\n"
     "bandwidth_curve_gbps = 1024:95, 4096:310.5, 65536:1.2345678901234567e3\n"
     "transaction_bytes = 32\n"
     "latency_ns = 466.7\n"
@@ -724,7 +726,7 @@ static void test_quick_run(void) {
     RT_EXPECT_STR(err.msg, "rtcalib measures class cpu devices on this host (got class cuda)");
 }
 
-// The first-use probe's plan: the clock, one core's FMA rate, the triad at half of level 1 and
+// The first-use probe's plan: the clock, one core's FMA rate, the triad at a quarter of level 1 and
 // on DRAM twice the caches; its f32 rate within 15% of fma-loop.h's (accumulators that spill
 // read half). Best of up to 4 runs: ctest runs other tests beside this one.
 static void test_host_probe_run(void) {
@@ -742,25 +744,27 @@ static void test_host_probe_run(void) {
             fprintf(stderr, "  host probe: %s\n", err.msg);
             return;
         }
-        RT_EXPECT(res.n_values == 3 || res.n_values == 4); // the clock where there is an add chain
+        RT_EXPECT(res.n_values == 4 || res.n_values == 5); // the clock where there is an add chain
         RT_EXPECT(res.seconds < 10.0);
         int32_t levels = 0;
         for (int i = 0; i < res.n_values; i++) {
             const rt_calib_value *v = &res.values[i];
             if (v->target == RT_CALIB_INSN && strcmp(v->insn, "f32_fma") == 0 && !v->skipped)
                 fma = v->value;
-            if (v->target != RT_CALIB_LEVEL_BW)
+            if (v->target == RT_CALIB_LEVEL_STREAM)
+                levels |= 4 * (v->level == 0);
+            if (v->target != RT_CALIB_LEVEL_BW && v->target != RT_CALIB_LEVEL_STREAM)
                 continue;
-            levels |= 1 << v->level;
+            levels |= v->target == RT_CALIB_LEVEL_BW ? 1 << v->level : 0;
             RT_EXPECT_EQ(v->threads, res.threads);
             if (v->level == 1)
-                RT_EXPECT(v->ws_bytes <= host.level[1].capacity_bytes / 2 *
+                RT_EXPECT(v->ws_bytes <= host.level[1].capacity_bytes / 4 *
                                              (host.level[1].scope == RT_MEM_SCOPE_DEVICE ? 1 : 2));
             else
                 RT_EXPECT(v->ws_bytes >= 2 * host.level[1].capacity_bytes - (1 << 20) ||
                           v->ws_bytes >= (255 << 20));
         }
-        RT_EXPECT_EQ(levels, 3);
+        RT_EXPECT_EQ(levels, 7); // level 1, DRAM, DRAM with non-temporal stores
         loop = rt_test_fma_gflops(host.lanes, 0.2);
         if (loop <= 0.0) {
             printf("  no FMA loop for %d lanes on this host: rate not checked\n", (int)host.lanes);
