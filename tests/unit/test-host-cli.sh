@@ -2,7 +2,9 @@
 # rtgen's default device from the command line: the first run measures the host and labels its
 # figures "measured DATE", the second reads the cache and prints the same; RTGEN_NO_PROBE prints
 # "nominal"; the host.ini search path ($RTGEN_HOST_INI, then $XDG_CONFIG_HOME/rtgen/host.ini,
-# never ./devices/host.ini) with located errors.
+# never ./devices/host.ini) with located errors; and the ceiling of peak% in the table and the
+# JSON: the last-level cache for a warm operator, DRAM (the faster of its ordinary and its
+# non-temporal triad) for a cold one, the f32 peak for a GEMM.
 # Caches and configs live in a temporary directory, never in the real home.
 #   usage: test-host-cli.sh RTGEN SOURCE_DIR
 set -u
@@ -32,7 +34,8 @@ done
 grep -Eq '^units .* MHz \(measured [0-9]{4}-[0-9]{2}-[0-9]{2}\)$' "$t/first" || fail "clock not measured: $(grep '^units' "$t/first")"
 grep -Eq '^peak +f32 [0-9.]+ GFLOP/s \(measured [0-9-]{10}\) f64 [0-9.]+ GFLOP/s \(nominal\)$' "$t/first" ||
     fail "peaks: $(grep '^peak' "$t/first")"
-grep -Eq '^level 0 dram .* GB/s \(measured [0-9-]{10}\)' "$t/first" || fail "DRAM not measured"
+grep -Eq '^level 0 dram .* GB/s \(measured [0-9-]{10}\), [0-9.]+ GB/s streaming \(measured [0-9-]{10}\)' "$t/first" ||
+    fail "DRAM not measured: $(grep '^level 0' "$t/first")"
 grep -Eq '^level 1 .* GB/s \(measured [0-9-]{10}\)' "$t/first" || fail "level 1 not measured"
 "$rtgen" --dry-run "$relu" >"$t/second" 2>&1 || fail "second run"
 cmp -s "$t/first" "$t/second" || fail "the cached run prints other figures: $(diff "$t/first" "$t/second")"
@@ -74,6 +77,74 @@ cp "$t/bad.ini" "$t/config/rtgen/host.ini"
 "$rtgen" --dry-run "$relu" >/dev/null 2>"$t/err"
 grep -q "^$t/config/rtgen/host.ini:4:1: error: " "$t/err" || fail "corrupt config host.ini: $(cat "$t/err")"
 rm -f "$t/config/rtgen/host.ini"
+
+# --- the ceiling of peak% -----------------------------------------------------------------------
+# x86-avx2.ini has an 8 MiB L3: 2 MiB of tensors are warm (they fit in half of it), 16 MiB cold.
+cat >"$t/warm.spec" <<'EOF'
+def relu(float(1, 128, 64, 32) I) -> (O) {
+    O(n, c, h, w) = max(I(n, c, h, w), 0)
+}
+EOF
+cat >"$t/cold.spec" <<'EOF'
+def relu(float(1, 1024, 64, 32) I) -> (O) {
+    O(n, c, h, w) = max(I(n, c, h, w), 0)
+}
+EOF
+# report SPEC [OPTIONS]: rtgen --json into $t/report.json and the table into $t/table, profiling
+# the top candidate; peak_of: the "peak_of" of that candidate.
+report() {
+    spec=$1
+    shift
+    # shellcheck disable=SC2086 # the options are split on purpose
+    "$rtgen" --json --top-k=1 -o "$t/o" $* "$spec" >"$t/report.json" 2>"$t/err" ||
+        fail "rtgen --json $* $spec: $(cat "$t/err")"
+    # shellcheck disable=SC2086
+    "$rtgen" --top-k=1 -o "$t/o" $* "$spec" >"$t/table" 2>"$t/err" || fail "rtgen $* $spec"
+}
+peak_of() {
+    sed -n 's/.*"peak_of": "\([^"]*\)".*/\1/p' "$t/report.json" | head -n 1
+}
+avx2="--device=$src/devices/x86-avx2.ini --profile"
+report "$t/warm.spec" "$avx2"
+[ "$(peak_of)" = "mem.l3.bandwidth_gbps" ] || fail "warm relu: peak_of $(peak_of)"
+grep -Eq '^0 +rt_relu_c0 .* l3 ' "$t/table" || fail "warm relu: table column: $(grep rt_relu "$t/table")"
+grep -q '^peak% of: f32 512 GFLOP/s (nominal) for compute-bound kernels, l3 288 GB/s (nominal) for the others (the operator fits in half of it' "$t/table" ||
+    fail "warm relu: $(grep '^peak%' "$t/table")"
+report "$t/cold.spec" "$avx2"
+[ "$(peak_of)" = "mem.dram.bandwidth_gbps" ] || fail "cold relu: peak_of $(peak_of)"
+grep -Eq '^0 +rt_relu_c0 .* dram ' "$t/table" || fail "cold relu: table column: $(grep rt_relu "$t/table")"
+grep -q '^peak% of: .* dram 34.1 GB/s (nominal) for the others$' "$t/table" || fail "cold relu: $(grep '^peak%' "$t/table")"
+# With a DRAM figure for non-temporal stores (faster: no read for ownership), the cold operator
+# is against that one; the warm one keeps its cache's.
+sed 's/^bandwidth_gbps    = 34.1$/&\nstream_gbps       = 45.5/' "$src/devices/x86-avx2.ini" >"$t/stream.ini"
+grep -q '^stream_gbps' "$t/stream.ini" || fail "no stream_gbps in $t/stream.ini"
+report "$t/cold.spec" --device="$t/stream.ini" --profile
+[ "$(peak_of)" = "mem.dram.stream_gbps" ] || fail "cold relu, stream_gbps: peak_of $(peak_of)"
+grep -q '^peak% of: .* dram 45.5 GB/s streaming (nominal) for the others$' "$t/table" ||
+    fail "cold relu, stream_gbps: $(grep '^peak%' "$t/table")"
+report "$t/warm.spec" --device="$t/stream.ini" --profile
+[ "$(peak_of)" = "mem.l3.bandwidth_gbps" ] || fail "warm relu, stream_gbps: peak_of $(peak_of)"
+report "$src/examples/matmul.spec" "$avx2" --set M=64 --set N=64 --set K=64
+[ "$(peak_of)" = "f32_gflops" ] || fail "matmul: peak_of $(peak_of)"
+grep -q '"peak_of_label": "nominal"' "$t/report.json" || fail "matmul: no peak_of_label"
+# The default device: a warm operator against its measured last-level cache (level 1).
+llc=$(sed -n 's/^level 1 \([a-z0-9]*\) .*/\1/p' "$t/first")
+report "$t/warm.spec"
+[ "$(peak_of)" = "mem.$llc.bandwidth_gbps" ] || fail "warm relu on the host: peak_of $(peak_of)"
+grep -Eq '"peak_of_label": "measured [0-9-]{10}"' "$t/report.json" || fail "host: peak_of_label"
+# A cold one (its tensors over half of level 1) against DRAM, at the higher of its triads.
+llc_mib=$(sed -n 's/^level 1 [a-z0-9]* *device cache *\([0-9]*\) MiB.*/\1/p' "$t/first")
+if [ -n "$llc_mib" ]; then
+    printf 'def relu(float(1, %d, 64, 64) I) -> (O) {\n    O(n, c, h, w) = max(I(n, c, h, w), 0)\n}\n' \
+        $((llc_mib * 16 + 16)) >"$t/host-cold.spec"
+    report "$t/host-cold.spec"
+    case $(peak_of) in
+    mem.dram.bandwidth_gbps | mem.dram.stream_gbps) ;;
+    *) fail "cold relu on the host: peak_of $(peak_of)" ;;
+    esac
+    grep -Eq '^peak% of: .* dram [0-9.]+ GB/s( streaming)? \(measured [0-9-]{10}\) for the others$' "$t/table" ||
+        fail "cold relu on the host: $(grep '^peak%' "$t/table")"
+fi
 
 [ $fails -eq 0 ] && echo "ok: test-host-cli"
 exit $((fails > 0))
