@@ -48,9 +48,10 @@ static void rt_main_usage(FILE *f) {
           "$XDG_CONFIG_HOME/rtgen/host.ini (~/.config/rtgen/host.ini when XDG_CONFIG_HOME is\n"
           "unset), where `rtcalib -o` can write a full calibration; the detected host CPU, whose\n"
           "clock, f32 peak and DRAM and last-level-cache bandwidths a short probe measures on\n"
-          "first use (about 0.2 s) and caches in $XDG_CACHE_HOME/rtgen/ (~/.cache/rtgen/; delete\n"
-          "the file to measure again). RTGEN_NO_PROBE=1 skips the probe. The device's clock,\n"
-          "peaks and bandwidths print as \"measured DATE\" or \"nominal\".\n"
+          "first use (a few tenths of a second) and caches in $XDG_CACHE_HOME/rtgen/\n"
+          "(~/.cache/rtgen/; delete the file to measure again). RTGEN_NO_PROBE=1 skips the\n"
+          "probe. The device's clock, peaks and bandwidths print as \"measured DATE\" or\n"
+          "\"nominal\".\n"
           "\n"
           "exit codes: 0 success, 1 bad input, 2 usage, 3 backend failure, 4 no candidate fits\n",
           f);
