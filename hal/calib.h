@@ -37,11 +37,12 @@ rt_status rt_calib_check_spread(const char *what, const rt_calib_stats *s, doubl
 // Where a measured value goes in the device. RT_CALIB_REPORT values are printed only.
 typedef enum rt_calib_target {
     RT_CALIB_REPORT,
-    RT_CALIB_PEAK,     // [compute] <dtype>_gflops
-    RT_CALIB_MMA,      // [compute] mma_<dtype>_gflops
-    RT_CALIB_INSN,     // [compute] <insn>_gflops_per_teu
-    RT_CALIB_LEVEL_BW, // [mem.<level>] bandwidth_gbps
-    RT_CALIB_CURVE,    // one point of [mem.<level>] bandwidth_curve_gbps
+    RT_CALIB_PEAK,         // [compute] <dtype>_gflops
+    RT_CALIB_MMA,          // [compute] mma_<dtype>_gflops
+    RT_CALIB_INSN,         // [compute] <insn>_gflops_per_teu
+    RT_CALIB_LEVEL_BW,     // [mem.<level>] bandwidth_gbps
+    RT_CALIB_LEVEL_STREAM, // [mem.<level>] stream_gbps (the triad with non-temporal stores)
+    RT_CALIB_CURVE,        // one point of [mem.<level>] bandwidth_curve_gbps
     // One point of a working-set sweep of a cache shared by the cores (curve_bytes: the working
     // set of all threads). Where the level's bandwidth_gbps, measured at half its reported
     // capacity, is no faster than DRAM (a VM reporting the host's whole last-level cache), the
@@ -65,6 +66,7 @@ typedef struct rt_calib_value {
     char insn[48];       // RT_CALIB_INSN: "f32_fma"
     int32_t level;       // RT_CALIB_LEVEL_BW, _CURVE, _SWEEP: index into dev->level
     int64_t curve_bytes; // RT_CALIB_CURVE: bytes moved per unit; _SWEEP: working set
+    int64_t ws_bytes;    // triad probes: the working set of all threads (3 arrays); else 0
     const char *unit;    // "GFLOP/s", "GB/s", "us"
     int32_t threads;
     double value;         // the best repeat (throughputs: the highest; overheads: the lowest)
@@ -95,6 +97,14 @@ typedef struct rt_calib_opts {
     int32_t repeats;   // samples per probe, >= 2
     double max_spread; // fraction; a probe over it is repeated once before it is reported
     bool quick;        // tiny probes (tests): the whole run takes well under 3 s
+    // The default device's first-use probe (hal-host-probe.c) instead of the full plan: the
+    // clock (RT_CALIB_CLOCK) and one core's f32 FMA rate (RT_CALIB_INSN "f32_fma"), then the
+    // triad on every thread (RT_CALIB_LEVEL_BW) at a quarter of level 1 (the last-level cache of
+    // the model's warm rule) and on a DRAM buffer 2x the caches (64 to 256 MiB), there also with
+    // non-temporal stores (RT_CALIB_LEVEL_STREAM); samples of 0.3 ms,
+    // about 0.2 s in all. Samples whose threads were descheduled are dropped
+    // (rt_calib_measure_host); a probe without enough others is skipped.
+    bool host_probe;
     void (*progress)(void *ctx, const rt_calib_event *ev); // may be NULL
     void *progress_ctx;
 } rt_calib_opts;

@@ -1,13 +1,18 @@
 // hal-host.c: describes the CPU rtgen runs on, so that `rtgen OP.spec` works without a device
 // file. hwloc gives the cores this process may use and the caches (size, line, associativity);
 // cpuid (x86 only) gives the ISA features, checked against what the OS enables (xgetbv), and
-// the LLVM CPU name. Peaks follow from units x FMA ports x lanes x 2 x clock; bandwidths are
-// conservative policy defaults until rtcalib measures them into devices/host.ini, which, when
-// present, replaces the detection entirely (the device is then loaded, not detected).
+// the LLVM CPU name. Nominal figures: peaks from units x FMA ports x lanes x 2 x the clock
+// /proc/cpuinfo reports, bandwidths from conservative policies. The default device replaces
+// the clock, the f32 peak and the bandwidths of DRAM and the last-level cache by the figures
+// its first-use probe measured (hal-host-probe.c, rt_hal_detect_host_measured); rtcalib
+// measures everything into an INI file that replaces detection entirely.
+#define _GNU_SOURCE // sched_getaffinity, CPU_COUNT
 #include "hal.h"
 
 #include <hwloc.h>
 
+#include <math.h>
+#include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -183,6 +188,31 @@ static void rt_host_add_feature(rt_host_info *h, bool has, const char *name) {
     snprintf(h->features + n, sizeof h->features - n, "%s%s", n ? "," : "", name);
 }
 
+// The CPU's brand string (cpuid 0x80000002-4, x86 only), without surrounding blanks; "" when
+// there is none.
+static void rt_host_brand(char *out, size_t size) {
+    char brand[49] = {0};
+#if defined(__x86_64__)
+    unsigned a, b, c, d;
+    if (__get_cpuid(0x80000000, &a, &b, &c, &d) && a >= 0x80000004) {
+        for (unsigned i = 0; i < 3; i++) {
+            __get_cpuid(0x80000002 + i, &a, &b, &c, &d);
+            memcpy(brand + 16 * i, &a, 4);
+            memcpy(brand + 16 * i + 4, &b, 4);
+            memcpy(brand + 16 * i + 8, &c, 4);
+            memcpy(brand + 16 * i + 12, &d, 4);
+        }
+    }
+#endif
+    const char *s = brand;
+    while (*s == ' ')
+        s++;
+    size_t n = strlen(s);
+    while (n > 0 && s[n - 1] == ' ')
+        n--;
+    snprintf(out, size, "%.*s", (int)n, s);
+}
+
 #if defined(__x86_64__)
 static uint64_t rt_host_xgetbv(void) {
     uint32_t lo, hi;
@@ -236,21 +266,13 @@ static void rt_host_cpuid(rt_host_info *h) {
         }
     }
     // Brand string, for the clock when /proc/cpuinfo has none ("... @ 2.10GHz").
-    char brand[49] = {0};
-    if (__get_cpuid(0x80000000, &a, &b, &c, &d) && a >= 0x80000004) {
-        for (unsigned i = 0; i < 3; i++) {
-            __get_cpuid(0x80000002 + i, &a, &b, &c, &d);
-            memcpy(brand + 16 * i, &a, 4);
-            memcpy(brand + 16 * i + 4, &b, 4);
-            memcpy(brand + 16 * i + 8, &c, 4);
-            memcpy(brand + 16 * i + 12, &d, 4);
-        }
-        const char *at = strstr(brand, "@ ");
-        double ghz = at ? strtod(at + 2, NULL) : 0.0;
-        if (h->clock_mhz <= 0.0 && ghz > 0.1 && ghz < 10.0) {
-            h->clock_mhz = ghz * 1000.0;
-            snprintf(h->clock_from, sizeof h->clock_from, "cpuid brand string");
-        }
+    char brand[49];
+    rt_host_brand(brand, sizeof brand);
+    const char *at = strstr(brand, "@ ");
+    double ghz = at ? strtod(at + 2, NULL) : 0.0;
+    if (h->clock_mhz <= 0.0 && ghz > 0.1 && ghz < 10.0) {
+        h->clock_mhz = ghz * 1000.0;
+        snprintf(h->clock_from, sizeof h->clock_from, "cpuid brand string");
     }
 #else
     (void)h;
@@ -330,15 +352,24 @@ static void rt_host_level(rt_device *dev, const char *name, rt_mem_scope scope,
     dev->n_levels++;
 }
 
-static void rt_host_build(const rt_host_info *h, rt_device *dev) {
-    snprintf(dev->path, sizeof dev->path, "(host)");
-    dev->origin = rt_loc_make(dev->path, 0, 0);
-    dev->arch_loc = dev->origin;
-    dev->devclass = RT_DEVCLASS_CPU;
-    dev->ops = rt_hal_class_ops(RT_DEVCLASS_CPU);
-    dev->detected = true;
-    snprintf(dev->arch, sizeof dev->arch, "%s", h->arch);
-    snprintf(dev->features, sizeof dev->features, "%s", h->features);
+// Texts of a measured figure's source: "measured: host probe DATE (keys)" and its tail.
+#define RT_HOST_MEASURED "measured: host probe"
+
+// The FMA pipes per core that the measured per-core f32 FMA rate implies at the measured
+// clock: rate / (clock x lanes x 2), rounded, within [1, 2 x the nominal pipes] (a clock read on
+// a loaded core must not give a core 5 pipes); 0 when either figure is missing.
+static int32_t rt_host_measured_pipes(const rt_host_figures *fig, int32_t lanes, int32_t nominal) {
+    if (!fig || !(fig->clock_mhz > 0) || !(fig->f32_gflops_per_core > 0) || lanes < 1)
+        return 0;
+    double p = fig->f32_gflops_per_core / (fig->clock_mhz / 1000.0 * lanes * 2.0);
+    int32_t pipes = p < 1.5 ? 1 : (int32_t)lround(p);
+    return pipes > 2 * nominal ? 2 * nominal : pipes;
+}
+
+// Clock, FMA pipes and peaks: nominal (units x FMA ports x lanes x 2 x clock, the clock from
+// /proc/cpuinfo) or, with fig, the measured clock and units x the measured per-core FMA rate.
+static void rt_host_build_compute(const rt_host_info *h, const rt_host_figures *fig,
+                                  const char *note, rt_device *dev) {
     dev->units = h->cores;
     dev->lanes = h->avx512f ? 16 : h->avx2 ? 8 : 4;
     // FMA pipes per core at the vector width of `lanes`: two (Intel since Haswell, AMD Zen 1-3
@@ -352,10 +383,16 @@ static void rt_host_build(const rt_host_info *h, rt_device *dev) {
 #else
     dev->teus_per_unit = 2;
 #endif
-    dev->clock_mhz = h->clock_mhz;
-    snprintf(dev->name, sizeof dev->name, "host CPU (%s, %d cores)", h->arch, (int)h->cores);
+    int32_t nominal_pipes = dev->teus_per_unit;
+    bool clock_measured = fig && fig->clock_mhz > 0;
+    bool f32_measured = fig && fig->f32_gflops_per_core > 0;
+    int32_t pipes = rt_host_measured_pipes(fig, dev->lanes, nominal_pipes);
+    if (pipes > 0)
+        dev->teus_per_unit = pipes;
+    dev->clock_mhz = clock_measured ? fig->clock_mhz : h->clock_mhz;
     double ghz = dev->clock_mhz / 1000.0;
-    double f32 = dev->units * dev->teus_per_unit * dev->lanes * 2.0 * ghz;
+    double f32 = f32_measured ? dev->units * fig->f32_gflops_per_core
+                              : dev->units * dev->teus_per_unit * dev->lanes * 2.0 * ghz;
     dev->peak_gflops[RT_DTYPE_F32] = f32;
     dev->peak_gflops[RT_DTYPE_F64] = f32 / 2.0;
     if (h->avx512_bf16)
@@ -369,59 +406,166 @@ static void rt_host_build(const rt_host_info *h, rt_device *dev) {
     }
     dev->fma_latency_cycles = 4;
 
-    char text[512];
+    char text[2048], head[384] = "";
+    if (clock_measured)
+        snprintf(head, sizeof head,
+                 RT_HOST_MEASURED " %s (clock_mhz%s): %.4g MHz under load (a dependent add chain, "
+                                  "1 thread)%s -- other values: ",
+                 fig->date, pipes > 0 ? ", teus_per_unit" : "", fig->clock_mhz,
+                 pipes > 0 ? ", FMA pipes = the 1-thread FMA rate / (clock x lanes x 2)" : "");
     snprintf(text, sizeof text,
-             "detected: %s / cpuid %s family 0x%x model 0x%x; clock from %s; policy: %d FMA "
-             "pipe%s per core at %d lanes",
-             h->topo_from[0] ? h->topo_from : "no hwloc topology (defaults)",
+             "%sdetected: %s / cpuid %s family 0x%x model 0x%x; nominal: clock %.6g MHz from %s, "
+             "%d FMA pipe%s per core at %d lanes%s",
+             head, h->topo_from[0] ? h->topo_from : "no hwloc topology (defaults)",
              h->vendor[0] ? h->vendor : "(none)", (unsigned)h->family, (unsigned)h->model,
-             h->clock_from, (int)dev->teus_per_unit, dev->teus_per_unit == 1 ? "" : "s",
-             (int)dev->lanes);
+             h->clock_mhz, h->clock_from, (int)nominal_pipes, nominal_pipes == 1 ? "" : "s",
+             (int)dev->lanes, note ? note : "");
     dev->device_source = rt_hal_device_text(dev, text);
-    snprintf(text, sizeof text,
-             "derived: units x FMA ports x lanes x 2 x clock%s%s; FMA latency 4 cycles "
-             "(policy)",
-             h->avx512_bf16 ? "; bf16 dot products at 2x" : "",
+    head[0] = '\0';
+    if (f32_measured)
+        snprintf(head, sizeof head,
+                 RT_HOST_MEASURED " %s (f32_gflops): %d cores x %.4g GFLOP/s (independent f32 "
+                                  "FMA chains, 1 thread) -- other values: ",
+                 fig->date, (int)dev->units, fig->f32_gflops_per_core);
+    snprintf(text, sizeof text, "%snominal: %sf64 at f32 / 2%s%s; FMA latency 4 cycles", head,
+             f32_measured ? "" : "f32 = units x FMA ports x lanes x 2 x clock; ",
+             h->avx512_bf16 ? "; bf16 dot products at 2x f32" : "",
              dev->mma_m ? "; AMX 1024 bf16 and 2048 int8 ops per cycle per core" : "");
     dev->compute_source = rt_hal_device_text(dev, text);
+}
 
+// A level's source: "measured: host probe DATE (bandwidth_gbps): HOW -- other values: DETECTED"
+// when its bandwidth was measured (fig not NULL), else "DETECTED; nominal: POLICY".
+static const char *rt_host_level_source(rt_device *dev, const rt_host_figures *fig,
+                                        int64_t ws_bytes, bool stream, const char *detected,
+                                        const char *policy) {
+    char text[768];
+    if (fig)
+        snprintf(text, sizeof text,
+                 RT_HOST_MEASURED " %s (bandwidth_gbps%s): STREAM triad (12 B per element)%s, %d "
+                                  "thread%s, %.4g MiB in all -- other values: %s",
+                 fig->date, stream ? ", stream_gbps" : "",
+                 stream ? ", with ordinary and with non-temporal stores" : "", (int)fig->threads,
+                 fig->threads == 1 ? "" : "s", (double)ws_bytes / (1 << 20), detected);
+    else
+        snprintf(text, sizeof text, "%s; nominal: %s", detected, policy);
+    return rt_hal_device_text(dev, text);
+}
+
+static void rt_host_build_levels(const rt_host_info *h, const rt_host_figures *fig,
+                                 rt_device *dev) {
+    double ghz = dev->clock_mhz / 1000.0;
     double cores = dev->units;
+    bool dram_measured = fig && fig->dram_gbps > 0, llc_measured = fig && fig->llc_gbps > 0;
     double dram_gbps = cores * RT_HOST_DRAM_GBPS_PER_CORE;
     if (dram_gbps > RT_HOST_DRAM_GBPS_MAX)
         dram_gbps = RT_HOST_DRAM_GBPS_MAX;
     int32_t vec_bytes = dev->lanes * 4;
     int64_t reg_bytes = (int64_t)(h->avx512f ? 32 : 16) * vec_bytes;
+    const char *clock = fig && fig->clock_mhz > 0 ? "the measured clock" : "the nominal clock";
+    char policy[128];
 
     // Caches, largest first, kept only when they fit inside the level below (a VM may report
-    // odd sizes).
+    // odd sizes). Level 1, the last-level cache of the model's warm rule, and DRAM take the
+    // probe's triads.
     int64_t below = h->dram_bytes;
-    rt_host_level(
-        dev, "dram", RT_MEM_SCOPE_DEVICE, RT_MEM_CACHE, h->dram_bytes, dram_gbps, 64, 0,
-        "detected: hwloc and sysconf total memory; policy: 8 GB/s per core, at most 64 GB/s, "
-        "until rtcalib measures it");
+    rt_host_level(dev, "dram", RT_MEM_SCOPE_DEVICE, RT_MEM_CACHE, h->dram_bytes,
+                  dram_measured ? fig->dram_gbps : dram_gbps, 64, 0,
+                  rt_host_level_source(dev, dram_measured ? fig : NULL, fig ? fig->dram_bytes : 0,
+                                       dram_measured && fig->dram_stream_gbps > 0,
+                                       "detected: hwloc and sysconf total memory",
+                                       "8 GB/s per core, at most 64 GB/s"));
     dev->level[0].transaction_bytes = 64;
+    if (dram_measured && fig->dram_stream_gbps > 0)
+        dev->level[0].stream_gbps = fig->dram_stream_gbps;
+    bool llc = true; // the next cache added is level 1
     if (h->cache_bytes[3] > 0 && h->cache_bytes[3] <= below) {
+        snprintf(policy, sizeof policy, "8 B per cycle per core at %s", clock);
         rt_host_level(dev, "l3", RT_MEM_SCOPE_DEVICE, RT_MEM_CACHE, h->cache_bytes[3],
-                      cores * RT_HOST_L3_BYTES_PER_CYCLE * ghz, h->cache_line_bytes[3],
-                      h->cache_ways[3],
-                      "detected: hwloc L3 (all instances of our cores); policy: 8 B per cycle "
-                      "per core");
+                      llc_measured ? fig->llc_gbps : cores * RT_HOST_L3_BYTES_PER_CYCLE * ghz,
+                      h->cache_line_bytes[3], h->cache_ways[3],
+                      rt_host_level_source(dev, llc_measured ? fig : NULL, fig ? fig->llc_bytes : 0,
+                                           false, "detected: hwloc L3 (all instances of our cores)",
+                                           policy));
         below = h->cache_bytes[3];
+        llc = false;
     }
     if (h->cache_bytes[2] > 0 && h->cache_bytes[2] <= below) {
+        bool m = llc && llc_measured;
+        snprintf(policy, sizeof policy, "32 B per cycle per core at %s", clock);
         rt_host_level(dev, "l2", RT_MEM_SCOPE_UNIT, RT_MEM_CACHE, h->cache_bytes[2],
-                      cores * RT_HOST_L2_BYTES_PER_CYCLE * ghz, h->cache_line_bytes[2],
-                      h->cache_ways[2], "detected: hwloc L2; policy: 32 B per cycle per core");
+                      m ? fig->llc_gbps : cores * RT_HOST_L2_BYTES_PER_CYCLE * ghz,
+                      h->cache_line_bytes[2], h->cache_ways[2],
+                      rt_host_level_source(dev, m ? fig : NULL, fig ? fig->llc_bytes : 0, false,
+                                           "detected: hwloc L2", policy));
         below = h->cache_bytes[2];
+        llc = false;
     }
     if (h->cache_bytes[1] > 0 && h->cache_bytes[1] <= below && h->cache_bytes[1] >= reg_bytes) {
+        bool m = llc && llc_measured;
+        snprintf(policy, sizeof policy, "1.5 vector loads per cycle per core at %s", clock);
         rt_host_level(dev, "l1", RT_MEM_SCOPE_UNIT, RT_MEM_CACHE, h->cache_bytes[1],
-                      cores * RT_HOST_L1_VECTORS_PER_CYCLE * vec_bytes * ghz,
+                      m ? fig->llc_gbps : cores * RT_HOST_L1_VECTORS_PER_CYCLE * vec_bytes * ghz,
                       h->cache_line_bytes[1], h->cache_ways[1],
-                      "detected: hwloc L1d; policy: 1.5 vector loads per cycle per core");
+                      rt_host_level_source(dev, m ? fig : NULL, fig ? fig->llc_bytes : 0, false,
+                                           "detected: hwloc L1d", policy));
     }
     rt_host_level(dev, "reg", RT_MEM_SCOPE_UNIT, RT_MEM_EXPLICIT, reg_bytes, 0.0, 0, 0,
                   h->avx512f ? "spec: 32 vector registers" : "spec: 16 vector registers");
+}
+
+static void rt_host_build(const rt_host_info *h, const rt_host_figures *fig, const char *note,
+                          rt_device *dev) {
+    snprintf(dev->path, sizeof dev->path, "(host)");
+    dev->origin = rt_loc_make(dev->path, 0, 0);
+    dev->arch_loc = dev->origin;
+    dev->devclass = RT_DEVCLASS_CPU;
+    dev->ops = rt_hal_class_ops(RT_DEVCLASS_CPU);
+    dev->detected = true;
+    snprintf(dev->arch, sizeof dev->arch, "%s", h->arch);
+    snprintf(dev->features, sizeof dev->features, "%s", h->features);
+    snprintf(dev->name, sizeof dev->name, "host CPU (%s, %d cores)", h->arch, (int)h->cores);
+    rt_host_build_compute(h, fig, note, dev);
+    rt_host_build_levels(h, fig, dev);
+}
+
+// Everything detection finds: hwloc, the OS, /proc/cpuinfo, cpuid.
+static void rt_host_detect(rt_host_info *h) {
+    memset(h, 0, sizeof *h);
+    rt_host_hwloc(h);
+    if (h->cores <= 0) {
+        long n = sysconf(_SC_NPROCESSORS_ONLN);
+        h->cores = n > 0 && n < 65536 ? (int32_t)n : 1;
+    }
+    // Memory: the larger of hwloc's NUMA total and the OS's count (sandboxes and VMs may
+    // report a small NUMA node), 4 GiB when neither is known.
+    long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGESIZE);
+    int64_t os_bytes = pages > 0 && page > 0 ? (int64_t)pages * page : 0;
+    if (os_bytes > h->dram_bytes)
+        h->dram_bytes = os_bytes;
+    if (h->dram_bytes <= 0)
+        h->dram_bytes = (int64_t)1 << 32;
+    if (h->cache_bytes[1] <= 0) {
+        h->cache_bytes[1] = 32 * 1024; // conservative defaults, said so in the sources
+        h->cache_bytes[2] = 256 * 1024;
+    }
+    h->clock_mhz = rt_host_cpuinfo_mhz();
+    if (h->clock_mhz > 0.0)
+        snprintf(h->clock_from, sizeof h->clock_from, "/proc/cpuinfo");
+    rt_host_cpuid(h);
+    if (h->clock_mhz <= 0.0) {
+        h->clock_mhz = 2000.0;
+        snprintf(h->clock_from, sizeof h->clock_from, "default 2000 MHz");
+    }
+}
+
+rt_status rt_hal_detect_host_measured(const rt_host_figures *fig, const char *note, rt_device *out,
+                                      rt_err *err) {
+    memset(out, 0, sizeof *out);
+    rt_host_info h;
+    rt_host_detect(&h);
+    rt_host_build(&h, fig, note, out);
+    return rt_hal_check_device(out, err);
 }
 
 rt_status rt_hal_detect_host(const char *host_ini, rt_device *out, rt_err *err) {
@@ -431,34 +575,23 @@ rt_status rt_hal_detect_host(const char *host_ini, rt_device *out, rt_err *err) 
         out->detected = false;
         return RT_OK;
     }
-    memset(out, 0, sizeof *out);
-    rt_host_info h;
-    memset(&h, 0, sizeof h);
-    rt_host_hwloc(&h);
-    if (h.cores <= 0) {
-        long n = sysconf(_SC_NPROCESSORS_ONLN);
-        h.cores = n > 0 && n < 65536 ? (int32_t)n : 1;
-    }
-    // Memory: the larger of hwloc's NUMA total and the OS's count (sandboxes and VMs may
-    // report a small NUMA node), 4 GiB when neither is known.
-    long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGESIZE);
-    int64_t os_bytes = pages > 0 && page > 0 ? (int64_t)pages * page : 0;
-    if (os_bytes > h.dram_bytes)
-        h.dram_bytes = os_bytes;
-    if (h.dram_bytes <= 0)
-        h.dram_bytes = (int64_t)1 << 32;
-    if (h.cache_bytes[1] <= 0) {
-        h.cache_bytes[1] = 32 * 1024; // conservative defaults, said so in the sources
-        h.cache_bytes[2] = 256 * 1024;
-    }
-    h.clock_mhz = rt_host_cpuinfo_mhz();
-    if (h.clock_mhz > 0.0)
-        snprintf(h.clock_from, sizeof h.clock_from, "/proc/cpuinfo");
-    rt_host_cpuid(&h);
-    if (h.clock_mhz <= 0.0) {
-        h.clock_mhz = 2000.0;
-        snprintf(h.clock_from, sizeof h.clock_from, "default 2000 MHz");
-    }
-    rt_host_build(&h, out);
-    return rt_hal_check_device(out, err);
+    return rt_hal_detect_host_measured(NULL, NULL, out, err);
+}
+
+void rt_hal_host_key(char *out, size_t size) {
+    char host[256] = "";
+    if (gethostname(host, sizeof host - 1) != 0 || !host[0])
+        snprintf(host, sizeof host, "(no host name)");
+    char brand[49];
+    rt_host_brand(brand, sizeof brand);
+    long cpus = 0;
+#if defined(__linux__)
+    cpu_set_t set;
+    if (sched_getaffinity(0, sizeof set, &set) == 0)
+        cpus = CPU_COUNT(&set);
+#endif
+    if (cpus <= 0)
+        cpus = sysconf(_SC_NPROCESSORS_ONLN);
+    snprintf(out, size, "%s | %s | %ld cpu%s", host, brand[0] ? brand : "(no brand string)", cpus,
+             cpus == 1 ? "" : "s");
 }

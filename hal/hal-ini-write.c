@@ -186,6 +186,8 @@ static rt_status rt_ini_write_level(const rt_mem_level *l, rt_buf *out, rt_err *
         rt_ini_put_int(out, "tile_capacity_bytes", l->tile_capacity_bytes);
     if (l->bandwidth_gbps > 0.0)
         rt_ini_put_num(out, "bandwidth_gbps", l->bandwidth_gbps);
+    if (l->stream_gbps > 0.0)
+        rt_ini_put_num(out, "stream_gbps", l->stream_gbps);
     if (l->n_curve > 0) {
         rt_buf_puts(out, "bandwidth_curve_gbps = ");
         for (int32_t i = 0; i < l->n_curve; i++) {

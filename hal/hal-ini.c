@@ -867,6 +867,7 @@ static const rt_key_def rt_mem_keys[] = {
     {"tile_capacity_bytes",  RT_KEY_I64,     0, RT_LVL(tile_capacity_bytes), 0},
     {"bandwidth_gbps",       RT_KEY_F64,     0, RT_LVL(bandwidth_gbps), 0},
     {"bandwidth_curve_gbps", RT_KEY_CURVE,   0, 0, 0},
+    {"stream_gbps",          RT_KEY_F64,     0, RT_LVL(stream_gbps), 0},
     {"transaction_bytes",    RT_KEY_I32,     0, RT_LVL(transaction_bytes), 0},
     {"banks",                RT_KEY_I32,     0, RT_LVL(banks), 0},
     {"bank_bytes",           RT_KEY_I32,     0, RT_LVL(bank_bytes), 0},

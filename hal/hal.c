@@ -220,23 +220,78 @@ static void rt_hal_print_bytes(rt_buf *out, int64_t bytes) {
         rt_buf_printf(out, "%lld B", (long long)bytes);
 }
 
+// Is s at a "YYYY-MM-DD" date?
+static bool rt_hal_at_date(const char *s) {
+    static const char pattern[] = "dddd-dd-dd";
+    for (size_t i = 0; i < sizeof pattern - 1; i++)
+        if (pattern[i] == 'd' ? !(s[i] >= '0' && s[i] <= '9') : s[i] != pattern[i])
+            return false;
+    return true;
+}
+
+void rt_hal_figure_label(const char *src, const char *key, char *out, size_t size) {
+    snprintf(out, size, "nominal");
+    if (!src || strncmp(src, "measured", 8) != 0)
+        return;
+    // The first date of the measured part, and the "(k1, k2)" right after it.
+    const char *end = strstr(src, " -- ");
+    size_t len = end ? (size_t)(end - src) : strlen(src);
+    const char *date = NULL;
+    for (size_t i = 0; i + 10 <= len && !date; i++)
+        if (rt_hal_at_date(src + i))
+            date = src + i;
+    if (date && key && date[10] == ' ' && date[11] == '(') {
+        const char *keys = date + 12, *close = strchr(keys, ')');
+        size_t n = strlen(key);
+        bool listed = false;
+        for (const char *k = keys; close && k < close && !listed; k++)
+            listed = (k == keys || k[-1] == ' ') && strncmp(k, key, n) == 0 &&
+                     (k[n] == ',' || k[n] == ')');
+        if (!listed)
+            return;
+    }
+    if (date)
+        snprintf(out, size, "measured %.10s", date);
+    else
+        snprintf(out, size, "measured");
+}
+
+// " (measured DATE)" or " (nominal)" after a figure.
+static void rt_hal_print_label(rt_buf *out, const char *src, const char *key) {
+    char label[32];
+    rt_hal_figure_label(src, key, label, sizeof label);
+    rt_buf_printf(out, " (%s)", label);
+}
+
 void rt_hal_print_device(const rt_device *dev, rt_buf *out) {
     rt_buf_linef(out, 0, "device  %s (%s, %s)%s", dev->name, rt_devclass_name(dev->devclass),
                  dev->arch, dev->detected ? " detected" : "");
-    rt_buf_linef(out, 0, "units   %d x %d lanes x %d TEUs at %g MHz", (int)dev->units,
-                 (int)dev->lanes, (int)dev->teus_per_unit, dev->clock_mhz);
-    rt_buf_puts(out, "peak   ");
+    rt_buf_printf(out, "units   %d x %d lanes x %d TEUs at %g MHz", (int)dev->units,
+                  (int)dev->lanes, (int)dev->teus_per_unit, dev->clock_mhz);
+    rt_hal_print_label(out, dev->device_source, "clock_mhz");
+    rt_buf_puts(out, "\npeak   ");
     for (int t = 0; t < RT_DTYPE_COUNT; t++) {
-        if (dev->peak_gflops[t] > 0.0)
+        char key[32];
+        bool is_int = rt_dtype_is_int((rt_dtype)t);
+        snprintf(key, sizeof key, "%s_%s", rt_hal_dtype_key((rt_dtype)t),
+                 is_int ? "gops" : "gflops");
+        if (dev->peak_gflops[t] > 0.0) {
             rt_buf_printf(out, " %s %g%s", rt_hal_dtype_key((rt_dtype)t), dev->peak_gflops[t],
-                          rt_dtype_is_int((rt_dtype)t) ? " GOP/s" : " GFLOP/s");
+                          is_int ? " GOP/s" : " GFLOP/s");
+            rt_hal_print_label(out, dev->compute_source, key);
+        }
     }
     rt_buf_puts(out, "\n");
     if (dev->mma_m > 0) {
         rt_buf_printf(out, "mma     %dx%dx%d:", (int)dev->mma_m, (int)dev->mma_n, (int)dev->mma_k);
         for (int t = 0; t < RT_DTYPE_COUNT; t++) {
-            if (dev->mma_gflops[t] > 0.0)
+            char key[32];
+            snprintf(key, sizeof key, "mma_%s_%s", rt_hal_dtype_key((rt_dtype)t),
+                     rt_dtype_is_int((rt_dtype)t) ? "gops" : "gflops");
+            if (dev->mma_gflops[t] > 0.0) {
                 rt_buf_printf(out, " %s %g", rt_hal_dtype_key((rt_dtype)t), dev->mma_gflops[t]);
+                rt_hal_print_label(out, dev->compute_source, key);
+            }
         }
         rt_buf_puts(out, "\n");
     }
@@ -251,10 +306,20 @@ void rt_hal_print_device(const rt_device *dev, rt_buf *out) {
             rt_hal_print_bytes(out, l->tile_capacity_bytes);
             rt_buf_puts(out, ")");
         }
-        if (l->bandwidth_gbps > 0.0)
+        if (l->bandwidth_gbps > 0.0) {
             rt_buf_printf(out, ", %g GB/s", l->bandwidth_gbps);
-        if (l->n_curve > 0)
-            rt_buf_printf(out, " (curve of %d points)", (int)l->n_curve);
+            rt_hal_print_label(out, l->source, "bandwidth_gbps");
+        }
+        if (l->stream_gbps > 0.0) {
+            rt_buf_printf(out, ", %g GB/s streaming", l->stream_gbps);
+            rt_hal_print_label(out, l->source, "stream_gbps");
+        }
+        if (l->n_curve > 0) {
+            rt_buf_printf(out, " (curve of %d points", (int)l->n_curve);
+            char label[32];
+            rt_hal_figure_label(l->source, "bandwidth_curve_gbps", label, sizeof label);
+            rt_buf_printf(out, ", %s)", label);
+        }
         if (l->transaction_bytes > 0)
             rt_buf_printf(out, ", transaction %d B", (int)l->transaction_bytes);
         if (l->banks > 0)
@@ -283,6 +348,13 @@ static json_t *rt_json_str(const char *s) {
     return s ? json_string(s) : json_null();
 }
 
+// "measured DATE" or "nominal" (rt_hal_figure_label).
+static json_t *rt_json_label(const char *src, const char *key) {
+    char label[32];
+    rt_hal_figure_label(src, key, label, sizeof label);
+    return json_string(label);
+}
+
 static json_t *rt_hal_level_to_json(const rt_mem_level *l) {
     json_t *o = json_object();
     rt_json_set(o, "name", json_string(l->name));
@@ -292,6 +364,7 @@ static json_t *rt_hal_level_to_json(const rt_mem_level *l) {
     rt_json_set(o, "capacity_bytes", json_integer(l->capacity_bytes));
     rt_json_set(o, "tile_capacity_bytes", json_integer(l->tile_capacity_bytes));
     rt_json_set(o, "bandwidth_gbps", json_real(l->bandwidth_gbps));
+    rt_json_set(o, "stream_gbps", json_real(l->stream_gbps));
     rt_json_set(o, "transaction_bytes", json_integer(l->transaction_bytes));
     rt_json_set(o, "banks", json_integer(l->banks));
     rt_json_set(o, "bank_bytes", json_integer(l->bank_bytes));
@@ -308,6 +381,9 @@ static json_t *rt_hal_level_to_json(const rt_mem_level *l) {
     }
     rt_json_set(o, "bandwidth_curve_gbps", curve);
     rt_json_set(o, "source", rt_json_str(l->source));
+    rt_json_set(o, "bandwidth_label", rt_json_label(l->source, "bandwidth_gbps"));
+    if (l->stream_gbps > 0.0)
+        rt_json_set(o, "stream_label", rt_json_label(l->source, "stream_gbps"));
     return o;
 }
 
@@ -324,6 +400,7 @@ void *rt_hal_device_to_json(const rt_device *dev) {
     rt_json_set(o, "lanes", json_integer(dev->lanes));
     rt_json_set(o, "teus_per_unit", json_integer(dev->teus_per_unit));
     rt_json_set(o, "clock_mhz", json_real(dev->clock_mhz));
+    rt_json_set(o, "clock_mhz_label", rt_json_label(dev->device_source, "clock_mhz"));
     rt_json_set(o, "max_threads_per_block", json_integer(dev->max_threads_per_block));
     rt_json_set(o, "max_threads_per_unit", json_integer(dev->max_threads_per_unit));
     rt_json_set(o, "max_blocks_per_unit", json_integer(dev->max_blocks_per_unit));
@@ -333,19 +410,22 @@ void *rt_hal_device_to_json(const rt_device *dev) {
     rt_json_set(o, "features", json_string(dev->features));
     rt_json_set(o, "source", rt_json_str(dev->device_source));
 
-    json_t *compute = json_object();
+    json_t *compute = json_object(), *labels = json_object();
     for (int t = 0; compute && t < RT_DTYPE_COUNT; t++) {
         char key[32];
         const char *unit = rt_dtype_is_int((rt_dtype)t) ? "gops" : "gflops";
         if (dev->peak_gflops[t] > 0.0) {
             snprintf(key, sizeof key, "%s_%s", rt_hal_dtype_key((rt_dtype)t), unit);
             rt_json_set(compute, key, json_real(dev->peak_gflops[t]));
+            rt_json_set(labels, key, rt_json_label(dev->compute_source, key));
         }
         if (dev->mma_gflops[t] > 0.0) {
             snprintf(key, sizeof key, "mma_%s_%s", rt_hal_dtype_key((rt_dtype)t), unit);
             rt_json_set(compute, key, json_real(dev->mma_gflops[t]));
+            rt_json_set(labels, key, rt_json_label(dev->compute_source, key));
         }
     }
+    rt_json_set(compute, "labels", labels);
     if (dev->mma_m > 0) {
         json_t *shape = json_pack("[iii]", (int)dev->mma_m, (int)dev->mma_n, (int)dev->mma_k);
         rt_json_set(compute, "mma_shape", shape);

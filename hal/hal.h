@@ -56,10 +56,14 @@ typedef struct rt_mem_level {
     int64_t capacity_bytes;      // per instance of the scope
     int64_t tile_capacity_bytes; // what one rTile may use; = capacity_bytes when not given
     double bandwidth_gbps;       // whole device; 0 for the register level when not given
-    int32_t transaction_bytes;   // 0 = not given
-    int32_t banks, bank_bytes;   // 0 = no banks
-    int32_t line_bytes, ways;    // caches; 0 = not given
-    double latency_ns;           // 0 = not given
+    // Whole device, with non-temporal stores (the STREAM triad counting 12 B per element, which
+    // these move, where ordinary stores also read each line first): the ceiling of kernels that
+    // stream their outputs. 0 = not given.
+    double stream_gbps;
+    int32_t transaction_bytes; // 0 = not given
+    int32_t banks, bank_bytes; // 0 = no banks
+    int32_t line_bytes, ways;  // caches; 0 = not given
+    double latency_ns;         // 0 = not given
     int32_t n_curve;
     rt_curve_point curve[RT_MAX_CURVE_POINTS]; // bandwidth_curve_gbps, ascending bytes
     const char *source;
@@ -132,8 +136,72 @@ rt_status rt_hal_load_device(const char *path, rt_device *out, rt_err *err);
 
 // Describes the running host CPU (hwloc topology + cpuid), refined by host_ini when that file
 // exists (host_ini may be NULL). Never fails for lack of information: falls back to
-// conservative values and says so in the source strings.
+// conservative values and says so in the source strings. Its clock, peaks and bandwidths are
+// nominal (the clock /proc/cpuinfo reports, bandwidth policies), and every source says so;
+// rt_hal_host_device measures them.
 rt_status rt_hal_detect_host(const char *host_ini, rt_device *out, rt_err *err);
+
+// Figures measured on the running host by the default device's first-use probe
+// (rt_hal_host_probe) or read back from its cache. A figure <= 0 was not measured.
+typedef struct rt_host_figures {
+    char date[16];              // "YYYY-MM-DD", the day of the measurement
+    double clock_mhz;           // a dependent integer-add chain on one core: the clock under load
+    double f32_gflops_per_core; // independent f32 vector FMA chains on one core
+    int32_t threads;            // threads of the triads (one per core this process may use)
+    double llc_gbps;            // STREAM triad over a quarter of level 1 (the last-level cache)
+    int64_t llc_bytes;          // its working set, all threads and 3 arrays
+    double dram_gbps;           // STREAM triad over a buffer 2x the caches
+    int64_t dram_bytes;         // its working set
+    double dram_stream_gbps;    // the same with non-temporal stores
+    double seconds;             // wall time of the probe
+    bool complete; // the probe measured every figure (none was skipped for a loaded machine)
+} rt_host_figures;
+
+// rt_hal_detect_host(NULL, ...) with the measured figures of fig in place of the nominal ones
+// (fig NULL: nominal): clock_mhz, teus_per_unit (FMA pipes: the per-core FMA rate over clock x
+// lanes x 2, rounded), the f32 peak (units x the per-core rate), level 1's and DRAM's
+// bandwidths. Figures that stay nominal (f64 = f32 / 2, per-cycle policies of the other caches
+// at the measured clock, FMA latency) are said so in the sources, whose "measured: host probe
+// DATE (keys)" part names the measured keys. note (may be NULL) is appended to the device's
+// source ("cached in PATH").
+rt_status rt_hal_detect_host_measured(const rt_host_figures *fig, const char *note, rt_device *out,
+                                      rt_err *err);
+
+// The key of the host probe's cache: host name, CPU brand string and the number of CPUs this
+// process may run on ("build7 | AMD EPYC 7B13 64-Core Processor | 2 cpus").
+void rt_hal_host_key(char *out, size_t size);
+
+// The default device (rtgen without --device), in this order:
+//   1. the file named by $RTGEN_HOST_INI when that is set and not empty (an error when it
+//      cannot be read or is not a valid device file, at its file:line:col);
+//   2. $XDG_CONFIG_HOME/rtgen/host.ini ($HOME/.config/rtgen/host.ini when XDG_CONFIG_HOME is
+//      unset or relative) when it exists -- where `rtcalib -o` writes a full calibration;
+//   3. the detected host with measured figures (rt_hal_detect_host_measured): read from the
+//      cache $XDG_CACHE_HOME/rtgen/host-<host>-<hash>.txt ($HOME/.cache/rtgen/ by default),
+//      keyed by rt_hal_host_key, or measured by rt_hal_host_probe on first use (about 0.2 s)
+//      and written there atomically. A cache file that does not parse, is of another version
+//      or another key is measured again and rewritten; one that cannot be written is not an
+//      error (the device source says so). $RTGEN_NO_PROBE=1 skips the probe and the cache:
+//      the figures stay nominal, and the sources say so.
+rt_status rt_hal_host_device(rt_device *out, rt_err *err);
+
+// Runs the first-use probe (hal/calib-cpu.c's probes with rt_calib_opts.host_probe) on the
+// nominal host device and returns its figures, each rounded to 4 digits. A probe that found too
+// few undisturbed samples leaves its figure 0 and complete false; so does a clock at which the
+// per-core FMA rate is no whole number of FMA pipes (within 0.25): one of the two was misread.
+// Errors: RT_ERR_BACKEND (LLVM, threads), RT_ERR_NOMEM.
+rt_status rt_hal_host_probe(const rt_device *nominal, rt_host_figures *out, rt_err *err);
+
+// The host probe's cache file as text, and back. rt_hal_host_figures_parse returns false (with
+// the reason in why) for text that is not a complete cache file of this version and key.
+void rt_hal_host_figures_format(const rt_host_figures *fig, const char *key, rt_buf *out);
+bool rt_hal_host_figures_parse(const char *text, const char *key, rt_host_figures *out, char *why,
+                               size_t why_size);
+
+// "measured DATE" (or "measured" without a date) when src says the figure `key` was measured:
+// src starts with "measured" and either lists no keys or lists key in its first "(k1, k2)";
+// otherwise "nominal". key may be NULL (any figure of src).
+void rt_hal_figure_label(const char *src, const char *key, char *out, size_t size);
 
 // Bandwidth of a level when moving bytes_per_unit bytes per unit: interpolates the curve
 // (linear in log(bytes)), or returns bandwidth_gbps when the level has no curve.

@@ -27,12 +27,12 @@ void rt_driver_options_init(rt_driver_options *o) {
     o->profile = -1;
 }
 
-// The default device: the host CPU, refined by devices/host.ini when rtcalib wrote one.
+// --device, or the default device: a host.ini on the search path, else the detected host CPU
+// with its measured (first-use probe, cached) figures (rt_hal_host_device).
 static rt_status rt_driver_load_device(const rt_driver_options *o, rt_device *dev, rt_err *err) {
     if (o->device_path)
         return rt_hal_load_device(o->device_path, dev, err);
-    const char *host_ini = "devices/host.ini";
-    return rt_hal_detect_host(access(host_ini, R_OK) == 0 ? host_ini : NULL, dev, err);
+    return rt_hal_host_device(dev, err);
 }
 
 // Reads every --lengths file once, before the spec is parsed for good: their entry counts may
@@ -309,8 +309,10 @@ static rt_status rt_driver_length_dists(rt_arena *a, const rt_driver_options *o,
 
 // Whether the candidates for a CPU-class device are profiled: when the device is this host,
 // or --profile asks.
+// By default the host is profiled: the default device (detected, or a host.ini that describes
+// this host), not a --device file of some other CPU.
 static bool rt_driver_cpu_profiles(const rt_driver_options *o, const rt_device *dev) {
-    return o->profile < 0 ? dev->detected : o->profile == 1;
+    return o->profile < 0 ? dev->detected || !o->device_path : o->profile == 1;
 }
 
 // Kernels for a CPU-class device: lowered, emitted, and (when the device is this host, or

@@ -485,6 +485,30 @@ static rt_status rt_cpu_profile_cand(rt_cpu_impl *im, rt_cpu_report *r, int32_t 
     return RT_OK;
 }
 
+// The ceilings of peak%: the f32 peak, and the bandwidth of the level the model takes the
+// operator's compulsory traffic from -- the last-level cache (level 1) for a warm operator
+// (rt_perf_cpu_warm: its tensors fit in half of it, so repeated runs find them there), DRAM
+// otherwise, at the higher of its two triads (a cold elementwise output takes non-temporal
+// stores, which the ordinary triad's 12 B per element undercount: ReLU read 1.2x it) -- each
+// with its label.
+static void rt_cpu_ceilings(rt_cpu_report *r, const rt_device *dev, const rt_perf_model *m) {
+    snprintf(r->peak_gflops_label, sizeof r->peak_gflops_label, "none");
+    snprintf(r->peak_gbps_label, sizeof r->peak_gbps_label, "none");
+    r->peak_gbps_level = "none";
+    r->peak_gbps_key = "bandwidth_gbps";
+    if (!dev || dev->n_levels < 1)
+        return;
+    r->peak_gflops = rt_hal_peak_gflops(dev, RT_DTYPE_F32, false);
+    rt_hal_figure_label(dev->compute_source, "f32_gflops", r->peak_gflops_label,
+                        sizeof r->peak_gflops_label);
+    const rt_mem_level *l = &dev->level[m && m->warm && dev->n_levels > 1 ? 1 : 0];
+    bool stream = l->stream_gbps > l->bandwidth_gbps;
+    r->peak_gbps = stream ? l->stream_gbps : l->bandwidth_gbps;
+    r->peak_gbps_level = l->name;
+    r->peak_gbps_key = stream ? "stream_gbps" : "bandwidth_gbps";
+    rt_hal_figure_label(l->source, r->peak_gbps_key, r->peak_gbps_label, sizeof r->peak_gbps_label);
+}
+
 rt_status rt_cpu_build_and_profile(rt_arena *a, const rt_op *op, const rt_device *dev,
                                    rt_bindings *b, const rt_perf_result *perf,
                                    const rt_cpu_options *opt, rt_cpu_report **out, rt_err *err) {
@@ -510,6 +534,7 @@ rt_status rt_cpu_build_and_profile(rt_arena *a, const rt_op *op, const rt_device
     r->winner = -1;
     r->ext = opt->emit == RT_CPU_EMIT_C ? "c" : "ll";
     r->n = perf->n_cands;
+    rt_cpu_ceilings(r, dev, perf->model);
     RT_ALLOC(a, r->cands, r->n, err);
     RT_ALLOC(a, im->kernels, r->n + 1, err);
     RT_ALLOC(a, im->fns, r->n + 1, err);
@@ -547,8 +572,7 @@ rt_status rt_cpu_build_and_profile(rt_arena *a, const rt_op *op, const rt_device
     if (!sh)
         return rt_fail(err, RT_ERR_NOMEM, RT_NOLOC, "cannot map shared memory for profiling");
     double bytes = rt_cpu_data_bytes(op, b);
-    double peak_gflops = dev ? rt_hal_peak_gflops(dev, RT_DTYPE_F32, false) : 0.0;
-    double peak_gbps = dev && dev->n_levels > 0 ? dev->level[0].bandwidth_gbps : 0.0;
+    double peak_gflops = r->peak_gflops, peak_gbps = r->peak_gbps;
     double best = INFINITY;
     for (int32_t i = 0; i < r->n; i++) {
         rt_cpu_cand *c = &r->cands[i];
@@ -567,6 +591,7 @@ rt_status rt_cpu_build_and_profile(rt_arena *a, const rt_op *op, const rt_device
             c->gflops = o->gflops;
             c->gbps = o->gbps;
             c->peak_pct = o->peak_pct;
+            c->compute_bound = o->compute_bound;
             continue;
         }
         if (tty)
@@ -587,6 +612,7 @@ rt_status rt_cpu_build_and_profile(rt_arena *a, const rt_op *op, const rt_device
             double flops = k->flops > 0 ? k->flops : perf->cands[i].flops;
             c->gflops = flops / c->median_ns;
             c->gbps = bytes / c->median_ns;
+            c->compute_bound = k->compute_bound;
             if (k->compute_bound)
                 c->peak_pct = peak_gflops > 0 ? 100.0 * c->gflops / peak_gflops : 0.0;
             else
@@ -734,6 +760,18 @@ void *rt_cpu_report_to_json(const rt_cpu_report *r) {
             json_object_set_new(o, "gflops", json_real(c->gflops));
             json_object_set_new(o, "gbps", json_real(c->gbps));
             json_object_set_new(o, "peak_pct", json_real(c->peak_pct));
+            // What peak_pct is of: "f32_gflops" or "mem.<level>.<key>".
+            char of[64];
+            if (c->compute_bound)
+                snprintf(of, sizeof of, "f32_gflops");
+            else
+                snprintf(of, sizeof of, "mem.%s.%s", r->peak_gbps_level, r->peak_gbps_key);
+            json_object_set_new(o, "peak_of", json_string(of));
+            json_object_set_new(o, "peak_of_value",
+                                json_real(c->compute_bound ? r->peak_gflops : r->peak_gbps));
+            json_object_set_new(
+                o, "peak_of_label",
+                json_string(c->compute_bound ? r->peak_gflops_label : r->peak_gbps_label));
             json_object_set_new(o, "check", json_string(c->check ? c->check : "none"));
             json_object_set_new(o, "max_abs_err",
                                 json_real(isfinite(c->max_abs_err) ? c->max_abs_err : -1.0));
@@ -751,15 +789,25 @@ void *rt_cpu_report_to_json(const rt_cpu_report *r) {
 }
 
 void rt_cpu_report_print(const rt_cpu_report *r, rt_buf *out) {
-    rt_buf_printf(out, "%-4s %-28s %-12s %12s %12s %10s %8s %10s\n", "rank", "kernel", "status",
-                  "predicted_us", "median_us", "GFLOP/s", "peak%", "max_err");
+    rt_buf_printf(out, "%-4s %-28s %-12s %12s %12s %10s %8s %-5s %10s\n", "rank", "kernel",
+                  "status", "predicted_us", "median_us", "GFLOP/s", "peak%", "of", "max_err");
     for (int32_t i = 0; i < r->n; i++) {
         const rt_cpu_cand *c = &r->cands[i];
-        rt_buf_printf(out, "%-4d %-28s %-12s %12.2f %12.2f %10.1f %8.1f %10.2e%s\n",
+        rt_buf_printf(out, "%-4d %-28s %-12s %12.2f %12.2f %10.1f %8.1f %-5s %10.2e%s\n",
                       (int)c->rank + 1, c->name, rt_cpu_cand_status_name(c->status),
                       c->predicted_ns * 1e-3, c->median_ns * 1e-3, c->gflops, c->peak_pct,
-                      c->max_abs_err, i == r->winner ? "  <- winner" : "");
+                      c->compute_bound ? "f32" : r->peak_gbps_level, c->max_abs_err,
+                      i == r->winner ? "  <- winner" : "");
     }
+    rt_buf_printf(out,
+                  "peak%% of: f32 %.4g GFLOP/s (%s) for compute-bound kernels, %s %.4g GB/s%s (%s) "
+                  "for the others%s\n",
+                  r->peak_gflops, r->peak_gflops_label, r->peak_gbps_level, r->peak_gbps,
+                  strcmp(r->peak_gbps_key, "stream_gbps") == 0 ? " streaming" : "",
+                  r->peak_gbps_label,
+                  r->peak_gbps_level && strcmp(r->peak_gbps_level, "dram") != 0
+                      ? " (the operator fits in half of it: the model's warm rule)"
+                      : "");
     for (int32_t i = 0; i < r->n; i++)
         if (r->cands[i].reason && r->cands[i].same_as < 0)
             rt_buf_printf(out, "rank %d %s: %s\n", (int)r->cands[i].rank + 1,

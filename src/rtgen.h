@@ -89,7 +89,9 @@ typedef struct rt_cpu_cand {
     double compile_ms; // lowering + LLVM build + pass pipeline + JIT codegen
     double min_ns, median_ns;
     int32_t reps;
-    double gflops, gbps, peak_pct; // of the median; peak_pct of FLOP or DRAM peak
+    double gflops, gbps, peak_pct; // of the median; peak_pct of the report's peak_gflops
+                                   // (compute_bound) or peak_gbps
+    bool compute_bound;            // the kernel's rate is its FLOP/s (else its bytes/s)
     double max_abs_err, max_rel_err, nmse;
     const char *check;  // "interpreter", "random-vector", "naive-kernel", "none"
     const char *reason; // every status but ok and not profiled: what went wrong, one line
@@ -109,6 +111,14 @@ typedef struct rt_cpu_report {
     double reference_ms; // computing the reference outputs (interpreter or naive kernel)
     double total_ms;
     const char *ext; // "c" or "ll": the primary source
+    // The ceilings of peak_pct: the device's f32 peak, and the bandwidth of the level the model
+    // takes the operator's compulsory traffic from (level 1, the last-level cache, when the
+    // operator is warm -- rt_perf_cpu_warm -- else DRAM), with their labels ("measured DATE" or
+    // "nominal", rt_hal_figure_label).
+    double peak_gflops, peak_gbps;
+    const char *peak_gbps_level; // the level's name: "dram", "l3"
+    const char *peak_gbps_key;   // its figure: "bandwidth_gbps", or "stream_gbps" where higher
+    char peak_gflops_label[32], peak_gbps_label[32];
     // Internal: what rt_cpu_run_winner needs (opaque to callers).
     void *impl;
 } rt_cpu_report;

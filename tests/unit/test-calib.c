@@ -1,10 +1,12 @@
 // test-calib.c: rtcalib's library side. Statistics of repeated probes and the refusal of noisy
 // values; the INI writer's round trip (write -> rt_hal_load_device -> equal) for every shipped
 // device, the detected host and a device with every optional key; merging measurements into a
-// device; atomic files (nothing left behind on failure); and a real --quick probe run on this
-// host whose result round-trips too.
+// device; atomic files (nothing left behind on failure); a real --quick probe run on this
+// host whose result round-trips too; and the default device's short probe (host_probe), whose
+// one-core FMA rate must agree with the test's own FMA loop (fma-loop.h).
 #include "calib.h"
 #include "test.h"
+#include "fma-loop.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -72,6 +74,7 @@ static const char *device_diff(const rt_device *a, const rt_device *b) {
         RT_SAME(level[i].capacity_bytes);
         RT_SAME(level[i].tile_capacity_bytes);
         RT_SAME(level[i].bandwidth_gbps);
+        RT_SAME(level[i].stream_gbps);
         RT_SAME(level[i].transaction_bytes);
         RT_SAME(level[i].banks);
         RT_SAME(level[i].bank_bytes);
@@ -264,6 +267,7 @@ static const char *const every_key_ini =
     "managed = explicit\n"
     "capacity_bytes = 42949672960\n"
     "bandwidth_gbps = 1555\n"
+    "stream_gbps = 1601.25\n"
     "bandwidth_curve_gbps = 1024:95, 4096:310.5, 65536:1.2345678901234567e3\n"
     "transaction_bytes = 32\n"
     "latency_ns = 466.7\n"
@@ -722,6 +726,58 @@ static void test_quick_run(void) {
     RT_EXPECT_STR(err.msg, "rtcalib measures class cpu devices on this host (got class cuda)");
 }
 
+// The first-use probe's plan: the clock, one core's FMA rate, the triad at a quarter of level 1 and
+// on DRAM twice the caches; its f32 rate within 15% of fma-loop.h's (accumulators that spill
+// read half). Best of up to 4 runs: ctest runs other tests beside this one.
+static void test_host_probe_run(void) {
+    static rt_device host;
+    static rt_calib_result res;
+    rt_err err;
+    rt_err_clear(&err);
+    RT_EXPECT_EQ(rt_hal_detect_host(NULL, &host, &err), RT_OK);
+    rt_calib_opts opts = {.repeats = 5, .max_spread = 0.05, .host_probe = true};
+    double loop = 0, fma = 0;
+    for (int attempt = 0; attempt < 4; attempt++) {
+        rt_status st = rt_calib_cpu_run(&host, &opts, &res, &err);
+        RT_EXPECT_EQ(st, RT_OK);
+        if (st != RT_OK) {
+            fprintf(stderr, "  host probe: %s\n", err.msg);
+            return;
+        }
+        RT_EXPECT(res.n_values == 4 || res.n_values == 5); // the clock where there is an add chain
+        RT_EXPECT(res.seconds < 10.0);
+        int32_t levels = 0;
+        for (int i = 0; i < res.n_values; i++) {
+            const rt_calib_value *v = &res.values[i];
+            if (v->target == RT_CALIB_INSN && strcmp(v->insn, "f32_fma") == 0 && !v->skipped)
+                fma = v->value;
+            if (v->target == RT_CALIB_LEVEL_STREAM)
+                levels |= 4 * (v->level == 0);
+            if (v->target != RT_CALIB_LEVEL_BW && v->target != RT_CALIB_LEVEL_STREAM)
+                continue;
+            levels |= v->target == RT_CALIB_LEVEL_BW ? 1 << v->level : 0;
+            RT_EXPECT_EQ(v->threads, res.threads);
+            if (v->level == 1)
+                RT_EXPECT(v->ws_bytes <= host.level[1].capacity_bytes / 4 *
+                                             (host.level[1].scope == RT_MEM_SCOPE_DEVICE ? 1 : 2));
+            else
+                RT_EXPECT(v->ws_bytes >= 2 * host.level[1].capacity_bytes - (1 << 20) ||
+                          v->ws_bytes >= (255 << 20));
+        }
+        RT_EXPECT_EQ(levels, 7); // level 1, DRAM, DRAM with non-temporal stores
+        loop = rt_test_fma_gflops(host.lanes, 0.2);
+        if (loop <= 0.0) {
+            printf("  no FMA loop for %d lanes on this host: rate not checked\n", (int)host.lanes);
+            return;
+        }
+        printf("  host probe: f32 FMA %.4g GFLOP/s on one core, the test's loop %.4g (%.1f s)\n",
+               fma, loop, res.seconds);
+        if (fabs(fma / loop - 1.0) <= 0.15)
+            break;
+    }
+    RT_EXPECT(fabs(fma / loop - 1.0) <= 0.15);
+}
+
 int main(void) {
     snprintf(tmp_dir, sizeof tmp_dir, "/tmp/rt-test-calib-XXXXXX");
     if (!mkdtemp(tmp_dir)) {
@@ -737,6 +793,7 @@ int main(void) {
     test_apply_pipes();
     test_atomic();
     test_quick_run();
+    test_host_probe_run();
     rmdir(tmp_dir);
     return rt_test_finish("test-calib");
 }
