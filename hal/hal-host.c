@@ -339,6 +339,7 @@ static void rt_host_build(const rt_host_info *h, rt_device *dev) {
     dev->detected = true;
     snprintf(dev->arch, sizeof dev->arch, "%s", h->arch);
     snprintf(dev->features, sizeof dev->features, "%s", h->features);
+    dev->isa = rt_hal_host_isa();
     dev->units = h->cores;
     dev->lanes = h->avx512f ? 16 : h->avx2 ? 8 : 4;
     // FMA pipes per core at the vector width of `lanes`: two (Intel since Haswell, AMD Zen 1-3
