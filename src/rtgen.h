@@ -75,7 +75,11 @@ typedef struct rt_cpu_report {
     int32_t threads;
     double top1_ms; // from the call until top-1 was JIT-compiled and callable
     double total_ms;
-    const char *ext; // "c" or "ll": the primary source
+    const char *ext;          // "c" or "ll": the primary source
+    bool ran;                 // the device's code runs on this host (JIT-compiled here)
+    const char *target;       // the LLVM triple the code is built for; NULL: C only
+    const char *note;         // NULL, or why only C was emitted
+    const char *not_profiled; // NULL when profiled, else why not ("not this host (...)")
     // Internal: what rt_cpu_run_winner needs (opaque to callers).
     void *impl;
 } rt_cpu_report;

@@ -658,8 +658,55 @@ static void test_gemm(rt_arena *a, rt_cpu_jit *jit, int64_t m, int64_t n, int64_
     RT_EXPECT_NEAR(max_err, 0.0, 1e-3);
 }
 
+// A CPU device whose code does not run here: another isa (devices/arm-neoverse-n1.ini on an
+// x86-64 host, x86-avx2.ini on an Arm one), or this isa with a feature no CPU has. The JIT is
+// refused with an error (LLVM aborted the process when it got the foreign CPU name for the host
+// triple), the emit-only target builds and compiles the kernel for the device's own triple.
+static void test_foreign(rt_arena *a) {
+    rt_device dev;
+    rt_err err = {0};
+    bool arm_host = rt_hal_host_isa() == RT_CPU_ISA_AARCH64;
+    const char *path = arm_host ? RTGEN_SOURCE_DIR "/devices/x86-avx2.ini"
+                                : RTGEN_SOURCE_DIR "/devices/arm-neoverse-n1.ini";
+    rt_status st = rt_hal_load_device(path, &dev, &err);
+    RT_EXPECT_EQ(st, RT_OK);
+    if (st != RT_OK)
+        return;
+    const char *want_isa = arm_host ? "x86_64" : "aarch64";
+    RT_EXPECT_STR(rt_cpu_isa_name(dev.isa), want_isa);
+    const char *why = NULL;
+    RT_EXPECT(!rt_cpu_runs_here(a, &dev, &why));
+    RT_EXPECT(why && strncmp(why, "not this host (device isa ", 26) == 0);
+    rt_cpu_jit *jit = NULL;
+    RT_EXPECT_EQ(rt_cpu_jit_new(a, &dev, &jit, &err), RT_ERR_BACKEND);
+    RT_EXPECT(strstr(err.msg, "not this host") != NULL);
+    RT_EXPECT_EQ(rt_cpu_target_new(a, &dev, &jit, &err), RT_OK);
+    RT_EXPECT(jit != NULL); // Debian's LLVM 16 builds both backends
+    if (jit) {
+        RT_EXPECT(strncmp(rt_cpu_jit_triple(jit), want_isa, strlen(want_isa)) == 0);
+        rt_kir_kernel *k = build_elementwise(a, 1003);
+        rt_llvm_target t = {rt_cpu_jit_context(jit), rt_cpu_jit_target_machine(jit),
+                            rt_cpu_jit_avx512(jit)};
+        void *mod = NULL;
+        const char *ll = NULL;
+        RT_EXPECT_EQ(rt_emit_llvm(a, k, &t, true, &mod, &ll, &err), RT_OK);
+        RT_EXPECT(ll && strstr(ll, want_isa) != NULL); // target triple = "aarch64-..."
+        size_t bytes = 0;
+        RT_EXPECT_EQ(rt_cpu_jit_emit_object(jit, mod, &bytes, &err), RT_OK);
+        RT_EXPECT(bytes > 0);
+        RT_EXPECT_EQ(rt_cpu_jit_add_module(jit, NULL, &err), RT_ERR_BACKEND);
+    }
+    // This host's isa, a feature that no CPU has: emitted for, never run.
+    RT_EXPECT_EQ(rt_hal_load_device(RTGEN_SOURCE_DIR "/devices/x86-avx2.ini", &dev, &err), RT_OK);
+    dev.isa = rt_hal_host_isa();
+    snprintf(dev.features, sizeof dev.features, "fma,rtgen_no_such_feature");
+    RT_EXPECT(!rt_cpu_runs_here(a, &dev, &why));
+    RT_EXPECT(why && strstr(why, "lacks rtgen-no-such-feature") != NULL);
+}
+
 int main(void) {
     rt_arena *a = rt_arena_new(1 << 20);
+    test_foreign(a);
     test_fold(a);
     test_hoist(a);
     rt_cpu_jit *jit = NULL;
