@@ -57,7 +57,7 @@ typedef struct rt_lower {
     } while (0)
 
 static rt_status rt_lower_unsupported(rt_lower *l, rt_loc loc, const char *what) {
-    return rt_fail(l->err, RT_ERR_SPEC, loc, "%s is not supported by the CPU backend", what);
+    return rt_fail(l->err, RT_ERR_BACKEND, loc, "%s is not supported by the CPU backend", what);
 }
 
 static bool rt_mentions_dimref(const rt_expr *e) {

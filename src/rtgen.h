@@ -88,7 +88,7 @@ typedef struct rt_cpu_report {
 // with opt->profile JIT-compiles, checks against the reference and times each candidate in a
 // forked child (a crash or timeout marks that candidate, never fails the call). b: the bound
 // data (prepared here when needed; reference outputs may be written into it). Errors:
-// RT_ERR_SPEC for constructs the CPU backend does not lower (with their location),
+// RT_ERR_BACKEND for constructs the CPU backend does not lower (with their location),
 // RT_ERR_NOFIT when perf has no candidate, RT_ERR_BACKEND for LLVM failures, RT_ERR_NOMEM.
 rt_status rt_cpu_build_and_profile(rt_arena *a, const rt_op *op, const rt_device *dev,
                                    rt_bindings *b, const rt_perf_result *perf,
