@@ -320,15 +320,17 @@ const char *rt_cpu_jit_cpu_name(const rt_cpu_jit *j) {
 }
 
 rt_status rt_cpu_jit_add_module(rt_cpu_jit *j, void *module, rt_err *err) {
-    if (!j->jit)
+    if (!j->jit) {
+        if (module)
+            LLVMDisposeModule(module);
         return rt_fail(err, RT_ERR_BACKEND, RT_NOLOC,
                        "no JIT for %s (%s): its code does not run here", j->triple, j->cpu);
+    }
+    // The JIT takes the module even when adding it fails (LLVM's C API consumes the TSM).
     LLVMOrcThreadSafeModuleRef tsm = LLVMOrcCreateNewThreadSafeModule(module, j->tsc);
     LLVMErrorRef e = LLVMOrcLLJITAddLLVMIRModule(j->jit, LLVMOrcLLJITGetMainJITDylib(j->jit), tsm);
-    if (e) {
-        LLVMOrcDisposeThreadSafeModule(tsm);
+    if (e)
         return rt_cpu_llvm_error(err, e, "cannot add a module");
-    }
     return RT_OK;
 }
 
