@@ -673,7 +673,7 @@ int main(int argc, char **argv) {
     // OpenBLAS reads OPENBLAS_CORETYPE when the library initializes, before main: without it,
     // it takes its SSE3 kernel on this CPU. bench/run.sh exports it; when run alone, re-execute.
     if (!getenv("OPENBLAS_CORETYPE")) {
-        setenv("OPENBLAS_CORETYPE", "SkylakeX", 1);
+        setenv("OPENBLAS_CORETYPE", rt_bench_openblas_core(), 1);
         execv("/proc/self/exe", argv);
     }
     bench_opts bo;
@@ -697,11 +697,11 @@ int main(int argc, char **argv) {
         return 1;
     }
     const char *cfg = openblas_get_config();
-    bool skx = cfg && strstr(cfg, "SkylakeX");
+    bool skx = cfg && strstr(cfg, rt_bench_openblas_core());
     const dnnl_version_t *dv = dnnl_version();
     printf("host: %s (%s), %d cores\n", dev.name, dev.arch, (int)dev.units);
     printf("OpenBLAS: %s%s\n", cfg ? cfg : "?",
-           skx ? "" : "   <-- NOT SkylakeX: OpenBLAS runs its SSE3 kernel, ratios are unfair");
+           skx ? "" : "   <-- not the core type for this CPU: ratios are unfair");
     printf("oneDNN: %d.%d.%d (primitives on plain NCHW / row-major layouts)\n", dv->major,
            dv->minor, dv->patch);
     printf("BLIS: %s\n", bench_n_blis ? bench_blis_arch : "(no --blis results)");
@@ -716,8 +716,8 @@ int main(int argc, char **argv) {
     for (int t = 0; t < bo.n_threads; t++) {
         peak[t] = rt_bench_fma_peak_gflops(bo.threads[t]);
         triad[t] = rt_bench_triad_gbps(bo.threads[t], 128LL << 20);
-        printf("measured on %d thread%s: AVX-512 FMA peak %.1f GFLOP/s, DRAM triad %.1f GB/s\n",
-               bo.threads[t], bo.threads[t] > 1 ? "s" : "", peak[t], triad[t]);
+        printf("measured on %d thread%s: %s FMA peak %.1f GFLOP/s, DRAM triad %.1f GB/s\n",
+               bo.threads[t], bo.threads[t] > 1 ? "s" : "", rt_bench_fma_isa(), peak[t], triad[t]);
     }
     printf("\nunit: GFLOP/s for gemm/conv/linear_gelu (%% of FMA peak), GB/s of compulsory "
            "traffic otherwise (%% of DRAM triad).\nmed = at the median time, best = at the "

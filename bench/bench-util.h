@@ -34,8 +34,14 @@ void rt_bench_time_turns(int32_t n, void (*const *fns)(void *ctx), void *const *
 double rt_bench_median(double *v, int32_t n);
 
 // Measured FP32 FMA peak in GFLOP/s on `threads` threads: 12 independent 512-bit FMA chains per
-// thread, best of 3; 0 when the CPU has no AVX-512F.
+// thread (256-bit on a CPU with AVX2 and FMA but no AVX-512F), best of 3; 0 without either.
 double rt_bench_fma_peak_gflops(int32_t threads);
+// The OpenBLAS core type for this CPU (OPENBLAS_CORETYPE): SkylakeX with AVX-512F, else
+// Haswell (its AVX2 + FMA kernels, which it also runs on Zen). Left to itself OpenBLAS 0.3.21 takes
+// its SSE3 kernel on the Sapphire Rapids VMs, and SkylakeX's kernels fault on AVX2-only CPUs.
+const char *rt_bench_openblas_core(void);
+// The vectors that loop runs in: "AVX-512", "AVX2" (without AVX-512), "no" (neither: peak 0).
+const char *rt_bench_fma_isa(void);
 
 // Measured STREAM triad a[i] = b[i] + s*c[i] on floats in GB/s (12 bytes per element, as STREAM
 // counts), each thread on its own chunk, best of 5. bytes_per_array: the working set of one

@@ -20,8 +20,13 @@ for arg in "$@"; do
     esac
 done
 # Both libraries choose their kernels when they load: set before any program starts.
-export OPENBLAS_CORETYPE=SkylakeX
-export BLIS_ARCH_TYPE=0
+# (on a CPU without AVX-512 both kernels would fault: OpenBLAS takes Haswell, BLIS its own choice)
+if grep -q avx512f /proc/cpuinfo; then
+    export OPENBLAS_CORETYPE=SkylakeX
+    export BLIS_ARCH_TYPE=0
+else
+    export OPENBLAS_CORETYPE=Haswell
+fi
 budget=200
 [ -n "$quick" ] && budget=60
 if [ ! -f "$build/CMakeCache.txt" ]; then

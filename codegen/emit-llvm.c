@@ -3,8 +3,9 @@
 // Every function carries "prefer-vector-width"="512" on AVX-512 targets (without it LLVM 16
 // keeps to ymm registers). Phase bodies take their buffers as noalias parameters and are
 // inlined into the args-array wrappers of the common ABI (emit.h). The micro-kernel is built
-// directly in vector form: mr x nr/16 <16 x float> accumulators carried by phis around the k
-// loop, one B row load per 16 lanes, a broadcast of A and llvm.fma per accumulator.
+// directly in vector form: mr x nr/vl <vl x float> accumulators (vl the target's register width,
+// from the device's lanes) carried by phis around the k loop, one B load per vl columns, a
+// broadcast of A and llvm.fma per accumulator.
 #include "emit.h"
 
 #include <llvm-c/Analysis.h>
@@ -415,19 +416,26 @@ static void rt_l_counted(rt_lemit *l, LLVMValueRef var, LLVMValueRef lo, LLVMVal
 
 static void rt_l_nodes(rt_lemit *l, const rt_kir_block *blk);
 
-// x in all 16 lanes.
-static LLVMValueRef rt_l_splat(rt_lemit *l, LLVMValueRef x) {
+// x in all lanes of a vector of n floats.
+static LLVMValueRef rt_l_splat_n(rt_lemit *l, LLVMValueRef x, unsigned n) {
     LLVMBuilderRef b = l->b;
+    LLVMTypeRef vt = LLVMVectorType(l->f32, n);
     LLVMValueRef ins =
-        LLVMBuildInsertElement(b, LLVMGetUndef(l->v16), x, LLVMConstInt(l->i32, 0, 0), "");
-    return LLVMBuildShuffleVector(b, ins, LLVMGetUndef(l->v16),
-                                  LLVMConstNull(LLVMVectorType(l->i32, 16)), "");
+        LLVMBuildInsertElement(b, LLVMGetUndef(vt), x, LLVMConstInt(l->i32, 0, 0), "");
+    return LLVMBuildShuffleVector(b, ins, LLVMGetUndef(vt),
+                                  LLVMConstNull(LLVMVectorType(l->i32, n)), "");
 }
 
-// A 64-byte aligned non-temporal store of v at p (the phase ends with a fence, rt_l_has_stream).
-static void rt_l_store_nt(rt_lemit *l, LLVMValueRef v, LLVMValueRef p) {
+// x in all 16 lanes.
+static LLVMValueRef rt_l_splat(rt_lemit *l, LLVMValueRef x) {
+    return rt_l_splat_n(l, x, 16);
+}
+
+// A non-temporal store of v at p, aligned to align bytes (the phase ends with a fence,
+// rt_l_has_stream).
+static void rt_l_store_nt(rt_lemit *l, LLVMValueRef v, LLVMValueRef p, unsigned align) {
     LLVMValueRef st = LLVMBuildStore(l->b, v, p);
-    LLVMSetAlignment(st, 64);
+    LLVMSetAlignment(st, align);
     LLVMMetadataRef one = LLVMValueAsMetadata(LLVMConstInt(l->i32, 1, 0));
     LLVMSetMetadata(st, LLVMGetMDKindIDInContext(l->ctx, "nontemporal", 11),
                     LLVMMetadataAsValue(l->ctx, LLVMMDNodeInContext2(l->ctx, &one, 1)));
@@ -449,14 +457,15 @@ static void rt_l_prefetch(rt_lemit *l, LLVMTypeRef t, LLVMValueRef base, LLVMVal
 }
 
 // Prefetch for writing of an mr x nr tile at buf[off + i*ld + j] (every 64-byte line of its
-// rows), so that its misses overlap the micro-kernel's FMAs instead of stalling its stores.
+// rows: one hint per 16 floats and one at the row's end), so that its misses overlap the
+// micro-kernel's FMAs instead of stalling its stores.
 static void rt_l_pf_tile(rt_lemit *l, int32_t buf, LLVMValueRef off, int64_t ld, int32_t mr,
                          int32_t nr) {
     LLVMTypeRef t = rt_l_type(l, l->k->bufs[buf].type);
-    int32_t nv = nr / 16;
+    int32_t lines = nr / 16;
     for (int32_t i = 0; i < mr; i++)
-        for (int32_t j = 0; j <= nv; j++) {
-            int64_t col = j < nv ? 16 * (int64_t)j : nr - 1;
+        for (int32_t j = 0; j <= lines; j++) {
+            int64_t col = j < lines ? 16 * (int64_t)j : nr - 1;
             LLVMValueRef idx = LLVMBuildAdd(l->b, off, rt_l_i64(l, (int64_t)i * ld + col), "");
             rt_l_prefetch(l, t, l->bufs[buf], idx, 1, 3);
         }
@@ -507,19 +516,19 @@ static void rt_l_epi_row(rt_lemit *l, const rt_kir_ukernel *u, LLVMValueRef ii, 
 
 // The fused epilogue of a micro-kernel tile: the accumulators go to the stack tile, then the
 // rows. A full tile unrolls its rows and gives each row loop its constant trip count with one
-// vector per 16 columns interleaved, so that the loop vectorizer and the unroller leave
+// vector per vl columns interleaved, so that the loop vectorizer and the unroller leave
 // straight-line code in which the rows' math (a branch-free erf or exp is a long dependent
 // chain) overlaps; an edge tile loops over its valid rows and columns.
 static void rt_l_uk_epilogue(rt_lemit *l, const rt_kir_ukernel *u, const LLVMValueRef *acc,
                              LLVMValueRef c_off, LLVMValueRef mv, LLVMValueRef nvv,
                              LLVMValueRef accum) {
     LLVMBuilderRef b = l->b;
-    int32_t na = u->mr * (u->nr / 16);
+    int32_t na = u->mr * (u->nr / u->vl);
     for (int32_t i = 0; i < na; i++) {
-        LLVMValueRef idx = rt_l_i64(l, 16 * (int64_t)i);
+        LLVMValueRef idx = rt_l_i64(l, (int64_t)u->vl * i);
         LLVMValueRef st =
             LLVMBuildStore(b, acc[i], LLVMBuildInBoundsGEP2(b, l->f32, l->uk_tmp, &idx, 1, ""));
-        LLVMSetAlignment(st, 64);
+        LLVMSetAlignment(st, (unsigned)u->vl * 4);
     }
     LLVMValueRef row0 = rt_l_expr(l, u->epi_row0), col0 = rt_l_expr(l, u->epi_col0);
     LLVMValueRef full = LLVMBuildAnd(b, LLVMBuildICmp(b, LLVMIntEQ, mv, rt_l_i64(l, u->mr), ""),
@@ -530,7 +539,7 @@ static void rt_l_uk_epilogue(rt_lemit *l, const rt_kir_ukernel *u, const LLVMVal
     LLVMPositionBuilderAtEnd(b, bfull);
     for (int32_t i = 0; i < u->mr; i++)
         rt_l_epi_row(l, u, rt_l_i64(l, i), rt_l_i64(l, u->nr), c_off, accum, row0, col0,
-                     u->nr / 16);
+                     u->nr / u->vl);
     LLVMBuildBr(b, done);
     LLVMPositionBuilderAtEnd(b, bedge);
     LLVMValueRef iv = l->uk_i;
@@ -550,11 +559,13 @@ static void rt_l_uk_epilogue(rt_lemit *l, const rt_kir_ukernel *u, const LLVMVal
 
 static void rt_l_ukernel(rt_lemit *l, const rt_kir_ukernel *u) {
     LLVMBuilderRef b = l->b;
-    int32_t mr = u->mr, nv = u->nr / 16, na = mr * nv;
+    // mr x nv accumulators of vl floats, vl the target's vector register (kir.h).
+    int32_t mr = u->mr, vl = u->vl, nv = u->nr / vl, na = mr * nv;
+    LLVMTypeRef vt = LLVMVectorType(l->f32, (unsigned)vl);
     LLVMValueRef ua = rt_l_addr(l, 0, rt_l_expr(l, u->a_off));
     LLVMValueRef ub = rt_l_addr(l, 0, rt_l_expr(l, u->b_off));
     LLVMValueRef kc = rt_l_expr(l, u->kc);
-    LLVMValueRef fma = rt_l_intrinsic(l, "llvm.fma", l->v16);
+    LLVMValueRef fma = rt_l_intrinsic(l, "llvm.fma", vt);
     LLVMTypeRef fma_t = LLVMGlobalGetValueType(fma);
     // Prefetch the C tile for writing (every 64-byte line of its rows) before the k loop, so
     // that its misses (C rows are ldc apart, usually in L3 or DRAM for large GEMMs) overlap
@@ -582,22 +593,22 @@ static void rt_l_ukernel(rt_lemit *l, const rt_kir_ukernel *u) {
     LLVMBuildBr(b, head);
     LLVMPositionBuilderAtEnd(b, head);
     LLVMValueRef kphi = LLVMBuildPhi(b, l->i64, "k");
-    LLVMValueRef acc[28], next[28];
-    LLVMValueRef zero = LLVMConstNull(l->v16);
+    LLVMValueRef acc[RT_KIR_UK_MAX_ACC], next[RT_KIR_UK_MAX_ACC];
+    LLVMValueRef zero = LLVMConstNull(vt);
     for (int32_t i = 0; i < na; i++) {
-        acc[i] = LLVMBuildPhi(b, l->v16, "acc");
+        acc[i] = LLVMBuildPhi(b, vt, "acc");
         LLVMAddIncoming(acc[i], &zero, &pre, 1);
     }
     LLVMValueRef k0 = rt_l_i64(l, 0);
     LLVMAddIncoming(kphi, &k0, &pre, 1);
     LLVMBuildCondBr(b, LLVMBuildICmp(b, LLVMIntSLT, kphi, kc, ""), body, done);
     LLVMPositionBuilderAtEnd(b, body);
-    LLVMValueRef bv[4];
+    LLVMValueRef bv[RT_KIR_UK_MAX_NV];
     LLVMValueRef kb = LLVMBuildNSWMul(b, kphi, rt_l_i64(l, u->nr), "");
     for (int32_t j = 0; j < nv; j++) {
-        LLVMValueRef idx = LLVMBuildNSWAdd(b, kb, rt_l_i64(l, 16 * j), "");
+        LLVMValueRef idx = LLVMBuildNSWAdd(b, kb, rt_l_i64(l, (int64_t)vl * j), "");
         LLVMValueRef p = LLVMBuildInBoundsGEP2(b, l->f32, ub, &idx, 1, "");
-        bv[j] = LLVMBuildLoad2(b, l->v16, p, "b");
+        bv[j] = LLVMBuildLoad2(b, vt, p, "b");
         LLVMSetAlignment(bv[j], 4);
     }
     // Software prefetch of the B stream 1 KiB ahead, every line of a k step: the micro-kernel
@@ -609,7 +620,7 @@ static void rt_l_ukernel(rt_lemit *l, const rt_kir_ukernel *u) {
     // them 4096^3 (4 k blocks) ran 2-3% faster at 1 and 2 threads and 2048^3 (3) 3% at 1,
     // 512x1024x4096 and 128x1000x4032 (4) alike; with them 1024^3 (1 k block) 1-2% faster.
     if (zero_c)
-        for (int32_t j = 0; j < nv; j++)
+        for (int32_t j = 0; j < (u->nr + 15) / 16; j++) // one per 64-byte line of the step
             rt_l_prefetch(l, l->f32, ub,
                           LLVMBuildAdd(b, kb, rt_l_i64(l, RT_UK_PREFETCH_ELEMS + 16 * j), ""), 0,
                           3);
@@ -618,7 +629,7 @@ static void rt_l_ukernel(rt_lemit *l, const rt_kir_ukernel *u) {
         LLVMValueRef idx = LLVMBuildNSWAdd(b, ka, rt_l_i64(l, i), "");
         LLVMValueRef av =
             LLVMBuildLoad2(b, l->f32, LLVMBuildInBoundsGEP2(b, l->f32, ua, &idx, 1, ""), "a");
-        LLVMValueRef splat = rt_l_splat(l, av);
+        LLVMValueRef splat = rt_l_splat_n(l, av, (unsigned)vl);
         for (int32_t j = 0; j < nv; j++) {
             LLVMValueRef args[3] = {splat, bv[j], acc[i * nv + j]};
             next[i * nv + j] = LLVMBuildCall2(b, fma_t, fma, args, 3, "");
@@ -672,17 +683,17 @@ static void rt_l_ukernel(rt_lemit *l, const rt_kir_ukernel *u) {
         LLVMPositionBuilderAtEnd(b, pass == 0 ? badd : pass == 1 ? bst : bnt);
         for (int32_t i = 0; i < mr; i++)
             for (int32_t j = 0; j < nv; j++) {
-                LLVMValueRef idx =
-                    LLVMBuildNSWAdd(b, c_off, rt_l_i64(l, (int64_t)i * u->ldc + 16 * j), "");
+                LLVMValueRef idx = LLVMBuildNSWAdd(
+                    b, c_off, rt_l_i64(l, (int64_t)i * u->ldc + (int64_t)vl * j), "");
                 LLVMValueRef p = rt_l_addr(l, u->c_buf, idx);
                 LLVMValueRef v = acc[i * nv + j];
                 if (pass == 0) {
-                    LLVMValueRef old = LLVMBuildLoad2(b, l->v16, p, "");
+                    LLVMValueRef old = LLVMBuildLoad2(b, vt, p, "");
                     LLVMSetAlignment(old, 4);
                     v = LLVMBuildFAdd(b, old, v, "");
                 }
                 if (pass == 2)
-                    rt_l_store_nt(l, v, p);
+                    rt_l_store_nt(l, v, p, (unsigned)vl * 4);
                 else
                     LLVMSetAlignment(LLVMBuildStore(b, v, p), 4);
             }
@@ -691,7 +702,7 @@ static void rt_l_ukernel(rt_lemit *l, const rt_kir_ukernel *u) {
     // Edge tile: spill the accumulators, then copy the valid part element by element.
     LLVMPositionBuilderAtEnd(b, bpart);
     for (int32_t i = 0; i < na; i++) {
-        LLVMValueRef idx = rt_l_i64(l, 16 * (int64_t)i);
+        LLVMValueRef idx = rt_l_i64(l, (int64_t)vl * i);
         LLVMValueRef st =
             LLVMBuildStore(b, acc[i], LLVMBuildInBoundsGEP2(b, l->f32, l->uk_tmp, &idx, 1, ""));
         LLVMSetAlignment(st, 4);
@@ -837,7 +848,7 @@ static void rt_l_stream_loop(rt_lemit *l, const rt_kir_node *n, LLVMValueRef lo,
     LLVMBuildCondBr(b, LLVMBuildICmp(b, LLVMIntSLT, i, hi, ""), body, rest);
     LLVMPositionBuilderAtEnd(b, body);
     LLVMValueRef v = rt_l_wide(l, st->value, n->var);
-    rt_l_store_nt(l, v, rt_l_addr(l, st->buf, rt_l_expr(l, st->index)));
+    rt_l_store_nt(l, v, rt_l_addr(l, st->buf, rt_l_expr(l, st->index)), 64);
     LLVMBuildStore(b, LLVMBuildNSWAdd(b, LLVMBuildLoad2(b, l->i64, var, ""), rt_l_i64(l, 16), ""),
                    var);
     LLVMBuildBr(b, head);

@@ -29,7 +29,7 @@ typedef struct rt_lower_options {
 } rt_lower_options;
 
 // Lowers rProgram p (NULL with opt->naive) of op, built by model m (NULL with naive), for dev.
-// Sizes come from op (bound); ragged extents are read at run time. Errors: RT_ERR_SPEC with the
+// Sizes come from op (bound); ragged extents are read at run time. Errors: RT_ERR_BACKEND with the
 // location of the construct the CPU backend does not support (recursion over trees, half /
 // bfloat16 / int8 tensors), RT_ERR_NOMEM.
 rt_status rt_lower_cpu(rt_arena *a, const rt_op *op, const rt_device *dev, const rt_perf_model *m,

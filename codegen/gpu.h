@@ -121,7 +121,7 @@ typedef struct rt_gpu_kernel {
 
 // Lowers rProgram p of op (built by model m) for GPU device dev. p == NULL lowers a naive
 // program (one element per thread, 256 threads per block, no staging) used as a baseline.
-// Errors: RT_ERR_SPEC at the construct the GPU backend does not support (recursion over trees,
+// Errors: RT_ERR_BACKEND at the construct the GPU backend does not support (recursion over trees,
 // half/bfloat16/int8 tensors, a run-time size), RT_ERR_NOMEM.
 rt_status rt_gpu_lower(rt_arena *a, const rt_op *op, const rt_device *dev, const rt_perf_model *m,
                        const rt_rprog *p, const rt_gpu_lower_options *opt, rt_gpu_kernel **out,

@@ -844,9 +844,11 @@ static rt_status rt_kir_check_node(rt_kir_check *c, const rt_kir_node *n) {
         return rt_kir_check_block(c, &n->body);
     case RT_KIR_N_UKERNEL: {
         const rt_kir_ukernel *u = &n->uk;
-        if (u->mr < 1 || u->nr < 16 || u->nr % 16 != 0 || u->mr * (u->nr / 16) > 28)
-            return rt_kir_bad(c, "micro-kernel shape (expected mr >= 1, nr a multiple of 16, "
-                                 "at most 28 accumulators)");
+        bool vl_ok = u->vl >= 1 && u->vl <= 64 && (u->vl & (u->vl - 1)) == 0;
+        if (!vl_ok || u->mr < 1 || u->nr < u->vl || u->nr % u->vl != 0 ||
+            u->nr / u->vl > RT_KIR_UK_MAX_NV || u->mr * (u->nr / u->vl) > RT_KIR_UK_MAX_ACC)
+            return rt_kir_bad(c, "micro-kernel shape (expected vl a power of two, mr >= 1, nr a "
+                                 "multiple of vl, at most 4 B vectors and 32 accumulators)");
         if (u->c_buf < 0 || u->c_buf >= c->k->n_bufs || c->k->bufs[u->c_buf].type != RT_KIR_F32)
             return rt_kir_bad(c, "micro-kernel output is not an f32 buffer");
         RT_TRY(rt_kir_check_expr(c, u->kc, true));

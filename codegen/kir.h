@@ -100,7 +100,9 @@ typedef enum rt_kir_loop_kind {
 // C[c_off + i*ldc + j] (=|+=) sum_k A[a_off + k*mr + i] * B[b_off + k*nr + j] for i < m_valid,
 // j < n_valid, k < kc. A and B are packed panels in the phase's scratch (float elements), zero
 // beyond the valid rows/columns, 64-byte aligned when a_off/b_off are multiples of 16.
-// accumulate: I64, nonzero adds to C, zero overwrites it. nr is a multiple of the vector width.
+// accumulate: I64, nonzero adds to C, zero overwrites it. nr is a multiple of vl, the floats of
+// one vector register of the target (the device's lanes): the emitters keep mr x nr / vl vector
+// accumulators, at most RT_KIR_UK_MAX_ACC, and nr / vl <= RT_KIR_UK_MAX_NV B vectors.
 //
 // Fused epilogue (epi non-empty): where epi_last is nonzero (the last k block), each valid element
 // (i, j) of the tile, instead of being stored to C, binds its final value ((accumulate ? C : 0)
@@ -108,8 +110,10 @@ typedef enum rt_kir_loop_kind {
 // vars), then runs the block epi (the elementwise statement fused after the GEMM, which stores
 // its own output); C receives the final value too only when epi_keep_c. Emitters run the j
 // elements in vector lanes. Where epi_last is zero the store is the plain one above.
+#define RT_KIR_UK_MAX_ACC 32
+#define RT_KIR_UK_MAX_NV  4
 typedef struct rt_kir_ukernel {
-    int32_t mr, nr;
+    int32_t mr, nr, vl;
     rt_kir_expr *kc, *a_off, *b_off;
     int32_t c_buf;
     rt_kir_expr *c_off;

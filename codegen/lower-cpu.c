@@ -56,8 +56,12 @@ typedef struct rt_lower {
             (l)->oom = true;                                                                       \
     } while (0)
 
+_Static_assert(RT_KIR_UK_MAX_ACC == RT_PERF_CPU_UK_MAX_ACC &&
+                   RT_KIR_UK_MAX_NV == RT_PERF_CPU_UK_MAX_NV,
+               "the micro-kernel the model chooses is one the emitters build");
+
 static rt_status rt_lower_unsupported(rt_lower *l, rt_loc loc, const char *what) {
-    return rt_fail(l->err, RT_ERR_SPEC, loc, "%s is not supported by the CPU backend", what);
+    return rt_fail(l->err, RT_ERR_BACKEND, loc, "%s is not supported by the CPU backend", what);
 }
 
 static bool rt_mentions_dimref(const rt_expr *e) {
@@ -3252,6 +3256,9 @@ static rt_status rt_lower_gemm(rt_lower *l, const rt_gemm *g, const rt_gemm_epi 
     rt_kir_expr *cols = rt_b(l, RT_KIR_MUL, rt_v(l, vjp), rt_i(l, g->nr));
     u->uk.mr = g->mr;
     u->uk.nr = g->nr;
+    rt_perf_cpu_uk_rules ur;
+    rt_perf_cpu_uk_rules_of(l->dev, &ur);
+    u->uk.vl = (int32_t)ur.lanes;
     u->uk.kc = rt_v(l, vkc);
     u->uk.a_off = rt_b(l, RT_KIR_MUL, rows, rt_v(l, vkc));
     u->uk.b_off = rt_b(l, RT_KIR_ADD, rt_i(l, a_elems), rt_b(l, RT_KIR_MUL, cols, rt_v(l, vkc)));

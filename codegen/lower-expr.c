@@ -11,7 +11,7 @@ static void rt_lx_check(rt_lx *x, const void *p) {
 }
 
 static rt_status rt_lx_unsupported(rt_lx *x, rt_loc loc, const char *what) {
-    return rt_fail(x->err, RT_ERR_SPEC, loc, "%s is not supported by the %s backend", what,
+    return rt_fail(x->err, RT_ERR_BACKEND, loc, "%s is not supported by the %s backend", what,
                    x->ops->backend);
 }
 

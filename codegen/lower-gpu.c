@@ -99,7 +99,7 @@ typedef struct rt_gl {
     } while (0)
 
 static rt_status rt_gl_unsupported(rt_gl *l, rt_loc loc, const char *what) {
-    return rt_fail(l->err, RT_ERR_SPEC, loc, "%s is not supported by the GPU backend", what);
+    return rt_fail(l->err, RT_ERR_BACKEND, loc, "%s is not supported by the GPU backend", what);
 }
 
 static rt_status rt_gl_nomem(rt_gl *l) {

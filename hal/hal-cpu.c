@@ -37,10 +37,11 @@
 
 struct rt_cpu_jit {
     LLVMOrcThreadSafeContextRef tsc;
-    LLVMOrcLLJITRef jit;
+    LLVMOrcLLJITRef jit; // NULL for a target that only emits (rt_cpu_target_new)
     LLVMTargetMachineRef tm;
     bool avx512;
     char cpu[64];
+    char triple[64];
 };
 
 static rt_status rt_cpu_llvm_error(rt_err *err, LLVMErrorRef e, const char *what) {
@@ -60,10 +61,20 @@ static void rt_cpu_jit_release(void *h) {
         LLVMDisposeTargetMachine(j->tm);
 }
 
+// Device feature names whose LLVM name differs on an instruction set (beyond the avx512_
+// spelling rt_cpu_llvm_features handles): Arm's FP16 arithmetic is LLVM's fullfp16.
+static const struct {
+    rt_cpu_isa isa;
+    const char *name, *llvm;
+} rt_cpu_feature_alias[] = {
+    {RT_CPU_ISA_AARCH64, "fp16", "fullfp16"},
+    {RT_CPU_ISA_AARCH64, "asimd", "neon"},
+};
+
 // "avx512f,fma" -> "+avx512f,+fma" (features already signed are kept). Device files spell
 // features as /proc/cpuinfo does; LLVM's names drop the underscore after avx512 (avx512_bf16 ->
 // avx512bf16) and use '-' elsewhere (amx_tile -> amx-tile).
-static char *rt_cpu_llvm_features(rt_arena *a, const char *list) {
+static char *rt_cpu_llvm_features(rt_arena *a, rt_cpu_isa isa, const char *list) {
     rt_buf b;
     rt_buf_init(&b, a);
     const char *s = list;
@@ -74,13 +85,22 @@ static char *rt_cpu_llvm_features(rt_arena *a, const char *list) {
         if (n) {
             if (b.len)
                 rt_buf_puts(&b, ",");
-            if (*s != '+' && *s != '-')
-                rt_buf_puts(&b, "+");
-            const char *sign = *s == '+' || *s == '-' ? s + 1 : s;
-            for (const char *c = s; c < s + n; c++) {
+            bool signed_ = *s == '+' || *s == '-';
+            rt_buf_putn(&b, signed_ ? s : "+", 1);
+            const char *name = signed_ ? s + 1 : s;
+            size_t len = (size_t)(s + n - name);
+            const char *alias = NULL;
+            for (size_t i = 0; i < sizeof rt_cpu_feature_alias / sizeof *rt_cpu_feature_alias; i++)
+                if (rt_cpu_feature_alias[i].isa == isa &&
+                    strlen(rt_cpu_feature_alias[i].name) == len &&
+                    strncmp(name, rt_cpu_feature_alias[i].name, len) == 0)
+                    alias = rt_cpu_feature_alias[i].llvm;
+            if (alias)
+                rt_buf_puts(&b, alias);
+            for (const char *c = name; !alias && c < name + len; c++) {
                 if (*c != '_')
                     rt_buf_putn(&b, c, 1);
-                else if (c - sign != 6 || strncmp(sign, "avx512", 6) != 0)
+                else if (c - name != 6 || strncmp(name, "avx512", 6) != 0)
                     rt_buf_puts(&b, "-");
             }
         }
@@ -100,31 +120,95 @@ static void rt_cpu_llvm_init(void) {
     LLVMInitializeNativeAsmPrinter();
 }
 
-rt_status rt_cpu_jit_new(rt_arena *a, const rt_device *dev, rt_cpu_jit **out, rt_err *err) {
-    pthread_once(&rt_cpu_llvm_once, rt_cpu_llvm_init);
-    rt_cpu_jit *j;
-    RT_ALLOC(a, j, 1, err);
-    char *triple = LLVMGetDefaultTargetTriple();
+// Is dev the host itself (its CPU name and features are the host's)?
+static bool rt_cpu_is_host(const rt_device *dev) {
+    return !dev || dev->detected || dev->arch[0] == 0 || strcmp(dev->arch, "native") == 0;
+}
+
+static rt_cpu_isa rt_cpu_isa_of(const rt_device *dev) {
+    return dev && dev->isa != RT_CPU_ISA_NONE ? dev->isa : rt_hal_host_isa();
+}
+
+bool rt_cpu_runs_here(rt_arena *a, const rt_device *dev, const char **why) {
+    *why = NULL;
+    if (rt_cpu_is_host(dev))
+        return true;
+    rt_cpu_isa isa = rt_cpu_isa_of(dev), host = rt_hal_host_isa();
+    if (isa != host) {
+        *why = rt_arena_printf(a, "not this host (device isa %s, host isa %s)",
+                               rt_cpu_isa_name(isa), rt_cpu_isa_name(host));
+        return false;
+    }
+    // Every feature the device has must be one this CPU has: code for the device uses them.
+    const char *feat = rt_cpu_llvm_features(a, isa, dev->features);
+    char *hfeat = LLVMGetHostCPUFeatures();
+    rt_buf lacks;
+    rt_buf_init(&lacks, a);
+    for (const char *s = feat ? feat : ""; *s;) {
+        size_t n = strcspn(s, ",");
+        bool has = *s != '+';
+        for (const char *h = hfeat ? hfeat : ""; !has && *h;) {
+            size_t m = strcspn(h, ",");
+            has = m == n && strncmp(h, s, n) == 0;
+            h += m + (h[m] == ',');
+        }
+        if (!has)
+            rt_buf_printf(&lacks, "%s%.*s", lacks.len ? ", " : "", (int)n - 1, s + 1);
+        s += n + (s[n] == ',');
+    }
+    LLVMDisposeMessage(hfeat);
+    if (lacks.len == 0)
+        return true;
+    *why = rt_arena_printf(a, "not this host (this CPU lacks %s)", lacks.data);
+    return false;
+}
+
+// Registers the LLVM backend of a foreign instruction set once; false when this build of
+// rtgen has none for it (hal-cpu-targets.c).
+static pthread_mutex_t rt_cpu_target_lock = PTHREAD_MUTEX_INITIALIZER;
+static bool rt_cpu_target_ready(rt_cpu_isa isa) {
+    static bool tried[RT_CPU_ISA_COUNT], ok[RT_CPU_ISA_COUNT];
+    if ((unsigned)isa >= RT_CPU_ISA_COUNT)
+        return false;
+    pthread_mutex_lock(&rt_cpu_target_lock);
+    if (!tried[isa]) {
+        tried[isa] = true;
+        ok[isa] = rt_cpu_llvm_target_init(isa);
+    }
+    bool r = ok[isa];
+    pthread_mutex_unlock(&rt_cpu_target_lock);
+    return r;
+}
+
+// The target machine of the device's code: the host's triple, CPU and features for the host;
+// the device's triple (its isa), arch and features otherwise. *out_tm NULL (and RT_OK) when the
+// device's isa has no LLVM backend in this build.
+static rt_status rt_cpu_tm_new(rt_arena *a, const rt_device *dev, rt_cpu_jit *j,
+                               LLVMTargetMachineRef *out_tm, rt_err *err) {
+    *out_tm = NULL;
+    rt_cpu_isa isa = rt_cpu_isa_of(dev);
+    bool native = isa == rt_hal_host_isa();
+    if (!native && !rt_cpu_target_ready(isa))
+        return RT_OK;
+    char *dtriple = native ? LLVMGetDefaultTargetTriple() : NULL;
+    if (native)
+        snprintf(j->triple, sizeof j->triple, "%s", dtriple);
+    else
+        snprintf(j->triple, sizeof j->triple, "%s-unknown-linux-gnu", rt_cpu_isa_name(isa));
+    if (dtriple)
+        LLVMDisposeMessage(dtriple);
     LLVMTargetRef target;
     char *msg = NULL;
-    if (LLVMGetTargetFromTriple(triple, &target, &msg)) {
-        rt_fail(err, RT_ERR_BACKEND, RT_NOLOC, "llvm: no target for %s: %s", triple,
+    if (LLVMGetTargetFromTriple(j->triple, &target, &msg)) {
+        rt_fail(err, RT_ERR_BACKEND, RT_NOLOC, "llvm: no target for %s: %s", j->triple,
                 msg ? msg : "?");
         LLVMDisposeMessage(msg);
-        LLVMDisposeMessage(triple);
         return err->status;
     }
-    bool host = !dev || dev->detected || dev->arch[0] == 0 || strcmp(dev->arch, "native") == 0;
+    bool host = rt_cpu_is_host(dev);
     char *cpu = host ? LLVMGetHostCPUName() : NULL;
     char *hfeat = host ? LLVMGetHostCPUFeatures() : NULL;
-    const char *feat = hfeat;
-    if (!host) {
-        feat = rt_cpu_llvm_features(a, dev->features);
-        if (!feat) {
-            LLVMDisposeMessage(triple);
-            return rt_fail(err, RT_ERR_NOMEM, RT_NOLOC, "out of memory");
-        }
-    }
+    const char *feat = host ? hfeat : rt_cpu_llvm_features(a, isa, dev->features);
     const char *cpu_name = host ? cpu : dev->arch;
     // An LLVM older than the host CPU names it "generic" (LLVM 16 on Zen 5): tune for the
     // nearest core the detection chose instead, with the host's own features.
@@ -132,31 +216,37 @@ rt_status rt_cpu_jit_new(rt_arena *a, const rt_device *dev, rt_cpu_jit **out, rt
         strcmp(dev->arch, "native") != 0)
         cpu_name = dev->arch;
     snprintf(j->cpu, sizeof j->cpu, "%s", cpu_name);
-    j->avx512 = strstr(feat, "+avx512f") != NULL;
-    j->tm = LLVMCreateTargetMachine(target, triple, cpu_name, feat, LLVMCodeGenLevelAggressive,
+    if (feat) {
+        j->avx512 = strstr(feat, "+avx512f") != NULL;
+        *out_tm =
+            LLVMCreateTargetMachine(target, j->triple, cpu_name, feat, LLVMCodeGenLevelAggressive,
                                     LLVMRelocPIC, LLVMCodeModelJITDefault);
-    LLVMTargetMachineRef tm2 =
-        LLVMCreateTargetMachine(target, triple, cpu_name, feat, LLVMCodeGenLevelAggressive,
-                                LLVMRelocPIC, LLVMCodeModelJITDefault);
+    }
     if (cpu)
         LLVMDisposeMessage(cpu);
     if (hfeat)
         LLVMDisposeMessage(hfeat);
-    LLVMDisposeMessage(triple);
-    if (rt_arena_defer(a, rt_cpu_jit_release, j) != RT_OK) {
-        rt_cpu_jit_release(j);
-        if (tm2)
-            LLVMDisposeTargetMachine(tm2);
+    if (!feat)
         return rt_fail(err, RT_ERR_NOMEM, RT_NOLOC, "out of memory");
-    }
-    if (!j->tm || !tm2) {
-        if (tm2)
-            LLVMDisposeTargetMachine(tm2);
+    if (!*out_tm)
         return rt_fail(err, RT_ERR_BACKEND, RT_NOLOC,
-                       "llvm: cannot create a target machine for "
-                       "cpu %s",
-                       j->cpu);
-    }
+                       "llvm: cannot create a target machine for cpu %s", j->cpu);
+    return RT_OK;
+}
+
+rt_status rt_cpu_jit_new(rt_arena *a, const rt_device *dev, rt_cpu_jit **out, rt_err *err) {
+    pthread_once(&rt_cpu_llvm_once, rt_cpu_llvm_init);
+    const char *why;
+    if (!rt_cpu_runs_here(a, dev, &why))
+        return rt_fail(err, RT_ERR_BACKEND, RT_NOLOC, "cannot JIT-compile for %s: %s", dev->name,
+                       why);
+    rt_cpu_jit *j;
+    RT_ALLOC(a, j, 1, err);
+    if (rt_arena_defer(a, rt_cpu_jit_release, j) != RT_OK)
+        return rt_fail(err, RT_ERR_NOMEM, RT_NOLOC, "out of memory");
+    LLVMTargetMachineRef tm2 = NULL;
+    RT_TRY(rt_cpu_tm_new(a, dev, j, &j->tm, err));
+    RT_TRY(rt_cpu_tm_new(a, dev, j, &tm2, err));
     LLVMOrcLLJITBuilderRef jb = LLVMOrcCreateLLJITBuilder();
     LLVMOrcLLJITBuilderSetJITTargetMachineBuilder(
         jb, LLVMOrcJITTargetMachineBuilderCreateFromTargetMachine(tm2));
@@ -179,6 +269,43 @@ rt_status rt_cpu_jit_new(rt_arena *a, const rt_device *dev, rt_cpu_jit **out, rt
     return RT_OK;
 }
 
+rt_status rt_cpu_target_new(rt_arena *a, const rt_device *dev, rt_cpu_jit **out, rt_err *err) {
+    pthread_once(&rt_cpu_llvm_once, rt_cpu_llvm_init);
+    *out = NULL;
+    rt_cpu_jit *j;
+    RT_ALLOC(a, j, 1, err);
+    if (rt_arena_defer(a, rt_cpu_jit_release, j) != RT_OK)
+        return rt_fail(err, RT_ERR_NOMEM, RT_NOLOC, "out of memory");
+    RT_TRY(rt_cpu_tm_new(a, dev, j, &j->tm, err));
+    if (!j->tm)
+        return RT_OK;
+    j->tsc = LLVMOrcCreateNewThreadSafeContext();
+    LLVMContextSetDiagnosticHandler(LLVMOrcThreadSafeContextGetContext(j->tsc),
+                                    rt_cpu_llvm_diagnostic, NULL);
+    *out = j;
+    return RT_OK;
+}
+
+rt_status rt_cpu_jit_emit_object(rt_cpu_jit *j, void *module, size_t *out_bytes, rt_err *err) {
+    char *msg = NULL;
+    LLVMMemoryBufferRef obj = NULL;
+    LLVMBool bad = LLVMTargetMachineEmitToMemoryBuffer(j->tm, module, LLVMObjectFile, &msg, &obj);
+    LLVMDisposeModule(module);
+    if (bad) {
+        rt_fail(err, RT_ERR_BACKEND, RT_NOLOC, "llvm: cannot compile for %s (%s): %s", j->triple,
+                j->cpu, msg ? msg : "?");
+        LLVMDisposeMessage(msg);
+        return err->status;
+    }
+    *out_bytes = LLVMGetBufferSize(obj);
+    LLVMDisposeMemoryBuffer(obj);
+    return RT_OK;
+}
+
+const char *rt_cpu_jit_triple(const rt_cpu_jit *j) {
+    return j->triple;
+}
+
 void *rt_cpu_jit_context(rt_cpu_jit *j) {
     return LLVMOrcThreadSafeContextGetContext(j->tsc);
 }
@@ -193,16 +320,24 @@ const char *rt_cpu_jit_cpu_name(const rt_cpu_jit *j) {
 }
 
 rt_status rt_cpu_jit_add_module(rt_cpu_jit *j, void *module, rt_err *err) {
+    if (!j->jit) {
+        if (module)
+            LLVMDisposeModule(module);
+        return rt_fail(err, RT_ERR_BACKEND, RT_NOLOC,
+                       "no JIT for %s (%s): its code does not run here", j->triple, j->cpu);
+    }
+    // The JIT takes the module even when adding it fails (LLVM's C API consumes the TSM).
     LLVMOrcThreadSafeModuleRef tsm = LLVMOrcCreateNewThreadSafeModule(module, j->tsc);
     LLVMErrorRef e = LLVMOrcLLJITAddLLVMIRModule(j->jit, LLVMOrcLLJITGetMainJITDylib(j->jit), tsm);
-    if (e) {
-        LLVMOrcDisposeThreadSafeModule(tsm);
+    if (e)
         return rt_cpu_llvm_error(err, e, "cannot add a module");
-    }
     return RT_OK;
 }
 
 rt_status rt_cpu_jit_lookup(rt_cpu_jit *j, const char *name, void **out_fn, rt_err *err) {
+    if (!j->jit)
+        return rt_fail(err, RT_ERR_BACKEND, RT_NOLOC,
+                       "no JIT for %s (%s): its code does not run here", j->triple, j->cpu);
     LLVMOrcExecutorAddress addr = 0;
     LLVMErrorRef e = LLVMOrcLLJITLookup(j->jit, &addr, name);
     if (e)

@@ -14,10 +14,28 @@
 
 typedef struct rt_cpu_jit rt_cpu_jit;
 
+// Does code built for dev run on this host? The detected host (or arch "native") does; a device
+// of another instruction set, or with a feature this CPU lacks, does not: *why then says so
+// ("not this host (a aarch64 device; ...)", in the arena).
+bool rt_cpu_runs_here(rt_arena *a, const rt_device *dev, const char **why);
+
 // Creates a JIT whose target machine is the device's CPU: the host CPU name and features when
 // dev is the detected host or its arch is "native", else dev->arch with dev->features. Released
-// with the arena. Errors: RT_ERR_BACKEND with LLVM's message.
+// with the arena. Errors: RT_ERR_BACKEND with LLVM's message, or when dev's code does not run
+// here (rt_cpu_runs_here).
 rt_status rt_cpu_jit_new(rt_arena *a, const rt_device *dev, rt_cpu_jit **out, rt_err *err);
+// The same target machine and context for any CPU device, without a JIT (add_module and lookup
+// fail): for emitting and compiling code that does not run here. The device's isa gives the
+// triple (<isa>-unknown-linux-gnu unless it is the host's). *out is NULL when this build of
+// LLVM has no backend for that isa (then only C can be emitted).
+rt_status rt_cpu_target_new(rt_arena *a, const rt_device *dev, rt_cpu_jit **out, rt_err *err);
+// Compiles a module built in the target's context to an object in memory (and disposes of it):
+// the check that code for a device that does not run here compiles. *out_bytes: its size.
+rt_status rt_cpu_jit_emit_object(rt_cpu_jit *j, void *module, size_t *out_bytes, rt_err *err);
+const char *rt_cpu_jit_triple(const rt_cpu_jit *j);
+// Registers the LLVM backend (target, MC layer, asm printer) of an instruction set; false when
+// this build links none for it (hal-cpu-targets.c, chosen in CMake). Not thread-safe.
+bool rt_cpu_llvm_target_init(rt_cpu_isa isa);
 void *rt_cpu_jit_context(rt_cpu_jit *j);        // LLVMContextRef to build modules in
 void *rt_cpu_jit_target_machine(rt_cpu_jit *j); // LLVMTargetMachineRef (passes, data layout)
 bool rt_cpu_jit_avx512(const rt_cpu_jit *j);    // the target has avx512f

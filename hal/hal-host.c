@@ -524,6 +524,7 @@ static void rt_host_build(const rt_host_info *h, const rt_host_figures *fig, con
     dev->detected = true;
     snprintf(dev->arch, sizeof dev->arch, "%s", h->arch);
     snprintf(dev->features, sizeof dev->features, "%s", h->features);
+    dev->isa = rt_hal_host_isa();
     snprintf(dev->name, sizeof dev->name, "host CPU (%s, %d cores)", h->arch, (int)h->cores);
     rt_host_build_compute(h, fig, note, dev);
     rt_host_build_levels(h, fig, dev);

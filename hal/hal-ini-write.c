@@ -125,6 +125,8 @@ static rt_status rt_ini_write_device(const rt_device *dev, rt_buf *out, rt_err *
         feat[o] = '\0';
         RT_TRY(rt_ini_put_text(out, "device", "features", feat, err));
     }
+    if (dev->devclass == RT_DEVCLASS_CPU && dev->isa != RT_CPU_ISA_NONE)
+        rt_buf_printf(out, "isa = %s\n", rt_cpu_isa_name(dev->isa));
     if (dev->device_source)
         RT_TRY(rt_ini_put_text(out, "device", "source", dev->device_source, err));
     return RT_OK;

@@ -798,6 +798,7 @@ typedef enum rt_key_type {
     RT_KEY_CURVE,    // bandwidth_curve_gbps
     RT_KEY_SHAPE,    // mma_shape
     RT_KEY_FEATURES, // features
+    RT_KEY_ISA,      // isa (rt_cpu_isa)
 } rt_key_type;
 
 enum {
@@ -839,6 +840,7 @@ static const rt_key_def rt_device_keys[] = {
     {"launch_overhead_us",    RT_KEY_F64_NN,   0,               RT_DEV(launch_overhead_us), 0},
     {"sync_overhead_us",      RT_KEY_F64_NN,   0,               RT_DEV(sync_overhead_us), 0},
     {"features",              RT_KEY_FEATURES, RT_KEY_CPU_ONLY, 0, 0},
+    {"isa",                   RT_KEY_ISA,      RT_KEY_CPU_ONLY, RT_DEV(isa), 0},
     {"source",                RT_KEY_SOURCE,   0,               RT_DEV(device_source), 0},
 };
 
@@ -975,6 +977,11 @@ static rt_status rt_ini_apply(const rt_ini *ini, const rt_ini_entry *e, const rt
         return rt_ini_get_shape(ini, e, dev, err);
     case RT_KEY_FEATURES:
         return rt_ini_get_features(ini, e, dev, err);
+    case RT_KEY_ISA:
+        if (!rt_cpu_isa_find(v, &dev->isa))
+            return rt_fail(err, RT_ERR_DEVICE, rt_ini_val_loc(ini, e),
+                           "unknown isa '%s' (expected x86_64 or aarch64)", v);
+        return RT_OK;
     }
     rt_assert(!"bad key type");
     return RT_ERR_DEVICE;
@@ -1073,6 +1080,40 @@ static rt_status rt_check_level(const rt_locator *lc, const rt_device *dev, int3
     return RT_OK;
 }
 
+// The instruction set a feature name belongs to, for the names that belong to one only
+// (RT_CPU_ISA_NONE for the others): catches an Arm device file without `isa = aarch64`.
+static rt_cpu_isa rt_feature_isa(const char *name, size_t n) {
+    // clang-format off
+    static const struct { const char *prefix; rt_cpu_isa isa; } marks[] = {
+        {"sse", RT_CPU_ISA_X86_64}, {"avx", RT_CPU_ISA_X86_64}, {"fma", RT_CPU_ISA_X86_64},
+        {"amx", RT_CPU_ISA_X86_64}, {"neon", RT_CPU_ISA_AARCH64}, {"asimd", RT_CPU_ISA_AARCH64},
+        {"sve", RT_CPU_ISA_AARCH64}, {"dotprod", RT_CPU_ISA_AARCH64},
+    };
+    // clang-format on
+    for (size_t i = 0; i < sizeof marks / sizeof marks[0]; i++) {
+        size_t m = strlen(marks[i].prefix);
+        if (n >= m && strncmp(name, marks[i].prefix, m) == 0)
+            return marks[i].isa;
+    }
+    return RT_CPU_ISA_NONE;
+}
+
+// A CPU device's features must not name another instruction set than its isa.
+static rt_status rt_check_isa(const rt_locator *lc, const rt_device *dev, rt_err *err) {
+    for (const char *p = dev->features; *p;) {
+        size_t n = strcspn(p, ",");
+        rt_cpu_isa f = rt_feature_isa(p, n);
+        if (f != RT_CPU_ISA_NONE && f != dev->isa)
+            return rt_fail(err, RT_ERR_DEVICE, rt_locate(lc, RT_SEC_DEVICE, "features"),
+                           "feature '%.*s' is of isa %s, but the device's isa is %s (set 'isa "
+                           "= %s' in [device]; without it the isa is this host's)",
+                           (int)n, p, rt_cpu_isa_name(f), rt_cpu_isa_name(dev->isa),
+                           rt_cpu_isa_name(f));
+        p += n + (p[n] == ',');
+    }
+    return RT_OK;
+}
+
 static rt_status rt_check_device_at(const rt_locator *lc, const rt_device *dev, rt_err *err) {
     bool gpu = rt_devclass_is_gpu(dev->devclass);
     const char *cls = rt_devclass_name(dev->devclass);
@@ -1094,10 +1135,14 @@ static rt_status rt_check_device_at(const rt_locator *lc, const rt_device *dev, 
                 return rt_fail(err, RT_ERR_DEVICE, rt_locate(lc, RT_SEC_DEVICE, gpu_keys[k]),
                                "'%s' is for GPU classes only (class is cpu)", gpu_keys[k]);
         }
+        RT_TRY(rt_check_isa(lc, dev, err));
     } else {
         if (dev->features[0])
             return rt_fail(err, RT_ERR_DEVICE, rt_locate(lc, RT_SEC_DEVICE, "features"),
                            "'features' is for class cpu only (class is %s)", cls);
+        if (dev->isa != RT_CPU_ISA_NONE)
+            return rt_fail(err, RT_ERR_DEVICE, rt_locate(lc, RT_SEC_DEVICE, "isa"),
+                           "'isa' is for class cpu only (class is %s)", cls);
         if (dev->max_threads_per_block > dev->max_threads_per_unit)
             return rt_fail(err, RT_ERR_DEVICE,
                            rt_locate(lc, RT_SEC_DEVICE, "max_threads_per_block"),
@@ -1299,6 +1344,8 @@ rt_status rt_hal_load_device(const char *path, rt_device *out, rt_err *err) {
     rt_locator lc = {.ini = &ini, .dev = out};
     if (st == RT_OK)
         st = rt_ini_build(&ini, out, &lc, err);
+    if (st == RT_OK && out->devclass == RT_DEVCLASS_CPU && out->isa == RT_CPU_ISA_NONE)
+        out->isa = rt_hal_host_isa();
     if (st == RT_OK) {
         const rt_ini_entry *arch = rt_ini_find(&ini, rt_ini_find_sec(&ini, "device"), "arch");
         out->arch_loc = rt_ini_val_loc(&ini, arch); // the caller's path while checking

@@ -104,6 +104,40 @@ const char *rt_devclass_name(rt_devclass c) {
     return (unsigned)c < RT_DEVCLASS_COUNT ? rt_hal_classes[c].name : "unknown";
 }
 
+// clang-format off
+static const char *const rt_cpu_isa_names[RT_CPU_ISA_COUNT] = {
+    [RT_CPU_ISA_NONE]    = "none",
+    [RT_CPU_ISA_X86_64]  = "x86_64",
+    [RT_CPU_ISA_AARCH64] = "aarch64",
+};
+// clang-format on
+_Static_assert(sizeof rt_cpu_isa_names / sizeof rt_cpu_isa_names[0] == RT_CPU_ISA_COUNT,
+               "ORDER RT_CPU_ISA");
+
+const char *rt_cpu_isa_name(rt_cpu_isa isa) {
+    return (unsigned)isa < RT_CPU_ISA_COUNT ? rt_cpu_isa_names[isa] : "unknown";
+}
+
+bool rt_cpu_isa_find(const char *name, rt_cpu_isa *out) {
+    for (int i = RT_CPU_ISA_NONE + 1; i < RT_CPU_ISA_COUNT; i++) {
+        if (strcmp(name, rt_cpu_isa_names[i]) == 0) {
+            *out = (rt_cpu_isa)i;
+            return true;
+        }
+    }
+    return false;
+}
+
+rt_cpu_isa rt_hal_host_isa(void) {
+#if defined(__x86_64__)
+    return RT_CPU_ISA_X86_64;
+#elif defined(__aarch64__)
+    return RT_CPU_ISA_AARCH64;
+#else
+    return RT_CPU_ISA_NONE;
+#endif
+}
+
 const struct rt_hal_ops *rt_hal_class_ops(rt_devclass c) {
     return (unsigned)c < RT_DEVCLASS_COUNT ? rt_hal_classes[c].ops : NULL;
 }
@@ -264,8 +298,13 @@ static void rt_hal_print_label(rt_buf *out, const char *src, const char *key) {
 }
 
 void rt_hal_print_device(const rt_device *dev, rt_buf *out) {
-    rt_buf_linef(out, 0, "device  %s (%s, %s)%s", dev->name, rt_devclass_name(dev->devclass),
-                 dev->arch, dev->detected ? " detected" : "");
+    if (dev->devclass == RT_DEVCLASS_CPU)
+        rt_buf_linef(out, 0, "device  %s (%s, %s, %s)%s", dev->name,
+                     rt_devclass_name(dev->devclass), dev->arch, rt_cpu_isa_name(dev->isa),
+                     dev->detected ? " detected" : "");
+    else
+        rt_buf_linef(out, 0, "device  %s (%s, %s)%s", dev->name, rt_devclass_name(dev->devclass),
+                     dev->arch, dev->detected ? " detected" : "");
     rt_buf_printf(out, "units   %d x %d lanes x %d TEUs at %g MHz", (int)dev->units,
                   (int)dev->lanes, (int)dev->teus_per_unit, dev->clock_mhz);
     rt_hal_print_label(out, dev->device_source, "clock_mhz");
@@ -394,6 +433,8 @@ void *rt_hal_device_to_json(const rt_device *dev) {
     rt_json_set(o, "name", json_string(dev->name));
     rt_json_set(o, "class", json_string(rt_devclass_name(dev->devclass)));
     rt_json_set(o, "arch", json_string(dev->arch));
+    if (dev->devclass == RT_DEVCLASS_CPU)
+        rt_json_set(o, "isa", json_string(rt_cpu_isa_name(dev->isa)));
     rt_json_set(o, "path", json_string(dev->path));
     rt_json_set(o, "detected", json_boolean(dev->detected));
     rt_json_set(o, "units", json_integer(dev->units));

@@ -31,6 +31,14 @@ typedef enum rt_mem_scope {
     RT_MEM_SCOPE_COUNT
 } rt_mem_scope;
 
+// The instruction set of a CPU device ([device] isa). ORDER RT_CPU_ISA: names in hal.c.
+typedef enum rt_cpu_isa {
+    RT_CPU_ISA_NONE,    // not a CPU device (or a host of an instruction set rtgen does not name)
+    RT_CPU_ISA_X86_64,  // "x86_64"
+    RT_CPU_ISA_AARCH64, // "aarch64"
+    RT_CPU_ISA_COUNT
+} rt_cpu_isa;
+
 typedef enum rt_mem_managed {
     RT_MEM_EXPLICIT, // tiles are copied in by the kernel (shared memory, registers)
     RT_MEM_CACHE,    // hardware-managed cache (CPU caches)
@@ -95,6 +103,7 @@ typedef struct rt_device {
     const char *compute_source;
     const char *device_source;
     char features[512]; // CPU ISA features, comma separated ("avx512f,avx512bw,fma,...")
+    rt_cpu_isa isa;     // CPU: instruction set ([device] isa; this host's when not given)
     bool detected;      // built from the running host
     int32_t n_levels;
     rt_mem_level level[RT_MAX_MEM_LEVELS];
@@ -113,6 +122,12 @@ struct rt_hal_ops {
 };
 
 const char *rt_devclass_name(rt_devclass c);
+// "x86_64", "aarch64"; "none" for RT_CPU_ISA_NONE.
+const char *rt_cpu_isa_name(rt_cpu_isa isa);
+// Looks an instruction set up by its INI spelling; false when unknown (or "none").
+bool rt_cpu_isa_find(const char *name, rt_cpu_isa *out);
+// The instruction set rtgen runs on (the one its JIT compiles for).
+rt_cpu_isa rt_hal_host_isa(void);
 const char *rt_mem_scope_name(rt_mem_scope s);
 // Looks a class up by its INI spelling ("cuda"); false when unknown.
 bool rt_hal_find_class(const char *name, rt_devclass *out);

@@ -92,6 +92,33 @@ int64_t rt_perf_cpu_vector_regs(const rt_device *dev) {
     return cap > 0 ? cap / vec_bytes : 16;
 }
 
+void rt_perf_cpu_uk_rules_of(const rt_device *dev, rt_perf_cpu_uk_rules *out) {
+    int64_t latency = dev && dev->fma_latency_cycles > 0 ? dev->fma_latency_cycles : 4;
+    int64_t pipes = !dev ? 2 : dev->teus_per_unit > 0 ? dev->teus_per_unit : 1;
+    out->lanes = !dev ? 16 : dev->lanes > 0 ? dev->lanes : 1;
+    out->regs = dev ? rt_perf_cpu_vector_regs(dev) : 32;
+    out->acc_min = rt_ceil_div(3 * latency * pipes, 2);
+    // nv_max: the widest B row for which every narrower one keeps acc_min accumulators in the
+    // registers (a register file too small for that keeps what one B vector leaves).
+    out->nv_max = 0;
+    for (int64_t nv = 1; nv <= RT_PERF_CPU_UK_MAX_NV; nv++) {
+        if (nv * rt_ceil_div(out->acc_min, nv) + nv + 1 > out->regs)
+            break;
+        out->nv_max = nv;
+    }
+    if (out->nv_max == 0) {
+        out->nv_max = 1;
+        out->acc_min = out->regs > 3 ? out->regs - 2 : 1;
+    }
+    out->nv_min = out->nv_max < 2 ? out->nv_max : 2;
+}
+
+int64_t rt_perf_cpu_uk_max_mr(const rt_perf_cpu_uk_rules *r, int64_t nv) {
+    nv = nv < 1 ? 1 : nv;
+    int64_t acc = rt_min64(r->regs - nv - 1, RT_PERF_CPU_UK_MAX_ACC);
+    return acc / nv > 1 ? acc / nv : 1;
+}
+
 bool rt_perf_cpu_ukernel(const rt_device *dev, int32_t elem_bytes, int64_t mr, int64_t nr,
                          int64_t kc, rt_perf_ukernel *out) {
     memset(out, 0, sizeof *out);
@@ -364,12 +391,13 @@ static gemm_span span_of(const gemm_grid *gr, int64_t a, int64_t b) {
 
 // Work of the busiest core when the mt x runs work items of g go to `units` cores in
 // contiguous chunks [n t / T, n (t + 1) / T), as hal-cpu.c's pool hands them out: an item costs
-// its rows x (its columns + 16) + 2 x its columns, the 16 being its A packing (a transpose:
-// about one cycle per element against a sixteenth of a cycle per element and column for the
-// micro-kernel's FMAs) and the 2 its B packing (a vector copy, an eighth of a cycle per
-// element), which every row block repeats. Integer sums, exact in a double below 2^53.
+// its rows x (its columns + pack) + 2 x its columns, pack being its A packing (a transpose:
+// about one cycle per element against 1 / pack of a cycle per element and column for the
+// micro-kernel's FMAs, pack = lanes x FMA pipes / 2: 16 on AVX-512, 8 on AVX2) and the 2 its B
+// packing (a vector copy, an eighth of a cycle per element), which every row block repeats.
+// Integer sums, exact in a double below 2^53.
 static double gemm_busiest_load(const rt_perf_cpu_gemm *g, int64_t ntl, int64_t nblk, int64_t bpg,
-                                int64_t units, int64_t *steps) {
+                                int64_t units, double pack, int64_t *steps) {
     gemm_grid gr = grid_of(g, ntl, nblk, bpg);
     int64_t n = gr.mt * rt_ceil_div(nblk, bpg), height[2] = {g->mc, gr.m_rest};
     double busiest = 0;
@@ -378,7 +406,7 @@ static double gemm_busiest_load(const rt_perf_cpu_gemm *g, int64_t ntl, int64_t 
         double load = 0;
         for (int32_t e = 0; e < 2; e++) {
             double cols = (double)(s.full[e] * g->nc + s.edge[e] * gr.n_rest);
-            load += (double)height[e] * (cols + 16.0 * (double)s.items[e]) + 2 * cols;
+            load += (double)height[e] * (cols + pack * (double)s.items[e]) + 2 * cols;
         }
         busiest = load > busiest ? load : busiest;
         ++*steps;
@@ -409,10 +437,14 @@ static int64_t gemm_runs(const rt_device *dev, int64_t batch, int64_t units,
             ng = rt_ceil_div(nblk, run > 1 ? run : 1);
     }
     ng = rt_min64(ng, nblk);
+    double pack = 16.0; // without a device: AVX-512's 16 lanes on 2 pipes
+    if (dev)
+        pack = (double)(dev->lanes > 0 ? dev->lanes : 1) *
+               (double)(dev->teus_per_unit > 0 ? dev->teus_per_unit : 1) / 2.0;
     double load[GEMM_RUNS_TRIED + 1] = {0}, least = -1;
     int64_t span = rt_min64(nblk - ng, rt_min64(8 * units, GEMM_RUNS_TRIED));
     for (int64_t d = 0; d <= span; d++) {
-        load[d] = gemm_busiest_load(g, ntl, nblk, rt_ceil_div(nblk, ng + d), units, steps);
+        load[d] = gemm_busiest_load(g, ntl, nblk, rt_ceil_div(nblk, ng + d), units, pack, steps);
         least = least < 0 || load[d] < least ? load[d] : least;
     }
     int64_t best = ng;
@@ -431,10 +463,13 @@ void rt_perf_cpu_gemm_block(const rt_device *dev, int64_t batch, rt_perf_cpu_gem
     int64_t M = g->M, N = g->N, K = g->K;
     int64_t mr = g->mr, nr = g->nr, kc = g->kc, mc = g->mc, nc = g->nc;
     // The register tile keeps the model's shape where it fits the vector registers, widened to
-    // two vectors (B loads amortized over mr broadcasts) when N allows.
-    int64_t nv = clamp64(rt_ceil_div(nr, 16), 2, 4);
-    nv = rt_max64(1, rt_min64(nv, rt_ceil_div(N, 16)));
-    mr = clamp64(mr, rt_ceil_div(12, nv), 28 / nv);
+    // two vectors (B loads amortized over mr broadcasts) when N allows (rt_perf_cpu_uk_rules).
+    rt_perf_cpu_uk_rules ur;
+    rt_perf_cpu_uk_rules_of(dev, &ur);
+    int64_t vl = ur.lanes;
+    int64_t nv = clamp64(rt_ceil_div(nr, vl), ur.nv_min, ur.nv_max);
+    nv = rt_max64(1, rt_min64(nv, rt_ceil_div(N, vl)));
+    mr = clamp64(mr, rt_ceil_div(ur.acc_min, nv), rt_perf_cpu_uk_max_mr(&ur, nv));
     // Cache blocking (BLIS analytical rules for the backend's loop order, row panels outside
     // column panels): the mr x kc A micro-panel, which stays in L1 across a B block, fills half
     // of L1 (kc at most RT_PERF_CPU_MAX_KC); the kc x nc B block,
@@ -461,14 +496,14 @@ void rt_perf_cpu_gemm_block(const rt_device *dev, int64_t batch, rt_perf_cpu_gem
         if (kc > 0 && K > 0)
             kc = rt_ceil_div(K, rt_ceil_div(K, kc));
         if (l2 > 0)
-            nc = rt_max64(16 * nv, l2 / 4 / (kc * 4) / (16 * nv) * (16 * nv));
+            nc = rt_max64(vl * nv, l2 / 4 / (kc * 4) / (vl * nv) * (vl * nv));
         int64_t outer = l3 > 0 ? l3 : l2;
         if (outer > 0)
             mc = rt_max64(mc, outer / 2 / (kc * 4));
     }
     mr = clamp64(mr, 1, M);
     g->mr = mr;
-    g->nr = 16 * nv;
+    g->nr = vl * nv;
     g->kc = clamp64(kc, rt_min64(16, K), rt_min64(RT_PERF_CPU_MAX_KC, K));
     g->mc = clamp64(rt_round_up(mc, mr), mr, rt_min64(rt_round_up(M, mr), rt_round_up(1024, mr)));
     g->nc = clamp64(rt_round_up(nc, g->nr), g->nr, rt_min64(rt_round_up(N, g->nr), 4096));
@@ -1116,6 +1151,7 @@ static double vloop_cycles(int64_t n, bool constant, int64_t lanes, double c_vec
 static double window_pack_cycles(const rt_perf_model *m, const rt_perf_cpu_loops *lp,
                                  const win_pack *w, const tile_set *ty, const tile_set *tx) {
     double ports = rt_perf_cpu_load_ports(m->dev), rows = 0, outer = 1, row_cycles = 0;
+    double lanes = m->dev->lanes > 0 ? m->dev->lanes : 1;
     int32_t ix = lp->n_vars - 1;
     if (w->handed)
         for (int32_t j = 0; j < ty->n; j++)
@@ -1126,7 +1162,7 @@ static double window_pack_cycles(const rt_perf_model *m, const rt_perf_cpu_loops
         if (!w->handed || u != ix - 1)
             outer *= (double)lp->extent[u];
     for (int32_t k = 0; k < tx->n; k++) {
-        double len = (double)(w->a * (tx->size[k] - 1) + w->bspan + 1), vecs = ceil(len / 16.0);
+        double len = (double)(w->a * (tx->size[k] - 1) + w->bspan + 1), vecs = ceil(len / lanes);
         double slots = 2.0 * vecs + (w->has_row ? vecs + 1 : 0) + (w->pad ? 2.0 * w->bspan : 0);
         double c = slots / ports;
         if (w->a > 1 && vecs > c)

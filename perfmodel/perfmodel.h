@@ -286,11 +286,32 @@ double rt_perf_cpu_load_ports(const rt_device *dev);
 // Vector registers: the register level's capacity / (lanes x 4 B).
 int64_t rt_perf_cpu_vector_regs(const rt_device *dev);
 
+// The register-block rules of the packed GEMM's micro-kernel (mr rows x nv vectors of B), all
+// from the device file: a vector holds `lanes` floats; a k step keeps mr x nv accumulators, its
+// nv B vectors and one broadcast A value in the vector registers (LLVM broadcasts A into a
+// register on AVX-512 too: 7x64's 33 registers spilled one zmm per k step); at least
+// acc_min accumulators hide the FMA latency on every FMA pipe, with half again as slack
+// (3/2 x fma_latency_cycles x teus_per_unit: 12 on two pipes of latency 4, the 6x16 of AVX2 and
+// the 6x32 of AVX-512); nv runs from nv_min (two vectors, so that B's loads amortize over the
+// broadcasts) to nv_max, the most B vectors (at most RT_PERF_CPU_UK_MAX_NV) whose acc_min
+// accumulators still fit. Without a device: 16 lanes, 32 registers, 2 pipes of latency 4.
+#define RT_PERF_CPU_UK_MAX_NV  4  // policy: a k step's B row is at most 4 vectors
+#define RT_PERF_CPU_UK_MAX_ACC 32 // accumulators the backend's micro-kernel may keep
+typedef struct rt_perf_cpu_uk_rules {
+    int64_t lanes; // floats per vector register
+    int64_t regs;  // vector registers
+    int64_t acc_min;
+    int64_t nv_min, nv_max;
+} rt_perf_cpu_uk_rules;
+void rt_perf_cpu_uk_rules_of(const rt_device *dev, rt_perf_cpu_uk_rules *out);
+// The most rows whose accumulators, nv B vectors and the broadcast fit the registers.
+int64_t rt_perf_cpu_uk_max_mr(const rt_perf_cpu_uk_rules *r, int64_t nv);
+
 // One register micro-kernel mr x nr (elements) over kc reduction steps: C(mr x nr) += A panel
 // (mr broadcasts per step) x B panel (ceil(nr / vector) loads per step).
 typedef struct rt_perf_ukernel {
     int64_t acc_vectors; // accumulators: mr x ceil(nr / vector elements)
-    int64_t vector_regs; // accumulators + B vectors of one step + one broadcast
+    int64_t vector_regs; // accumulators + B vectors of one step + one broadcast A
     double cycles_per_k; // max(FMAs / FMA ports, loads / load ports, FMA latency); the loads
                          // include B's lines from L2 when the call's panels overflow L1
     double call_cycles;  // kc steps + C load and store + RT_PERF_CPU_CALL_CYCLES

@@ -672,6 +672,10 @@ static rt_status rt_driver_construct(rt_arena *a, const rt_driver_options *o, co
     json_object_set_new(root, "winner", winner >= 0 ? json_integer(ranks[winner]) : json_null());
     if (!is_cpu && gpu.not_profiled)
         json_object_set_new(root, "not_profiled", json_string(gpu.not_profiled));
+    if (is_cpu && cpu->not_profiled)
+        json_object_set_new(root, "not_profiled", json_string(cpu->not_profiled));
+    if (is_cpu)
+        json_object_set_new(root, "target", cpu->target ? json_string(cpu->target) : json_null());
     json_object_set_new(root, "construction", (json_t *)rt_perf_result_to_json(res));
     json_object_set_new(root, "kernels",
                         is_cpu ? (json_t *)rt_cpu_report_to_json(cpu)

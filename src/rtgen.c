@@ -42,7 +42,8 @@ typedef struct rt_cpu_impl {
     const char **keys; // per candidate: its code with name and header left out
     const rt_op *op;
     const rt_device *dev;
-    rt_cpu_jit *jit;
+    rt_cpu_jit *jit;         // NULL: LLVM has no backend for the device's isa (C only)
+    bool runs;               // the device's code runs here (jit JIT-compiles; else it only emits)
     rt_kir_kernel **kernels; // per candidate
     rt_cpu_phase_fn **fns;   // per candidate, NULL when not compiled
     int32_t threads;
@@ -85,12 +86,18 @@ static rt_status rt_cpu_build_one(rt_cpu_impl *im, const rt_perf_result *perf, i
             im->fns[rank] = im->fns[c->same_as];
         }
     }
-    rt_llvm_target t = {rt_cpu_jit_context(im->jit), rt_cpu_jit_target_machine(im->jit),
-                        rt_cpu_jit_avx512(im->jit)};
     void *mod = NULL;
-    RT_TRY(rt_emit_llvm(a, k, &t, want_jit, &mod, &c->ll_source, err));
+    if (im->jit) {
+        rt_llvm_target t = {rt_cpu_jit_context(im->jit), rt_cpu_jit_target_machine(im->jit),
+                            rt_cpu_jit_avx512(im->jit)};
+        RT_TRY(rt_emit_llvm(a, k, &t, want_jit, &mod, &c->ll_source, err));
+    }
     rt_cpu_phase_fn *fns = NULL;
-    if (want_jit) {
+    if (want_jit && im->jit && !im->runs) {
+        // Code for another host: compiled to an object for the device's triple, never run.
+        size_t bytes;
+        RT_TRY(rt_cpu_jit_emit_object(im->jit, mod, &bytes, err));
+    } else if (want_jit && im->jit) {
         RT_TRY(rt_cpu_jit_add_module(im->jit, mod, err));
         RT_ALLOC(a, fns, k->n_phases, err);
         for (int32_t i = 0; i < k->n_phases; i++) {
@@ -539,16 +546,30 @@ rt_status rt_cpu_build_and_profile(rt_arena *a, const rt_op *op, const rt_device
     RT_ALLOC(a, im->kernels, r->n + 1, err);
     RT_ALLOC(a, im->fns, r->n + 1, err);
     RT_ALLOC(a, im->keys, r->n, err);
-    RT_TRY(rt_cpu_jit_new(a, dev, &im->jit, err));
+    const char *why = NULL;
+    im->runs = rt_cpu_runs_here(a, dev, &why);
+    if (im->runs)
+        RT_TRY(rt_cpu_jit_new(a, dev, &im->jit, err));
+    else
+        RT_TRY(rt_cpu_target_new(a, dev, &im->jit, err));
+    r->target = im->jit ? rt_cpu_jit_triple(im->jit) : NULL;
+    r->ran = im->runs;
+    if (!im->jit) {
+        r->ext = "c";
+        r->note =
+            rt_arena_printf(a, "this LLVM has no %s backend: C only", rt_cpu_isa_name(dev->isa));
+    }
+    bool profile = opt->profile && im->runs;
+    r->not_profiled = !im->runs ? why : !opt->profile ? "profiling off" : NULL;
     bool tty = opt->progress && isatty(2);
     for (int32_t i = 0; i < r->n; i++) {
         if (tty)
             fprintf(stderr, "\rrtgen: compiling candidate %d/%d", (int)i + 1, (int)r->n);
-        RT_TRY(rt_cpu_build_one(im, perf, i, &r->cands[i], opt->profile || i == 0, err));
+        RT_TRY(rt_cpu_build_one(im, perf, i, &r->cands[i], profile || i == 0, err));
         if (i == 0)
             r->top1_ms = rt_cpu_ms(t_start);
     }
-    if (!opt->profile) {
+    if (!profile) {
         if (tty)
             fprintf(stderr, "\r\033[K");
         r->total_ms = rt_cpu_ms(t_start);
@@ -815,6 +836,14 @@ void rt_cpu_report_print(const rt_cpu_report *r, rt_buf *out) {
     if (r->profiled)
         rt_buf_printf(out, "reference (%s check) in %.1f ms\n",
                       r->n > 0 && r->cands[0].check ? r->cands[0].check : "none", r->reference_ms);
-    rt_buf_printf(out, "top-1 JIT-compiled in %.1f ms; total %.1f ms on %d threads\n", r->top1_ms,
-                  r->total_ms, (int)r->threads);
+    if (r->ran)
+        rt_buf_printf(out, "top-1 JIT-compiled in %.1f ms; total %.1f ms on %d threads\n",
+                      r->top1_ms, r->total_ms, (int)r->threads);
+    else if (r->target)
+        rt_buf_printf(out, "top-1 compiled for %s (not run) in %.1f ms; total %.1f ms\n", r->target,
+                      r->top1_ms, r->total_ms);
+    if (r->note)
+        rt_buf_printf(out, "note: %s\n", r->note);
+    if (r->not_profiled)
+        rt_buf_printf(out, "not profiled: %s\n", r->not_profiled);
 }

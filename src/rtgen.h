@@ -110,7 +110,11 @@ typedef struct rt_cpu_report {
     double top1_ms;      // from the call until top-1 was JIT-compiled and callable
     double reference_ms; // computing the reference outputs (interpreter or naive kernel)
     double total_ms;
-    const char *ext; // "c" or "ll": the primary source
+    const char *ext;          // "c" or "ll": the primary source
+    bool ran;                 // the device's code runs on this host (JIT-compiled here)
+    const char *target;       // the LLVM triple the code is built for; NULL: C only
+    const char *note;         // NULL, or why only C was emitted
+    const char *not_profiled; // NULL when profiled, else why not ("not this host (...)")
     // The ceilings of peak_pct: the device's f32 peak, and the bandwidth of the level the model
     // takes the operator's compulsory traffic from (level 1, the last-level cache, when the
     // operator is warm -- rt_perf_cpu_warm -- else DRAM), with their labels ("measured DATE" or
@@ -132,7 +136,7 @@ typedef struct rt_cpu_report {
 // runs start from outputs so filled, so that an element a kernel never writes cannot pass;
 // outputs a '+=' accumulates into keep the caller's values). Before anything
 // is compiled or allocated, a profile whose data (bound tensors, the kernel's copies, the
-// reference) exceeds the memory available is refused. Errors: RT_ERR_SPEC for constructs the
+// reference) exceeds the memory available is refused. Errors: RT_ERR_BACKEND for constructs the
 // CPU backend does not lower (with their location), RT_ERR_NOFIT when perf has no candidate or
 // the profile does not fit in memory, RT_ERR_BACKEND for LLVM failures, RT_ERR_NOMEM.
 rt_status rt_cpu_build_and_profile(rt_arena *a, const rt_op *op, const rt_device *dev,

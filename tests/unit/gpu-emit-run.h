@@ -89,7 +89,7 @@ static int32_t compile_table(const char *const *dev_paths, int32_t n_dev_paths, 
             if (st == RT_OK && strstr(specs[si], "treernn")) {
                 // recursion over a tree: refused at the recursive statement
                 st = rt_gpu_compile_topk(a, r, &dev, 1, 2, &cands, &err);
-                RT_EXPECT_EQ(st, RT_ERR_SPEC);
+                RT_EXPECT_EQ(st, RT_ERR_BACKEND);
                 RT_EXPECT(err.where.file && err.where.line > 0 &&
                           strstr(err.msg, "not supported by the GPU backend"));
                 rt_arena_free(a);

@@ -49,6 +49,7 @@ static const char *device_diff(const rt_device *a, const rt_device *b) {
     RT_SAME(mma_n);
     RT_SAME(mma_k);
     RT_SAME(fma_latency_cycles);
+    RT_SAME(isa);
     RT_SAME(n_insn);
     RT_SAME(n_levels);
     RT_SAME(ops);

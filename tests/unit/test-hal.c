@@ -76,6 +76,12 @@ static void test_shipped_devices(void) {
         RT_EXPECT_EQ(rt_hal_check_device(&dev, &err), RT_OK);
         RT_EXPECT(dev.device_source && dev.compute_source);
         RT_EXPECT(!dev.detected);
+        // Every CPU device names its instruction set; a GPU device has none.
+        RT_EXPECT_EQ(dev.isa != RT_CPU_ISA_NONE, dev.devclass == RT_DEVCLASS_CPU);
+        if (strcmp(names[i], "arm-neoverse-n1.ini") == 0)
+            RT_EXPECT_EQ(dev.isa, RT_CPU_ISA_AARCH64);
+        if (strncmp(names[i], "x86-", 4) == 0)
+            RT_EXPECT_EQ(dev.isa, RT_CPU_ISA_X86_64);
         for (int l = 0; l < dev.n_levels; l++) {
             RT_EXPECT_EQ(dev.level[l].level, l);
             RT_EXPECT(dev.level[l].source != NULL);
@@ -256,6 +262,7 @@ static void test_host(void) {
     RT_EXPECT(strncmp(dev.compute_source, "nominal: ", 9) == 0);
     RT_EXPECT(dev.n_levels >= 3);
     RT_EXPECT(dev.arch[0] != '\0');
+    RT_EXPECT_EQ(dev.isa, rt_hal_host_isa());
     RT_EXPECT(strncmp(dev.device_source, "detected: ", 10) == 0);
     const rt_mem_level *l1 = NULL, *l2 = NULL;
     for (int i = 0; i < dev.n_levels; i++) {

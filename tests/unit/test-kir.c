@@ -160,9 +160,10 @@ static rt_kir_kernel *build_elementwise(rt_arena *a, int64_t n) {
 // C(MxN) = A(MxK) * B(KxN) with A, B packed by copy loops into scratch and one micro-kernel
 // per mr x nr tile (edge tiles included); then the same product is accumulated on top.
 static rt_kir_kernel *build_gemm(rt_arena *a, int64_t m, int64_t n, int64_t kk, int32_t mr,
-                                 int32_t nr) {
+                                 int32_t nr, int32_t vl) {
     rt_kir_kernel *k = rt_kir_kernel_new(
-        a, rt_arena_printf(a, "t_gemm_%lldx%lldx%lld", (long long)m, (long long)n, (long long)kk));
+        a, rt_arena_printf(a, "t_gemm_%lldx%lldx%lld_%dx%dv%d", (long long)m, (long long)n,
+                           (long long)kk, (int)mr, (int)nr, (int)vl));
     int32_t ba = rt_kir_add_buf(a, k, "A", RT_KIR_BUF_DATA, RT_KIR_F32, 0, -1);
     int32_t bb = rt_kir_add_buf(a, k, "B", RT_KIR_BUF_DATA, RT_KIR_F32, 1, -1);
     int32_t bc = rt_kir_add_buf(a, k, "C", RT_KIR_BUF_DATA, RT_KIR_F32, 2, -1);
@@ -221,6 +222,7 @@ static rt_kir_kernel *build_gemm(rt_arena *a, int64_t m, int64_t n, int64_t kk, 
     for (int acc = 0; acc < 2; acc++) {
         rt_kir_node *u = rt_kir_append(a, &p->body, RT_KIR_N_UKERNEL);
         u->uk = (rt_kir_ukernel){
+            .vl = vl,
             .mr = mr,
             .nr = nr,
             .kc = rt_kir_int(a, kk),
@@ -616,9 +618,11 @@ static void test_fuse(rt_arena *a, rt_cpu_jit *jit) {
     }
 }
 
+// A GEMM of micro-kernels mr x nr in vectors of vl floats (16: AVX-512, 8: AVX2, 4: NEON; any
+// width runs on this host, LLVM splits or joins the vectors).
 static void test_gemm(rt_arena *a, rt_cpu_jit *jit, int64_t m, int64_t n, int64_t kk, int32_t mr,
-                      int32_t nr) {
-    rt_kir_kernel *k = build_gemm(a, m, n, kk, mr, nr);
+                      int32_t nr, int32_t vl) {
+    rt_kir_kernel *k = build_gemm(a, m, n, kk, mr, nr, vl);
     runner rl, rc;
     const char *c;
     RT_EXPECT(build_both(a, jit, k, &rl, &rc, &c));
@@ -627,7 +631,9 @@ static void test_gemm(rt_arena *a, rt_cpu_jit *jit, int64_t m, int64_t n, int64_
     int32_t b_prefetches = 0;
     for (const char *q = last_ll; (q = strstr(q, ", i32 0, i32 3, i32 1)")) != NULL; q++)
         b_prefetches++;
-    RT_EXPECT_EQ(b_prefetches, nr / 16);
+    RT_EXPECT_EQ(b_prefetches, (nr + 15) / 16);
+    // The accumulators are vectors of vl floats.
+    RT_EXPECT(strstr(last_ll, rt_arena_printf(a, "phi <%d x float>", (int)vl)) != NULL);
     float *A = rt_arena_calloc(a, (size_t)(m * kk), 4),
           *B = rt_arena_calloc(a, (size_t)(kk * n), 4);
     // The overwriting pass streams (non-temporal stores): C1 is 64-byte aligned (the streaming
@@ -658,8 +664,55 @@ static void test_gemm(rt_arena *a, rt_cpu_jit *jit, int64_t m, int64_t n, int64_
     RT_EXPECT_NEAR(max_err, 0.0, 1e-3);
 }
 
+// A CPU device whose code does not run here: another isa (devices/arm-neoverse-n1.ini on an
+// x86-64 host, x86-avx2.ini on an Arm one), or this isa with a feature no CPU has. The JIT is
+// refused with an error (LLVM aborted the process when it got the foreign CPU name for the host
+// triple), the emit-only target builds and compiles the kernel for the device's own triple.
+static void test_foreign(rt_arena *a) {
+    rt_device dev;
+    rt_err err = {0};
+    bool arm_host = rt_hal_host_isa() == RT_CPU_ISA_AARCH64;
+    const char *path = arm_host ? RTGEN_SOURCE_DIR "/devices/x86-avx2.ini"
+                                : RTGEN_SOURCE_DIR "/devices/arm-neoverse-n1.ini";
+    rt_status st = rt_hal_load_device(path, &dev, &err);
+    RT_EXPECT_EQ(st, RT_OK);
+    if (st != RT_OK)
+        return;
+    const char *want_isa = arm_host ? "x86_64" : "aarch64";
+    RT_EXPECT_STR(rt_cpu_isa_name(dev.isa), want_isa);
+    const char *why = NULL;
+    RT_EXPECT(!rt_cpu_runs_here(a, &dev, &why));
+    RT_EXPECT(why && strncmp(why, "not this host (device isa ", 26) == 0);
+    rt_cpu_jit *jit = NULL;
+    RT_EXPECT_EQ(rt_cpu_jit_new(a, &dev, &jit, &err), RT_ERR_BACKEND);
+    RT_EXPECT(strstr(err.msg, "not this host") != NULL);
+    RT_EXPECT_EQ(rt_cpu_target_new(a, &dev, &jit, &err), RT_OK);
+    RT_EXPECT(jit != NULL); // Debian's LLVM 16 builds both backends
+    if (jit) {
+        RT_EXPECT(strncmp(rt_cpu_jit_triple(jit), want_isa, strlen(want_isa)) == 0);
+        rt_kir_kernel *k = build_elementwise(a, 1003);
+        rt_llvm_target t = {rt_cpu_jit_context(jit), rt_cpu_jit_target_machine(jit),
+                            rt_cpu_jit_avx512(jit)};
+        void *mod = NULL;
+        const char *ll = NULL;
+        RT_EXPECT_EQ(rt_emit_llvm(a, k, &t, true, &mod, &ll, &err), RT_OK);
+        RT_EXPECT(ll && strstr(ll, want_isa) != NULL); // target triple = "aarch64-..."
+        size_t bytes = 0;
+        RT_EXPECT_EQ(rt_cpu_jit_emit_object(jit, mod, &bytes, &err), RT_OK);
+        RT_EXPECT(bytes > 0);
+        RT_EXPECT_EQ(rt_cpu_jit_add_module(jit, NULL, &err), RT_ERR_BACKEND);
+    }
+    // This host's isa, a feature that no CPU has: emitted for, never run.
+    RT_EXPECT_EQ(rt_hal_load_device(RTGEN_SOURCE_DIR "/devices/x86-avx2.ini", &dev, &err), RT_OK);
+    dev.isa = rt_hal_host_isa();
+    snprintf(dev.features, sizeof dev.features, "fma,rtgen_no_such_feature");
+    RT_EXPECT(!rt_cpu_runs_here(a, &dev, &why));
+    RT_EXPECT(why && strstr(why, "lacks rtgen-no-such-feature") != NULL);
+}
+
 int main(void) {
     rt_arena *a = rt_arena_new(1 << 20);
+    test_foreign(a);
     test_fold(a);
     test_hoist(a);
     rt_cpu_jit *jit = NULL;
@@ -676,9 +729,12 @@ int main(void) {
         test_window_acc(a, jit);
         test_fuse(a, jit);
         test_fuse_bounds(a);
-        test_gemm(a, jit, 13, 37, 29, 6, 32); // edge tiles in both m and n
-        test_gemm(a, jit, 12, 32, 8, 6, 32);  // full tiles only
-        test_gemm(a, jit, 5, 16, 1, 4, 16);   // k = 1
+        test_gemm(a, jit, 13, 37, 29, 6, 32, 16); // edge tiles in both m and n
+        test_gemm(a, jit, 12, 32, 8, 6, 32, 16);  // full tiles only
+        test_gemm(a, jit, 5, 16, 1, 4, 16, 16);   // k = 1
+        test_gemm(a, jit, 13, 37, 29, 6, 16, 8);  // AVX2's 6x16 and 4x24, edges
+        test_gemm(a, jit, 12, 48, 9, 4, 24, 8);
+        test_gemm(a, jit, 7, 20, 5, 6, 16, 4); // NEON's widths
     }
     rt_arena_free(a);
     return rt_test_finish("test-kir");
