@@ -620,7 +620,8 @@ typedef struct bench_row {
     bench_variant v;
     double rt_min_ns, rt_med_ns;
     double dnnl_min_ns, dnnl_med_ns;
-    double any_min_ns, any_med_ns;     // 0: no format_tag any peer (not a convolution)
+    double any_min_ns, any_med_ns; // 0: no format_tag any peer (not a convolution)
+    double wake_ns; // cold rows on 2+ threads: what waking a runner's sleeping pool adds (0: -)
     double oblas_min_ns, oblas_med_ns; // 0: no OpenBLAS peer for this op
     double err;                        // max |rtgen - peer| / max |peer| over the peers
     int32_t winner, n_cands, n_ok;
@@ -788,6 +789,30 @@ static void bench_time_openblas(bench_op_ctx *c, const bench_opts *bo, bench_row
     free(po.out);
 }
 
+// A runner's thread pool sleeps once idle for 50 us (hal-cpu.c), so on two or more threads
+// every call of a cold row, which rotates over K runners, wakes a pool that oneDNN's OpenMP team
+// (spinning between its back-to-back calls) never has to. Measured here on runner rn with warm
+// data: pairs of calls, the first after BENCH_WAKE_IDLE_US of idling (the pool asleep), the second
+// right after it (awake); the difference of their medians.
+#define BENCH_WAKE_IDLE_US 300
+#define BENCH_WAKE_PAIRS   41
+
+static double bench_wake_ns(rt_cpu_runner *rn) {
+    double asleep[BENCH_WAKE_PAIRS], awake[BENCH_WAKE_PAIRS];
+    rt_err err = {0};
+    rt_cpu_runner_run(rn, &err);
+    for (int i = 0; i < BENCH_WAKE_PAIRS; i++) {
+        usleep(BENCH_WAKE_IDLE_US);
+        double t0 = rt_bench_now_ns();
+        rt_cpu_runner_run(rn, &err);
+        double t1 = rt_bench_now_ns();
+        rt_cpu_runner_run(rn, &err);
+        asleep[i] = t1 - t0;
+        awake[i] = rt_bench_now_ns() - t1;
+    }
+    return rt_bench_median(asleep, BENCH_WAKE_PAIRS) - rt_bench_median(awake, BENCH_WAKE_PAIRS);
+}
+
 // Times one row: rtgen's winner and oneDNN (and, for a warm convolution, oneDNN on its own
 // layouts) take turns, each call on the next of v's copies of the buffers; every copy runs once
 // untimed first, so that no timed call pays for a first touch or a cold pool.
@@ -839,6 +864,8 @@ static void bench_time_row(bench_op_ctx *c, const bench_opts *bo, dnnl_engine_t 
     }
     if (c->p.op->kind == BK_GEMM || c->p.op->kind == BK_LGELU)
         bench_time_openblas(c, bo, row);
+    if (v->copies > 1 && c->p.threads > 1)
+        row->wake_ns = bench_wake_ns(c->rn0);
     row->ok = true;
 done:
     for (int32_t k = 1; rn && k < v->copies; k++)
@@ -888,13 +915,13 @@ static bool bench_selected(const bench_op *o, const bench_opts *bo) {
 // The table
 // ---------------------------------------------------------------------------------------------
 
-static const char bench_header_fmt[] = "%-18s %-24s %3s %-8s %5s %8s %8s %8s %8s %6s %8s %6s %8s "
-                                       "%6s %8s %6s %-10s %7s %6s %8s %6s %-26s %s\n";
+static const char bench_header_fmt[] = "%-18s %-24s %3s %-8s %5s %8s %8s %8s %8s %6s %7s %8s %6s "
+                                       "%8s %6s %8s %6s %-10s %7s %6s %8s %6s %-26s %s\n";
 
 static void bench_print_header(void) {
     printf(bench_header_fmt, "op", "shape", "thr", "data", "unit", "rt med", "rt best", "dnnl med",
-           "dnnl bst", "x dnnl", "any med", "x any", "oblas", "x obl", "blis", "x blis", "ceiling",
-           "ceil", "%ceil", "err", "cands", "oneDNN impl (plain any)", "rtgen winner");
+           "dnnl bst", "x dnnl", "wake us", "any med", "x any", "oblas", "x obl", "blis", "x blis",
+           "ceiling", "ceil", "%ceil", "err", "cands", "oneDNN impl (plain any)", "rtgen winner");
 }
 
 // One line of the table: row r of op o on thr threads, graded against c (that thread count's
@@ -918,7 +945,9 @@ static void bench_format_row(char *buf, size_t n, const bench_op *o, int thr, co
     double an = bench_perf(o, r->any_med_ns), ob = bench_perf(o, r->oblas_med_ns);
     double ceiling = bench_ceiling_value(c, r->v.ceiling);
     char ans[16] = "-", anx[16] = "-", obs[16] = "-", obx[16] = "-", bls[16] = "-", blx[16] = "-";
-    char cands[16], cv[16] = "-", pct[16] = "-", impl[200];
+    char cands[16], cv[16] = "-", pct[16] = "-", impl[200], wake[16] = "-";
+    if (r->wake_ns != 0)
+        snprintf(wake, sizeof wake, "%.0f", r->wake_ns * 1e-3);
     if (an > 0) {
         snprintf(ans, sizeof ans, "%.1f", an);
         snprintf(anx, sizeof anx, "%.2f", rt / an);
@@ -938,11 +967,11 @@ static void bench_format_row(char *buf, size_t n, const bench_op *o, int thr, co
     snprintf(cands, sizeof cands, "%d/%d", (int)r->n_ok, (int)r->n_cands);
     snprintf(impl, sizeof impl, "%s%s%s", r->dnnl_impl, r->any_impl[0] ? " " : "", r->any_impl);
     snprintf(buf, n,
-             "%-18s %-24s %3d %-8s %5s %8.1f %8.1f %8.1f %8.1f %6.2f %8s %6s %8s %6s %8s %6s %-10s "
-             "%7s %6s %8.1e %6s %-26s #%d %s\n",
+             "%-18s %-24s %3d %-8s %5s %8.1f %8.1f %8.1f %8.1f %6.2f %7s %8s %6s %8s %6s %8s %6s "
+             "%-10s %7s %6s %8.1e %6s %-26s #%d %s\n",
              o->name, shape, thr, data, unit, rt, bench_perf(o, r->rt_min_ns), dn,
-             bench_perf(o, r->dnnl_min_ns), rt / dn, ans, anx, obs, obx, bls, blx, ceil_label, cv,
-             pct, r->err, cands, impl, (int)r->winner, r->what);
+             bench_perf(o, r->dnnl_min_ns), rt / dn, wake, ans, anx, obs, obx, bls, blx, ceil_label,
+             cv, pct, r->err, cands, impl, (int)r->winner, r->what);
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -1164,7 +1193,9 @@ static void bench_print_legend(void) {
            "ceiling: what %%ceil divides by (fma-*: FMA peak; l3-triad: triad inside the LLC; "
            "dram-triad: triad over DRAM). med = at the median time, best = at the minimum; "
            "x = rtgen / peer at the median (> 1: rtgen faster); any = oneDNN on its own layouts "
-           "(format_tag any); err = max|rtgen - peer| / max|peer|.\n\n",
+           "(format_tag any); err = max|rtgen - peer| / max|peer|.\nwake us: cold rows on 2+ "
+           "threads take a different runner each call, whose pool is asleep: what a wake "
+           "added to a warm call of the winner (median, measured here), included in rt med.\n\n",
            BENCH_ROTATE_LLCS, BENCH_ROTATE_LLCS);
 }
 
