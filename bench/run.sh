@@ -2,7 +2,8 @@
 # Runs the whole CPU benchmark suite (issue 4 and issue 6 §3) in one go:
 #   1. bench-ops-blis: BLIS sgemm (skx kernels) on every GEMM shape of bench-ops;
 #   2. bench-ops: rtgen against oneDNN, OpenBLAS (SkylakeX) and the BLIS results, 1 and 2 threads;
-#   3. bench-model: the perfmodel's ranking of the top-10 against measurement.
+#   3. bench-model: the perfmodel's ranking of the top-10 against measurement, on the tuning and
+#      the held-out set.
 # usage: bench/run.sh [--quick] [--ops=NAME,...] [--model-device=FILE.ini]
 # Environment: RTGEN_BENCH_BUILD (default build-bench) is configured and built if needed.
 set -eu
@@ -46,6 +47,6 @@ echo "== bench-ops: rtgen vs oneDNN, OpenBLAS, BLIS"
 # shellcheck disable=SC2086
 quiet "$build/bench/bench-ops" $quick $ops --budget-ms=$budget --blis="$tmp/blis.txt"
 echo
-echo "== bench-model: predicted vs measured over the top-10"
+echo "== bench-model: predicted vs measured over the top-10, tuning and held-out sets"
 # shellcheck disable=SC2086
 quiet "$build/bench/bench-model" --runs=5 $quick $model_device
