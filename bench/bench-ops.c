@@ -1070,7 +1070,25 @@ static void bench_check_dnnl(dnnl_engine_t eng, int64_t llc) {
     }
 }
 
+// OpenBLAS runs (and is right) with the kernel it was given: a forced SkylakeX kernel on a CPU
+// without AVX-512 dies of an illegal instruction.
+static void bench_check_openblas(void) {
+    float a[16], b[16], c[16];
+    for (int i = 0; i < 16; i++)
+        a[i] = (float)(i % 5) - 2, b[i] = (float)(i % 3) - 1;
+    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, 4, 4, 4, 1.0f, a, 4, b, 4, 0.0f, c, 4);
+    for (int i = 0; i < 4; i++)
+        for (int j = 0; j < 4; j++) {
+            float ref = 0;
+            for (int k = 0; k < 4; k++)
+                ref += a[i * 4 + k] * b[k * 4 + j];
+            bench_expect(c[i * 4 + j] == ref, "OpenBLAS sgemm 4x4x4 differs from the loop", "host",
+                         0);
+        }
+}
+
 static int bench_self_test(dnnl_engine_t eng, int64_t llc) {
+    bench_check_openblas();
     bench_expect(llc > 0, "no last-level cache size", "host", llc);
     if (access("/sys/devices/system/cpu/cpu0/cache/index0/size", R_OK) == 0)
         bench_expect(rt_bench_llc_bytes() > 0, "sysfs lists caches but none was read", "host",
@@ -1174,12 +1192,14 @@ static void bench_measure_ceilings(int threads, int64_t llc, bench_ceilings *c) 
 
 static void bench_print_intro(const rt_device *dev, int64_t llc, bool detected) {
     const char *cfg = openblas_get_config();
-    bool skx = cfg && strstr(cfg, "SkylakeX");
+    bool skx = cfg && strstr(cfg, "SkylakeX"), avx512 = __builtin_cpu_supports("avx512f");
     const dnnl_version_t *dv = dnnl_version();
     printf("host: %s (%s), %d cores, last-level cache %lld MiB (%s)\n", dev->name, dev->arch,
            (int)dev->units, (long long)(llc >> 20), detected ? "sysfs" : "--llc-mib");
     printf("OpenBLAS: %s%s\n", cfg ? cfg : "?",
-           skx ? "" : "   <-- NOT SkylakeX: OpenBLAS runs its SSE3 kernel, ratios are unfair");
+           skx || !avx512 ? ""
+                          : "   <-- NOT SkylakeX on an AVX-512 CPU: OpenBLAS may run its SSE3 "
+                            "kernel, ratios are unfair");
     printf("oneDNN: %d.%d.%d (primitives on plain NCHW / row-major layouts; convolutions also on "
            "its own layouts, format_tag any, reorders untimed)\n",
            dv->major, dv->minor, dv->patch);
@@ -1201,8 +1221,10 @@ static void bench_print_legend(void) {
 
 int main(int argc, char **argv) {
     // OpenBLAS reads OPENBLAS_CORETYPE when the library initializes, before main: without it,
-    // it takes its SSE3 kernel on this CPU. bench/run.sh exports it; when run alone, re-execute.
-    if (!getenv("OPENBLAS_CORETYPE")) {
+    // 0.3.21 takes its SSE3 kernel on a Zen 4 CPU. bench/run.sh exports it on AVX-512 hosts; when
+    // run alone there, re-execute. Not on AVX2 hosts: it detects them (Zen 3: Haswell), and the
+    // SkylakeX kernels would die of an illegal instruction there.
+    if (!getenv("OPENBLAS_CORETYPE") && __builtin_cpu_supports("avx512f")) {
         setenv("OPENBLAS_CORETYPE", "SkylakeX", 1);
         execv("/proc/self/exe", argv);
     }
