@@ -11,7 +11,7 @@ if ! git -C "$src" rev-parse --git-dir >/dev/null 2>&1; then
     echo "check-heldout: $src is not a git checkout: skipped"
     exit 77
 fi
-words=$("$bench_model" --list-heldout | tr ', ' '\n\n' | grep -v '^$') || {
+words=$("$bench_model" --list-heldout | sed 's/[, ]/\n/g' | grep -v '^$') || {
     echo "check-heldout: error: bench-model --list-heldout failed" >&2
     exit 1
 }
