@@ -92,7 +92,7 @@ typedef struct bench_opts {
     int top_k;         // 0: 10 (4 for ops over 20 GFLOP), --quick: 3
     double budget_ms;  // per kernel
     const char *blis;  // bench-ops-blis output
-    int64_t llc_bytes; // --llc-mib (0: from sysfs)
+    int64_t llc_bytes; // --llc-mib, or from sysfs (main)
     bool self_test;
 } bench_opts;
 
@@ -225,6 +225,23 @@ static const char *bench_ceiling_label(const bench_ceilings *c, bench_ceiling k)
 
 static double bench_ceiling_value(const bench_ceilings *c, bench_ceiling k) {
     return k == BC_FMA ? c->fma_gflops : k == BC_L3 ? c->l3_gbps : c->dram_gbps;
+}
+
+// The arrays of the triads: inside the LLC, three of LLC/12, a quarter of the LLC in all (8 MiB
+// on the 32 MiB L3, four times the L2s of two cores); over DRAM, three of 128 MiB, or of 4 LLCs
+// when that is more.
+static int64_t bench_triad_array_bytes(bench_ceiling k, int64_t llc) {
+    if (k == BC_L3)
+        return llc / 12;
+    int64_t rotate = (int64_t)BENCH_ROTATE_LLCS * llc;
+    return rotate > (128LL << 20) ? rotate : (128LL << 20);
+}
+
+// Measures ceiling k now, on `threads` threads.
+static double bench_ceiling_measure(bench_ceiling k, int threads, int64_t llc) {
+    if (k == BC_FMA)
+        return rt_bench_fma_peak_gflops(threads);
+    return rt_bench_triad_gbps(threads, bench_triad_array_bytes(k, llc));
 }
 
 // The rows of op o on a machine whose last-level cache holds llc_bytes; returns 1 or 2.
@@ -621,7 +638,8 @@ typedef struct bench_row {
     double rt_min_ns, rt_med_ns;
     double dnnl_min_ns, dnnl_med_ns;
     double any_min_ns, any_med_ns; // 0: no format_tag any peer (not a convolution)
-    double wake_ns; // cold rows on 2+ threads: what waking a runner's sleeping pool adds (0: -)
+    double wake_ns;    // cold rows on 2+ threads: what waking a runner's sleeping pool adds (0: -)
+    double ceil_value; // the row's ceiling, measured right after its timing (0: not measured)
     double oblas_min_ns, oblas_med_ns; // 0: no OpenBLAS peer for this op
     double err;                        // max |rtgen - peer| / max |peer| over the peers
     int32_t winner, n_cands, n_ok;
@@ -793,12 +811,14 @@ static void bench_time_openblas(bench_op_ctx *c, const bench_opts *bo, bench_row
 // every call of a cold row, which rotates over K runners, wakes a pool that oneDNN's OpenMP team
 // (spinning between its back-to-back calls) never has to. Measured here on runner rn with warm
 // data: pairs of calls, the first after BENCH_WAKE_IDLE_US of idling (the pool asleep), the second
-// right after it (awake); the difference of their medians.
+// right after it (awake); the median over the pairs of their difference (a pair's two calls see
+// the same load, which the difference of two medians did not cancel: on the loaded VM that read
+// -3 ms to +3 ms for calls of 1-10 ms).
 #define BENCH_WAKE_IDLE_US 300
 #define BENCH_WAKE_PAIRS   41
 
 static double bench_wake_ns(rt_cpu_runner *rn) {
-    double asleep[BENCH_WAKE_PAIRS], awake[BENCH_WAKE_PAIRS];
+    double diff[BENCH_WAKE_PAIRS];
     rt_err err = {0};
     rt_cpu_runner_run(rn, &err);
     for (int i = 0; i < BENCH_WAKE_PAIRS; i++) {
@@ -807,10 +827,9 @@ static double bench_wake_ns(rt_cpu_runner *rn) {
         rt_cpu_runner_run(rn, &err);
         double t1 = rt_bench_now_ns();
         rt_cpu_runner_run(rn, &err);
-        asleep[i] = t1 - t0;
-        awake[i] = rt_bench_now_ns() - t1;
+        diff[i] = (t1 - t0) - (rt_bench_now_ns() - t1);
     }
-    return rt_bench_median(asleep, BENCH_WAKE_PAIRS) - rt_bench_median(awake, BENCH_WAKE_PAIRS);
+    return rt_bench_median(diff, BENCH_WAKE_PAIRS);
 }
 
 // Times one row: rtgen's winner and oneDNN (and, for a warm convolution, oneDNN on its own
@@ -866,6 +885,10 @@ static void bench_time_row(bench_op_ctx *c, const bench_opts *bo, dnnl_engine_t 
         bench_time_openblas(c, bo, row);
     if (v->copies > 1 && c->p.threads > 1)
         row->wake_ns = bench_wake_ns(c->rn0);
+    // The VM's load and DRAM bandwidth drift over the minutes a run takes (the triad read 4.4
+    // GB/s at the start of one run and 9-11 a while later): each row's ceiling is measured
+    // again right after its timing, on its thread count.
+    row->ceil_value = bench_ceiling_measure(v->ceiling, c->p.threads, bo->llc_bytes);
     row->ok = true;
 done:
     for (int32_t k = 1; rn && k < v->copies; k++)
@@ -943,7 +966,7 @@ static void bench_format_row(char *buf, size_t n, const bench_op *o, int thr, co
     }
     double rt = bench_perf(o, r->rt_med_ns), dn = bench_perf(o, r->dnnl_med_ns);
     double an = bench_perf(o, r->any_med_ns), ob = bench_perf(o, r->oblas_med_ns);
-    double ceiling = bench_ceiling_value(c, r->v.ceiling);
+    double ceiling = r->ceil_value > 0 ? r->ceil_value : bench_ceiling_value(c, r->v.ceiling);
     char ans[16] = "-", anx[16] = "-", obs[16] = "-", obx[16] = "-", bls[16] = "-", blx[16] = "-";
     char cands[16], cv[16] = "-", pct[16] = "-", impl[200], wake[16] = "-";
     if (r->wake_ns != 0)
@@ -1175,19 +1198,18 @@ static bool bench_parse_args(int argc, char **argv, bench_opts *bo) {
 // The ceilings of one thread count, measured now: the FMA peak, a triad inside the LLC (three
 // arrays of a twelfth of it each, a quarter in all: 8 MiB on the 32 MiB L3, four times the L2s
 // of two cores) and a triad over DRAM (three arrays of 128 MiB, or of 4 LLCs when that is more).
+// The ceilings of one thread count, measured at the start (each row measures its own again).
 static void bench_measure_ceilings(int threads, int64_t llc, bench_ceilings *c) {
     const char *isa = rt_bench_fma_isa();
     snprintf(c->fma_label, sizeof c->fma_label, "fma-%s", isa ? isa : "none");
-    c->fma_gflops = rt_bench_fma_peak_gflops(threads);
-    c->l3_gbps = rt_bench_triad_gbps(threads, llc / 12);
-    int64_t dram = (int64_t)BENCH_ROTATE_LLCS * llc > (128LL << 20)
-                       ? (int64_t)BENCH_ROTATE_LLCS * llc
-                       : (128LL << 20);
-    c->dram_gbps = rt_bench_triad_gbps(threads, dram);
-    printf("measured on %d thread%s: %s peak %.1f GFLOP/s, l3-triad %.1f GB/s (3 x %.1f MiB), "
-           "dram-triad %.1f GB/s (3 x %lld MiB)\n",
+    c->fma_gflops = bench_ceiling_measure(BC_FMA, threads, llc);
+    c->l3_gbps = bench_ceiling_measure(BC_L3, threads, llc);
+    c->dram_gbps = bench_ceiling_measure(BC_DRAM, threads, llc);
+    printf("measured on %d thread%s at the start: %s peak %.1f GFLOP/s, l3-triad %.1f GB/s (3 x "
+           "%.1f MiB), dram-triad %.1f GB/s (3 x %lld MiB)\n",
            threads, threads > 1 ? "s" : "", c->fma_label, c->fma_gflops, c->l3_gbps,
-           (double)(llc / 12) / (1 << 20), c->dram_gbps, (long long)(dram >> 20));
+           (double)bench_triad_array_bytes(BC_L3, llc) / (1 << 20), c->dram_gbps,
+           (long long)(bench_triad_array_bytes(BC_DRAM, llc) >> 20));
 }
 
 static void bench_print_intro(const rt_device *dev, int64_t llc, bool detected) {
@@ -1211,7 +1233,8 @@ static void bench_print_legend(void) {
            "data: warm = the buffers stay in the caches between calls; cold xK = each call takes "
            "the next of K copies (K copies >= %d LLCs); stream = one copy of >= %d LLCs.\n"
            "ceiling: what %%ceil divides by (fma-*: FMA peak; l3-triad: triad inside the LLC; "
-           "dram-triad: triad over DRAM). med = at the median time, best = at the minimum; "
+           "dram-triad: triad over DRAM), ceil its value measured right after the row. med = at "
+           "the median time, best = at the minimum; "
            "x = rtgen / peer at the median (> 1: rtgen faster); any = oneDNN on its own layouts "
            "(format_tag any); err = max|rtgen - peer| / max|peer|.\nwake us: cold rows on 2+ "
            "threads take a different runner each call, whose pool is asleep: what a wake "
@@ -1242,6 +1265,7 @@ int main(int argc, char **argv) {
     }
     bool detected = bo.llc_bytes == 0;
     int64_t llc = detected ? rt_bench_llc_bytes() : bo.llc_bytes;
+    bo.llc_bytes = llc;
     dnnl_engine_t eng;
     dnnl_stream_t strm;
     if (dnnl_engine_create(&eng, dnnl_cpu, 0) != dnnl_success ||
