@@ -7,6 +7,7 @@
 #include <immintrin.h>
 #include <pthread.h>
 #include <stdbool.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -97,7 +98,9 @@ void rt_bench_time_turns(int32_t n, void (*const *fns)(void *ctx), void *const *
 
 #define RT_BENCH_FMA_ITERS 20000000L
 
-__attribute__((target("avx512f"))) static void *rt_bench_fma_thread(void *arg) {
+// 12 independent FMA chains per thread: more than latency x pipes on Zen 3/4 (4 x 2) and Intel
+// cores (4 x 2), so the loop runs at the FMA pipes' throughput.
+__attribute__((target("avx512f"))) static void *rt_bench_fma512_thread(void *arg) {
     __m512 x = _mm512_set1_ps(0.999999f), y = _mm512_set1_ps(1e-7f);
     __m512 a0 = x, a1 = y, a2 = x, a3 = y, a4 = x, a5 = y, a6 = x, a7 = y, a8 = x, a9 = y;
     __m512 a10 = x, a11 = y;
@@ -119,7 +122,7 @@ __attribute__((target("avx512f"))) static void *rt_bench_fma_thread(void *arg) {
     return NULL;
 }
 
-// The same loop in 256-bit vectors, for CPUs without AVX-512 (Zen 3, Intel client cores).
+// The same loop on 256-bit registers, for CPUs with AVX2 and FMA but no AVX-512 (Zen 3).
 __attribute__((target("avx2,fma"))) static void *rt_bench_fma256_thread(void *arg) {
     __m256 x = _mm256_set1_ps(0.999999f), y = _mm256_set1_ps(1e-7f);
     __m256 a0 = x, a1 = y, a2 = x, a3 = y, a4 = x, a5 = y, a6 = x, a7 = y, a8 = x, a9 = y;
@@ -131,46 +134,78 @@ __attribute__((target("avx2,fma"))) static void *rt_bench_fma256_thread(void *ar
         a6 = _mm256_fmadd_ps(a6, x, y), a7 = _mm256_fmadd_ps(a7, x, y);
         a8 = _mm256_fmadd_ps(a8, x, y), a9 = _mm256_fmadd_ps(a9, x, y);
         a10 = _mm256_fmadd_ps(a10, x, y), a11 = _mm256_fmadd_ps(a11, x, y);
-        __asm__ volatile("" : "+v"(a0), "+v"(a1), "+v"(a2), "+v"(a3), "+v"(a4), "+v"(a5));
-        __asm__ volatile("" : "+v"(a6), "+v"(a7), "+v"(a8), "+v"(a9), "+v"(a10), "+v"(a11));
+        __asm__ volatile("" : "+x"(a0), "+x"(a1), "+x"(a2), "+x"(a3), "+x"(a4), "+x"(a5));
+        __asm__ volatile("" : "+x"(a6), "+x"(a7), "+x"(a8), "+x"(a9), "+x"(a10), "+x"(a11));
     }
     __m256 s = _mm256_add_ps(_mm256_add_ps(_mm256_add_ps(a0, a1), _mm256_add_ps(a2, a3)),
                              _mm256_add_ps(_mm256_add_ps(a4, a5), _mm256_add_ps(a6, a7)));
     s = _mm256_add_ps(s, _mm256_add_ps(_mm256_add_ps(a8, a9), _mm256_add_ps(a10, a11)));
     float lanes[8];
     _mm256_storeu_ps(lanes, s);
-    *(float *)arg = lanes[0] + lanes[7];
+    *(float *)arg =
+        lanes[0] + lanes[1] + lanes[2] + lanes[3] + lanes[4] + lanes[5] + lanes[6] + lanes[7];
     return NULL;
 }
 
-const char *rt_bench_openblas_core(void) {
-    return __builtin_cpu_supports("avx512f") ? "SkylakeX" : "Haswell";
-}
-
 const char *rt_bench_fma_isa(void) {
-    return __builtin_cpu_supports("avx512f")                                 ? "AVX-512"
-           : __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") ? "AVX2"
-                                                                             : "no";
+    if (__builtin_cpu_supports("avx512f"))
+        return "avx512";
+    if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma"))
+        return "avx2";
+    return NULL;
 }
 
 double rt_bench_fma_peak_gflops(int32_t threads) {
-    bool zmm = __builtin_cpu_supports("avx512f");
-    bool ymm = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
-    if (!(zmm || ymm) || threads < 1 || threads > RT_BENCH_MAX_THREADS)
+    const char *isa = rt_bench_fma_isa();
+    if (!isa || threads < 1 || threads > RT_BENCH_MAX_THREADS)
         return 0;
-    double best = 0, lanes = zmm ? 16 : 8;
+    bool wide = strcmp(isa, "avx512") == 0;
+    void *(*fn)(void *) = wide ? rt_bench_fma512_thread : rt_bench_fma256_thread;
+    double lanes = wide ? 16 : 8, best = 0;
     for (int rep = 0; rep < 3; rep++) {
         pthread_t th[RT_BENCH_MAX_THREADS];
         float sink[RT_BENCH_MAX_THREADS];
         double t0 = rt_bench_now_ns();
         for (int32_t t = 0; t < threads; t++)
-            pthread_create(&th[t], NULL, zmm ? rt_bench_fma_thread : rt_bench_fma256_thread,
-                           &sink[t]);
+            pthread_create(&th[t], NULL, fn, &sink[t]);
         for (int32_t t = 0; t < threads; t++)
             pthread_join(th[t], NULL);
         double gf =
             threads * (double)RT_BENCH_FMA_ITERS * 12 * lanes * 2 / (rt_bench_now_ns() - t0);
         best = gf > best ? gf : best;
+    }
+    return best;
+}
+
+int64_t rt_bench_llc_bytes(void) {
+    int64_t best = 0;
+    int best_level = 0;
+    for (int i = 0; i < 16; i++) {
+        char path[128], text[64];
+        int level = 0;
+        snprintf(path, sizeof path, "/sys/devices/system/cpu/cpu0/cache/index%d/level", i);
+        FILE *f = fopen(path, "r");
+        if (!f)
+            break;
+        bool ok = fscanf(f, "%d", &level) == 1;
+        fclose(f);
+        snprintf(path, sizeof path, "/sys/devices/system/cpu/cpu0/cache/index%d/type", i);
+        if (!ok || !(f = fopen(path, "r")))
+            continue;
+        ok = fgets(text, sizeof text, f) &&
+             (strncmp(text, "Unified", 7) == 0 || strncmp(text, "Data", 4) == 0);
+        fclose(f);
+        snprintf(path, sizeof path, "/sys/devices/system/cpu/cpu0/cache/index%d/size", i);
+        if (!ok || level <= best_level || !(f = fopen(path, "r")))
+            continue;
+        long long size = 0;
+        char unit = 0;
+        int got = fscanf(f, "%lld%c", &size, &unit);
+        fclose(f);
+        if (got < 1 || size <= 0)
+            continue;
+        best = size * (unit == 'K' ? 1024LL : unit == 'M' ? 1048576LL : 1LL);
+        best_level = level;
     }
     return best;
 }
@@ -182,10 +217,11 @@ typedef struct rt_bench_triad {
     pthread_barrier_t *start;
 } rt_bench_triad;
 
-// Compiled for AVX-512 like the FMA loop and like the kernels it is the ceiling of: built for the
-// baseline ISA the loop runs SSE2 and reads about 20% less on one core of this machine (the
-// default clone serves CPUs without AVX-512).
-__attribute__((target_clones("avx512f", "default"))) static void *rt_bench_triad_thread(void *arg) {
+// Compiled for the widest vectors the CPU has, like the FMA loop and like the kernels it is the
+// ceiling of: built for the baseline ISA the loop runs SSE2 and reads about 20% less on one core
+// of a Zen 4 VM (the default clone serves CPUs without AVX2).
+__attribute__((target_clones("avx512f", "avx2", "default"))) static void *
+rt_bench_triad_thread(void *arg) {
     rt_bench_triad *t = arg;
     for (int64_t i = 0; i < t->n; i++) // first touch on this thread
         t->a[i] = 0, t->b[i] = 1.0f, t->c[i] = 2.0f;

@@ -1,6 +1,7 @@
 // bench-util.h: what the benchmark programs share — a monotonic clock, the timing method every
-// kernel (rtgen's and the peers') is measured with, and the machine's own ceilings: an AVX-512
-// FMA loop for the FP32 peak and a STREAM triad for the bandwidth. Not part of librtgen.
+// kernel (rtgen's and the peers') is measured with, and the machine's own ceilings: an FMA loop
+// on the widest vectors the CPU has for the FP32 peak, and a STREAM triad for the bandwidth of
+// DRAM or of the last-level cache. Not part of librtgen.
 #ifndef RT_BENCH_UTIL_H
 #define RT_BENCH_UTIL_H
 
@@ -33,15 +34,18 @@ void rt_bench_time_turns(int32_t n, void (*const *fns)(void *ctx), void *const *
 // Median of n doubles (sorts v in place); 0 when n == 0.
 double rt_bench_median(double *v, int32_t n);
 
-// Measured FP32 FMA peak in GFLOP/s on `threads` threads: 12 independent 512-bit FMA chains per
-// thread (256-bit on a CPU with AVX2 and FMA but no AVX-512F), best of 3; 0 without either.
-double rt_bench_fma_peak_gflops(int32_t threads);
-// The OpenBLAS core type for this CPU (OPENBLAS_CORETYPE): SkylakeX with AVX-512F, else
-// Haswell (its AVX2 + FMA kernels, which it also runs on Zen). Left to itself OpenBLAS 0.3.21 takes
-// its SSE3 kernel on the Sapphire Rapids VMs, and SkylakeX's kernels fault on AVX2-only CPUs.
-const char *rt_bench_openblas_core(void);
-// The vectors that loop runs in: "AVX-512", "AVX2" (without AVX-512), "no" (neither: peak 0).
+// The vector ISA the FMA peak is measured with: "avx512" (512-bit), "avx2" (256-bit, AVX2 and
+// FMA), NULL when the CPU has neither.
 const char *rt_bench_fma_isa(void);
+
+// Measured FP32 FMA peak in GFLOP/s on `threads` threads: 12 independent FMA chains per thread
+// on rt_bench_fma_isa()'s vectors, best of 3; 0 when that is NULL.
+double rt_bench_fma_peak_gflops(int32_t threads);
+
+// Size of the last-level cache in bytes, from cpu0's cache directories in sysfs (the unified or
+// data cache of the highest level); 0 when they cannot be read. (glibc's sysconf reads CPUID
+// and gave 256 MiB for the 32 MiB L3 of the Zen 3 VM.)
+int64_t rt_bench_llc_bytes(void);
 
 // Measured STREAM triad a[i] = b[i] + s*c[i] on floats in GB/s (12 bytes per element, as STREAM
 // counts), each thread on its own chunk, best of 5. bytes_per_array: the working set of one
