@@ -292,12 +292,54 @@ static void rt_c_block(rt_cemit *c, const rt_kir_block *b, int ind) {
         rt_c_node(c, b->nodes[i], ind);
 }
 
+// The ORDER buffer of a level-by-level phase's tree (the phase's items index it).
+static int32_t rt_c_order_buf(const rt_kir_kernel *k, const rt_kir_phase *p) {
+    for (int32_t i = 1; i < k->n_bufs; i++)
+        if (k->bufs[i].role == RT_KIR_BUF_TREE && k->bufs[i].tensor == p->levels.tree &&
+            k->bufs[i].dim == RT_KIR_TREE_ORDER)
+            return i;
+    return p->levels.begin_buf;
+}
+
+// The entry's loop over phase i: its items once, or (by level) its items level by level, the
+// end of each omp for the barrier between levels.
+static void rt_c_entry_phase(rt_buf *b, const rt_kir_kernel *k, int32_t i) {
+    const rt_kir_phase *p = &k->phases[i];
+    if (!p->levels.on) {
+        rt_buf_linef(b, 2, "#pragma omp for schedule(static)");
+        rt_buf_linef(b, 2, "for (int64_t i = 0; i < %lld; i++)", (long long)p->n_items);
+        rt_buf_linef(b, 3, "%s_%s(args, i, i + 1, scratch);", k->name, p->name);
+        return;
+    }
+    const char *begin = k->bufs[p->levels.begin_buf].name;
+    rt_buf_linef(b, 2, "{");
+    rt_buf_linef(b, 3, "const int32_t *%s = (const int32_t *)args[%d];", begin,
+                 (int)p->levels.begin_buf);
+    if (p->levels.last < 0)
+        rt_buf_linef(b, 3, "int64_t last = ((const int32_t *)args[%d])[0]; // %s",
+                     (int)p->levels.count_buf, k->bufs[p->levels.count_buf].name);
+    else
+        rt_buf_linef(b, 3, "int64_t last = %d;", (int)p->levels.last);
+    rt_buf_linef(b, 3, "for (int64_t h = %d; h < last; h++) {", (int)p->levels.first);
+    rt_buf_linef(b, 4, "#pragma omp for schedule(static)");
+    rt_buf_linef(b, 4, "for (int64_t i = %s[h]; i < %s[h + 1]; i++)", begin, begin);
+    rt_buf_linef(b, 5, "%s_%s(args, i, i + 1, scratch);", k->name, p->name);
+    rt_buf_linef(b, 3, "}");
+    rt_buf_linef(b, 2, "}");
+}
+
 static void rt_c_phase(rt_cemit *c, const rt_kir_phase *p) {
     rt_buf *b = c->b;
     const rt_kir_kernel *k = c->k;
     c->p = p;
-    rt_buf_linef(b, 0, "// phase %s: %s (%lld work items)", p->name, p->what,
-                 (long long)p->n_items);
+    if (p->levels.on)
+        rt_buf_linef(b, 0,
+                     "// phase %s: %s (work items: positions in the level order, item k is node "
+                     "%s[k])",
+                     p->name, p->what, k->bufs[rt_c_order_buf(k, p)].name);
+    else
+        rt_buf_linef(b, 0, "// phase %s: %s (%lld work items)", p->name, p->what,
+                     (long long)p->n_items);
     rt_buf_printf(b, "static void %s_%s_body(", k->name, p->name);
     for (int32_t i = 0; i < k->n_bufs; i++) {
         const rt_kir_buf *bf = &k->bufs[i];
@@ -359,11 +401,17 @@ rt_status rt_emit_c(rt_arena *a, const rt_kir_kernel *k, const char **out_text, 
     for (int32_t i = 1; i < k->n_bufs; i++)
         rt_buf_linef(b, 0, "//   args[%d] %s %s%s", (int)i, rt_kir_type_name(k->bufs[i].type),
                      k->bufs[i].name,
-                     k->bufs[i].role == RT_KIR_BUF_START ? " (ragged starts)" : "");
+                     k->bufs[i].role == RT_KIR_BUF_START  ? " (ragged starts)"
+                     : k->bufs[i].role == RT_KIR_BUF_TREE ? " (tree, linearized on the host)"
+                                                          : "");
     rt_buf_puts(b, "\n");
     for (int32_t i = 0; i < k->n_phases; i++)
         rt_c_phase(&c, &k->phases[i]);
-    rt_buf_linef(b, 0, "// Runs every phase in order; the end of an omp for is the barrier.");
+    bool levels = false;
+    for (int32_t i = 0; i < k->n_phases; i++)
+        levels = levels || k->phases[i].levels.on;
+    rt_buf_linef(b, 0, "// Runs every phase in order%s; the end of an omp for is the barrier.",
+                 levels ? " (a phase by level: its levels in order)" : "");
     rt_buf_linef(b, 0, "void %s(void **args) {", k->name);
     rt_buf_linef(b, 1, "#pragma omp parallel");
     rt_buf_linef(b, 1, "{");
@@ -372,11 +420,8 @@ rt_status rt_emit_c(rt_arena *a, const rt_kir_kernel *k, const char **out_text, 
                      (long long)rt_round_up(k->scratch_bytes, 64));
     else
         rt_buf_linef(b, 2, "float *scratch = NULL;");
-    for (int32_t i = 0; i < k->n_phases; i++) {
-        rt_buf_linef(b, 2, "#pragma omp for schedule(static)");
-        rt_buf_linef(b, 2, "for (int64_t i = 0; i < %lld; i++)", (long long)k->phases[i].n_items);
-        rt_buf_linef(b, 3, "%s_%s(args, i, i + 1, scratch);", k->name, k->phases[i].name);
-    }
+    for (int32_t i = 0; i < k->n_phases; i++)
+        rt_c_entry_phase(b, k, i);
     rt_buf_linef(b, 2, "free(scratch);");
     rt_buf_linef(b, 1, "}");
     rt_buf_linef(b, 0, "}");

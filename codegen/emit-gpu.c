@@ -327,6 +327,8 @@ static void rt_ge_phase(rt_ge *g, int32_t pi) {
                       kb->name);
         first = false;
     }
+    if (p->levels.on) // the level of this launch: one launch per level (rt_gpu_phase_steps)
+        rt_buf_printf(b, "%sint rt_level", first ? "" : ",\n    ");
     rt_buf_puts(b, ") {\n");
     for (int32_t i = 0; i < k->n_bufs; i++) {
         const rt_kir_buf *kb = &k->bufs[i];
@@ -359,6 +361,8 @@ static void rt_ge_phase(rt_ge *g, int32_t pi) {
     for (int32_t i = 0; i < 2; i++)
         if (p->grid_var[i] >= 0)
             rt_buf_linef(b, 1, "%s = %s;", p->vars[p->grid_var[i]].name, d->block_idx[1 + i]);
+    if (p->levels.on)
+        rt_buf_linef(b, 1, "%s = rt_level;", p->vars[p->levels.level_var].name);
     rt_ge_block(g, &p->body, 1);
     rt_buf_linef(b, 0, "}");
     rt_buf_linef(b, 0, "%s", "");

@@ -73,8 +73,9 @@ bool rt_gpu_target_of_device(const rt_device *dev, rt_gpu_target *out);
 typedef struct rt_gpu_buffer {
     const char *name;
     bool is_start; // false: data of tensor; true: start array of tensor's dim
+    bool is_tree;  // an int32 array of tree parameter `tensor`: rt_kir_tree_field `dim`
     int32_t tensor;
-    int32_t dim;     // is_start only
+    int32_t dim;     // is_start: the ragged dim; is_tree: the tree array
     rt_dtype dtype;  // element type on the device
     bool written;    // the kernel writes it (outputs, materialized temporaries)
     int32_t kir_buf; // its buffer in the kernel IR
@@ -96,6 +97,11 @@ typedef struct rt_gpu_phase {
     int64_t smem_bytes; // static shared memory per block
     bool staged;        // inputs staged through shared memory per reduction step
     const char *what;   // one line: statements it runs
+    // Level by level (kir phase levels, lower-tree.c): launched once per level of the tree with
+    // the level as a trailing int argument and ceil(nodes of the level * row / threads) blocks;
+    // grid_x is then the bound for all the tree's nodes.
+    bool by_level;
+    int64_t row; // by_level: threads per node (elements of the output at one node)
 } rt_gpu_phase;
 
 typedef struct rt_gpu_lower_options {
@@ -128,9 +134,16 @@ rt_status rt_gpu_lower(rt_arena *a, const rt_op *op, const rt_device *dev, const
                        rt_err *err);
 
 // The launch of phase i for bindings b (prepared): grid (with the ragged grid dims sized from
-// the bound lengths) and block. Errors: RT_ERR_SPEC when an extent cannot be evaluated.
+// the bound lengths) and block. Errors: RT_ERR_SPEC when an extent cannot be evaluated,
+// RT_ERR_USAGE for a level-by-level phase (rt_gpu_phase_steps).
 rt_status rt_gpu_phase_launch(const rt_gpu_kernel *k, int32_t phase, rt_bindings *b,
                               rt_gpu_launch *out, rt_err *err);
+// The launches of phase i (binary bin) for bindings b as a list of steps: one
+// (rt_gpu_phase_launch), or for a level-by-level phase one per level of its tree as b holds it,
+// in order, each with its level as the step's int argument. *out lives in a.
+rt_status rt_gpu_phase_steps(rt_arena *a, const rt_gpu_kernel *k, int32_t phase,
+                             const rt_gpu_binary *bin, rt_bindings *b, rt_gpu_step **out,
+                             int32_t *n_out, rt_err *err);
 
 // ---------------------------------------------------------------------------------------------
 // Emitter (emit-gpu.c)

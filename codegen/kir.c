@@ -3,6 +3,7 @@
 // invariants rt_kir_validate checks. Integer constructors fold constants so that dense tensor
 // offsets come out as plain affine expressions (m*1024 + k) in every target.
 #include "kir.h"
+#include "interp.h"
 
 #include <string.h>
 
@@ -15,9 +16,14 @@ static const char *const rt_kir_bop_names[RT_KIR_BOP_COUNT] = {
     "/", "%"};
 static const char *const rt_kir_loop_names[RT_KIR_LOOP_KIND_COUNT] = {
     "serial", "parallel", "vector", "unroll"};
+static const char *const rt_kir_tree_field_names[RT_KIR_TREE_FIELD_COUNT] = {
+    "child", "order", "level_begin", "n_levels"};
 // clang-format on
 _Static_assert(sizeof rt_kir_type_names / sizeof *rt_kir_type_names == RT_KIR_TYPE_COUNT,
                "ORDER RT_KIR_TYPE");
+_Static_assert(sizeof rt_kir_tree_field_names / sizeof *rt_kir_tree_field_names ==
+                   RT_KIR_TREE_FIELD_COUNT,
+               "ORDER RT_KIR_TREE_FIELD");
 _Static_assert(sizeof rt_kir_bop_names / sizeof *rt_kir_bop_names == RT_KIR_BOP_COUNT,
                "ORDER RT_KIR_BOP");
 
@@ -29,6 +35,28 @@ const char *rt_kir_type_ctype(rt_kir_type t) {
 }
 const char *rt_kir_bop_name(rt_kir_bop op) {
     return (unsigned)op < RT_KIR_BOP_COUNT ? rt_kir_bop_names[op] : "?";
+}
+const char *rt_kir_tree_field_name(rt_kir_tree_field f) {
+    return (unsigned)f < RT_KIR_TREE_FIELD_COUNT ? rt_kir_tree_field_names[f] : "?";
+}
+const int32_t *rt_kir_tree_array(const rt_tree_data *t, rt_kir_tree_field f, int64_t *n) {
+    switch (f) {
+    case RT_KIR_TREE_CHILD:
+        *n = (int64_t)t->n_nodes * t->max_children;
+        return t->child;
+    case RT_KIR_TREE_ORDER:
+        *n = t->n_nodes;
+        return t->order;
+    case RT_KIR_TREE_LEVEL_BEGIN:
+        *n = (int64_t)t->n_levels + 1;
+        return t->level_begin;
+    case RT_KIR_TREE_N_LEVELS:
+        *n = 1;
+        return &t->n_levels;
+    default:
+        *n = 0;
+        return NULL;
+    }
 }
 const char *rt_kir_loop_kind_name(rt_kir_loop_kind k) {
     return (unsigned)k < RT_KIR_LOOP_KIND_COUNT ? rt_kir_loop_names[k] : "?";
@@ -90,6 +118,7 @@ rt_kir_phase *rt_kir_add_phase(rt_arena *a, rt_kir_kernel *k, const char *what, 
     p->item_var = rt_kir_add_var(a, p, "item", RT_KIR_I64);
     if (p->item_var < 0)
         return NULL;
+    p->levels.level_var = -1;
     k->n_phases++;
     return p;
 }
@@ -889,6 +918,29 @@ static rt_status rt_kir_check_block(rt_kir_check *c, const rt_kir_block *b) {
     return RT_OK;
 }
 
+// A level-by-level phase names TREE buffers of its tree with the right fields, a level range,
+// and (GPU phases only) its level variable.
+static rt_status rt_kir_check_levels(rt_kir_check *c) {
+    const rt_kir_levels *lv = &c->p->levels;
+    if (!lv->on)
+        return lv->level_var < 0 ? RT_OK : rt_kir_bad(c, "a level variable in a plain phase");
+    const rt_kir_kernel *k = c->k;
+    int32_t bufs[2] = {lv->begin_buf, lv->count_buf};
+    rt_kir_tree_field want[2] = {RT_KIR_TREE_LEVEL_BEGIN, RT_KIR_TREE_N_LEVELS};
+    for (int32_t i = 0; i < 2; i++)
+        if (bufs[i] < 1 || bufs[i] >= k->n_bufs || k->bufs[bufs[i]].role != RT_KIR_BUF_TREE ||
+            k->bufs[bufs[i]].tensor != lv->tree || k->bufs[bufs[i]].dim != (int32_t)want[i] ||
+            k->bufs[bufs[i]].type != RT_KIR_I32)
+            return rt_kir_bad(c, "level-by-level phase without its tree's level arrays");
+    if (lv->first < 0 || (lv->last >= 0 && lv->last <= lv->first))
+        return rt_kir_bad(c, "level-by-level phase with an empty level range");
+    bool gpu = c->p->threads > 0;
+    if (gpu != (lv->level_var >= 0) ||
+        (gpu && (lv->level_var >= c->p->n_vars || c->p->vars[lv->level_var].type != RT_KIR_I64)))
+        return rt_kir_bad(c, "level variable (expected an i64 var on GPU phases only)");
+    return RT_OK;
+}
+
 rt_status rt_kir_validate(const rt_kir_kernel *k, rt_err *err) {
     if (!k || k->n_bufs < 1 || k->bufs[0].role != RT_KIR_BUF_SCRATCH)
         return rt_fail(err, RT_ERR_BACKEND, RT_NOLOC, "kernel without its scratch buffer");
@@ -896,6 +948,7 @@ rt_status rt_kir_validate(const rt_kir_kernel *k, rt_err *err) {
         rt_kir_check c = {k, &k->phases[i], err};
         if (k->phases[i].n_items < 1)
             return rt_kir_bad(&c, "phase without work items");
+        RT_TRY(rt_kir_check_levels(&c));
         RT_TRY(rt_kir_check_block(&c, &k->phases[i].body));
     }
     return RT_OK;

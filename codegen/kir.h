@@ -162,17 +162,44 @@ typedef enum rt_kir_buf_role {
     RT_KIR_BUF_SCRATCH, // per-thread scratch of the phase (F32), buffer 0 of no tensor
     RT_KIR_BUF_SHARED,  // GPU: array of `elems` shared by the threads of a block (lower-gpu.c)
     RT_KIR_BUF_LOCAL,   // GPU: per-thread array of `elems` (register tile, lower-gpu.c)
+    RT_KIR_BUF_TREE,    // an array of a tree parameter's linearization (I32, rt_kir_tree_field)
 } rt_kir_buf_role;
+
+// ORDER RT_KIR_TREE_FIELD: the arrays of a tree parameter a kernel reads, as rt_tree_data
+// (interp.h) holds them: the host linearizes the tree (CORTEX), kernels only index.
+typedef enum rt_kir_tree_field {
+    RT_KIR_TREE_CHILD,       // [n_nodes * C]: child c of node n at n * C + c, -1 when absent
+    RT_KIR_TREE_ORDER,       // [n_nodes]: node ids level by level, leaves (level 0) first
+    RT_KIR_TREE_LEVEL_BEGIN, // [n_levels + 1]: level h is order[begin[h] .. begin[h + 1])
+    RT_KIR_TREE_N_LEVELS,    // [1]: n_levels (the height of the tallest node + 1)
+    RT_KIR_TREE_FIELD_COUNT
+} rt_kir_tree_field;
 
 typedef struct rt_kir_buf {
     const char *name; // C identifier
     rt_kir_buf_role role;
     rt_kir_type type;
-    int32_t tensor; // DATA/START: tensor index; -1 for scratch
-    int32_t dim;    // START: the ragged dim
+    int32_t tensor; // DATA/START: tensor index; TREE: the tree parameter; -1 for scratch
+    int32_t dim;    // START: the ragged dim; TREE: the rt_kir_tree_field
     bool written;
     int64_t elems; // SHARED / LOCAL: array length in elements
 } rt_kir_buf;
+
+// Level-by-level phases (CORTEX's linearized recursion): with `on`, the phase runs once per
+// level h of tree parameter `tree`, for h in [first, last) (last < 0: through the tree's last
+// level, read from its N_LEVELS buffer count_buf), in order, each repetition complete (a
+// barrier) before the next: children before parents. In repetition h the work items are the
+// positions begin[h] .. begin[h + 1] of the tree's level order (begin: its LEVEL_BEGIN buffer
+// begin_buf), so that item k is node order[k]; level 0 holds exactly the leaves. CPU phases
+// take their item range from the runner; a GPU phase's launch for level h gets h as a scalar
+// argument bound to level_var (-1 on CPU phases) and computes its positions from begin.
+typedef struct rt_kir_levels {
+    bool on;
+    int32_t tree;
+    int32_t first, last;
+    int32_t begin_buf, count_buf;
+    int32_t level_var;
+} rt_kir_levels;
 
 typedef struct rt_kir_var {
     const char *name;
@@ -182,7 +209,7 @@ typedef struct rt_kir_var {
 typedef struct rt_kir_phase {
     const char *name; // function name suffix ("p0")
     const char *what; // one-line description for the listing
-    int64_t n_items;  // parallel work items (>= 1)
+    int64_t n_items;  // parallel work items (>= 1); by level: the tree's nodes (all levels)
     int32_t item_var; // integer var holding the item index
     int32_t n_vars, cap_vars;
     rt_kir_var *vars;
@@ -193,6 +220,7 @@ typedef struct rt_kir_phase {
     int32_t threads;     // threads per block; 0 = CPU phase
     int32_t thread_var;  // var bound to the thread index in the block
     int32_t grid_var[2]; // vars bound to the block index along grid y and z (-1: unused)
+    rt_kir_levels levels; // off: the items are 0 .. n_items once
 } rt_kir_phase;
 
 // What a contraction kernel computes, for checks that need no reference run (the random-vector
@@ -247,6 +275,10 @@ const char *rt_kir_type_name(rt_kir_type t);  // "i64", "f32", ...
 const char *rt_kir_type_ctype(rt_kir_type t); // "int64_t", "float", ...
 const char *rt_kir_bop_name(rt_kir_bop op);   // C spelling for the infix ones ("+", "<")
 const char *rt_kir_loop_kind_name(rt_kir_loop_kind k);
+const char *rt_kir_tree_field_name(rt_kir_tree_field f); // "child", "order", ...
+struct rt_tree_data;
+// The host array of tree t that a TREE buffer of field f holds, and its length in *n.
+const int32_t *rt_kir_tree_array(const struct rt_tree_data *t, rt_kir_tree_field f, int64_t *n);
 
 // Rewrites a float division x / y inside a vectorized loop, where y is invariant in that loop
 // (no variable it reads is set in the loop, no buffer it loads is stored there), into x * r with

@@ -31,6 +31,8 @@ typedef struct rt_lower {
     int32_t (*start_buf)[RT_MAX_DIMS]; // per tensor and dim: start array buffer (-1: dense)
     int64_t (*extent)[RT_MAX_DIMS];    // per tensor and dim: dense extent (-1: ragged)
     int64_t *local_base; // per tensor: scratch offset of its per-thread row (-1: none; rt_lx)
+    int32_t (*tree_buf)[RT_KIR_TREE_FIELD_COUNT]; // per tree parameter: its arrays (-1: unused)
+    int32_t *tree_child;                          // per tree parameter: its CHILD buffer (rt_lx)
     const rt_stmt *s;
     int32_t *var_of;   // statement var -> phase var (-1: unbound)
     rt_kir_type ct;    // compute type of the statement
@@ -90,7 +92,32 @@ static rt_kir_type rt_lower_dtype(rt_dtype t, bool *ok) {
     }
 }
 
-// Buffers: a data array per tensor and a start array per ragged dim (args order = this order).
+// The int32 arrays of every tree parameter a statement names (rt_kir_tree_field), after the
+// tensors' buffers: "tree_T_child", "tree_T_order", ...
+static rt_status rt_lower_tree_buffers(rt_lower *l) {
+    const rt_op *op = l->op;
+    RT_ALLOC(l->a, l->tree_buf, op->n_trees, l->err);
+    RT_ALLOC(l->a, l->tree_child, op->n_trees, l->err);
+    for (int32_t t = 0; t < op->n_trees; t++) {
+        bool used = rt_tree_used(op, t);
+        for (int32_t f = 0; f < RT_KIR_TREE_FIELD_COUNT; f++) {
+            l->tree_buf[t][f] = -1;
+            if (!used)
+                continue;
+            const char *name = rt_arena_printf(l->a, "tree_%s_%s", op->trees[t].name,
+                                               rt_kir_tree_field_name((rt_kir_tree_field)f));
+            l->tree_buf[t][f] =
+                name ? rt_kir_add_buf(l->a, l->k, name, RT_KIR_BUF_TREE, RT_KIR_I32, t, f) : -1;
+            if (l->tree_buf[t][f] < 0)
+                return rt_fail(l->err, RT_ERR_NOMEM, RT_NOLOC, "out of memory");
+        }
+        l->tree_child[t] = l->tree_buf[t][RT_KIR_TREE_CHILD];
+    }
+    return RT_OK;
+}
+
+// Buffers: a data array per tensor and a start array per ragged dim (args order = this order),
+// then the arrays of the trees.
 static rt_status rt_lower_buffers(rt_lower *l) {
     const rt_op *op = l->op;
     RT_ALLOC(l->a, l->data_buf, op->n_tensors, l->err);
@@ -129,7 +156,7 @@ static rt_status rt_lower_buffers(rt_lower *l) {
             }
         }
     }
-    return RT_OK;
+    return rt_lower_tree_buffers(l);
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -325,6 +352,7 @@ static rt_lx rt_tr_ctx(rt_lower *l) {
                    .start_buf = l->start_buf,
                    .extent = l->extent,
                    .local_base = l->local_base,
+                   .tree_child_buf = l->tree_child,
                    .user = l,
                    .err = l->err};
 }
@@ -381,8 +409,6 @@ static double rt_assign_init(rt_assign op) {
 
 static rt_status rt_lower_begin_stmt(rt_lower *l, const rt_stmt *s) {
     l->s = s;
-    if (s->n_preds > 0 || s->recursive)
-        return rt_lower_unsupported(l, s->loc, "recursion over a tree");
     bool ok;
     l->ct = rt_lower_dtype(l->op->tensors[s->out].dtype, &ok);
     if (!ok || l->ct == RT_KIR_I32)
@@ -1807,6 +1833,86 @@ static rt_status rt_lower_general(rt_lower *l, int32_t s0, int32_t s1, bool fuse
             RT_TRY(rt_lower_nest(l, &l->p->body, first));
         }
         rt_group_unlocalize(l, i, j);
+        i = j;
+    }
+    return RT_OK;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Recursion over a tree (CORTEX): level-by-level phases (lower-tree.c finds the groups)
+// ---------------------------------------------------------------------------------------------
+
+// The statements of group g that run at the leaves (inner false: level 0 only) or at the inner
+// nodes (levels 1.., one repetition per level), in one phase whose work items are positions in
+// the tree's level order: item k is node order[k], and each statement's loop nest runs under it
+// with its node var bound to that node, in statement order.
+static rt_status rt_lower_tree_phase(rt_lower *l, const rt_tree_group *g, bool inner) {
+    const rt_op *op = l->op;
+    int32_t first = -1;
+    for (int32_t i = 0; i < g->n_stmts && first < 0; i++)
+        if (inner ? g->at_inner[i] : g->at_leaves[i])
+            first = g->stmts[i];
+    if (first < 0)
+        return RT_OK; // no statement writes these nodes: they keep what they held
+    const char *what = rt_tree_group_what(l->a, op, g, inner);
+    int64_t n_nodes = op->sizes[op->trees[g->tree].n_sym].value;
+    l->p = what ? rt_kir_add_phase(l->a, l->k, what, n_nodes) : NULL;
+    if (!l->p)
+        return rt_fail(l->err, RT_ERR_NOMEM, RT_NOLOC, "out of memory");
+    const int32_t *tb = l->tree_buf[g->tree];
+    l->p->levels = (rt_kir_levels){.on = true,
+                                   .tree = g->tree,
+                                   .first = inner ? 1 : 0,
+                                   .last = inner ? -1 : 1,
+                                   .begin_buf = tb[RT_KIR_TREE_LEVEL_BEGIN],
+                                   .count_buf = tb[RT_KIR_TREE_N_LEVELS],
+                                   .level_var = -1};
+    const rt_stmt *s0 = &op->stmts[first];
+    int32_t node = rt_kir_add_var(l->a, l->p, s0->vars[s0->lhs_vars[0]].name, RT_KIR_I64);
+    rt_kir_node *let = node >= 0 ? rt_kir_append(l->a, &l->p->body, RT_KIR_N_LET) : NULL;
+    if (!let)
+        return rt_fail(l->err, RT_ERR_NOMEM, RT_NOLOC, "out of memory");
+    let->var = node;
+    let->value = rt_kir_cast(l->a, RT_KIR_I64,
+                             rt_kir_load(l->a, l->k, tb[RT_KIR_TREE_ORDER],
+                                         rt_kir_var_ref(l->a, l->p, l->p->item_var)));
+    RT_LOWER_CHECK(l, let->value);
+    for (int32_t i = 0; i < g->n_stmts; i++) {
+        if (!(inner ? g->at_inner[i] : g->at_leaves[i]))
+            continue;
+        const rt_stmt *s = &op->stmts[g->stmts[i]];
+        RT_TRY(rt_lower_begin_stmt(l, s));
+        l->var_of[s->lhs_vars[0]] = node;
+        RT_TRY(rt_lower_nest(l, &l->p->body, 1));
+    }
+    return RT_OK;
+}
+
+// An operator with tree statements: each tree group as its leaf phase and its level-by-level
+// phase (at its first statement, as the interpreter runs it), the runs of other statements
+// between them on the general path.
+static rt_status rt_lower_with_trees(rt_lower *l, bool fuse) {
+    const rt_op *op = l->op;
+    bool *done;
+    RT_ALLOC(l->a, done, op->n_stmts, l->err);
+    for (int32_t i = 0; i < op->n_stmts;) {
+        if (done[i]) {
+            i++;
+            continue;
+        }
+        if (rt_tree_stmt(op, i)) {
+            rt_tree_group g;
+            RT_TRY(rt_tree_group_plan(op, i, "CPU", &g, l->err));
+            for (int32_t k = 0; k < g.n_stmts; k++)
+                done[g.stmts[k]] = true;
+            RT_TRY(rt_lower_tree_phase(l, &g, false));
+            RT_TRY(rt_lower_tree_phase(l, &g, true));
+            continue;
+        }
+        int32_t j = i + 1;
+        while (j < op->n_stmts && !done[j] && !rt_tree_stmt(op, j))
+            j++;
+        RT_TRY(rt_lower_general(l, i, j, fuse));
         i = j;
     }
     return RT_OK;
@@ -3328,9 +3434,17 @@ static void rt_lower_header(rt_lower *l, const rt_device *dev, const rt_perf_mod
     } else {
         rt_buf_puts(&b, "naive loop nests (reference kernel)\n");
     }
-    for (int32_t i = 0; i < l->k->n_phases; i++)
-        rt_buf_printf(&b, "phase %s: %s, %lld work items\n", l->k->phases[i].name,
-                      l->k->phases[i].what, (long long)l->k->phases[i].n_items);
+    for (int32_t i = 0; i < l->k->n_phases; i++) {
+        const rt_kir_phase *ph = &l->k->phases[i];
+        if (ph->levels.on)
+            rt_buf_printf(&b, "phase %s: %s; work items: the positions of a level in %s's level "
+                              "order (%lld nodes in all)\n",
+                          ph->name, ph->what, op->trees[ph->levels.tree].name,
+                          (long long)ph->n_items);
+        else
+            rt_buf_printf(&b, "phase %s: %s, %lld work items\n", ph->name, ph->what,
+                          (long long)ph->n_items);
+    }
     l->k->header = b.oom ? "" : b.data;
 }
 
@@ -3348,9 +3462,9 @@ rt_status rt_lower_cpu(rt_arena *a, const rt_op *op, const rt_device *dev, const
     l.k = name ? rt_kir_kernel_new(a, name) : NULL;
     if (!l.k)
         return rt_fail(err, RT_ERR_NOMEM, RT_NOLOC, "out of memory");
+    bool trees = false;
     for (int32_t s = 0; s < op->n_stmts; s++)
-        if (op->stmts[s].recursive || op->stmts[s].n_preds > 0)
-            return rt_lower_unsupported(&l, op->stmts[s].loc, "recursion over a tree");
+        trees = trees || rt_tree_stmt(op, s);
     RT_TRY(rt_lower_buffers(&l));
     if (!naive && dev) {
         l.dev = dev;
@@ -3359,8 +3473,11 @@ rt_status rt_lower_cpu(rt_arena *a, const rt_op *op, const rt_device *dev, const
     }
     rt_gemm g;
     int32_t main_stmt = m ? m->main_stmt : -1;
-    if (!naive && main_stmt >= 0 &&
-        (rt_gemm_detect(&l, main_stmt, &g) || rt_gemm_detect_implicit(&l, main_stmt, &g))) {
+    if (trees) {
+        RT_TRY(rt_lower_with_trees(&l, !naive));
+        l.k->flops = p ? p->flops : 0.0;
+    } else if (!naive && main_stmt >= 0 &&
+               (rt_gemm_detect(&l, main_stmt, &g) || rt_gemm_detect_implicit(&l, main_stmt, &g))) {
         rt_gemm_blocking(&g, op, dev, m, p);
         RT_TRY(rt_lower_general(&l, 0, main_stmt, true));
         rt_gemm_epi epi;

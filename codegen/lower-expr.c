@@ -77,11 +77,79 @@ rt_status rt_lx_load(rt_lx *x, const rt_expr *e, rt_kir_expr **idx, rt_kir_expr 
     return RT_OK;
 }
 
+// A read with tree children among its indices (h(T.child(n, 0), j)): 0 where one of them is
+// absent (-1), else the element; the load itself goes to a clamped index, so that it is safe to
+// evaluate whatever the condition (selects evaluate both sides).
+static rt_status rt_lx_read_at_child(rt_lx *x, const rt_expr *e, rt_kir_expr **out) {
+    rt_arena *a = x->a;
+    rt_kir_expr *idx[RT_MAX_DIMS], *ok = rt_kir_int(a, 1);
+    RT_TRY(rt_lx_indices(x, e, idx));
+    for (int32_t d = 0; d < e->n_args; d++) {
+        if (e->args[d]->kind != RT_EXPR_CHILD)
+            continue;
+        ok = rt_kir_bin(a, RT_KIR_AND, ok, rt_kir_bin(a, RT_KIR_GE, idx[d], rt_kir_int(a, 0)));
+        idx[d] = rt_kir_bin(a, RT_KIR_MAX, idx[d], rt_kir_int(a, 0));
+    }
+    rt_kir_expr *v;
+    RT_TRY(rt_lx_load(x, e, idx, &v));
+    rt_kir_expr *zero = NULL;
+    if (v)
+        zero = rt_kir_type_is_float(v->type) ? rt_kir_flt(a, v->type, 0.0)
+                                             : rt_kir_cast(a, v->type, rt_kir_int(a, 0));
+    *out = rt_kir_select(a, ok, v, zero);
+    rt_lx_check(x, *out);
+    return RT_OK;
+}
+
+// T.child(node, c): the child's id from the tree's CHILD buffer, -1 when absent or when node is
+// not a node of the tree (a child of an absent child).
+static rt_status rt_lx_child(rt_lx *x, const rt_expr *e, rt_kir_expr **out) {
+    rt_arena *a = x->a;
+    bool known = e->tree >= 0 && e->tree < x->op->n_trees;
+    int32_t cb = x->tree_child_buf && known ? x->tree_child_buf[e->tree] : -1;
+    if (cb < 0)
+        return rt_lx_unsupported(x, e->loc, "a tree child outside a level-by-level statement");
+    const rt_tree *tr = &x->op->trees[e->tree];
+    const rt_size *n_nodes = &x->op->sizes[tr->n_sym];
+    if (!n_nodes->bound)
+        return rt_lx_unsupported(x, e->loc, "a tree whose node count is bound at run time");
+    if (e->child < 0 || e->child >= tr->max_children || e->n_args != 1)
+        return rt_fail(x->err, RT_ERR_SPEC, e->loc, "child %d of tree '%s' (expected 0..%d)",
+                       (int)e->child, tr->name, (int)tr->max_children - 1);
+    rt_kir_expr *node;
+    RT_TRY(rt_lx_int(x, e->args[0], &node));
+    // A node var ranging over 0 .. N needs no guard.
+    const rt_expr *arg = e->args[0];
+    int64_t lo = -1, hi = -1;
+    bool in_range = arg->kind == RT_EXPR_INDEX && x->s && arg->var >= 0 &&
+                    arg->var < x->s->n_vars && x->s->vars[arg->var].lo &&
+                    x->s->vars[arg->var].hi &&
+                    rt_expr_const_int(x->op, x->s->vars[arg->var].lo, &lo) &&
+                    rt_expr_const_int(x->op, x->s->vars[arg->var].hi, &hi) && lo >= 0 &&
+                    hi <= n_nodes->value;
+    rt_kir_expr *ok = NULL, *at = node;
+    if (!in_range) {
+        ok = rt_kir_bin(a, RT_KIR_AND, rt_kir_bin(a, RT_KIR_GE, node, rt_kir_int(a, 0)),
+                        rt_kir_bin(a, RT_KIR_LT, node, rt_kir_int(a, n_nodes->value)));
+        at = rt_kir_select(a, ok, node, rt_kir_int(a, 0));
+    }
+    rt_kir_expr *off = rt_kir_bin(a, RT_KIR_ADD, rt_kir_bin(a, RT_KIR_MUL, at,
+                                                            rt_kir_int(a, tr->max_children)),
+                                  rt_kir_int(a, e->child));
+    rt_kir_expr *id = rt_kir_cast(a, RT_KIR_I64, rt_kir_load(a, x->k, cb, off));
+    *out = ok ? rt_kir_select(a, ok, id, rt_kir_int(a, -1)) : id;
+    rt_lx_check(x, *out);
+    return RT_OK;
+}
+
 rt_status rt_lx_read(rt_lx *x, const rt_expr *e, rt_kir_expr **out) {
     const rt_tensor *tn = &x->op->tensors[e->tensor];
     if (e->n_args != tn->n_dims)
         return rt_fail(x->err, RT_ERR_SPEC, e->loc, "%s takes %d indices (got %d)", tn->name,
                        (int)tn->n_dims, (int)e->n_args);
+    for (int32_t d = 0; d < e->n_args; d++)
+        if (e->args[d]->kind == RT_EXPR_CHILD)
+            return rt_lx_read_at_child(x, e, out);
     if (x->ops->read)
         return x->ops->read(x, e, out);
     rt_kir_expr *idx[RT_MAX_DIMS];
@@ -134,7 +202,7 @@ rt_status rt_lx_int(rt_lx *x, const rt_expr *e, rt_kir_expr **out) {
         break;
     }
     case RT_EXPR_CHILD:
-        return rt_lx_unsupported(x, e->loc, "recursion over a tree");
+        return rt_lx_child(x, e, out);
     case RT_EXPR_READ:
         if (!rt_dtype_is_int(x->op->tensors[e->tensor].dtype))
             goto via_float;

@@ -39,6 +39,10 @@ struct rt_lx {
     // row-wise group keeps per thread (data_buf is then the scratch); -1: the tensor's own array.
     // Such a tensor's first index is the group's row and is left out of its offsets.
     const int64_t *local_base;
+    // Per tree parameter (NULL: none): its CHILD buffer (RT_KIR_TREE_CHILD), -1 when the kernel
+    // has none. T.child(x, c) loads it; a read at a missing child (-1) is 0, as in the
+    // interpreter.
+    const int32_t *tree_child_buf;
     void *user; // the lowering's own state, for ops->read
     bool oom;
     rt_err *err;
@@ -62,5 +66,44 @@ rt_status rt_lx_load(rt_lx *x, const rt_expr *e, rt_kir_expr **idx, rt_kir_expr 
 // NULL) receives the in-extent condition of the dense dims. NULL (and oom set) when out of
 // memory.
 rt_kir_expr *rt_lx_offset(rt_lx *x, int32_t t, rt_kir_expr **idx, rt_kir_expr **valid);
+
+// ---------------------------------------------------------------------------------------------
+// Recursion over trees (CORTEX), lower-tree.c: what both lowerings run level by level
+// ---------------------------------------------------------------------------------------------
+
+#define RT_TREE_GROUP_MAX 16
+
+// The statements that write one tensor at the nodes of a tree, node by node in the interpreter
+// (rt_interp_run): statements that read their output at tree children (recursive) or carry
+// leaf / !leaf predicates, on their first index (the node var, over all N nodes). The lowerings
+// run them on the tree's level order (rt_kir_levels): the leaf statements at level 0, which
+// holds exactly the leaves, the inner statements level by level from 1 up, every node of a level
+// in parallel. Each statement of a node runs in statement order, as in the interpreter.
+typedef struct rt_tree_group {
+    int32_t tensor;             // the tensor written
+    int32_t tree;               // the tree parameter
+    bool recursive;             // some statement reads the tensor at a child
+    int32_t n_stmts;            // statements in order
+    int32_t stmts[RT_TREE_GROUP_MAX];
+    bool at_leaves[RT_TREE_GROUP_MAX]; // statement i runs at the leaves (level 0)
+    bool at_inner[RT_TREE_GROUP_MAX];  // and at inner nodes (levels >= 1)
+} rt_tree_group;
+
+// Whether statement si belongs to a tree group (recursive, or with predicates).
+bool rt_tree_stmt(const rt_op *op, int32_t si);
+// Whether some statement names tree parameter t (a child or a predicate): its arrays are needed.
+bool rt_tree_used(const rt_op *op, int32_t t);
+// The group of the tree statement si and every later statement writing the same tensor.
+// Errors: RT_ERR_BACKEND "... is not supported by the <backend> backend" at the construct the
+// level-by-level lowering cannot run: a node index that is not the first index of the output
+// and the first loop or does not range over every node, a predicate on another index or tree,
+// children of two trees in one group, a read of the output at a child of another node than the
+// statement's own, more statements than RT_TREE_GROUP_MAX, a predicated reduction that starts
+// from its identity outside recursion (the interpreter fills the elements its predicate skips).
+rt_status rt_tree_group_plan(const rt_op *op, int32_t si, const char *backend, rt_tree_group *out,
+                             rt_err *err);
+// One line about a group's statements at leaves (inner false) or inner nodes, e.g.
+// "statement 1 (h, where !leaf(n)) level by level over T's levels 1.., children first".
+const char *rt_tree_group_what(rt_arena *a, const rt_op *op, const rt_tree_group *g, bool inner);
 
 #endif

@@ -25,8 +25,8 @@
 #define RT_GL_MAX_DIMS  (2 * RT_MAX_DIMS)
 #define RT_GL_MAX_READS 16
 
-enum { RT_GL_DIRECT, RT_GL_REGTILE, RT_GL_STAGED };
-static const char *const rt_gl_mode_names[] = {"direct", "regtile", "staged"};
+enum { RT_GL_DIRECT, RT_GL_REGTILE, RT_GL_STAGED, RT_GL_TREE };
+static const char *const rt_gl_mode_names[] = {"direct", "regtile", "staged", "tree"};
 
 // One dim of the block grid: dense member vars fused into one linear index, or one ragged var.
 typedef struct rt_gdim {
@@ -65,6 +65,10 @@ typedef struct rt_gplan {
     int64_t red_T1[64]; // staged: reduction step per var of the tiling statement
     int32_t n_stage;
     rt_gstage stage[RT_GL_MAX_READS];
+    // RT_GL_TREE: the statements of a tree group at its leaves (tree_inner false) or at its
+    // inner nodes, one launch per level (rt_gl_tree_phase).
+    rt_tree_group tree;
+    bool tree_inner;
 } rt_gplan;
 
 typedef struct rt_gl {
@@ -81,6 +85,8 @@ typedef struct rt_gl {
     int32_t (*start_buf)[RT_MAX_DIMS]; // per tensor and dim, -1 dense
     int64_t (*extent)[RT_MAX_DIMS];    // per tensor and dim, -1 ragged
     int32_t **var_of;                  // per statement: stmt var -> phase var (-1 unbound)
+    int32_t (*tree_buf)[RT_KIR_TREE_FIELD_COUNT]; // per tree parameter: its arrays (-1 unused)
+    int32_t *tree_child;                          // per tree parameter: its CHILD buffer
     const rt_stmt *s;
     int32_t si; // index of s
     rt_kir_type ct;
@@ -174,12 +180,44 @@ static rt_kir_node *rt_gl_if(rt_gl *l, rt_kir_block *b, rt_kir_expr *cond) {
 // Buffers: a data array per tensor and an int32 start array per ragged dim, in tensor order
 // ---------------------------------------------------------------------------------------------
 
+// The int32 arrays of every tree parameter a statement names (rt_kir_tree_field), after the
+// tensors' buffers.
+static rt_status rt_gl_tree_buffers(rt_gl *l, rt_gpu_kernel *gk) {
+    const rt_op *op = l->op;
+    RT_ALLOC(l->a, l->tree_buf, op->n_trees, l->err);
+    RT_ALLOC(l->a, l->tree_child, op->n_trees, l->err);
+    for (int32_t t = 0; t < op->n_trees; t++) {
+        bool used = rt_tree_used(op, t);
+        for (int32_t f = 0; f < RT_KIR_TREE_FIELD_COUNT; f++) {
+            l->tree_buf[t][f] = -1;
+            if (!used)
+                continue;
+            const char *name = rt_arena_printf(l->a, "tree_%s_%s", op->trees[t].name,
+                                               rt_kir_tree_field_name((rt_kir_tree_field)f));
+            l->tree_buf[t][f] =
+                name ? rt_kir_add_buf(l->a, l->k, name, RT_KIR_BUF_TREE, RT_KIR_I32, t, f) : -1;
+            if (l->tree_buf[t][f] < 0)
+                return rt_gl_nomem(l);
+            rt_gpu_buffer *gb = &gk->bufs[gk->n_bufs++];
+            gb->name = l->k->bufs[l->tree_buf[t][f]].name;
+            gb->is_tree = true;
+            gb->tensor = t;
+            gb->dim = f;
+            gb->dtype = RT_DTYPE_I32;
+            gb->kir_buf = l->tree_buf[t][f];
+        }
+        l->tree_child[t] = l->tree_buf[t][RT_KIR_TREE_CHILD];
+    }
+    return RT_OK;
+}
+
 static rt_status rt_gl_buffers(rt_gl *l, rt_gpu_kernel *gk) {
     const rt_op *op = l->op;
     RT_ALLOC(l->a, l->data_buf, op->n_tensors, l->err);
     RT_ALLOC(l->a, l->start_buf, op->n_tensors, l->err);
     RT_ALLOC(l->a, l->extent, op->n_tensors, l->err);
-    RT_ALLOC(l->a, gk->bufs, op->n_tensors * (RT_MAX_DIMS + 1), l->err);
+    RT_ALLOC(l->a, gk->bufs, op->n_tensors * (RT_MAX_DIMS + 1) + op->n_trees * RT_KIR_TREE_FIELD_COUNT,
+             l->err);
     for (int32_t t = 0; t < op->n_tensors; t++) {
         const rt_tensor *tn = &op->tensors[t];
         rt_kir_type ty;
@@ -232,7 +270,7 @@ static rt_status rt_gl_buffers(rt_gl *l, rt_gpu_kernel *gk) {
             }
         }
     }
-    return RT_OK;
+    return rt_gl_tree_buffers(l, gk);
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -297,6 +335,7 @@ static rt_lx rt_gl_ctx(rt_gl *l) {
                    .data_buf = l->data_buf,
                    .start_buf = l->start_buf,
                    .extent = l->extent,
+                   .tree_child_buf = l->tree_child,
                    .user = l,
                    .err = l->err};
 }
@@ -662,15 +701,44 @@ static rt_status rt_gl_plan(rt_gl *l, const rt_gpu_lower_options *opt, rt_gplan 
                             int32_t *n_out) {
     const rt_op *op = l->op;
     rt_gplan *plans;
-    RT_ALLOC(l->a, plans, op->n_stmts, l->err);
+    RT_ALLOC(l->a, plans, 2 * op->n_stmts, l->err); // a tree group takes up to two
     bool *written;
     RT_ALLOC(l->a, written, op->n_tensors, l->err);
+    bool *done;
+    RT_ALLOC(l->a, done, op->n_stmts, l->err);
     int32_t n = 0, main_stmt = l->m ? l->m->main_stmt : -1;
+    bool cut = false; // a statement was left out since the last plan: no fusing across it
     for (int32_t si = 0; si < op->n_stmts; si++) {
         const rt_stmt *s = &op->stmts[si];
-        if (s->recursive || s->n_preds > 0)
-            return rt_gl_unsupported(l, s->loc, "recursion over a tree");
-        rt_gplan *cur = n > 0 ? &plans[n - 1] : NULL;
+        if (done[si]) {
+            cut = true;
+            continue;
+        }
+        if (rt_tree_stmt(op, si)) {
+            // A tree group, where the interpreter runs it: its leaf and its level phases.
+            rt_tree_group g;
+            RT_TRY(rt_tree_group_plan(op, si, "GPU", &g, l->err));
+            for (int32_t k = 0; k < g.n_stmts; k++)
+                done[g.stmts[k]] = true;
+            for (int32_t inner = 0; inner < 2; inner++) {
+                bool any = false;
+                for (int32_t k = 0; k < g.n_stmts; k++)
+                    any = any || (inner ? g.at_inner[k] : g.at_leaves[k]);
+                if (!any)
+                    continue;
+                memset(&plans[n], 0, sizeof plans[n]);
+                plans[n].mode = RT_GL_TREE;
+                plans[n].first = si;
+                plans[n].tstmt = si;
+                plans[n].epi = -1;
+                plans[n].tree = g;
+                plans[n].tree_inner = inner;
+                n++;
+            }
+            continue;
+        }
+        rt_gplan *cur = n > 0 && plans[n - 1].mode != RT_GL_TREE && !cut ? &plans[n - 1] : NULL;
+        cut = false;
         if (cur) {
             const rt_stmt *t = &op->stmts[cur->tstmt];
             bool ok = rt_gl_same_prefix(t, s) && rt_gl_reads_at_prefix(s->rhs, written, t->n_lhs);
@@ -698,6 +766,8 @@ static rt_status rt_gl_plan(rt_gl *l, const rt_gpu_lower_options *opt, rt_gplan 
     for (int32_t i = 0; i < n; i++) {
         rt_gplan *pl = &plans[i];
         const rt_stmt *t = &op->stmts[pl->tstmt];
+        if (pl->mode == RT_GL_TREE)
+            continue; // rt_gl_tree_phase
         pl->from_prog = l->p && pl->tstmt == main_stmt;
         RT_TRY(rt_gl_dims(l, pl, t, pl->from_prog));
         pl->mode = RT_GL_DIRECT;
@@ -1232,9 +1302,141 @@ static rt_status rt_gl_regtile(rt_gl *l, rt_gplan *pl, rt_kir_block *b) {
     return RT_OK;
 }
 
+// Row extent of tree statement s: the elements of its output at one node (the product of its
+// LHS vars after the node var, each of a constant range), -1 when not constant.
+static int64_t rt_gl_tree_row(const rt_op *op, const rt_stmt *s) {
+    int64_t e = 1, lo, hi;
+    for (int32_t d = 1; d < s->n_lhs; d++) {
+        const rt_ivar *iv = &s->vars[s->lhs_vars[d]];
+        if (!iv->lo || !iv->hi || !rt_expr_const_int(op, iv->lo, &lo) ||
+            !rt_expr_const_int(op, iv->hi, &hi))
+            return -1;
+        e *= hi > lo ? hi - lo : 0;
+    }
+    return e;
+}
+
+// Binds tree statement l->s's LHS vars after the node var to element e of its row (innermost
+// fastest); the condition that e is in the row goes to *ok.
+static void rt_gl_tree_bind(rt_gl *l, rt_kir_block *b, rt_kir_expr *e, rt_kir_expr **ok) {
+    rt_arena *a = l->a;
+    const rt_stmt *s = l->s;
+    *ok = rt_kir_bin(a, RT_KIR_LT, e, rt_kir_int(a, rt_gl_tree_row(l->op, s)));
+    rt_kir_expr *rest = e;
+    for (int32_t d = s->n_lhs - 1; d >= 1; d--) {
+        int32_t v = s->lhs_vars[d];
+        int64_t lo = 0, hi = 0;
+        rt_expr_const_int(l->op, s->vars[v].lo, &lo);
+        rt_expr_const_int(l->op, s->vars[v].hi, &hi);
+        int64_t ext = hi > lo ? hi - lo : 1;
+        rt_kir_expr *x = d == 1 ? rest : rt_gl_umod(a, rest, ext);
+        rt_kir_expr *r =
+            rt_gl_let(l, b, s->vars[v].name, rt_kir_bin(a, RT_KIR_ADD, x, rt_kir_int(a, lo)));
+        if (r)
+            l->var_of[l->si][v] = r->var;
+        if (d > 1)
+            rest = rt_gl_udiv(a, rest, ext);
+    }
+}
+
+// A level-by-level phase (lower-tree.c, rt_kir_levels): the statements of a tree group at its
+// leaves (level 0) or at its inner nodes, launched once per level with the level as a scalar
+// argument. Thread g of a launch takes position begin[level] + g / E of the tree's level order
+// and element g % E of that node's row (E: the longest row among the statements), and runs
+// each statement there in order, its sums serial in the thread.
+static rt_status rt_gl_tree_phase(rt_gl *l, rt_gplan *pl, rt_gpu_phase *gp, const char *name) {
+    rt_arena *a = l->a;
+    const rt_op *op = l->op;
+    const rt_tree_group *g = &pl->tree;
+    bool inner = pl->tree_inner;
+    int64_t E = 1;
+    for (int32_t i = 0; i < g->n_stmts; i++) {
+        const rt_stmt *s = &op->stmts[g->stmts[i]];
+        int64_t row = rt_gl_tree_row(op, s);
+        if (row < 0)
+            return rt_gl_unsupported(l, s->loc, "a tree statement whose row is not of constant size");
+        E = rt_max64(E, row);
+    }
+    int64_t T = rt_min64(256, rt_round_up(E, 32));
+    if (l->dev->max_threads_per_block > 0)
+        T = rt_min64(T, l->dev->max_threads_per_block);
+    int64_t n_nodes = op->sizes[op->trees[g->tree].n_sym].value;
+    const char *what = rt_tree_group_what(a, op, g, inner);
+    l->ph = what ? rt_kir_add_phase(a, l->k, what, rt_ceil_div(n_nodes * E, T)) : NULL;
+    if (!l->ph)
+        return rt_gl_nomem(l);
+    l->ph->name = name;
+    l->ph->threads = (int32_t)T;
+    l->ph->thread_var = rt_kir_add_var(a, l->ph, "tid", RT_KIR_I64);
+    l->ph->grid_var[0] = l->ph->grid_var[1] = -1;
+    const int32_t *tb = l->tree_buf[g->tree];
+    l->ph->levels = (rt_kir_levels){.on = true,
+                                    .tree = g->tree,
+                                    .first = inner ? 1 : 0,
+                                    .last = inner ? -1 : 1,
+                                    .begin_buf = tb[RT_KIR_TREE_LEVEL_BEGIN],
+                                    .count_buf = tb[RT_KIR_TREE_N_LEVELS],
+                                    .level_var = rt_kir_add_var(a, l->ph, "level", RT_KIR_I64)};
+    if (l->ph->thread_var < 0 || l->ph->levels.level_var < 0)
+        return rt_gl_nomem(l);
+    l->plan = pl;
+    for (int32_t i = 0; i < op->n_stmts; i++)
+        for (int32_t v = 0; v < op->stmts[i].n_vars; v++)
+            l->var_of[i][v] = -1;
+    rt_kir_block *b = &l->ph->body;
+    rt_kir_expr *level = rt_kir_var_ref(a, l->ph, l->ph->levels.level_var);
+    int32_t bb = tb[RT_KIR_TREE_LEVEL_BEGIN];
+    rt_kir_expr *lb = rt_gl_let(l, b, "level_begin",
+                                rt_kir_cast(a, RT_KIR_I64, rt_kir_load(a, l->k, bb, level)));
+    rt_kir_expr *le = rt_gl_let(
+        l, b, "level_end",
+        rt_kir_cast(a, RT_KIR_I64,
+                    rt_kir_load(a, l->k, bb, rt_kir_bin(a, RT_KIR_ADD, level, rt_kir_int(a, 1)))));
+    rt_kir_expr *gid = rt_gl_let(
+        l, b, "gid",
+        rt_kir_bin(a, RT_KIR_ADD,
+                   rt_kir_bin(a, RT_KIR_MUL, rt_kir_var_ref(a, l->ph, l->ph->item_var),
+                              rt_kir_int(a, T)),
+                   rt_kir_var_ref(a, l->ph, l->ph->thread_var)));
+    rt_kir_expr *pos = rt_gl_let(l, b, "pos", rt_kir_bin(a, RT_KIR_ADD, lb, rt_gl_udiv(a, gid, E)));
+    rt_kir_node *in = rt_gl_if(l, b, rt_kir_bin(a, RT_KIR_LT, pos, le));
+    if (!in || l->oom)
+        return rt_gl_nomem(l);
+    const rt_stmt *s0 = &op->stmts[g->stmts[0]];
+    rt_kir_expr *node = rt_gl_let(
+        l, &in->body, s0->vars[s0->lhs_vars[0]].name,
+        rt_kir_cast(a, RT_KIR_I64, rt_kir_load(a, l->k, tb[RT_KIR_TREE_ORDER], pos)));
+    rt_kir_expr *e = rt_gl_let(l, &in->body, "e", rt_gl_umod(a, gid, E));
+    for (int32_t i = 0; i < g->n_stmts && node && e; i++) {
+        if (!(inner ? g->at_inner[i] : g->at_leaves[i]))
+            continue;
+        rt_gl_set_stmt(l, g->stmts[i]);
+        l->var_of[l->si][l->s->lhs_vars[0]] = node->var;
+        rt_kir_expr *ok;
+        rt_gl_tree_bind(l, &in->body, e, &ok);
+        rt_kir_node *row = rt_gl_if(l, &in->body, ok);
+        if (!row)
+            return rt_gl_nomem(l);
+        RT_TRY(rt_gl_direct_stmt(l, &row->body, l->s->n_lhs));
+    }
+    if (l->oom)
+        return rt_gl_nomem(l);
+    gp->kernel_name = name;
+    gp->grid_x = l->ph->n_items;
+    gp->threads = (int32_t)T;
+    gp->what = l->ph->what;
+    gp->by_level = true;
+    gp->row = E;
+    pl->threads = T;
+    pl->Rtot = 1;
+    return RT_OK;
+}
+
 static rt_status rt_gl_phase(rt_gl *l, rt_gplan *pl, rt_gpu_phase *gp, const char *name) {
     rt_arena *a = l->a;
     const rt_op *op = l->op;
+    if (pl->mode == RT_GL_TREE)
+        return rt_gl_tree_phase(l, pl, gp, name);
     int64_t nx = 1;
     for (int32_t d = 0; d < pl->n_dims; d++)
         if (pl->dims[d].grid == 0)
@@ -1418,6 +1620,12 @@ rt_status rt_gpu_lower(rt_arena *a, const rt_op *op, const rt_device *dev, const
     bool idx32 = true;
     for (int32_t i = 0; i < gk->n_bufs; i++) {
         rt_gpu_buffer *gb = &gk->bufs[i];
+        if (gb->is_tree) { // read only; an int32 array of at most the tree's N * C entries
+            int64_t n_nodes = op->sizes[op->trees[gb->tensor].n_sym].value;
+            if (n_nodes * op->trees[gb->tensor].max_children >= ((int64_t)1 << 31))
+                idx32 = false;
+            continue;
+        }
         const rt_tensor *tn = &op->tensors[gb->tensor];
         gb->written = !gb->is_start && tn->role != RT_ROLE_INPUT;
         l.k->bufs[gb->kir_buf].written = gb->written;
@@ -1600,6 +1808,11 @@ rt_status rt_gpu_phase_launch(const rt_gpu_kernel *k, int32_t phase, rt_bindings
         return rt_fail(err, RT_ERR_USAGE, RT_NOLOC, "kernel has no phase %d (expected 0..%d)",
                        (int)phase, (int)k->n_phases - 1);
     const rt_gpu_phase *gp = &k->phases[phase];
+    if (gp->by_level)
+        return rt_fail(err, RT_ERR_USAGE, RT_NOLOC,
+                       "phase %d of %s runs level by level: one launch per level "
+                       "(rt_gpu_phase_steps)",
+                       (int)phase, k->kir->name);
     memset(out, 0, sizeof *out);
     out->grid[0] = gp->grid_x;
     out->grid[1] = out->grid[2] = 1;
@@ -1634,5 +1847,43 @@ rt_status rt_gpu_phase_launch(const rt_gpu_kernel *k, int32_t phase, rt_bindings
                            s->vars[r->var].name);
         out->grid[1 + i] = rt_max64(1, rt_ceil_div(best, r->tile));
     }
+    return RT_OK;
+}
+
+rt_status rt_gpu_phase_steps(rt_arena *a, const rt_gpu_kernel *k, int32_t phase,
+                             const rt_gpu_binary *bin, rt_bindings *b, rt_gpu_step **out,
+                             int32_t *n_out, rt_err *err) {
+    if (phase < 0 || phase >= k->n_phases)
+        return rt_fail(err, RT_ERR_USAGE, RT_NOLOC, "kernel has no phase %d (expected 0..%d)",
+                       (int)phase, (int)k->n_phases - 1);
+    const rt_gpu_phase *gp = &k->phases[phase];
+    if (!gp->by_level) {
+        RT_ALLOC(a, *out, 1, err);
+        (*out)->bin = bin;
+        *n_out = 1;
+        return rt_gpu_phase_launch(k, phase, b, &(*out)->cfg, err);
+    }
+    RT_TRY(rt_bindings_prepare(b, err));
+    const rt_kir_levels *lv = &k->kir->phases[phase].levels;
+    const rt_tree_data *t = b->trees[lv->tree];
+    if (!t)
+        return rt_fail(err, RT_ERR_SPEC, k->op->trees[lv->tree].loc, "tree '%s' is not bound",
+                       k->op->trees[lv->tree].name);
+    int32_t last = lv->last < 0 || lv->last > t->n_levels ? t->n_levels : lv->last;
+    int32_t n = last > lv->first ? last - lv->first : 0;
+    RT_ALLOC(a, *out, rt_at_least_one((size_t)n), err);
+    for (int32_t i = 0; i < n; i++) {
+        int32_t h = lv->first + i;
+        int64_t nodes = t->level_begin[h + 1] - t->level_begin[h];
+        rt_gpu_step *st = &(*out)[i];
+        st->bin = bin;
+        st->cfg.grid[0] = rt_max64(1, rt_ceil_div(nodes * gp->row, gp->threads));
+        st->cfg.grid[1] = st->cfg.grid[2] = 1;
+        st->cfg.block[0] = gp->threads;
+        st->cfg.block[1] = st->cfg.block[2] = 1;
+        st->n_ints = 1;
+        st->ints[0] = h;
+    }
+    *n_out = n;
     return RT_OK;
 }

@@ -129,6 +129,12 @@ static rt_status rt_gp_binaries(rt_arena *a, rt_gpu_runtime *rt, const rt_device
     return RT_OK;
 }
 
+// The host array of a tree buffer (b prepared), NULL when its tree is not bound.
+static const int32_t *rt_gp_tree_array(const rt_bindings *b, const rt_gpu_buffer *gb, int64_t *n) {
+    const rt_tree_data *t = b->trees[gb->tensor];
+    return t ? rt_kir_tree_array(t, (rt_kir_tree_field)gb->dim, n) : NULL;
+}
+
 static rt_status rt_gp_setup(rt_arena *a, const rt_gpu_kernel *k, rt_gpu_binary **bins,
                              rt_bindings *b, rt_gp_launch *L, rt_err *err) {
     const rt_op *op = k->op;
@@ -137,6 +143,22 @@ static rt_status rt_gp_setup(rt_arena *a, const rt_gpu_kernel *k, rt_gpu_binary 
     RT_ALLOC(a, L->args, k->n_bufs, err);
     for (int32_t i = 0; i < k->n_bufs; i++) {
         const rt_gpu_buffer *gb = &k->bufs[i];
+        if (gb->is_tree) {
+            int64_t n;
+            const int32_t *arr = rt_gp_tree_array(b, gb, &n);
+            if (!arr)
+                return rt_fail(err, RT_ERR_SPEC, op->trees[gb->tensor].loc,
+                               "tree '%s' is not bound", op->trees[gb->tensor].name);
+            RT_ALLOC(a, L->host[i], n > 0 ? n : 1, err);
+            for (int64_t j = 0; j < n; j++)
+                L->host[i][j] = arr[j];
+            L->args[i] = (rt_gpu_arg){.kind = RT_GPU_ARG_BUFFER,
+                                      .dtype = RT_DTYPE_I32,
+                                      .n_elems = n > 0 ? n : 1,
+                                      .host = L->host[i],
+                                      .copy_out = true};
+            continue;
+        }
         const rt_tensor_data *td = &b->tensors[gb->tensor];
         int64_t n = gb->is_start ? td->layout.n_rows[gb->dim] + 1 : rt_tensor_elems(b, gb->tensor);
         RT_ALLOC(a, L->host[i], n > 0 ? n : 1, err); // an empty tensor still needs a buffer
@@ -160,12 +182,24 @@ static rt_status rt_gp_setup(rt_arena *a, const rt_gpu_kernel *k, rt_gpu_binary 
                                   .host = h,
                                   .copy_out = true};
     }
-    L->n_steps = k->n_phases;
-    RT_ALLOC(a, L->steps, k->n_phases, err);
+    // One step per phase, a level-by-level phase one per level of its tree.
+    rt_gpu_step **per = NULL;
+    int32_t *n_per = NULL;
+    RT_ALLOC(a, per, k->n_phases, err);
+    RT_ALLOC(a, n_per, k->n_phases, err);
+    int64_t n_steps = 0;
     for (int32_t p = 0; p < k->n_phases; p++) {
-        L->steps[p].bin = bins[p];
-        RT_TRY(rt_gpu_phase_launch(k, p, b, &L->steps[p].cfg, err));
+        RT_TRY(rt_gpu_phase_steps(a, k, p, bins[p], b, &per[p], &n_per[p], err));
+        n_steps += n_per[p];
     }
+    if (n_steps > INT32_MAX)
+        return rt_fail(err, RT_ERR_BACKEND, RT_NOLOC, "%lld launches in one run",
+                       (long long)n_steps);
+    RT_ALLOC(a, L->steps, rt_at_least_one((size_t)n_steps), err);
+    L->n_steps = 0;
+    for (int32_t p = 0; p < k->n_phases; p++)
+        for (int32_t s = 0; s < n_per[p]; s++)
+            L->steps[L->n_steps++] = per[p][s];
     return RT_OK;
 }
 
@@ -181,6 +215,22 @@ static bool rt_gp_changed_input(rt_arena *a, const rt_gpu_kernel *k, rt_bindings
         const rt_gpu_buffer *gb = &k->bufs[i];
         if (gb->written)
             continue;
+        if (gb->is_tree) {
+            int64_t n;
+            const int32_t *arr = rt_gp_tree_array(b, gb, &n);
+            for (int64_t j = 0; arr && j < n; j++) {
+                if (L->host[i][j] == (double)arr[j])
+                    continue;
+                *reason = rt_arena_printf(a,
+                                          "the kernel changed the %s array of tree '%s': entry "
+                                          "%lld is %.9g (was %d)",
+                                          rt_kir_tree_field_name((rt_kir_tree_field)gb->dim),
+                                          k->op->trees[gb->tensor].name, (long long)j,
+                                          L->host[i][j], (int)arr[j]);
+                return true;
+            }
+            continue;
+        }
         const rt_tensor_data *td = &b->tensors[gb->tensor];
         const char *name = k->op->tensors[gb->tensor].name;
         int64_t n = gb->is_start ? td->layout.n_rows[gb->dim] + 1 : rt_tensor_elems(b, gb->tensor);
@@ -244,7 +294,8 @@ static rt_status rt_gp_check(rt_arena *a, rt_gpu_runtime *rt, const rt_gpu_candi
     RT_TRY(rt_gpu_run_steps(rt, L->steps, L->n_steps, L->args, L->n_args, err));
     out->checked_run_ns = rt_gp_now_ns() - t0;
     for (int32_t i = 0; corrupt && i < k->n_bufs; i++)
-        if (!k->bufs[i].is_start && op->n_outputs > 0 && k->bufs[i].tensor == op->outputs[0] &&
+        if (!k->bufs[i].is_start && !k->bufs[i].is_tree && op->n_outputs > 0 &&
+            k->bufs[i].tensor == op->outputs[0] &&
             rt_tensor_elems(b, op->outputs[0]) > 0) {
             L->host[i][0] += 1.0;
             break;
@@ -256,7 +307,7 @@ static rt_status rt_gp_check(rt_arena *a, rt_gpu_runtime *rt, const rt_gpu_candi
     for (int32_t o = 0; o < op->n_outputs; o++) {
         int32_t t = op->outputs[o], bi = -1;
         for (int32_t i = 0; i < k->n_bufs; i++)
-            if (!k->bufs[i].is_start && k->bufs[i].tensor == t)
+            if (!k->bufs[i].is_start && !k->bufs[i].is_tree && k->bufs[i].tensor == t)
                 bi = i;
         if (bi < 0) {
             rt_compare_begin(&out->cmp[o]);

@@ -517,10 +517,10 @@ static void rt_cpu_pool_work(rt_cpu_pool *p, const rt_cpu_launch *l, int32_t t) 
         rt_cpu_move_off_shared(p, t);
     int32_t n_phases = l->n_phases;
     for (int32_t i = 0; i < n_phases; i++) {
-        int64_t n = l->n_items[i];
+        int64_t n = l->n_items[i], at = l->first_item ? l->first_item[i] : 0;
         int64_t lo = n * t / p->n, hi = n * (t + 1) / p->n;
         if (lo < hi)
-            l->fns[i](l->args, lo, hi, p->scratch[t]);
+            l->fns[i](l->args, at + lo, at + hi, p->scratch[t]);
         rt_cpu_barrier(p);
     }
 }
@@ -626,11 +626,11 @@ bool rt_cpu_pool_run(rt_cpu_pool *p, const rt_cpu_launch *l) {
     if (p->n == 1 || rt_cpu_pool_orphaned(p)) {
         // The same chunks in the same order as n threads would run them.
         for (int32_t i = 0; i < l->n_phases; i++) {
-            int64_t n = l->n_items[i];
+            int64_t n = l->n_items[i], at = l->first_item ? l->first_item[i] : 0;
             for (int32_t t = 0; t < p->n; t++) {
                 int64_t lo = n * t / p->n, hi = n * (t + 1) / p->n;
                 if (lo < hi)
-                    l->fns[i](l->args, lo, hi, p->scratch[t]);
+                    l->fns[i](l->args, at + lo, at + hi, p->scratch[t]);
             }
         }
         return true;

@@ -52,12 +52,16 @@ rt_status rt_cpu_jit_lookup(rt_cpu_jit *j, const char *name, void **out_fn, rt_e
 
 typedef void (*rt_cpu_phase_fn)(void **args, int64_t lo, int64_t hi, float *scratch);
 
+// A launch is a list of steps (a kernel's phases, a level-by-level phase once per level): step
+// i runs fns[i] over the items first_item[i] .. first_item[i] + n_items[i] (from 0 when
+// first_item is NULL), split into contiguous chunks over the threads.
 typedef struct rt_cpu_launch {
-    int32_t n_phases;
+    int32_t n_phases; // steps
     const rt_cpu_phase_fn *fns;
     const int64_t *n_items;
     void **args;
-    int64_t scratch_bytes; // per thread
+    int64_t scratch_bytes;     // per thread
+    const int64_t *first_item; // NULL: every step's items start at 0
 } rt_cpu_launch;
 
 typedef struct rt_cpu_pool rt_cpu_pool;

@@ -627,11 +627,15 @@ static rt_status rt_gpu_driver_function(rt_arena *a, rt_gpu_driver *d, const rt_
     return RT_OK;
 }
 
-// One launch of every step in order (the kernels in fns[]).
+// One launch of every step in order (the kernels in fns[]). params has room for the steps' own
+// int arguments after the shared ones: each launch points them at its step's values (a launch
+// copies its parameters when it is issued).
 static int rt_gpu_driver_round(const rt_gpu_driver_ops *ops, void *ctx, void *const *fns,
                                const rt_gpu_exec *x, void **params) {
     for (int32_t s = 0; s < x->n_steps; s++) {
         const rt_gpu_launch *g = &x->steps[s].cfg;
+        for (int32_t k = 0; k < x->steps[s].n_ints; k++)
+            params[x->n_args + k] = (void *)&x->steps[s].ints[k];
         unsigned grid[3], block[3];
         for (int k = 0; k < 3; k++) {
             grid[k] = (unsigned)(g->grid[k] > 0 ? g->grid[k] : 1);
@@ -768,7 +772,7 @@ static rt_status rt_gpu_driver_exec(rt_gpu_runtime *rt, rt_gpu_exec *x, rt_err *
     }
     int32_t n = x->n_args;
     rt_gpu_devptr *dptr = calloc(rt_at_least_one((size_t)n), sizeof *dptr);
-    void **params = calloc(rt_at_least_one((size_t)n), sizeof *params);
+    void **params = calloc((size_t)n + RT_GPU_STEP_MAX_INTS, sizeof *params);
     rt_gpu_scalar *scalars = calloc(rt_at_least_one((size_t)n), sizeof *scalars);
     if (!dptr || !params || !scalars)
         st = rt_fail(err, RT_ERR_NOMEM, RT_NOLOC, "out of memory");
@@ -830,6 +834,10 @@ static rt_status rt_gpu_exec_run(rt_gpu_runtime *rt, rt_gpu_exec *x, rt_err *err
         const rt_gpu_binary *bin = x->steps[s].bin;
         if (!bin)
             return rt_fail(err, RT_ERR_BACKEND, RT_NOLOC, "step %d has no kernel", (int)s);
+        if (x->steps[s].n_ints < 0 || x->steps[s].n_ints > RT_GPU_STEP_MAX_INTS)
+            return rt_fail(err, RT_ERR_BACKEND, RT_NOLOC,
+                           "step %d has %d int arguments (expected at most %d)", (int)s,
+                           (int)x->steps[s].n_ints, RT_GPU_STEP_MAX_INTS);
         if (bin->devclass != rt->devclass)
             return rt_fail(err, RT_ERR_BACKEND, RT_NOLOC,
                            "kernel %s was compiled for class %s (expected %s)", bin->kernel_name,

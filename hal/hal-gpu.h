@@ -138,10 +138,15 @@ typedef struct rt_gpu_launch {
 } rt_gpu_launch;
 
 // One launch of a sequence (the phases of a generated kernel): every kernel of a sequence takes
-// the same argument list, on the same device buffers, each launched after the previous one.
+// the same argument list, on the same device buffers, each launched after the previous one; a
+// step may add int arguments of its own after them (a tree level's index, for the kernels that
+// run a recursion level by level: one step per level).
+#define RT_GPU_STEP_MAX_INTS 2
 typedef struct rt_gpu_step {
     const rt_gpu_binary *bin;
     rt_gpu_launch cfg;
+    int32_t n_ints; // 0..RT_GPU_STEP_MAX_INTS trailing int (32-bit) arguments
+    int32_t ints[RT_GPU_STEP_MAX_INTS];
 } rt_gpu_step;
 
 // How a timing's samples were taken (rt_gpu_timing.method): the backend's device events, or,

@@ -527,8 +527,16 @@ static cl_int rt_cl_round(rt_cl_rt *c, const cl_kernel *ks, const rt_gpu_exec *x
             out = &ev[0];
         else if (ev && s == x->n_steps - 1)
             out = &ev[1];
-        cl_int r =
-            rt_cl_lib.clEnqueueNDRangeKernel(c->queue, ks[s], 3, NULL, global, local, 0, NULL, out);
+        // The step's own int arguments (after the shared ones): an enqueue captures the values
+        // set at that time, so the next step may set them again on the same kernel.
+        cl_int r = CL_SUCCESS;
+        for (int32_t k = 0; r == CL_SUCCESS && k < x->steps[s].n_ints; k++) {
+            cl_int v = x->steps[s].ints[k];
+            r = rt_cl_lib.clSetKernelArg(ks[s], (cl_uint)(x->n_args + k), sizeof v, &v);
+        }
+        if (r == CL_SUCCESS)
+            r = rt_cl_lib.clEnqueueNDRangeKernel(c->queue, ks[s], 3, NULL, global, local, 0, NULL,
+                                                 out);
         if (r != CL_SUCCESS)
             return r;
     }

@@ -100,8 +100,55 @@ static rt_status rt_driver_infer_sizes(rt_arena *a, const rt_driver_options *o, 
     return RT_OK;
 }
 
+// Reads every --tree file (with the C of its tree parameter in op) and binds each tree's node
+// count, which sizes the tensors over its nodes, to the file's node count, as a length file
+// binds a batch size. For a construction (bind_default), a tree that no file gives is generated
+// with RT_TREE_DEFAULT_NODES nodes unless --set binds its count: that count is bound too, so that
+// the model and the kernels see the sizes the data will have. Returns the bindings extended
+// with those counts, and the trees read (per --tree, in order).
+static rt_status rt_driver_tree_sizes(rt_arena *a, const rt_driver_options *o, const rt_op *op,
+                                      bool bind_default, rt_size_binding **sets, int32_t *n_sets,
+                                      rt_tree_data ***out_trees, rt_err *err) {
+    rt_size_binding *s;
+    RT_ALLOC(a, s, *n_sets + o->n_trees + op->n_trees, err);
+    int32_t n = *n_sets;
+    for (int32_t i = 0; i < n; i++)
+        s[i] = (*sets)[i];
+    rt_tree_data **trees;
+    RT_ALLOC(a, trees, o->n_trees, err);
+    bool *given;
+    RT_ALLOC(a, given, op->n_trees, err);
+    for (int32_t i = 0; i < o->n_trees; i++) {
+        const rt_file_binding *fb = &o->trees[i];
+        int32_t t = rt_op_tree_index(op, fb->name);
+        if (t < 0)
+            return rt_fail(err, RT_ERR_USAGE, RT_NOLOC,
+                           "--tree %s=%s: no tree parameter '%s' in %s", fb->name, fb->path,
+                           fb->name, o->spec_path);
+        rt_status st = rt_tree_read(a, fb->path, op->trees[t].max_children, &trees[i], err);
+        if (st != RT_OK) {
+            rt_file_error_to_option(err, "--tree", fb->name, fb->path);
+            return st;
+        }
+        const rt_size *sz = &op->sizes[op->trees[t].n_sym];
+        given[t] = true;
+        if (!sz->bound) // a --set count that differs is reported when the tree is bound
+            s[n++] = (rt_size_binding){sz->name, trees[i]->n_nodes};
+    }
+    for (int32_t t = 0; t < op->n_trees && bind_default; t++) {
+        const rt_size *sz = &op->sizes[op->trees[t].n_sym];
+        if (!given[t] && !sz->bound)
+            s[n++] = (rt_size_binding){sz->name, RT_TREE_DEFAULT_NODES};
+    }
+    *sets = s;
+    *n_sets = n;
+    *out_trees = trees;
+    return RT_OK;
+}
+
 static rt_status rt_driver_bind(rt_arena *a, const rt_driver_options *o, const rt_op *op,
-                                rt_lengths_file **files, rt_bindings **out, rt_err *err) {
+                                rt_lengths_file **files, rt_tree_data **trees, rt_bindings **out,
+                                rt_err *err) {
     rt_bindings *b;
     RT_TRY(rt_bindings_new(a, op, o->seed, &b, err));
     for (int32_t i = 0; i < o->n_lengths; i++) {
@@ -116,15 +163,7 @@ static rt_status rt_driver_bind(rt_arena *a, const rt_driver_options *o, const r
         return rt_fail(err, RT_ERR_USAGE, RT_NOLOC, "--batch needs a --lengths histogram");
     for (int32_t i = 0; i < o->n_trees; i++) {
         const rt_file_binding *fb = &o->trees[i];
-        int32_t t = rt_op_tree_index(op, fb->name);
-        if (t < 0)
-            return rt_fail(err, RT_ERR_USAGE, RT_NOLOC,
-                           "--tree %s=%s: no tree parameter '%s' in %s", fb->name, fb->path,
-                           fb->name, o->spec_path);
-        rt_tree_data *td = NULL;
-        rt_status st = rt_tree_read(a, fb->path, op->trees[t].max_children, &td, err);
-        if (st == RT_OK)
-            st = rt_bindings_set_tree(b, fb->name, td, err);
+        rt_status st = rt_bindings_set_tree(b, fb->name, trees[i], err);
         if (st != RT_OK) {
             rt_file_error_to_option(err, "--tree", fb->name, fb->path);
             return st;
@@ -729,10 +768,13 @@ rt_status rt_driver_run(rt_arena *a, const rt_driver_options *o, FILE *f, rt_err
     rt_size_binding *sets = NULL;
     int32_t n_sets = 0;
     RT_TRY(rt_driver_infer_sizes(a, o, op, files, &sets, &n_sets, err));
+    rt_tree_data **trees = NULL;
+    RT_TRY(rt_driver_tree_sizes(a, o, op, !o->dry_run && !o->interpret, &sets, &n_sets, &trees,
+                                err));
     if (n_sets > o->n_sets)
         RT_TRY(rt_spec_parse(a, text, o->spec_path, sets, n_sets, &op, err));
     rt_bindings *b = NULL;
-    RT_TRY(rt_driver_bind(a, o, op, files, &b, err));
+    RT_TRY(rt_driver_bind(a, o, op, files, trees, &b, err));
     if (o->dry_run)
         return rt_driver_dry_run(a, o, op, dev, b, f, err);
     if (o->interpret)

@@ -618,7 +618,7 @@ rt_status rt_bindings_new(rt_arena *a, const rt_op *op, uint64_t seed, rt_bindin
     b->op = op;
     b->seed = seed;
     b->max_length = 16;
-    b->default_tree_nodes = 15;
+    b->default_tree_nodes = RT_TREE_DEFAULT_NODES;
     RT_ALLOC(a, b->sizes, op->n_sizes, err);
     RT_ALLOC(a, b->size_bound, op->n_sizes, err);
     RT_ALLOC(a, b->tensors, op->n_tensors, err);

@@ -155,12 +155,16 @@ typedef struct rt_tensor_data {
     bool bound; // values given by the caller rather than generated
 } rt_tensor_data;
 
+// Nodes of the tree generated for a tree parameter whose node count nothing binds.
+#define RT_TREE_DEFAULT_NODES 15
+
 typedef struct rt_bindings {
     rt_arena *arena;
     const rt_op *op;
     uint64_t seed;              // input generation (default 1)
     int64_t max_length;         // generated lengths: uniform in [0, max_length] (default 16)
-    int32_t default_tree_nodes; // generated trees when the node count is unbound (default 15)
+    int32_t default_tree_nodes; // generated trees when the node count is unbound (default
+                                // RT_TREE_DEFAULT_NODES)
     int64_t *sizes;             // [op->n_sizes] values; tree node counts are set at binding
     bool *size_bound;           // [op->n_sizes]
     rt_tensor_data *tensors;    // [op->n_tensors]

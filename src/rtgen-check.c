@@ -122,6 +122,16 @@ bool rt_cpu_check_inputs(const rt_op *op, const rt_kir_kernel *k, const rt_cpu_d
     bool ok = true;
     for (int32_t i = 1; i < k->n_bufs; i++) {
         const rt_kir_buf *bf = &k->bufs[i];
+        if (bf->role == RT_KIR_BUF_TREE) {
+            if (d->start_copy && d->start_copy[i] &&
+                memcmp(d->args[i], d->start_copy[i], d->bytes[i]) != 0) {
+                rt_cpu_why(why, why_size, "the kernel overwrote the %s array of tree %s",
+                           rt_kir_tree_field_name((rt_kir_tree_field)bf->dim),
+                           op->trees[bf->tensor].name);
+                ok = false;
+            }
+            continue;
+        }
         const char *name = bf->tensor >= 0 ? op->tensors[bf->tensor].name : "?";
         if (bf->role == RT_KIR_BUF_START) {
             if (d->start_copy && d->start_copy[i] &&

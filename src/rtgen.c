@@ -123,21 +123,55 @@ static rt_status rt_cpu_build_one(rt_cpu_impl *im, const rt_perf_result *perf, i
     return RT_OK;
 }
 
-static void rt_cpu_launch_of(const rt_kir_kernel *k, rt_cpu_phase_fn *fns, void **args,
-                             int64_t *items, rt_cpu_launch *l) {
-    for (int32_t i = 0; i < k->n_phases; i++)
-        items[i] = k->phases[i].n_items;
-    *l = (rt_cpu_launch){k->n_phases, fns, items, args, k->scratch_bytes};
+// The levels [first, last) a level-by-level phase runs on the tree arrays in args.
+static void rt_cpu_levels(const rt_kir_phase *p, void **args, int64_t *first, int64_t *last) {
+    int64_t n_levels = ((const int32_t *)args[p->levels.count_buf])[0];
+    *first = p->levels.first;
+    *last = p->levels.last < 0 || p->levels.last > n_levels ? n_levels : p->levels.last;
 }
 
-static bool rt_cpu_run(rt_cpu_pool *pool, const rt_kir_kernel *k, rt_cpu_phase_fn *fns,
-                       void **args) {
-    int64_t items[64];
-    if (k->n_phases > 64)
-        return false;
-    rt_cpu_launch l;
-    rt_cpu_launch_of(k, fns, args, items, &l);
-    return rt_cpu_pool_run(pool, &l);
+// The launch of kernel k (its functions fns) on the buffers args: a phase is one step over its
+// items; a level-by-level phase (rt_kir_levels) one step per level of its tree, over the
+// positions of that level in the level order (read from the tree's arrays in args), the pool's
+// barrier after each. The step arrays live in a.
+static rt_status rt_cpu_launch_of(rt_arena *a, const rt_kir_kernel *k, rt_cpu_phase_fn *fns,
+                                  void **args, rt_cpu_launch *l, rt_err *err) {
+    int64_t n = 0, first, last;
+    for (int32_t i = 0; i < k->n_phases; i++) {
+        if (!k->phases[i].levels.on) {
+            n++;
+            continue;
+        }
+        rt_cpu_levels(&k->phases[i], args, &first, &last);
+        n += last > first ? last - first : 0;
+    }
+    if (n > INT32_MAX)
+        return rt_fail(err, RT_ERR_BACKEND, RT_NOLOC, "%s: %lld steps in one run", k->name,
+                       (long long)n);
+    rt_cpu_phase_fn *sf;
+    int64_t *items, *at;
+    RT_ALLOC(a, sf, rt_at_least_one((size_t)n), err);
+    RT_ALLOC(a, items, rt_at_least_one((size_t)n), err);
+    RT_ALLOC(a, at, rt_at_least_one((size_t)n), err);
+    int32_t j = 0;
+    for (int32_t i = 0; i < k->n_phases; i++) {
+        const rt_kir_phase *p = &k->phases[i];
+        if (!p->levels.on) {
+            sf[j] = fns[i];
+            at[j] = 0;
+            items[j++] = p->n_items;
+            continue;
+        }
+        const int32_t *begin = args[p->levels.begin_buf];
+        rt_cpu_levels(p, args, &first, &last);
+        for (int64_t h = first; h < last; h++) {
+            sf[j] = fns[i];
+            at[j] = begin[h];
+            items[j++] = begin[h + 1] - begin[h];
+        }
+    }
+    *l = (rt_cpu_launch){j, sf, items, args, k->scratch_bytes, at};
+    return RT_OK;
 }
 
 // Typed buffers from the bindings (prepared), plus (with keep_init, for the profile) the
@@ -151,6 +185,25 @@ static rt_status rt_cpu_data_make(rt_arena *a, const rt_kir_kernel *k, rt_bindin
     RT_ALLOC(a, d->start_copy, k->n_bufs, err);
     for (int32_t i = 1; i < k->n_bufs; i++) {
         const rt_kir_buf *bf = &k->bufs[i];
+        if (bf->role == RT_KIR_BUF_TREE) {
+            // The tree as the bindings linearized it, read only (like the start arrays).
+            const rt_tree_data *t = b->trees[bf->tensor];
+            int64_t n;
+            const int32_t *arr = t ? rt_kir_tree_array(t, (rt_kir_tree_field)bf->dim, &n) : NULL;
+            if (!arr)
+                return rt_fail(err, RT_ERR_BACKEND, RT_NOLOC, "tree %s has no %s array",
+                               b->op->trees[bf->tensor].name,
+                               rt_kir_tree_field_name((rt_kir_tree_field)bf->dim));
+            d->args[i] = (void *)arr;
+            d->bytes[i] = (size_t)n * sizeof(int32_t);
+            if (keep_init) {
+                d->start_copy[i] = rt_arena_alloc(a, rt_at_least_one(d->bytes[i]));
+                if (!d->start_copy[i])
+                    return rt_fail(err, RT_ERR_NOMEM, RT_NOLOC, "out of memory");
+                memcpy(d->start_copy[i], d->args[i], d->bytes[i]);
+            }
+            continue;
+        }
         const rt_tensor_data *td = &b->tensors[bf->tensor];
         if (bf->role == RT_KIR_BUF_START) {
             if (!td->layout.start[bf->dim])
@@ -236,10 +289,17 @@ static int rt_cpu_child_main(void *ctx) {
         snprintf(c->sh->why, sizeof c->sh->why, "cannot start its thread pool");
         return 2;
     }
+    rt_cpu_launch launch;
+    rt_err err;
+    rt_err_clear(&err);
+    if (rt_cpu_launch_of(c->im->a, k, fns, c->d->args, &launch, &err) != RT_OK) {
+        snprintf(c->sh->why, sizeof c->sh->why, "%s", err.msg);
+        return 3;
+    }
     // The checked run starts from the initial buffers: outputs poisoned (rtgen-check.c).
     rt_cpu_data_restore(c->d);
     c->sh->phase = RT_CPU_PHASE_RUN;
-    if (!rt_cpu_run(pool, k, fns, c->d->args)) {
+    if (!rt_cpu_pool_run(pool, &launch)) {
         snprintf(c->sh->why, sizeof c->sh->why, "out of memory for its scratch buffers");
         return 3;
     }
@@ -254,7 +314,7 @@ static int rt_cpu_child_main(void *ctx) {
         if (c->d->restore_each)
             rt_cpu_data_restore(c->d);
         double t0 = rt_cpu_now_ns();
-        rt_cpu_run(pool, k, fns, c->d->args);
+        rt_cpu_pool_run(pool, &launch);
         double t = rt_cpu_now_ns() - t0;
         c->sh->times_ns[c->sh->reps++] = t;
         min_ns = fmin(min_ns, t);
@@ -314,11 +374,13 @@ static rt_status rt_cpu_reference(rt_cpu_impl *im, const rt_perf_result *perf, r
     memset(&naive, 0, sizeof naive);
     RT_TRY(rt_cpu_build_one(im, perf, -1, &naive, true, err));
     int32_t ni = perf->n_cands;
+    rt_cpu_launch launch;
+    RT_TRY(rt_cpu_launch_of(im->a, im->kernels[ni], im->fns[ni], d->args, &launch, err));
     rt_cpu_pool *pool = rt_cpu_pool_new(im->threads);
     if (!pool)
         return rt_fail(err, RT_ERR_BACKEND, RT_NOLOC, "cannot start the thread pool");
     rt_cpu_data_restore(d);
-    bool ran = rt_cpu_run(pool, im->kernels[ni], im->fns[ni], d->args);
+    bool ran = rt_cpu_pool_run(pool, &launch);
     rt_cpu_pool_free(pool);
     if (!ran)
         return rt_fail(err, RT_ERR_NOMEM, RT_NOLOC, "out of memory for scratch buffers");
@@ -659,6 +721,7 @@ struct rt_cpu_runner {
     rt_cpu_phase_fn *fns;
     rt_cpu_pool *pool;
     rt_cpu_data d;
+    rt_cpu_launch launch; // on d's buffers
 };
 
 rt_status rt_cpu_runner_new(const rt_cpu_report *r, int32_t cand, rt_bindings *b,
@@ -690,8 +753,10 @@ rt_status rt_cpu_runner_new(const rt_cpu_report *r, int32_t cand, rt_bindings *b
         rt_arena_free(a);
         return rt_fail(err, RT_ERR_NOMEM, RT_NOLOC, "out of memory");
     }
-    *rn = (rt_cpu_runner){a, im->op, im->kernels[w], im->fns[w], NULL, {0}};
+    *rn = (rt_cpu_runner){a, im->op, im->kernels[w], im->fns[w], NULL, {0}, {0}};
     rt_status st = rt_cpu_data_make(a, rn->k, b, false, &rn->d, err);
+    if (st == RT_OK)
+        st = rt_cpu_launch_of(a, rn->k, rn->fns, rn->d.args, &rn->launch, err);
     if (st == RT_OK && !(rn->pool = rt_cpu_pool_new(im->threads)))
         st = rt_fail(err, RT_ERR_BACKEND, RT_NOLOC, "cannot start the thread pool");
     if (st != RT_OK) {
@@ -710,7 +775,7 @@ void *rt_cpu_runner_data(rt_cpu_runner *rn, int32_t tensor) {
 }
 
 rt_status rt_cpu_runner_run(rt_cpu_runner *rn, rt_err *err) {
-    if (!rt_cpu_run(rn->pool, rn->k, rn->fns, rn->d.args))
+    if (!rt_cpu_pool_run(rn->pool, &rn->launch))
         return rt_fail(err, RT_ERR_NOMEM, RT_NOLOC, "out of memory for scratch buffers");
     return RT_OK;
 }

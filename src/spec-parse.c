@@ -605,13 +605,20 @@ static rt_status parse_size(rt_parser *p) {
     return advance(p);
 }
 
-static rt_status apply_bindings(rt_parser *p, const rt_size_binding *set, int32_t n_set) {
+// Applies the --set bindings to the sizes declared so far: after the 'size' lines, and again
+// (final) after the parameters, whose trees declare their node counts (a bound node count makes
+// the generated tree that large, and a bound tree must agree with it). A binding for no size is
+// an error only in the final pass.
+static rt_status apply_bindings(rt_parser *p, const rt_size_binding *set, int32_t n_set,
+                                bool final) {
     rt_op *op = p->op;
     for (int32_t i = 0; i < n_set; i++) {
         int32_t k = -1;
         for (int32_t j = 0; j < op->n_sizes; j++)
             if (set[i].name && !strcmp(op->sizes[j].name, set[i].name))
                 k = j;
+        if (k < 0 && !final)
+            continue;
         if (k < 0)
             return rt_fail(p->err, RT_ERR_USAGE, RT_NOLOC, "--set %s=%lld: no size '%s' in %s",
                            set[i].name ? set[i].name : "", (long long)set[i].value,
@@ -621,6 +628,7 @@ static rt_status apply_bindings(rt_parser *p, const rt_size_binding *set, int32_
                            "--set %s=%lld: size '%s' must be positive (got %lld)", set[i].name,
                            (long long)set[i].value, set[i].name, (long long)set[i].value);
         op->sizes[k].value = set[i].value;
+        op->sizes[k].bound = true;
         op->sizes[k].overridden = true;
     }
     return RT_OK;
@@ -1046,7 +1054,7 @@ static rt_status parse_file(rt_parser *p, const rt_size_binding *set, int32_t n_
     RT_TRY(check_tok(p));
     while (at(p, "size"))
         RT_TRY(parse_size(p));
-    RT_TRY(apply_bindings(p, set, n_set));
+    RT_TRY(apply_bindings(p, set, n_set, false));
     if (!at(p, "def"))
         return syntax(p, op->n_sizes ? "'size' or 'def'" : "'def'");
     op->loc = tok(p)->loc;
@@ -1065,6 +1073,7 @@ static rt_status parse_file(rt_parser *p, const rt_size_binding *set, int32_t n_
     }
     if (!at(p, ")"))
         return syntax(p, "',' or ')'");
+    RT_TRY(apply_bindings(p, set, n_set, true));
     RT_TRY(advance(p));
     RT_TRY(expect(p, "->"));
     RT_TRY(expect(p, "("));

@@ -81,8 +81,8 @@ static void diff_case(const rt_device *dev, const char *spec, const char *text) 
     }
     rt_cpu_pool *pool = rt_cpu_pool_new(2);
     RT_EXPECT(pool != NULL);
-    rt_cpu_launch l0 = {k->n_phases, (rt_cpu_phase_fn *)fl, items, args[0], k->scratch_bytes};
-    rt_cpu_launch l1 = {k->n_phases, (rt_cpu_phase_fn *)fc, items, args[1], k->scratch_bytes};
+    rt_cpu_launch l0 = {k->n_phases, (rt_cpu_phase_fn *)fl, items, args[0], k->scratch_bytes, NULL};
+    rt_cpu_launch l1 = {k->n_phases, (rt_cpu_phase_fn *)fc, items, args[1], k->scratch_bytes, NULL};
     RT_EXPECT(rt_cpu_pool_run(pool, &l0));
     RT_EXPECT(rt_cpu_pool_run(pool, &l1));
     rt_cpu_pool_free(pool);

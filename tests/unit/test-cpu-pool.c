@@ -2,7 +2,8 @@
 // wrote in the phase before, so a missing or leaky barrier shows up as a wrong value; launches
 // come back to back (workers spinning), after a pause longer than the spin bound (workers asleep
 // on the futex), with one slow thread (the others sleep at the barrier), with fewer items than
-// threads, and in a forked child on a pool made before the fork (no workers there).
+// threads, in steps that start at given first items (a tree's levels), and in a forked child on
+// a pool made before the fork (no workers there).
 #include "hal-cpu.h"
 #include "test.h"
 
@@ -61,7 +62,7 @@ static bool run_and_check(rt_cpu_pool *pool, state *s, int64_t n) {
     memset(s->x, 0, sizeof s->x);
     memset(s->y, 0, sizeof s->y);
     memset(s->z, 0, sizeof s->z);
-    rt_cpu_launch l = {3, fns, items, args, (int64_t)sizeof(float) * n};
+    rt_cpu_launch l = {3, fns, items, args, (int64_t)sizeof(float) * n, NULL};
     if (!rt_cpu_pool_run(pool, &l))
         return false;
     for (int64_t i = 0; i < n; i++) {
@@ -70,6 +71,39 @@ static bool run_and_check(rt_cpu_pool *pool, state *s, int64_t n) {
         if (s->z[i] != 2 * y)
             return false;
     }
+    return true;
+}
+
+// Steps over consecutive item ranges (first_item): x[i] is one more than x[i - m], written by
+// the step before (every step has m items), so each step must start at its own first item and
+// after the previous one is complete; y counts visits.
+static void phase_step(void **args, int64_t lo, int64_t hi, float *scratch) {
+    state *s = args[0];
+    (void)scratch;
+    for (int64_t i = lo; i < hi; i++) {
+        s->x[i] = i < s->n ? 1 : s->x[i - s->n] + 1;
+        s->y[i]++;
+    }
+}
+
+static bool run_steps(rt_cpu_pool *pool, state *s, int64_t m, int32_t steps) {
+    rt_cpu_phase_fn fns[64];
+    int64_t items[64], first[64];
+    void *args[1] = {s};
+    s->n = m;
+    memset(s->x, 0, sizeof s->x);
+    memset(s->y, 0, sizeof s->y);
+    for (int32_t k = 0; k < steps; k++) {
+        fns[k] = phase_step;
+        items[k] = m;
+        first[k] = k * m;
+    }
+    rt_cpu_launch l = {steps, fns, items, args, 0, first};
+    if (!rt_cpu_pool_run(pool, &l))
+        return false;
+    for (int64_t i = 0; i < N_MAX; i++)
+        if (s->y[i] != (i < m * steps) || (i < m * steps && s->x[i] != i / m + 1))
+            return false;
     return true;
 }
 
@@ -125,9 +159,11 @@ int main(void) {
         bad += !run_and_check(pool, s, 1000);
         s->slow_item = -1;
         // A launch with no phases returns at once and leaves the pool usable.
-        rt_cpu_launch empty = {0, NULL, NULL, NULL, 0};
+        rt_cpu_launch empty = {0, NULL, NULL, NULL, 0, NULL};
         RT_EXPECT(rt_cpu_pool_run(pool, &empty));
         bad += !run_and_check(pool, s, 77);
+        // Steps that start at their own first items (a tree's levels).
+        bad += !run_steps(pool, s, 1, 40) + !run_steps(pool, s, 5, 64) + !run_steps(pool, s, 63, 9);
         RT_EXPECT_EQ(bad, 0);
         RT_EXPECT_EQ(atomic_load(&s->bad_scratch), 0);
 

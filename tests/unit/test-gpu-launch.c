@@ -94,10 +94,24 @@ static void k_vdouble(void **params, const unsigned grid[3], const unsigned bloc
         }
 }
 
+// vaddk(int n, const float *a, const float *b, float *c, int k): c += k, k the step's own int
+// argument after the shared ones.
+static void k_vaddk(void **params, const unsigned grid[3], const unsigned block[3]) {
+    int32_t n = *(const int32_t *)params[0], k = *(const int32_t *)params[4];
+    float *c = dev_buffer(params, 3);
+    for (unsigned bx = 0; bx < grid[0]; bx++)
+        for (unsigned tx = 0; tx < block[0]; tx++) {
+            int64_t i = (int64_t)bx * block[0] + tx;
+            if (i < n)
+                c[i] += (float)k;
+        }
+}
+
 // Device times: vadd and sgemm follow the fake's launch_ns table; vdouble takes 300 ns;
 // vadd_slow is vadd taking 2 ms of host time per launch; sgemm_nan and sgemm_nan1 are broken.
 static const fake_kernel fake_kernel_table[] = {{"vadd", k_vadd, 0, 0},
                                                 {"vdouble", k_vdouble, 300, 0},
+                                                {"vaddk", k_vaddk, 0, 0},
                                                 {"scalars", k_scalars, 0, 0},
                                                 {"sgemm", k_sgemm, 0, 0},
                                                 {"vadd_slow", k_vadd, 0, 2.0},
@@ -371,6 +385,29 @@ static void test_steps(void) {
     fixture_close(&x);
 }
 
+// Steps with int arguments of their own (a tree's levels): one binary launched three times,
+// each launch seeing its step's value after the shared arguments; a step with more than
+// RT_GPU_STEP_MAX_INTS is refused.
+static void test_step_ints(void) {
+    fixture x;
+    fixture_open(&x);
+    rt_gpu_binary vaddk = binary("vaddk");
+    rt_gpu_step steps[3] = {{.bin = &x.vadd, .cfg = x.cfg},
+                            {.bin = &vaddk, .cfg = x.cfg, .n_ints = 1, .ints = {10}},
+                            {.bin = &vaddk, .cfg = x.cfg, .n_ints = 1, .ints = {100}}};
+    RT_EXPECT_EQ(rt_gpu_run_steps(&x.rt, steps, 3, x.args, 4, &x.e), RT_OK);
+    bool ok = true;
+    for (int i = 0; i < VADD_N; i++)
+        ok = ok && x.c[i] == (double)((float)x.a[i] + (float)x.b[i] + 110.0f);
+    RT_EXPECT(ok);
+    RT_EXPECT_EQ(x.f.calls[FAKE_LOAD], 2); // vaddk loaded once for both of its steps
+    steps[2].n_ints = RT_GPU_STEP_MAX_INTS + 1;
+    rt_err_clear(&x.e);
+    RT_EXPECT_EQ(rt_gpu_run_steps(&x.rt, steps, 3, x.args, 4, &x.e), RT_ERR_BACKEND);
+    RT_EXPECT_STR(x.e.msg, "step 2 has 3 int arguments (expected at most 2)");
+    fixture_close(&x);
+}
+
 // A driver without events: timed launches are timed with the wall clock around launch + sync,
 // and labelled so. vadd_slow sleeps 2 ms per launch on the host, which the wall clock sees and
 // the fake's event clock (1000 ns a launch) would not.
@@ -513,6 +550,7 @@ int main(void) {
     test_sgemm_nan();
     test_time();
     test_steps();
+    test_step_ints();
     test_time_wall();
     test_injected_failures();
     test_refusals();

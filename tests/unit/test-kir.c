@@ -250,7 +250,7 @@ static void run_kernel(const rt_kir_kernel *k, const runner *r, void **args, int
     RT_EXPECT(pool != NULL);
     if (!pool)
         return;
-    rt_cpu_launch l = {r->n, r->fns, r->items, args, k->scratch_bytes};
+    rt_cpu_launch l = {r->n, r->fns, r->items, args, k->scratch_bytes, NULL};
     RT_EXPECT(rt_cpu_pool_run(pool, &l));
     rt_cpu_pool_free(pool);
 }

@@ -193,7 +193,9 @@ static void test_errors(rt_arena *a) {
     rt_expr child = {.kind = RT_EXPR_CHILD, .loc = rd->loc, .is_int = true};
     x = fixture_ctx(a, &f, &ops_serial_hook);
     RT_EXPECT_EQ(rt_lx_num(&x, &child, &v), RT_ERR_BACKEND);
-    RT_EXPECT_STR(f.err.msg, "recursion over a tree is not supported by the TEST backend");
+    RT_EXPECT_STR(f.err.msg,
+                  "a tree child outside a level-by-level statement is not supported by the TEST "
+                  "backend");
     // A sum over a var the statement does not have.
     int32_t bad_var = 5;
     rt_expr sum = {.kind = RT_EXPR_SUM, .loc = rd->loc, .n_args = 1, .n_sum_vars = 1};

@@ -1,0 +1,150 @@
+// test-gpu-opencl-tree.c: recursion over trees (CORTEX) through the GPU code generator on PoCL.
+// For the v100 and mi50 tile programs, treernn and an unpredicated recursion are emitted in the
+// OpenCL dialect — a leaf kernel, and a kernel launched once per level with the level as its
+// int argument, one thread per element of a node's row — run on PoCL with the tree's level
+// order, and checked by rt_gpu_check_run against the reference interpreter (outputs poisoned
+// before the run, the tree's arrays read back unchanged), on trees of 1, 2, 3 nodes, a random
+// tree of a prime number of nodes, a chain (depth N), a full binary tree and a DAG.
+// RTGEN_DUMP_GPU=DIR keeps every emitted source.
+#include "test.h"
+
+#include "gpu.h"
+#include "interp.h"
+
+#include <stdio.h>
+#include <string.h>
+
+typedef enum shape { SHAPE_RANDOM, SHAPE_CHAIN0, SHAPE_FULL, SHAPE_DAG } shape;
+
+static rt_tree_data *make_tree(rt_arena *a, shape sh, int32_t n, uint64_t seed) {
+    rt_err err = {0};
+    rt_tree_data *t = NULL;
+    if (sh == SHAPE_RANDOM) {
+        RT_EXPECT_EQ(rt_tree_random(a, n, 2, seed, &t, &err), RT_OK);
+        return t;
+    }
+    int32_t *child = rt_arena_calloc(a, (size_t)n * 2, sizeof *child);
+    for (int32_t v = 0; v < n; v++)
+        for (int32_t k = 0; k < 2; k++) {
+            int32_t ch = sh == SHAPE_CHAIN0 ? (k == 0 ? v + 1 : -1)
+                         : sh == SHAPE_FULL ? 2 * v + 1 + k
+                                            : v + 1 + k;
+            child[2 * v + k] = ch < n ? ch : -1;
+        }
+    RT_EXPECT_EQ(rt_tree_build(a, n, 2, child, &t, &err), RT_OK);
+    return t;
+}
+
+static const char *const acc_spec =
+    "def acc(tree(N, 2) T, float(N, 5) x) -> (float(N, 5) h) {\n"
+    "    h(n, i) = x(n, i) + 0.5 * h(T.child(n, 0), i) - 0.25 * h(T.child(n, 1), i)\n"
+    "}\n";
+
+typedef struct tcase {
+    const char *spec; // a path, or the spec text when it has a '('
+    const char *what;
+    shape sh;
+    int32_t n;
+} tcase;
+
+static int n_runs;
+
+static void run_case(rt_gpu_runtime *rt, const rt_device *ocl, const rt_device *dev,
+                     const tcase *tc, uint64_t seed) {
+    rt_arena *a = rt_arena_new(1 << 20);
+    rt_err err = {0};
+    bool text = strchr(tc->spec, '(') != NULL;
+    rt_size_binding sets[3] = {{"N", tc->n}, {"H", 37}, {"V", 11}};
+    rt_op *op = NULL;
+    rt_perf_result *perf = NULL;
+    rt_perf_options popt = {.top_k = 2};
+    rt_tree_data *t = make_tree(a, tc->sh, tc->n, seed);
+    if ((text ? rt_spec_parse(a, tc->spec, "inline.spec", sets, 1, &op, &err)
+              : rt_spec_load(a, tc->spec, sets, 3, &op, &err)) != RT_OK ||
+        !t || rt_perf_construct(a, op, dev, &popt, &perf, &err) != RT_OK) {
+        fprintf(stderr, "%s, %s: %s\n", tc->spec, tc->what, err.msg);
+        RT_EXPECT(0);
+        rt_arena_free(a);
+        return;
+    }
+    for (int32_t rank = 1; rank <= perf->n_cands; rank++) {
+        rt_gpu_candidate cand;
+        rt_bindings *b = NULL;
+        rt_gpu_check chk;
+        rt_err_clear(&err);
+        rt_status st =
+            rt_gpu_emit_candidate(a, perf, rank, RT_GPU_TARGET_OPENCL, NULL, &cand, &err);
+        const char *dump = getenv("RTGEN_DUMP_GPU");
+        if (st == RT_OK && dump) {
+            char fn[512];
+            snprintf(fn, sizeof fn, "%s/%s-%d-%s-%d.cl", dump, op->name, (int)tc->n,
+                     strrchr(dev->path, '/') + 1, (int)rank);
+            FILE *f = fopen(fn, "w");
+            if (f) {
+                fputs(cand.source, f);
+                fclose(f);
+            }
+        }
+        if (st == RT_OK)
+            st = rt_bindings_new(a, op, seed, &b, &err);
+        if (st == RT_OK)
+            st = rt_bindings_set_tree(b, "T", t, &err);
+        if (st == RT_OK)
+            st = rt_gpu_check_run(a, rt, ocl, &cand, b, &chk, &err);
+        n_runs++;
+        if (st != RT_OK) {
+            char msg[1024];
+            rt_err_format(&err, "test", true, msg, sizeof msg);
+            fprintf(stderr, "%s, %s on %s, rank %d: %s\n%s\n", op->name, tc->what, dev->path,
+                    (int)rank, msg, err.log ? err.log : "");
+            RT_EXPECT(0);
+            continue;
+        }
+        int32_t by_level = 0;
+        for (int32_t i = 0; i < cand.kernel->n_phases; i++)
+            by_level += cand.kernel->phases[i].by_level;
+        bool ok = chk.n_outputs == op->n_outputs && chk.accepted;
+        printf("%-8s %-22s N=%-4d levels %-3d %-10s rank %d: %d kernel(s), %d by level, nmse "
+               "%.2e%s%s\n",
+               op->name, tc->what, (int)tc->n, (int)t->n_levels, strrchr(dev->path, '/') + 1,
+               (int)rank, (int)cand.kernel->n_phases, (int)by_level, chk.nmse,
+               ok ? "" : "  MISMATCH: ", ok ? "" : chk.reason);
+        RT_EXPECT(ok);
+        RT_EXPECT(by_level >= 1);
+    }
+    rt_arena_free(a);
+}
+
+int main(void) {
+    static const tcase cases[] = {
+        {"examples/treernn.spec", "1 node", SHAPE_RANDOM, 1},
+        {"examples/treernn.spec", "2 nodes", SHAPE_RANDOM, 2},
+        {"examples/treernn.spec", "3 nodes (full)", SHAPE_FULL, 3},
+        {"examples/treernn.spec", "random, 31 nodes", SHAPE_RANDOM, 31},
+        {"examples/treernn.spec", "chain, 9 nodes", SHAPE_CHAIN0, 9},
+        {"examples/treernn.spec", "full binary, 15 nodes", SHAPE_FULL, 15},
+        {"examples/treernn.spec", "DAG, 7 nodes", SHAPE_DAG, 7},
+        {acc_spec, "random, 41 nodes", SHAPE_RANDOM, 41},
+    };
+    rt_device ocl, devs[2];
+    rt_err err = {0};
+    if (rt_hal_load_device("devices/pocl-cpu.ini", &ocl, &err) != RT_OK ||
+        rt_hal_load_device("devices/v100.ini", &devs[0], &err) != RT_OK ||
+        rt_hal_load_device("devices/mi50.ini", &devs[1], &err) != RT_OK) {
+        fprintf(stderr, "devices: %s\n", err.msg);
+        return 1;
+    }
+    rt_arena *a = rt_arena_new(1 << 16);
+    rt_gpu_runtime *rt = NULL;
+    if (rt_gpu_runtime_open(a, &ocl, &rt, &err) != RT_OK) {
+        printf("skip: %s\n", err.msg);
+        rt_arena_free(a);
+        return rt_gpu_err_is_absent(&err) ? 77 : 1;
+    }
+    for (int32_t d = 0; d < 2; d++)
+        for (size_t i = 0; i < sizeof cases / sizeof *cases; i++)
+            run_case(rt, &ocl, &devs[d], &cases[i], 1 + i);
+    printf("%d runs\n", n_runs);
+    rt_arena_free(a);
+    return rt_test_finish("test-gpu-opencl-tree");
+}
