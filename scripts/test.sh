@@ -46,8 +46,11 @@ cmake --build build-asan -j"$jobs"
 # caught signal 11" in ScanRangeForPointers, then "LeakSanitizer has encountered a fatal error";
 # no leak is reported), about 1 run in 30 of test-gpu-compile on a loaded 2-core host. A failed
 # run is repeated once only when every failed test failed that way; any other failure stands.
+# tests/lsan.supp names the third-party libraries (hipRTC's libamdhip64, oneDNN) whose load-time
+# allocations LeakSanitizer would otherwise report at every exit.
 asan_ctest() {
     (cd build-asan && ASAN_OPTIONS=detect_leaks=1:use_sigaltstack=0 \
+        LSAN_OPTIONS=suppressions="$PWD/../tests/lsan.supp":print_suppressions=0 \
         ctest --output-on-failure -j"$jobs" "$@")
 }
 asan_log=build-asan/ctest-asan.log
