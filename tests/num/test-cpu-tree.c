@@ -10,45 +10,12 @@
 // through an rt_cpu_runner (which expands the levels itself) and is compared once more.
 #include "test.h"
 #include "num-host.h"
+#include "tree-shapes.h"
 
 #include "rtgen.h"
 
 #include <stdio.h>
 #include <string.h>
-
-// Tree shapes, built for n nodes and C children per node.
-typedef enum shape {
-    SHAPE_RANDOM,
-    SHAPE_CHAIN0, // node v's child 0 is v + 1
-    SHAPE_CHAIN1, // node v's child 1 is v + 1 (child 0 absent)
-    SHAPE_FULL,   // node v's children are C v + 1 .. C v + C
-    SHAPE_DAG,    // node v's children are v + 1 and v + 2: every inner node below 1 has 2 parents
-} shape;
-
-static rt_tree_data *make_tree(rt_arena *a, shape sh, int32_t n, int32_t c, uint64_t seed) {
-    rt_err err = {0};
-    rt_tree_data *t = NULL;
-    if (sh == SHAPE_RANDOM) {
-        RT_EXPECT_EQ(rt_tree_random(a, n, c, seed, &t, &err), RT_OK);
-        return t;
-    }
-    int32_t *child = rt_arena_calloc(a, (size_t)n * (size_t)c, sizeof *child);
-    for (int32_t v = 0; v < n; v++)
-        for (int32_t k = 0; k < c; k++) {
-            int32_t ch = -1;
-            if (sh == SHAPE_CHAIN0 && k == 0)
-                ch = v + 1;
-            else if (sh == SHAPE_CHAIN1 && k == 1)
-                ch = v + 1;
-            else if (sh == SHAPE_FULL)
-                ch = c * v + 1 + k;
-            else if (sh == SHAPE_DAG && k < 2)
-                ch = v + 1 + k;
-            child[(int64_t)v * c + k] = ch < n ? ch : -1;
-        }
-    RT_EXPECT_EQ(rt_tree_build(a, n, c, child, &t, &err), RT_OK);
-    return t;
-}
 
 static const char *const treernn = "examples/treernn.spec";
 
@@ -130,15 +97,16 @@ static void run_case(const rt_device *dev, const tcase *tc, uint64_t seed) {
            (int)b->trees[0]->n_levels, all_ok ? "ok" : "WRONG");
     // The winner in-process on a second binding of the same tree and seed.
     if (rt_bindings_new(a, op, seed, &b2, &err) == RT_OK &&
-        rt_bindings_set_tree(b2, "T", t, &err) == RT_OK && rt_cpu_run_winner(rep, b2, &err) == RT_OK) {
+        rt_bindings_set_tree(b2, "T", t, &err) == RT_OK &&
+        rt_cpu_run_winner(rep, b2, &err) == RT_OK) {
         for (int32_t k = 0; k < op->n_outputs; k++) {
             int32_t o = op->outputs[k];
             rt_compare_result cr;
             rt_compare_data(b->tensors[o].data, b2->tensors[o].data, b->tensors[o].layout.elems,
                             &cr);
             if (!rt_compare_accept(&cr, op->tensors[o].dtype))
-                fprintf(stderr, "%s, %s: the winner in-process: %s off by %g\n", op->name,
-                        tc->what, op->tensors[o].name, cr.max_abs_err);
+                fprintf(stderr, "%s, %s: the winner in-process: %s off by %g\n", op->name, tc->what,
+                        op->tensors[o].name, cr.max_abs_err);
             RT_EXPECT(rt_compare_accept(&cr, op->tensors[o].dtype));
         }
     } else {

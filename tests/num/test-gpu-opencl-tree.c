@@ -10,30 +10,10 @@
 
 #include "gpu.h"
 #include "interp.h"
+#include "tree-shapes.h"
 
 #include <stdio.h>
 #include <string.h>
-
-typedef enum shape { SHAPE_RANDOM, SHAPE_CHAIN0, SHAPE_FULL, SHAPE_DAG } shape;
-
-static rt_tree_data *make_tree(rt_arena *a, shape sh, int32_t n, uint64_t seed) {
-    rt_err err = {0};
-    rt_tree_data *t = NULL;
-    if (sh == SHAPE_RANDOM) {
-        RT_EXPECT_EQ(rt_tree_random(a, n, 2, seed, &t, &err), RT_OK);
-        return t;
-    }
-    int32_t *child = rt_arena_calloc(a, (size_t)n * 2, sizeof *child);
-    for (int32_t v = 0; v < n; v++)
-        for (int32_t k = 0; k < 2; k++) {
-            int32_t ch = sh == SHAPE_CHAIN0 ? (k == 0 ? v + 1 : -1)
-                         : sh == SHAPE_FULL ? 2 * v + 1 + k
-                                            : v + 1 + k;
-            child[2 * v + k] = ch < n ? ch : -1;
-        }
-    RT_EXPECT_EQ(rt_tree_build(a, n, 2, child, &t, &err), RT_OK);
-    return t;
-}
 
 static const char *const acc_spec =
     "def acc(tree(N, 2) T, float(N, 5) x) -> (float(N, 5) h) {\n"
@@ -58,7 +38,7 @@ static void run_case(rt_gpu_runtime *rt, const rt_device *ocl, const rt_device *
     rt_op *op = NULL;
     rt_perf_result *perf = NULL;
     rt_perf_options popt = {.top_k = 2};
-    rt_tree_data *t = make_tree(a, tc->sh, tc->n, seed);
+    rt_tree_data *t = make_tree(a, tc->sh, tc->n, 2, seed);
     if ((text ? rt_spec_parse(a, tc->spec, "inline.spec", sets, 1, &op, &err)
               : rt_spec_load(a, tc->spec, sets, 3, &op, &err)) != RT_OK ||
         !t || rt_perf_construct(a, op, dev, &popt, &perf, &err) != RT_OK) {
