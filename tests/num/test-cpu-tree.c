@@ -12,6 +12,7 @@
 #include "num-host.h"
 
 #include "rtgen.h"
+#include "compare.h"
 
 #include <stdio.h>
 #include <string.h>
