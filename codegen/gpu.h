@@ -17,6 +17,7 @@
 #include "hal-gpu.h"
 #include "perfmodel.h"
 #include "interp.h"
+#include "compare.h"
 #include "kir.h"
 
 // ---------------------------------------------------------------------------------------------

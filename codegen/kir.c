@@ -3,7 +3,7 @@
 // invariants rt_kir_validate checks. Integer constructors fold constants so that dense tensor
 // offsets come out as plain affine expressions (m*1024 + k) in every target.
 #include "kir.h"
-#include "interp.h"
+#include "tree.h"
 
 #include <string.h>
 

@@ -1,18 +1,12 @@
-// calib-cpu.c: rtcalib's measurements of the host CPU. The microbenchmarks are LLVM IR built
-// here (independent FMA chains per data type, AVX512-BF16 dot products, AMX tile products,
-// STREAM triad over working sets and over chunks of DRAM, load and store loops), optimized and
-// JIT-compiled through hal-cpu.c's LLJIT, and run on a pool of pinned threads started together.
-// Each probe is repeated; its statistics (min, median, spread) decide whether rt_calib_apply
-// writes the value into the device, which rtcalib then serializes with hal-ini-write.c.
+// calib-cpu.c: rtcalib's measurements of the host CPU: which probes run (the plan), their
+// buffers, and the runs. The microbenchmarks are LLVM IR (calib-cpu-ir.c: independent FMA chains
+// per data type, AVX512-BF16 dot products, AMX tile products, STREAM triad over working sets and
+// over chunks of DRAM, load and store loops), JIT-compiled through hal-cpu.c's LLJIT, and run on
+// a pool of pinned threads started together (calib-cpu-pool.c). Each probe is repeated; its
+// statistics (min, median, spread) decide whether rt_calib_apply (calib-cpu-apply.c) writes the
+// value into the device, which rtcalib then serializes with hal-ini-write.c.
 #define _GNU_SOURCE // sched_setaffinity, cpu_set_t
-#include "calib.h"
-#include "hal-cpu.h"
-
-#include <llvm-c/Analysis.h>
-#include <llvm-c/Core.h>
-#include <llvm-c/Error.h>
-#include <llvm-c/TargetMachine.h>
-#include <llvm-c/Transforms/PassBuilder.h>
+#include "calib-cpu-impl.h"
 
 #include <errno.h>
 #include <math.h>
@@ -78,677 +72,6 @@ rt_status rt_calib_check_spread(const char *what, const rt_calib_stats *s, doubl
                    "(min %.4g, median %.4g, max %.4g)",
                    what, 100.0 * s->spread, (int)s->n, 100.0 * max_spread, s->min, s->median,
                    s->max);
-}
-
-// ---------------------------------------------------------------------------------------------
-// The probes as LLVM IR
-// ---------------------------------------------------------------------------------------------
-
-// Independent FMA accumulators: more than FMA latency (4) x ports (2), and with the two
-// operands within the vector registers: 16 of AVX-512's 32, 12 of AVX2's 16 (16 there spill,
-// which halved the f32 rate measured on a Zen 3 core: 47 against 96 GFLOP/s with 12).
-#define RT_CALIB_ACCS        16
-#define RT_CALIB_ACCS_16REGS 12
-#define RT_CALIB_LOAD_ACCS   8 // read loop: fadd latency (4) x 2 loads per cycle
-
-typedef float (*rt_fma_f32_fn)(int64_t iters, float x, float y);
-typedef double (*rt_fma_f64_fn)(int64_t iters, double x, double y);
-typedef float (*rt_dot_fn)(int64_t iters, const void *ops);
-typedef void (*rt_amx_fn)(int64_t iters, const void *cfg, const void *a, const void *b, float *c);
-typedef void (*rt_triad_fn)(float *a, const float *b, const float *c, int64_t elems,
-                            int64_t slot_mask, int64_t k0, int64_t k1, const volatile float *s);
-typedef float (*rt_load_fn)(const float *p, int64_t elems, int64_t reps);
-typedef void (*rt_store_fn)(float *p, int64_t elems, int64_t reps, const volatile float *v);
-typedef void (*rt_phase_fn)(void **args, int64_t lo, int64_t hi, float *scratch);
-
-typedef struct rt_kernels {
-    int32_t vec_bits;   // 512, 256 or 128
-    int32_t f32_lanes;  // vec_bits / 32
-    int32_t fma_chains; // accumulators of the f32 and f64 FMA probes
-    bool f16, bf16, amx;
-    rt_fma_f32_fn fma_f32, fma_f16, fma_chain_f32;
-    rt_fma_f64_fn fma_f64;
-    rt_dot_fn dot_bf16;
-    rt_amx_fn amx_bf16;
-    rt_triad_fn triad, triad_nt;
-    rt_load_fn load;
-    rt_store_fn store;
-    rt_phase_fn empty;
-} rt_kernels;
-
-typedef struct rt_ir {
-    LLVMContextRef ctx;
-    LLVMModuleRef m;
-    LLVMBuilderRef b;
-    LLVMTypeRef i8, i32, i64, f16, f32, f64, ptr, vd;
-    char width[8]; // "prefer-vector-width" value
-} rt_ir;
-
-// "+avx512f,+fma,-amx-int8": is +name present?
-static bool rt_has_feature(const char *features, const char *name) {
-    size_t n = strlen(name);
-    for (const char *p = features; p && *p;) {
-        const char *e = strchr(p, ',');
-        size_t len = e ? (size_t)(e - p) : strlen(p);
-        if (len == n + 1 && p[0] == '+' && strncmp(p + 1, name, n) == 0)
-            return true;
-        p = e ? e + 1 : NULL;
-    }
-    return false;
-}
-
-static LLVMValueRef rt_ir_fn(rt_ir *ir, const char *name, LLVMTypeRef ret, LLVMTypeRef *params,
-                             unsigned n) {
-    LLVMTypeRef ty = LLVMFunctionType(ret, params, n, 0);
-    LLVMValueRef fn = LLVMAddFunction(ir->m, name, ty);
-    LLVMAddAttributeAtIndex(fn, LLVMAttributeFunctionIndex,
-                            LLVMCreateStringAttribute(ir->ctx, "prefer-vector-width", 19, ir->width,
-                                                      (unsigned)strlen(ir->width)));
-    LLVMAddAttributeAtIndex(
-        fn, LLVMAttributeFunctionIndex,
-        LLVMCreateEnumAttribute(ir->ctx, LLVMGetEnumAttributeKindForName("nounwind", 8), 0));
-    for (unsigned i = 0; i < n; i++) {
-        if (params[i] == ir->ptr)
-            LLVMAddAttributeAtIndex(
-                fn, i + 1,
-                LLVMCreateEnumAttribute(ir->ctx, LLVMGetEnumAttributeKindForName("noalias", 7), 0));
-    }
-    return fn;
-}
-
-// A declared intrinsic (or any external function) of the given type.
-static LLVMValueRef rt_ir_decl(rt_ir *ir, const char *name, LLVMTypeRef ty) {
-    LLVMValueRef f = LLVMGetNamedFunction(ir->m, name);
-    return f ? f : LLVMAddFunction(ir->m, name, ty);
-}
-
-static LLVMValueRef rt_ir_call(rt_ir *ir, const char *name, LLVMTypeRef ret, LLVMValueRef *args,
-                               unsigned n) {
-    LLVMTypeRef types[8];
-    for (unsigned i = 0; i < n; i++)
-        types[i] = LLVMTypeOf(args[i]);
-    LLVMTypeRef ty = LLVMFunctionType(ret, types, n, 0);
-    return LLVMBuildCall2(ir->b, ty, rt_ir_decl(ir, name, ty), args, n, "");
-}
-
-static LLVMValueRef rt_ir_splat(rt_ir *ir, LLVMValueRef x, unsigned lanes) {
-    LLVMTypeRef vt = LLVMVectorType(LLVMTypeOf(x), lanes);
-    LLVMValueRef v =
-        LLVMBuildInsertElement(ir->b, LLVMGetUndef(vt), x, LLVMConstInt(ir->i32, 0, 0), "");
-    return LLVMBuildShuffleVector(ir->b, v, LLVMGetUndef(vt),
-                                  LLVMConstNull(LLVMVectorType(ir->i32, lanes)), "");
-}
-
-static LLVMValueRef rt_ir_i64(rt_ir *ir, int64_t v) {
-    return LLVMConstInt(ir->i64, (unsigned long long)v, 1);
-}
-
-// float|double|half rt_calib_fma_<t>(i64 n, s x, s y): `chains` (at most RT_CALIB_ACCS) chains
-// acc = fma(acc, x, y) on vectors of et, n iterations, returning the sum of all lanes (as the
-// scalar type s). RT_CALIB_ACCS chains give the throughput, one chain the latency.
-static void rt_ir_fma(rt_ir *ir, const char *name, LLVMTypeRef et, LLVMTypeRef st, unsigned lanes,
-                      int chains, const char *fma_name, const char *reduce_name) {
-    LLVMTypeRef params[] = {ir->i64, st, st};
-    LLVMValueRef fn = rt_ir_fn(ir, name, st, params, 3);
-    LLVMBasicBlockRef entry = LLVMAppendBasicBlockInContext(ir->ctx, fn, "entry");
-    LLVMBasicBlockRef loop = LLVMAppendBasicBlockInContext(ir->ctx, fn, "loop");
-    LLVMBasicBlockRef exit = LLVMAppendBasicBlockInContext(ir->ctx, fn, "exit");
-    LLVMTypeRef vt = LLVMVectorType(et, lanes);
-    LLVMPositionBuilderAtEnd(ir->b, entry);
-    LLVMValueRef x = LLVMGetParam(fn, 1), y = LLVMGetParam(fn, 2);
-    if (et != st) {
-        x = LLVMBuildFPTrunc(ir->b, x, et, "");
-        y = LLVMBuildFPTrunc(ir->b, y, et, "");
-    }
-    LLVMValueRef xv = rt_ir_splat(ir, x, lanes), yv = rt_ir_splat(ir, y, lanes);
-    LLVMBuildBr(ir->b, loop);
-
-    LLVMPositionBuilderAtEnd(ir->b, loop);
-    LLVMValueRef i = LLVMBuildPhi(ir->b, ir->i64, "i");
-    LLVMValueRef acc[RT_CALIB_ACCS], next[RT_CALIB_ACCS];
-    for (int k = 0; k < chains; k++)
-        acc[k] = LLVMBuildPhi(ir->b, vt, "");
-    for (int k = 0; k < chains; k++) {
-        LLVMValueRef args[] = {acc[k], xv, yv};
-        next[k] = rt_ir_call(ir, fma_name, vt, args, 3);
-    }
-    LLVMValueRef i1 = LLVMBuildAdd(ir->b, i, rt_ir_i64(ir, 1), "");
-    LLVMBuildCondBr(ir->b, LLVMBuildICmp(ir->b, LLVMIntSLT, i1, LLVMGetParam(fn, 0), ""), loop,
-                    exit);
-    LLVMValueRef zero = rt_ir_i64(ir, 0);
-    LLVMAddIncoming(i, &zero, &entry, 1);
-    LLVMAddIncoming(i, &i1, &loop, 1);
-    for (int k = 0; k < chains; k++) {
-        LLVMAddIncoming(acc[k], &yv, &entry, 1);
-        LLVMAddIncoming(acc[k], &next[k], &loop, 1);
-    }
-
-    LLVMPositionBuilderAtEnd(ir->b, exit);
-    LLVMValueRef sum = next[0];
-    for (int k = 1; k < chains; k++)
-        sum = LLVMBuildFAdd(ir->b, sum, next[k], "");
-    LLVMValueRef rargs[] = {LLVMConstReal(et, 0.0), sum};
-    LLVMValueRef r = rt_ir_call(ir, reduce_name, et, rargs, 2);
-    if (et != st)
-        r = LLVMBuildFPExt(ir->b, r, st, "");
-    LLVMBuildRet(ir->b, r);
-}
-
-// float rt_calib_dot_bf16(i64 n, ptr ops): RT_CALIB_ACCS chains of vdpbf16ps on two vectors of
-// bf16 pairs loaded from ops (2 x 64 bytes).
-static void rt_ir_dot_bf16(rt_ir *ir) {
-    LLVMTypeRef params[] = {ir->i64, ir->ptr};
-    LLVMValueRef fn = rt_ir_fn(ir, "rt_calib_dot_bf16", ir->f32, params, 2);
-    LLVMBasicBlockRef entry = LLVMAppendBasicBlockInContext(ir->ctx, fn, "entry");
-    LLVMBasicBlockRef loop = LLVMAppendBasicBlockInContext(ir->ctx, fn, "loop");
-    LLVMBasicBlockRef exit = LLVMAppendBasicBlockInContext(ir->ctx, fn, "exit");
-    LLVMTypeRef vf = LLVMVectorType(ir->f32, 16);
-    LLVMTypeRef vi = LLVMVectorType(LLVMBFloatTypeInContext(ir->ctx), 32); // LLVM 16's signature
-    LLVMPositionBuilderAtEnd(ir->b, entry);
-    LLVMValueRef ops = LLVMGetParam(fn, 1);
-    LLVMValueRef a = LLVMBuildLoad2(ir->b, vi, ops, "");
-    LLVMValueRef off = rt_ir_i64(ir, 64);
-    LLVMValueRef bp = LLVMBuildGEP2(ir->b, ir->i8, ops, &off, 1, "");
-    LLVMValueRef bv = LLVMBuildLoad2(ir->b, vi, bp, "");
-    LLVMSetAlignment(a, 64);
-    LLVMSetAlignment(bv, 64);
-    LLVMBuildBr(ir->b, loop);
-
-    LLVMPositionBuilderAtEnd(ir->b, loop);
-    LLVMValueRef i = LLVMBuildPhi(ir->b, ir->i64, "i");
-    LLVMValueRef acc[RT_CALIB_ACCS], next[RT_CALIB_ACCS];
-    for (int k = 0; k < RT_CALIB_ACCS; k++)
-        acc[k] = LLVMBuildPhi(ir->b, vf, "");
-    for (int k = 0; k < RT_CALIB_ACCS; k++) {
-        LLVMValueRef args[] = {acc[k], a, bv};
-        next[k] = rt_ir_call(ir, "llvm.x86.avx512bf16.dpbf16ps.512", vf, args, 3);
-    }
-    LLVMValueRef i1 = LLVMBuildAdd(ir->b, i, rt_ir_i64(ir, 1), "");
-    LLVMBuildCondBr(ir->b, LLVMBuildICmp(ir->b, LLVMIntSLT, i1, LLVMGetParam(fn, 0), ""), loop,
-                    exit);
-    LLVMValueRef zero = rt_ir_i64(ir, 0), vzero = LLVMConstNull(vf);
-    LLVMAddIncoming(i, &zero, &entry, 1);
-    LLVMAddIncoming(i, &i1, &loop, 1);
-    for (int k = 0; k < RT_CALIB_ACCS; k++) {
-        LLVMAddIncoming(acc[k], &vzero, &entry, 1);
-        LLVMAddIncoming(acc[k], &next[k], &loop, 1);
-    }
-    LLVMPositionBuilderAtEnd(ir->b, exit);
-    LLVMValueRef sum = next[0];
-    for (int k = 1; k < RT_CALIB_ACCS; k++)
-        sum = LLVMBuildFAdd(ir->b, sum, next[k], "");
-    LLVMValueRef rargs[] = {LLVMConstReal(ir->f32, 0.0), sum};
-    LLVMBuildRet(ir->b, rt_ir_call(ir, "llvm.vector.reduce.fadd.v16f32", ir->f32, rargs, 2));
-}
-
-static LLVMValueRef rt_ir_i8(rt_ir *ir, int v) {
-    return LLVMConstInt(ir->i8, (unsigned long long)v, 0);
-}
-
-// void rt_calib_amx_bf16(i64 n, ptr cfg, ptr a, ptr b, ptr c): tiles 0-3 accumulate
-// tdpbf16ps of A tiles 4-5 and B tiles 6-7 (16 rows x 64 bytes each), n iterations of 4.
-static void rt_ir_amx(rt_ir *ir) {
-    LLVMTypeRef params[] = {ir->i64, ir->ptr, ir->ptr, ir->ptr, ir->ptr};
-    LLVMValueRef fn = rt_ir_fn(ir, "rt_calib_amx_bf16", LLVMVoidTypeInContext(ir->ctx), params, 5);
-    LLVMTypeRef vt = LLVMVoidTypeInContext(ir->ctx);
-    LLVMBasicBlockRef entry = LLVMAppendBasicBlockInContext(ir->ctx, fn, "entry");
-    LLVMBasicBlockRef loop = LLVMAppendBasicBlockInContext(ir->ctx, fn, "loop");
-    LLVMBasicBlockRef exit = LLVMAppendBasicBlockInContext(ir->ctx, fn, "exit");
-    LLVMPositionBuilderAtEnd(ir->b, entry);
-    LLVMValueRef cfg = LLVMGetParam(fn, 1);
-    rt_ir_call(ir, "llvm.x86.ldtilecfg", vt, &cfg, 1);
-    for (int t = 0; t < 4; t++) {
-        LLVMValueRef tile = rt_ir_i8(ir, t);
-        rt_ir_call(ir, "llvm.x86.tilezero", vt, &tile, 1);
-    }
-    for (int t = 0; t < 4; t++) {
-        LLVMValueRef off = rt_ir_i64(ir, (t % 2) * 1024);
-        LLVMValueRef base = LLVMGetParam(fn, t < 2 ? 2 : 3);
-        LLVMValueRef p = LLVMBuildGEP2(ir->b, ir->i8, base, &off, 1, "");
-        LLVMValueRef args[] = {rt_ir_i8(ir, 4 + t), p, rt_ir_i64(ir, 64)};
-        rt_ir_call(ir, "llvm.x86.tileloadd64", vt, args, 3);
-    }
-    LLVMBuildBr(ir->b, loop);
-    LLVMPositionBuilderAtEnd(ir->b, loop);
-    LLVMValueRef i = LLVMBuildPhi(ir->b, ir->i64, "i");
-    for (int t = 0; t < 4; t++) {
-        LLVMValueRef args[] = {rt_ir_i8(ir, t), rt_ir_i8(ir, 4 + t / 2), rt_ir_i8(ir, 6 + t % 2)};
-        rt_ir_call(ir, "llvm.x86.tdpbf16ps", vt, args, 3);
-    }
-    LLVMValueRef i1 = LLVMBuildAdd(ir->b, i, rt_ir_i64(ir, 1), "");
-    LLVMBuildCondBr(ir->b, LLVMBuildICmp(ir->b, LLVMIntSLT, i1, LLVMGetParam(fn, 0), ""), loop,
-                    exit);
-    LLVMValueRef zero = rt_ir_i64(ir, 0);
-    LLVMAddIncoming(i, &zero, &entry, 1);
-    LLVMAddIncoming(i, &i1, &loop, 1);
-    LLVMPositionBuilderAtEnd(ir->b, exit);
-    for (int t = 0; t < 4; t++) {
-        LLVMValueRef off = rt_ir_i64(ir, t * 1024);
-        LLVMValueRef p = LLVMBuildGEP2(ir->b, ir->i8, LLVMGetParam(fn, 4), &off, 1, "");
-        LLVMValueRef args[] = {rt_ir_i8(ir, t), p, rt_ir_i64(ir, 64)};
-        rt_ir_call(ir, "llvm.x86.tilestored64", vt, args, 3);
-    }
-    rt_ir_call(ir, "llvm.x86.tilerelease", vt, NULL, 0);
-    LLVMBuildRetVoid(ir->b);
-}
-
-// A counted loop: for (i = lo; i < hi; i += step) in the block the builder is in, continuing
-// at *after. Returns the induction phi; the body goes where the builder is left.
-typedef struct rt_ir_loop {
-    LLVMValueRef i;
-    LLVMBasicBlockRef head, body_end_block;
-    LLVMValueRef hi, step;
-    LLVMBasicBlockRef exit;
-} rt_ir_loop;
-
-static void rt_ir_loop_begin(rt_ir *ir, LLVMValueRef fn, rt_ir_loop *l, LLVMValueRef lo,
-                             LLVMValueRef hi, LLVMValueRef step) {
-    LLVMBasicBlockRef pre = LLVMGetInsertBlock(ir->b);
-    l->head = LLVMAppendBasicBlockInContext(ir->ctx, fn, "loop");
-    l->exit = LLVMAppendBasicBlockInContext(ir->ctx, fn, "after");
-    l->hi = hi;
-    l->step = step;
-    LLVMBuildBr(ir->b, l->head);
-    LLVMPositionBuilderAtEnd(ir->b, l->head);
-    l->i = LLVMBuildPhi(ir->b, ir->i64, "");
-    LLVMAddIncoming(l->i, &lo, &pre, 1);
-}
-
-// Closes the loop (callers guarantee lo < hi, so the body runs at least once).
-static void rt_ir_loop_end(rt_ir *ir, rt_ir_loop *l) {
-    LLVMValueRef i1 = LLVMBuildAdd(ir->b, l->i, l->step, "");
-    LLVMBasicBlockRef end = LLVMGetInsertBlock(ir->b);
-    LLVMBuildCondBr(ir->b, LLVMBuildICmp(ir->b, LLVMIntSLT, i1, l->hi, ""), l->head, l->exit);
-    LLVMAddIncoming(l->i, &i1, &end, 1);
-    l->body_end_block = end;
-    LLVMPositionBuilderAtEnd(ir->b, l->exit);
-}
-
-static LLVMValueRef rt_ir_vload(rt_ir *ir, LLVMValueRef base, LLVMValueRef idx, unsigned align) {
-    LLVMValueRef p = LLVMBuildInBoundsGEP2(ir->b, ir->f32, base, &idx, 1, "");
-    LLVMValueRef v = LLVMBuildLoad2(ir->b, ir->vd, p, "");
-    LLVMSetAlignment(v, align);
-    return v;
-}
-
-static LLVMValueRef rt_ir_vstore(rt_ir *ir, LLVMValueRef v, LLVMValueRef base, LLVMValueRef idx,
-                                 unsigned align) {
-    LLVMValueRef p = LLVMBuildInBoundsGEP2(ir->b, ir->f32, base, &idx, 1, "");
-    LLVMValueRef st = LLVMBuildStore(ir->b, v, p);
-    LLVMSetAlignment(st, align);
-    return st;
-}
-
-static LLVMValueRef rt_ir_volatile_splat(rt_ir *ir, LLVMValueRef p, unsigned lanes) {
-    LLVMValueRef s = LLVMBuildLoad2(ir->b, ir->f32, p, "");
-    LLVMSetVolatile(s, 1);
-    return rt_ir_splat(ir, s, lanes);
-}
-
-// void rt_calib_triad(a, b, c, i64 elems, i64 mask, i64 k0, i64 k1, ptr s): for each chunk k in
-// [k0, k1), at slot (k * odd) & mask: a[o+i] = b[o+i] + s * c[o+i] for i < elems, o = slot *
-// elems. mask 0 repeats one working set; a larger mask walks a buffer in scattered chunks.
-// Method (the STREAM triad's, and bench-util.c's): ordinary stores, 12 bytes counted per
-// element (rt_calib_metric). Ordinary stores make the core read each line of a before writing
-// it (write-allocate: 16 bytes move per element), and that is right for the model: rtgen's
-// kernels store the same way and the model divides their compulsory bytes (inputs + outputs
-// once) by this bandwidth, so the write-allocate cost is folded in exactly as the kernels pay
-// it. Non-temporal stores would skip it and read 1.3-1.5x higher on this kind of machine,
-// above what any kernel but a single-k GEMM's C store (codegen) reaches.
-// rt_calib_triad_nt: the same with non-temporal stores, fenced at the end. They skip the read
-// for ownership, so 12 bytes counted are 12 moved: the ceiling of kernels that stream their
-// outputs (codegen's non-temporal stores of large elementwise outputs), which read 1.2x the
-// ordinary triad on one Zen 3 core (relu 21-24 against 17.5-20 GB/s).
-static void rt_ir_triad(rt_ir *ir, unsigned lanes, bool nt) {
-    LLVMTypeRef params[] = {ir->ptr, ir->ptr, ir->ptr, ir->i64, ir->i64, ir->i64, ir->i64, ir->ptr};
-    LLVMValueRef fn = rt_ir_fn(ir, nt ? "rt_calib_triad_nt" : "rt_calib_triad",
-                               LLVMVoidTypeInContext(ir->ctx), params, 8);
-    LLVMPositionBuilderAtEnd(ir->b, LLVMAppendBasicBlockInContext(ir->ctx, fn, "entry"));
-    unsigned align = lanes * 4;
-    rt_ir_loop outer, inner;
-    rt_ir_loop_begin(ir, fn, &outer, LLVMGetParam(fn, 5), LLVMGetParam(fn, 6), rt_ir_i64(ir, 1));
-    LLVMValueRef sv = rt_ir_volatile_splat(ir, LLVMGetParam(fn, 7), lanes);
-    LLVMValueRef slot =
-        LLVMBuildAnd(ir->b, LLVMBuildMul(ir->b, outer.i, rt_ir_i64(ir, 0x9E3779B1), ""),
-                     LLVMGetParam(fn, 4), "");
-    LLVMValueRef off = LLVMBuildMul(ir->b, slot, LLVMGetParam(fn, 3), "");
-    LLVMValueRef pa = LLVMBuildInBoundsGEP2(ir->b, ir->f32, LLVMGetParam(fn, 0), &off, 1, "");
-    LLVMValueRef pb = LLVMBuildInBoundsGEP2(ir->b, ir->f32, LLVMGetParam(fn, 1), &off, 1, "");
-    LLVMValueRef pc = LLVMBuildInBoundsGEP2(ir->b, ir->f32, LLVMGetParam(fn, 2), &off, 1, "");
-    rt_ir_loop_begin(ir, fn, &inner, rt_ir_i64(ir, 0), LLVMGetParam(fn, 3), rt_ir_i64(ir, lanes));
-    LLVMValueRef bv = rt_ir_vload(ir, pb, inner.i, align);
-    LLVMValueRef cv = rt_ir_vload(ir, pc, inner.i, align);
-    LLVMValueRef av = LLVMBuildFAdd(ir->b, bv, LLVMBuildFMul(ir->b, sv, cv, ""), "");
-    LLVMValueRef st = rt_ir_vstore(ir, av, pa, inner.i, align);
-    if (nt) {
-        LLVMMetadataRef one = LLVMValueAsMetadata(LLVMConstInt(ir->i32, 1, 0));
-        LLVMSetMetadata(st, LLVMGetMDKindIDInContext(ir->ctx, "nontemporal", 11),
-                        LLVMMetadataAsValue(ir->ctx, LLVMMDNodeInContext2(ir->ctx, &one, 1)));
-    }
-    rt_ir_loop_end(ir, &inner);
-    rt_ir_loop_end(ir, &outer);
-    if (nt)
-        LLVMBuildFence(ir->b, LLVMAtomicOrderingSequentiallyConsistent, 0, "");
-    LLVMBuildRetVoid(ir->b);
-}
-
-// float rt_calib_load(ptr p, i64 elems, i64 reps): sums p[0..elems) reps times into
-// RT_CALIB_LOAD_ACCS vector accumulators (elems a multiple of lanes * RT_CALIB_LOAD_ACCS).
-static void rt_ir_load(rt_ir *ir, unsigned lanes) {
-    LLVMTypeRef params[] = {ir->ptr, ir->i64, ir->i64};
-    LLVMValueRef fn = rt_ir_fn(ir, "rt_calib_load", ir->f32, params, 3);
-    LLVMBasicBlockRef entry = LLVMAppendBasicBlockInContext(ir->ctx, fn, "entry");
-    LLVMPositionBuilderAtEnd(ir->b, entry);
-    unsigned align = lanes * 4;
-    LLVMValueRef vzero = LLVMConstNull(ir->vd);
-    rt_ir_loop outer, inner;
-    rt_ir_loop_begin(ir, fn, &outer, rt_ir_i64(ir, 0), LLVMGetParam(fn, 2), rt_ir_i64(ir, 1));
-    LLVMValueRef oacc[RT_CALIB_LOAD_ACCS], iacc[RT_CALIB_LOAD_ACCS], nacc[RT_CALIB_LOAD_ACCS];
-    for (int k = 0; k < RT_CALIB_LOAD_ACCS; k++) {
-        oacc[k] = LLVMBuildPhi(ir->b, ir->vd, "");
-        LLVMAddIncoming(oacc[k], &vzero, &entry, 1);
-    }
-    LLVMBasicBlockRef outer_body = LLVMGetInsertBlock(ir->b);
-    rt_ir_loop_begin(ir, fn, &inner, rt_ir_i64(ir, 0), LLVMGetParam(fn, 1),
-                     rt_ir_i64(ir, (int64_t)lanes * RT_CALIB_LOAD_ACCS));
-    for (int k = 0; k < RT_CALIB_LOAD_ACCS; k++) {
-        iacc[k] = LLVMBuildPhi(ir->b, ir->vd, "");
-        LLVMAddIncoming(iacc[k], &oacc[k], &outer_body, 1);
-    }
-    for (int k = 0; k < RT_CALIB_LOAD_ACCS; k++) {
-        LLVMValueRef idx = LLVMBuildAdd(ir->b, inner.i, rt_ir_i64(ir, (int64_t)lanes * k), "");
-        nacc[k] =
-            LLVMBuildFAdd(ir->b, iacc[k], rt_ir_vload(ir, LLVMGetParam(fn, 0), idx, align), "");
-    }
-    rt_ir_loop_end(ir, &inner);
-    for (int k = 0; k < RT_CALIB_LOAD_ACCS; k++)
-        LLVMAddIncoming(iacc[k], &nacc[k], &inner.body_end_block, 1);
-    // After the inner loop: the accumulators leave with their last values.
-    for (int k = 0; k < RT_CALIB_LOAD_ACCS; k++)
-        LLVMAddIncoming(oacc[k], &nacc[k], &inner.exit, 1);
-    rt_ir_loop_end(ir, &outer);
-    LLVMValueRef sum = nacc[0];
-    for (int k = 1; k < RT_CALIB_LOAD_ACCS; k++)
-        sum = LLVMBuildFAdd(ir->b, sum, nacc[k], "");
-    char reduce[48];
-    snprintf(reduce, sizeof reduce, "llvm.vector.reduce.fadd.v%uf32", lanes);
-    LLVMValueRef rargs[] = {LLVMConstReal(ir->f32, 0.0), sum};
-    LLVMBuildRet(ir->b, rt_ir_call(ir, reduce, ir->f32, rargs, 2));
-}
-
-// void rt_calib_store(ptr p, i64 elems, i64 reps, ptr v): p[0..elems) = *v, reps times.
-static void rt_ir_store(rt_ir *ir, unsigned lanes) {
-    LLVMTypeRef params[] = {ir->ptr, ir->i64, ir->i64, ir->ptr};
-    LLVMValueRef fn = rt_ir_fn(ir, "rt_calib_store", LLVMVoidTypeInContext(ir->ctx), params, 4);
-    LLVMPositionBuilderAtEnd(ir->b, LLVMAppendBasicBlockInContext(ir->ctx, fn, "entry"));
-    rt_ir_loop outer, inner;
-    rt_ir_loop_begin(ir, fn, &outer, rt_ir_i64(ir, 0), LLVMGetParam(fn, 2), rt_ir_i64(ir, 1));
-    LLVMValueRef v = rt_ir_volatile_splat(ir, LLVMGetParam(fn, 3), lanes);
-    rt_ir_loop_begin(ir, fn, &inner, rt_ir_i64(ir, 0), LLVMGetParam(fn, 1), rt_ir_i64(ir, lanes));
-    rt_ir_vstore(ir, v, LLVMGetParam(fn, 0), inner.i, lanes * 4);
-    rt_ir_loop_end(ir, &inner);
-    rt_ir_loop_end(ir, &outer);
-    LLVMBuildRetVoid(ir->b);
-}
-
-// void rt_calib_empty(ptr args, i64 lo, i64 hi, ptr scratch): the signature of a kernel phase
-// run by hal-cpu.c's pool, doing nothing.
-static void rt_ir_empty(rt_ir *ir) {
-    LLVMTypeRef params[] = {ir->ptr, ir->i64, ir->i64, ir->ptr};
-    LLVMValueRef fn = rt_ir_fn(ir, "rt_calib_empty", LLVMVoidTypeInContext(ir->ctx), params, 4);
-    LLVMPositionBuilderAtEnd(ir->b, LLVMAppendBasicBlockInContext(ir->ctx, fn, "entry"));
-    LLVMBuildRetVoid(ir->b);
-}
-
-static rt_status rt_calib_lookup(rt_cpu_jit *jit, const char *name, void **out, rt_err *err) {
-    RT_TRY(rt_cpu_jit_lookup(jit, name, out, err));
-    if (!*out)
-        return rt_fail(err, RT_ERR_BACKEND, RT_NOLOC, "llvm: no address for %s", name);
-    return RT_OK;
-}
-
-// Builds, verifies, optimizes (O3) and JIT-compiles every probe the host supports; for the
-// host probe (host_probe) only the f32 FMA and the triad, which are all it runs.
-static rt_status rt_calib_build(rt_arena *a, bool host_probe, rt_kernels *k, char *cpu_name,
-                                size_t cpu_size, rt_err *err) {
-    rt_cpu_jit *jit;
-    RT_TRY(rt_cpu_jit_new(a, NULL, &jit, err)); // NULL: the host CPU and its features
-    snprintf(cpu_name, cpu_size, "%s", rt_cpu_jit_cpu_name(jit));
-    char *features = LLVMGetHostCPUFeatures();
-    k->vec_bits = rt_has_feature(features, "avx512f") ? 512
-                  : rt_has_feature(features, "avx")   ? 256
-                                                      : 128;
-    k->f32_lanes = k->vec_bits / 32;
-    k->fma_chains = k->vec_bits == 512 ? RT_CALIB_ACCS : RT_CALIB_ACCS_16REGS;
-    k->f16 = !host_probe && k->vec_bits == 512 && rt_has_feature(features, "avx512fp16");
-    k->bf16 = !host_probe && k->vec_bits == 512 && rt_has_feature(features, "avx512bf16");
-    k->amx =
-        !host_probe && rt_has_feature(features, "amx-tile") && rt_has_feature(features, "amx-bf16");
-    LLVMDisposeMessage(features);
-
-    rt_ir ir = {.ctx = rt_cpu_jit_context(jit)};
-    LLVMTargetMachineRef tm = rt_cpu_jit_target_machine(jit);
-    ir.m = LLVMModuleCreateWithNameInContext("rtcalib", ir.ctx);
-    char *triple = LLVMGetTargetMachineTriple(tm);
-    LLVMSetTarget(ir.m, triple);
-    LLVMDisposeMessage(triple);
-    LLVMTargetDataRef dl = LLVMCreateTargetDataLayout(tm);
-    LLVMSetModuleDataLayout(ir.m, dl);
-    LLVMDisposeTargetData(dl);
-    ir.b = LLVMCreateBuilderInContext(ir.ctx);
-    ir.i8 = LLVMInt8TypeInContext(ir.ctx);
-    ir.i32 = LLVMInt32TypeInContext(ir.ctx);
-    ir.i64 = LLVMInt64TypeInContext(ir.ctx);
-    ir.f16 = LLVMHalfTypeInContext(ir.ctx);
-    ir.f32 = LLVMFloatTypeInContext(ir.ctx);
-    ir.f64 = LLVMDoubleTypeInContext(ir.ctx);
-    ir.ptr = LLVMPointerTypeInContext(ir.ctx, 0);
-    unsigned lanes = (unsigned)k->f32_lanes;
-    ir.vd = LLVMVectorType(ir.f32, lanes);
-    snprintf(ir.width, sizeof ir.width, "%d", (int)k->vec_bits);
-
-    char fma[32], reduce[48];
-    snprintf(fma, sizeof fma, "llvm.fma.v%uf32", lanes);
-    snprintf(reduce, sizeof reduce, "llvm.vector.reduce.fadd.v%uf32", lanes);
-    rt_ir_fma(&ir, "rt_calib_fma_f32", ir.f32, ir.f32, lanes, k->fma_chains, fma, reduce);
-    if (!host_probe) {
-        rt_ir_fma(&ir, "rt_calib_fma_chain_f32", ir.f32, ir.f32, lanes, 1, fma, reduce);
-        snprintf(fma, sizeof fma, "llvm.fma.v%uf64", lanes / 2);
-        snprintf(reduce, sizeof reduce, "llvm.vector.reduce.fadd.v%uf64", lanes / 2);
-        rt_ir_fma(&ir, "rt_calib_fma_f64", ir.f64, ir.f64, lanes / 2, k->fma_chains, fma, reduce);
-    }
-    if (k->f16)
-        rt_ir_fma(&ir, "rt_calib_fma_f16", ir.f16, ir.f32, 32, RT_CALIB_ACCS, "llvm.fma.v32f16",
-                  "llvm.vector.reduce.fadd.v32f16");
-    if (k->bf16)
-        rt_ir_dot_bf16(&ir);
-    if (k->amx)
-        rt_ir_amx(&ir);
-    rt_ir_triad(&ir, lanes, false);
-    rt_ir_triad(&ir, lanes, true);
-    if (!host_probe) {
-        rt_ir_load(&ir, lanes);
-        rt_ir_store(&ir, lanes);
-        rt_ir_empty(&ir);
-    }
-    LLVMDisposeBuilder(ir.b);
-
-    char *msg = NULL;
-    if (LLVMVerifyModule(ir.m, LLVMReturnStatusAction, &msg)) {
-        rt_fail(err, RT_ERR_BACKEND, RT_NOLOC, "llvm: the probe module does not verify: %.300s",
-                msg ? msg : "?");
-        LLVMDisposeMessage(msg);
-        LLVMDisposeModule(ir.m);
-        return err->status;
-    }
-    LLVMDisposeMessage(msg);
-    LLVMPassBuilderOptionsRef pbo = LLVMCreatePassBuilderOptions();
-    LLVMErrorRef e = LLVMRunPasses(ir.m, "default<O3>", tm, pbo);
-    LLVMDisposePassBuilderOptions(pbo);
-    if (e) {
-        char *em = LLVMGetErrorMessage(e);
-        rt_fail(err, RT_ERR_BACKEND, RT_NOLOC, "llvm: optimizing the probes: %s", em);
-        LLVMDisposeErrorMessage(em);
-        LLVMDisposeModule(ir.m);
-        return err->status;
-    }
-    RT_TRY(rt_cpu_jit_add_module(jit, ir.m, err));
-    RT_TRY(rt_calib_lookup(jit, "rt_calib_fma_f32", (void **)&k->fma_f32, err));
-    RT_TRY(rt_calib_lookup(jit, "rt_calib_triad", (void **)&k->triad, err));
-    RT_TRY(rt_calib_lookup(jit, "rt_calib_triad_nt", (void **)&k->triad_nt, err));
-    if (host_probe)
-        return RT_OK;
-    RT_TRY(rt_calib_lookup(jit, "rt_calib_fma_chain_f32", (void **)&k->fma_chain_f32, err));
-    RT_TRY(rt_calib_lookup(jit, "rt_calib_fma_f64", (void **)&k->fma_f64, err));
-    if (k->f16)
-        RT_TRY(rt_calib_lookup(jit, "rt_calib_fma_f16", (void **)&k->fma_f16, err));
-    if (k->bf16)
-        RT_TRY(rt_calib_lookup(jit, "rt_calib_dot_bf16", (void **)&k->dot_bf16, err));
-    if (k->amx)
-        RT_TRY(rt_calib_lookup(jit, "rt_calib_amx_bf16", (void **)&k->amx_bf16, err));
-    RT_TRY(rt_calib_lookup(jit, "rt_calib_load", (void **)&k->load, err));
-    RT_TRY(rt_calib_lookup(jit, "rt_calib_store", (void **)&k->store, err));
-    RT_TRY(rt_calib_lookup(jit, "rt_calib_empty", (void **)&k->empty, err));
-    return RT_OK;
-}
-
-// ---------------------------------------------------------------------------------------------
-// The probe pool: one pinned thread per core, the caller being thread 0. Workers spin for about
-// a millisecond after a job, then sleep on a condition variable.
-// ---------------------------------------------------------------------------------------------
-
-#define RT_CALIB_MAX_THREADS 256
-#define RT_CALIB_SPINS       20000
-
-typedef void (*rt_job_fn)(void *arg, int32_t tid);
-
-typedef struct rt_pool rt_pool;
-typedef struct rt_pool_worker {
-    rt_pool *pool;
-    int32_t tid;
-} rt_pool_worker;
-
-struct rt_pool {
-    int32_t n;
-    int32_t cpu[RT_CALIB_MAX_THREADS]; // -1: not pinned
-    pthread_t th[RT_CALIB_MAX_THREADS];
-    rt_pool_worker w[RT_CALIB_MAX_THREADS];
-    pthread_mutex_t mu;
-    pthread_cond_t cv;
-    _Atomic uint64_t gen;
-    _Atomic int32_t done;
-    rt_job_fn fn; // published by the release increment of gen
-    void *arg;
-    int32_t active; // threads with tid < active run fn
-    bool quit;
-};
-
-static inline void rt_cpu_relax(void) {
-#if defined(__x86_64__) || defined(__i386__)
-    __asm__ volatile("pause" ::: "memory");
-#else
-    __asm__ volatile("" ::: "memory");
-#endif
-}
-
-static void rt_pin(int32_t cpu) {
-    if (cpu < 0)
-        return;
-    cpu_set_t set;
-    CPU_ZERO(&set);
-    CPU_SET(cpu, &set);
-    sched_setaffinity(0, sizeof set, &set); // best effort: an unpinned thread still measures
-}
-
-static void *rt_pool_main(void *arg) {
-    rt_pool_worker *w = arg;
-    rt_pool *p = w->pool;
-    rt_pin(p->cpu[w->tid]);
-    uint64_t seen = 0;
-    for (;;) {
-        uint64_t g;
-        for (int spins = 0; (g = atomic_load_explicit(&p->gen, memory_order_acquire)) == seen;
-             spins++) {
-            if (spins < RT_CALIB_SPINS) {
-                rt_cpu_relax();
-                continue;
-            }
-            pthread_mutex_lock(&p->mu);
-            while ((g = atomic_load_explicit(&p->gen, memory_order_acquire)) == seen)
-                pthread_cond_wait(&p->cv, &p->mu);
-            pthread_mutex_unlock(&p->mu);
-            break;
-        }
-        seen = g;
-        if (p->quit)
-            return NULL;
-        if (w->tid < p->active)
-            p->fn(p->arg, w->tid);
-        atomic_fetch_add_explicit(&p->done, 1, memory_order_release);
-    }
-}
-
-// Runs fn(arg, tid) on threads 0..active-1 together and returns when all are done.
-static void rt_pool_run(rt_pool *p, int32_t active, rt_job_fn fn, void *arg) {
-    p->fn = fn;
-    p->arg = arg;
-    p->active = active;
-    atomic_store_explicit(&p->done, 0, memory_order_relaxed);
-    pthread_mutex_lock(&p->mu);
-    atomic_fetch_add_explicit(&p->gen, 1, memory_order_release);
-    pthread_cond_broadcast(&p->cv);
-    pthread_mutex_unlock(&p->mu);
-    if (active > 0)
-        fn(arg, 0);
-    while (atomic_load_explicit(&p->done, memory_order_acquire) < p->n - 1)
-        rt_cpu_relax();
-}
-
-static void rt_pool_stop(rt_pool *p) {
-    p->quit = true;
-    pthread_mutex_lock(&p->mu);
-    atomic_fetch_add_explicit(&p->gen, 1, memory_order_release);
-    pthread_cond_broadcast(&p->cv);
-    pthread_mutex_unlock(&p->mu);
-    for (int32_t t = 1; t < p->n; t++)
-        pthread_join(p->th[t], NULL);
-    pthread_mutex_destroy(&p->mu);
-    pthread_cond_destroy(&p->cv);
-}
-
-// Starts n - 1 workers pinned to the CPUs this process may use (round robin); signals are
-// blocked in them so that SIGINT and SIGTERM reach the caller's handlers.
-static rt_status rt_pool_start(rt_pool *p, int32_t n, const cpu_set_t *allowed, rt_err *err) {
-    memset(p, 0, sizeof *p);
-    int32_t cpus[CPU_SETSIZE], n_cpus = 0;
-    for (int c = 0; c < CPU_SETSIZE; c++) {
-        if (CPU_ISSET(c, allowed))
-            cpus[n_cpus++] = c;
-    }
-    for (int32_t t = 0; t < n; t++)
-        p->cpu[t] = n_cpus ? cpus[t % n_cpus] : -1;
-    pthread_mutex_init(&p->mu, NULL);
-    pthread_cond_init(&p->cv, NULL);
-    sigset_t all, old;
-    sigfillset(&all);
-    pthread_sigmask(SIG_BLOCK, &all, &old);
-    p->n = 1;
-    int rc = 0;
-    for (int32_t t = 1; t < n && rc == 0; t++) {
-        p->w[t].pool = p;
-        p->w[t].tid = t;
-        rc = pthread_create(&p->th[t], NULL, rt_pool_main, &p->w[t]);
-        if (rc == 0)
-            p->n = t + 1;
-    }
-    pthread_sigmask(SIG_SETMASK, &old, NULL);
-    if (rc != 0) {
-        rt_pool_stop(p);
-        return rt_fail(err, RT_ERR_BACKEND, RT_NOLOC, "cannot start probe thread %d of %d: %s",
-                       (int)p->n + 1, (int)n, strerror(rc));
-    }
-    rt_pin(p->cpu[0]);
-    return RT_OK;
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -1250,11 +573,10 @@ static void rt_fmt_bytes(int64_t b, char *buf, size_t size) {
         snprintf(buf, size, "%lld B", (long long)b);
 }
 
-static void rt_calib_plan(const rt_calib *c, const rt_device *base, rt_plan *plan) {
-    int32_t T = c->threads, L = c->k.f32_lanes;
-    bool quick = c->opts->quick;
-    plan->n = 0;
-
+// The clock, the FMA latency, the compute probes (one thread: per-TEU entries; all threads:
+// device peaks) and one core's L1 load and store throughput.
+static void rt_calib_plan_compute(const rt_calib *c, rt_plan *plan) {
+    int32_t T = c->threads;
     // The clock, then the latency of one FMA in its cycles.
     if (rt_calib_has_add_chain()) {
         rt_plan_add(plan, RT_PROBE_CLOCK, 1, RT_CALIB_CLOCK, "MHz", "clock (add chain), 1 thread");
@@ -1297,8 +619,11 @@ static void rt_calib_plan(const rt_calib *c, const rt_device *base, rt_plan *pla
     rt_probe *st =
         rt_plan_add(plan, RT_PROBE_STORE, 1, RT_CALIB_REPORT, "GB/s", "store, 1 thread (16 KiB)");
     st->elems = l1_elems;
+}
 
-    // Triad at about half of each cache level (from the top), then DRAM.
+// The working set of the DRAM triad, bytes over all threads.
+static int64_t rt_calib_dram_bytes(const rt_calib *c, const rt_device *base) {
+    bool quick = c->opts->quick;
     int32_t top = base->n_levels - 1;
     int64_t last_cache_bytes = 0;
     for (int32_t i = 1; i < top; i++) {
@@ -1323,6 +648,75 @@ static void rt_calib_plan(const rt_calib *c, const rt_device *base, rt_plan *pla
     if (pages > 0 && page_bytes > 0 && (int64_t)pages * page_bytes / 4 < dram_max)
         dram_max = (int64_t)pages * page_bytes / 4;
     dram_bytes = dram_bytes < dram_min ? dram_min : dram_bytes > dram_max ? dram_max : dram_bytes;
+    return dram_bytes;
+}
+
+// A cache shared by the cores (level i, ws bytes per thread): the triad over working sets
+// doubling from twice the caches below it (over all threads) up to the half-capacity point
+// above, so that rt_calib_apply can tell the capacity that really behaves as a cache.
+static void rt_calib_plan_sweep(const rt_calib *c, const rt_device *base, int32_t i, int64_t ws,
+                                int64_t step, rt_plan *plan) {
+    int32_t T = c->threads, top = base->n_levels - 1;
+    const rt_mem_level *l = &base->level[i];
+    int64_t below = 0;
+    for (int32_t j = i + 1; j < top; j++) {
+        const rt_mem_level *in = &base->level[j];
+        int64_t b = in->capacity_bytes * (in->scope == RT_MEM_SCOPE_DEVICE ? 1 : T);
+        if (in->managed == RT_MEM_CACHE && b > below)
+            below = b;
+    }
+    for (int64_t w = 2 * below; below > 0 && 2 * w <= ws * T; w *= 2) {
+        int64_t e = w / T / 12 / step * step;
+        if (e < step)
+            continue;
+        char s[32];
+        rt_fmt_bytes(e * 12 * T, s, sizeof s);
+        rt_probe *ps = rt_plan_add(plan, RT_PROBE_TRIAD, T, RT_CALIB_SWEEP, "GB/s",
+                                   "triad mem.%s sweep (%s in all), %d thread%s", l->name, s,
+                                   (int)T, rt_plural(T));
+        ps->elems = e;
+        ps->v.level = i;
+        ps->v.curve_bytes = e * 12 * T;
+    }
+}
+
+// The DRAM curve: triad on chunks of S bytes at scattered places of the buffer (elems per
+// thread).
+static void rt_calib_plan_curve(const rt_calib *c, const rt_device *base, int64_t elems,
+                                rt_plan *plan) {
+    int32_t T = c->threads, L = c->k.f32_lanes;
+    bool quick = c->opts->quick;
+    const rt_mem_level *l = &base->level[0];
+    static const int64_t full[] = {1 << 10, 4 << 10, 16 << 10, 64 << 10, 256 << 10,
+                                   1 << 20, 4 << 20, 16 << 20, 64 << 20};
+    static const int64_t tiny[] = {4 << 10, 64 << 10, 1 << 20};
+    const int64_t *pts = quick ? tiny : full;
+    size_t n = quick ? sizeof tiny / sizeof tiny[0] : sizeof full / sizeof full[0];
+    for (size_t j = 0; j < n; j++) {
+        int64_t chunk = pts[j] / 12 / L * L;
+        if (chunk < L || 2 * chunk > elems)
+            continue;
+        char s[32];
+        rt_fmt_bytes(pts[j], s, sizeof s);
+        rt_probe *pc =
+            rt_plan_add(plan, RT_PROBE_TRIAD, T, RT_CALIB_CURVE, "GB/s",
+                        "triad mem.%s chunks of %s, %d thread%s", l->name, s, (int)T, rt_plural(T));
+        pc->elems = elems;
+        pc->chunk_elems = chunk;
+        pc->v.level = 0;
+        pc->v.curve_bytes = pts[j];
+    }
+}
+
+static void rt_calib_plan(const rt_calib *c, const rt_device *base, rt_plan *plan) {
+    int32_t T = c->threads, L = c->k.f32_lanes;
+    bool quick = c->opts->quick;
+    plan->n = 0;
+    rt_calib_plan_compute(c, plan);
+
+    // Triad at about half of each cache level (from the top), then DRAM.
+    int32_t top = base->n_levels - 1;
+    int64_t dram_bytes = rt_calib_dram_bytes(c, base);
     int64_t step = (int64_t)L * RT_CALIB_LOAD_ACCS;
     for (int32_t i = top - 1; i >= 0; i--) {
         const rt_mem_level *l = &base->level[i];
@@ -1361,53 +755,10 @@ static void rt_calib_plan(const rt_calib *c, const rt_device *base, rt_plan *pla
             pn->v.level = 0;
             pn->v.ws_bytes = elems * 12 * T;
         }
-        // A cache shared by the cores: the triad over working sets doubling from twice the
-        // caches below it (over all threads) up to the half-capacity point above, so that
-        // rt_calib_apply can tell the capacity that really behaves as a cache.
-        if (i > 0 && l->scope == RT_MEM_SCOPE_DEVICE && !quick) {
-            int64_t below = 0;
-            for (int32_t j = i + 1; j < top; j++) {
-                const rt_mem_level *in = &base->level[j];
-                int64_t b = in->capacity_bytes * (in->scope == RT_MEM_SCOPE_DEVICE ? 1 : T);
-                if (in->managed == RT_MEM_CACHE && b > below)
-                    below = b;
-            }
-            for (int64_t w = 2 * below; below > 0 && 2 * w <= ws * T; w *= 2) {
-                int64_t e = w / T / 12 / step * step;
-                if (e < step)
-                    continue;
-                char s[32];
-                rt_fmt_bytes(e * 12 * T, s, sizeof s);
-                rt_probe *ps = rt_plan_add(plan, RT_PROBE_TRIAD, T, RT_CALIB_SWEEP, "GB/s",
-                                           "triad mem.%s sweep (%s in all), %d thread%s", l->name,
-                                           s, (int)T, rt_plural(T));
-                ps->elems = e;
-                ps->v.level = i;
-                ps->v.curve_bytes = e * 12 * T;
-            }
-        }
-        if (i == 0) {
-            // The DRAM curve: triad on chunks of S bytes at scattered places of the buffer.
-            static const int64_t full[] = {1 << 10, 4 << 10, 16 << 10, 64 << 10, 256 << 10,
-                                           1 << 20, 4 << 20, 16 << 20, 64 << 20};
-            static const int64_t tiny[] = {4 << 10, 64 << 10, 1 << 20};
-            const int64_t *pts = quick ? tiny : full;
-            size_t n = quick ? sizeof tiny / sizeof tiny[0] : sizeof full / sizeof full[0];
-            for (size_t j = 0; j < n; j++) {
-                int64_t chunk = pts[j] / 12 / L * L;
-                if (chunk < L || 2 * chunk > elems)
-                    continue;
-                char s[32];
-                rt_fmt_bytes(pts[j], s, sizeof s);
-                rt_probe *pc = rt_plan_add(plan, RT_PROBE_TRIAD, T, RT_CALIB_CURVE, "GB/s",
-                                           "triad mem.%s chunks of %s, %d thread%s", l->name, s,
-                                           (int)T, rt_plural(T));
-                pc->elems = elems;
-                pc->chunk_elems = chunk;
-                pc->v.level = 0;
-                pc->v.curve_bytes = pts[j];
-            }
-        }
+        if (i > 0 && l->scope == RT_MEM_SCOPE_DEVICE && !quick)
+            rt_calib_plan_sweep(c, base, i, ws, step, plan);
+        if (i == 0)
+            rt_calib_plan_curve(c, base, elems, plan);
     }
 
     rt_plan_add(plan, RT_PROBE_FORK, T, RT_CALIB_REPORT, "us",
@@ -1663,318 +1014,4 @@ rt_status rt_calib_cpu_run(const rt_device *base, const rt_calib_opts *opts, rt_
     rt_arena_free(a);
     out->seconds = rt_now_s() - t_start;
     return st;
-}
-
-// ---------------------------------------------------------------------------------------------
-// Merging the measurements into a device
-// ---------------------------------------------------------------------------------------------
-
-// ORDER RT_DTYPE
-static const char *const rt_calib_dtype_names[] = {"f32", "f16", "bf16", "f64", "i32", "i8"};
-_Static_assert(sizeof rt_calib_dtype_names / sizeof rt_calib_dtype_names[0] == RT_DTYPE_COUNT,
-               "ORDER RT_DTYPE");
-
-// x rounded to `digits` significant decimal digits (measurements carry no more).
-static double rt_round_sig(double x, int digits) {
-    if (!(x > 0.0) || !isfinite(x))
-        return x;
-    double p = pow(10.0, digits - 1 - (int)floor(log10(x)));
-    double r = round(x * p) / p;
-    return r > 0.0 ? r : x;
-}
-
-// Appends key to the comma-separated list keys unless it is there (as a whole entry).
-static void rt_add_key(char *keys, size_t size, const char *key) {
-    size_t n = strlen(keys), k = strlen(key);
-    for (const char *at = keys; (at = strstr(at, key)) != NULL; at += k)
-        if ((at == keys || at[-1] == ' ') && (at[k] == ',' || at[k] == 0))
-            return;
-    snprintf(keys + n, size - n, "%s%s", n ? ", " : "", key);
-}
-
-#define RT_CALIB_OTHER " -- other values: "
-
-// "measured: rtcalib DATE (keys) -- other values: OLD", where OLD drops an earlier rtcalib part.
-static rt_status rt_calib_source(rt_device *dev, const char *date, const char *keys,
-                                 const char **src, rt_err *err) {
-    const char *old = *src ? *src : "";
-    const char *other = strstr(old, RT_CALIB_OTHER);
-    if (other)
-        old = other + strlen(RT_CALIB_OTHER);
-    else if (strncmp(old, "measured: rtcalib", 17) == 0)
-        old = "";
-    char text[1024];
-    int n = snprintf(text, sizeof text, "measured: rtcalib %s (%s)%s%s", date, keys,
-                     old[0] ? RT_CALIB_OTHER : "", old);
-    if (n < 0 || (size_t)n >= 900) // the INI line limit, with room for the key
-        snprintf(text, sizeof text, "measured: rtcalib %s (%s)", date, keys);
-    const char *s = rt_hal_device_text(dev, text);
-    if (!s)
-        return rt_fail(err, RT_ERR_DEVICE, dev->origin,
-                       "device texts are too long (expected at most %d bytes in all)",
-                       RT_DEVICE_TEXT_BYTES);
-    *src = s;
-    return RT_OK;
-}
-
-// A shared cache whose bandwidth at half its reported capacity is within RT_CALIB_CACHE_GAIN
-// of DRAM's is not that large: a VM may report the host's whole last-level cache (480 MiB on
-// the 2-core development VM, where the triad at 240 MiB runs at DRAM speed). The largest
-// working set of its sweep still RT_CALIB_CACHE_GAIN x faster than DRAM is taken as half of
-// its capacity, and the bandwidth there as its bandwidth. Levels whose sweep never beats DRAM
-// by that much, or that have no DRAM bandwidth to compare with, keep what they had.
-#define RT_CALIB_CACHE_GAIN 1.25
-
-static void rt_calib_effective_capacity(rt_device *out, rt_calib_result *res,
-                                        char (*keys_lvl)[256]) {
-    double dram = out->level[0].bandwidth_gbps;
-    for (int32_t i = 1; i < out->n_levels && dram > 0; i++) {
-        rt_mem_level *l = &out->level[i];
-        if (l->bandwidth_gbps >= RT_CALIB_CACHE_GAIN * dram)
-            continue;
-        rt_calib_value *best = NULL;
-        for (int32_t j = 0; j < res->n_values; j++) {
-            rt_calib_value *v = &res->values[j];
-            if (v->target == RT_CALIB_SWEEP && !v->skipped && !v->refused && v->level == i &&
-                v->value >= RT_CALIB_CACHE_GAIN * dram && 2 * v->curve_bytes < l->capacity_bytes &&
-                (!best || v->curve_bytes > best->curve_bytes))
-                best = v;
-        }
-        if (!best)
-            continue;
-        int64_t old_bytes = l->capacity_bytes;
-        l->capacity_bytes = 2 * best->curve_bytes;
-        l->bandwidth_gbps = rt_round_sig(best->value, 4);
-        rt_add_key(keys_lvl[i], sizeof *keys_lvl, "bandwidth_gbps");
-        rt_add_key(keys_lvl[i], sizeof *keys_lvl, "capacity_bytes");
-        if (l->tile_capacity_bytes > 0) { // the same share of the smaller capacity
-            l->tile_capacity_bytes = (int64_t)((double)l->tile_capacity_bytes *
-                                               (double)l->capacity_bytes / (double)old_bytes) /
-                                     64 * 64;
-            if (l->tile_capacity_bytes < 64)
-                l->tile_capacity_bytes = 64;
-            rt_add_key(keys_lvl[i], sizeof *keys_lvl, "tile_capacity_bytes");
-        }
-        snprintf(best->note, sizeof best->note,
-                 "[mem.%s] is %.4g GB/s up to here and DRAM's %.4g beyond: capacity_bytes = %lld "
-                 "(twice this working set), bandwidth_gbps from this point",
-                 l->name, best->value, dram, (long long)l->capacity_bytes);
-    }
-}
-
-// The measured clock ([device] clock_mhz) and, with the 1-thread f32 FMA rate, the FMA pipes
-// per core at the device's vector width ([device] teus_per_unit): the rate over clock x lanes x 2,
-// rounded. The detected values are a policy (two pipes per core, the clock /proc/cpuinfo
-// reports), wrong both ways on a Zen 4 VM: 2.6 GHz reported against 3.66 measured, and one
-// 512-bit FMA per cycle, not two. The per-TEU entries that rt_calib_apply writes next divide by
-// the pipes found here. Values too noisy to write are left to the main pass to refuse. A clock
-// whose issue rate (units x pipes x lanes x 2 x clock) falls short of the measured f32 peak by
-// more than a third was taken on a loaded core (38 MHz was seen beside a parallel test run): it
-// is refused, with the FMA latency counted in its cycles, and the device keeps its own.
-static void rt_calib_pipes(rt_calib_result *res, double max_spread, rt_device *out, char *keys_dev,
-                           size_t keys_size) {
-    rt_calib_value *clock = NULL, *f32 = NULL;
-    double peak = 0;
-    for (int32_t i = 0; i < res->n_values; i++) {
-        rt_calib_value *v = &res->values[i];
-        rt_err e;
-        rt_err_clear(&e);
-        if (v->skipped || !(v->value > 0) ||
-            rt_calib_check_spread(v->name, &v->stats, max_spread, &e) != RT_OK)
-            continue;
-        if (v->target == RT_CALIB_CLOCK)
-            clock = v;
-        else if (v->target == RT_CALIB_INSN && strcmp(v->insn, "f32_fma") == 0)
-            f32 = v;
-        else if (v->target == RT_CALIB_PEAK && v->dtype == RT_DTYPE_F32 && v->value > peak)
-            peak = v->value;
-    }
-    if (!clock)
-        return;
-    // Without a measured f32 peak (every repeat too spread on a loaded machine), the clock is
-    // checked against the base device's: the INI must pass its own issue-rate check.
-    if (peak <= 0.0)
-        peak = out->peak_gflops[RT_DTYPE_F32];
-    double ghz = rt_round_sig(clock->value, 4) / 1000.0;
-    int32_t pipes = out->teus_per_unit;
-    if (f32 && out->lanes >= 1) {
-        double p = f32->value / (ghz * out->lanes * 2.0);
-        pipes = p < 1.5 ? 1 : (int32_t)lround(p);
-        if (f32->value * out->units > peak)
-            peak = f32->value * out->units;
-    }
-    double issue = out->units * pipes * out->lanes * 2.0 * ghz;
-    if (peak > 1.5 * issue) {
-        for (int32_t i = 0; i < res->n_values; i++) {
-            rt_calib_value *v = &res->values[i];
-            if (v->target != RT_CALIB_CLOCK && v->target != RT_CALIB_FMA_LATENCY)
-                continue;
-            char note[sizeof v->note];
-            snprintf(note, sizeof note,
-                     "%s not written: %d cores x %d FMA pipes x %d lanes x 2 at %.4g MHz issue "
-                     "%.4g GFLOP/s, below the f32 peak %.4g (a loaded core?)",
-                     v->name, (int)out->units, (int)pipes, (int)out->lanes, ghz * 1000.0, issue,
-                     peak);
-            memcpy(v->note, note, sizeof note);
-            v->refused = true;
-        }
-        return;
-    }
-    out->clock_mhz = ghz * 1000.0;
-    rt_add_key(keys_dev, keys_size, "clock_mhz");
-    if (!f32 || out->lanes < 1)
-        return;
-    out->teus_per_unit = pipes;
-    rt_add_key(keys_dev, keys_size, "teus_per_unit");
-}
-
-rt_status rt_calib_apply(const rt_device *base, rt_calib_result *res, double max_spread,
-                         const char *date, rt_device *out, rt_err *err) {
-    rt_hal_device_copy(out, base);
-    char keys_dev[256] = "", keys_comp[512] = "", keys_lvl[RT_MAX_MEM_LEVELS][256];
-    int32_t n_curve[RT_MAX_MEM_LEVELS] = {0}, n_curve_refused[RT_MAX_MEM_LEVELS] = {0};
-    rt_curve_point curve[RT_MAX_MEM_LEVELS][RT_MAX_CURVE_POINTS];
-    memset(keys_lvl, 0, sizeof keys_lvl);
-    rt_calib_pipes(res, max_spread, out, keys_dev, sizeof keys_dev);
-    for (int32_t i = 0; i < res->n_values; i++) {
-        rt_calib_value *v = &res->values[i];
-        if (v->skipped || v->target == RT_CALIB_REPORT || v->refused)
-            continue;
-        rt_err e;
-        rt_err_clear(&e);
-        if (rt_calib_check_spread(v->name, &v->stats, max_spread, &e) != RT_OK) {
-            v->refused = true;
-            snprintf(v->note, sizeof v->note, "%s", e.msg);
-            if (v->target == RT_CALIB_CURVE && v->level >= 0 && v->level < RT_MAX_MEM_LEVELS)
-                n_curve_refused[v->level]++;
-            continue;
-        }
-        bool level_ok = v->level >= 0 && v->level < out->n_levels;
-        double x = rt_round_sig(v->value, 4);
-        char key[80];
-        switch (v->target) {
-        case RT_CALIB_REPORT:
-            break;
-        case RT_CALIB_PEAK:
-            out->peak_gflops[v->dtype] = x;
-            snprintf(key, sizeof key, "%s_gflops", rt_calib_dtype_names[v->dtype]);
-            rt_add_key(keys_comp, sizeof keys_comp, key);
-            break;
-        case RT_CALIB_MMA:
-            out->mma_gflops[v->dtype] = x;
-            if (out->mma_m == 0) { // AMX: 16x16 fp32 += 16x32 bf16 x 32x16 bf16
-                out->mma_m = 16;
-                out->mma_n = 16;
-                out->mma_k = 32;
-            }
-            snprintf(key, sizeof key, "mma_%s_gflops", rt_calib_dtype_names[v->dtype]);
-            rt_add_key(keys_comp, sizeof keys_comp, key);
-            break;
-        case RT_CALIB_INSN: {
-            double per_teu = rt_round_sig(v->value / out->teus_per_unit, 4);
-            int32_t j = 0;
-            while (j < out->n_insn && strcmp(out->insn[j].name, v->insn) != 0)
-                j++;
-            if (j == out->n_insn && j >= RT_MAX_INSN_PEAKS) {
-                v->refused = true;
-                snprintf(v->note, sizeof v->note,
-                         "not written: the device has %d instruction-class entries already",
-                         RT_MAX_INSN_PEAKS);
-                break;
-            }
-            if (j == out->n_insn) {
-                snprintf(out->insn[j].name, sizeof out->insn[j].name, "%s", v->insn);
-                out->n_insn++;
-            }
-            out->insn[j].gflops_per_teu = per_teu;
-            snprintf(key, sizeof key, "%s_gflops_per_teu", v->insn);
-            rt_add_key(keys_comp, sizeof keys_comp, key);
-            break;
-        }
-        case RT_CALIB_LEVEL_BW:
-            if (!level_ok)
-                break;
-            out->level[v->level].bandwidth_gbps = x;
-            rt_add_key(keys_lvl[v->level], sizeof keys_lvl[0], "bandwidth_gbps");
-            break;
-        case RT_CALIB_LEVEL_STREAM:
-            if (!level_ok)
-                break;
-            out->level[v->level].stream_gbps = x;
-            rt_add_key(keys_lvl[v->level], sizeof keys_lvl[0], "stream_gbps");
-            break;
-        case RT_CALIB_CURVE: {
-            if (!level_ok || n_curve[v->level] >= RT_MAX_CURVE_POINTS)
-                break;
-            // Keep the points in ascending bytes whatever the order they were measured in.
-            rt_curve_point *c = curve[v->level];
-            int32_t n = n_curve[v->level]++, at = n;
-            while (at > 0 && c[at - 1].bytes > v->curve_bytes) {
-                c[at] = c[at - 1];
-                at--;
-            }
-            c[at].bytes = v->curve_bytes;
-            c[at].gbps = x;
-            break;
-        }
-        case RT_CALIB_SWEEP: // rt_calib_effective_capacity, once the levels are in
-            break;
-        case RT_CALIB_LAUNCH:
-            out->launch_overhead_us = rt_round_sig(v->value, 3);
-            rt_add_key(keys_dev, sizeof keys_dev, "launch_overhead_us");
-            break;
-        case RT_CALIB_SYNC:
-            out->sync_overhead_us = rt_round_sig(v->value, 3);
-            rt_add_key(keys_dev, sizeof keys_dev, "sync_overhead_us");
-            break;
-        case RT_CALIB_CLOCK: // rt_calib_pipes, before the per-TEU entries
-            break;
-        case RT_CALIB_FMA_LATENCY:
-            out->fma_latency_cycles = v->value < 1.5 ? 1 : (int32_t)lround(v->value);
-            rt_add_key(keys_comp, sizeof keys_comp, "fma_latency_cycles");
-            break;
-        }
-    }
-    // A curve replaces bandwidth_gbps at every size (rt_hal_level_gbps), so it is written whole
-    // or not at all: at least 2 points, none of them refused.
-    for (int32_t i = 0; i < out->n_levels; i++) {
-        if (n_curve[i] == 0 || (n_curve_refused[i] == 0 && n_curve[i] >= 2))
-            continue;
-        for (int32_t j = 0; j < res->n_values; j++) {
-            rt_calib_value *v = &res->values[j];
-            if (v->target != RT_CALIB_CURVE || v->level != i || v->skipped || v->refused)
-                continue;
-            v->refused = true;
-            char note[sizeof v->note];
-            snprintf(note, sizeof note,
-                     "%s not written: the curve of [mem.%s] needs all its points (%d of %d too "
-                     "noisy)",
-                     v->name, out->level[i].name, (int)n_curve_refused[i],
-                     (int)(n_curve[i] + n_curve_refused[i]));
-            memcpy(v->note, note, sizeof note);
-        }
-        n_curve[i] = 0;
-    }
-    for (int32_t i = 0; i < out->n_levels; i++) {
-        int32_t n = 0;
-        for (int32_t j = 0; j < n_curve[i]; j++) { // drop equal sizes: bytes must ascend
-            if (n > 0 && curve[i][j].bytes == out->level[i].curve[n - 1].bytes)
-                continue;
-            out->level[i].curve[n++] = curve[i][j];
-        }
-        if (n > 0) {
-            out->level[i].n_curve = n;
-            rt_add_key(keys_lvl[i], sizeof keys_lvl[0], "bandwidth_curve_gbps");
-        }
-    }
-    rt_calib_effective_capacity(out, res, keys_lvl);
-    if (keys_dev[0])
-        RT_TRY(rt_calib_source(out, date, keys_dev, &out->device_source, err));
-    if (keys_comp[0])
-        RT_TRY(rt_calib_source(out, date, keys_comp, &out->compute_source, err));
-    for (int32_t i = 0; i < out->n_levels; i++) {
-        if (keys_lvl[i][0])
-            RT_TRY(rt_calib_source(out, date, keys_lvl[i], &out->level[i].source, err));
-    }
-    return rt_hal_check_device(out, err);
 }

@@ -11,6 +11,8 @@
 // than the buffers the kernel ran on (BLIS's test_gemm does one vector; one alone misses an
 // error pattern orthogonal to it). Top layer, beside rtgen.c.
 #include "rtgen-int.h"
+#include "compare.h"
+#include "rng.h"
 
 #include <math.h>
 #include <signal.h>

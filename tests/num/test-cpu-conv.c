@@ -12,6 +12,7 @@
 #include "num-host.h"
 
 #include "emit.h"
+#include "compare.h"
 #include "perfmodel.h"
 #include "rtgen.h"
 

@@ -9,6 +9,7 @@
 #include "emit.h"
 #include "hal-cpu.h"
 #include "interp.h"
+#include "compare.h"
 
 #include <math.h>
 #include <stdio.h>

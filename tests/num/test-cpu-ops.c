@@ -7,6 +7,7 @@
 #include "num-host.h"
 
 #include "rtgen.h"
+#include "compare.h"
 
 #include <math.h>
 #include <stdio.h>

@@ -13,6 +13,7 @@
 #include "tree-shapes.h"
 
 #include "rtgen.h"
+#include "compare.h"
 
 #include <stdio.h>
 #include <string.h>

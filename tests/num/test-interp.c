@@ -5,6 +5,7 @@
 // triangular trmm, ragged softmax), recursion over a tree (TreeRNN), extents 1 and primes,
 // integer floor division, gathers out of range, the seeded generator and the comparison helper.
 #include "interp.h"
+#include "compare.h"
 #include "test.h"
 
 static rt_arena *arena;

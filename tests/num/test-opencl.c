@@ -8,6 +8,7 @@
 #include "test.h"
 #include "gpu-sgemm.h"
 #include "interp.h"
+#include "compare.h"
 
 static const char sgemm_cl[] =
     "#define BM 64\n#define BN 64\n#define BK 8\n#define TM 4\n#define TN 4\n"

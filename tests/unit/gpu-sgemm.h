@@ -7,6 +7,7 @@
 
 #include "hal-gpu.h"
 #include "interp.h"
+#include "compare.h"
 #include "test.h"
 
 #include <stdint.h>

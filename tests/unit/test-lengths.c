@@ -3,6 +3,7 @@
 // (deterministic, only lengths present in the histogram, frequencies as weighted), and the
 // splitmix64 PRNG they use.
 #include "interp.h"
+#include "rng.h"
 #include "test.h"
 
 static rt_arena *arena;

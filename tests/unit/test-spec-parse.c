@@ -212,7 +212,7 @@ static void test_treernn(void) {
     RT_EXPECT(s1->preds[0].negate);
     RT_EXPECT(!s0->recursive);
     RT_EXPECT(s1->recursive);
-    // tanh(sum_j ...): j reduced inside the call argument, not a loop
+    // tanh(sum_j (...) / sqrt(H)): j reduced inside the call argument, not a loop
     RT_EXPECT_EQ(s1->n_loops, 2);
     RT_EXPECT_EQ(s1->rhs->kind, RT_EXPR_CALL);
     RT_EXPECT_EQ(s1->rhs->fn, RT_FN_TANH);
@@ -220,13 +220,17 @@ static void test_treernn(void) {
     RT_EXPECT_EQ(sum->kind, RT_EXPR_SUM);
     RT_EXPECT_EQ(sum->n_sum_vars, 1);
     RT_EXPECT_STR(s1->vars[sum->sum_vars[0]].name, "j");
-    const rt_expr *child = sum->args[0]->args[0]->args[1]->args[0];
+    RT_EXPECT_EQ(sum->args[0]->kind, RT_EXPR_BINARY);
+    RT_EXPECT_EQ(sum->args[0]->bop, RT_BOP_DIV);
+    // (Wl(i, j) * h(T.child(n, 0), j) + ...) / sqrt(H): the first child read
+    const rt_expr *child = sum->args[0]->args[0]->args[0]->args[1]->args[0];
     RT_EXPECT_EQ(child->kind, RT_EXPR_CHILD);
     RT_EXPECT_EQ(child->tree, 0);
     RT_EXPECT_EQ(child->child, 0);
     RT_EXPECT(child->is_int);
     RT_EXPECT_STR(expr_text(a, op, s1, s1->rhs),
-                  "tanh(Wl(i, j) * h(T.child(n, 0), j) + Wr(i, j) * h(T.child(n, 1), j))");
+                  "tanh((Wl(i, j) * h(T.child(n, 0), j) + Wr(i, j) * h(T.child(n, 1), j)) / "
+                  "sqrt(H))");
     RT_EXPECT_STR(expr_text(a, op, s0, s0->rhs), "Emb(word(n), i)");
     rt_arena_free(a);
 }

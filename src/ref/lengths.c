@@ -3,7 +3,9 @@
 // with file:line:col errors; takes a list as is or samples a histogram with the seeded PRNG.
 // Also turns such an error into the option-style message the CLI prints. The interpreter's
 // bindings (interp.c) and the driver consume the result.
-#include "interp.h"
+#include "lengths.h"
+
+#include "rng.h"
 
 #include <stdio.h>
 #include <string.h>

@@ -3,7 +3,9 @@
 // random seeded trees when none is bound, and linearizes every structure on the host: node
 // heights (leaves 0) and the level-by-level order (nodes grouped by height) that both the
 // reference interpreter and the generated level-by-level kernels follow.
-#include "interp.h"
+#include "tree.h"
+
+#include "rng.h"
 
 #include <string.h>
 

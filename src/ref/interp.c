@@ -1,10 +1,10 @@
 // interp.c: the reference interpreter — the numerical oracle every backend is checked against.
-// Holds the seeded PRNG, the packed ragged storage layout (offset tables built from the bound
-// lengths, O(rank) access), the bindings of sizes, lengths, trees and tensor data with the
-// seeded input generator, a plain tree-walking evaluator of the op-spec IR (spec.h) with double
-// accumulation, level-by-level execution of recursive statements (CORTEX), and the comparison
-// helper. Obviously correct first, fast enough second (a 64^3 matmul takes milliseconds).
+// Holds the packed ragged storage layout (layout.h: offset tables built from the bound lengths,
+// O(rank) access), the bindings of sizes, lengths, trees and tensor data with the seeded input
+// generator (bindings.h), a plain tree-walking evaluator of the op-spec IR (spec.h) with double
+// accumulation, and level-by-level execution of recursive statements (CORTEX). Obviously correct first, fast enough second (a 64^3 matmul takes milliseconds).
 #include "interp.h"
+#include "rng.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -12,47 +12,6 @@
 
 // Largest tensor the interpreter lays out (elements); beyond it the run would not finish anyway.
 #define RT_INTERP_MAX_ELEMS ((int64_t)1 << 32)
-
-// ---------------------------------------------------------------------------------------------
-// PRNG: splitmix64
-// ---------------------------------------------------------------------------------------------
-
-static uint64_t rt_mix64(uint64_t z) {
-    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
-    z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
-    return z ^ (z >> 31);
-}
-
-void rt_rng_seed(rt_rng *r, uint64_t seed) {
-    r->state = seed;
-}
-
-uint64_t rt_rng_next(rt_rng *r) {
-    r->state += 0x9e3779b97f4a7c15ULL;
-    return rt_mix64(r->state);
-}
-
-uint64_t rt_rng_below(rt_rng *r, uint64_t n) {
-    if (n == 0)
-        return 0;
-    // Reject the top partial block so every residue is equally likely.
-    uint64_t limit = UINT64_MAX - UINT64_MAX % n;
-    uint64_t x;
-    do
-        x = rt_rng_next(r);
-    while (x >= limit);
-    return x % n;
-}
-
-double rt_rng_uniform(rt_rng *r) {
-    return (double)(rt_rng_next(r) >> 11) * 0x1.0p-53;
-}
-
-// Independent stream k of a seed: the seed and k hashed together (streams whose seeds differ by
-// a multiple of the increment would overlap).
-static void rt_rng_stream(rt_rng *r, uint64_t seed, uint64_t k) {
-    rt_rng_seed(r, rt_mix64(seed ^ rt_mix64(k + 0x5851f42d4c957f2dULL)));
-}
 
 // Stream numbers: tensor t uses t, tree k uses RT_STREAM_TREE + k, the histogram sampling of
 // length tensor t uses RT_STREAM_LENGTHS + t.
@@ -1146,72 +1105,4 @@ rt_status rt_interp_run(const rt_op *op, rt_bindings *b, rt_err *err) {
         }
     }
     return RT_OK;
-}
-
-// ---------------------------------------------------------------------------------------------
-// Comparison
-// ---------------------------------------------------------------------------------------------
-
-void rt_compare_begin(rt_compare_result *r) {
-    memset(r, 0, sizeof *r);
-    r->worst_index = -1;
-}
-
-void rt_compare_add(rt_compare_result *r, double ref, double got) {
-    int64_t i = r->n_elems++;
-    double abs_err, rel_err;
-    if (!isfinite(ref) || !isfinite(got)) {
-        if ((isnan(ref) && isnan(got)) || ref == got)
-            return;
-        r->n_nonfinite++;
-        abs_err = rel_err = HUGE_VAL;
-    } else {
-        abs_err = fabs(got - ref);
-        rel_err = abs_err / fmax(fabs(ref), RT_COMPARE_REL_FLOOR);
-        r->err2 += abs_err * abs_err;
-        r->ref2 += ref * ref;
-        r->ref_max_abs = fmax(r->ref_max_abs, fabs(ref));
-    }
-    if (abs_err > r->max_abs_err) {
-        r->max_abs_err = abs_err;
-        r->worst_index = i;
-    }
-    r->max_rel_err = fmax(r->max_rel_err, rel_err);
-}
-
-void rt_compare_end(rt_compare_result *r) {
-    r->nmse = r->n_nonfinite ? HUGE_VAL : r->ref2 > 0.0 ? r->err2 / r->ref2 : r->err2;
-}
-
-void rt_compare_data(const double *ref, const double *got, int64_t n, rt_compare_result *out) {
-    rt_compare_begin(out);
-    for (int64_t i = 0; i < n; i++)
-        rt_compare_add(out, ref[i], got[i]);
-    rt_compare_end(out);
-}
-
-// ORDER RT_DTYPE. Floating types: the max error is a few hundred ulps of the largest reference
-// value (sums of thousands of products in another order, the JIT's polynomial exp), the NMSE a
-// few ulps squared; integers must match exactly.
-// clang-format off
-static const rt_tolerance rt_tolerance_table[RT_DTYPE_COUNT] = {
-    [RT_DTYPE_F32]  = {1e-3, 1e-8,  1e-4},
-    [RT_DTYPE_F16]  = {1e-2, 1e-5,  1e-2},
-    [RT_DTYPE_BF16] = {4e-2, 1e-4,  4e-2},
-    [RT_DTYPE_F64]  = {1e-9, 1e-20, 1e-12},
-    [RT_DTYPE_I32]  = {0,    0,     0},
-    [RT_DTYPE_I8]   = {0,    0,     0},
-};
-// clang-format on
-_Static_assert(sizeof rt_tolerance_table / sizeof *rt_tolerance_table == RT_DTYPE_COUNT,
-               "ORDER RT_DTYPE");
-
-const rt_tolerance *rt_tolerance_of(rt_dtype t) {
-    return &rt_tolerance_table[(unsigned)t < RT_DTYPE_COUNT ? t : RT_DTYPE_F32];
-}
-
-bool rt_compare_accept(const rt_compare_result *r, rt_dtype t) {
-    const rt_tolerance *tol = rt_tolerance_of(t);
-    return r->n_nonfinite == 0 && r->max_abs_err <= tol->abs_tol * (1.0 + r->ref_max_abs) &&
-           r->nmse <= tol->nmse_tol;
 }
