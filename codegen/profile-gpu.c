@@ -122,8 +122,8 @@ static rt_status rt_gp_binaries(rt_arena *a, rt_gpu_runtime *rt, const rt_device
         if (c->bins && c->bins[p])
             bins[p] = c->bins[p];
         else
-            RT_TRY(rt_gpu_compile(rt->arena, dev, c->source, k->phases[p].kernel_name, &o, &bins[p],
-                                  err));
+            RT_TRY(rt_gpu_compile(rt_gpu_runtime_arena(rt), dev, c->source,
+                                  k->phases[p].kernel_name, &o, &bins[p], err));
     }
     *out = bins;
     return RT_OK;
@@ -295,8 +295,7 @@ static rt_status rt_gp_check(rt_arena *a, rt_gpu_runtime *rt, const rt_gpu_candi
     out->checked_run_ns = rt_gp_now_ns() - t0;
     for (int32_t i = 0; corrupt && i < k->n_bufs; i++)
         if (!k->bufs[i].is_start && !k->bufs[i].is_tree && op->n_outputs > 0 &&
-            k->bufs[i].tensor == op->outputs[0] &&
-            rt_tensor_elems(b, op->outputs[0]) > 0) {
+            k->bufs[i].tensor == op->outputs[0] && rt_tensor_elems(b, op->outputs[0]) > 0) {
             L->host[i][0] += 1.0;
             break;
         }
