@@ -9,7 +9,7 @@
 #include "interp.h"
 #include "perfmodel.h"
 #include "rtgen.h"
-#include "gpu.h"
+#include "run-gpu.h"
 #include "hal-gpu.h"
 
 #include <errno.h>

@@ -1,4 +1,4 @@
-// profile-gpu.c: the GPU code generator's candidates on a live device (a GPU, or OpenCL on PoCL).
+// gpu-profile.c: the run layer's GPU candidates on a live device (a GPU, or OpenCL on PoCL).
 // Check first: each candidate runs once, all phases in order on device-resident buffers, on the
 // seeded data of the bindings, with the buffers it writes poisoned, and every output is compared
 // with the reference interpreter through the one acceptance rule (rt_compare_accept) while every
@@ -6,7 +6,7 @@
 // alone (rt_gpu_time_steps: warm-up, repetitions, device events), and the winner is the lowest
 // kernel median among them. The checked run's wall time (uploads, read-back, first-use builds)
 // is reported, never ranked.
-#include "gpu.h"
+#include "run-gpu.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -132,7 +132,7 @@ static rt_status rt_gp_binaries(rt_arena *a, rt_gpu_runtime *rt, const rt_device
 // The host array of a tree buffer (b prepared), NULL when its tree is not bound.
 static const int32_t *rt_gp_tree_array(const rt_bindings *b, const rt_gpu_buffer *gb, int64_t *n) {
     const rt_tree_data *t = b->trees[gb->tensor];
-    return t ? rt_kir_tree_array(t, (rt_kir_tree_field)gb->dim, n) : NULL;
+    return t ? rt_run_tree_array(t, (rt_kir_tree_field)gb->dim, n) : NULL;
 }
 
 static rt_status rt_gp_setup(rt_arena *a, const rt_gpu_kernel *k, rt_gpu_binary **bins,

@@ -189,7 +189,7 @@ static rt_status rt_cpu_data_make(rt_arena *a, const rt_kir_kernel *k, rt_bindin
             // The tree as the bindings linearized it, read only (like the start arrays).
             const rt_tree_data *t = b->trees[bf->tensor];
             int64_t n;
-            const int32_t *arr = t ? rt_kir_tree_array(t, (rt_kir_tree_field)bf->dim, &n) : NULL;
+            const int32_t *arr = t ? rt_run_tree_array(t, (rt_kir_tree_field)bf->dim, &n) : NULL;
             if (!arr)
                 return rt_fail(err, RT_ERR_BACKEND, RT_NOLOC, "tree %s has no %s array",
                                b->op->trees[bf->tensor].name,
