@@ -2,7 +2,7 @@
 // one target's dialect, and the top K compiled for the device in one parallel batch (the HAL's
 // rt_gpu_compile_many: a thread pool, results in rank order whatever the threads), with their
 // registers, spills, shared memory and occupancy.
-#include "run-gpu.h"
+#include "run-gpu-int.h"
 
 #include <stdio.h>
 #include <string.h>
@@ -29,17 +29,23 @@ rt_status rt_gpu_emit_candidate(rt_arena *a, const rt_perf_result *r, int32_t ra
     return rt_gpu_emit(a, out->kernel, rt_gpu_dialect_of(t), &out->source, err);
 }
 
-rt_status rt_gpu_compile_topk(rt_arena *a, const rt_perf_result *r, const rt_device *dev, int32_t n,
-                              int32_t n_threads, rt_gpu_candidate **out, rt_err *err) {
-    rt_gpu_target t;
-    if (!rt_gpu_target_of_device(dev, &t))
-        return rt_fail(err, RT_ERR_DEVICE, dev->origin,
-                       "device '%s' is not a GPU (expected class cuda, hip or opencl, got %s)",
-                       dev->name, rt_devclass_name(dev->devclass));
-    if (n > r->n_cands)
-        n = r->n_cands;
-    rt_gpu_candidate *cs;
-    RT_ALLOC(a, cs, n, err);
+// Emits the n candidates, then compiles all their phases in one batch on up to n_threads threads
+// (rt_gpu_compile_many: its results are in job order whatever the threads) and folds each
+// candidate's phases into its resources and occupancy.
+rt_status rt_gc_loop_compile(void *ctx, int32_t n, int32_t n_threads, rt_err *err) {
+    rt_gc_loop *L = ctx;
+    rt_arena *a = L->a;
+    const rt_perf_result *r = L->r;
+    const rt_device *dev = L->dev;
+    rt_gpu_target t = L->t;
+    rt_gpu_candidate *cs = L->cs;
+    if (!L->own) {
+        for (int32_t i = 0; i < n; i++) {
+            rt_gpu_lower_options lo = {.rank = i + 1, .spec_path = L->spec_path};
+            RT_TRY(rt_gpu_emit_candidate(a, r, i + 1, t, &lo, &cs[i], err));
+        }
+        return RT_OK;
+    }
     int32_t n_jobs = 0;
     for (int32_t i = 0; i < n; i++) {
         RT_TRY(rt_gpu_emit_candidate(a, r, i + 1, t, NULL, &cs[i], err));
@@ -97,6 +103,29 @@ rt_status rt_gpu_compile_topk(rt_arena *a, const rt_perf_result *r, const rt_dev
         if (!c->compiled)
             c->occupancy = 0.0;
     }
+    return RT_OK;
+}
+
+static const rt_run_hooks rt_gc_loop_hooks = {
+    .backend = "gpu",
+    .compile = rt_gc_loop_compile,
+};
+
+rt_status rt_gpu_compile_topk(rt_arena *a, const rt_perf_result *r, const rt_device *dev, int32_t n,
+                              int32_t n_threads, rt_gpu_candidate **out, rt_err *err) {
+    rt_gpu_target t;
+    if (!rt_gpu_target_of_device(dev, &t))
+        return rt_fail(err, RT_ERR_DEVICE, dev->origin,
+                       "device '%s' is not a GPU (expected class cuda, hip or opencl, got %s)",
+                       dev->name, rt_devclass_name(dev->devclass));
+    if (n > r->n_cands)
+        n = r->n_cands;
+    rt_gpu_candidate *cs;
+    RT_ALLOC(a, cs, n, err);
+    rt_gc_loop L = {a, r, dev, t, cs, true, NULL};
+    rt_run_options ro = {.compile_threads = n_threads};
+    int32_t winner;
+    RT_TRY(rt_run_candidates(&rt_gc_loop_hooks, &L, n, &ro, &winner, err));
     *out = cs;
     return RT_OK;
 }

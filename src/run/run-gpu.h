@@ -109,6 +109,9 @@ typedef struct rt_gpu_time_options {
     double budget_ns;
     bool test_corrupt; // tests only: the first element of every candidate's first output is
                        // changed after its checked run, so that every check fails at will
+    // Follows the candidate loop (run.h's rt_run_options.on_step); NULL: none.
+    void (*on_step)(void *obs, const char *step, int32_t i);
+    void *obs;
 } rt_gpu_time_options;
 
 // The defaults: 2 warm-up launches, 5 to 100 repetitions, 0.2 s per candidate.
@@ -146,5 +149,49 @@ rt_status rt_gpu_profile(rt_arena *a, rt_gpu_runtime *rt, const rt_device *dev,
                          const rt_gpu_candidate *cands, int32_t n, rt_bindings *b,
                          const rt_gpu_time_options *opt, rt_gpu_result *out, int32_t *out_winner,
                          rt_err *err);
+
+// ---------------------------------------------------------------------------------------------
+// rtgen's GPU path through the candidate loop, and its report (gpu-report.c)
+// ---------------------------------------------------------------------------------------------
+
+typedef struct rt_gpu_report_options {
+    rt_gpu_target target;   // the dialect emitted; only the device's own target is compiled and run
+    const char *spec_path;  // another target's header comments (NULL: op->file)
+    bool profile;           // false: compile only ("--no-profile")
+    rt_bindings *b;         // the data the candidates are checked on
+    const char *test_fault; // tests only (RTGEN_TEST_FAULT): NULL, "" or "corrupt"
+    int32_t compile_threads;                                 // 0: 2
+    void (*on_step)(void *obs, const char *step, int32_t i); // rt_run_options.on_step
+    void *obs;
+} rt_gpu_report_options;
+
+// What the GPU path produced: one emitted (and, for the device's own target, compiled)
+// candidate per rank, and when a runtime was found, each checked and, when right, timed.
+typedef struct rt_gpu_report {
+    int32_t n;
+    rt_gpu_candidate *cands;
+    rt_gpu_result *res;       // per candidate when profiled (rt_gpu_profile), else NULL
+    const char **status;      // "emitted", "compiled", or rt_gpu_cand_status_name
+    const char **reason;      // why a candidate failed (compile, run, check); NULL otherwise
+    int32_t winner;           // lowest kernel median among "ok", -1 when none
+    const char *not_profiled; // why nothing ran (no GPU, other target, too large)
+    const char *ext;
+} rt_gpu_report;
+
+// Emits every candidate of res in opt->target, compiles them when that is dev's own target, and
+// with opt->profile, where dev is present and the operator small enough for the reference
+// check, checks and times each through the candidate loop (run.h). Not profiled is a result
+// (g->not_profiled), a profile in which nothing passed too (g->winner -1). Errors: RT_ERR_DEVICE
+// for a device without a GPU target, RT_ERR_USAGE for a fault other than "corrupt", those of
+// lowering and of a runtime that is present but fails to open, RT_ERR_NOMEM.
+rt_status rt_gpu_build_and_profile(rt_arena *a, const rt_device *dev, const rt_perf_result *res,
+                                   const rt_gpu_report_options *opt, rt_gpu_report *g, rt_err *err);
+// JSON array with one object per candidate (jansson json_t *, caller owns it): rank, status,
+// reason, winner, the predicted time, its phases, the compile's resources, the check's errors
+// and the kernel's times.
+void *rt_gpu_report_to_json(const rt_gpu_report *g, const rt_perf_result *res);
+// The table: kernel min/median (the kernel alone, what ranks), the checked run (upload, launch,
+// read-back; not ranked), then each failed candidate's reason and how the kernels were timed.
+void rt_gpu_report_print(const rt_gpu_report *g, const rt_perf_result *res, rt_buf *out);
 
 #endif
