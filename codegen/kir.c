@@ -3,7 +3,6 @@
 // invariants rt_kir_validate checks. Integer constructors fold constants so that dense tensor
 // offsets come out as plain affine expressions (m*1024 + k) in every target.
 #include "kir.h"
-#include "tree.h"
 
 #include <string.h>
 
@@ -38,25 +37,6 @@ const char *rt_kir_bop_name(rt_kir_bop op) {
 }
 const char *rt_kir_tree_field_name(rt_kir_tree_field f) {
     return (unsigned)f < RT_KIR_TREE_FIELD_COUNT ? rt_kir_tree_field_names[f] : "?";
-}
-const int32_t *rt_kir_tree_array(const rt_tree_data *t, rt_kir_tree_field f, int64_t *n) {
-    switch (f) {
-    case RT_KIR_TREE_CHILD:
-        *n = (int64_t)t->n_nodes * t->max_children;
-        return t->child;
-    case RT_KIR_TREE_ORDER:
-        *n = t->n_nodes;
-        return t->order;
-    case RT_KIR_TREE_LEVEL_BEGIN:
-        *n = (int64_t)t->n_levels + 1;
-        return t->level_begin;
-    case RT_KIR_TREE_N_LEVELS:
-        *n = 1;
-        return &t->n_levels;
-    default:
-        *n = 0;
-        return NULL;
-    }
 }
 const char *rt_kir_loop_kind_name(rt_kir_loop_kind k) {
     return (unsigned)k < RT_KIR_LOOP_KIND_COUNT ? rt_kir_loop_names[k] : "?";

@@ -217,9 +217,9 @@ typedef struct rt_kir_phase {
     int64_t scratch_bytes; // per thread
     // GPU phases (lower-gpu.c): n_items is the block count along grid x and item_var the block
     // index along x; threads > 0 marks a GPU phase.
-    int32_t threads;     // threads per block; 0 = CPU phase
-    int32_t thread_var;  // var bound to the thread index in the block
-    int32_t grid_var[2]; // vars bound to the block index along grid y and z (-1: unused)
+    int32_t threads;      // threads per block; 0 = CPU phase
+    int32_t thread_var;   // var bound to the thread index in the block
+    int32_t grid_var[2];  // vars bound to the block index along grid y and z (-1: unused)
     rt_kir_levels levels; // off: the items are 0 .. n_items once
 } rt_kir_phase;
 
@@ -276,9 +276,7 @@ const char *rt_kir_type_ctype(rt_kir_type t); // "int64_t", "float", ...
 const char *rt_kir_bop_name(rt_kir_bop op);   // C spelling for the infix ones ("+", "<")
 const char *rt_kir_loop_kind_name(rt_kir_loop_kind k);
 const char *rt_kir_tree_field_name(rt_kir_tree_field f); // "child", "order", ...
-struct rt_tree_data;
-// The host array of tree t that a TREE buffer of field f holds, and its length in *n.
-const int32_t *rt_kir_tree_array(const struct rt_tree_data *t, rt_kir_tree_field f, int64_t *n);
+// The host array a TREE buffer of field f holds is rt_run_tree_array's (src/run/run.h).
 
 // Rewrites a float division x / y inside a vectorized loop, where y is invariant in that loop
 // (no variable it reads is set in the loop, no buffer it loads is stored there), into x * r with

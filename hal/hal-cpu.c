@@ -6,6 +6,7 @@
 // reported and skipped instead of taking rtgen down.
 #define _GNU_SOURCE // sched_getcpu, cpu_set_t (a worker moving off a shared core)
 #include "hal-cpu.h"
+#include "hal-impl.h"
 
 #include <llvm-c/Core.h>
 #include <llvm-c/Error.h>
@@ -801,3 +802,24 @@ rt_status rt_cpu_cc_load(rt_arena *a, const char *c_text, const char *const *nam
     }
     return RT_OK;
 }
+
+// cpu: an LLVM CPU name (lower case, digits, '-', '_', '.') or "native".
+static rt_status rt_hal_cpu_validate(const rt_device *dev, rt_err *err) {
+    const char *a = dev->arch;
+    bool ok = a[0] != '\0';
+    for (const char *p = a; ok && *p; p++)
+        ok = rt_hal_is_lower(*p) || rt_hal_is_digit(*p) || *p == '-' || *p == '_' || *p == '.';
+    if (!ok)
+        return rt_fail(err, RT_ERR_DEVICE, dev->arch_loc,
+                       "bad arch for class cpu (expected an LLVM CPU name or native, got \"%s\")",
+                       a);
+    return RT_OK;
+}
+
+// The cpu class compiles no source text and has no GPU-style runtime: its kernels are LLVM
+// modules that codegen builds and the JIT above (rt_cpu_jit_*) compiles, and the run layer runs
+// them on rt_cpu_pool in a profiling child (rt_cpu_run_isolated).
+const struct rt_hal_ops rt_hal_cpu_ops = {
+    .class_name = "cpu",
+    .validate = rt_hal_cpu_validate,
+};

@@ -7,7 +7,7 @@
 // driver or a GPU it reports "no GPU".
 // Built when CMake finds the CUDA toolkit's NVRTC (RT_WITH_CUDA: its headers and the soname to
 // open); otherwise every entry point reports "not built with CUDA".
-#include "hal-gpu.h"
+#include "hal-gpu-impl.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -276,9 +276,9 @@ static bool rt_cuda_parse_ptxas(const char *log, const char *sym, rt_gpu_resourc
     return true;
 }
 
-rt_status rt_gpu_cuda_compile(rt_arena *a, const rt_device *dev, const char *source,
-                              const char *kernel_name, const rt_gpu_compile_options *opts,
-                              rt_gpu_binary *bin, rt_err *err) {
+static rt_status rt_gpu_cuda_compile(rt_arena *a, const rt_device *dev, const char *source,
+                                     const char *kernel_name, const rt_gpu_compile_options *opts,
+                                     rt_gpu_binary *bin, rt_err *err) {
     RT_TRY(rt_nvrtc_ready(err));
     RT_TRY(rt_cuda_pick_arch(a, dev, bin, err));
     const char *arch = bin->compiled_arch;
@@ -654,7 +654,7 @@ static rt_status rt_cuda_check_arch(rt_gpu_runtime *rt, rt_cuda_rt *c, rt_err *e
     return RT_OK;
 }
 
-rt_status rt_gpu_cuda_open(rt_gpu_runtime *rt, rt_err *err) {
+static rt_status rt_gpu_cuda_open(rt_gpu_runtime *rt, rt_err *err) {
     rt_cuda_rt *c;
     RT_ALLOC(rt->arena, c, 1, err);
     c->drv = (rt_gpu_driver){.ops = &rt_cuda_driver_ops, .ctx = c};
@@ -708,15 +708,15 @@ rt_status rt_gpu_cuda_open(rt_gpu_runtime *rt, rt_err *err) {
 
 #else // !RT_WITH_CUDA
 
-rt_status rt_gpu_cuda_compile(rt_arena *a, const rt_device *dev, const char *source,
-                              const char *kernel_name, const rt_gpu_compile_options *opts,
-                              rt_gpu_binary *bin, rt_err *err) {
+static rt_status rt_gpu_cuda_compile(rt_arena *a, const rt_device *dev, const char *source,
+                                     const char *kernel_name, const rt_gpu_compile_options *opts,
+                                     rt_gpu_binary *bin, rt_err *err) {
     (void)a, (void)dev, (void)source, (void)kernel_name, (void)opts, (void)bin;
     return rt_fail(err, RT_ERR_BACKEND, RT_NOLOC,
                    "not built with CUDA (NVRTC was not found when rtgen was configured)");
 }
 
-rt_status rt_gpu_cuda_open(rt_gpu_runtime *rt, rt_err *err) {
+static rt_status rt_gpu_cuda_open(rt_gpu_runtime *rt, rt_err *err) {
     (void)rt;
     return rt_fail(err, RT_ERR_BACKEND, RT_NOLOC,
                    RT_GPU_ABSENT_PREFIX "not built with CUDA (the CUDA toolkit was not found "
@@ -724,3 +724,28 @@ rt_status rt_gpu_cuda_open(rt_gpu_runtime *rt, rt_err *err) {
 }
 
 #endif
+
+// cuda: sm_NN or sm_NNN with an optional letter suffix (sm_70, sm_90a, sm_100).
+static rt_status rt_hal_cuda_validate(const rt_device *dev, rt_err *err) {
+    const char *a = dev->arch;
+    size_t n = strlen(a), digits = 0;
+    bool ok = n > 3 && strncmp(a, "sm_", 3) == 0;
+    for (size_t i = 3; ok && i < n && rt_hal_is_digit(a[i]); i++)
+        digits++;
+    if (ok)
+        ok = (digits == 2 || digits == 3) &&
+             (3 + digits == n || (3 + digits + 1 == n && rt_hal_is_lower(a[n - 1])));
+    if (!ok)
+        return rt_fail(err, RT_ERR_DEVICE, dev->arch_loc,
+                       "bad arch for class cuda (expected sm_NN, got \"%s\")", a);
+    return RT_OK;
+}
+
+const struct rt_hal_ops rt_hal_cuda_ops = {
+    .class_name = "cuda",
+    .validate = rt_hal_cuda_validate,
+    .compile = rt_gpu_cuda_compile,
+    .load = rt_gpu_cuda_open,
+    .run = rt_gpu_driver_exec,
+    .time = rt_gpu_driver_exec,
+};

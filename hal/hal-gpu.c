@@ -1,11 +1,12 @@
-// hal-gpu.c: the class-independent part of the GPU backends declared in hal-gpu.h — dispatch on
-// dev->devclass to hal-cuda.c / hal-hip.c / hal-opencl.c, the occupancy calculator fed by the
+// hal-gpu.c: the class-independent part of the GPU backends declared in hal-gpu.h — the checks
+// around the calls of a class's ops (hal-ops.h: compile, load, run, time; found in the registry,
+// never by naming a backend), the occupancy calculator fed by the
 // INI numbers, parallel compilation with a timeout per source (pthreads; each worker compiles
 // into its own arena, the result is copied into the caller's), the conversion of host doubles
 // to and from the device data types around a launch, and the whole launch of the launch-style
 // drivers (cuda, hip) over their rt_gpu_driver_ops: module cache, buffers, scalar parameters,
 // warm-up, event-timed repetitions, copy-out and cleanup.
-#include "hal-gpu.h"
+#include "hal-gpu-impl.h"
 
 #include <errno.h>
 #include <pthread.h>
@@ -79,8 +80,14 @@ rt_status rt_gpu_occupancy_of(const rt_device *dev, const rt_gpu_resources *res,
 // Compilation
 // ---------------------------------------------------------------------------------------------
 
+// The ops of a GPU class: one whose class compiles source and has a runtime (NULL otherwise).
+static const struct rt_hal_ops *rt_gpu_ops_of(rt_devclass c) {
+    const struct rt_hal_ops *ops = rt_hal_class_ops(c);
+    return ops && ops->compile && ops->load && ops->run && ops->time ? ops : NULL;
+}
+
 static bool rt_gpu_is_gpu_class(rt_devclass c) {
-    return c == RT_DEVCLASS_CUDA || c == RT_DEVCLASS_HIP || c == RT_DEVCLASS_OPENCL;
+    return rt_gpu_ops_of(c) != NULL;
 }
 
 static double rt_gpu_now_ms(void) {
@@ -159,17 +166,7 @@ rt_status rt_gpu_compile(rt_arena *a, const rt_device *dev, const char *source,
                                   .barriers = -1,
                                   .max_threads_per_block = -1};
     double t0 = rt_gpu_now_ms();
-    switch (dev->devclass) {
-    case RT_DEVCLASS_CUDA:
-        RT_TRY(rt_gpu_cuda_compile(a, dev, source, kernel_name, opts, bin, err));
-        break;
-    case RT_DEVCLASS_HIP:
-        RT_TRY(rt_gpu_hip_compile(a, dev, source, kernel_name, opts, bin, err));
-        break;
-    default:
-        RT_TRY(rt_gpu_opencl_compile(a, dev, source, kernel_name, opts, bin, err));
-        break;
-    }
+    RT_TRY(rt_gpu_ops_of(dev->devclass)->compile(a, dev, source, kernel_name, opts, bin, err));
     bin->compile_ms = rt_gpu_now_ms() - t0;
     int32_t tpb =
         opts->threads_per_block > 0 ? opts->threads_per_block : dev->max_threads_per_block;
@@ -418,6 +415,10 @@ const char *rt_gpu_runtime_device_name(const rt_gpu_runtime *rt) {
     return rt->device_name;
 }
 
+rt_arena *rt_gpu_runtime_arena(const rt_gpu_runtime *rt) {
+    return rt->arena;
+}
+
 rt_status rt_gpu_runtime_open(rt_arena *a, const rt_device *dev, rt_gpu_runtime **out,
                               rt_err *err) {
     *out = NULL;
@@ -430,17 +431,7 @@ rt_status rt_gpu_runtime_open(rt_arena *a, const rt_device *dev, rt_gpu_runtime 
     rt->devclass = dev->devclass;
     rt->dev = dev;
     rt->arena = a;
-    switch (dev->devclass) {
-    case RT_DEVCLASS_CUDA:
-        RT_TRY(rt_gpu_cuda_open(rt, err));
-        break;
-    case RT_DEVCLASS_HIP:
-        RT_TRY(rt_gpu_hip_open(rt, err));
-        break;
-    default:
-        RT_TRY(rt_gpu_opencl_open(rt, err));
-        break;
-    }
+    RT_TRY(rt_gpu_ops_of(dev->devclass)->load(rt, err));
     *out = rt;
     return RT_OK;
 }
@@ -749,7 +740,7 @@ static void *rt_gpu_scalar_param(const rt_gpu_arg *g, rt_gpu_scalar *slot) {
 // uploads every buffer (a pointer to its device address is the parameter), passes scalars by
 // type, launches (rt_gpu_driver_launch_all), reads the copy_out buffers back into the staging
 // memory after an untimed run, and frees every device buffer whatever failed.
-static rt_status rt_gpu_driver_exec(rt_gpu_runtime *rt, rt_gpu_exec *x, rt_err *err) {
+rt_status rt_gpu_driver_exec(rt_gpu_runtime *rt, rt_gpu_exec *x, rt_err *err) {
     rt_gpu_driver *d = rt->driver;
     const rt_gpu_driver_ops *ops = d->ops;
     void *ctx = d->ctx;
@@ -818,11 +809,11 @@ static rt_status rt_gpu_driver_exec(rt_gpu_runtime *rt, rt_gpu_exec *x, rt_err *
 // Launch
 // ---------------------------------------------------------------------------------------------
 
-// cuda and hip run on their driver table; opencl sets its arguments and enqueues its own way.
+// The class's run op (x->reps == 0) or time op: cuda and hip run on their driver table
+// (rt_gpu_driver_exec), opencl sets its arguments and enqueues its own way.
 static rt_status rt_gpu_exec_dispatch(rt_gpu_runtime *rt, rt_gpu_exec *x, rt_err *err) {
-    if (rt->driver)
-        return rt_gpu_driver_exec(rt, x, err);
-    return rt_gpu_opencl_exec(rt, x, err);
+    const struct rt_hal_ops *ops = rt_gpu_ops_of(rt->devclass);
+    return x->reps > 0 ? ops->time(rt, x, err) : ops->run(rt, x, err);
 }
 
 // Checks the arguments and converts the buffers; the staging memory is malloc'd (it may be

@@ -1,8 +1,10 @@
 // hal-gpu.h: the GPU backends of the HAL (classes cuda, hip, opencl) — compile kernel source
 // in-process (NVRTC, hipRTC, the OpenCL driver), report resource usage and occupancy, and, where
 // a device is present, load, launch and time kernels through a driver opened at run time.
-// codegen and the drivers include it; vendor headers stay inside hal-cuda.c, hal-hip.c and
-// hal-opencl.c. Every entry point dispatches on dev->devclass (hal-gpu.c).
+// The run layer and the calibration include it; vendor headers stay inside hal-cuda.c,
+// hal-hip.c and hal-opencl.c. Every entry point reaches the backend of dev->devclass through
+// that class's ops (hal-ops.h), which each backend file defines; the backends' own state is in
+// hal-gpu-impl.h.
 #ifndef RT_HAL_GPU_H
 #define RT_HAL_GPU_H
 
@@ -109,6 +111,8 @@ rt_status rt_gpu_runtime_open(rt_arena *a, const rt_device *dev, rt_gpu_runtime 
 bool rt_gpu_err_is_absent(const rt_err *err);
 // The live device's name ("NVIDIA H100 80GB HBM3", the OpenCL device name).
 const char *rt_gpu_runtime_device_name(const rt_gpu_runtime *rt);
+// The arena the runtime lives in (and the kernels it loads are kept in): rt_gpu_runtime_open's.
+rt_arena *rt_gpu_runtime_arena(const rt_gpu_runtime *rt);
 
 typedef enum rt_gpu_arg_kind {
     RT_GPU_ARG_BUFFER, // device buffer of n_elems elements of dtype, from/to host doubles
@@ -177,120 +181,5 @@ rt_status rt_gpu_run_steps(rt_gpu_runtime *rt, const rt_gpu_step *steps, int32_t
 rt_status rt_gpu_time_steps(rt_gpu_runtime *rt, const rt_gpu_step *steps, int32_t n_steps,
                             rt_gpu_arg *args, int32_t n_args, int32_t warmup, int32_t reps,
                             rt_gpu_timing *out, rt_err *err);
-
-// ---------------------------------------------------------------------------------------------
-// Backend entry points (hal-cuda.c, hal-hip.c, hal-opencl.c), called through hal-gpu.c.
-// ---------------------------------------------------------------------------------------------
-
-// A loaded kernel plus its device buffers for one launch, owned by the backend.
-// A loaded sequence of kernels plus its device buffers, owned by the backend.
-typedef struct rt_gpu_exec {
-    const rt_gpu_step *steps; // n_steps >= 1 kernels, launched in order on the same buffers
-    int32_t n_steps;
-    rt_gpu_arg *args;
-    int32_t n_args;
-    void **host_staging;  // per BUFFER arg: the dtype-converted host bytes (hal-gpu.c fills)
-    int32_t warmup, reps; // reps == 0: one launch of the sequence, then read back
-    double *samples_ns;   // reps entries when reps > 0: one per launch of the whole sequence
-    const char *method;   // reps > 0: how the samples were taken (the backend sets it)
-} rt_gpu_exec;
-
-struct rt_gpu_runtime {
-    rt_devclass devclass;
-    const rt_device *dev;
-    rt_arena *arena;
-    char device_name[128];
-    void *impl;                   // the backend's state
-    struct rt_gpu_driver *driver; // cuda, hip (tests: a fake): what hal-gpu.c launches on;
-                                  // NULL: the backend's own exec (opencl)
-};
-
-rt_status rt_gpu_cuda_compile(rt_arena *a, const rt_device *dev, const char *source,
-                              const char *kernel_name, const rt_gpu_compile_options *opts,
-                              rt_gpu_binary *bin, rt_err *err);
-rt_status rt_gpu_hip_compile(rt_arena *a, const rt_device *dev, const char *source,
-                             const char *kernel_name, const rt_gpu_compile_options *opts,
-                             rt_gpu_binary *bin, rt_err *err);
-rt_status rt_gpu_opencl_compile(rt_arena *a, const rt_device *dev, const char *source,
-                                const char *kernel_name, const rt_gpu_compile_options *opts,
-                                rt_gpu_binary *bin, rt_err *err);
-rt_status rt_gpu_cuda_open(rt_gpu_runtime *rt, rt_err *err);
-rt_status rt_gpu_hip_open(rt_gpu_runtime *rt, rt_err *err);
-rt_status rt_gpu_opencl_open(rt_gpu_runtime *rt, rt_err *err);
-rt_status rt_gpu_opencl_exec(rt_gpu_runtime *rt, rt_gpu_exec *x, rt_err *err);
-
-// Shared by the backends: "no GPU: " errors (rt_gpu_err_is_absent recognises them) and the
-// element size of a buffer argument.
-#define RT_GPU_ABSENT_PREFIX "no GPU: "
-size_t rt_gpu_arg_bytes(const rt_gpu_arg *arg);
-
-// A failed compile: "WHAT failed for TARGET (WHY): <first error line of log>", with the whole
-// log in err->log (unless an earlier error set one). Returns RT_ERR_BACKEND.
-rt_status rt_gpu_compile_fail(rt_arena *a, const char *what, const char *target, const char *why,
-                              const char *log, rt_err *err);
-// The n compiler options o joined with spaces, in a. Errors: RT_ERR_NOMEM (also for a NULL
-// option, the trace of a failed rt_arena_printf).
-rt_status rt_gpu_join_options(rt_arena *a, const char *const *o, int32_t n, const char **out,
-                              rt_err *err);
-
-// ---------------------------------------------------------------------------------------------
-// Launch-style drivers (the CUDA driver API, the HIP runtime): hal-gpu.c loads modules, moves
-// buffers, launches, times with events and copies out through this table of driver calls, and
-// each backend supplies thin adapters over its dlopen'd entry points. Every int-returning op
-// returns 0 on success or the driver's nonzero result code (CUresult, hipError_t), which
-// error_name and error_string describe; out-parameters are read only after success. ctx is the
-// backend's state, passed to every op.
-// ---------------------------------------------------------------------------------------------
-
-typedef uint64_t rt_gpu_devptr; // a device address; a buffer parameter is a pointer to one
-
-typedef struct rt_gpu_driver_ops {
-    const char *class_name; // "cuda": in messages
-    const char *image_name; // "CUBIN": in the message for a binary without one
-    // The driver's names of the calls behind each step, for messages.
-    const char *bind_call, *load_call, *function_call, *smem_call, *upload_calls, *launch_call,
-        *sync_call, *timed_calls, *download_call;
-    const char *event_timer; // rt_gpu_timing.method of event-timed samples
-                             // ("CUDA events (cuEventElapsedTime)")
-    int (*bind)(void *ctx);  // make the driver's context current on this thread; NULL: none
-    int (*module_load)(void *ctx, const void *image, void **out_module);
-    int (*module_function)(void *ctx, void *module, const char *symbol, void **out_fn);
-    void (*module_unload)(void *ctx, void *module);
-    // Called once per exec, before the launches, with cfg->dyn_smem_bytes, so that the driver
-    // can allow more than its default (cuda: above 48 KiB); NULL: nothing to allow.
-    int (*set_dyn_smem)(void *ctx, void *fn, int64_t bytes);
-    int (*alloc)(void *ctx, size_t bytes, rt_gpu_devptr *out);
-    void (*free)(void *ctx, rt_gpu_devptr p);
-    int (*htod)(void *ctx, rt_gpu_devptr dst, const void *src, size_t bytes);
-    int (*dtoh)(void *ctx, void *dst, rt_gpu_devptr src, size_t bytes);
-    // One asynchronous launch on the default stream; params: one pointer per kernel argument.
-    int (*launch)(void *ctx, void *fn, const unsigned grid[3], const unsigned block[3],
-                  unsigned dyn_smem_bytes, void **params);
-    int (*sync)(void *ctx); // waits for every launch
-    // Events; event_create NULL: the driver has none, and timed launches are timed with the
-    // wall clock around launch + sync (RT_GPU_TIMED_WALL).
-    int (*event_create)(void *ctx, void **out);
-    int (*event_record)(void *ctx, void *ev); // on the default stream
-    int (*event_synchronize)(void *ctx, void *ev);
-    int (*event_elapsed_ms)(void *ctx, void *start, void *end, float *out_ms);
-    void (*event_destroy)(void *ctx, void *ev);
-    const char *(*error_name)(void *ctx, int result);   // never NULL
-    const char *(*error_string)(void *ctx, int result); // NULL (op or result): none
-} rt_gpu_driver_ops;
-
-typedef struct rt_gpu_module rt_gpu_module;
-
-// A launch-style driver as rt_gpu_runtime holds it, embedded in the backend's state.
-typedef struct rt_gpu_driver {
-    const rt_gpu_driver_ops *ops;
-    void *ctx;
-    rt_gpu_module *modules; // loaded binaries, newest first (arena-owned nodes)
-} rt_gpu_driver;
-
-// Unloads every module of d (the backend's close, with its context current).
-void rt_gpu_driver_unload_all(rt_gpu_driver *d);
-// "WHAT failed: NAME (CODE)[: TEXT]" for driver result r. Returns RT_ERR_BACKEND.
-rt_status rt_gpu_driver_fail(const rt_gpu_driver_ops *ops, void *ctx, const char *what, int r,
-                             rt_err *err);
 
 #endif

@@ -5,7 +5,7 @@
 // runtime is opened at run time with dlopen("libamdhip64.so.5"), and hal-gpu.c launches and
 // times (hipEvents) through its calls (rt_gpu_driver_ops).
 // Built with hipRTC when CMake finds it (RT_WITH_HIP); otherwise it reports "not built with HIP".
-#include "hal-gpu.h"
+#include "hal-gpu-impl.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -281,9 +281,9 @@ static rt_status rt_hip_read_metadata(const rt_gpu_binary *bin, const char *sym,
     return st;
 }
 
-rt_status rt_gpu_hip_compile(rt_arena *a, const rt_device *dev, const char *source,
-                             const char *kernel_name, const rt_gpu_compile_options *opts,
-                             rt_gpu_binary *bin, rt_err *err) {
+static rt_status rt_gpu_hip_compile(rt_arena *a, const rt_device *dev, const char *source,
+                                    const char *kernel_name, const rt_gpu_compile_options *opts,
+                                    rt_gpu_binary *bin, rt_err *err) {
     RT_TRY(rt_hip_check_arch(a, dev, err)); // before any hipRTC call: unknown archs abort
     const char *arch = dev->arch;
     snprintf(bin->compiled_arch, sizeof bin->compiled_arch, "%s", arch);
@@ -536,7 +536,7 @@ static void rt_hip_close(void *p) {
         dlclose(h->lib);
 }
 
-rt_status rt_gpu_hip_open(rt_gpu_runtime *rt, rt_err *err) {
+static rt_status rt_gpu_hip_open(rt_gpu_runtime *rt, rt_err *err) {
     rt_hip_rt *h;
     RT_ALLOC(rt->arena, h, 1, err);
     h->drv = (rt_gpu_driver){.ops = &rt_hip_driver_ops, .ctx = h};
@@ -588,16 +588,16 @@ rt_status rt_gpu_hip_open(rt_gpu_runtime *rt, rt_err *err) {
 
 #else // !RT_WITH_HIP
 
-rt_status rt_gpu_hip_compile(rt_arena *a, const rt_device *dev, const char *source,
-                             const char *kernel_name, const rt_gpu_compile_options *opts,
-                             rt_gpu_binary *bin, rt_err *err) {
+static rt_status rt_gpu_hip_compile(rt_arena *a, const rt_device *dev, const char *source,
+                                    const char *kernel_name, const rt_gpu_compile_options *opts,
+                                    rt_gpu_binary *bin, rt_err *err) {
     (void)a, (void)dev, (void)source, (void)kernel_name, (void)opts, (void)bin;
     return rt_fail(err, RT_ERR_BACKEND, RT_NOLOC,
                    "not built with HIP (hipRTC/amd_comgr were not found when rtgen was "
                    "configured)");
 }
 
-rt_status rt_gpu_hip_open(rt_gpu_runtime *rt, rt_err *err) {
+static rt_status rt_gpu_hip_open(rt_gpu_runtime *rt, rt_err *err) {
     (void)rt;
     return rt_fail(err, RT_ERR_BACKEND, RT_NOLOC,
                    RT_GPU_ABSENT_PREFIX "not built with HIP (hipRTC was not found when rtgen was "
@@ -605,3 +605,29 @@ rt_status rt_gpu_hip_open(rt_gpu_runtime *rt, rt_err *err) {
 }
 
 #endif
+
+// hip: gfx followed by 2-4 digits and an optional lower-case letter, 3-5 characters in all
+// (gfx906, gfx90a, gfx1030, gfx940).
+static rt_status rt_hal_hip_validate(const rt_device *dev, rt_err *err) {
+    const char *a = dev->arch;
+    size_t n = strlen(a), digits = 0;
+    bool ok = n > 3 && strncmp(a, "gfx", 3) == 0;
+    for (size_t i = 3; ok && i < n && rt_hal_is_digit(a[i]); i++)
+        digits++;
+    if (ok)
+        ok = digits >= 2 && digits <= 4 && n - 3 >= 3 &&
+             (3 + digits == n || (3 + digits + 1 == n && rt_hal_is_lower(a[n - 1])));
+    if (!ok)
+        return rt_fail(err, RT_ERR_DEVICE, dev->arch_loc,
+                       "bad arch for class hip (expected gfxNNN, got \"%s\")", a);
+    return RT_OK;
+}
+
+const struct rt_hal_ops rt_hal_hip_ops = {
+    .class_name = "hip",
+    .validate = rt_hal_hip_validate,
+    .compile = rt_gpu_hip_compile,
+    .load = rt_gpu_hip_open,
+    .run = rt_gpu_driver_exec,
+    .time = rt_gpu_driver_exec,
+};

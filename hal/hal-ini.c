@@ -1200,8 +1200,7 @@ static rt_status rt_check_device_at(const rt_locator *lc, const rt_device *dev, 
                        "x 2 x clock (expected at most %.0f, got %g)",
                        2.0 * issue_gflops, dev->peak_gflops[RT_DTYPE_F32]);
 
-    if (dev->ops && dev->ops->validate)
-        RT_TRY(dev->ops->validate(dev, err));
+    RT_TRY(rt_hal_validate(dev, err));
     return RT_OK;
 }
 

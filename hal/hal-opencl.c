@@ -6,7 +6,7 @@
 // kernels are checked numerically without a GPU.
 // Built when CMake finds OpenCL (RT_WITH_OPENCL: its headers and the loader's soname); otherwise
 // it reports "not built with OpenCL".
-#include "hal-gpu.h"
+#include "hal-gpu-impl.h"
 
 #include <ctype.h>
 #include <stdio.h>
@@ -426,9 +426,9 @@ static rt_status rt_cl_build(rt_arena *a, rt_cl_rt *c, const char *source, const
     return RT_OK;
 }
 
-rt_status rt_gpu_opencl_compile(rt_arena *a, const rt_device *dev, const char *source,
-                                const char *kernel_name, const rt_gpu_compile_options *opts,
-                                rt_gpu_binary *bin, rt_err *err) {
+static rt_status rt_gpu_opencl_compile(rt_arena *a, const rt_device *dev, const char *source,
+                                       const char *kernel_name, const rt_gpu_compile_options *opts,
+                                       rt_gpu_binary *bin, rt_err *err) {
     rt_cl_rt *c;
     RT_TRY(rt_cl_open(a, dev, false, &c, err));
     rt_buf joined;
@@ -483,7 +483,7 @@ rt_status rt_gpu_opencl_compile(rt_arena *a, const rt_device *dev, const char *s
 // Runtime
 // ---------------------------------------------------------------------------------------------
 
-rt_status rt_gpu_opencl_open(rt_gpu_runtime *rt, rt_err *err) {
+static rt_status rt_gpu_opencl_open(rt_gpu_runtime *rt, rt_err *err) {
     rt_cl_rt *c;
     RT_TRY(rt_cl_open(rt->arena, rt->dev, true, &c, err));
     snprintf(rt->device_name, sizeof rt->device_name, "%s", c->name);
@@ -633,7 +633,7 @@ static cl_int rt_cl_set_arg(cl_kernel k, int32_t i, const rt_gpu_arg *g, const c
 // Builds (or finds) every step's kernel, creates the buffers once from the staging memory and
 // sets the same arguments on each kernel, launches, reads the copy_out buffers back after an
 // untimed run, and releases every buffer whatever failed.
-rt_status rt_gpu_opencl_exec(rt_gpu_runtime *rt, rt_gpu_exec *x, rt_err *err) {
+static rt_status rt_gpu_opencl_exec(rt_gpu_runtime *rt, rt_gpu_exec *x, rt_err *err) {
     rt_cl_rt *c = rt->impl;
     int32_t n = x->n_args;
     cl_kernel *ks = calloc((size_t)x->n_steps, sizeof *ks);
@@ -684,25 +684,34 @@ rt_status rt_gpu_opencl_exec(rt_gpu_runtime *rt, rt_gpu_exec *x, rt_err *err) {
 
 #else // !RT_WITH_OPENCL
 
-rt_status rt_gpu_opencl_compile(rt_arena *a, const rt_device *dev, const char *source,
-                                const char *kernel_name, const rt_gpu_compile_options *opts,
-                                rt_gpu_binary *bin, rt_err *err) {
+static rt_status rt_gpu_opencl_compile(rt_arena *a, const rt_device *dev, const char *source,
+                                       const char *kernel_name, const rt_gpu_compile_options *opts,
+                                       rt_gpu_binary *bin, rt_err *err) {
     (void)a, (void)dev, (void)source, (void)kernel_name, (void)opts, (void)bin;
     return rt_fail(err, RT_ERR_BACKEND, RT_NOLOC,
                    "not built with OpenCL (no OpenCL library was found when rtgen was "
                    "configured)");
 }
 
-rt_status rt_gpu_opencl_open(rt_gpu_runtime *rt, rt_err *err) {
+static rt_status rt_gpu_opencl_open(rt_gpu_runtime *rt, rt_err *err) {
     (void)rt;
     return rt_fail(err, RT_ERR_BACKEND, RT_NOLOC,
                    RT_GPU_ABSENT_PREFIX "not built with OpenCL (no OpenCL library was found "
                                         "when rtgen was configured)");
 }
 
-rt_status rt_gpu_opencl_exec(rt_gpu_runtime *rt, rt_gpu_exec *x, rt_err *err) {
+static rt_status rt_gpu_opencl_exec(rt_gpu_runtime *rt, rt_gpu_exec *x, rt_err *err) {
     (void)rt, (void)x;
     return rt_fail(err, RT_ERR_BACKEND, RT_NOLOC, "not built with OpenCL");
 }
 
 #endif
+
+const struct rt_hal_ops rt_hal_opencl_ops = {
+    .class_name = "opencl",
+    .validate = NULL, // any arch string: OpenCL devices have no common naming
+    .compile = rt_gpu_opencl_compile,
+    .load = rt_gpu_opencl_open,
+    .run = rt_gpu_opencl_exec,
+    .time = rt_gpu_opencl_exec,
+};

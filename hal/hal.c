@@ -1,89 +1,15 @@
-// hal.c: the device-class registry of the HAL (one row per class: its name and behaviour, with
-// the class's own validation of the loaded numbers), and the helpers every later layer uses on
+// hal.c: the device-class registry of the HAL (one row per class: its name and its ops, which
+// each backend file defines: hal-cpu.c, hal-cuda.c, hal-hip.c, hal-opencl.c), and the helpers every later layer uses on
 // a loaded device: bandwidth of a level at a given transfer size, peak of a data type, and the
 // human summary and JSON form of a device. Devices come from hal-ini.c (INI files) or
 // hal-host.c (the detected host CPU); perfmodel and codegen read them through these helpers.
 #include "hal.h"
+#include "hal-impl.h"
 
 #include <jansson.h>
 #include <math.h>
 #include <stdio.h>
 #include <string.h>
-
-// ---------------------------------------------------------------------------------------------
-// Class validation: the spelling of arch per class
-// ---------------------------------------------------------------------------------------------
-
-static bool rt_is_digit(char c) {
-    return c >= '0' && c <= '9';
-}
-
-static bool rt_is_lower(char c) {
-    return c >= 'a' && c <= 'z';
-}
-
-// cuda: sm_NN or sm_NNN with an optional letter suffix (sm_70, sm_90a, sm_100).
-static rt_status rt_hal_cuda_validate(const rt_device *dev, rt_err *err) {
-    const char *a = dev->arch;
-    size_t n = strlen(a), digits = 0;
-    bool ok = n > 3 && strncmp(a, "sm_", 3) == 0;
-    for (size_t i = 3; ok && i < n && rt_is_digit(a[i]); i++)
-        digits++;
-    if (ok)
-        ok = (digits == 2 || digits == 3) &&
-             (3 + digits == n || (3 + digits + 1 == n && rt_is_lower(a[n - 1])));
-    if (!ok)
-        return rt_fail(err, RT_ERR_DEVICE, dev->arch_loc,
-                       "bad arch for class cuda (expected sm_NN, got \"%s\")", a);
-    return RT_OK;
-}
-
-// hip: gfx followed by 2-4 digits and an optional lower-case letter, 3-5 characters in all
-// (gfx906, gfx90a, gfx1030, gfx940).
-static rt_status rt_hal_hip_validate(const rt_device *dev, rt_err *err) {
-    const char *a = dev->arch;
-    size_t n = strlen(a), digits = 0;
-    bool ok = n > 3 && strncmp(a, "gfx", 3) == 0;
-    for (size_t i = 3; ok && i < n && rt_is_digit(a[i]); i++)
-        digits++;
-    if (ok)
-        ok = digits >= 2 && digits <= 4 && n - 3 >= 3 &&
-             (3 + digits == n || (3 + digits + 1 == n && rt_is_lower(a[n - 1])));
-    if (!ok)
-        return rt_fail(err, RT_ERR_DEVICE, dev->arch_loc,
-                       "bad arch for class hip (expected gfxNNN, got \"%s\")", a);
-    return RT_OK;
-}
-
-// cpu: an LLVM CPU name (lower case, digits, '-', '_', '.') or "native".
-static rt_status rt_hal_cpu_validate(const rt_device *dev, rt_err *err) {
-    const char *a = dev->arch;
-    bool ok = a[0] != '\0';
-    for (const char *p = a; ok && *p; p++)
-        ok = rt_is_lower(*p) || rt_is_digit(*p) || *p == '-' || *p == '_' || *p == '.';
-    if (!ok)
-        return rt_fail(err, RT_ERR_DEVICE, dev->arch_loc,
-                       "bad arch for class cpu (expected an LLVM CPU name or native, got \"%s\")",
-                       a);
-    return RT_OK;
-}
-
-static const struct rt_hal_ops rt_hal_cuda_ops = {
-    .class_name = "cuda",
-    .validate = rt_hal_cuda_validate,
-};
-static const struct rt_hal_ops rt_hal_hip_ops = {
-    .class_name = "hip",
-    .validate = rt_hal_hip_validate,
-};
-static const struct rt_hal_ops rt_hal_opencl_ops = {
-    .class_name = "opencl",
-    .validate = NULL, // any arch string: OpenCL devices have no common naming
-};
-static const struct rt_hal_ops rt_hal_cpu_ops = {
-    .class_name = "cpu",
-    .validate = rt_hal_cpu_validate,
-};
 
 // ORDER RT_DEVCLASS
 // clang-format off
@@ -140,6 +66,11 @@ rt_cpu_isa rt_hal_host_isa(void) {
 
 const struct rt_hal_ops *rt_hal_class_ops(rt_devclass c) {
     return (unsigned)c < RT_DEVCLASS_COUNT ? rt_hal_classes[c].ops : NULL;
+}
+
+rt_status rt_hal_validate(const rt_device *dev, rt_err *err) {
+    const struct rt_hal_ops *ops = dev->ops ? dev->ops : rt_hal_class_ops(dev->devclass);
+    return ops && ops->validate ? ops->validate(dev, err) : RT_OK;
 }
 
 bool rt_hal_find_class(const char *name, rt_devclass *out) {

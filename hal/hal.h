@@ -114,12 +114,8 @@ typedef struct rt_device {
     char text[RT_DEVICE_TEXT_BYTES];
 } rt_device;
 
-// Behaviour of a device class. Members that may be NULL say what NULL means.
-struct rt_hal_ops {
-    const char *class_name; // "cuda", "hip", "opencl", "cpu"
-    // Extra validation of the loaded numbers for this class (e.g. arch spelling). NULL: none.
-    rt_status (*validate)(const rt_device *dev, rt_err *err);
-};
+// The behaviour of a device class (validate, compile, load, run, time) is struct rt_hal_ops,
+// defined in hal-ops.h, the HAL's runtime interface; this header only describes devices.
 
 const char *rt_devclass_name(rt_devclass c);
 // "x86_64", "aarch64"; "none" for RT_CPU_ISA_NONE.
@@ -133,6 +129,9 @@ const char *rt_mem_scope_name(rt_mem_scope s);
 bool rt_hal_find_class(const char *name, rt_devclass *out);
 // The behaviour of a class (registry row in hal.c).
 const struct rt_hal_ops *rt_hal_class_ops(rt_devclass c);
+// The class's own validation of dev's loaded numbers (its ops' validate: e.g. the spelling of
+// arch), RT_OK when the class has none. Errors: RT_ERR_DEVICE at dev->arch_loc.
+rt_status rt_hal_validate(const rt_device *dev, rt_err *err);
 
 // Copies s into dev->text and returns the copy; NULL when dev->text is full.
 const char *rt_hal_device_text(rt_device *dev, const char *s);

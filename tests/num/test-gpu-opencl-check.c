@@ -10,7 +10,7 @@
 // no OpenCL device matches devices/pocl-cpu.ini.
 #include "test.h"
 
-#include "gpu.h"
+#include "run-gpu.h"
 #include "interp.h"
 
 #include <stdio.h>

@@ -9,7 +9,7 @@
 
 #include "test.h"
 
-#include "gpu.h"
+#include "run-gpu.h"
 #include "interp.h"
 
 #include <stdio.h>

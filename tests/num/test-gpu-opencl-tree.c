@@ -8,7 +8,7 @@
 // RTGEN_DUMP_GPU=DIR keeps every emitted source.
 #include "test.h"
 
-#include "gpu.h"
+#include "run-gpu.h"
 #include "interp.h"
 #include "tree-shapes.h"
 

@@ -10,7 +10,7 @@
 
 #include "test.h"
 
-#include "gpu.h"
+#include "run-gpu.h"
 
 #include <dirent.h>
 #include <stdio.h>

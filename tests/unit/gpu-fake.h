@@ -8,7 +8,7 @@
 #ifndef RT_TEST_GPU_FAKE_H
 #define RT_TEST_GPU_FAKE_H
 
-#include "hal-gpu.h"
+#include "hal-gpu-impl.h"
 #include "test.h"
 
 #include <stdint.h>

@@ -4,7 +4,7 @@
 // are refused. With --run (label gpu): on each GPU found, the INI arch is checked against the
 // live device, the tiled SGEMM runs at a prime and a ragged shape against a C reference, and
 // it is timed; exit 77 when no GPU is present.
-#include "hal-gpu.h"
+#include "hal-gpu-impl.h"
 #include "test.h"
 #include "gpu-sgemm.h"
 

@@ -5,7 +5,7 @@
 // median among the right candidates — not the fastest checked run, not a faster wrong kernel —
 // and a candidate that fails to compile, fails to launch or is wrong is marked with its reason
 // while the others go on.
-#include "gpu.h"
+#include "run-gpu.h"
 #include "interp.h"
 #include "test.h"
 #include "gpu-fake.h"

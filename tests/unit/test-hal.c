@@ -5,6 +5,7 @@
 // and every error case of tests/err/ini/ (the same check the CLI runner makes, done through
 // rt_hal_load_device and rt_err_format).
 #include "hal.h"
+#include "hal-ops.h"
 #include "test.h"
 
 #include <dirent.h>
@@ -532,6 +533,49 @@ static void test_error_cases(void) {
     }
 }
 
+// The registry lists one ops instance per class, each its own class's (hal-cuda.c, hal-hip.c,
+// hal-opencl.c, hal-cpu.c): the GPU classes compile, load, run and time; the cpu class only
+// validates (its kernels are JIT-compiled LLVM modules). Loaded devices carry their class's ops,
+// and an arch that only the class's own validate refuses is refused through them.
+static void test_class_ops(void) {
+    for (int c = 0; c < RT_DEVCLASS_COUNT; c++) {
+        const struct rt_hal_ops *ops = rt_hal_class_ops((rt_devclass)c);
+        RT_EXPECT(ops != NULL);
+        if (!ops)
+            continue;
+        RT_EXPECT_STR(ops->class_name, rt_devclass_name((rt_devclass)c));
+        bool gpu = c != RT_DEVCLASS_CPU;
+        RT_EXPECT_EQ(ops->compile != NULL, gpu);
+        RT_EXPECT_EQ(ops->load != NULL, gpu);
+        RT_EXPECT_EQ(ops->run != NULL, gpu);
+        RT_EXPECT_EQ(ops->time != NULL, gpu);
+        RT_EXPECT_EQ(ops->validate != NULL, c != RT_DEVCLASS_OPENCL);
+    }
+    RT_EXPECT(rt_hal_class_ops(RT_DEVCLASS_COUNT) == NULL);
+    const char *paths[] = {"devices/v100.ini", "devices/mi50.ini", "devices/pocl-cpu.ini",
+                           "devices/x86-avx2.ini"};
+    const rt_devclass want[] = {RT_DEVCLASS_CUDA, RT_DEVCLASS_HIP, RT_DEVCLASS_OPENCL,
+                                RT_DEVCLASS_CPU};
+    for (int i = 0; i < 4; i++) {
+        load(paths[i]);
+        RT_EXPECT_EQ(dev.devclass, want[i]);
+        RT_EXPECT(dev.ops == rt_hal_class_ops(want[i]));
+    }
+    // The cuda class's validate refuses a hip arch, and the hip class's a cuda one.
+    load("devices/v100.ini");
+    rt_err e;
+    rt_err_clear(&e);
+    RT_EXPECT_EQ(rt_hal_validate(&dev, &e), RT_OK);
+    snprintf(dev.arch, sizeof dev.arch, "gfx906");
+    RT_EXPECT_EQ(rt_hal_validate(&dev, &e), RT_ERR_DEVICE);
+    RT_EXPECT(strstr(e.msg, "bad arch for class cuda") != NULL);
+    load("devices/mi50.ini");
+    snprintf(dev.arch, sizeof dev.arch, "sm_70");
+    rt_err_clear(&e);
+    RT_EXPECT_EQ(rt_hal_validate(&dev, &e), RT_ERR_DEVICE);
+    RT_EXPECT(strstr(e.msg, "bad arch for class hip") != NULL);
+}
+
 int main(void) {
     if (access("devices", F_OK) != 0 && access(RTGEN_SOURCE_DIR, F_OK) == 0)
         RT_EXPECT_EQ(chdir(RTGEN_SOURCE_DIR), 0);
@@ -545,5 +589,6 @@ int main(void) {
     test_doc_examples();
     test_threads();
     test_error_cases();
+    test_class_ops();
     return rt_test_finish("test-hal");
 }

@@ -5,6 +5,7 @@
 
 #include "rtgen.h"
 #include "kir.h"
+#include "run.h"
 
 // Repetitions a candidate may time within its budget. At 64 a 70 us kernel stopped after 4.5 ms
 // of an 80 ms budget, and its median moved 10-20% between profiling runs on the 2-core VM.

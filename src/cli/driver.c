@@ -9,7 +9,7 @@
 #include "interp.h"
 #include "perfmodel.h"
 #include "rtgen.h"
-#include "gpu.h"
+#include "run-gpu.h"
 #include "hal-gpu.h"
 
 #include <errno.h>
@@ -382,26 +382,12 @@ static rt_status rt_driver_cpu_kernels(rt_arena *a, const rt_driver_options *o, 
     return rt_cpu_build_and_profile(a, op, dev, b, res, &copt, out, err);
 }
 
-// Reference checks of GPU-structured kernels run the interpreter on the full operator: above
-// this many iteration points they are skipped (shrink the op with --set to check it).
-#define RT_DRIVER_GPU_CHECK_MAX_POINTS (1 << 26)
-
-// What the GPU path produced: one emitted (and, for the device's own target, compiled)
-// candidate per rank, and when a runtime was found, each checked and, when right, timed.
-typedef struct rt_driver_gpu {
-    int32_t n;
-    rt_gpu_candidate *cands;
-    rt_gpu_result *res;       // per candidate when profiled (rt_gpu_profile), else NULL
-    const char **status;      // "emitted", "compiled", or rt_gpu_cand_status_name
-    const char **reason;      // why a candidate failed (compile, run, check); NULL otherwise
-    int32_t winner;           // lowest kernel median among "ok", -1 when none
-    const char *not_profiled; // why nothing ran (no GPU, other target, too large)
-    const char *ext;
-} rt_driver_gpu;
-
+// Kernels for a GPU-class device (run-gpu.h): emitted in --emit's target (the device's own by
+// default), compiled for the device's own, and where it is present checked and timed.
+// RTGEN_TEST_FAULT (tests only, see rt_driver_cpu_kernels) takes one fault there: corrupt.
 static rt_status rt_driver_gpu_kernels(rt_arena *a, const rt_driver_options *o,
                                        const rt_device *dev, rt_bindings *b,
-                                       const rt_perf_result *res, rt_driver_gpu *g, rt_err *err) {
+                                       const rt_perf_result *res, rt_gpu_report *g, rt_err *err) {
     memset(g, 0, sizeof *g);
     g->winner = -1;
     rt_gpu_target own, t;
@@ -413,164 +399,13 @@ static rt_status rt_driver_gpu_kernels(rt_arena *a, const rt_driver_options *o,
         return rt_fail(err, RT_ERR_USAGE, RT_NOLOC,
                        "--emit=%s needs a CPU device (the device '%s' is of class %s)", o->emit,
                        dev->name, rt_devclass_name(dev->devclass));
-    g->ext = rt_gpu_dialect_of(t)->ext;
-    g->n = res->n_cands;
-    RT_ALLOC(a, g->status, g->n, err);
-    RT_ALLOC(a, g->reason, g->n, err);
-    if (t == own) {
-        RT_TRY(rt_gpu_compile_topk(a, res, dev, g->n, 2, &g->cands, err));
-    } else {
-        RT_ALLOC(a, g->cands, g->n, err);
-        for (int32_t i = 0; i < g->n; i++) {
-            rt_gpu_lower_options lo = {.rank = i + 1, .spec_path = o->spec_path};
-            RT_TRY(rt_gpu_emit_candidate(a, res, i + 1, t, &lo, &g->cands[i], err));
-        }
-    }
-    for (int32_t i = 0; i < g->n; i++) {
-        const rt_gpu_candidate *c = &g->cands[i];
-        g->status[i] = t != own ? "emitted" : c->compiled ? "compiled" : "compile failed";
-        if (t == own && !c->compiled)
-            g->reason[i] = c->compile_err.msg;
-    }
-
-    // Run, check and time where the device is present (a GPU, or OpenCL on PoCL here).
-    if (o->profile == 0) {
-        g->not_profiled = "--no-profile";
-        return RT_OK;
-    }
-    if (t != own) {
-        g->not_profiled = rt_arena_printf(a, "emitted for %s, which is not the device's target",
-                                          rt_gpu_dialect_of(t)->target);
-        return RT_OK;
-    }
-    rt_gpu_runtime *rt = NULL;
-    rt_err open_err;
-    rt_err_clear(&open_err);
-    if (rt_gpu_runtime_open(a, dev, &rt, &open_err) != RT_OK) {
-        if (!rt_gpu_err_is_absent(&open_err)) {
-            *err = open_err;
-            return open_err.status;
-        }
-        g->not_profiled = rt_arena_strdup(a, open_err.msg);
-        return RT_OK;
-    }
-    if (res->model && res->model->real_points > (double)RT_DRIVER_GPU_CHECK_MAX_POINTS) {
-        g->not_profiled = rt_arena_printf(
-            a,
-            "%.3g iteration points exceed the reference check's limit of %d; shrink the op "
-            "with --set to run it",
-            res->model->real_points, RT_DRIVER_GPU_CHECK_MAX_POINTS);
-        return RT_OK;
-    }
-    // Check each candidate, time the right ones alone, rank by kernel median. RTGEN_TEST_FAULT
-    // (tests only, see rt_driver_cpu_kernels) takes one fault here: corrupt.
-    rt_gpu_time_options topt = rt_gpu_time_defaults;
-    const char *fault = getenv("RTGEN_TEST_FAULT");
-    if (fault && *fault && strcmp(fault, "corrupt") != 0)
-        return rt_fail(err, RT_ERR_USAGE, RT_NOLOC,
-                       "RTGEN_TEST_FAULT: the GPU check takes only \"corrupt\" (got \"%s\")",
-                       fault);
-    topt.test_corrupt = fault && *fault;
-    RT_ALLOC(a, g->res, g->n, err);
-    RT_TRY(rt_gpu_profile(a, rt, dev, g->cands, g->n, b, &topt, g->res, &g->winner, err));
-    for (int32_t i = 0; i < g->n; i++) {
-        g->status[i] = rt_gpu_cand_status_name(g->res[i].status);
-        g->reason[i] = g->res[i].reason;
-    }
-    return RT_OK;
-}
-
-static void *rt_driver_gpu_to_json(const rt_driver_gpu *g, const rt_perf_result *res) {
-    json_t *arr = json_array();
-    for (int32_t i = 0; i < g->n; i++) {
-        const rt_gpu_candidate *c = &g->cands[i];
-        json_t *j = json_object();
-        json_object_set_new(j, "rank", json_integer(c->rank));
-        json_object_set_new(j, "status", json_string(g->status[i]));
-        if (g->reason[i])
-            json_object_set_new(j, "reason", json_string(g->reason[i]));
-        json_object_set_new(j, "winner", json_boolean(i == g->winner));
-        json_object_set_new(j, "predicted_ns", json_real(res->cands[i].predicted_ns));
-        json_t *phases = json_array();
-        for (int32_t p = 0; p < c->kernel->n_phases; p++) {
-            const rt_gpu_phase *ph = &c->kernel->phases[p];
-            json_array_append_new(
-                phases, json_pack("{s:s, s:I, s:i, s:i, s:I, s:b}", "kernel", ph->kernel_name,
-                                  "grid_x", (json_int_t)ph->grid_x, "ragged_grid_dims",
-                                  ph->n_ragged, "threads", ph->threads, "smem_bytes",
-                                  (json_int_t)ph->smem_bytes, "staged", ph->staged));
-        }
-        json_object_set_new(j, "phases", phases);
-        if (c->bins) {
-            json_object_set_new(j, "compiled", json_boolean(c->compiled));
-            json_object_set_new(j, "compiled_arch", json_string(c->compiled_arch));
-            if (c->note)
-                json_object_set_new(j, "compile_note", json_string(c->note));
-            if (!c->compiled)
-                json_object_set_new(j, "compile_error", json_string(c->compile_err.msg));
-            json_object_set_new(j, "registers", json_integer(c->regs));
-            json_object_set_new(j, "spill_bytes", json_integer(c->spill_bytes));
-            json_object_set_new(j, "smem_bytes", json_integer(c->smem_bytes));
-            json_object_set_new(j, "occupancy", json_real(c->occupancy));
-        }
-        const rt_gpu_result *r = g->res ? &g->res[i] : NULL;
-        if (r && r->checked) { // the checked run's wall time: reported, never ranked
-            json_object_set_new(j, "checked_run_ns", json_real(r->check.checked_run_ns));
-            json_object_set_new(j, "max_rel_err", json_real(r->check.max_rel_err));
-            json_object_set_new(j, "nmse", json_real(r->check.nmse));
-        }
-        if (r && r->status == RT_GPU_CAND_OK) { // the kernel alone: what ranks
-            json_object_set_new(j, "kernel_min_ns", json_real(r->timing.min_ns));
-            json_object_set_new(j, "kernel_median_ns", json_real(r->timing.median_ns));
-            json_object_set_new(j, "kernel_reps", json_integer(r->timing.reps));
-            json_object_set_new(j, "kernel_warmup", json_integer(r->timing.warmup));
-            json_object_set_new(j, "kernel_timed_with", json_string(r->timing.method));
-        }
-        json_array_append_new(arr, j);
-    }
-    return arr;
-}
-
-// The table: kernel min/median (the kernel alone, what ranks), the checked run (upload, launch,
-// read-back; not ranked), then each failed candidate's reason and how the kernels were timed.
-static void rt_driver_gpu_print(const rt_driver_gpu *g, const rt_perf_result *res, rt_buf *out) {
-    rt_buf_linef(out, 0, "rank %-16s %5s %7s %10s %6s %12s %12s %12s %12s %10s", "status", "regs",
-                 "spill_B", "smem_B", "occ", "predicted_us", "kernel_min_us", "kernel_med_us",
-                 "check_us", "max_rel");
-    const rt_gpu_timing *timed = NULL;
-    for (int32_t i = 0; i < g->n; i++) {
-        const rt_gpu_candidate *c = &g->cands[i];
-        const rt_gpu_result *r = g->res ? &g->res[i] : NULL;
-        char kmin[32] = "-", kmed[32] = "-", run[32] = "-", rel[32] = "-";
-        if (r && r->checked) {
-            snprintf(run, sizeof run, "%.2f", r->check.checked_run_ns / 1e3);
-            snprintf(rel, sizeof rel, "%.2e", r->check.max_rel_err);
-        }
-        if (r && r->status == RT_GPU_CAND_OK) {
-            snprintf(kmin, sizeof kmin, "%.2f", r->timing.min_ns / 1e3);
-            snprintf(kmed, sizeof kmed, "%.2f", r->timing.median_ns / 1e3);
-            if (!timed || i == g->winner)
-                timed = &r->timing;
-        }
-        rt_buf_linef(out, 0, "%4d %-16s %5d %7lld %10lld %6.2f %12.2f %12s %12s %12s %10s%s",
-                     (int)c->rank, g->status[i], (int)c->regs, (long long)c->spill_bytes,
-                     (long long)c->smem_bytes, c->occupancy, res->cands[i].predicted_ns / 1e3, kmin,
-                     kmed, run, rel, i == g->winner ? "  <- winner" : "");
-    }
-    for (int32_t i = 0; i < g->n; i++)
-        if (g->reason[i])
-            rt_buf_linef(out, 0, "rank %d %s: %s", (int)g->cands[i].rank, g->status[i],
-                         g->reason[i]);
-    if (timed)
-        rt_buf_linef(out, 0,
-                     "timing: kernel_*_us are all phases on device-resident buffers, %d "
-                     "launches after %d warm-up, timed with %s; check_us is one checked run "
-                     "with upload and read-back, not ranked",
-                     (int)timed->reps, (int)timed->warmup, timed->method);
-    if (g->n > 0 && g->cands[0].note)
-        rt_buf_linef(out, 0, "note: %s", g->cands[0].note);
-    if (g->not_profiled)
-        rt_buf_linef(out, 0, "not profiled: %s", g->not_profiled);
+    rt_gpu_report_options gopt = {.target = t,
+                                  .spec_path = o->spec_path,
+                                  .profile = o->profile != 0,
+                                  .b = b,
+                                  .test_fault = getenv("RTGEN_TEST_FAULT"),
+                                  .compile_threads = 2};
+    return rt_gpu_build_and_profile(a, dev, res, &gopt, g, err);
 }
 
 // Writes the report and every candidate's source: the winner (or the model's top-1) as
@@ -605,7 +440,7 @@ static rt_status rt_driver_write_outputs(rt_arena *a, const rt_driver_options *o
 // After a profile in which no candidate passed: one line per candidate on stderr (rank, status,
 // reason), and the error (RT_ERR_BACKEND) counting them by status.
 static rt_status rt_driver_failed(rt_arena *a, const rt_driver_options *o, const rt_op *op,
-                                  const rt_cpu_report *cpu, const rt_driver_gpu *g, rt_err *err) {
+                                  const rt_cpu_report *cpu, const rt_gpu_report *g, rt_err *err) {
     const char *names[16];
     int32_t counts[16], n_names = 0, n = cpu ? cpu->n : g->n;
     for (int32_t i = 0; i < n; i++) {
@@ -671,7 +506,7 @@ static rt_status rt_driver_construct(rt_arena *a, const rt_driver_options *o, co
         fputs(explain.data, o->json ? stderr : f);
 
     rt_cpu_report *cpu = NULL;
-    rt_driver_gpu gpu;
+    rt_gpu_report gpu;
     memset(&gpu, 0, sizeof gpu);
     bool is_cpu = dev->devclass == RT_DEVCLASS_CPU;
     if (is_cpu)
@@ -718,7 +553,7 @@ static rt_status rt_driver_construct(rt_arena *a, const rt_driver_options *o, co
     json_object_set_new(root, "construction", (json_t *)rt_perf_result_to_json(res));
     json_object_set_new(root, "kernels",
                         is_cpu ? (json_t *)rt_cpu_report_to_json(cpu)
-                               : (json_t *)rt_driver_gpu_to_json(&gpu, res));
+                               : (json_t *)rt_gpu_report_to_json(&gpu, res));
     char *text = json_dumps(root, JSON_INDENT(2));
     json_decref(root);
     if (!text)
@@ -740,7 +575,7 @@ static rt_status rt_driver_construct(rt_arena *a, const rt_driver_options *o, co
     if (is_cpu)
         rt_cpu_report_print(cpu, &table);
     else
-        rt_driver_gpu_print(&gpu, res, &table);
+        rt_gpu_report_print(&gpu, res, &table);
     if (table.data)
         fputs(table.data, f);
     if (failed) {
@@ -769,8 +604,8 @@ rt_status rt_driver_run(rt_arena *a, const rt_driver_options *o, FILE *f, rt_err
     int32_t n_sets = 0;
     RT_TRY(rt_driver_infer_sizes(a, o, op, files, &sets, &n_sets, err));
     rt_tree_data **trees = NULL;
-    RT_TRY(rt_driver_tree_sizes(a, o, op, !o->dry_run && !o->interpret, &sets, &n_sets, &trees,
-                                err));
+    RT_TRY(
+        rt_driver_tree_sizes(a, o, op, !o->dry_run && !o->interpret, &sets, &n_sets, &trees, err));
     if (n_sets > o->n_sets)
         RT_TRY(rt_spec_parse(a, text, o->spec_path, sets, n_sets, &op, err));
     rt_bindings *b = NULL;

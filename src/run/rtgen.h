@@ -64,6 +64,10 @@ typedef struct rt_cpu_options {
     bool progress;             // progress lines on stderr, only when it is a terminal
     int64_t interp_max_points; // reference by interpreter up to this many points (0: 1<<22)
     rt_cpu_fault fault;        // tests only (see rt_cpu_fault); RT_CPU_FAULT_NONE otherwise
+    // Follows the candidate loop (run.h's rt_run_options.on_step): each step's name ("compile",
+    // "prepare", "measure") and candidate; NULL: none.
+    void (*on_step)(void *obs, const char *step, int32_t i);
+    void *obs;
 } rt_cpu_options;
 
 // Outcome of one candidate. ORDER RT_CPU_CAND: names in rtgen.c.

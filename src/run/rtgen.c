@@ -4,7 +4,9 @@
 // reference (interpreter for small shapes, the random-vector check C*t ~ A*(B*t) for large
 // GEMMs, the naive loop-nest kernel otherwise; the checks are in rtgen-check.c) and times
 // warm-up + repetitions up to a budget. A wrong, crashing or hanging candidate is marked with
-// its reason and can never win, nor be run by an rt_cpu_runner. Top layer: above codegen.
+// its reason and can never win, nor be run by an rt_cpu_runner. These are the CPU's steps of
+// the run layer's one candidate loop (run.h: compile, prepare, measure; the loop picks). Run
+// layer: above codegen and the HAL.
 #include "rtgen.h"
 #include "rtgen-int.h"
 
@@ -189,7 +191,7 @@ static rt_status rt_cpu_data_make(rt_arena *a, const rt_kir_kernel *k, rt_bindin
             // The tree as the bindings linearized it, read only (like the start arrays).
             const rt_tree_data *t = b->trees[bf->tensor];
             int64_t n;
-            const int32_t *arr = t ? rt_kir_tree_array(t, (rt_kir_tree_field)bf->dim, &n) : NULL;
+            const int32_t *arr = t ? rt_run_tree_array(t, (rt_kir_tree_field)bf->dim, &n) : NULL;
             if (!arr)
                 return rt_fail(err, RT_ERR_BACKEND, RT_NOLOC, "tree %s has no %s array",
                                b->op->trees[bf->tensor].name,
@@ -578,17 +580,127 @@ static void rt_cpu_ceilings(rt_cpu_report *r, const rt_device *dev, const rt_per
     rt_hal_figure_label(l->source, r->peak_gbps_key, r->peak_gbps_label, sizeof r->peak_gbps_label);
 }
 
-rt_status rt_cpu_build_and_profile(rt_arena *a, const rt_op *op, const rt_device *dev,
-                                   rt_bindings *b, const rt_perf_result *perf,
-                                   const rt_cpu_options *opt, rt_cpu_report **out, rt_err *err) {
-    double t_start = rt_cpu_now_ns();
-    rt_cpu_options defaults = {0};
-    if (!opt)
-        opt = &defaults;
-    if (!perf || perf->n_cands < 1)
-        return rt_fail(err, RT_ERR_NOFIT, RT_NOLOC, "no candidate to build for %s", op->name);
-    if (opt->profile)
-        RT_TRY(rt_cpu_profile_fits(a, op, b, perf, opt, err));
+// The CPU backend's steps of the candidate loop (run.h).
+typedef struct rt_cpu_loop {
+    rt_cpu_impl *im;
+    rt_cpu_report *r;
+    const rt_perf_result *perf;
+    const rt_cpu_options *opt;
+    rt_bindings *b;
+    bool profile, tty;
+    double t_start;
+    rt_cpu_data *d;
+    rt_cpu_shared *sh;
+    double bytes; // the operator's data, for GB/s
+} rt_cpu_loop;
+
+// Lowers, emits and (profiling, or top-1) JIT-compiles every candidate in rank order: the JIT
+// shares one LLVM context, and a candidate whose code equals an earlier one's shares its
+// functions, so the CPU compiles on one thread whatever the loop offers.
+static rt_status rt_cpu_loop_compile(void *ctx, int32_t n, int32_t threads, rt_err *err) {
+    rt_cpu_loop *L = ctx;
+    (void)threads;
+    for (int32_t i = 0; i < n; i++) {
+        if (L->tty)
+            fprintf(stderr, "\rrtgen: compiling candidate %d/%d", (int)i + 1, (int)n);
+        RT_TRY(rt_cpu_build_one(L->im, L->perf, i, &L->r->cands[i], L->profile || i == 0, err));
+        if (i == 0)
+            L->r->top1_ms = rt_cpu_ms(L->t_start);
+    }
+    return RT_OK;
+}
+
+// The bound data in the kernels' types (outputs poisoned), the reference outputs, and the
+// memory shared with the profiling children.
+static rt_status rt_cpu_loop_prepare(void *ctx, bool *measure, rt_err *err) {
+    rt_cpu_loop *L = ctx;
+    rt_cpu_impl *im = L->im;
+    *measure = L->profile;
+    if (!L->profile)
+        return RT_OK;
+    const rt_op *op = im->op;
+    RT_TRY(rt_bindings_prepare(L->b, err));
+    rt_cpu_poison_bindings(op, L->b);
+    RT_ALLOC(im->a, L->d, 1, err);
+    RT_TRY(rt_cpu_data_make(im->a, im->kernels[0], L->b, true, L->d, err));
+    for (int32_t s = 0; s < op->n_stmts; s++)
+        L->d->restore_each = L->d->restore_each || op->stmts[s].op == RT_ASSIGN_ADD;
+    double t_ref = rt_cpu_now_ns();
+    if (L->tty)
+        fprintf(stderr, "\r\033[Krtgen: computing the reference outputs");
+    RT_TRY(rt_cpu_reference(im, L->perf, L->b, L->opt, L->d, err));
+    L->r->reference_ms = rt_cpu_ms(t_ref);
+    L->r->profiled = true;
+    L->sh = rt_cpu_shared_alloc(sizeof *L->sh);
+    if (!L->sh)
+        return rt_fail(err, RT_ERR_NOMEM, RT_NOLOC, "cannot map shared memory for profiling");
+    L->bytes = rt_cpu_data_bytes(op, L->b);
+    return RT_OK;
+}
+
+// Candidate i's check and timing in a forked child (or the outcome of the earlier candidate
+// whose code it shares), and its rates and % of peak.
+static rt_status rt_cpu_loop_measure(void *ctx, int32_t i, double best, rt_run_measure *m,
+                                     rt_err *err) {
+    rt_cpu_loop *L = ctx;
+    rt_cpu_report *r = L->r;
+    rt_cpu_cand *c = &r->cands[i];
+    if (c->same_as >= 0) {
+        const rt_cpu_cand *o = &r->cands[c->same_as];
+        c->status = o->status;
+        c->signal = o->signal;
+        c->check = o->check;
+        c->reason = o->reason;
+        c->max_abs_err = o->max_abs_err;
+        c->max_rel_err = o->max_rel_err;
+        c->nmse = o->nmse;
+        c->reps = o->reps;
+        c->min_ns = o->min_ns;
+        c->median_ns = o->median_ns;
+        c->gflops = o->gflops;
+        c->gbps = o->gbps;
+        c->peak_pct = o->peak_pct;
+        c->compute_bound = o->compute_bound;
+        *m = (rt_run_measure){c->status == RT_CPU_CAND_OK, c->median_ns};
+        return RT_OK;
+    }
+    if (L->tty)
+        fprintf(stderr, "\r\033[Krtgen: profiling candidate %d/%d (%s)", (int)i + 1, (int)r->n,
+                c->name);
+    rt_cpu_shared *sh = L->sh;
+    RT_TRY(rt_cpu_profile_cand(L->im, r, i, L->d, L->b, sh, L->opt, best, err));
+    if (sh->reps > 0) {
+        int32_t reps = sh->reps < RT_CPU_MAX_REPS ? sh->reps : RT_CPU_MAX_REPS;
+        c->min_ns = sh->times_ns[0];
+        for (int32_t q = 1; q < reps; q++)
+            c->min_ns = fmin(c->min_ns, sh->times_ns[q]);
+        c->median_ns = rt_cpu_median(sh->times_ns, reps);
+        const rt_kir_kernel *k = L->im->kernels[i];
+        double flops = k->flops > 0 ? k->flops : L->perf->cands[i].flops;
+        c->gflops = flops / c->median_ns;
+        c->gbps = L->bytes / c->median_ns;
+        c->compute_bound = k->compute_bound;
+        if (k->compute_bound)
+            c->peak_pct = r->peak_gflops > 0 ? 100.0 * c->gflops / r->peak_gflops : 0.0;
+        else
+            c->peak_pct = r->peak_gbps > 0 ? 100.0 * c->gbps / r->peak_gbps : 0.0;
+    }
+    *m = (rt_run_measure){c->status == RT_CPU_CAND_OK, c->median_ns};
+    return RT_OK;
+}
+
+static const rt_run_hooks rt_cpu_loop_hooks = {
+    .backend = "cpu",
+    .compile = rt_cpu_loop_compile,
+    .prepare = rt_cpu_loop_prepare,
+    .measure = rt_cpu_loop_measure,
+};
+
+// The report, the JIT (or the target machine of a foreign isa) and the ceilings, before the
+// loop.
+static rt_status rt_cpu_report_new(rt_arena *a, const rt_op *op, const rt_device *dev,
+                                   const rt_perf_result *perf, const rt_cpu_options *opt,
+                                   rt_cpu_report **out, rt_err *err) {
     rt_cpu_report *r;
     RT_ALLOC(a, r, 1, err);
     rt_cpu_impl *im;
@@ -621,93 +733,40 @@ rt_status rt_cpu_build_and_profile(rt_arena *a, const rt_op *op, const rt_device
         r->note =
             rt_arena_printf(a, "this LLVM has no %s backend: C only", rt_cpu_isa_name(dev->isa));
     }
-    bool profile = opt->profile && im->runs;
     r->not_profiled = !im->runs ? why : !opt->profile ? "profiling off" : NULL;
-    bool tty = opt->progress && isatty(2);
-    for (int32_t i = 0; i < r->n; i++) {
-        if (tty)
-            fprintf(stderr, "\rrtgen: compiling candidate %d/%d", (int)i + 1, (int)r->n);
-        RT_TRY(rt_cpu_build_one(im, perf, i, &r->cands[i], profile || i == 0, err));
-        if (i == 0)
-            r->top1_ms = rt_cpu_ms(t_start);
-    }
-    if (!profile) {
-        if (tty)
-            fprintf(stderr, "\r\033[K");
-        r->total_ms = rt_cpu_ms(t_start);
-        *out = r;
-        return RT_OK;
-    }
-    RT_TRY(rt_bindings_prepare(b, err));
-    rt_cpu_poison_bindings(op, b);
-    rt_cpu_data *d;
-    RT_ALLOC(a, d, 1, err);
-    RT_TRY(rt_cpu_data_make(a, im->kernels[0], b, true, d, err));
-    for (int32_t s = 0; s < op->n_stmts; s++)
-        d->restore_each = d->restore_each || op->stmts[s].op == RT_ASSIGN_ADD;
-    double t_ref = rt_cpu_now_ns();
-    if (tty)
-        fprintf(stderr, "\r\033[Krtgen: computing the reference outputs");
-    RT_TRY(rt_cpu_reference(im, perf, b, opt, d, err));
-    r->reference_ms = rt_cpu_ms(t_ref);
-    r->profiled = true;
-    rt_cpu_shared *sh = rt_cpu_shared_alloc(sizeof *sh);
-    if (!sh)
-        return rt_fail(err, RT_ERR_NOMEM, RT_NOLOC, "cannot map shared memory for profiling");
-    double bytes = rt_cpu_data_bytes(op, b);
-    double peak_gflops = r->peak_gflops, peak_gbps = r->peak_gbps;
-    double best = INFINITY;
-    for (int32_t i = 0; i < r->n; i++) {
-        rt_cpu_cand *c = &r->cands[i];
-        if (c->same_as >= 0) {
-            const rt_cpu_cand *o = &r->cands[c->same_as];
-            c->status = o->status;
-            c->signal = o->signal;
-            c->check = o->check;
-            c->reason = o->reason;
-            c->max_abs_err = o->max_abs_err;
-            c->max_rel_err = o->max_rel_err;
-            c->nmse = o->nmse;
-            c->reps = o->reps;
-            c->min_ns = o->min_ns;
-            c->median_ns = o->median_ns;
-            c->gflops = o->gflops;
-            c->gbps = o->gbps;
-            c->peak_pct = o->peak_pct;
-            c->compute_bound = o->compute_bound;
-            continue;
-        }
-        if (tty)
-            fprintf(stderr, "\r\033[Krtgen: profiling candidate %d/%d (%s)", (int)i + 1, (int)r->n,
-                    c->name);
-        rt_status st = rt_cpu_profile_cand(im, r, i, d, b, sh, opt, best, err);
-        if (st != RT_OK) {
-            rt_cpu_shared_free(sh, sizeof *sh);
-            return st;
-        }
-        if (sh->reps > 0) {
-            int32_t reps = sh->reps < RT_CPU_MAX_REPS ? sh->reps : RT_CPU_MAX_REPS;
-            c->min_ns = sh->times_ns[0];
-            for (int32_t q = 1; q < reps; q++)
-                c->min_ns = fmin(c->min_ns, sh->times_ns[q]);
-            c->median_ns = rt_cpu_median(sh->times_ns, reps);
-            const rt_kir_kernel *k = im->kernels[i];
-            double flops = k->flops > 0 ? k->flops : perf->cands[i].flops;
-            c->gflops = flops / c->median_ns;
-            c->gbps = bytes / c->median_ns;
-            c->compute_bound = k->compute_bound;
-            if (k->compute_bound)
-                c->peak_pct = peak_gflops > 0 ? 100.0 * c->gflops / peak_gflops : 0.0;
-            else
-                c->peak_pct = peak_gbps > 0 ? 100.0 * c->gbps / peak_gbps : 0.0;
-        }
-        if (c->status == RT_CPU_CAND_OK && c->median_ns < best) {
-            best = c->median_ns;
-            r->winner = i;
-        }
-    }
-    rt_cpu_shared_free(sh, sizeof *sh);
-    if (tty)
+    *out = r;
+    return RT_OK;
+}
+
+rt_status rt_cpu_build_and_profile(rt_arena *a, const rt_op *op, const rt_device *dev,
+                                   rt_bindings *b, const rt_perf_result *perf,
+                                   const rt_cpu_options *opt, rt_cpu_report **out, rt_err *err) {
+    double t_start = rt_cpu_now_ns();
+    rt_cpu_options defaults = {0};
+    if (!opt)
+        opt = &defaults;
+    if (!perf || perf->n_cands < 1)
+        return rt_fail(err, RT_ERR_NOFIT, RT_NOLOC, "no candidate to build for %s", op->name);
+    if (opt->profile)
+        RT_TRY(rt_cpu_profile_fits(a, op, b, perf, opt, err));
+    rt_cpu_report *r = NULL;
+    RT_TRY(rt_cpu_report_new(a, op, dev, perf, opt, &r, err));
+    rt_cpu_impl *im = r->impl;
+    rt_cpu_loop L = {.im = im,
+                     .r = r,
+                     .perf = perf,
+                     .opt = opt,
+                     .b = b,
+                     .profile = opt->profile && im->runs,
+                     .tty = opt->progress && isatty(2),
+                     .t_start = t_start};
+    rt_run_options ro = {.compile_threads = 1, .on_step = opt->on_step, .obs = opt->obs};
+    rt_status st = rt_run_candidates(&rt_cpu_loop_hooks, &L, r->n, &ro, &r->winner, err);
+    if (L.sh)
+        rt_cpu_shared_free(L.sh, sizeof *L.sh);
+    if (st != RT_OK)
+        return st;
+    if (L.tty)
         fprintf(stderr, "\r\033[K");
     r->total_ms = rt_cpu_ms(t_start);
     *out = r;

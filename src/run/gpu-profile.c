@@ -1,4 +1,4 @@
-// profile-gpu.c: the GPU code generator's candidates on a live device (a GPU, or OpenCL on PoCL).
+// gpu-profile.c: the run layer's GPU candidates on a live device (a GPU, or OpenCL on PoCL).
 // Check first: each candidate runs once, all phases in order on device-resident buffers, on the
 // seeded data of the bindings, with the buffers it writes poisoned, and every output is compared
 // with the reference interpreter through the one acceptance rule (rt_compare_accept) while every
@@ -6,7 +6,7 @@
 // alone (rt_gpu_time_steps: warm-up, repetitions, device events), and the winner is the lowest
 // kernel median among them. The checked run's wall time (uploads, read-back, first-use builds)
 // is reported, never ranked.
-#include "gpu.h"
+#include "run-gpu-int.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -36,11 +36,6 @@ static double rt_gp_now_ns(void) {
 // ---------------------------------------------------------------------------------------------
 // The reference
 // ---------------------------------------------------------------------------------------------
-
-// The interpreter's values of every output of op on b, computed once per set of candidates.
-typedef struct rt_gp_ref {
-    double **out; // [op->n_outputs]
-} rt_gp_ref;
 
 // Runs the interpreter on b and keeps its outputs; every tensor it writes (outputs,
 // temporaries) is put back as it was, so that b's start values serve every candidate.
@@ -122,8 +117,8 @@ static rt_status rt_gp_binaries(rt_arena *a, rt_gpu_runtime *rt, const rt_device
         if (c->bins && c->bins[p])
             bins[p] = c->bins[p];
         else
-            RT_TRY(rt_gpu_compile(rt->arena, dev, c->source, k->phases[p].kernel_name, &o, &bins[p],
-                                  err));
+            RT_TRY(rt_gpu_compile(rt_gpu_runtime_arena(rt), dev, c->source,
+                                  k->phases[p].kernel_name, &o, &bins[p], err));
     }
     *out = bins;
     return RT_OK;
@@ -132,7 +127,7 @@ static rt_status rt_gp_binaries(rt_arena *a, rt_gpu_runtime *rt, const rt_device
 // The host array of a tree buffer (b prepared), NULL when its tree is not bound.
 static const int32_t *rt_gp_tree_array(const rt_bindings *b, const rt_gpu_buffer *gb, int64_t *n) {
     const rt_tree_data *t = b->trees[gb->tensor];
-    return t ? rt_kir_tree_array(t, (rt_kir_tree_field)gb->dim, n) : NULL;
+    return t ? rt_run_tree_array(t, (rt_kir_tree_field)gb->dim, n) : NULL;
 }
 
 static rt_status rt_gp_setup(rt_arena *a, const rt_gpu_kernel *k, rt_gpu_binary **bins,
@@ -295,8 +290,7 @@ static rt_status rt_gp_check(rt_arena *a, rt_gpu_runtime *rt, const rt_gpu_candi
     out->checked_run_ns = rt_gp_now_ns() - t0;
     for (int32_t i = 0; corrupt && i < k->n_bufs; i++)
         if (!k->bufs[i].is_start && !k->bufs[i].is_tree && op->n_outputs > 0 &&
-            k->bufs[i].tensor == op->outputs[0] &&
-            rt_tensor_elems(b, op->outputs[0]) > 0) {
+            k->bufs[i].tensor == op->outputs[0] && rt_tensor_elems(b, op->outputs[0]) > 0) {
             L->host[i][0] += 1.0;
             break;
         }
@@ -426,6 +420,30 @@ static rt_status rt_gp_profile_one(rt_arena *a, rt_gpu_runtime *rt, const rt_dev
     return RT_OK;
 }
 
+// The GPU backend's check-and-time steps of the candidate loop (run-gpu-int.h).
+
+// One reference for every candidate, from b.
+rt_status rt_gp_loop_prepare(void *ctx, bool *measure, rt_err *err) {
+    rt_gp_loop *L = ctx;
+    *measure = true;
+    return rt_gp_reference(L->a, L->cands[0].kernel->op, L->b, &L->ref, err);
+}
+
+rt_status rt_gp_loop_measure(void *ctx, int32_t i, double best_ns, rt_run_measure *m, rt_err *err) {
+    rt_gp_loop *L = ctx;
+    (void)best_ns; // each candidate is timed to its budget: no early stop
+    rt_gpu_result *r = &L->out[i];
+    RT_TRY(rt_gp_profile_one(L->a, L->rt, L->dev, &L->cands[i], L->b, &L->ref, L->o, r, err));
+    *m = (rt_run_measure){r->status == RT_GPU_CAND_OK, r->timing.median_ns};
+    return RT_OK;
+}
+
+static const rt_run_hooks rt_gp_loop_hooks = {
+    .backend = "gpu",
+    .prepare = rt_gp_loop_prepare,
+    .measure = rt_gp_loop_measure,
+};
+
 rt_status rt_gpu_profile(rt_arena *a, rt_gpu_runtime *rt, const rt_device *dev,
                          const rt_gpu_candidate *cands, int32_t n, rt_bindings *b,
                          const rt_gpu_time_options *opt, rt_gpu_result *out, int32_t *out_winner,
@@ -443,13 +461,7 @@ rt_status rt_gpu_profile(rt_arena *a, rt_gpu_runtime *rt, const rt_device *dev,
                            "operator)",
                            (int)i + 1, cands[i].kernel->op->name, cands[0].kernel->op->name);
     }
-    rt_gp_ref ref = {0};
-    RT_TRY(rt_gp_reference(a, cands[0].kernel->op, b, &ref, err));
-    for (int32_t i = 0; i < n; i++) {
-        RT_TRY(rt_gp_profile_one(a, rt, dev, &cands[i], b, &ref, o, &out[i], err));
-        if (out[i].status == RT_GPU_CAND_OK &&
-            (*out_winner < 0 || out[i].timing.median_ns < out[*out_winner].timing.median_ns))
-            *out_winner = i;
-    }
-    return RT_OK;
+    rt_gp_loop L = {.a = a, .rt = rt, .dev = dev, .cands = cands, .b = b, .o = o, .out = out};
+    rt_run_options ro = {.on_step = o->on_step, .obs = o->obs};
+    return rt_run_candidates(&rt_gp_loop_hooks, &L, n, &ro, out_winner, err);
 }
