@@ -13,6 +13,7 @@
 #include "gpu.h"
 #include "hal-gpu.h"
 #include "interp.h"
+#include "compare.h"
 #include "run.h"
 
 // ---------------------------------------------------------------------------------------------

@@ -8,6 +8,7 @@
 
 #include "rt.h"
 #include "interp.h"
+#include "compare.h"
 #include "kir.h"
 
 // The host array of tree t that a kernel's TREE buffer of field f holds (as the bindings
