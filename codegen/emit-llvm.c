@@ -1098,8 +1098,13 @@ rt_status rt_emit_llvm(rt_arena *a, const rt_kir_kernel *k, const rt_llvm_target
     }
     LLVMDisposeMessage(msg);
     if (out_text) {
+        // The kernel's header (its plan among it) as comments, then the module.
         char *s = LLVMPrintModuleToString(l.m);
-        *out_text = rt_arena_strdup(a, s);
+        rt_buf text;
+        rt_buf_init(&text, a);
+        rt_kir_header_comment(k, "; ", &text);
+        rt_buf_puts(&text, s ? s : "");
+        *out_text = text.oom ? NULL : text.data;
         LLVMDisposeMessage(s);
         if (!*out_text) {
             LLVMDisposeModule(l.m);

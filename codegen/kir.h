@@ -217,9 +217,9 @@ typedef struct rt_kir_phase {
     int64_t scratch_bytes; // per thread
     // GPU phases (lower-gpu.c): n_items is the block count along grid x and item_var the block
     // index along x; threads > 0 marks a GPU phase.
-    int32_t threads;     // threads per block; 0 = CPU phase
-    int32_t thread_var;  // var bound to the thread index in the block
-    int32_t grid_var[2]; // vars bound to the block index along grid y and z (-1: unused)
+    int32_t threads;      // threads per block; 0 = CPU phase
+    int32_t thread_var;   // var bound to the thread index in the block
+    int32_t grid_var[2];  // vars bound to the block index along grid y and z (-1: unused)
     rt_kir_levels levels; // off: the items are 0 .. n_items once
 } rt_kir_phase;
 
@@ -298,5 +298,9 @@ bool rt_kir_fuse_loops(rt_arena *a, rt_kir_kernel *k);
 // Checks the structural invariants every emitter relies on (types of operands, variables and
 // buffers in range, ukernel shape). Errors: RT_ERR_BACKEND naming the offending node.
 rt_status rt_kir_validate(const rt_kir_kernel *k, rt_err *err);
+
+// k's header (spec, device, plan, rTiles, predicted time), one comment line per line, each
+// prefixed with `prefix` ("// " in C, "; " in LLVM IR), appended to b.
+void rt_kir_header_comment(const rt_kir_kernel *k, const char *prefix, rt_buf *b);
 
 #endif

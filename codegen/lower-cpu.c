@@ -50,6 +50,7 @@ typedef struct rt_lower {
     int64_t win_pt[3];                  // window var values of the point being translated
     int64_t win_dy;                     // output row (of the win_pack->yu) being translated
     const struct rt_win_pack *win_pack; // the strided read packed into scratch (NULL: none)
+    rt_perf_cpu_plan done; // the plan the kernel executes (kind NONE: naive), for the header
 } rt_lower;
 
 #define RT_LOWER_CHECK(l, x)                                                                       \
@@ -570,74 +571,6 @@ static rt_status rt_lower_nest(rt_lower *l, rt_kir_block *blk, int32_t first) {
     return rt_lower_element(l, blk, red, nr);
 }
 
-// The first kept loop of s when its range is a constant [lo, hi): spread over work items.
-static bool rt_stmt_outer(const rt_op *op, const rt_stmt *s, int32_t *var, int64_t *lo,
-                          int64_t *hi) {
-    for (int32_t i = 0; i < s->n_loops; i++) {
-        int32_t v = s->loops[i];
-        if (v < 0 || v >= s->n_vars)
-            return false;
-        if (s->vars[v].is_reduce)
-            continue;
-        *var = v;
-        return s->vars[v].lo && s->vars[v].hi && rt_expr_const_int(op, s->vars[v].lo, lo) &&
-               rt_expr_const_int(op, s->vars[v].hi, hi) && *hi > *lo;
-    }
-    return false;
-}
-
-static bool rt_reads_tensor(const rt_expr *e, int32_t t, int32_t first_var, bool *ok) {
-    if (!e)
-        return false;
-    bool found = false;
-    if (e->kind == RT_EXPR_READ && e->tensor == t) {
-        found = true;
-        if (e->n_args < 1 || e->args[0]->kind != RT_EXPR_INDEX || e->args[0]->var != first_var)
-            *ok = false;
-    }
-    for (int32_t i = 0; i < e->n_args; i++)
-        found = rt_reads_tensor(e->args[i], t, first_var, ok) || found;
-    return found;
-}
-
-// Can statement j join the row-wise group [g0, j) (same outer range, rows read where written)?
-static bool rt_can_fuse(const rt_op *op, int32_t g0, int32_t j) {
-    int32_t vj, v0;
-    int64_t lo0, hi0, loj, hij;
-    const rt_stmt *sj = &op->stmts[j];
-    if (!rt_stmt_outer(op, &op->stmts[g0], &v0, &lo0, &hi0) ||
-        !rt_stmt_outer(op, sj, &vj, &loj, &hij) || lo0 != loj || hi0 != hij)
-        return false;
-    for (int32_t i = g0; i < j; i++) {
-        const rt_stmt *si = &op->stmts[i];
-        int32_t vi;
-        int64_t a, b;
-        if (!rt_stmt_outer(op, si, &vi, &a, &b) || si->n_lhs < 1 || si->lhs_vars[0] != vi)
-            return false;
-        bool ok = true;
-        rt_reads_tensor(sj->rhs, si->out, vj, &ok);
-        if (!ok || sj->out == si->out)
-            return false;
-        // sj writes what si reads: keep them apart unless si reads it by its own row too.
-        bool ok2 = true;
-        rt_reads_tensor(si->rhs, sj->out, vi, &ok2);
-        if (!ok2)
-            return false;
-    }
-    if (sj->n_lhs < 1 || sj->lhs_vars[0] != vj)
-        return false;
-    return true;
-}
-
-// Model axis holding statement var v of the modeled statement (its fused axes), -1 when none.
-static int32_t rt_model_axis_of(const rt_stmt *s, const rt_perf_model *m, int32_t v) {
-    for (int32_t x = 0; x < s->n_axes && x < m->n_axes; x++)
-        for (int32_t i = 0; i < s->axes[x].n_members; i++)
-            if (s->axes[x].members[i] == v)
-                return x;
-    return -1;
-}
-
 // ---------------------------------------------------------------------------------------------
 // The general path with the rTiles: the modeled statement's loop nest blocked level by level
 // ---------------------------------------------------------------------------------------------
@@ -673,102 +606,62 @@ static int64_t rt_ceil_div64(int64_t x, int64_t y) {
     return (x + y - 1) / y;
 }
 
-// Collects the kept vars of s with their tiles from the rProgram; false when none is tiled
-// (or the work items would overflow), in which case the caller lowers the plain nest.
-// A flat axis (m->flat, the model's loop plan) is one var: its last member's, over the whole
-// axis with the axis's tiles; the other members are left out (rt_lower_tiled binds them to 0).
-static bool rt_tiled_plan(const rt_lower *l, const rt_stmt *s, rt_tvar *tv, int32_t *n_kept,
-                          int32_t *red, int32_t *n_red, int64_t *n_items) {
-    const rt_perf_model *m = l->m;
-    const rt_perf_flat *fl = &m->flat;
-    const rt_rprog *rp = l->rp;
-    int32_t bl = m->block_level, top = m->top, nk = 0, nr = 0, n_tiled = 0;
-    int64_t lanes = l->dev->lanes > 1 ? l->dev->lanes : 1, items = 1;
-    for (int32_t i = 0; i < s->n_loops - fl->n && i < RT_MAX_DIMS * 2; i++) {
-        int32_t v = s->loops[i];
-        if (v < 0 || v >= s->n_vars)
-            return false;
-        if (s->vars[v].is_reduce) {
-            red[nr++] = v;
-            continue;
-        }
-        rt_tvar *t = &tv[nk++];
-        memset(t, 0, sizeof *t);
-        t->v = v;
-        t->name = s->vars[v].name;
-        int32_t ax = rt_model_axis_of(s, m, v);
-        t->tiled = ax >= 0 && !m->axes[ax].ragged && s->vars[v].lo && s->vars[v].hi &&
-                   rt_expr_const_int(l->op, s->vars[v].lo, &t->lo) &&
-                   rt_expr_const_int(l->op, s->vars[v].hi, &t->hi) && t->hi > t->lo;
-        if (!t->tiled)
-            continue;
-        int64_t ext = t->hi - t->lo, up = ext;
-        for (int32_t lv = bl; lv <= top && t->tiled; lv++) {
-            int64_t e = rt_perf_member_tile(l->op, s, ax, v, rp->tile[lv].shape[ax]);
-            t->tiled = e > 0;
-            t->t[lv] = e < 1 ? 1 : e > up ? up : e;
-            up = t->t[lv];
-        }
-        n_tiled += t->tiled;
-    }
-    if (fl->n > 0) {
-        rt_tvar *t = &tv[nk++];
-        memset(t, 0, sizeof *t);
-        t->v = fl->mem[fl->n - 1];
-        char *nm = rt_arena_strdup(l->a, s->axes[fl->axis].name);
-        for (char *c = nm; c && *c; c++)
-            *c = *c == '.' ? '_' : *c;
-        t->name = nm ? nm : s->vars[t->v].name;
-        t->tiled = true;
-        t->hi = fl->total;
-        for (int32_t lv = bl; lv <= top; lv++) {
-            int64_t e = rp->tile[lv].shape[fl->axis], up = lv > bl ? t->t[lv - 1] : fl->total;
-            t->t[lv] = e < 1 ? 1 : e > up ? up : e;
-        }
-        n_tiled++;
-    }
-    if (n_tiled == 0 || nk == 0)
-        return false;
-    // The innermost kept var runs in vector lanes: no tile below the register width.
-    rt_tvar *in = &tv[nk - 1];
-    if (in->tiled)
-        for (int32_t lv = bl + 1; lv <= top; lv++)
-            if (in->t[lv] < lanes)
-                in->t[lv] = in->t[lv - 1] < lanes ? in->t[lv - 1] : lanes;
-    for (int32_t i = 0; i < nk; i++) {
-        if (!tv[i].tiled)
-            continue;
-        items *= rt_ceil_div64(tv[i].hi - tv[i].lo, tv[i].t[bl]);
-        if (items > ((int64_t)1 << 31))
-            return false;
-    }
-    *n_kept = nk;
+// The kept vars of s with their tiles as the plan's loop nest gives them (rt_perf_cpu_loops;
+// nothing is derived here), and the reduction vars in loop order. A flat axis (m->flat) is one
+// var: its last member's, over the whole axis; the other members are left out (rt_lower_tiled
+// binds them to 0).
+static void rt_tiled_vars(const rt_lower *l, const rt_stmt *s, const rt_perf_cpu_loops *lp,
+                          rt_tvar *tv, int32_t *n_red, int32_t *red) {
+    const rt_perf_flat *fl = &l->m->flat;
+    int32_t nr = 0;
+    for (int32_t i = 0; i < s->n_loops && nr < RT_MAX_DIMS * 2; i++)
+        if (s->loops[i] >= 0 && s->loops[i] < s->n_vars && s->vars[s->loops[i]].is_reduce)
+            red[nr++] = s->loops[i];
     *n_red = nr;
-    *n_items = items;
-    return true;
+    for (int32_t i = 0; i < lp->n_vars; i++) {
+        rt_tvar *t = &tv[i];
+        memset(t, 0, sizeof *t);
+        t->v = lp->var[i];
+        t->name = s->vars[t->v].name;
+        t->tiled = lp->tiled[i];
+        t->lo = lp->lo[i];
+        t->hi = lp->lo[i] + lp->extent[i];
+        memcpy(t->t, lp->tile[i], sizeof t->t);
+        if (fl->n > 0 && i == lp->n_vars - 1) {
+            char *nm = rt_arena_strdup(l->a, s->axes[fl->axis].name);
+            for (char *c = nm; c && *c; c++)
+                *c = *c == '.' ? '_' : *c;
+            t->name = nm ? nm : t->name;
+        }
+    }
 }
 
-// Window reductions (pooling, depthwise convolution): every reduction var has a small constant
-// range, the statement reads nothing of its own output and its innermost kept var is the output's
-// last (unit-stride) index. Then the x loop runs in vector lanes with the window points unrolled
-// in its body (rt_lower_window) instead of along the 3- or 5-wide window with a scalar
-// accumulator per output element.
-static bool rt_window_form(const rt_lower *l, const rt_stmt *s, int32_t xv, const int32_t *red,
-                           int32_t nr) {
-    if (nr < 1 || nr > 3 || s->op == RT_ASSIGN_SET || s->n_lhs < 1 ||
-        s->lhs_vars[s->n_lhs - 1] != xv)
-        return false;
-    int64_t points = 1;
-    for (int32_t i = 0; i < nr; i++) {
-        int32_t v = red[i];
-        int64_t lo, hi;
-        if (!s->vars[v].lo || !s->vars[v].hi || !rt_expr_const_int(l->op, s->vars[v].lo, &lo) ||
-            !rt_expr_const_int(l->op, s->vars[v].hi, &hi) || hi <= lo || hi - lo > 7)
-            return false;
-        points *= hi - lo;
+// The plan the kernel executes, from what the lowering built (the header's "plan:" line).
+static void rt_tiled_executed(rt_lower *l, const rt_tvar *tv, int32_t nk, bool window,
+                              const rt_win_pack *pk, bool packed) {
+    rt_perf_cpu_plan *pl = &l->done;
+    const rt_perf_model *m = l->m;
+    memset(pl, 0, sizeof *pl);
+    pl->kind = RT_PERF_CPU_PLAN_LOOPS;
+    pl->block_level = m->block_level;
+    pl->top = m->top;
+    rt_perf_cpu_loops *lp = &pl->loops;
+    lp->n_vars = nk;
+    lp->items = 1;
+    for (int32_t i = 0; i < nk; i++) {
+        lp->var[i] = tv[i].v;
+        lp->tiled[i] = tv[i].tiled;
+        lp->lo[i] = tv[i].tiled ? tv[i].lo : 0;
+        lp->extent[i] = tv[i].tiled ? tv[i].hi - tv[i].lo : 0;
+        memcpy(lp->tile[i], tv[i].t, sizeof tv[i].t);
+        if (tv[i].tiled)
+            lp->items *= rt_ceil_div64(tv[i].hi - tv[i].lo, tv[i].t[m->block_level]);
     }
-    bool ok = true;
-    return points <= 49 && !rt_reads_tensor(s->rhs, s->out, -1, &ok);
+    lp->window = window;
+    lp->win_pack = !packed       ? RT_PERF_CPU_WIN_PACK_NONE
+                   : pk->yv >= 0 ? RT_PERF_CPU_WIN_PACK_ROWS
+                                 : RT_PERF_CPU_WIN_PACK_X;
+    lp->win_yu = packed ? pk->yu : 1;
 }
 
 // Does e mention none of the statement's reduction vars (and hold no sum)?
@@ -1073,37 +966,20 @@ static void rt_win_span(const rt_lower *l, const int64_t *coef, int64_t *mn, int
     }
 }
 
-// Does e read a padded tensor (rt_win_padded) other than through rd?
-static bool rt_win_other_padded(const rt_lower *l, const rt_expr *e, const rt_expr *rd) {
-    if (!e)
-        return false;
-    if (e->kind == RT_EXPR_READ && e != rd && rt_win_padded(l, e))
-        return true;
-    for (int32_t i = 0; i < e->n_args; i++)
-        if (rt_win_other_padded(l, e->args[i], rd))
-            return true;
-    return false;
-}
-
-// Can the x loop (longer than a vector, at most x_max) read through packed rows (rt_win_pack)?
-// One read of an f32 dense tensor moves with x, in one affine dim with stride 2..8 (or 1 when
-// the tensor is padded) whose other vars are window vars or outer kept vars; at most one other
-// dim (the row dim) holds window vars (or yv), affine in them and outer kept vars; the rest hold
-// neither. With yv >= 0 (y's loop of y_min to y_max values per work item handed over too) the
-// row dim must move with y and the x dim must not; then each y iteration computes RT_WIN_Y_ROWS
-// output rows when every item has that many, the outputs may be recomputed (not '+=') and no
-// other read is padded (whose row guards hold per output row). Scratch: <= 32 KiB.
-static bool rt_win_pack_plan(const rt_lower *l, int32_t xv, int32_t yv, int64_t x_max,
-                             int64_t y_min, int64_t y_max, rt_win_pack *pk) {
+// Binds the packed-rows read the plan chose (rt_perf_cpu_loops.win_pack, perfmodel/cpu.c
+// window_pack decides it; nothing is decided here) to the statement: the one read of an f32
+// dense tensor that moves with x, in one affine dim (stride a) whose other vars are window vars
+// or outer kept vars; at most one other dim (the row dim) holds window vars (or yv, y's loop
+// handed over, yu output rows per y iteration), affine in them and outer kept vars. False when
+// the statement has no such read (the plan and the statement disagree).
+static bool rt_win_pack_bind(const rt_lower *l, int32_t xv, int32_t yv, int64_t x_max, int64_t yu,
+                             rt_win_pack *pk) {
     const rt_stmt *s = l->s;
     const rt_expr *rd = NULL;
     memset(pk, 0, sizeof *pk);
     pk->dim = pk->rdim = -1;
     pk->yv = yv;
-    // A row no longer than a vector runs as one narrower vector plus a short remainder either
-    // way (rt_win_loops): there the copy would cost more than the interleaved loads it saves.
-    int64_t lanes = l->dev && l->dev->lanes > 1 ? l->dev->lanes : 1;
-    if (x_max <= lanes || l->ct != RT_KIR_F32 || rt_reads_with_var(s->rhs, xv, &rd) != 1)
+    if (l->ct != RT_KIR_F32 || rt_reads_with_var(s->rhs, xv, &rd) != 1)
         return false;
     const rt_tensor *tn = &l->op->tensors[rd->tensor];
     if (rd->n_args != tn->n_dims || l->k->bufs[l->data_buf[rd->tensor]].type != RT_KIR_F32)
@@ -1150,11 +1026,7 @@ static bool rt_win_pack_plan(const rt_lower *l, int32_t xv, int32_t yv, int64_t 
         else if (w >= 0)
             pk->br[w] = pk->raf.coef[i];
     }
-    // Stride 1 reads at unit stride already: packed only for a padded tensor, whose rows the
-    // copy pads so that the x borders need no guarded scalar points (a 3x3 depthwise conv with
-    // pad 1 ran 9-10% faster packed, rows of 56).
-    if (pk->a < 1 || pk->a > 8 || (pk->a == 1 && !tn->has_pad) ||
-        (yv >= 0 && (pk->ay < 1 || y_max < 1)))
+    if (pk->a < 1 || (yv >= 0 && pk->ay < 1))
         return false;
     rt_win_span(l, pk->bx, &pk->bmin, &pk->bmax);
     rt_win_span(l, pk->br, &pk->brmin, &pk->brmax);
@@ -1162,16 +1034,9 @@ static bool rt_win_pack_plan(const rt_lower *l, int32_t xv, int32_t yv, int64_t 
     // rounded to whole vectors.
     pk->q = rt_win_pack_row_elems(x_max, pk->a, pk->bmax - pk->bmin);
     int64_t span = pk->brmax - pk->brmin + 1;
-    pk->yu = yv >= 0 && y_min >= RT_WIN_Y_ROWS && s->op != RT_ASSIGN_ADD &&
-                     !rt_win_other_padded(l, s->rhs, rd)
-                 ? RT_WIN_Y_ROWS
-                 : 1;
+    pk->yu = yv >= 0 ? yu : 1;
     pk->rows = yv >= 0 ? rt_win_pack_ring_rows(span, pk->ay, pk->yu) : span;
-    if (pk->yu > 1 && pk->rows * pk->a * pk->q > RT_WIN_PACK_ELEMS) {
-        pk->yu = 1;
-        pk->rows = rt_win_pack_ring_rows(span, pk->ay, 1);
-    }
-    return pk->rows * pk->a * pk->q <= RT_WIN_PACK_ELEMS;
+    return true;
 }
 
 // The part of affine index af from the outer kept vars (all but x, y and the window vars).
@@ -1561,10 +1426,14 @@ static rt_status rt_lower_tiled(rt_lower *l, int32_t si, bool *done) {
     int64_t n_items;
     rt_tvar tv[RT_MAX_DIMS * 2];
     const rt_perf_flat *fl = &m->flat;
+    const rt_perf_cpu_loops *lp = &l->rp->cpu.loops;
     *done = false;
-    if (!rt_tiled_plan(l, s, tv, &nk, red, &nr, &n_items))
+    if (l->rp->cpu.kind != RT_PERF_CPU_PLAN_LOOPS || lp->n_vars < 1)
         return RT_OK;
     *done = true;
+    nk = lp->n_vars;
+    n_items = lp->items;
+    rt_tiled_vars(l, s, lp, tv, &nr, red);
     RT_TRY(rt_lower_begin_stmt(l, s));
     // A window reduction whose strided read can be packed: when its row index moves with the
     // kept var before x (y), y's tiles below the work item are dropped so that y runs over the
@@ -1572,7 +1441,8 @@ static rt_status rt_lower_tiled(rt_lower *l, int32_t si, bool *done) {
     // it (the ring of packed rows is the L1 set the y tiles stood for); the tile and point
     // loops of the other vars go outside y. The model's loop plan (perfmodel/cpu.c) does the
     // same.
-    bool window = rt_window_form(l, s, tv[nk - 1].v, red, nr);
+    // The plan's tiles of y already run over the item's rows when it hands y's loop over.
+    bool window = lp->window;
     rt_win_pack pk;
     bool packed = false;
     if (window) {
@@ -1580,25 +1450,21 @@ static rt_status rt_lower_tiled(rt_lower *l, int32_t si, bool *done) {
         l->win_red = red;
         l->win_nr = nr;
         rt_tvar *tx = &tv[nk - 1], *ty = nk >= 2 ? &tv[nk - 2] : NULL;
-        int64_t x_max = 0, y_min = 0, y_max = 0, lo, hi;
+        int64_t x_max = 0, lo, hi;
         if (tx->tiled)
             x_max = tx->t[top];
         else if (rt_var_range(l, tx->v, &lo, &hi))
             x_max = hi - lo;
-        if (ty && ty->tiled) {
-            // Items of t rows, the last one of the rest when t does not divide the extent.
-            int64_t rest = (ty->hi - ty->lo) % ty->t[bl];
-            y_max = ty->t[bl];
-            y_min = rest ? rest : y_max;
-        } else if (ty && rt_var_range(l, ty->v, &lo, &hi)) {
-            y_min = y_max = hi - lo;
+        if (lp->win_pack != RT_PERF_CPU_WIN_PACK_NONE) {
+            bool rows = lp->win_pack == RT_PERF_CPU_WIN_PACK_ROWS && ty;
+            packed = rt_win_pack_bind(l, tx->v, rows ? ty->v : -1, x_max, lp->win_yu, &pk);
+            if (!packed)
+                return rt_fail(
+                    l->err, RT_ERR_BACKEND, s->loc,
+                    "internal: the plan packs a window read the statement does not have");
         }
-        packed = ty && rt_win_pack_plan(l, tx->v, ty->v, x_max, y_min, y_max, &pk);
-        for (int32_t lv = bl + 1; packed && ty->tiled && lv <= top; lv++)
-            ty->t[lv] = y_max;
-        if (!packed)
-            packed = rt_win_pack_plan(l, tx->v, -1, x_max, 0, 0, &pk);
     }
+    rt_tiled_executed(l, tv, nk, window, &pk, packed);
     rt_buf b;
     rt_buf_init(&b, a);
     rt_buf_printf(&b, "statement %d blocked by the rTiles [", (int)si);
@@ -1756,7 +1622,8 @@ static void rt_group_localize(rt_lower *l, int32_t g0, int32_t g1) {
             bool first_ok = true;
             if (j != si && op->stmts[j].out == t)
                 ok = false;
-            else if (rt_reads_tensor(op->stmts[j].rhs, t, 0, &first_ok) && (j <= si || j >= g1))
+            else if (rt_perf_cpu_reads_tensor(op->stmts[j].rhs, t, 0, &first_ok) &&
+                     (j <= si || j >= g1))
                 ok = false;
         }
         if (!ok)
@@ -1788,7 +1655,7 @@ static rt_status rt_lower_general(rt_lower *l, int32_t s0, int32_t s1, bool fuse
     const rt_op *op = l->op;
     for (int32_t i = s0; i < s1;) {
         int32_t j = i + 1;
-        while (fuse && j < s1 && rt_can_fuse(op, i, j))
+        while (fuse && j < s1 && rt_perf_cpu_row_fusable(op, i, j))
             j++;
         if (j == i + 1 && l->m && l->rp && i == l->m->main_stmt && l->m->block_level >= 0 &&
             l->m->top < RT_MAX_MEM_LEVELS && l->m->block_level <= l->m->top) {
@@ -1801,7 +1668,7 @@ static rt_status rt_lower_general(rt_lower *l, int32_t s0, int32_t s1, bool fuse
         }
         int32_t v;
         int64_t lo = 0, hi = 1;
-        bool outer = rt_stmt_outer(op, &op->stmts[i], &v, &lo, &hi);
+        bool outer = rt_perf_cpu_stmt_outer(op, &op->stmts[i], &v, &lo, &hi);
         const char *what =
             rt_arena_printf(l->a, "statement%s %d%s%s", j - i > 1 ? "s" : "", (int)i,
                             j - i > 1 ? rt_arena_printf(l->a, "-%d", (int)(j - 1)) : "",
@@ -1818,7 +1685,7 @@ static rt_status rt_lower_general(rt_lower *l, int32_t s0, int32_t s1, bool fuse
             if (outer) {
                 int32_t sv;
                 int64_t a, b;
-                rt_stmt_outer(op, s, &sv, &a, &b);
+                rt_perf_cpu_stmt_outer(op, s, &sv, &a, &b);
                 l->var_of[sv] = rt_kir_add_var(l->a, l->p, s->vars[sv].name, RT_KIR_I64);
                 rt_kir_node *let = rt_kir_append(l->a, &l->p->body, RT_KIR_N_LET);
                 RT_LOWER_CHECK(l, let);
@@ -1873,9 +1740,9 @@ static rt_status rt_lower_tree_phase(rt_lower *l, const rt_tree_group *g, bool i
     if (!let)
         return rt_fail(l->err, RT_ERR_NOMEM, RT_NOLOC, "out of memory");
     let->var = node;
-    let->value = rt_kir_cast(l->a, RT_KIR_I64,
-                             rt_kir_load(l->a, l->k, tb[RT_KIR_TREE_ORDER],
-                                         rt_kir_var_ref(l->a, l->p, l->p->item_var)));
+    let->value = rt_kir_cast(
+        l->a, RT_KIR_I64,
+        rt_kir_load(l->a, l->k, tb[RT_KIR_TREE_ORDER], rt_kir_var_ref(l->a, l->p, l->p->item_var)));
     RT_LOWER_CHECK(l, let->value);
     for (int32_t i = 0; i < g->n_stmts; i++) {
         if (!(inner ? g->at_inner[i] : g->at_leaves[i]))
@@ -2222,78 +2089,31 @@ static bool rt_gemm_detect_implicit(const rt_lower *l, int32_t si, rt_gemm *g) {
 }
 
 // Model axis holding statement var v (the main statement's fused axes come first).
-static int32_t rt_model_axis(const rt_stmt *s, const rt_perf_model *m, int32_t v) {
-    for (int32_t x = 0; x < s->n_axes && x < (m ? m->n_axes : 0); x++)
-        for (int32_t i = 0; i < s->axes[x].n_members; i++)
-            if (s->axes[x].members[i] == v)
-                return x;
-    return -1;
+// Blocking: the plan's (rt_perf_cpu_plan.gemm: the model made it from the rTiles and priced it);
+// false when the plan's GEMM is not the one detected here (the plan and the statement disagree).
+static bool rt_gemm_blocking(rt_lower *l, rt_gemm *g) {
+    const rt_perf_cpu_plan *pl = &l->rp->cpu;
+    const rt_perf_cpu_gemm *v = &pl->gemm;
+    if (pl->kind != RT_PERF_CPU_PLAN_GEMM || v->M != g->M || v->N != g->N || v->K != g->K ||
+        v->batch != g->batch || v->implicit != g->implicit)
+        return false;
+    g->mr = (int32_t)v->mr, g->nr = (int32_t)v->nr, g->kc = (int32_t)v->kc;
+    g->mc = (int32_t)v->mc, g->nc = (int32_t)v->nc, g->ng = v->ng;
+    return true;
 }
 
-// Blocking: the model's own view of the GEMM when it models this one (so the kernel is the one
-// it predicted), else the rTiles of the group vars seed the same rule (rt_perf_cpu_gemm_block).
-static void rt_gemm_blocking(rt_gemm *g, const rt_op *op, const rt_device *dev,
-                             const rt_perf_model *m, const rt_rprog *p) {
-    const rt_stmt *s = &op->stmts[g->stmt];
-    rt_perf_cpu_gemm v;
-    if (m && p && g->batch <= 1 && rt_perf_cpu_gemm_view(m, p, &v) && v.M == g->M && v.N == g->N &&
-        v.K == g->K) {
-        g->mr = (int32_t)v.mr, g->nr = (int32_t)v.nr, g->kc = (int32_t)v.kc;
-        g->mc = (int32_t)v.mc, g->nc = (int32_t)v.nc, g->ng = v.ng;
-        return;
-    }
-    memset(&v, 0, sizeof v);
-    v.M = g->M, v.N = g->N, v.K = g->K;
-    v.mr = 6, v.nr = 32, v.kc = 256, v.mc = 96, v.nc = 1024;
-    if (m && p && p->n_levels >= 2 && g->implicit) {
-        // A group's tile is the product of its vars' axes at the level (each axis once).
-        int32_t top = p->n_levels - 1, grp[3] = {RT_GEMM_G_M, RT_GEMM_G_N, RT_GEMM_G_K};
-        int64_t t[3][RT_MAX_MEM_LEVELS];
-        bool ok = true;
-        for (int32_t gi = 0; gi < 3; gi++) {
-            bool seen[RT_PERF_MAX_AXES] = {false};
-            for (int32_t lv = 0; lv <= top; lv++)
-                t[gi][lv] = 1;
-            for (int32_t i = 0; i < g->n_gvar[grp[gi]]; i++) {
-                int32_t x = rt_model_axis(s, m, g->gvar[grp[gi]][i]);
-                if (x < 0 || x >= RT_PERF_MAX_AXES) {
-                    ok = false;
-                    continue;
-                }
-                if (seen[x])
-                    continue;
-                seen[x] = true;
-                for (int32_t lv = 0; lv <= top; lv++)
-                    t[gi][lv] *= p->tile[lv].shape[x];
-            }
-        }
-        if (ok) {
-            v.mr = t[0][top];
-            v.nr = t[1][top];
-            v.kc = t[2][top - 1];
-            if (top >= 2)
-                v.mc = t[0][top - 2];
-            if (top >= 3)
-                v.nc = t[1][top - 3];
-        }
-    } else if (m && p && p->n_levels >= 2) {
-        int32_t top = p->n_levels - 1;
-        int32_t xm = rt_model_axis(s, m, g->m_var), xn = rt_model_axis(s, m, g->n_var),
-                xk = rt_model_axis(s, m, g->k_var);
-        if (xm >= 0 && xn >= 0 && xk >= 0) {
-            v.mr = p->tile[top].shape[xm];
-            v.nr = p->tile[top].shape[xn];
-            if (top >= 1)
-                v.kc = p->tile[top - 1].shape[xk];
-            if (top >= 2)
-                v.mc = p->tile[top - 2].shape[xm];
-            if (top >= 3)
-                v.nc = p->tile[top - 3].shape[xn];
-        }
-    }
-    rt_perf_cpu_gemm_block(dev, g->batch, &v);
-    g->mr = (int32_t)v.mr, g->nr = (int32_t)v.nr, g->kc = (int32_t)v.kc;
-    g->mc = (int32_t)v.mc, g->nc = (int32_t)v.nc, g->ng = v.ng;
+// The plan the packed GEMM executes (the header's "plan:" line): the blocking of g, the shape
+// detected here, the micro-kernel's vector length.
+static void rt_gemm_executed(rt_lower *l, const rt_gemm *g) {
+    rt_perf_cpu_plan *pl = &l->done;
+    memset(pl, 0, sizeof *pl);
+    pl->kind = RT_PERF_CPU_PLAN_GEMM;
+    pl->uk_lanes = l->rp->cpu.uk_lanes;
+    rt_perf_cpu_gemm *v = &pl->gemm;
+    v->M = g->M, v->N = g->N, v->K = g->K, v->batch = g->batch;
+    v->mr = g->mr, v->nr = g->nr, v->kc = g->kc, v->mc = g->mc, v->nc = g->nc, v->ng = g->ng;
+    v->implicit = g->implicit;
+    v->b_prefetch = !g->implicit && g->bn == 1;
 }
 
 static rt_kir_expr *rt_v(rt_lower *l, int32_t var) {
@@ -3172,6 +2992,8 @@ static rt_status rt_lower_gemm(rt_lower *l, const rt_gemm *g, const rt_gemm_epi 
     l->p = rt_kir_add_phase(a, l->k, what ? what : "gemm", mt * ng);
     if (!l->p)
         return rt_fail(l->err, RT_ERR_NOMEM, RT_NOLOC, "out of memory");
+    l->done.gemm.ng = ng;
+    l->done.gemm.items = mt * ng;
     rt_kir_phase *p = l->p;
     if (g->implicit)
         RT_TRY(rt_lower_begin_stmt(l, s));
@@ -3362,9 +3184,7 @@ static rt_status rt_lower_gemm(rt_lower *l, const rt_gemm *g, const rt_gemm_epi 
     rt_kir_expr *cols = rt_b(l, RT_KIR_MUL, rt_v(l, vjp), rt_i(l, g->nr));
     u->uk.mr = g->mr;
     u->uk.nr = g->nr;
-    rt_perf_cpu_uk_rules ur;
-    rt_perf_cpu_uk_rules_of(l->dev, &ur);
-    u->uk.vl = (int32_t)ur.lanes;
+    u->uk.vl = (int32_t)l->rp->cpu.uk_lanes;
     u->uk.kc = rt_v(l, vkc);
     u->uk.a_off = rt_b(l, RT_KIR_MUL, rows, rt_v(l, vkc));
     u->uk.b_off = rt_b(l, RT_KIR_ADD, rt_i(l, a_elems), rt_b(l, RT_KIR_MUL, cols, rt_v(l, vkc)));
@@ -3419,6 +3239,10 @@ static void rt_lower_header(rt_lower *l, const rt_device *dev, const rt_perf_mod
     rt_buf_printf(&b, "device: %s (%s, cpu %s)\n", dev ? dev->name : "?", dev ? dev->path : "?",
                   dev && dev->arch[0] ? dev->arch : "?");
     if (m && p) {
+        // The plan executed, in the JSON report's words ("plan" of the candidate).
+        rt_buf_puts(&b, "plan: ");
+        rt_perf_cpu_plan_text(&l->done, op, &op->stmts[m->main_stmt], &b);
+        rt_buf_puts(&b, "\n");
         for (int32_t lv = 0; lv < p->n_levels && lv < (dev ? dev->n_levels : 0); lv++) {
             rt_buf_printf(&b, "rTile L%d %-6s [", (int)lv, dev->level[lv].name);
             for (int32_t x = 0; x < m->n_axes; x++)
@@ -3437,8 +3261,9 @@ static void rt_lower_header(rt_lower *l, const rt_device *dev, const rt_perf_mod
     for (int32_t i = 0; i < l->k->n_phases; i++) {
         const rt_kir_phase *ph = &l->k->phases[i];
         if (ph->levels.on)
-            rt_buf_printf(&b, "phase %s: %s; work items: the positions of a level in %s's level "
-                              "order (%lld nodes in all)\n",
+            rt_buf_printf(&b,
+                          "phase %s: %s; work items: the positions of a level in %s's level "
+                          "order (%lld nodes in all)\n",
                           ph->name, ph->what, op->trees[ph->levels.tree].name,
                           (long long)ph->n_items);
         else
@@ -3473,12 +3298,20 @@ rt_status rt_lower_cpu(rt_arena *a, const rt_op *op, const rt_device *dev, const
     }
     rt_gemm g;
     int32_t main_stmt = m ? m->main_stmt : -1;
+    if (!naive)
+        l.done.kind = RT_PERF_CPU_PLAN_NEST;
+    bool gemm = !naive && !trees && main_stmt >= 0 && p->cpu.kind == RT_PERF_CPU_PLAN_GEMM;
+    if (gemm && !(rt_gemm_detect(&l, main_stmt, &g) || rt_gemm_detect_implicit(&l, main_stmt, &g)))
+        gemm = false; // the kernel's header then says which plan was executed instead
+    if (gemm && !rt_gemm_blocking(&l, &g))
+        return rt_fail(err, RT_ERR_BACKEND, op->stmts[main_stmt].loc,
+                       "internal: the plan's GEMM is not the statement's (%lldx%lldx%lld)",
+                       (long long)g.M, (long long)g.N, (long long)g.K);
     if (trees) {
         RT_TRY(rt_lower_with_trees(&l, !naive));
         l.k->flops = p ? p->flops : 0.0;
-    } else if (!naive && main_stmt >= 0 &&
-               (rt_gemm_detect(&l, main_stmt, &g) || rt_gemm_detect_implicit(&l, main_stmt, &g))) {
-        rt_gemm_blocking(&g, op, dev, m, p);
+    } else if (gemm) {
+        rt_gemm_executed(&l, &g);
         RT_TRY(rt_lower_general(&l, 0, main_stmt, true));
         rt_gemm_epi epi;
         rt_gemm_epi_detect(&l, &g, &epi);

@@ -204,10 +204,12 @@ bool rt_perf_evaluate(const rt_perf_model *m, rt_rprog *p, const char **why) {
     // The CPU's general path: the loop nest the backend blocks by these rTiles costs its cores
     // instructions (work items, loop control, vectors with their tails) that a memory-bound
     // roofline does not see; the larger of the two binds.
-    rt_perf_cpu_loops lp;
+    // The plan (made here, once per rProgram) is what the backend compiles and what is priced.
+    rt_perf_cpu_plan_make(m, p, &p->cpu);
+    const rt_perf_cpu_plan *pl = &p->cpu;
     double loop_ns, serial_ns = 0;
-    if (m->thread_level < 0 && rt_perf_cpu_loop_plan(m, p, &lp) &&
-        rt_perf_cpu_loop_time(m, &lp, &loop_ns, &serial_ns) && loop_ns > p->compute_ns)
+    if (m->thread_level < 0 && pl->loops_tiled &&
+        rt_perf_cpu_loop_time(m, &pl->loops, &loop_ns, &serial_ns) && loop_ns > p->compute_ns)
         p->compute_ns = loop_ns;
     // Fused statements on a CPU (softmax, normalizations): their vector instructions, which the
     // flop count of a transcendental function understates more than tenfold (an exp is 14).
@@ -222,8 +224,8 @@ bool rt_perf_evaluate(const rt_perf_model *m, rt_rprog *p, const char **why) {
     }
     // A contraction on a CPU runs as the backend's packed GEMM: its time is the busiest core's
     // packing and micro-kernel calls, bounded below by reading the operands once from DRAM.
-    rt_perf_cpu_gemm g;
-    if (m->thread_level < 0 && rt_perf_cpu_gemm_view(m, p, &g)) {
+    if (pl->kind == RT_PERF_CPU_PLAN_GEMM) {
+        const rt_perf_cpu_gemm g = pl->gemm;
         double core_ns, pack_ns, uk_eff;
         const char *gwhy;
         if (rt_perf_cpu_gemm_time(m, &g, &core_ns, &pack_ns, &uk_eff, &gwhy)) {

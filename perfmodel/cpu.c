@@ -215,6 +215,10 @@ static bool gemm_groups(const rt_perf_model *m, rt_perf_cpu_gemm *g) {
     const rt_perf_access *o = &m->access[2];
     if (m->access[0].elem_bytes != 4 || m->access[1].elem_bytes != 4 || o->elem_bytes != 4)
         return false;
+    // The backend packs dense tensors only (a ragged one has start arrays, no strides).
+    for (int32_t i = 0; i < 3; i++)
+        if (m->op->tensors[m->access[i].tensor].ragged)
+            return false;
     // Flat offset coefficient of each axis in C (dims of C are plain axes).
     int64_t ccoef[RT_PERF_MAX_AXES] = {0}, stride = 1;
     for (int32_t d = o->n_dims - 1; d >= 0; d--) {
@@ -1034,10 +1038,12 @@ bool rt_perf_cpu_loop_plan(const rt_perf_model *m, const rt_rprog *p, rt_perf_cp
                     ax = x;
         int64_t lo = 0, hi = 0;
         out->var[nk] = v;
+        out->lo[nk] = 0;
         out->tiled[nk] = ax >= 0 && !m->axes[ax].ragged && s->vars[v].lo && s->vars[v].hi &&
                          rt_expr_const_int(op, s->vars[v].lo, &lo) &&
                          rt_expr_const_int(op, s->vars[v].hi, &hi) && hi > lo;
         out->extent[nk] = out->tiled[nk] ? hi - lo : 0;
+        out->lo[nk] = out->tiled[nk] ? lo : 0;
         int64_t up = out->extent[nk];
         for (int32_t lv = bl; lv <= top && out->tiled[nk]; lv++) {
             int64_t e = rt_perf_member_tile(op, s, ax, v, p->tile[lv].shape[ax]);
@@ -1074,14 +1080,23 @@ bool rt_perf_cpu_loop_plan(const rt_perf_model *m, const rt_rprog *p, rt_perf_cp
     int32_t n_red;
     double points;
     win_pack w;
-    if (nk >= 2 && out->tiled[nk - 2] && window_form(m, out->var[nk - 1], &n_red, &points) &&
-        n_red > 0 && window_pack(m, out, &w) && w.handed)
+    // The window form and its packing (the backend's rt_lower_window executes them as planned).
+    out->window = window_form(m, out->var[nk - 1], &n_red, &points) && n_red > 0;
+    out->win_yu = 1;
+    if (out->window && nk >= 2 && window_pack(m, out, &w)) {
+        out->win_pack = w.handed ? RT_PERF_CPU_WIN_PACK_ROWS : RT_PERF_CPU_WIN_PACK_X;
+        out->win_yu = w.handed ? w.yu : 1;
+    }
+    if (out->win_pack == RT_PERF_CPU_WIN_PACK_ROWS && out->tiled[nk - 2])
         for (int32_t lv = bl + 1; lv <= top; lv++)
             out->tile[nk - 2][lv] = out->tile[nk - 2][bl];
     out->items = 1;
-    for (int32_t i = 0; i < nk; i++)
+    for (int32_t i = 0; i < nk; i++) {
         if (out->tiled[i])
             out->items *= rt_ceil_div(out->extent[i], out->tile[i][bl]);
+        if (out->items > ((int64_t)1 << 31)) // the backend's work item index is an int32
+            return false;
+    }
     return true;
 }
 

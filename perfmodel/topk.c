@@ -71,6 +71,16 @@ static json_t *rprog_json(const rt_perf_model *m, const rt_rprog *p, int32_t ran
     json_object_set_new(o, "epsilon", json_real(p->epsilon));
     json_object_set_new(o, "shrunk", json_boolean(p->shrunk));
     json_object_set_new(o, "construction_ns", json_real(p->construct_ns));
+    if (p->cpu.kind != RT_PERF_CPU_PLAN_NONE) {
+        // The plan the CPU backend compiles (the kernel's opening comment prints the same line).
+        rt_arena *a = rt_arena_new(4096);
+        rt_buf b;
+        rt_buf_init(&b, a);
+        if (a)
+            rt_perf_cpu_plan_text(&p->cpu, m->op, &m->op->stmts[m->main_stmt], &b);
+        json_object_set_new(o, "plan", json_string(!a || b.oom || !b.data ? "" : b.data));
+        rt_arena_free(a);
+    }
     return o;
 }
 
