@@ -574,6 +574,7 @@ rt_status rt_perf_construct(rt_arena *a, const rt_op *op, const rt_device *dev,
     r->n_found = c.n_found;
     r->n_same_kernel = c.n_same;
     r->n_cands = c.n_found < k ? c.n_found : k;
+    r->top_k = k;
     r->cands = c.found;
     r->n_evals = c.total_evals;
     r->n_steps = *m->steps;

@@ -215,6 +215,7 @@ typedef struct rt_rprog {
 typedef struct rt_perf_result {
     const rt_perf_model *model;
     int32_t n_cands; // ranked, best first, at most top_k
+    int32_t top_k;   // asked for: n_cands < top_k when the op admits fewer different kernels
     rt_rprog *cands;
     int32_t n_found;       // candidates constructed before ranking, one per distinct kernel
     int32_t n_same_kernel; // CPU: rPrograms dropped because a found one lowers to the same
