@@ -66,14 +66,14 @@ double rt_perf_cpu_expr_cycles(const rt_device *dev, const rt_expr *e) {
             own = RT_PERF_CPU_ERF_OPS / pipes;
             break;
         case RT_FN_SQRT:
-            own = RT_PERF_CPU_SQRT_CYCLES;
+            own = rt_hal_cpu_costs(dev).sqrt_cycles;
             break;
         case RT_FN_RSQRT:
-            own = RT_PERF_CPU_SQRT_CYCLES + 1.0 / pipes;
+            own = rt_hal_cpu_costs(dev).sqrt_cycles + 1.0 / pipes;
             break;
         case RT_FN_LOG:
         case RT_FN_TANH:
-            own = RT_PERF_CPU_LIBM_CYCLES * lanes;
+            own = rt_hal_cpu_costs(dev).libm_cycles * lanes;
             break;
         default:
             break;
@@ -619,7 +619,7 @@ static double source_gbps(const rt_device *dev, double bytes, double chunk_bytes
 // Cycles of packing one block of `rows` x kcur elements of a matrix of `bytes` read with chunks
 // of rows x kc: B rows are contiguous along n (vector copies); A panels read along k are loaded
 // as vectors and interleaved by shuffles (one per vector) up to RT_PERF_CPU_MAX_INTERLEAVE rows,
-// gathered row by row (RT_PERF_CPU_GATHER_CYCLES per element) when taller, and otherwise read
+// gathered row by row (the device's gather_cycles per element) when taller, and otherwise read
 // one element per load across rows; either is bound by its load slots or by the bandwidth of
 // the level its source lives in. A B read through a window (a convolution's y + r) is packed by
 // masked loads or clamped row segments: the bounds test costs about one more pass over its
@@ -640,7 +640,7 @@ static double pack_cycles(const rt_device *dev, const rt_perf_cpu_gemm *g, bool 
     if (!is_b && g->a_k_unit)
         slots = g->mr <= RT_PERF_CPU_MAX_INTERLEAVE
                     ? e / vec_elems / ports * 2 + e / vec_elems
-                    : e * RT_PERF_CPU_GATHER_CYCLES + e / vec_elems / ports;
+                    : e * rt_hal_cpu_costs(dev).gather_cycles + e / vec_elems / ports;
     double bw = gbps > 0 ? e * 4 / gbps * ghz : 0;
     if (fetch) {
         *fetch = bw;
@@ -1141,15 +1141,15 @@ static double tile_total(const tile_set *s) {
 // (and c_elem per element at the scalar end). A trip count known when compiled is unrolled into
 // whole vectors (the tail in narrower ones); one known only at run time runs its main body in
 // groups of RT_PERF_CPU_VLOOP_INTERLEAVE vectors, the remainder at half width, then scalar, and
-// pays *entry for choosing between them.
+// pays *entry = entry_cycles (the device's vloop_entry_cycles) for choosing between them.
 static double vloop_cycles(int64_t n, bool constant, int64_t lanes, double c_vec, double c_elem,
-                           double *entry) {
+                           double entry_cycles, double *entry) {
     *entry = 0;
     if (constant)
         return (double)(n / lanes) * c_vec + (n % lanes ? c_vec : 0) + RT_PERF_CPU_LOOP_CYCLES;
     int64_t group = lanes * RT_PERF_CPU_VLOOP_INTERLEAVE, half = lanes / 2 > 0 ? lanes / 2 : 1;
     int64_t rem = n % group;
-    *entry = RT_PERF_CPU_VLOOP_ENTRY_CYCLES;
+    *entry = entry_cycles;
     return (double)(n / group * RT_PERF_CPU_VLOOP_INTERLEAVE + rem / half) * c_vec +
            (double)(rem % half) * c_elem;
 }
@@ -1237,8 +1237,9 @@ bool rt_perf_cpu_loop_time(const rt_perf_model *m, const rt_perf_cpu_loops *lp, 
             slots += window * 2.0;
     }
     double c_vec = slots / rt_perf_cpu_load_ports(dev);
-    if (c_vec < 1.0 / RT_PERF_CPU_STORE_PORTS)
-        c_vec = 1.0 / RT_PERF_CPU_STORE_PORTS;
+    double store_ports = rt_hal_cpu_costs(dev).store_ports;
+    if (c_vec < 1.0 / store_ports)
+        c_vec = 1.0 / store_ports;
     double teus = dev->teus_per_unit > 0 ? dev->teus_per_unit : 1;
     if (n_red > 0 && window / teus > c_vec)
         c_vec = window / teus;
@@ -1308,7 +1309,8 @@ bool rt_perf_cpu_loop_time(const rt_perf_model *m, const rt_perf_cpu_loops *lp, 
     double runs = 0, entries = 0;
     for (int32_t j = 0; j < inner->n; j++) {
         double entry;
-        double one = vloop_cycles(inner->size[j], constant, lanes, c_vec, c_elem, &entry);
+        double one = vloop_cycles(inner->size[j], constant, lanes, c_vec, c_elem,
+                                  rt_hal_cpu_costs(m->dev).vloop_entry_cycles, &entry);
         runs += inner->count[j] * one;
         entries += inner->count[j] * entry;
     }

@@ -497,8 +497,8 @@ static inline int64_t rt_win_pack_ring_rows(int64_t span, int64_t ay, int64_t yu
 // device's teus_per_unit vector pipes: one instruction per arithmetic operation, exp as the JIT's
 // inline polynomial (RT_PERF_CPU_EXP_OPS, codegen/emit-llvm.c rt_l_expf), erf likewise
 // (RT_PERF_CPU_ERF_OPS, rt_l_erff), sigmoid as exp and three more, sqrt at
-// RT_PERF_CPU_SQRT_CYCLES, and the functions left to libm (log, tanh) one element at a time at
-// RT_PERF_CPU_LIBM_CYCLES. Loads, stores and loop control are the loop model's. A division
+// the device's sqrt_cycles, and the functions left to libm (log, tanh) one element at a time at
+// its libm_cycles (rt_hal_cpu_costs). Loads, stores and loop control are the loop model's. A division
 // counts as one instruction: the backend divides by an invariant through its reciprocal.
 // On a Zen 5 core (2 FMA pipes) softmax's four statements ran at 775 cycles per cached row of
 // 1024; this gives 576 (18 instructions per vector), and bench-model's 512 x 1024 softmax on two
@@ -509,10 +509,8 @@ static inline bool rt_perf_expr_is_leaf(const rt_expr *e) {
     return e->kind == RT_EXPR_READ || e->kind == RT_EXPR_NUM || e->kind == RT_EXPR_INDEX ||
            e->kind == RT_EXPR_SIZE || e->kind == RT_EXPR_DIMREF || e->kind == RT_EXPR_CHILD;
 }
-#define RT_PERF_CPU_EXP_OPS     14.0
-#define RT_PERF_CPU_ERF_OPS     36.0
-#define RT_PERF_CPU_SQRT_CYCLES 6.0
-#define RT_PERF_CPU_LIBM_CYCLES 20.0
+#define RT_PERF_CPU_EXP_OPS 14.0
+#define RT_PERF_CPU_ERF_OPS 36.0
 // Is the operator warm on a CPU: do its tensors together fit in half of the last-level cache
 // (level 1)? Then they are still there when it runs again, as in the profiler's repetitions or
 // when it reads what the operator before it wrote, and its compulsory traffic comes from that
@@ -526,22 +524,17 @@ bool rt_perf_cpu_warm(const rt_perf_model *m);
 // Per iteration of a loop that does not run in vector lanes: its taken branch (increment,
 // compare and the tile bounds issue beside the loop body's loads and stores).
 #define RT_PERF_CPU_LOOP_CYCLES 1.0
-// A vector loop whose trip count is only known at run time: the vectorizer's trip-count tests
-// and the jumps between its main, epilogue and scalar loops (about one mispredicted branch,
-// 15-20 cycles on current x86 cores, where the trip count alternates between tile sizes).
-#define RT_PERF_CPU_VLOOP_ENTRY_CYCLES 16.0
+// A vector loop whose trip count is only known at run time pays the vectorizer's trip-count
+// tests and jumps (the device's vloop_entry_cycles, rt_hal_cpu_costs).
 // Such a loop's main body takes this many vectors per iteration (LLVM's interleave for short
 // bodies on x86); shorter remainders run at half width, the last lanes one at a time.
 #define RT_PERF_CPU_VLOOP_INTERLEAVE 4
-// Stores per cycle per core (one vector store port on current x86 and Arm cores).
-#define RT_PERF_CPU_STORE_PORTS 1.0
+// Stores per cycle per core: the device's store_ports (rt_hal_cpu_costs).
 // The widest interleave LLVM's vectorizer forms from one loop's accesses (its
 // max-interleave-group-factor): the CPU backend packs an A panel of up to this many rows, read
 // along k, with vector loads and shuffles; a taller one (mr = 12, 14) by gathering each k's rows.
 #define RT_PERF_CPU_MAX_INTERLEAVE 8
-// Cycles per element of a gather or scatter (about one element per cycle: on a Zen 4 core an
-// mr = 12 A pack by 12-wide gathers took 1.2-1.3 cycles per element more than the shuffled one).
-#define RT_PERF_CPU_GATHER_CYCLES 1.0
+// Cycles per element of a gather or scatter: the device's gather_cycles (rt_hal_cpu_costs).
 // The longest k block of a packed GEMM. A 4-row A micro-panel of 1024 floats fills half of a
 // 32 KiB L1; on a Zen 4 core kc = 1024 (4x64, nc = 64) ran 1024^3-4096^3 1.5-3% faster on one
 // core than kc = 512 (half the round trips of C and the calls), and the same on two.
