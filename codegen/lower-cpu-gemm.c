@@ -642,27 +642,34 @@ rt_status rt_lower_gemm(rt_lower *l, const rt_gemm *g, const rt_gemm_epi *epi) {
                      rt_b(l, RT_KIR_ADD, rt_b(l, RT_KIR_MUL, rt_v(l, vi0), rt_i(l, srow)),
                           rt_b(l, RT_KIR_MUL, rt_v(l, vp0), rt_i(l, sk)))),
                 srow, sk, g->alpha, rt_i(l, 0));
-        else if (masked_a)
-            RT_TRY(rt_gemm_pack_masked(l, kb,
-                                       "A block -> scratch, mr-tall k-major panels of masked "
-                                       "contiguous rows (L3 level; one in L1 at a time)",
-                                       g->mr, rt_v(l, vmc), rt_v(l, vkc), g->ra, &mask_a, mvars, nm,
-                                       g->gvar[RT_GEMM_G_K], g->n_gvar[RT_GEMM_G_K], rt_v(l, vi0),
-                                       rt_v(l, vp0), g->alpha, rt_i(l, 0), tbl_a, rows_a));
-        else if (rt_gemm_seg_dim(l, g->ra, mvars[nm - 1], &dxa, &sxa))
-            RT_TRY(rt_gemm_pack_segments(l, kb,
-                                         "A block -> scratch, mr-tall k-major panels "
-                                         "copied by row segments (L3 level; one in L1 at a time)",
-                                         g->mr, rt_v(l, vmc), rt_v(l, vkc), g->ra, mvars, nm,
-                                         g->gvar[RT_GEMM_G_K], g->n_gvar[RT_GEMM_G_K], rt_v(l, vi0),
-                                         rt_v(l, vp0), g->alpha, rt_i(l, 0), dxa, sxa));
-        else
-            RT_TRY(rt_gemm_pack_affine(l, kb,
-                                       "A block -> scratch, gathered mr-tall k-major "
-                                       "panels (L3 level; one in L1 at a time)",
-                                       g->mr, rt_v(l, vmc), rt_v(l, vkc), g->ra, mvars, nm,
-                                       g->gvar[RT_GEMM_G_K], g->n_gvar[RT_GEMM_G_K], rt_v(l, vi0),
-                                       rt_v(l, vp0), g->alpha, rt_i(l, 0)));
+        else {
+            rt_gemm_pack_desc pd = {NULL,
+                                    g->mr,
+                                    rt_v(l, vmc),
+                                    rt_v(l, vkc),
+                                    g->ra,
+                                    mvars,
+                                    nm,
+                                    g->gvar[RT_GEMM_G_K],
+                                    g->n_gvar[RT_GEMM_G_K],
+                                    rt_v(l, vi0),
+                                    rt_v(l, vp0),
+                                    g->alpha,
+                                    rt_i(l, 0)};
+            if (masked_a) {
+                pd.what = "A block -> scratch, mr-tall k-major panels of masked contiguous rows "
+                          "(L3 level; one in L1 at a time)";
+                RT_TRY(rt_gemm_pack_masked(l, kb, &pd, &mask_a, tbl_a, rows_a));
+            } else if (rt_gemm_seg_dim(l, g->ra, mvars[nm - 1], &dxa, &sxa)) {
+                pd.what = "A block -> scratch, mr-tall k-major panels copied by row segments (L3 "
+                          "level; one in L1 at a time)";
+                RT_TRY(rt_gemm_pack_segments(l, kb, &pd, dxa, sxa));
+            } else {
+                pd.what = "A block -> scratch, gathered mr-tall k-major panels (L3 level; one in "
+                          "L1 at a time)";
+                RT_TRY(rt_gemm_pack_affine(l, kb, &pd));
+            }
+        }
     } else {
         rt_gemm_pack(l, kb,
                      "A block -> scratch, mr-tall k-major panels (L3 level; one in L1 at a time)",
@@ -701,27 +708,24 @@ rt_status rt_lower_gemm(rt_lower *l, const rt_gemm *g, const rt_gemm_epi *epi) {
                               rt_b(l, RT_KIR_ADD, rt_b(l, RT_KIR_MUL, rt_v(l, vj0), rt_i(l, srow)),
                                    rt_b(l, RT_KIR_MUL, rt_v(l, vp0), rt_i(l, sk)))),
                          srow, sk, 1.0, rt_i(l, a_elems));
-        else if (masked_b)
-            RT_TRY(rt_gemm_pack_masked(l, jbb,
-                                       "B block -> scratch, nr-wide k-major panels of masked "
-                                       "contiguous rows (L2 level)",
-                                       g->nr, rt_v(l, vnc), rt_v(l, vkc), g->rb, &mask_b, nvars, nn,
-                                       g->gvar[RT_GEMM_G_K], g->n_gvar[RT_GEMM_G_K], rt_v(l, vj0),
-                                       rt_v(l, vp0), 1.0, rt_i(l, a_elems), tbl_b, rows_b));
-        else if (rt_gemm_seg_dim(l, g->rb, nvars[nn - 1], &dxb, &sxb))
-            RT_TRY(rt_gemm_pack_segments(l, jbb,
-                                         "B block -> scratch, nr-wide k-major panels "
-                                         "copied by row segments (L2 level)",
-                                         g->nr, rt_v(l, vnc), rt_v(l, vkc), g->rb, nvars, nn,
-                                         g->gvar[RT_GEMM_G_K], g->n_gvar[RT_GEMM_G_K], rt_v(l, vj0),
-                                         rt_v(l, vp0), 1.0, rt_i(l, a_elems), dxb, sxb));
-        else
-            RT_TRY(rt_gemm_pack_affine(l, jbb,
-                                       "B block -> scratch, gathered nr-wide k-major "
-                                       "panels (L2 level)",
-                                       g->nr, rt_v(l, vnc), rt_v(l, vkc), g->rb, nvars, nn,
-                                       g->gvar[RT_GEMM_G_K], g->n_gvar[RT_GEMM_G_K], rt_v(l, vj0),
-                                       rt_v(l, vp0), 1.0, rt_i(l, a_elems)));
+        else {
+            rt_gemm_pack_desc pd = {
+                NULL,         g->nr, rt_v(l, vnc),         rt_v(l, vkc),           g->rb,
+                nvars,        nn,    g->gvar[RT_GEMM_G_K], g->n_gvar[RT_GEMM_G_K], rt_v(l, vj0),
+                rt_v(l, vp0), 1.0,   rt_i(l, a_elems)};
+            if (masked_b) {
+                pd.what = "B block -> scratch, nr-wide k-major panels of masked contiguous rows "
+                          "(L2 level)";
+                RT_TRY(rt_gemm_pack_masked(l, jbb, &pd, &mask_b, tbl_b, rows_b));
+            } else if (rt_gemm_seg_dim(l, g->rb, nvars[nn - 1], &dxb, &sxb)) {
+                pd.what = "B block -> scratch, nr-wide k-major panels copied by row segments (L2 "
+                          "level)";
+                RT_TRY(rt_gemm_pack_segments(l, jbb, &pd, dxb, sxb));
+            } else {
+                pd.what = "B block -> scratch, gathered nr-wide k-major panels (L2 level)";
+                RT_TRY(rt_gemm_pack_affine(l, jbb, &pd));
+            }
+        }
     } else {
         rt_gemm_pack(l, jbb, "B block -> scratch, nr-wide k-major panels (L2 level)", g->nr,
                      rt_v(l, vnc), rt_v(l, vkc), buf_b,

@@ -184,6 +184,24 @@ static inline void rt_let(rt_lower *l, rt_kir_block *blk, int32_t var, rt_kir_ex
     }
 }
 
+// One pack of an implicit GEMM's operand block (rt_gemm_pack_affine, _segments, _masked): the
+// copy's comment, w rows per k step (mr or nr), the valid rows of the block and its k steps,
+// the read rd with its row vars (rows, outer first) and k vars (ks), the block's first row and
+// k, the scale folded in and the scratch offset the panels go to.
+typedef struct rt_gemm_pack_desc {
+    const char *what;
+    int32_t w;
+    rt_kir_expr *valid, *kcur;
+    const rt_expr *rd;
+    const int32_t *rows;
+    int32_t n_rows;
+    const int32_t *ks;
+    int32_t n_ks;
+    rt_kir_expr *row0, *k0;
+    double alpha;
+    rt_kir_expr *dst0;
+} rt_gemm_pack_desc;
+
 // lower-cpu.c
 int32_t rt_win_index(const rt_lower *l, int32_t v);
 bool rt_var_range(const rt_lower *l, int32_t v, int64_t *lo, int64_t *hi);
@@ -224,22 +242,13 @@ void rt_gemm_pack(rt_lower *l, rt_kir_block *blk, const char *what, int32_t w, r
                   double alpha, rt_kir_expr *dst0);
 void rt_gemm_unflatten(rt_lower *l, rt_kir_block *blk, rt_kir_expr *x, const int32_t *vars,
                        int32_t n);
-rt_status rt_gemm_pack_affine(rt_lower *l, rt_kir_block *blk, const char *what, int32_t w,
-                              rt_kir_expr *valid, rt_kir_expr *kcur, const rt_expr *rd,
-                              const int32_t *rows, int32_t n_rows, const int32_t *ks, int32_t n_ks,
-                              rt_kir_expr *row0, rt_kir_expr *k0, double alpha, rt_kir_expr *dst0);
+rt_status rt_gemm_pack_affine(rt_lower *l, rt_kir_block *blk, const rt_gemm_pack_desc *pd);
 bool rt_gemm_seg_dim(const rt_lower *l, const rt_expr *rd, int32_t x, int32_t *dx, int64_t *sx);
-rt_status rt_gemm_pack_segments(rt_lower *l, rt_kir_block *blk, const char *what, int32_t w,
-                                rt_kir_expr *valid, rt_kir_expr *kcur, const rt_expr *rd,
-                                const int32_t *rows, int32_t n_rows, const int32_t *ks,
-                                int32_t n_ks, rt_kir_expr *row0, rt_kir_expr *k0, double alpha,
-                                rt_kir_expr *dst0, int32_t dx, int64_t sx);
+rt_status rt_gemm_pack_segments(rt_lower *l, rt_kir_block *blk, const rt_gemm_pack_desc *pd,
+                                int32_t dx, int64_t sx);
 bool rt_gemm_mask_plan(const rt_lower *l, const rt_expr *rd, const int32_t *rows, int32_t n_rows,
                        rt_gemm_mask *mp);
-rt_status rt_gemm_pack_masked(rt_lower *l, rt_kir_block *blk, const char *what, int32_t w,
-                              rt_kir_expr *valid, rt_kir_expr *kcur, const rt_expr *rd,
-                              const rt_gemm_mask *mp, const int32_t *rows, int32_t n_rows,
-                              const int32_t *ks, int32_t n_ks, rt_kir_expr *row0, rt_kir_expr *k0,
-                              double alpha, rt_kir_expr *dst0, int64_t tbl0, int64_t tbl_stride);
+rt_status rt_gemm_pack_masked(rt_lower *l, rt_kir_block *blk, const rt_gemm_pack_desc *pd,
+                              const rt_gemm_mask *mp, int64_t tbl0, int64_t tbl_stride);
 
 #endif

@@ -161,10 +161,14 @@ void rt_gemm_unflatten(rt_lower *l, rt_kir_block *blk, rt_kir_expr *x, const int
 // The implicit GEMM's packing copy: the layout of rt_gemm_pack, each element gathered through
 // the read rd itself (its pad value outside the tensor's extent): row row0 + panel*w + r is
 // the flat index of the rows vars, k0 + kk that of the ks vars (both outer first).
-rt_status rt_gemm_pack_affine(rt_lower *l, rt_kir_block *blk, const char *what, int32_t w,
-                              rt_kir_expr *valid, rt_kir_expr *kcur, const rt_expr *rd,
-                              const int32_t *rows, int32_t n_rows, const int32_t *ks, int32_t n_ks,
-                              rt_kir_expr *row0, rt_kir_expr *k0, double alpha, rt_kir_expr *dst0) {
+rt_status rt_gemm_pack_affine(rt_lower *l, rt_kir_block *blk, const rt_gemm_pack_desc *pd) {
+    const char *what = pd->what;
+    int32_t w = pd->w, n_rows = pd->n_rows, n_ks = pd->n_ks;
+    rt_kir_expr *valid = pd->valid, *kcur = pd->kcur, *row0 = pd->row0, *k0 = pd->k0;
+    rt_kir_expr *dst0 = pd->dst0;
+    const rt_expr *rd = pd->rd;
+    const int32_t *rows = pd->rows, *ks = pd->ks;
+    double alpha = pd->alpha;
     rt_arena *a = l->a;
     rt_kir_node *copy = rt_gemm_copy_node(l, blk, what);
     if (!copy)
@@ -262,11 +266,15 @@ static void rt_seg_store(rt_lower *l, rt_kir_block *blk, rt_kir_expr *index, rt_
 // other dim are one scalar test and those of dim dx one clamped x range [xlo, xhi): the rows
 // outside it take the pad value, the rows inside are a strided run of the source (contiguous
 // for stride 1, vectorized); rows of the last panel past `valid` are zero.
-rt_status rt_gemm_pack_segments(rt_lower *l, rt_kir_block *blk, const char *what, int32_t w,
-                                rt_kir_expr *valid, rt_kir_expr *kcur, const rt_expr *rd,
-                                const int32_t *rows, int32_t n_rows, const int32_t *ks,
-                                int32_t n_ks, rt_kir_expr *row0, rt_kir_expr *k0, double alpha,
-                                rt_kir_expr *dst0, int32_t dx, int64_t sx) {
+rt_status rt_gemm_pack_segments(rt_lower *l, rt_kir_block *blk, const rt_gemm_pack_desc *pd,
+                                int32_t dx, int64_t sx) {
+    const char *what = pd->what;
+    int32_t w = pd->w, n_rows = pd->n_rows, n_ks = pd->n_ks;
+    rt_kir_expr *valid = pd->valid, *kcur = pd->kcur, *row0 = pd->row0, *k0 = pd->k0;
+    rt_kir_expr *dst0 = pd->dst0;
+    const rt_expr *rd = pd->rd;
+    const int32_t *rows = pd->rows, *ks = pd->ks;
+    double alpha = pd->alpha;
     rt_arena *a = l->a;
     const rt_tensor *tn = &l->op->tensors[rd->tensor];
     int32_t x = rows[n_rows - 1];
@@ -447,11 +455,15 @@ bool rt_gemm_mask_plan(const rt_lower *l, const rt_expr *rd, const int32_t *rows
 // scratch offset tbl0 (the rows' part of each moving index per row of the block, -1e30 past
 // `valid` so those lanes read the pad value), then per k the bounds and per panel the masked
 // vector loop.
-rt_status rt_gemm_pack_masked(rt_lower *l, rt_kir_block *blk, const char *what, int32_t w,
-                              rt_kir_expr *valid, rt_kir_expr *kcur, const rt_expr *rd,
-                              const rt_gemm_mask *mp, const int32_t *rows, int32_t n_rows,
-                              const int32_t *ks, int32_t n_ks, rt_kir_expr *row0, rt_kir_expr *k0,
-                              double alpha, rt_kir_expr *dst0, int64_t tbl0, int64_t tbl_stride) {
+rt_status rt_gemm_pack_masked(rt_lower *l, rt_kir_block *blk, const rt_gemm_pack_desc *pd,
+                              const rt_gemm_mask *mp, int64_t tbl0, int64_t tbl_stride) {
+    const char *what = pd->what;
+    int32_t w = pd->w, n_rows = pd->n_rows, n_ks = pd->n_ks;
+    rt_kir_expr *valid = pd->valid, *kcur = pd->kcur, *row0 = pd->row0, *k0 = pd->k0;
+    rt_kir_expr *dst0 = pd->dst0;
+    const rt_expr *rd = pd->rd;
+    const int32_t *rows = pd->rows, *ks = pd->ks;
+    double alpha = pd->alpha;
     rt_arena *a = l->a;
     const rt_tensor *tn = &l->op->tensors[rd->tensor];
     rt_kir_node *copy = rt_gemm_copy_node(l, blk, what);
