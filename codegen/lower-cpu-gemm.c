@@ -548,6 +548,137 @@ static void rt_gemm_prefetch_next_b(rt_lower *l, const rt_gemm *g, rt_kir_block 
     RT_LOWER_CHECK(l, pf->index);
 }
 
+// One operand of the packed GEMM (rt_lower_gemm): A (mr-tall panels, alpha folded in) or B
+// (nr-wide panels), its block's valid rows and k steps, first row and k (phase vars), where its
+// panels go in scratch, and for a masked pack its mask and row table.
+typedef struct rt_gemm_operand {
+    bool is_b;
+    int32_t w;
+    int32_t v_valid, v_kcur, v_row0, v_k0; // phase vars
+    int64_t dst0;
+    const rt_gemm_mask *mask; // NULL: not a masked pack
+    int64_t tbl, tbl_rows;
+} rt_gemm_operand;
+
+// Packs one operand block: a plain strided copy where the read allows one, else (implicit
+// GEMMs) a masked copy of contiguous rows, a copy by row segments where the rows' innermost var
+// moves along one dim of the read, or the per-element gather.
+static rt_status rt_gemm_pack_operand(rt_lower *l, rt_kir_block *blk, const rt_gemm *g,
+                                      const rt_gemm_operand *op) {
+    static const char *const what[2][4] = {
+        {"A block -> scratch, mr-tall k-major panels (L3 level; one in L1 at a time)",
+         "A block -> scratch, mr-tall k-major panels of masked contiguous rows (L3 level; one in "
+         "L1 at a time)",
+         "A block -> scratch, mr-tall k-major panels copied by row segments (L3 level; one in L1 "
+         "at a time)",
+         "A block -> scratch, gathered mr-tall k-major panels (L3 level; one in L1 at a time)"},
+        {"B block -> scratch, nr-wide k-major panels (L2 level)",
+         "B block -> scratch, nr-wide k-major panels of masked contiguous rows (L2 level)",
+         "B block -> scratch, nr-wide k-major panels copied by row segments (L2 level)",
+         "B block -> scratch, gathered nr-wide k-major panels (L2 level)"}};
+    const char *const *wh = what[op->is_b];
+    int32_t grp = op->is_b ? RT_GEMM_G_N : RT_GEMM_G_M;
+    const int32_t *vars = g->gvar[grp];
+    int32_t nv = g->n_gvar[grp];
+    const rt_expr *rd = op->is_b ? g->rb : g->ra;
+    int32_t buf = l->data_buf[op->is_b ? g->tb : g->ta];
+    double alpha = op->is_b ? 1.0 : g->alpha;
+    int64_t srow = op->is_b ? g->bn : g->am, sk = op->is_b ? g->bk : g->ak;
+    rt_kir_expr *pbase = rt_i(l, 0);
+    if (!g->implicit || rt_gemm_plain_read(l, g, rd, vars, nv, &srow, &sk, &pbase)) {
+        rt_kir_expr *off =
+            rt_b(l, RT_KIR_ADD, rt_b(l, RT_KIR_MUL, rt_v(l, op->v_row0), rt_i(l, srow)),
+                 rt_b(l, RT_KIR_MUL, rt_v(l, op->v_k0), rt_i(l, sk)));
+        rt_gemm_pack(l, blk, wh[0], op->w, rt_v(l, op->v_valid), rt_v(l, op->v_kcur), buf,
+                     g->implicit ? rt_b(l, RT_KIR_ADD, pbase, off) : off, srow, sk, alpha,
+                     rt_i(l, op->dst0));
+        return RT_OK;
+    }
+    rt_gemm_pack_desc pd = {NULL,
+                            op->w,
+                            rt_v(l, op->v_valid),
+                            rt_v(l, op->v_kcur),
+                            rd,
+                            vars,
+                            nv,
+                            g->gvar[RT_GEMM_G_K],
+                            g->n_gvar[RT_GEMM_G_K],
+                            rt_v(l, op->v_row0),
+                            rt_v(l, op->v_k0),
+                            alpha,
+                            rt_i(l, op->dst0)};
+    int32_t dx;
+    int64_t sx;
+    if (op->mask) {
+        pd.what = wh[1];
+        return rt_gemm_pack_masked(l, blk, &pd, op->mask, op->tbl, op->tbl_rows);
+    }
+    if (rt_gemm_seg_dim(l, rd, vars[nv - 1], &dx, &sx)) {
+        pd.what = wh[2];
+        return rt_gemm_pack_segments(l, blk, &pd, dx, sx);
+    }
+    pd.what = wh[3];
+    return rt_gemm_pack_affine(l, blk, &pd);
+}
+
+// Where the micro-kernel call of the packed GEMM (rt_lower_gemm) works: the phase vars of its
+// row and column panel, the k block's length and first k step, the block's first row and column
+// and its valid rows and columns, B's panels' offset in scratch, C and its batch offset.
+typedef struct rt_gemm_uk_at {
+    int32_t ip, jp, kc, i0, j0, mc, nc, pk;
+    int64_t a_elems;
+    int32_t c_buf;
+    rt_kir_expr *c_batch;
+} rt_gemm_uk_at;
+
+// The micro-kernel call on one mr x nr panel pair, with its epilogue on the last k block.
+static rt_status rt_gemm_ukernel_call(rt_lower *l, rt_kir_block *blk, const rt_gemm *g,
+                                      const rt_gemm_epi *epi, const rt_gemm_uk_at *at) {
+    const rt_stmt *s = &l->op->stmts[g->stmt];
+    rt_kir_node *u = rt_kir_append(l->a, blk, RT_KIR_N_UKERNEL);
+    RT_LOWER_CHECK(l, u);
+    if (!u)
+        return rt_fail(l->err, RT_ERR_NOMEM, RT_NOLOC, "out of memory");
+    rt_kir_expr *rows = rt_b(l, RT_KIR_MUL, rt_v(l, at->ip), rt_i(l, g->mr));
+    rt_kir_expr *cols = rt_b(l, RT_KIR_MUL, rt_v(l, at->jp), rt_i(l, g->nr));
+    u->uk.mr = g->mr;
+    u->uk.nr = g->nr;
+    u->uk.vl = (int32_t)l->rp->cpu.uk_lanes;
+    u->uk.kc = rt_v(l, at->kc);
+    u->uk.a_off = rt_b(l, RT_KIR_MUL, rows, rt_v(l, at->kc));
+    u->uk.b_off =
+        rt_b(l, RT_KIR_ADD, rt_i(l, at->a_elems), rt_b(l, RT_KIR_MUL, cols, rt_v(l, at->kc)));
+    u->uk.c_buf = at->c_buf;
+    u->uk.c_off =
+        rt_b(l, RT_KIR_ADD,
+             rt_b(l, RT_KIR_MUL, rt_b(l, RT_KIR_ADD, rt_v(l, at->i0), rows), rt_i(l, g->cm)),
+             rt_b(l, RT_KIR_ADD, rt_v(l, at->j0), cols));
+    if (g->implicit)
+        u->uk.c_off = rt_b(l, RT_KIR_ADD, at->c_batch, u->uk.c_off);
+    u->uk.ldc = g->cm;
+    u->uk.m_valid = rt_b(l, RT_KIR_MIN, rt_i(l, g->mr), rt_b(l, RT_KIR_SUB, rt_v(l, at->mc), rows));
+    u->uk.n_valid = rt_b(l, RT_KIR_MIN, rt_i(l, g->nr), rt_b(l, RT_KIR_SUB, rt_v(l, at->nc), cols));
+    u->uk.accumulate = s->op == RT_ASSIGN_ADD ? rt_i(l, 1)
+                       : g->K <= g->kc        ? rt_i(l, 0)
+                                              : rt_b(l, RT_KIR_GT, rt_v(l, at->pk), rt_i(l, 0));
+    // Streaming stores: a single k block overwriting a C over half the largest cache (it
+    // would evict most of it and is not read back by this phase).
+    int64_t cache_bytes = rt_largest_cache_bytes(l->dev);
+    u->uk.stream = s->op == RT_ASSIGN_ADD_INIT && g->K <= g->kc && g->cm % 16 == 0 &&
+                   cache_bytes > 0 && epi->stmt < 0 &&
+                   4.0 * (double)g->batch * (double)g->M * (double)g->N > 0.5 * (double)cache_bytes;
+    RT_LOWER_CHECK(l, u->uk.kc && u->uk.a_off && u->uk.b_off && u->uk.c_off && u->uk.m_valid &&
+                          u->uk.n_valid && u->uk.accumulate);
+    if (epi->stmt >= 0) {
+        u->uk.epi_row0 = rt_b(l, RT_KIR_ADD, rt_v(l, at->i0), rows);
+        u->uk.epi_col0 = rt_b(l, RT_KIR_ADD, rt_v(l, at->j0), cols);
+        u->uk.epi_last = rt_b(l, RT_KIR_EQ, rt_v(l, at->pk), rt_i(l, rt_ceil_div(g->K, g->kc) - 1));
+        RT_LOWER_CHECK(l, u->uk.epi_row0 && u->uk.epi_col0 && u->uk.epi_last);
+        RT_TRY(rt_gemm_epi_lower(l, g, epi, &u->uk));
+    }
+    return RT_OK;
+}
+
 rt_status rt_lower_gemm(rt_lower *l, const rt_gemm *g, const rt_gemm_epi *epi) {
     rt_arena *a = l->a;
     const rt_stmt *s = &l->op->stmts[g->stmt];
@@ -622,62 +753,12 @@ rt_status rt_lower_gemm(rt_lower *l, const rt_gemm *g, const rt_gemm_epi *epi) {
     rt_let(l, kb, vp0, rt_b(l, RT_KIR_MUL, rt_v(l, vpk), rt_i(l, g->kc)));
     rt_let(l, kb, vkc,
            rt_b(l, RT_KIR_MIN, rt_i(l, g->kc), rt_b(l, RT_KIR_SUB, rt_i(l, g->K), rt_v(l, vp0))));
-    int32_t buf_a = l->data_buf[g->ta], buf_b = l->data_buf[g->tb], buf_c = l->data_buf[s->out];
+    int32_t buf_b = l->data_buf[g->tb], buf_c = l->data_buf[s->out];
     // A block (mcur x kcur) as mr-tall panels (alpha folded in) once per k block, then for each
     // nc block of the run the B block (kcur x ncur) as nr-wide panels after it.
-    // Segmented packs where the rows' innermost var moves along one dim of the read, else the
-    // per-element gather (implicit GEMMs).
-    int32_t dxb, dxa;
-    int64_t sxb, sxa;
-    const int32_t *nvars = g->gvar[RT_GEMM_G_N], *mvars = g->gvar[RT_GEMM_G_M];
-    int32_t nn = g->n_gvar[RT_GEMM_G_N], nm = g->n_gvar[RT_GEMM_G_M];
-    int64_t srow, sk;
-    rt_kir_expr *pbase;
-    if (g->implicit) {
-        if (rt_gemm_plain_read(l, g, g->ra, mvars, nm, &srow, &sk, &pbase))
-            rt_gemm_pack(
-                l, kb, "A block -> scratch, mr-tall k-major panels (L3 level; one in L1 at a time)",
-                g->mr, rt_v(l, vmc), rt_v(l, vkc), buf_a,
-                rt_b(l, RT_KIR_ADD, pbase,
-                     rt_b(l, RT_KIR_ADD, rt_b(l, RT_KIR_MUL, rt_v(l, vi0), rt_i(l, srow)),
-                          rt_b(l, RT_KIR_MUL, rt_v(l, vp0), rt_i(l, sk)))),
-                srow, sk, g->alpha, rt_i(l, 0));
-        else {
-            rt_gemm_pack_desc pd = {NULL,
-                                    g->mr,
-                                    rt_v(l, vmc),
-                                    rt_v(l, vkc),
-                                    g->ra,
-                                    mvars,
-                                    nm,
-                                    g->gvar[RT_GEMM_G_K],
-                                    g->n_gvar[RT_GEMM_G_K],
-                                    rt_v(l, vi0),
-                                    rt_v(l, vp0),
-                                    g->alpha,
-                                    rt_i(l, 0)};
-            if (masked_a) {
-                pd.what = "A block -> scratch, mr-tall k-major panels of masked contiguous rows "
-                          "(L3 level; one in L1 at a time)";
-                RT_TRY(rt_gemm_pack_masked(l, kb, &pd, &mask_a, tbl_a, rows_a));
-            } else if (rt_gemm_seg_dim(l, g->ra, mvars[nm - 1], &dxa, &sxa)) {
-                pd.what = "A block -> scratch, mr-tall k-major panels copied by row segments (L3 "
-                          "level; one in L1 at a time)";
-                RT_TRY(rt_gemm_pack_segments(l, kb, &pd, dxa, sxa));
-            } else {
-                pd.what = "A block -> scratch, gathered mr-tall k-major panels (L3 level; one in "
-                          "L1 at a time)";
-                RT_TRY(rt_gemm_pack_affine(l, kb, &pd));
-            }
-        }
-    } else {
-        rt_gemm_pack(l, kb,
-                     "A block -> scratch, mr-tall k-major panels (L3 level; one in L1 at a time)",
-                     g->mr, rt_v(l, vmc), rt_v(l, vkc), buf_a,
-                     rt_b(l, RT_KIR_ADD, rt_b(l, RT_KIR_MUL, rt_v(l, vi0), rt_i(l, g->am)),
-                          rt_b(l, RT_KIR_MUL, rt_v(l, vp0), rt_i(l, g->ak))),
-                     g->am, g->ak, g->alpha, rt_i(l, 0));
-    }
+    rt_gemm_operand opa = {false, g->mr, vmc, vkc, vi0, vp0, 0, masked_a ? &mask_a : NULL,
+                           tbl_a, rows_a};
+    RT_TRY(rt_gemm_pack_operand(l, kb, g, &opa));
     rt_kir_node *lb =
         rt_kir_loop(a, kb, vcb, jb_lo,
                     rt_b(l, RT_KIR_MIN, rt_i(l, nblk), rt_b(l, RT_KIR_ADD, jb_lo, rt_i(l, bpg))),
@@ -700,39 +781,9 @@ rt_status rt_lower_gemm(rt_lower *l, const rt_gemm *g, const rt_gemm_epi *epi) {
     rt_let(l, jbb, vj0, rt_b(l, RT_KIR_MUL, rt_v(l, vjb), rt_i(l, g->nc)));
     rt_let(l, jbb, vnc,
            rt_b(l, RT_KIR_MIN, rt_i(l, g->nc), rt_b(l, RT_KIR_SUB, rt_i(l, g->N), rt_v(l, vj0))));
-    if (g->implicit) {
-        if (rt_gemm_plain_read(l, g, g->rb, nvars, nn, &srow, &sk, &pbase))
-            rt_gemm_pack(l, jbb, "B block -> scratch, nr-wide k-major panels (L2 level)", g->nr,
-                         rt_v(l, vnc), rt_v(l, vkc), buf_b,
-                         rt_b(l, RT_KIR_ADD, pbase,
-                              rt_b(l, RT_KIR_ADD, rt_b(l, RT_KIR_MUL, rt_v(l, vj0), rt_i(l, srow)),
-                                   rt_b(l, RT_KIR_MUL, rt_v(l, vp0), rt_i(l, sk)))),
-                         srow, sk, 1.0, rt_i(l, a_elems));
-        else {
-            rt_gemm_pack_desc pd = {
-                NULL,         g->nr, rt_v(l, vnc),         rt_v(l, vkc),           g->rb,
-                nvars,        nn,    g->gvar[RT_GEMM_G_K], g->n_gvar[RT_GEMM_G_K], rt_v(l, vj0),
-                rt_v(l, vp0), 1.0,   rt_i(l, a_elems)};
-            if (masked_b) {
-                pd.what = "B block -> scratch, nr-wide k-major panels of masked contiguous rows "
-                          "(L2 level)";
-                RT_TRY(rt_gemm_pack_masked(l, jbb, &pd, &mask_b, tbl_b, rows_b));
-            } else if (rt_gemm_seg_dim(l, g->rb, nvars[nn - 1], &dxb, &sxb)) {
-                pd.what = "B block -> scratch, nr-wide k-major panels copied by row segments (L2 "
-                          "level)";
-                RT_TRY(rt_gemm_pack_segments(l, jbb, &pd, dxb, sxb));
-            } else {
-                pd.what = "B block -> scratch, gathered nr-wide k-major panels (L2 level)";
-                RT_TRY(rt_gemm_pack_affine(l, jbb, &pd));
-            }
-        }
-    } else {
-        rt_gemm_pack(l, jbb, "B block -> scratch, nr-wide k-major panels (L2 level)", g->nr,
-                     rt_v(l, vnc), rt_v(l, vkc), buf_b,
-                     rt_b(l, RT_KIR_ADD, rt_b(l, RT_KIR_MUL, rt_v(l, vj0), rt_i(l, g->bn)),
-                          rt_b(l, RT_KIR_MUL, rt_v(l, vp0), rt_i(l, g->bk))),
-                     g->bn, g->bk, 1.0, rt_i(l, a_elems));
-    }
+    rt_gemm_operand opb = {true,  g->nr, vnc, vkc, vj0, vp0, a_elems, masked_b ? &mask_b : NULL,
+                           tbl_b, rows_b};
+    RT_TRY(rt_gemm_pack_operand(l, jbb, g, &opb));
     // A next B block (the model's rt_perf_cpu_gemm.b_prefetch and its test in gemm_time).
     bool pf_next = !g->implicit && g->bn == 1 && (bpg > 1 || g->K > g->kc);
     int32_t vjn = -1, vpn = -1;
@@ -763,44 +814,6 @@ rt_status rt_lower_gemm(rt_lower *l, const rt_gemm *g, const rt_gemm_epi *epi) {
     RT_LOWER_CHECK(l, lj);
     if (!lj)
         return rt_fail(l->err, RT_ERR_NOMEM, RT_NOLOC, "out of memory");
-    rt_kir_node *u = rt_kir_append(a, &lj->body, RT_KIR_N_UKERNEL);
-    RT_LOWER_CHECK(l, u);
-    if (!u)
-        return rt_fail(l->err, RT_ERR_NOMEM, RT_NOLOC, "out of memory");
-    rt_kir_expr *rows = rt_b(l, RT_KIR_MUL, rt_v(l, vip), rt_i(l, g->mr));
-    rt_kir_expr *cols = rt_b(l, RT_KIR_MUL, rt_v(l, vjp), rt_i(l, g->nr));
-    u->uk.mr = g->mr;
-    u->uk.nr = g->nr;
-    u->uk.vl = (int32_t)l->rp->cpu.uk_lanes;
-    u->uk.kc = rt_v(l, vkc);
-    u->uk.a_off = rt_b(l, RT_KIR_MUL, rows, rt_v(l, vkc));
-    u->uk.b_off = rt_b(l, RT_KIR_ADD, rt_i(l, a_elems), rt_b(l, RT_KIR_MUL, cols, rt_v(l, vkc)));
-    u->uk.c_buf = buf_c;
-    u->uk.c_off = rt_b(l, RT_KIR_ADD,
-                       rt_b(l, RT_KIR_MUL, rt_b(l, RT_KIR_ADD, rt_v(l, vi0), rows), rt_i(l, g->cm)),
-                       rt_b(l, RT_KIR_ADD, rt_v(l, vj0), cols));
-    if (g->implicit)
-        u->uk.c_off = rt_b(l, RT_KIR_ADD, c_batch, u->uk.c_off);
-    u->uk.ldc = g->cm;
-    u->uk.m_valid = rt_b(l, RT_KIR_MIN, rt_i(l, g->mr), rt_b(l, RT_KIR_SUB, rt_v(l, vmc), rows));
-    u->uk.n_valid = rt_b(l, RT_KIR_MIN, rt_i(l, g->nr), rt_b(l, RT_KIR_SUB, rt_v(l, vnc), cols));
-    u->uk.accumulate = s->op == RT_ASSIGN_ADD ? rt_i(l, 1)
-                       : g->K <= g->kc        ? rt_i(l, 0)
-                                              : rt_b(l, RT_KIR_GT, rt_v(l, vpk), rt_i(l, 0));
-    // Streaming stores: a single k block overwriting a C over half the largest cache (it
-    // would evict most of it and is not read back by this phase).
-    int64_t cache_bytes = rt_largest_cache_bytes(l->dev);
-    u->uk.stream = s->op == RT_ASSIGN_ADD_INIT && g->K <= g->kc && g->cm % 16 == 0 &&
-                   cache_bytes > 0 && epi->stmt < 0 &&
-                   4.0 * (double)g->batch * (double)g->M * (double)g->N > 0.5 * (double)cache_bytes;
-    RT_LOWER_CHECK(l, u->uk.kc && u->uk.a_off && u->uk.b_off && u->uk.c_off && u->uk.m_valid &&
-                          u->uk.n_valid && u->uk.accumulate);
-    if (epi->stmt >= 0) {
-        u->uk.epi_row0 = rt_b(l, RT_KIR_ADD, rt_v(l, vi0), rows);
-        u->uk.epi_col0 = rt_b(l, RT_KIR_ADD, rt_v(l, vj0), cols);
-        u->uk.epi_last = rt_b(l, RT_KIR_EQ, rt_v(l, vpk), rt_i(l, rt_ceil_div(g->K, g->kc) - 1));
-        RT_LOWER_CHECK(l, u->uk.epi_row0 && u->uk.epi_col0 && u->uk.epi_last);
-        RT_TRY(rt_gemm_epi_lower(l, g, epi, &u->uk));
-    }
-    return RT_OK;
+    rt_gemm_uk_at at = {vip, vjp, vkc, vi0, vj0, vmc, vnc, vpk, a_elems, buf_c, c_batch};
+    return rt_gemm_ukernel_call(l, &lj->body, g, epi, &at);
 }

@@ -837,6 +837,53 @@ static rt_status rt_lower_window(rt_lower *l, rt_kir_block *blk, rt_win_pack *pk
     return st;
 }
 
+// The tile loops of the levels below the work item, outer levels first: a loop per level where
+// a var's tile shrinks, its base and end let in the loop. *blk is the innermost body on return
+// (NULL when out of memory, flagged in l).
+static rt_status rt_tiled_level_loops(rt_lower *l, rt_tvar *tv, int32_t nk, rt_kir_block **blk) {
+    rt_arena *a = l->a;
+    int32_t bl = l->m->block_level, top = l->m->top;
+    for (int32_t lv = bl + 1; lv <= top; lv++) {
+        for (int32_t i = 0; i < nk; i++) {
+            rt_tvar *t = &tv[i];
+            if (!t->tiled || t->t[lv] >= t->t[lv - 1])
+                continue;
+            const char *name = t->name;
+            int64_t tl = t->t[lv];
+            bool exact = t->exact && t->t[lv - 1] % tl == 0;
+            rt_kir_expr *trip =
+                t->exact ? rt_kir_int(a, rt_ceil_div64(t->t[lv - 1], tl))
+                         : rt_kir_bin(a, RT_KIR_DIV,
+                                      rt_kir_bin(a, RT_KIR_ADD,
+                                                 rt_kir_bin(a, RT_KIR_SUB, t->end, t->base),
+                                                 rt_kir_int(a, tl - 1)),
+                                      rt_kir_int(a, tl));
+            int32_t ti =
+                rt_kir_add_var(a, l->p, rt_arena_printf(a, "%s_t%d", name, (int)lv), RT_KIR_I64);
+            if (ti < 0)
+                return rt_fail(l->err, RT_ERR_NOMEM, RT_NOLOC, "out of memory");
+            rt_kir_node *loop =
+                rt_kir_loop(a, *blk, ti, rt_kir_int(a, 0), trip, RT_KIR_LOOP_SERIAL);
+            RT_LOWER_CHECK(l, loop && trip);
+            *blk = loop ? &loop->body : NULL;
+            if (!loop)
+                return RT_OK;
+            rt_kir_expr *base =
+                rt_gen_let(l, *blk, rt_arena_printf(a, "%s_b%d", name, (int)lv),
+                           rt_kir_bin(a, RT_KIR_ADD, t->base,
+                                      rt_kir_bin(a, RT_KIR_MUL, rt_kir_var_ref(a, l->p, ti),
+                                                 rt_kir_int(a, tl))));
+            rt_kir_expr *end = rt_kir_bin(a, RT_KIR_ADD, base, rt_kir_int(a, tl));
+            t->end = exact ? end
+                           : rt_gen_let(l, *blk, rt_arena_printf(a, "%s_e%d", name, (int)lv),
+                                        rt_kir_bin(a, RT_KIR_MIN, end, t->end));
+            t->base = base;
+            t->exact = exact;
+        }
+    }
+    return RT_OK;
+}
+
 // Statement si blocked by the rTiles into a phase of its own: the scale-out level's tiles are
 // the work items (spread over cores), each lower level a serial tile loop per tiled var (outer
 // tile loops before inner ones), the register level's point loops innermost with the last kept
@@ -954,44 +1001,9 @@ rt_status rt_lower_tiled(rt_lower *l, int32_t si, bool *done) {
                           : rt_gen_let(l, blk, rt_arena_printf(a, "%s_e%d", name, (int)bl),
                                        rt_kir_bin(a, RT_KIR_MIN, end, rt_kir_int(a, t->hi)));
     }
-    // Tile loops of the levels below, outer levels first.
-    for (int32_t lv = bl + 1; lv <= top; lv++) {
-        for (int32_t i = 0; i < nk; i++) {
-            rt_tvar *t = &tv[i];
-            if (!t->tiled || t->t[lv] >= t->t[lv - 1])
-                continue;
-            const char *name = t->name;
-            int64_t tl = t->t[lv];
-            bool exact = t->exact && t->t[lv - 1] % tl == 0;
-            rt_kir_expr *trip =
-                t->exact ? rt_kir_int(a, rt_ceil_div64(t->t[lv - 1], tl))
-                         : rt_kir_bin(a, RT_KIR_DIV,
-                                      rt_kir_bin(a, RT_KIR_ADD,
-                                                 rt_kir_bin(a, RT_KIR_SUB, t->end, t->base),
-                                                 rt_kir_int(a, tl - 1)),
-                                      rt_kir_int(a, tl));
-            int32_t ti =
-                rt_kir_add_var(a, l->p, rt_arena_printf(a, "%s_t%d", name, (int)lv), RT_KIR_I64);
-            if (ti < 0)
-                return rt_fail(l->err, RT_ERR_NOMEM, RT_NOLOC, "out of memory");
-            rt_kir_node *loop = rt_kir_loop(a, blk, ti, rt_kir_int(a, 0), trip, RT_KIR_LOOP_SERIAL);
-            RT_LOWER_CHECK(l, loop && trip);
-            if (!loop)
-                return RT_OK;
-            blk = &loop->body;
-            rt_kir_expr *base =
-                rt_gen_let(l, blk, rt_arena_printf(a, "%s_b%d", name, (int)lv),
-                           rt_kir_bin(a, RT_KIR_ADD, t->base,
-                                      rt_kir_bin(a, RT_KIR_MUL, rt_kir_var_ref(a, l->p, ti),
-                                                 rt_kir_int(a, tl))));
-            rt_kir_expr *end = rt_kir_bin(a, RT_KIR_ADD, base, rt_kir_int(a, tl));
-            t->end = exact ? end
-                           : rt_gen_let(l, blk, rt_arena_printf(a, "%s_e%d", name, (int)lv),
-                                        rt_kir_bin(a, RT_KIR_MIN, end, t->end));
-            t->base = base;
-            t->exact = exact;
-        }
-    }
+    RT_TRY(rt_tiled_level_loops(l, tv, nk, &blk));
+    if (!blk)
+        return RT_OK;
     // Point loops in the statement's order; vloops read their bounds here.
     bool by_rows = window && packed && pk.yv >= 0;
     for (int32_t i = 0; i < nk; i++) {
