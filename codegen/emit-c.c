@@ -373,15 +373,7 @@ rt_status rt_emit_c(rt_arena *a, const rt_kir_kernel *k, const char **out_text, 
     rt_buf *b = &buf;
     rt_cemit c = {b, k, NULL};
     // Header comment: spec, device, rTiles, predicted time.
-    const char *h = k->header ? k->header : "";
-    while (*h) {
-        const char *nl = strchr(h, '\n');
-        size_t n = nl ? (size_t)(nl - h) : strlen(h);
-        rt_buf_puts(b, n ? "// " : "//");
-        rt_buf_putn(b, h, n);
-        rt_buf_puts(b, "\n");
-        h += n + (nl ? 1 : 0);
-    }
+    rt_kir_header_comment(k, "// ", b);
     rt_buf_puts(b,
                 "// Build: cc -O3 -march=native -fopenmp -shared -fPIC -o kernel.so kernel.c -lm\n"
                 "#include <math.h>\n#include <stdint.h>\n#include <stdlib.h>\n"

@@ -557,6 +557,55 @@ static void rt_l_uk_epilogue(rt_lemit *l, const rt_kir_ukernel *u, const LLVMVal
     LLVMPositionBuilderAtEnd(b, done);
 }
 
+// The micro-kernel's edge tile (rt_l_ukernel): from bpart, the accumulators spilled to the stack
+// buffer, then the valid mv x nvv part added to (accum) or stored in C element by element;
+// branches to bend.
+static void rt_l_uk_edge(rt_lemit *l, const rt_kir_ukernel *u, const LLVMValueRef *acc,
+                         LLVMValueRef c_off, LLVMValueRef mv, LLVMValueRef nvv, LLVMValueRef accum,
+                         LLVMBasicBlockRef bpart, LLVMBasicBlockRef bend) {
+    LLVMBuilderRef b = l->b;
+    int32_t na = u->mr * (u->nr / u->vl);
+    LLVMPositionBuilderAtEnd(b, bpart);
+    for (int32_t i = 0; i < na; i++) {
+        LLVMValueRef idx = rt_l_i64(l, (int64_t)u->vl * i);
+        LLVMValueRef st =
+            LLVMBuildStore(b, acc[i], LLVMBuildInBoundsGEP2(b, l->f32, l->uk_tmp, &idx, 1, ""));
+        LLVMSetAlignment(st, 4);
+    }
+    LLVMValueRef iv = l->uk_i, jv = l->uk_j; // promoted by mem2reg
+    LLVMBuildStore(b, rt_l_i64(l, 0), iv);
+    LLVMBasicBlockRef ih = rt_l_block(l, "uk.i"), ib = rt_l_block(l, "uk.ib"),
+                      jh = rt_l_block(l, "uk.j"), jb = rt_l_block(l, "uk.jb"),
+                      il = rt_l_block(l, "uk.il");
+    LLVMBuildBr(b, ih);
+    LLVMPositionBuilderAtEnd(b, ih);
+    LLVMValueRef i_ = LLVMBuildLoad2(b, l->i64, iv, "");
+    LLVMBuildCondBr(b, LLVMBuildICmp(b, LLVMIntSLT, i_, mv, ""), ib, bend);
+    LLVMPositionBuilderAtEnd(b, ib);
+    LLVMBuildStore(b, rt_l_i64(l, 0), jv);
+    LLVMBuildBr(b, jh);
+    LLVMPositionBuilderAtEnd(b, jh);
+    LLVMValueRef j_ = LLVMBuildLoad2(b, l->i64, jv, "");
+    LLVMBuildCondBr(b, LLVMBuildICmp(b, LLVMIntSLT, j_, nvv, ""), jb, il);
+    LLVMPositionBuilderAtEnd(b, jb);
+    LLVMValueRef ii = LLVMBuildLoad2(b, l->i64, iv, ""), jj = LLVMBuildLoad2(b, l->i64, jv, "");
+    LLVMValueRef tidx = LLVMBuildNSWAdd(b, LLVMBuildNSWMul(b, ii, rt_l_i64(l, u->nr), ""), jj, "");
+    LLVMValueRef tv =
+        LLVMBuildLoad2(b, l->f32, LLVMBuildInBoundsGEP2(b, l->f32, l->uk_tmp, &tidx, 1, ""), "");
+    LLVMValueRef cidx = LLVMBuildNSWAdd(
+        b, c_off, LLVMBuildNSWAdd(b, LLVMBuildNSWMul(b, ii, rt_l_i64(l, u->ldc), ""), jj, ""), "");
+    LLVMValueRef cp = rt_l_addr(l, u->c_buf, cidx);
+    LLVMValueRef old = LLVMBuildLoad2(b, l->f32, cp, "");
+    LLVMValueRef base = LLVMBuildSelect(b, accum, old, LLVMConstReal(l->f32, 0.0), "");
+    LLVMBuildStore(b, LLVMBuildFAdd(b, base, tv, ""), cp);
+    LLVMBuildStore(b, LLVMBuildNSWAdd(b, jj, rt_l_i64(l, 1), ""), jv);
+    LLVMBuildBr(b, jh);
+    LLVMPositionBuilderAtEnd(b, il);
+    LLVMBuildStore(b, LLVMBuildNSWAdd(b, LLVMBuildLoad2(b, l->i64, iv, ""), rt_l_i64(l, 1), ""),
+                   iv);
+    LLVMBuildBr(b, ih);
+}
+
 static void rt_l_ukernel(rt_lemit *l, const rt_kir_ukernel *u) {
     LLVMBuilderRef b = l->b;
     // mr x nv accumulators of vl floats, vl the target's vector register (kir.h).
@@ -699,46 +748,7 @@ static void rt_l_ukernel(rt_lemit *l, const rt_kir_ukernel *u) {
             }
         LLVMBuildBr(b, bend);
     }
-    // Edge tile: spill the accumulators, then copy the valid part element by element.
-    LLVMPositionBuilderAtEnd(b, bpart);
-    for (int32_t i = 0; i < na; i++) {
-        LLVMValueRef idx = rt_l_i64(l, (int64_t)vl * i);
-        LLVMValueRef st =
-            LLVMBuildStore(b, acc[i], LLVMBuildInBoundsGEP2(b, l->f32, l->uk_tmp, &idx, 1, ""));
-        LLVMSetAlignment(st, 4);
-    }
-    LLVMValueRef iv = l->uk_i, jv = l->uk_j; // promoted by mem2reg
-    LLVMBuildStore(b, rt_l_i64(l, 0), iv);
-    LLVMBasicBlockRef ih = rt_l_block(l, "uk.i"), ib = rt_l_block(l, "uk.ib"),
-                      jh = rt_l_block(l, "uk.j"), jb = rt_l_block(l, "uk.jb"),
-                      il = rt_l_block(l, "uk.il");
-    LLVMBuildBr(b, ih);
-    LLVMPositionBuilderAtEnd(b, ih);
-    LLVMValueRef i_ = LLVMBuildLoad2(b, l->i64, iv, "");
-    LLVMBuildCondBr(b, LLVMBuildICmp(b, LLVMIntSLT, i_, mv, ""), ib, bend);
-    LLVMPositionBuilderAtEnd(b, ib);
-    LLVMBuildStore(b, rt_l_i64(l, 0), jv);
-    LLVMBuildBr(b, jh);
-    LLVMPositionBuilderAtEnd(b, jh);
-    LLVMValueRef j_ = LLVMBuildLoad2(b, l->i64, jv, "");
-    LLVMBuildCondBr(b, LLVMBuildICmp(b, LLVMIntSLT, j_, nvv, ""), jb, il);
-    LLVMPositionBuilderAtEnd(b, jb);
-    LLVMValueRef ii = LLVMBuildLoad2(b, l->i64, iv, ""), jj = LLVMBuildLoad2(b, l->i64, jv, "");
-    LLVMValueRef tidx = LLVMBuildNSWAdd(b, LLVMBuildNSWMul(b, ii, rt_l_i64(l, u->nr), ""), jj, "");
-    LLVMValueRef tv =
-        LLVMBuildLoad2(b, l->f32, LLVMBuildInBoundsGEP2(b, l->f32, l->uk_tmp, &tidx, 1, ""), "");
-    LLVMValueRef cidx = LLVMBuildNSWAdd(
-        b, c_off, LLVMBuildNSWAdd(b, LLVMBuildNSWMul(b, ii, rt_l_i64(l, u->ldc), ""), jj, ""), "");
-    LLVMValueRef cp = rt_l_addr(l, u->c_buf, cidx);
-    LLVMValueRef old = LLVMBuildLoad2(b, l->f32, cp, "");
-    LLVMValueRef base = LLVMBuildSelect(b, accum, old, LLVMConstReal(l->f32, 0.0), "");
-    LLVMBuildStore(b, LLVMBuildFAdd(b, base, tv, ""), cp);
-    LLVMBuildStore(b, LLVMBuildNSWAdd(b, jj, rt_l_i64(l, 1), ""), jv);
-    LLVMBuildBr(b, jh);
-    LLVMPositionBuilderAtEnd(b, il);
-    LLVMBuildStore(b, LLVMBuildNSWAdd(b, LLVMBuildLoad2(b, l->i64, iv, ""), rt_l_i64(l, 1), ""),
-                   iv);
-    LLVMBuildBr(b, ih);
+    rt_l_uk_edge(l, u, acc, c_off, mv, nvv, accum, bpart, bend);
     LLVMPositionBuilderAtEnd(b, bend);
 }
 
@@ -1098,8 +1108,13 @@ rt_status rt_emit_llvm(rt_arena *a, const rt_kir_kernel *k, const rt_llvm_target
     }
     LLVMDisposeMessage(msg);
     if (out_text) {
+        // The kernel's header (its plan among it) as comments, then the module.
         char *s = LLVMPrintModuleToString(l.m);
-        *out_text = rt_arena_strdup(a, s);
+        rt_buf text;
+        rt_buf_init(&text, a);
+        rt_kir_header_comment(k, "; ", &text);
+        rt_buf_puts(&text, s ? s : "");
+        *out_text = text.oom ? NULL : text.data;
         LLVMDisposeMessage(s);
         if (!*out_text) {
             LLVMDisposeModule(l.m);

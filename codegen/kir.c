@@ -933,3 +933,16 @@ rt_status rt_kir_validate(const rt_kir_kernel *k, rt_err *err) {
     }
     return RT_OK;
 }
+
+void rt_kir_header_comment(const rt_kir_kernel *k, const char *prefix, rt_buf *b) {
+    const char *h = k->header ? k->header : "";
+    size_t np = strlen(prefix);
+    while (*h) {
+        const char *nl = strchr(h, '\n');
+        size_t n = nl ? (size_t)(nl - h) : strlen(h);
+        rt_buf_putn(b, prefix, n ? np : np - (np > 0 && prefix[np - 1] == ' '));
+        rt_buf_putn(b, h, n);
+        rt_buf_puts(b, "\n");
+        h += n + (nl ? 1 : 0);
+    }
+}

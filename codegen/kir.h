@@ -297,4 +297,8 @@ bool rt_kir_fuse_loops(rt_arena *a, rt_kir_kernel *k);
 // buffers in range, ukernel shape). Errors: RT_ERR_BACKEND naming the offending node.
 rt_status rt_kir_validate(const rt_kir_kernel *k, rt_err *err);
 
+// k's header (spec, device, plan, rTiles, predicted time), one comment line per line, each
+// prefixed with `prefix` ("// " in C, "; " in LLVM IR), appended to b.
+void rt_kir_header_comment(const rt_kir_kernel *k, const char *prefix, rt_buf *b);
+
 #endif

@@ -405,6 +405,11 @@ static void rt_host_build_compute(const rt_host_info *h, const rt_host_figures *
         dev->mma_k = 32;
     }
     dev->fma_latency_cycles = 4;
+    // The CPU model's microarchitecture costs: the documented defaults (hal.h).
+    dev->cpu_costs =
+        (rt_cpu_costs){RT_CPU_COST_DEFAULT_STORE_PORTS, RT_CPU_COST_DEFAULT_GATHER_CYCLES,
+                       RT_CPU_COST_DEFAULT_VLOOP_ENTRY_CYCLES, RT_CPU_COST_DEFAULT_LIBM_CYCLES,
+                       RT_CPU_COST_DEFAULT_SQRT_CYCLES};
 
     char text[2048], head[384] = "";
     if (clock_measured)

@@ -157,6 +157,14 @@ static rt_status rt_ini_write_compute(const rt_device *dev, rt_buf *out, rt_err 
                       (int)dev->mma_k);
     if (dev->fma_latency_cycles > 0)
         rt_ini_put_int(out, "fma_latency_cycles", dev->fma_latency_cycles);
+    const rt_cpu_costs *cc = &dev->cpu_costs;
+    const double costs[] = {cc->store_ports, cc->gather_cycles, cc->vloop_entry_cycles,
+                            cc->libm_cycles, cc->sqrt_cycles};
+    static const char *const cost_keys[] = {"store_ports", "gather_cycles", "vloop_entry_cycles",
+                                            "libm_cycles", "sqrt_cycles"};
+    for (size_t i = 0; i < sizeof costs / sizeof costs[0]; i++)
+        if (costs[i] > 0)
+            rt_ini_put_num(out, cost_keys[i], costs[i]);
     for (int32_t i = 0; i < dev->n_insn; i++) {
         snprintf(key, sizeof key, "%s_gflops_per_teu", dev->insn[i].name);
         rt_ini_put_num(out, key, dev->insn[i].gflops_per_teu);

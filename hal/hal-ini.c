@@ -858,6 +858,12 @@ static const rt_key_def rt_compute_keys[] = {
     {"mma_i8_gops",        RT_KEY_F64,    0, RT_DEV(mma_gflops[RT_DTYPE_I8]), 0},
     {"mma_shape",          RT_KEY_SHAPE,  0, 0, 0},
     {"fma_latency_cycles", RT_KEY_I32,    0, RT_DEV(fma_latency_cycles), 0},
+    // CPU microarchitecture costs (rt_cpu_costs; class cpu only, rt_ini_check_cpu_costs)
+    {"store_ports",        RT_KEY_F64,    0, RT_DEV(cpu_costs.store_ports), 0},
+    {"gather_cycles",      RT_KEY_F64,    0, RT_DEV(cpu_costs.gather_cycles), 0},
+    {"vloop_entry_cycles", RT_KEY_F64,    0, RT_DEV(cpu_costs.vloop_entry_cycles), 0},
+    {"libm_cycles",        RT_KEY_F64,    0, RT_DEV(cpu_costs.libm_cycles), 0},
+    {"sqrt_cycles",        RT_KEY_F64,    0, RT_DEV(cpu_costs.sqrt_cycles), 0},
     {"source",             RT_KEY_SOURCE, 0, RT_DEV(compute_source), 0},
 };
 
@@ -985,6 +991,36 @@ static rt_status rt_ini_apply(const rt_ini *ini, const rt_ini_entry *e, const rt
     }
     rt_assert(!"bad key type");
     return RT_ERR_DEVICE;
+}
+
+// ---------------------------------------------------------------------------------------------
+// CPU microarchitecture costs ([compute] store_ports ... sqrt_cycles, rt_cpu_costs)
+// ---------------------------------------------------------------------------------------------
+
+static const char *const rt_cpu_cost_keys[] = {"store_ports", "gather_cycles", "vloop_entry_cycles",
+                                               "libm_cycles", "sqrt_cycles"};
+
+// They describe a CPU core: a GPU class names none of them.
+static rt_status rt_ini_check_cpu_costs(const rt_ini *ini, int32_t comp_sec, bool gpu,
+                                        rt_err *err) {
+    for (size_t k = 0; gpu && k < sizeof rt_cpu_cost_keys / sizeof rt_cpu_cost_keys[0]; k++) {
+        const rt_ini_entry *e = rt_ini_find(ini, comp_sec, rt_cpu_cost_keys[k]);
+        if (e)
+            return rt_fail(err, RT_ERR_DEVICE, rt_ini_key_loc(ini, e),
+                           "'%s' is for class cpu only (a GPU class has no such cost)", e->key);
+    }
+    return RT_OK;
+}
+
+rt_cpu_costs rt_hal_cpu_costs(const rt_device *dev) {
+    rt_cpu_costs c = dev->cpu_costs;
+    c.store_ports = c.store_ports > 0 ? c.store_ports : RT_CPU_COST_DEFAULT_STORE_PORTS;
+    c.gather_cycles = c.gather_cycles > 0 ? c.gather_cycles : RT_CPU_COST_DEFAULT_GATHER_CYCLES;
+    c.vloop_entry_cycles =
+        c.vloop_entry_cycles > 0 ? c.vloop_entry_cycles : RT_CPU_COST_DEFAULT_VLOOP_ENTRY_CYCLES;
+    c.libm_cycles = c.libm_cycles > 0 ? c.libm_cycles : RT_CPU_COST_DEFAULT_LIBM_CYCLES;
+    c.sqrt_cycles = c.sqrt_cycles > 0 ? c.sqrt_cycles : RT_CPU_COST_DEFAULT_SQRT_CYCLES;
+    return c;
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -1288,6 +1324,8 @@ static rt_status rt_ini_build(rt_ini *ini, rt_device *dev, rt_locator *lc, rt_er
                            "missing key '%s' in [device] (required for class %s)", def->key,
                            rt_devclass_name(dev->devclass));
     }
+
+    RT_TRY(rt_ini_check_cpu_costs(ini, comp_sec, gpu, err));
 
     // Level numbering: 0..n-1, each exactly once.
     int32_t seen_sec[RT_MAX_MEM_LEVELS];

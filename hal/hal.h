@@ -77,6 +77,31 @@ typedef struct rt_mem_level {
     const char *source;
 } rt_mem_level;
 
+// Microarchitecture costs of a CPU core that the CPU model prices its plans with ([compute],
+// class cpu; docs: the device-INI reference). A key left out of the file stays 0 here and
+// rt_hal_cpu_costs gives its default (RT_CPU_COST_DEFAULT_*), which the detected host uses too.
+typedef struct rt_cpu_costs {
+    double store_ports;        // store_ports: vector stores per cycle per core
+    double gather_cycles;      // gather_cycles: cycles per element of a gather or scatter
+    double vloop_entry_cycles; // vloop_entry_cycles: entering a vector loop whose trip count is
+                               // known at run time (the vectorizer's dispatch branches)
+    double libm_cycles;        // libm_cycles: per element of a function left to libm (log, tanh)
+    double sqrt_cycles;        // sqrt_cycles: per vector of a square root
+} rt_cpu_costs;
+// Defaults and their sources. One vector store port: Intel Skylake/Ice Lake client, AMD Zen 2-4
+// and Arm Neoverse N1 issue one vector store per cycle (Intel Optimization Reference Manual,
+// Agner Fog's microarchitecture tables). A gather element per cycle: measured on a Zen 4 core,
+// an mr = 12 A pack by 12-wide gathers took 1.2-1.3 cycles per element more than the shuffled
+// one. 16 cycles per run-time-trip-count vector loop: about one mispredicted branch (15-20 cycles
+// on current x86 cores) where the trip count alternates between tile sizes. 20 cycles per libm
+// element: glibc's scalar logf/tanhf on x86-64 (measured by the softmax/GELU benches). 6 cycles
+// per vector square root: the reciprocal throughput of vsqrtps ymm on Skylake and Zen (Agner Fog).
+#define RT_CPU_COST_DEFAULT_STORE_PORTS        1.0
+#define RT_CPU_COST_DEFAULT_GATHER_CYCLES      1.0
+#define RT_CPU_COST_DEFAULT_VLOOP_ENTRY_CYCLES 16.0
+#define RT_CPU_COST_DEFAULT_LIBM_CYCLES        20.0
+#define RT_CPU_COST_DEFAULT_SQRT_CYCLES        6.0
+
 typedef struct rt_device {
     const struct rt_hal_ops *ops;
     rt_devclass devclass;
@@ -98,6 +123,7 @@ typedef struct rt_device {
     double mma_gflops[RT_DTYPE_COUNT];  // mma_f16_gflops, mma_bf16_gflops, mma_i8_gops, ...
     int32_t mma_m, mma_n, mma_k;        // mma_shape; 0 = none
     int32_t fma_latency_cycles;         // CPU: cycles of one FMA (register-block rule); 0 = n/a
+    rt_cpu_costs cpu_costs;             // CPU: [compute] microarchitecture costs; 0 = not given
     int32_t n_insn;
     rt_insn_peak insn[RT_MAX_INSN_PEAKS]; // measured *_gflops_per_teu, in INI order
     const char *compute_source;
@@ -228,5 +254,8 @@ double rt_hal_peak_gflops(const rt_device *dev, rt_dtype t, bool use_mma);
 // header does not need jansson.h; the caller owns the reference).
 void rt_hal_print_device(const rt_device *dev, rt_buf *out);
 void *rt_hal_device_to_json(const rt_device *dev);
+
+// dev's CPU costs, each one the file leaves out (0) at its default.
+rt_cpu_costs rt_hal_cpu_costs(const rt_device *dev);
 
 #endif

@@ -181,14 +181,11 @@ static bool recordable(const cons *c, int32_t l, const int64_t *t) {
 
 static void enlarge(cons *c, int32_t l, const int64_t *t);
 
-// The kernel the CPU backend lowers p to, as a hash: two rPrograms with the same key compile to
+// The kernel the backend lowers p to, as a hash: two rPrograms with the same key compile to
 // the same code (up to names), so only the better predicted one is kept and the top-K are K
-// different kernels. A contraction is the packed GEMM of its blocking (rt_perf_cpu_gemm_view);
-// anything else is the modeled statement's loop nest blocked by its spatial rTiles from the
-// scale-out level to the registers (codegen/lower-cpu.c rt_tiled_plan: reduction variables are
-// not tiled, each tile is capped by the one above and by the variable's range, the innermost
-// variable runs in whole vectors, and a level adds a loop only where a tile shrinks). On a
-// device with a thread level every rTile is its own kernel.
+// different kernels. On a CPU the key is the plan's (rt_perf_cpu_plan_key: the packed GEMM's
+// blocking, the blocked loop nest's tiles, or the plain nests); on a device with a thread level
+// every rTile is its own kernel.
 static uint64_t kernel_key(const cons *c, const rt_rprog *p) {
     const rt_perf_model *m = c->m;
     uint64_t h = 0x51;
@@ -198,30 +195,7 @@ static uint64_t kernel_key(const cons *c, const rt_rprog *p) {
                 h = hash_mix(h, (uint64_t)p->tile[l].shape[x]);
         return h;
     }
-    rt_perf_cpu_gemm g;
-    if (rt_perf_cpu_gemm_view(m, p, &g)) {
-        const int64_t v[] = {g.mr, g.nr, g.kc, g.mc, g.nc, g.ng, g.items};
-        h = hash_mix(h, 0x6e);
-        for (size_t i = 0; i < sizeof v / sizeof v[0]; i++)
-            h = hash_mix(h, (uint64_t)v[i]);
-        return h;
-    }
-    // The general path: the tiles of the kept variables from the scale-out level down, and
-    // the loops they make (a level adds one only where a tile shrinks). Without any tiled
-    // variable every rProgram is the same plain nest.
-    rt_perf_cpu_loops lp;
-    h = hash_mix(h, 0x67);
-    if (!rt_perf_cpu_loop_plan(m, p, &lp))
-        return h;
-    int32_t bl = m->block_level, top = m->top;
-    for (int32_t i = 0; i < lp.n_vars; i++)
-        if (lp.tiled[i])
-            h = hash_mix(hash_mix(h, (uint64_t)lp.var[i]), (uint64_t)lp.tile[i][bl]);
-    for (int32_t lv = bl + 1; lv <= top; lv++)
-        for (int32_t i = 0; i < lp.n_vars; i++)
-            if (lp.tiled[i] && lp.tile[i][lv] < lp.tile[i][lv - 1])
-                h = hash_mix(hash_mix(h, (uint64_t)lp.var[i] + 1000), (uint64_t)lp.tile[i][lv]);
-    return h;
+    return rt_perf_cpu_plan_key(&p->cpu);
 }
 
 static void record(cons *c) {
@@ -600,6 +574,7 @@ rt_status rt_perf_construct(rt_arena *a, const rt_op *op, const rt_device *dev,
     r->n_found = c.n_found;
     r->n_same_kernel = c.n_same;
     r->n_cands = c.n_found < k ? c.n_found : k;
+    r->top_k = k;
     r->cands = c.found;
     r->n_evals = c.total_evals;
     r->n_steps = *m->steps;

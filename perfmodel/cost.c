@@ -50,16 +50,104 @@ bool rt_perf_cpu_warm(const rt_perf_model *m) {
            op_bytes(m) <= 0.5 * (double)dev->level[1].capacity_bytes;
 }
 
-bool rt_perf_evaluate(const rt_perf_model *m, rt_rprog *p, const char **why) {
+// CPU: the vector lanes the register block's innermost output extent fills, and for a reduction
+// the register block as a micro-kernel (loads per FMA against the load ports, FMA latency
+// against the accumulators, the vector registers it needs): scales *eff; false (with why) when
+// the block needs more vector registers than the device has.
+static bool cpu_reg_eff(const rt_perf_model *m, rt_rprog *p, double *eff_io, const char **why) {
     const rt_device *dev = m->dev;
-    int32_t top = m->top;
-    static const char *const ok = "";
-    *why = ok;
-    p->n_levels = dev->n_levels;
-    p->tile[0].level = 0;
+    const rt_perf_access *o = &m->access[m->n_access - 1];
+    const rt_rtile *tt = &p->tile[m->top];
+    int32_t lanes = dev->lanes > 0 ? dev->lanes : 1;
+    double eff = *eff_io;
+    int64_t inner = tt->data[m->n_access - 1][o->n_dims - 1];
+    eff *= (double)inner / (double)rt_round_up(inner, lanes);
+    bool has_red = false;
     for (int32_t x = 0; x < m->n_axes; x++)
-        p->tile[0].shape[x] = m->axes[x].extent;
-    // Nesting and capacity.
+        has_red = has_red || m->axes[x].is_reduce;
+    p->reg_block_elems = 1;
+    for (int32_t d = 0; d < o->n_dims; d++)
+        p->reg_block_elems *= tt->data[m->n_access - 1][d];
+    if (has_red) {
+        // The register block as a micro-kernel: loads per FMA against the load ports, FMA
+        // latency against the accumulators, and the vector registers it needs.
+        int64_t rows = 1;
+        for (int32_t d = 0; d + 1 < o->n_dims; d++)
+            rows *= tt->data[m->n_access - 1][d];
+        rt_perf_ukernel uk;
+        if (!rt_perf_cpu_ukernel(dev, o->elem_bytes, rows, inner, 1, &uk)) {
+            *why = "register block exceeds the vector registers";
+            return false;
+        }
+        eff *= ((double)uk.acc_vectors / (dev->teus_per_unit > 0 ? dev->teus_per_unit : 1)) /
+               uk.cycles_per_k;
+    }
+    *eff_io = eff;
+    return true;
+}
+
+// CPU: the time of the plan (rt_perf_cpu_plan, made here once per rProgram) on the cores, where
+// it exceeds the roofline's compute time: the blocked loop nest's instructions, the fused
+// statements' vector instructions, or the packed GEMM's packing and micro-kernel calls. Raises
+// p->compute_ns and *worst (the binding time, p->bottleneck with it); *serial_ns gets the loop
+// nest's serial part. False (with why) when the packed GEMM does not fit.
+static bool cpu_price_plan(const rt_perf_model *m, rt_rprog *p, int64_t units, double *worst,
+                           double *serial_ns, const char **why) {
+    const rt_device *dev = m->dev;
+    // The CPU's general path: the loop nest the backend blocks by these rTiles costs its cores
+    // instructions (work items, loop control, vectors with their tails) that a memory-bound
+    // roofline does not see; the larger of the two binds.
+    // The plan (made here, once per rProgram) is what the backend compiles and what is priced.
+    rt_perf_cpu_plan_make(m, p, &p->cpu);
+    const rt_perf_cpu_plan *pl = &p->cpu;
+    double loop_ns;
+    if (m->thread_level < 0 && pl->loops_tiled &&
+        rt_perf_cpu_loop_time(m, &pl->loops, &loop_ns, serial_ns) && loop_ns > p->compute_ns)
+        p->compute_ns = loop_ns;
+    // Fused statements on a CPU (softmax, normalizations): their vector instructions, which the
+    // flop count of a transcendental function understates more than tenfold (an exp is 14).
+    double ghz = m->thread_level < 0 ? rt_perf_cpu_ghz(dev) : 0;
+    if (ghz > 0 && m->n_fused > 0) {
+        double vec_ns = (m->main_vector_cycles + m->fused_vector_cycles) / (double)units / ghz;
+        p->compute_ns = vec_ns > p->compute_ns ? vec_ns : p->compute_ns;
+    }
+    if (p->compute_ns >= *worst) {
+        *worst = p->compute_ns;
+        p->bottleneck = -1;
+    }
+    // A contraction on a CPU runs as the backend's packed GEMM: its time is the busiest core's
+    // packing and micro-kernel calls, bounded below by reading the operands once from DRAM.
+    if (pl->kind == RT_PERF_CPU_PLAN_GEMM) {
+        const rt_perf_cpu_gemm g = pl->gemm;
+        double core_ns, pack_ns, uk_eff;
+        const char *gwhy;
+        if (rt_perf_cpu_gemm_time(m, &g, &core_ns, &pack_ns, &uk_eff, &gwhy)) {
+            double bytes = g.a_bytes + g.b_bytes + 2.0 * g.c_bytes + m->extra_dram_bytes;
+            double gbps = rt_hal_level_gbps(&dev->level[m->warm ? 1 : 0], bytes / (double)units);
+            double dram_ns = gbps > 0 ? bytes / gbps : 0;
+            // Fused prologue/epilogue statements run as their own loop nests after it.
+            p->compute_ns =
+                core_ns + (ghz > 0 ? m->fused_vector_cycles / (double)units / ghz
+                                   : rt_perf_compute_ns(m, m->extra_flops, p->wave_eff));
+            *worst = p->compute_ns;
+            p->bottleneck = -1;
+            if (dram_ns > *worst) {
+                *worst = dram_ns;
+                p->bottleneck = 0;
+            }
+            p->wave_eff = (double)g.items / (double)(units * rt_ceil_div(g.items, units));
+        } else if (gwhy[0]) {
+            *why = gwhy;
+            return false;
+        }
+    }
+    return true;
+}
+
+// Nesting and capacity: each level's tile is a multiple of the one above it (toward the
+// registers) and fits the level; fills the data tiles and footprints. False (with why) otherwise.
+static bool nest_and_fit(const rt_perf_model *m, rt_rprog *p, const char **why) {
+    int32_t top = m->top;
     for (int32_t l = 1; l <= top; l++) {
         rt_rtile *t = &p->tile[l];
         t->level = l;
@@ -81,6 +169,21 @@ bool rt_perf_evaluate(const rt_perf_model *m, rt_rprog *p, const char **why) {
     for (int32_t i = 0; i < m->n_access; i++)
         rt_perf_data_tile(m, i, p->tile[0].shape, p->tile[0].data[i]);
     p->tile[0].footprint_bytes = 0;
+
+    return true;
+}
+
+bool rt_perf_evaluate(const rt_perf_model *m, rt_rprog *p, const char **why) {
+    const rt_device *dev = m->dev;
+    int32_t top = m->top;
+    static const char *const ok = "";
+    *why = ok;
+    p->n_levels = dev->n_levels;
+    p->tile[0].level = 0;
+    for (int32_t x = 0; x < m->n_axes; x++)
+        p->tile[0].shape[x] = m->axes[x].extent;
+    if (!nest_and_fit(m, p, why))
+        return false;
 
     // Threads and registers.
     int32_t bl = m->block_level;
@@ -169,83 +272,18 @@ bool rt_perf_evaluate(const rt_perf_model *m, rt_rprog *p, const char **why) {
     double eff = p->wave_eff;
     int32_t lanes = dev->lanes > 0 ? dev->lanes : 1;
     int64_t need = (int64_t)lanes * (dev->teus_per_unit > 0 ? dev->teus_per_unit : 1);
-    const rt_perf_access *o = &m->access[m->n_access - 1];
-    const rt_rtile *tt = &p->tile[top];
     if (m->thread_level >= 0) {
         eff *= (double)p->threads_per_block / (double)rt_round_up(p->threads_per_block, lanes);
         int64_t active = p->threads_per_block * bpu;
         if (active < need)
             eff *= (double)active / (double)need;
-    } else {
-        int64_t inner = tt->data[m->n_access - 1][o->n_dims - 1];
-        eff *= (double)inner / (double)rt_round_up(inner, lanes);
-        bool has_red = false;
-        for (int32_t x = 0; x < m->n_axes; x++)
-            has_red = has_red || m->axes[x].is_reduce;
-        p->reg_block_elems = 1;
-        for (int32_t d = 0; d < o->n_dims; d++)
-            p->reg_block_elems *= tt->data[m->n_access - 1][d];
-        if (has_red) {
-            // The register block as a micro-kernel: loads per FMA against the load ports, FMA
-            // latency against the accumulators, and the vector registers it needs.
-            int64_t rows = 1;
-            for (int32_t d = 0; d + 1 < o->n_dims; d++)
-                rows *= tt->data[m->n_access - 1][d];
-            rt_perf_ukernel uk;
-            if (!rt_perf_cpu_ukernel(dev, o->elem_bytes, rows, inner, 1, &uk)) {
-                *why = "register block exceeds the vector registers";
-                return false;
-            }
-            eff *= ((double)uk.acc_vectors / (dev->teus_per_unit > 0 ? dev->teus_per_unit : 1)) /
-                   uk.cycles_per_k;
-        }
+    } else if (!cpu_reg_eff(m, p, &eff, why)) {
+        return false;
     }
     p->compute_ns = rt_perf_compute_ns(m, p->flops, eff);
-    // The CPU's general path: the loop nest the backend blocks by these rTiles costs its cores
-    // instructions (work items, loop control, vectors with their tails) that a memory-bound
-    // roofline does not see; the larger of the two binds.
-    rt_perf_cpu_loops lp;
-    double loop_ns, serial_ns = 0;
-    if (m->thread_level < 0 && rt_perf_cpu_loop_plan(m, p, &lp) &&
-        rt_perf_cpu_loop_time(m, &lp, &loop_ns, &serial_ns) && loop_ns > p->compute_ns)
-        p->compute_ns = loop_ns;
-    // Fused statements on a CPU (softmax, normalizations): their vector instructions, which the
-    // flop count of a transcendental function understates more than tenfold (an exp is 14).
-    double ghz = m->thread_level < 0 ? rt_perf_cpu_ghz(dev) : 0;
-    if (ghz > 0 && m->n_fused > 0) {
-        double vec_ns = (m->main_vector_cycles + m->fused_vector_cycles) / (double)units / ghz;
-        p->compute_ns = vec_ns > p->compute_ns ? vec_ns : p->compute_ns;
-    }
-    if (p->compute_ns >= worst) {
-        worst = p->compute_ns;
-        p->bottleneck = -1;
-    }
-    // A contraction on a CPU runs as the backend's packed GEMM: its time is the busiest core's
-    // packing and micro-kernel calls, bounded below by reading the operands once from DRAM.
-    rt_perf_cpu_gemm g;
-    if (m->thread_level < 0 && rt_perf_cpu_gemm_view(m, p, &g)) {
-        double core_ns, pack_ns, uk_eff;
-        const char *gwhy;
-        if (rt_perf_cpu_gemm_time(m, &g, &core_ns, &pack_ns, &uk_eff, &gwhy)) {
-            double bytes = g.a_bytes + g.b_bytes + 2.0 * g.c_bytes + m->extra_dram_bytes;
-            double gbps = rt_hal_level_gbps(&dev->level[m->warm ? 1 : 0], bytes / (double)units);
-            double dram_ns = gbps > 0 ? bytes / gbps : 0;
-            // Fused prologue/epilogue statements run as their own loop nests after it.
-            p->compute_ns =
-                core_ns + (ghz > 0 ? m->fused_vector_cycles / (double)units / ghz
-                                   : rt_perf_compute_ns(m, m->extra_flops, p->wave_eff));
-            worst = p->compute_ns;
-            p->bottleneck = -1;
-            if (dram_ns > worst) {
-                worst = dram_ns;
-                p->bottleneck = 0;
-            }
-            p->wave_eff = (double)g.items / (double)(units * rt_ceil_div(g.items, units));
-        } else if (gwhy[0]) {
-            *why = gwhy;
-            return false;
-        }
-    }
+    double serial_ns = 0;
+    if (!cpu_price_plan(m, p, units, &worst, &serial_ns, why))
+        return false;
     // Explicitly staged levels (shared memory) are not double-buffered: a block loads, then
     // computes; overlap comes from the other blocks resident on the unit. Caches prefetch, so a
     // cache hierarchy overlaps fully (pure bottleneck).

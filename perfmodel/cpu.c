@@ -66,14 +66,14 @@ double rt_perf_cpu_expr_cycles(const rt_device *dev, const rt_expr *e) {
             own = RT_PERF_CPU_ERF_OPS / pipes;
             break;
         case RT_FN_SQRT:
-            own = RT_PERF_CPU_SQRT_CYCLES;
+            own = rt_hal_cpu_costs(dev).sqrt_cycles;
             break;
         case RT_FN_RSQRT:
-            own = RT_PERF_CPU_SQRT_CYCLES + 1.0 / pipes;
+            own = rt_hal_cpu_costs(dev).sqrt_cycles + 1.0 / pipes;
             break;
         case RT_FN_LOG:
         case RT_FN_TANH:
-            own = RT_PERF_CPU_LIBM_CYCLES * lanes;
+            own = rt_hal_cpu_costs(dev).libm_cycles * lanes;
             break;
         default:
             break;
@@ -215,6 +215,10 @@ static bool gemm_groups(const rt_perf_model *m, rt_perf_cpu_gemm *g) {
     const rt_perf_access *o = &m->access[2];
     if (m->access[0].elem_bytes != 4 || m->access[1].elem_bytes != 4 || o->elem_bytes != 4)
         return false;
+    // The backend packs dense tensors only (a ragged one has start arrays, no strides).
+    for (int32_t i = 0; i < 3; i++)
+        if (m->op->tensors[m->access[i].tensor].ragged)
+            return false;
     // Flat offset coefficient of each axis in C (dims of C are plain axes).
     int64_t ccoef[RT_PERF_MAX_AXES] = {0}, stride = 1;
     for (int32_t d = o->n_dims - 1; d >= 0; d--) {
@@ -615,7 +619,7 @@ static double source_gbps(const rt_device *dev, double bytes, double chunk_bytes
 // Cycles of packing one block of `rows` x kcur elements of a matrix of `bytes` read with chunks
 // of rows x kc: B rows are contiguous along n (vector copies); A panels read along k are loaded
 // as vectors and interleaved by shuffles (one per vector) up to RT_PERF_CPU_MAX_INTERLEAVE rows,
-// gathered row by row (RT_PERF_CPU_GATHER_CYCLES per element) when taller, and otherwise read
+// gathered row by row (the device's gather_cycles per element) when taller, and otherwise read
 // one element per load across rows; either is bound by its load slots or by the bandwidth of
 // the level its source lives in. A B read through a window (a convolution's y + r) is packed by
 // masked loads or clamped row segments: the bounds test costs about one more pass over its
@@ -636,7 +640,7 @@ static double pack_cycles(const rt_device *dev, const rt_perf_cpu_gemm *g, bool 
     if (!is_b && g->a_k_unit)
         slots = g->mr <= RT_PERF_CPU_MAX_INTERLEAVE
                     ? e / vec_elems / ports * 2 + e / vec_elems
-                    : e * RT_PERF_CPU_GATHER_CYCLES + e / vec_elems / ports;
+                    : e * rt_hal_cpu_costs(dev).gather_cycles + e / vec_elems / ports;
     double bw = gbps > 0 ? e * 4 / gbps * ghz : 0;
     if (fetch) {
         *fetch = bw;
@@ -1034,10 +1038,12 @@ bool rt_perf_cpu_loop_plan(const rt_perf_model *m, const rt_rprog *p, rt_perf_cp
                     ax = x;
         int64_t lo = 0, hi = 0;
         out->var[nk] = v;
+        out->lo[nk] = 0;
         out->tiled[nk] = ax >= 0 && !m->axes[ax].ragged && s->vars[v].lo && s->vars[v].hi &&
                          rt_expr_const_int(op, s->vars[v].lo, &lo) &&
                          rt_expr_const_int(op, s->vars[v].hi, &hi) && hi > lo;
         out->extent[nk] = out->tiled[nk] ? hi - lo : 0;
+        out->lo[nk] = out->tiled[nk] ? lo : 0;
         int64_t up = out->extent[nk];
         for (int32_t lv = bl; lv <= top && out->tiled[nk]; lv++) {
             int64_t e = rt_perf_member_tile(op, s, ax, v, p->tile[lv].shape[ax]);
@@ -1074,14 +1080,23 @@ bool rt_perf_cpu_loop_plan(const rt_perf_model *m, const rt_rprog *p, rt_perf_cp
     int32_t n_red;
     double points;
     win_pack w;
-    if (nk >= 2 && out->tiled[nk - 2] && window_form(m, out->var[nk - 1], &n_red, &points) &&
-        n_red > 0 && window_pack(m, out, &w) && w.handed)
+    // The window form and its packing (the backend's rt_lower_window executes them as planned).
+    out->window = window_form(m, out->var[nk - 1], &n_red, &points) && n_red > 0;
+    out->win_yu = 1;
+    if (out->window && nk >= 2 && window_pack(m, out, &w)) {
+        out->win_pack = w.handed ? RT_PERF_CPU_WIN_PACK_ROWS : RT_PERF_CPU_WIN_PACK_X;
+        out->win_yu = w.handed ? w.yu : 1;
+    }
+    if (out->win_pack == RT_PERF_CPU_WIN_PACK_ROWS && out->tiled[nk - 2])
         for (int32_t lv = bl + 1; lv <= top; lv++)
             out->tile[nk - 2][lv] = out->tile[nk - 2][bl];
     out->items = 1;
-    for (int32_t i = 0; i < nk; i++)
+    for (int32_t i = 0; i < nk; i++) {
         if (out->tiled[i])
             out->items *= rt_ceil_div(out->extent[i], out->tile[i][bl]);
+        if (out->items > ((int64_t)1 << 31)) // the backend's work item index is an int32
+            return false;
+    }
     return true;
 }
 
@@ -1126,15 +1141,15 @@ static double tile_total(const tile_set *s) {
 // (and c_elem per element at the scalar end). A trip count known when compiled is unrolled into
 // whole vectors (the tail in narrower ones); one known only at run time runs its main body in
 // groups of RT_PERF_CPU_VLOOP_INTERLEAVE vectors, the remainder at half width, then scalar, and
-// pays *entry for choosing between them.
+// pays *entry = entry_cycles (the device's vloop_entry_cycles) for choosing between them.
 static double vloop_cycles(int64_t n, bool constant, int64_t lanes, double c_vec, double c_elem,
-                           double *entry) {
+                           double entry_cycles, double *entry) {
     *entry = 0;
     if (constant)
         return (double)(n / lanes) * c_vec + (n % lanes ? c_vec : 0) + RT_PERF_CPU_LOOP_CYCLES;
     int64_t group = lanes * RT_PERF_CPU_VLOOP_INTERLEAVE, half = lanes / 2 > 0 ? lanes / 2 : 1;
     int64_t rem = n % group;
-    *entry = RT_PERF_CPU_VLOOP_ENTRY_CYCLES;
+    *entry = entry_cycles;
     return (double)(n / group * RT_PERF_CPU_VLOOP_INTERLEAVE + rem / half) * c_vec +
            (double)(rem % half) * c_elem;
 }
@@ -1222,8 +1237,9 @@ bool rt_perf_cpu_loop_time(const rt_perf_model *m, const rt_perf_cpu_loops *lp, 
             slots += window * 2.0;
     }
     double c_vec = slots / rt_perf_cpu_load_ports(dev);
-    if (c_vec < 1.0 / RT_PERF_CPU_STORE_PORTS)
-        c_vec = 1.0 / RT_PERF_CPU_STORE_PORTS;
+    double store_ports = rt_hal_cpu_costs(dev).store_ports;
+    if (c_vec < 1.0 / store_ports)
+        c_vec = 1.0 / store_ports;
     double teus = dev->teus_per_unit > 0 ? dev->teus_per_unit : 1;
     if (n_red > 0 && window / teus > c_vec)
         c_vec = window / teus;
@@ -1293,7 +1309,8 @@ bool rt_perf_cpu_loop_time(const rt_perf_model *m, const rt_perf_cpu_loops *lp, 
     double runs = 0, entries = 0;
     for (int32_t j = 0; j < inner->n; j++) {
         double entry;
-        double one = vloop_cycles(inner->size[j], constant, lanes, c_vec, c_elem, &entry);
+        double one = vloop_cycles(inner->size[j], constant, lanes, c_vec, c_elem,
+                                  rt_hal_cpu_costs(m->dev).vloop_entry_cycles, &entry);
         runs += inner->count[j] * one;
         entries += inner->count[j] * entry;
     }

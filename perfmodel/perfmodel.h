@@ -90,6 +90,104 @@ typedef struct rt_rtile {
     double time_ns;                                // traffic / bandwidth share of level-1
 } rt_rtile;
 
+// ---------------------------------------------------------------------------------------------
+// The CPU plan: what the CPU backend compiles for an rProgram, made once by the model
+// ---------------------------------------------------------------------------------------------
+
+typedef struct rt_perf_model rt_perf_model;
+typedef struct rt_rprog rt_rprog;
+
+// Groups of a contraction's axes (rt_perf_cpu_gemm.group). ORDER RT_GEMM_G: codegen's groups.
+typedef enum rt_perf_gemm_group {
+    RT_PERF_GEMM_M,     // output axes A holds (rows of C)
+    RT_PERF_GEMM_N,     // the output's unit-stride suffix of axes B holds (columns of C)
+    RT_PERF_GEMM_K,     // reduction axes both inputs hold
+    RT_PERF_GEMM_BATCH, // other output axes B holds: independent GEMMs
+    RT_PERF_GEMM_GROUP_COUNT
+} rt_perf_gemm_group;
+
+typedef struct rt_perf_cpu_gemm {
+    int32_t axis_m, axis_n, axis_k; // model axes: the innermost of each group
+    int32_t in_a, in_b;             // accesses holding m and n
+    int64_t M, N, K;                // products of the groups' extents
+    int64_t mr, nr, kc, mc, nc;
+    int64_t ng;      // n groups: a work item is one mc row block x a run of nc blocks (A packed
+                     // once per (mc, kc) and reused across the run)
+    int64_t items;   // batch x row blocks x n groups, spread over the cores
+    int64_t batch;   // independent GEMMs (product of the batch axes), 1 without
+    bool implicit;   // an operand is read through a window or over several axes (a convolution):
+                     // the backend packs it by gathering (the implicit GEMM)
+    bool b_window;   // B's reads combine axes or stride them (y + r, 2x): its pack tests bounds
+                     // per row instead of copying a plain strided block
+    bool b_prefetch; // a plain GEMM with B contiguous along n: the backend prefetches the next B
+                     // block while the current one's micro-kernels run
+    bool a_k_unit;   // A contiguous along k: its panels are packed with vector loads along k
+    int32_t group[RT_PERF_MAX_AXES];  // per model axis, its rt_perf_gemm_group
+    double a_bytes, b_bytes, c_bytes; // the tensors behind A, B and C
+    int64_t steps; // loop steps rt_perf_cpu_gemm_block took (rt_perf_model.steps)
+} rt_perf_cpu_gemm;
+typedef enum rt_perf_cpu_win_pack {
+    RT_PERF_CPU_WIN_PACK_NONE, // read in place
+    RT_PERF_CPU_WIN_PACK_X,    // each output row packs all the window's rows
+    RT_PERF_CPU_WIN_PACK_ROWS, // y handed over: each row packed once into a ring of rows
+} rt_perf_cpu_win_pack;
+
+typedef struct rt_perf_cpu_loops {
+    int32_t n_vars;
+    int32_t var[RT_MAX_DIMS * 2]; // statement variable
+    bool tiled[RT_MAX_DIMS * 2];  // false: a vloop or a variable of no model axis (own range)
+    int64_t lo[RT_MAX_DIMS * 2];  // its constant lower bound (tiled variables)
+    int64_t extent[RT_MAX_DIMS * 2];
+    int64_t tile[RT_MAX_DIMS * 2][RT_MAX_MEM_LEVELS]; // levels block_level..top
+    int64_t items;                                    // work items (scale-out tiles)
+    // A window reduction (pooling, depthwise convolution: one to three dense reduction axes of at
+    // most 7 points, 49 in all, accumulated): the innermost variable runs in vector lanes with
+    // the window unrolled in its body. win_pack: its strided (or padded) read is packed into
+    // scratch rows, RT_PERF_CPU_WIN_PACK_ROWS when y's loop is handed to the packing (win_yu
+    // output rows per y iteration).
+    bool window;
+    rt_perf_cpu_win_pack win_pack;
+    int64_t win_yu;
+} rt_perf_cpu_loops;
+typedef enum rt_perf_cpu_plan_kind {
+    RT_PERF_CPU_PLAN_NONE,  // not a CPU plan (a device with a thread level)
+    RT_PERF_CPU_PLAN_NEST,  // the plain loop nests (nothing tiled, the main statement fused
+                            // row-wise with others, or recursion over a tree)
+    RT_PERF_CPU_PLAN_LOOPS, // the main statement's nest blocked by the rTiles: loops
+    RT_PERF_CPU_PLAN_GEMM,  // the packed GEMM: gemm, micro-kernel uk_mr x uk_nr in uk_lanes
+    RT_PERF_CPU_PLAN_KIND_COUNT
+} rt_perf_cpu_plan_kind;
+
+// The complete plan of one rProgram on a CPU, from the rTiles and the device file alone (lanes,
+// vector registers, FMA latency x pipes, cache levels): rt_perf_evaluate makes it once, cost.c
+// prices it, construct.c merges rPrograms with equal plans, and codegen/lower-cpu.c executes it
+// without deriving any of it again.
+typedef struct rt_perf_cpu_plan {
+    rt_perf_cpu_plan_kind kind;
+    rt_perf_cpu_gemm gemm;    // kind GEMM
+    rt_perf_cpu_loops loops;  // kind LOOPS (and the nest the loop model times)
+    bool loops_tiled;         // loops holds a tiled nest (rt_perf_cpu_loop_plan)
+    int32_t block_level, top; // the levels of loops' tiles (scale-out .. registers)
+    int64_t uk_lanes;         // kind GEMM: floats per vector of the micro-kernel
+} rt_perf_cpu_plan;
+// Fills pl for p (rt_perf_evaluate calls it once per rProgram).
+void rt_perf_cpu_plan_make(const rt_perf_model *m, const rt_rprog *p, rt_perf_cpu_plan *pl);
+// The backend's row-wise fusion of loop nests: the first kept loop of s when its range is a
+// constant [lo, hi) (spread over work items); whether e reads tensor t, clearing *ok where a read
+// of t is not indexed by first_var first; whether statement j may join the row-wise group
+// [g0, j) (same outer range, rows read where written).
+bool rt_perf_cpu_stmt_outer(const rt_op *op, const rt_stmt *s, int32_t *var, int64_t *lo,
+                            int64_t *hi);
+bool rt_perf_cpu_reads_tensor(const rt_expr *e, int32_t t, int32_t first_var, bool *ok);
+bool rt_perf_cpu_row_fusable(const rt_op *op, int32_t g0, int32_t j);
+const char *rt_perf_cpu_plan_kind_name(rt_perf_cpu_plan_kind k);
+// The plan as one canonical line (no newline), printed in the JSON report ("plan") and in the
+// kernel's opening comment ("plan: ..."): op and s name the variables of a loop plan.
+void rt_perf_cpu_plan_text(const rt_perf_cpu_plan *pl, const rt_op *op, const rt_stmt *s,
+                           rt_buf *out);
+// Equal plans lower to the same kernel (construct.c keeps one rProgram per plan).
+uint64_t rt_perf_cpu_plan_key(const rt_perf_cpu_plan *pl);
+
 // One candidate rProgram.
 typedef struct rt_rprog {
     int32_t n_levels;
@@ -111,13 +209,13 @@ typedef struct rt_rprog {
     int64_t reg_block_elems;          // CPU: output elements of the register block (ties go to the
                                       // larger micro-kernel); 0 elsewhere
     int32_t order;                    // discovery order (final tie-break)
+    rt_perf_cpu_plan cpu;             // CPU: what the backend compiles (rt_perf_evaluate)
 } rt_rprog;
-
-typedef struct rt_perf_model rt_perf_model;
 
 typedef struct rt_perf_result {
     const rt_perf_model *model;
     int32_t n_cands; // ranked, best first, at most top_k
+    int32_t top_k;   // asked for: n_cands < top_k when the op admits fewer different kernels
     rt_rprog *cands;
     int32_t n_found;       // candidates constructed before ranking, one per distinct kernel
     int32_t n_same_kernel; // CPU: rPrograms dropped because a found one lowers to the same
@@ -324,35 +422,6 @@ bool rt_perf_cpu_ukernel(const rt_device *dev, int32_t elem_bytes, int64_t mr, i
 
 // The packed GEMM the CPU backend compiles for a contraction C(m, n) (+)= A(m, k) * B(k, n):
 // the blocking codegen/lower-cpu.c derives from the rTiles (one rule, called by both).
-// Groups of a contraction's axes (rt_perf_cpu_gemm.group). ORDER RT_GEMM_G: codegen's groups.
-typedef enum rt_perf_gemm_group {
-    RT_PERF_GEMM_M,     // output axes A holds (rows of C)
-    RT_PERF_GEMM_N,     // the output's unit-stride suffix of axes B holds (columns of C)
-    RT_PERF_GEMM_K,     // reduction axes both inputs hold
-    RT_PERF_GEMM_BATCH, // other output axes B holds: independent GEMMs
-    RT_PERF_GEMM_GROUP_COUNT
-} rt_perf_gemm_group;
-
-typedef struct rt_perf_cpu_gemm {
-    int32_t axis_m, axis_n, axis_k; // model axes: the innermost of each group
-    int32_t in_a, in_b;             // accesses holding m and n
-    int64_t M, N, K;                // products of the groups' extents
-    int64_t mr, nr, kc, mc, nc;
-    int64_t ng;      // n groups: a work item is one mc row block x a run of nc blocks (A packed
-                     // once per (mc, kc) and reused across the run)
-    int64_t items;   // batch x row blocks x n groups, spread over the cores
-    int64_t batch;   // independent GEMMs (product of the batch axes), 1 without
-    bool implicit;   // an operand is read through a window or over several axes (a convolution):
-                     // the backend packs it by gathering (the implicit GEMM)
-    bool b_window;   // B's reads combine axes or stride them (y + r, 2x): its pack tests bounds
-                     // per row instead of copying a plain strided block
-    bool b_prefetch; // a plain GEMM with B contiguous along n: the backend prefetches the next B
-                     // block while the current one's micro-kernels run
-    bool a_k_unit;   // A contiguous along k: its panels are packed with vector loads along k
-    int32_t group[RT_PERF_MAX_AXES];  // per model axis, its rt_perf_gemm_group
-    double a_bytes, b_bytes, c_bytes; // the tensors behind A, B and C
-    int64_t steps; // loop steps rt_perf_cpu_gemm_block took (rt_perf_model.steps)
-} rt_perf_cpu_gemm;
 // The packed GEMM the backend compiles for p: a plain GEMM or the implicit GEMM of a
 // convolution-like contraction (groups as codegen/lower-cpu.c forms them from the statement's
 // variables). False when the statement is not such a contraction or the device has a thread
@@ -389,14 +458,6 @@ bool rt_perf_cpu_gemm_time(const rt_perf_model *m, const rt_perf_cpu_gemm *g, do
 // statement's in m->flat, set once when it is built.
 int32_t rt_perf_cpu_flat_axis(const rt_perf_model *m, const rt_stmt *s, rt_perf_flat *out);
 
-typedef struct rt_perf_cpu_loops {
-    int32_t n_vars;
-    int32_t var[RT_MAX_DIMS * 2]; // statement variable
-    bool tiled[RT_MAX_DIMS * 2];  // false: a vloop or a variable of no model axis (own range)
-    int64_t extent[RT_MAX_DIMS * 2];
-    int64_t tile[RT_MAX_DIMS * 2][RT_MAX_MEM_LEVELS]; // levels block_level..top
-    int64_t items;                                    // work items (scale-out tiles)
-} rt_perf_cpu_loops;
 // False when no variable is tiled (the backend then lowers the plain nest, whatever p is).
 // A flat axis (m->flat) is one entry: its last member's variable over the whole axis, with the
 // axis's tiles.
@@ -436,8 +497,8 @@ static inline int64_t rt_win_pack_ring_rows(int64_t span, int64_t ay, int64_t yu
 // device's teus_per_unit vector pipes: one instruction per arithmetic operation, exp as the JIT's
 // inline polynomial (RT_PERF_CPU_EXP_OPS, codegen/emit-llvm.c rt_l_expf), erf likewise
 // (RT_PERF_CPU_ERF_OPS, rt_l_erff), sigmoid as exp and three more, sqrt at
-// RT_PERF_CPU_SQRT_CYCLES, and the functions left to libm (log, tanh) one element at a time at
-// RT_PERF_CPU_LIBM_CYCLES. Loads, stores and loop control are the loop model's. A division
+// the device's sqrt_cycles, and the functions left to libm (log, tanh) one element at a time at
+// its libm_cycles (rt_hal_cpu_costs). Loads, stores and loop control are the loop model's. A division
 // counts as one instruction: the backend divides by an invariant through its reciprocal.
 // On a Zen 5 core (2 FMA pipes) softmax's four statements ran at 775 cycles per cached row of
 // 1024; this gives 576 (18 instructions per vector), and bench-model's 512 x 1024 softmax on two
@@ -448,10 +509,8 @@ static inline bool rt_perf_expr_is_leaf(const rt_expr *e) {
     return e->kind == RT_EXPR_READ || e->kind == RT_EXPR_NUM || e->kind == RT_EXPR_INDEX ||
            e->kind == RT_EXPR_SIZE || e->kind == RT_EXPR_DIMREF || e->kind == RT_EXPR_CHILD;
 }
-#define RT_PERF_CPU_EXP_OPS     14.0
-#define RT_PERF_CPU_ERF_OPS     36.0
-#define RT_PERF_CPU_SQRT_CYCLES 6.0
-#define RT_PERF_CPU_LIBM_CYCLES 20.0
+#define RT_PERF_CPU_EXP_OPS 14.0
+#define RT_PERF_CPU_ERF_OPS 36.0
 // Is the operator warm on a CPU: do its tensors together fit in half of the last-level cache
 // (level 1)? Then they are still there when it runs again, as in the profiler's repetitions or
 // when it reads what the operator before it wrote, and its compulsory traffic comes from that
@@ -465,22 +524,17 @@ bool rt_perf_cpu_warm(const rt_perf_model *m);
 // Per iteration of a loop that does not run in vector lanes: its taken branch (increment,
 // compare and the tile bounds issue beside the loop body's loads and stores).
 #define RT_PERF_CPU_LOOP_CYCLES 1.0
-// A vector loop whose trip count is only known at run time: the vectorizer's trip-count tests
-// and the jumps between its main, epilogue and scalar loops (about one mispredicted branch,
-// 15-20 cycles on current x86 cores, where the trip count alternates between tile sizes).
-#define RT_PERF_CPU_VLOOP_ENTRY_CYCLES 16.0
+// A vector loop whose trip count is only known at run time pays the vectorizer's trip-count
+// tests and jumps (the device's vloop_entry_cycles, rt_hal_cpu_costs).
 // Such a loop's main body takes this many vectors per iteration (LLVM's interleave for short
 // bodies on x86); shorter remainders run at half width, the last lanes one at a time.
 #define RT_PERF_CPU_VLOOP_INTERLEAVE 4
-// Stores per cycle per core (one vector store port on current x86 and Arm cores).
-#define RT_PERF_CPU_STORE_PORTS 1.0
+// Stores per cycle per core: the device's store_ports (rt_hal_cpu_costs).
 // The widest interleave LLVM's vectorizer forms from one loop's accesses (its
 // max-interleave-group-factor): the CPU backend packs an A panel of up to this many rows, read
 // along k, with vector loads and shuffles; a taller one (mr = 12, 14) by gathering each k's rows.
 #define RT_PERF_CPU_MAX_INTERLEAVE 8
-// Cycles per element of a gather or scatter (about one element per cycle: on a Zen 4 core an
-// mr = 12 A pack by 12-wide gathers took 1.2-1.3 cycles per element more than the shuffled one).
-#define RT_PERF_CPU_GATHER_CYCLES 1.0
+// Cycles per element of a gather or scatter: the device's gather_cycles (rt_hal_cpu_costs).
 // The longest k block of a packed GEMM. A 4-row A micro-panel of 1024 floats fills half of a
 // 32 KiB L1; on a Zen 4 core kc = 1024 (4x64, nc = 64) ran 1024^3-4096^3 1.5-3% faster on one
 // core than kc = 512 (half the round trips of C and the calls), and the same on two.

@@ -71,11 +71,31 @@ static json_t *rprog_json(const rt_perf_model *m, const rt_rprog *p, int32_t ran
     json_object_set_new(o, "epsilon", json_real(p->epsilon));
     json_object_set_new(o, "shrunk", json_boolean(p->shrunk));
     json_object_set_new(o, "construction_ns", json_real(p->construct_ns));
+    if (p->cpu.kind != RT_PERF_CPU_PLAN_NONE) {
+        // The plan the CPU backend compiles (the kernel's opening comment prints the same line).
+        rt_arena *a = rt_arena_new(4096);
+        rt_buf b;
+        rt_buf_init(&b, a);
+        if (a)
+            rt_perf_cpu_plan_text(&p->cpu, m->op, &m->op->stmts[m->main_stmt], &b);
+        json_object_set_new(o, "plan", json_string(!a || b.oom || !b.data ? "" : b.data));
+        rt_arena_free(a);
+    }
     return o;
+}
+
+// Where the op admits fewer different kernels than were asked for.
+static const char *rt_perf_fewer_note(int32_t n, int32_t k, char *buf, size_t size) {
+    snprintf(buf, size,
+             "the construction found %d different kernel%s (distinct plans), fewer than top-k = "
+             "%d; rPrograms with equal plans are one candidate",
+             (int)n, n == 1 ? "" : "s", (int)k);
+    return buf;
 }
 
 void *rt_perf_result_to_json(const rt_perf_result *r) {
     const rt_perf_model *m = r->model;
+    char buf[200];
     json_t *o = json_object();
     if (!o)
         return NULL;
@@ -113,6 +133,9 @@ void *rt_perf_result_to_json(const rt_perf_result *r) {
     json_object_set_new(o, "use_mma", json_boolean(m->use_mma));
     json_object_set_new(o, "candidates_found", json_integer(r->n_found));
     json_object_set_new(o, "candidates_same_kernel", json_integer(r->n_same_kernel));
+    if (r->n_cands < r->top_k)
+        json_object_set_new(o, "candidates_note",
+                            json_string(rt_perf_fewer_note(r->n_cands, r->top_k, buf, sizeof buf)));
     json_object_set_new(o, "tile_evaluations", json_integer(r->n_evals));
     json_object_set_new(o, "model_steps", json_integer(r->n_steps));
     json_object_set_new(o, "construction_ns", json_real(r->construct_ns));
@@ -134,6 +157,10 @@ void rt_perf_print_table(const rt_perf_result *r, rt_buf *out) {
     rt_buf_printf(out, "%s on %s: %d candidates (%d constructed, %lld tiles evaluated, %.3f ms)\n",
                   m->op->name ? m->op->name : "?", m->dev->name, r->n_cands, r->n_found,
                   (long long)r->n_evals, r->construct_ns / 1e6);
+    if (r->n_cands < r->top_k) {
+        char buf[200];
+        rt_buf_printf(out, "note: %s\n", rt_perf_fewer_note(r->n_cands, r->top_k, buf, sizeof buf));
+    }
     rt_buf_puts(out, "axes");
     for (int32_t x = 0; x < m->n_axes; x++)
         rt_buf_printf(out, " %s%s", m->axes[x].name, m->axes[x].is_reduce ? "(r)" : "");

@@ -132,7 +132,8 @@ static void test_gemm_view(const rt_device *dev) {
         RT_EXPECT(g.a_k_unit);
         RT_EXPECT(rt_perf_cpu_gemm_time(m, &g, &n14, &p14, &e14, &w14));
         RT_EXPECT(rt_perf_cpu_gemm_time(m, &g8, &n8, &p8, &e8, &w14));
-        RT_EXPECT(p14 - p8 > 0.5 * 256 * 512 * RT_PERF_CPU_GATHER_CYCLES / rt_perf_cpu_ghz(dev));
+        RT_EXPECT(p14 - p8 >
+                  0.5 * 256 * 512 * rt_hal_cpu_costs(dev).gather_cycles / rt_perf_cpu_ghz(dev));
     }
 
     // Packing: a work item is a row block times a run of nc blocks and packs A once for the
@@ -684,7 +685,17 @@ static void test_vector_ops(const rt_device *dev) {
     RT_EXPECT_NEAR(rt_perf_cpu_expr_cycles(&one, ex), 1 + RT_PERF_CPU_EXP_OPS, 1e-12);
     rt_expr call = *ex;
     call.fn = RT_FN_TANH;
-    RT_EXPECT_NEAR(rt_perf_cpu_expr_cycles(dev, &call), 0.5 + RT_PERF_CPU_LIBM_CYCLES * 16, 1e-9);
+    RT_EXPECT_NEAR(rt_perf_cpu_expr_cycles(dev, &call), 0.5 + dev->cpu_costs.libm_cycles * 16,
+                   1e-9);
+    // The costs are the device file's ([compute] libm_cycles, sqrt_cycles): another device
+    // prices the same expression by its own.
+    rt_device slow = *dev;
+    slow.cpu_costs.libm_cycles = 2 * dev->cpu_costs.libm_cycles;
+    RT_EXPECT_NEAR(rt_perf_cpu_expr_cycles(&slow, &call), 0.5 + slow.cpu_costs.libm_cycles * 16,
+                   1e-9);
+    call.fn = RT_FN_SQRT;
+    slow.cpu_costs.sqrt_cycles = 11;
+    RT_EXPECT_NEAR(rt_perf_cpu_expr_cycles(&slow, &call), 0.5 + 11, 1e-9);
     rt_perf_model *m = NULL;
     RT_EXPECT_EQ(rt_perf_model_build(a, op, dev, NULL, &m, &err), RT_OK);
     if (!m)
@@ -702,6 +713,30 @@ static void test_vector_ops(const rt_device *dev) {
         RT_EXPECT(r->cands[0].compute_ns > 5 * 512.0 * 1024 * 5 / m->peak_gflops);
     }
     rt_arena_free(a);
+}
+
+// Every CPU device file sets the microarchitecture costs in [compute]; a device without them
+// (built by hand) gets the documented defaults.
+static void test_costs_from_files(const rt_device *avx512) {
+    RT_EXPECT_NEAR(avx512->cpu_costs.store_ports, 1.0, 1e-12);
+    RT_EXPECT(avx512->cpu_costs.gather_cycles > 0 && avx512->cpu_costs.vloop_entry_cycles > 0 &&
+              avx512->cpu_costs.libm_cycles > 0 && avx512->cpu_costs.sqrt_cycles > 0);
+    static const char *const files[] = {"devices/x86-avx2.ini", "devices/arm-neoverse-n1.ini"};
+    for (size_t i = 0; i < sizeof files / sizeof files[0]; i++) {
+        rt_device d;
+        RT_EXPECT(load_dev(files[i], &d));
+        RT_EXPECT(d.cpu_costs.store_ports > 0 && d.cpu_costs.gather_cycles > 0 &&
+                  d.cpu_costs.vloop_entry_cycles > 0 && d.cpu_costs.libm_cycles > 0 &&
+                  d.cpu_costs.sqrt_cycles > 0);
+    }
+    rt_device bare;
+    memset(&bare, 0, sizeof bare);
+    rt_cpu_costs c = rt_hal_cpu_costs(&bare);
+    RT_EXPECT_NEAR(c.store_ports, RT_CPU_COST_DEFAULT_STORE_PORTS, 1e-12);
+    RT_EXPECT_NEAR(c.gather_cycles, RT_CPU_COST_DEFAULT_GATHER_CYCLES, 1e-12);
+    RT_EXPECT_NEAR(c.vloop_entry_cycles, RT_CPU_COST_DEFAULT_VLOOP_ENTRY_CYCLES, 1e-12);
+    RT_EXPECT_NEAR(c.libm_cycles, RT_CPU_COST_DEFAULT_LIBM_CYCLES, 1e-12);
+    RT_EXPECT_NEAR(c.sqrt_cycles, RT_CPU_COST_DEFAULT_SQRT_CYCLES, 1e-12);
 }
 
 int main(void) {
@@ -723,5 +758,6 @@ int main(void) {
     test_window_pack(&dev);
     test_ranking(&dev);
     test_vector_ops(&dev);
+    test_costs_from_files(&dev);
     return rt_test_finish("test-perfmodel-cpu");
 }

@@ -2,6 +2,7 @@
 // spec: examples/conv2d.spec
 // sizes: N=1 C=8 H=10 W=10 F=16 OH=5 OW=5
 // device: x86-64 AVX-512, 2 cores (Sapphire Rapids class) (devices/x86-avx512.ini, cpu sapphirerapids)
+// plan: gemm M=16 N=25 K=72 batch=1 micro-kernel=8x32 lanes=16 kc=72 mc=8 nc=32 ng=1 items=2 implicit
 // rTile L0 dram   [n=1, f=16, y=5, x=5, c=8, r=3, s=3] footprint 0 B
 // rTile L1 l3     [n=1, f=16, y=6, x=5, c=8, r=3, s=3] footprint 9408 B
 // rTile L2 l2     [n=1, f=16, y=6, x=5, c=4, r=3, s=3] footprint 5504 B

@@ -1,6 +1,7 @@
 // rtgen 0.1.0: dwconv, candidate 0
 // spec: examples/dwconv.spec
 // device: x86-64 AVX-512, 2 cores (Sapphire Rapids class) (devices/x86-avx512.ini, cpu sapphirerapids)
+// plan: loops items=336 n=0+128:32/8/4 c=0+84:1 y=0+42:42 x=0+42:42 window pack=rows yu=2
 // rTile L0 dram   [n=128, c=84, y=42, x=42, r=5, s=5] footprint 0 B
 // rTile L1 l3     [n=64, c=1, y=42, x=42, r=5, s=5] footprint 2215268 B
 // rTile L2 l2     [n=32, c=1, y=42, x=42, r=5, s=5] footprint 1107684 B

@@ -2,6 +2,7 @@
 // spec: examples/linear_gelu.spec
 // sizes: M=16
 // device: x86-64 AVX-512, 2 cores (Sapphire Rapids class) (devices/x86-avx512.ini, cpu sapphirerapids)
+// plan: gemm M=16 N=4096 K=1024 batch=1 micro-kernel=4x64 lanes=16 kc=1024 mc=16 nc=128 ng=2 items=2 prefetch-b
 // rTile L0 dram   [m=16, n=4096, k=1024] footprint 0 B
 // rTile L1 l3     [m=16, n=512, k=1024] footprint 2195456 B
 // rTile L2 l2     [m=16, n=64, k=128] footprint 45056 B

@@ -2,6 +2,7 @@
 // spec: examples/matmul.spec
 // sizes: M=64 N=48 K=32
 // device: x86-64 AVX-512, 2 cores (Sapphire Rapids class) (devices/x86-avx512.ini, cpu sapphirerapids)
+// plan: gemm M=64 N=48 K=32 batch=1 micro-kernel=8x48 lanes=16 kc=32 mc=32 nc=48 ng=1 items=2 prefetch-b
 // rTile L0 dram   [m=64, n=48, k=32] footprint 0 B
 // rTile L1 l3     [m=64, n=48, k=32] footprint 26624 B
 // rTile L2 l2     [m=32, n=48, k=32] footprint 16384 B

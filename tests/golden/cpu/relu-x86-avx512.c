@@ -1,6 +1,7 @@
 // rtgen 0.1.0: relu, candidate 0
 // spec: examples/relu.spec
 // device: x86-64 AVX-512, 2 cores (Sapphire Rapids class) (devices/x86-avx512.ini, cpu sapphirerapids)
+// plan: loops items=889056 w=0+227598336:256
 // rTile L0 dram   [n.c.h.w=227598336] footprint 0 B
 // rTile L1 l3     [n.c.h.w=256] footprint 2048 B
 // rTile L2 l2     [n.c.h.w=256] footprint 2048 B

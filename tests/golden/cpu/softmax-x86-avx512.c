@@ -1,6 +1,7 @@
 // rtgen 0.1.0: softmax, candidate 0
 // spec: examples/softmax.spec
 // device: x86-64 AVX-512, 2 cores (Sapphire Rapids class) (devices/x86-avx512.ini, cpu sapphirerapids)
+// plan: nest
 // rTile L0 dram   [n=4096, d=1024] footprint 0 B
 // rTile L1 l3     [n=128, d=1024] footprint 524800 B
 // rTile L2 l2     [n=128, d=1024] footprint 524800 B

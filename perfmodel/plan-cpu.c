@@ -1,0 +1,185 @@
+// plan-cpu.c: the CPU plan of an rProgram (perfmodel.h rt_perf_cpu_plan) — made once per
+// rProgram by rt_perf_evaluate from the rTiles and the device file, priced by cost.c, merged by
+// construct.c (equal plans are one candidate), printed in the JSON report and executed by the
+// CPU backend (codegen/lower-cpu.c), which prints the plan it executed in the kernel's opening
+// comment. The row-wise fusion rule of the backend's loop nests lives here too, so that the
+// plan knows whether the modeled statement gets a loop nest of its own.
+#include "perfmodel.h"
+
+#include <string.h>
+
+static const char *const rt_plan_kind_names[] = {"none", "nest", "loops", "gemm"};
+_Static_assert(sizeof rt_plan_kind_names / sizeof rt_plan_kind_names[0] ==
+                   RT_PERF_CPU_PLAN_KIND_COUNT,
+               "one name per plan kind");
+
+static const char *const rt_win_pack_names[] = {"none", "x", "rows"};
+_Static_assert(sizeof rt_win_pack_names / sizeof rt_win_pack_names[0] ==
+                   RT_PERF_CPU_WIN_PACK_ROWS + 1,
+               "one name per window packing");
+
+const char *rt_perf_cpu_plan_kind_name(rt_perf_cpu_plan_kind k) {
+    return k >= 0 && k < RT_PERF_CPU_PLAN_KIND_COUNT ? rt_plan_kind_names[k] : "?";
+}
+
+bool rt_perf_cpu_stmt_outer(const rt_op *op, const rt_stmt *s, int32_t *var, int64_t *lo,
+                            int64_t *hi) {
+    for (int32_t i = 0; i < s->n_loops; i++) {
+        int32_t v = s->loops[i];
+        if (v < 0 || v >= s->n_vars)
+            return false;
+        if (s->vars[v].is_reduce)
+            continue;
+        *var = v;
+        return s->vars[v].lo && s->vars[v].hi && rt_expr_const_int(op, s->vars[v].lo, lo) &&
+               rt_expr_const_int(op, s->vars[v].hi, hi) && *hi > *lo;
+    }
+    return false;
+}
+
+bool rt_perf_cpu_reads_tensor(const rt_expr *e, int32_t t, int32_t first_var, bool *ok) {
+    if (!e)
+        return false;
+    bool found = false;
+    if (e->kind == RT_EXPR_READ && e->tensor == t) {
+        found = true;
+        if (e->n_args < 1 || e->args[0]->kind != RT_EXPR_INDEX || e->args[0]->var != first_var)
+            *ok = false;
+    }
+    for (int32_t i = 0; i < e->n_args; i++)
+        found = rt_perf_cpu_reads_tensor(e->args[i], t, first_var, ok) || found;
+    return found;
+}
+
+bool rt_perf_cpu_row_fusable(const rt_op *op, int32_t g0, int32_t j) {
+    int32_t vj, v0;
+    int64_t lo0, hi0, loj, hij;
+    const rt_stmt *sj = &op->stmts[j];
+    if (!rt_perf_cpu_stmt_outer(op, &op->stmts[g0], &v0, &lo0, &hi0) ||
+        !rt_perf_cpu_stmt_outer(op, sj, &vj, &loj, &hij) || lo0 != loj || hi0 != hij)
+        return false;
+    for (int32_t i = g0; i < j; i++) {
+        const rt_stmt *si = &op->stmts[i];
+        int32_t vi;
+        int64_t a, b;
+        if (!rt_perf_cpu_stmt_outer(op, si, &vi, &a, &b) || si->n_lhs < 1 || si->lhs_vars[0] != vi)
+            return false;
+        bool ok = true;
+        rt_perf_cpu_reads_tensor(sj->rhs, si->out, vj, &ok);
+        if (!ok || sj->out == si->out)
+            return false;
+        // sj writes what si reads: keep them apart unless si reads it by its own row too.
+        bool ok2 = true;
+        rt_perf_cpu_reads_tensor(si->rhs, sj->out, vi, &ok2);
+        if (!ok2)
+            return false;
+    }
+    return sj->n_lhs >= 1 && sj->lhs_vars[0] == vj;
+}
+
+// Is statement main alone in its row-wise group when the statements are grouped from the first
+// (codegen/lower-cpu.c rt_lower_general)?
+static bool main_alone(const rt_op *op, int32_t main) {
+    for (int32_t i = 0; i < op->n_stmts;) {
+        int32_t j = i + 1;
+        while (j < op->n_stmts && rt_perf_cpu_row_fusable(op, i, j))
+            j++;
+        if (main >= i && main < j)
+            return j == i + 1;
+        i = j;
+    }
+    return false;
+}
+
+void rt_perf_cpu_plan_make(const rt_perf_model *m, const rt_rprog *p, rt_perf_cpu_plan *pl) {
+    memset(pl, 0, sizeof *pl);
+    if (m->thread_level >= 0)
+        return;
+    pl->kind = RT_PERF_CPU_PLAN_NEST;
+    pl->block_level = m->block_level;
+    pl->top = m->top;
+    pl->loops_tiled = m->block_level >= 0 && m->top < RT_MAX_MEM_LEVELS &&
+                      m->block_level <= m->top && rt_perf_cpu_loop_plan(m, p, &pl->loops);
+    if (m->recursive)
+        return; // recursion over a tree: level-by-level phases
+    if (rt_perf_cpu_gemm_view(m, p, &pl->gemm)) {
+        rt_perf_cpu_uk_rules ur;
+        rt_perf_cpu_uk_rules_of(m->dev, &ur);
+        pl->kind = RT_PERF_CPU_PLAN_GEMM;
+        pl->uk_lanes = ur.lanes;
+        return;
+    }
+    if (pl->loops_tiled && main_alone(m->op, m->main_stmt))
+        pl->kind = RT_PERF_CPU_PLAN_LOOPS;
+}
+
+static void loops_text(const rt_perf_cpu_loops *lp, const rt_stmt *s, int32_t bl, int32_t top,
+                       rt_buf *out) {
+    rt_buf_printf(out, " items=%lld", (long long)lp->items);
+    for (int32_t i = 0; i < lp->n_vars; i++) {
+        int32_t v = lp->var[i];
+        const char *name = s && v >= 0 && v < s->n_vars ? s->vars[v].name : "?";
+        if (!lp->tiled[i]) {
+            rt_buf_printf(out, " %s=untiled", name);
+            continue;
+        }
+        rt_buf_printf(out, " %s=%lld+%lld:", name, (long long)lp->lo[i], (long long)lp->extent[i]);
+        // The chain of tiles: the work item's, then one per level where it shrinks (a loop).
+        rt_buf_printf(out, "%lld", (long long)lp->tile[i][bl]);
+        for (int32_t lv = bl + 1; lv <= top; lv++)
+            if (lp->tile[i][lv] < lp->tile[i][lv - 1])
+                rt_buf_printf(out, "/%lld", (long long)lp->tile[i][lv]);
+    }
+    if (lp->window)
+        rt_buf_printf(out, " window pack=%s yu=%lld", rt_win_pack_names[lp->win_pack],
+                      (long long)lp->win_yu);
+}
+
+void rt_perf_cpu_plan_text(const rt_perf_cpu_plan *pl, const rt_op *op, const rt_stmt *s,
+                           rt_buf *out) {
+    (void)op;
+    rt_buf_puts(out, rt_perf_cpu_plan_kind_name(pl->kind));
+    if (pl->kind == RT_PERF_CPU_PLAN_GEMM) {
+        const rt_perf_cpu_gemm *g = &pl->gemm;
+        rt_buf_printf(out,
+                      " M=%lld N=%lld K=%lld batch=%lld micro-kernel=%lldx%lld lanes=%lld "
+                      "kc=%lld mc=%lld nc=%lld ng=%lld items=%lld%s%s",
+                      (long long)g->M, (long long)g->N, (long long)g->K, (long long)g->batch,
+                      (long long)g->mr, (long long)g->nr, (long long)pl->uk_lanes, (long long)g->kc,
+                      (long long)g->mc, (long long)g->nc, (long long)g->ng, (long long)g->items,
+                      g->implicit ? " implicit" : "", g->b_prefetch ? " prefetch-b" : "");
+    } else if (pl->kind == RT_PERF_CPU_PLAN_LOOPS) {
+        loops_text(&pl->loops, s, pl->block_level, pl->top, out);
+    }
+}
+
+static uint64_t key_mix(uint64_t h, uint64_t v) {
+    h ^= v + 0x9e3779b97f4a7c15ull + (h << 6) + (h >> 2);
+    h *= 0xff51afd7ed558ccdull;
+    return h ^ (h >> 33);
+}
+
+uint64_t rt_perf_cpu_plan_key(const rt_perf_cpu_plan *pl) {
+    uint64_t h = key_mix(0x51, (uint64_t)pl->kind);
+    if (pl->kind == RT_PERF_CPU_PLAN_GEMM) {
+        const rt_perf_cpu_gemm *g = &pl->gemm;
+        const int64_t v[] = {g->mr, g->nr, g->kc, g->mc, g->nc, g->ng, g->items, pl->uk_lanes};
+        for (size_t i = 0; i < sizeof v / sizeof v[0]; i++)
+            h = key_mix(h, (uint64_t)v[i]);
+        return h;
+    }
+    if (pl->kind != RT_PERF_CPU_PLAN_LOOPS)
+        return h;
+    // The tiles of the kept variables from the scale-out level down, and the loops they make (a
+    // level adds one only where a tile shrinks), and the window's packing.
+    const rt_perf_cpu_loops *lp = &pl->loops;
+    int32_t bl = pl->block_level, top = pl->top;
+    for (int32_t i = 0; i < lp->n_vars; i++)
+        if (lp->tiled[i])
+            h = key_mix(key_mix(h, (uint64_t)lp->var[i]), (uint64_t)lp->tile[i][bl]);
+    for (int32_t lv = bl + 1; lv <= top; lv++)
+        for (int32_t i = 0; i < lp->n_vars; i++)
+            if (lp->tiled[i] && lp->tile[i][lv] < lp->tile[i][lv - 1])
+                h = key_mix(key_mix(h, (uint64_t)lp->var[i] + 1000), (uint64_t)lp->tile[i][lv]);
+    return key_mix(key_mix(h, (uint64_t)lp->win_pack), (uint64_t)lp->win_yu);
+}
