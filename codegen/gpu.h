@@ -109,7 +109,7 @@ typedef struct rt_gpu_lower_options {
     const char *spec_path; // for the header comment (NULL: op->file)
     bool no_stage;         // never stage through shared memory (direct global reads)
     bool no_rasterize;     // no block-index swizzle for L2 reuse (otherwise used on devices
-                           // with a large L2: cuda sm_80 and newer, hip gfx90a)
+                           // whose file sets raster_group_blocks)
 } rt_gpu_lower_options;
 
 typedef struct rt_gpu_kernel {

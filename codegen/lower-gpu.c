@@ -61,7 +61,7 @@ typedef struct rt_gplan {
     rt_gdim dims[RT_GL_MAX_DIMS];
     int64_t threads, Rtot;
     bool from_prog;     // tiles come from the rProgram
-    bool raster;        // grouped block order over the two innermost x dims
+    int64_t raster;     // grouped block order over the two innermost x dims: rows per group
     int64_t red_T1[64]; // staged: reduction step per var of the tiling statement
     int32_t n_stage;
     rt_gstage stage[RT_GL_MAX_READS];
@@ -216,8 +216,8 @@ static rt_status rt_gl_buffers(rt_gl *l, rt_gpu_kernel *gk) {
     RT_ALLOC(l->a, l->data_buf, op->n_tensors, l->err);
     RT_ALLOC(l->a, l->start_buf, op->n_tensors, l->err);
     RT_ALLOC(l->a, l->extent, op->n_tensors, l->err);
-    RT_ALLOC(l->a, gk->bufs, op->n_tensors * (RT_MAX_DIMS + 1) + op->n_trees * RT_KIR_TREE_FIELD_COUNT,
-             l->err);
+    RT_ALLOC(l->a, gk->bufs,
+             op->n_tensors * (RT_MAX_DIMS + 1) + op->n_trees * RT_KIR_TREE_FIELD_COUNT, l->err);
     for (int32_t t = 0; t < op->n_tensors; t++) {
         const rt_tensor *tn = &op->tensors[t];
         rt_kir_type ty;
@@ -801,15 +801,14 @@ static rt_status rt_gl_plan(rt_gl *l, const rt_gpu_lower_options *opt, rt_gplan 
             pl->n_stage = 0;
         if (pl->mode == RT_GL_DIRECT)
             pl->epi = -1;
-        // Grouped block order (L2 reuse) on devices with a large L2.
-        const rt_device *dev = l->dev;
-        bool big_l2 = (dev->devclass == RT_DEVCLASS_CUDA && strncmp(dev->arch, "sm_", 3) == 0 &&
-                       atoi(dev->arch + 3) >= 80) ||
-                      (dev->devclass == RT_DEVCLASS_HIP && strcmp(dev->arch, "gfx90a") == 0);
+        // Grouped block order (L2 reuse) where the device file gives its group width.
         int32_t nx = 0;
         for (int32_t d = 0; d < pl->n_dims; d++)
             nx += pl->dims[d].grid == 0 && pl->dims[d].nb > 1;
-        pl->raster = big_l2 && !opt->no_rasterize && pl->mode == RT_GL_STAGED && nx >= 2;
+        pl->raster = l->dev->raster_group_blocks > 0 && !opt->no_rasterize &&
+                             pl->mode == RT_GL_STAGED && nx >= 2
+                         ? l->dev->raster_group_blocks
+                         : 0;
     }
     *out = plans;
     *n_out = n;
@@ -842,7 +841,7 @@ static void rt_gl_coords(rt_gl *l, rt_gplan *pl, rt_kir_block *b) {
                 out = i;
         }
         rt_gdim *go = &pl->dims[xs[out]], *gi = &pl->dims[xs[in]];
-        const int64_t G = 8;
+        const int64_t G = pl->raster;
         int64_t pair = go->nb * gi->nb, width = G * gi->nb;
         rt_kir_expr *L = rt_gl_let(l, b, "blk_pair", rt_gl_umod(a, rest, pair));
         rest = rt_gl_let(l, b, "blk_rest", rt_gl_udiv(a, rest, pair));
@@ -1354,7 +1353,8 @@ static rt_status rt_gl_tree_phase(rt_gl *l, rt_gplan *pl, rt_gpu_phase *gp, cons
         const rt_stmt *s = &op->stmts[g->stmts[i]];
         int64_t row = rt_gl_tree_row(op, s);
         if (row < 0)
-            return rt_gl_unsupported(l, s->loc, "a tree statement whose row is not of constant size");
+            return rt_gl_unsupported(l, s->loc,
+                                     "a tree statement whose row is not of constant size");
         E = rt_max64(E, row);
     }
     int64_t T = rt_min64(256, rt_round_up(E, 32));
@@ -1386,26 +1386,26 @@ static rt_status rt_gl_tree_phase(rt_gl *l, rt_gplan *pl, rt_gpu_phase *gp, cons
     rt_kir_block *b = &l->ph->body;
     rt_kir_expr *level = rt_kir_var_ref(a, l->ph, l->ph->levels.level_var);
     int32_t bb = tb[RT_KIR_TREE_LEVEL_BEGIN];
-    rt_kir_expr *lb = rt_gl_let(l, b, "level_begin",
-                                rt_kir_cast(a, RT_KIR_I64, rt_kir_load(a, l->k, bb, level)));
+    rt_kir_expr *lb =
+        rt_gl_let(l, b, "level_begin", rt_kir_cast(a, RT_KIR_I64, rt_kir_load(a, l->k, bb, level)));
     rt_kir_expr *le = rt_gl_let(
         l, b, "level_end",
         rt_kir_cast(a, RT_KIR_I64,
                     rt_kir_load(a, l->k, bb, rt_kir_bin(a, RT_KIR_ADD, level, rt_kir_int(a, 1)))));
-    rt_kir_expr *gid = rt_gl_let(
-        l, b, "gid",
-        rt_kir_bin(a, RT_KIR_ADD,
-                   rt_kir_bin(a, RT_KIR_MUL, rt_kir_var_ref(a, l->ph, l->ph->item_var),
-                              rt_kir_int(a, T)),
-                   rt_kir_var_ref(a, l->ph, l->ph->thread_var)));
+    rt_kir_expr *gid =
+        rt_gl_let(l, b, "gid",
+                  rt_kir_bin(a, RT_KIR_ADD,
+                             rt_kir_bin(a, RT_KIR_MUL, rt_kir_var_ref(a, l->ph, l->ph->item_var),
+                                        rt_kir_int(a, T)),
+                             rt_kir_var_ref(a, l->ph, l->ph->thread_var)));
     rt_kir_expr *pos = rt_gl_let(l, b, "pos", rt_kir_bin(a, RT_KIR_ADD, lb, rt_gl_udiv(a, gid, E)));
     rt_kir_node *in = rt_gl_if(l, b, rt_kir_bin(a, RT_KIR_LT, pos, le));
     if (!in || l->oom)
         return rt_gl_nomem(l);
     const rt_stmt *s0 = &op->stmts[g->stmts[0]];
-    rt_kir_expr *node = rt_gl_let(
-        l, &in->body, s0->vars[s0->lhs_vars[0]].name,
-        rt_kir_cast(a, RT_KIR_I64, rt_kir_load(a, l->k, tb[RT_KIR_TREE_ORDER], pos)));
+    rt_kir_expr *node =
+        rt_gl_let(l, &in->body, s0->vars[s0->lhs_vars[0]].name,
+                  rt_kir_cast(a, RT_KIR_I64, rt_kir_load(a, l->k, tb[RT_KIR_TREE_ORDER], pos)));
     rt_kir_expr *e = rt_gl_let(l, &in->body, "e", rt_gl_umod(a, gid, E));
     for (int32_t i = 0; i < g->n_stmts && node && e; i++) {
         if (!(inner ? g->at_inner[i] : g->at_leaves[i]))
