@@ -111,6 +111,8 @@ typedef struct rt_rprog {
     int64_t reg_block_elems;          // CPU: output elements of the register block (ties go to the
                                       // larger micro-kernel); 0 elsewhere
     int32_t order;                    // discovery order (final tie-break)
+    const struct rt_gpu_plan *gpu;    // GPU: the plan the backend executes (gpu-plan.h); NULL
+                                      // on a CPU or where no plan could be made
 } rt_rprog;
 
 typedef struct rt_perf_model rt_perf_model;
@@ -120,8 +122,8 @@ typedef struct rt_perf_result {
     int32_t n_cands; // ranked, best first, at most top_k
     rt_rprog *cands;
     int32_t n_found;       // candidates constructed before ranking, one per distinct kernel
-    int32_t n_same_kernel; // CPU: rPrograms dropped because a found one lowers to the same
-                           // kernel (the better predicted of the two is kept)
+    int32_t n_same_kernel; // rPrograms dropped because a found one lowers to the same kernel
+                           // (the better predicted of the two is kept; GPU: the same plan)
     int64_t n_evals;       // tile evaluations
     int64_t n_steps;       // the model's loop steps over the construction (rt_perf_model.steps)
     double construct_ns;   // whole construction

@@ -134,3 +134,15 @@ rt_status rt_spec_eval_int(rt_spec_eval *ev, const rt_expr *e, int64_t *out) {
     }
     return ev->leaf(ev, e, out);
 }
+
+bool rt_expr_any(const rt_expr *e, bool (*pred)(const rt_expr *e, const void *ctx),
+                 const void *ctx) {
+    if (!e)
+        return false;
+    if (pred(e, ctx))
+        return true;
+    for (int32_t i = 0; i < e->n_args; i++)
+        if (rt_expr_any(e->args[i], pred, ctx))
+            return true;
+    return false;
+}

@@ -32,4 +32,8 @@ rt_status rt_spec_eval_int(rt_spec_eval *ev, const rt_expr *e, int64_t *out);
 // v as an integer; RT_ERR_SPEC "<e> is not a valid integer (got v)" outside int64's range.
 rt_status rt_spec_eval_to_int(rt_spec_eval *ev, const rt_expr *e, double v, int64_t *out);
 
+// Does e or any of its subexpressions satisfy pred (ctx passed through)? False for NULL.
+bool rt_expr_any(const rt_expr *e, bool (*pred)(const rt_expr *e, const void *ctx),
+                 const void *ctx);
+
 #endif
