@@ -1,8 +1,8 @@
-// lower-gpu.c: turns one ranked rProgram (perfmodel.h) into GPU-structured kernel IR (kir.h):
-// blocks from the scale-out tile (grid over the spatial dims of the block-level rTile), threads
-// from the block tile divided by the register tile, and per thread a register tile STRIDED over
-// the block's threads (thread t owns elements t, t + T, ... of each dim: coalesced accesses, few
-// bank conflicts, as Roller/TVM schedule). Three shapes of phase come out:
+// lower-gpu.c: executes one ranked rProgram's GPU plan (perfmodel/gpu-plan.h, made once by the
+// construction; decided nowhere here) as GPU-structured kernel IR (kir.h): blocks over the plan's
+// grid dims, threads from its block tile divided by its register tile, and per thread a register
+// tile STRIDED over the block's threads (thread t owns elements t, t + T, ... of each dim:
+// coalesced accesses, few bank conflicts, as Roller/TVM schedule). The plan's modes:
 //   staged   dense contractions (matmul, conv, depthwise conv, linear): every input's data tile
 //            of a reduction step is copied cooperatively into shared memory (halo reads of pad
 //            tensors give the pad value, ragged tails are bounds-checked, rows padded by the
@@ -13,7 +13,9 @@
 //            length tensors and offsets through rt_layout's start arrays;
 //   direct   everything else (elementwise, softmax's statement chains, triangular ranges):
 //            each thread runs the group's statements for each element of its register tile.
-// Grid dims of ragged (vloop) extents are grid y / z, sized at launch from the bound lengths.
+//   tree     a tree group, level by level (lower-tree.c).
+// Grid dims of ragged (vloop) extents are grid y / z, sized at launch from the bound lengths
+// (lower-gpu-launch.c).
 #include "gpu.h"
 #include "lower-expr.h"
 #include "gpu-plan.h"
@@ -660,6 +662,142 @@ static rt_status rt_gl_copies(rt_gl *l, const rt_gpu_phase_plan *pl, rt_kir_bloc
     return RT_OK;
 }
 
+// The staged reduction of a register-tile phase: per reduction step, the cooperative copies of
+// the staged reads' data tiles into shared memory, a barrier, the step's loops over the shared
+// tiles into the accumulators acc, a barrier.
+static rt_status rt_gl_staged_reduce(rt_gl *l, const rt_gpu_phase_plan *pl, rt_kir_block *b,
+                                     const int32_t *red, int32_t nr, int32_t acc) {
+    rt_arena *a = l->a;
+    int32_t ti = pl->tstmt;
+    const rt_stmt *s = l->s;
+    rt_kir_loop_kind ek = pl->unroll ? RT_KIR_LOOP_UNROLL : RT_KIR_LOOP_SERIAL;
+    rt_kir_block *inner = b;
+    int32_t base_var[64];
+    int64_t T[64];
+    for (int32_t d = 0; d < pl->n_dims; d++) {
+        const rt_gpu_dim *g = &pl->dims[d];
+        int32_t v = g->members[0];
+        rt_kir_expr *bv =
+            rt_gl_let(l, b, rt_arena_printf(a, "base_%s", s->vars[v].name),
+                      rt_kir_bin(a, RT_KIR_ADD,
+                                 rt_kir_bin(a, RT_KIR_MUL, rt_kir_var_ref(a, l->ph, l->bvar[d]),
+                                            rt_kir_int(a, g->T1)),
+                                 rt_kir_int(a, g->mlo[0])));
+        if (!bv)
+            return rt_gl_nomem(l);
+        base_var[v] = bv->var;
+        T[v] = g->T1;
+    }
+    for (int32_t i = 0; i < pl->n_stage; i++) {
+        const rt_gpu_stage *g = &pl->stage[i];
+        l->sh_buf[i] =
+            rt_kir_add_buf(a, l->k,
+                           rt_arena_printf(a, "sh_%s_p%d", l->op->tensors[g->read->tensor].name,
+                                           (int)(l->k->n_phases - 1)),
+                           RT_KIR_BUF_SHARED, RT_KIR_F32, -1, l->k->n_phases - 1);
+        if (l->sh_buf[i] < 0)
+            return rt_gl_nomem(l);
+        l->k->bufs[l->sh_buf[i]].elems = g->elems;
+        l->k->bufs[l->sh_buf[i]].written = true;
+    }
+    // step loops
+    int64_t lo_r[2 * RT_MAX_DIMS], hi_r[2 * RT_MAX_DIMS];
+    for (int32_t i = 0; i < nr; i++) {
+        int32_t v = red[i];
+        rt_expr_const_int(l->op, s->vars[v].lo, &lo_r[i]);
+        rt_expr_const_int(l->op, s->vars[v].hi, &hi_r[i]);
+        int64_t steps = rt_ceil_div(hi_r[i] - lo_r[i], pl->red_T1[v]);
+        int32_t cv =
+            rt_kir_add_var(a, l->ph, rt_arena_printf(a, "step_%s", s->vars[v].name), RT_KIR_I64);
+        rt_kir_node *loop = cv >= 0 ? rt_kir_loop(a, inner, cv, rt_kir_int(a, 0),
+                                                  rt_kir_int(a, steps), RT_KIR_LOOP_SERIAL)
+                                    : NULL;
+        if (!loop)
+            return rt_gl_nomem(l);
+        inner = &loop->body;
+        rt_kir_expr *r0 =
+            rt_gl_let(l, inner, rt_arena_printf(a, "base_%s", s->vars[v].name),
+                      rt_kir_bin(a, RT_KIR_ADD,
+                                 rt_kir_bin(a, RT_KIR_MUL, rt_kir_var_ref(a, l->ph, cv),
+                                            rt_kir_int(a, pl->red_T1[v])),
+                                 rt_kir_int(a, lo_r[i])));
+        if (!r0)
+            return rt_gl_nomem(l);
+        base_var[v] = r0->var;
+        T[v] = pl->red_T1[v];
+    }
+    RT_TRY(rt_gl_copies(l, pl, inner, base_var, T));
+    RT_GL_CHECK(l, rt_kir_append(a, inner, RT_KIR_N_BARRIER));
+    rt_kir_block *after = inner;
+    for (int32_t i = 0; i < nr; i++) {
+        int32_t v = red[i];
+        int32_t rv = rt_kir_add_var(a, l->ph, s->vars[v].name, RT_KIR_I64);
+        int64_t T1 = pl->red_T1[v];
+        rt_kir_node *loop =
+            rv >= 0 ? rt_kir_loop(a, inner, rv, rt_kir_var_ref(a, l->ph, base_var[v]),
+                                  rt_kir_bin(a, RT_KIR_MIN,
+                                             rt_kir_bin(a, RT_KIR_ADD,
+                                                        rt_kir_var_ref(a, l->ph, base_var[v]),
+                                                        rt_kir_int(a, T1)),
+                                             rt_kir_int(a, hi_r[i])),
+                                  RT_KIR_LOOP_SERIAL)
+                    : NULL;
+        if (!loop)
+            return rt_gl_nomem(l);
+        l->var_of[ti][v] = rv;
+        inner = &loop->body;
+    }
+    l->staging = true;
+    int32_t ev2 = rt_kir_add_var(a, l->ph, "e", RT_KIR_I64);
+    rt_kir_node *el =
+        ev2 >= 0 ? rt_kir_loop(a, inner, ev2, rt_kir_int(a, 0), rt_kir_int(a, pl->Rtot), ek) : NULL;
+    if (!el)
+        return rt_gl_nomem(l);
+    rt_kir_expr *ok;
+    RT_TRY(rt_gl_bind(l, pl, &el->body, rt_kir_var_ref(a, l->ph, ev2), &ok));
+    rt_gl_set_stmt(l, ti);
+    l->pre = &el->body;
+    rt_kir_expr *x;
+    RT_TRY(rt_gl_num(l, s->rhs, &x));
+    rt_kir_expr *ei = rt_kir_var_ref(a, l->ph, ev2);
+    rt_gl_store(l, &el->body, acc, ei, rt_gl_combine(a, s->op, rt_kir_load(a, l->k, acc, ei), x));
+    l->staging = false;
+    RT_GL_CHECK(l, rt_kir_append(a, after, RT_KIR_N_BARRIER));
+    return RT_OK;
+}
+
+// The plain reduction of a register-tile phase: loops over the reduction vars reading global
+// memory into the accumulators acc.
+static rt_status rt_gl_plain_reduce(rt_gl *l, const rt_gpu_phase_plan *pl, rt_kir_block *b,
+                                    const int32_t *red, int32_t nr, int32_t acc) {
+    rt_arena *a = l->a;
+    int32_t ti = pl->tstmt;
+    const rt_stmt *s = l->s;
+    rt_kir_loop_kind ek = pl->unroll ? RT_KIR_LOOP_UNROLL : RT_KIR_LOOP_SERIAL;
+    rt_kir_block *inner = b;
+    for (int32_t i = 0; i < nr && inner; i++)
+        RT_TRY(rt_gl_var_loop(l, inner, red[i], &inner));
+    if (!inner)
+        return rt_gl_nomem(l);
+    int32_t ev2 = rt_kir_add_var(a, l->ph, "e", RT_KIR_I64);
+    rt_kir_node *el =
+        ev2 >= 0 ? rt_kir_loop(a, inner, ev2, rt_kir_int(a, 0), rt_kir_int(a, pl->Rtot), ek) : NULL;
+    if (!el)
+        return rt_gl_nomem(l);
+    rt_kir_expr *ok;
+    RT_TRY(rt_gl_bind(l, pl, &el->body, rt_kir_var_ref(a, l->ph, ev2), &ok));
+    rt_gl_set_stmt(l, ti);
+    rt_kir_node *in = rt_gl_if(l, &el->body, ok);
+    if (!in)
+        return rt_gl_nomem(l);
+    l->pre = &in->body;
+    rt_kir_expr *x;
+    RT_TRY(rt_gl_num(l, s->rhs, &x));
+    rt_kir_expr *ei = rt_kir_var_ref(a, l->ph, ev2);
+    rt_gl_store(l, &in->body, acc, ei, rt_gl_combine(a, s->op, rt_kir_load(a, l->k, acc, ei), x));
+    return RT_OK;
+}
+
 // Register-tile phases (regtile, staged): accumulators in a per-thread array, reductions
 // outermost, the register tile innermost (unrolled), then the store with the epilogue.
 static rt_status rt_gl_regtile(rt_gl *l, const rt_gpu_phase_plan *pl, rt_kir_block *b) {
@@ -674,7 +812,7 @@ static rt_status rt_gl_regtile(rt_gl *l, const rt_gpu_phase_plan *pl, rt_kir_blo
         return rt_gl_nomem(l);
     l->k->bufs[acc].elems = pl->Rtot;
     int32_t ob = l->data_buf[s->out];
-    rt_kir_loop_kind ek = RT_KIR_LOOP_UNROLL;
+    rt_kir_loop_kind ek = pl->unroll ? RT_KIR_LOOP_UNROLL : RT_KIR_LOOP_SERIAL;
     // bind element 0: block-uniform vars for the reduction ranges
     rt_kir_expr *valid;
     RT_TRY(rt_gl_bind(l, pl, b, rt_kir_int(a, 0), &valid));
@@ -691,125 +829,10 @@ static rt_status rt_gl_regtile(rt_gl *l, const rt_gpu_phase_plan *pl, rt_kir_blo
     for (int32_t i = 0; i < s->n_loops; i++)
         if (s->loops[i] >= 0 && s->loops[i] < s->n_vars && s->vars[s->loops[i]].is_reduce)
             red[nr++] = s->loops[i];
-    rt_kir_block *inner = b;
-    if (pl->mode == RT_GPU_STAGED) {
-        int32_t base_var[64];
-        int64_t T[64];
-        for (int32_t d = 0; d < pl->n_dims; d++) {
-            const rt_gpu_dim *g = &pl->dims[d];
-            int32_t v = g->members[0];
-            rt_kir_expr *bv =
-                rt_gl_let(l, b, rt_arena_printf(a, "base_%s", s->vars[v].name),
-                          rt_kir_bin(a, RT_KIR_ADD,
-                                     rt_kir_bin(a, RT_KIR_MUL, rt_kir_var_ref(a, l->ph, l->bvar[d]),
-                                                rt_kir_int(a, g->T1)),
-                                     rt_kir_int(a, g->mlo[0])));
-            if (!bv)
-                return rt_gl_nomem(l);
-            base_var[v] = bv->var;
-            T[v] = g->T1;
-        }
-        for (int32_t i = 0; i < pl->n_stage; i++) {
-            const rt_gpu_stage *g = &pl->stage[i];
-            l->sh_buf[i] =
-                rt_kir_add_buf(a, l->k,
-                               rt_arena_printf(a, "sh_%s_p%d", l->op->tensors[g->read->tensor].name,
-                                               (int)(l->k->n_phases - 1)),
-                               RT_KIR_BUF_SHARED, RT_KIR_F32, -1, l->k->n_phases - 1);
-            if (l->sh_buf[i] < 0)
-                return rt_gl_nomem(l);
-            l->k->bufs[l->sh_buf[i]].elems = g->elems;
-            l->k->bufs[l->sh_buf[i]].written = true;
-        }
-        // step loops
-        int64_t lo_r[2 * RT_MAX_DIMS], hi_r[2 * RT_MAX_DIMS];
-        for (int32_t i = 0; i < nr; i++) {
-            int32_t v = red[i];
-            rt_expr_const_int(l->op, s->vars[v].lo, &lo_r[i]);
-            rt_expr_const_int(l->op, s->vars[v].hi, &hi_r[i]);
-            int64_t steps = rt_ceil_div(hi_r[i] - lo_r[i], pl->red_T1[v]);
-            int32_t cv = rt_kir_add_var(a, l->ph, rt_arena_printf(a, "step_%s", s->vars[v].name),
-                                        RT_KIR_I64);
-            rt_kir_node *loop = cv >= 0 ? rt_kir_loop(a, inner, cv, rt_kir_int(a, 0),
-                                                      rt_kir_int(a, steps), RT_KIR_LOOP_SERIAL)
-                                        : NULL;
-            if (!loop)
-                return rt_gl_nomem(l);
-            inner = &loop->body;
-            rt_kir_expr *r0 =
-                rt_gl_let(l, inner, rt_arena_printf(a, "base_%s", s->vars[v].name),
-                          rt_kir_bin(a, RT_KIR_ADD,
-                                     rt_kir_bin(a, RT_KIR_MUL, rt_kir_var_ref(a, l->ph, cv),
-                                                rt_kir_int(a, pl->red_T1[v])),
-                                     rt_kir_int(a, lo_r[i])));
-            if (!r0)
-                return rt_gl_nomem(l);
-            base_var[v] = r0->var;
-            T[v] = pl->red_T1[v];
-        }
-        RT_TRY(rt_gl_copies(l, pl, inner, base_var, T));
-        RT_GL_CHECK(l, rt_kir_append(a, inner, RT_KIR_N_BARRIER));
-        rt_kir_block *after = inner;
-        for (int32_t i = 0; i < nr; i++) {
-            int32_t v = red[i];
-            int32_t rv = rt_kir_add_var(a, l->ph, s->vars[v].name, RT_KIR_I64);
-            int64_t T1 = pl->red_T1[v];
-            rt_kir_node *loop =
-                rv >= 0 ? rt_kir_loop(a, inner, rv, rt_kir_var_ref(a, l->ph, base_var[v]),
-                                      rt_kir_bin(a, RT_KIR_MIN,
-                                                 rt_kir_bin(a, RT_KIR_ADD,
-                                                            rt_kir_var_ref(a, l->ph, base_var[v]),
-                                                            rt_kir_int(a, T1)),
-                                                 rt_kir_int(a, hi_r[i])),
-                                      RT_KIR_LOOP_SERIAL)
-                        : NULL;
-            if (!loop)
-                return rt_gl_nomem(l);
-            l->var_of[ti][v] = rv;
-            inner = &loop->body;
-        }
-        l->staging = true;
-        int32_t ev2 = rt_kir_add_var(a, l->ph, "e", RT_KIR_I64);
-        rt_kir_node *el =
-            ev2 >= 0 ? rt_kir_loop(a, inner, ev2, rt_kir_int(a, 0), rt_kir_int(a, pl->Rtot), ek)
-                     : NULL;
-        if (!el)
-            return rt_gl_nomem(l);
-        rt_kir_expr *ok;
-        RT_TRY(rt_gl_bind(l, pl, &el->body, rt_kir_var_ref(a, l->ph, ev2), &ok));
-        rt_gl_set_stmt(l, ti);
-        l->pre = &el->body;
-        rt_kir_expr *x;
-        RT_TRY(rt_gl_num(l, s->rhs, &x));
-        rt_kir_expr *ei = rt_kir_var_ref(a, l->ph, ev2);
-        rt_gl_store(l, &el->body, acc, ei,
-                    rt_gl_combine(a, s->op, rt_kir_load(a, l->k, acc, ei), x));
-        l->staging = false;
-        RT_GL_CHECK(l, rt_kir_append(a, after, RT_KIR_N_BARRIER));
-    } else {
-        for (int32_t i = 0; i < nr && inner; i++)
-            RT_TRY(rt_gl_var_loop(l, inner, red[i], &inner));
-        if (!inner)
-            return rt_gl_nomem(l);
-        int32_t ev2 = rt_kir_add_var(a, l->ph, "e", RT_KIR_I64);
-        rt_kir_node *el =
-            ev2 >= 0 ? rt_kir_loop(a, inner, ev2, rt_kir_int(a, 0), rt_kir_int(a, pl->Rtot), ek)
-                     : NULL;
-        if (!el)
-            return rt_gl_nomem(l);
-        rt_kir_expr *ok;
-        RT_TRY(rt_gl_bind(l, pl, &el->body, rt_kir_var_ref(a, l->ph, ev2), &ok));
-        rt_gl_set_stmt(l, ti);
-        rt_kir_node *in = rt_gl_if(l, &el->body, ok);
-        if (!in)
-            return rt_gl_nomem(l);
-        l->pre = &in->body;
-        rt_kir_expr *x;
-        RT_TRY(rt_gl_num(l, s->rhs, &x));
-        rt_kir_expr *ei = rt_kir_var_ref(a, l->ph, ev2);
-        rt_gl_store(l, &in->body, acc, ei,
-                    rt_gl_combine(a, s->op, rt_kir_load(a, l->k, acc, ei), x));
-    }
+    if (pl->mode == RT_GPU_STAGED)
+        RT_TRY(rt_gl_staged_reduce(l, pl, b, red, nr, acc));
+    else
+        RT_TRY(rt_gl_plain_reduce(l, pl, b, red, nr, acc));
     // store (+ epilogue)
     int32_t ev3 = rt_kir_add_var(a, l->ph, "e", RT_KIR_I64);
     rt_kir_node *sl =
@@ -989,10 +1012,10 @@ static rt_status rt_gl_phase(rt_gl *l, const rt_gpu_phase_plan *pl, rt_gpu_phase
     rt_gl_coords(l, pl, b);
     if (pl->mode == RT_GPU_DIRECT) {
         int32_t ev = rt_kir_add_var(a, l->ph, "e", RT_KIR_I64);
-        rt_kir_node *el =
-            ev >= 0 ? rt_kir_loop(a, b, ev, rt_kir_int(a, 0), rt_kir_int(a, pl->Rtot),
-                                  pl->Rtot <= 16 ? RT_KIR_LOOP_UNROLL : RT_KIR_LOOP_SERIAL)
-                    : NULL;
+        rt_kir_node *el = ev >= 0
+                              ? rt_kir_loop(a, b, ev, rt_kir_int(a, 0), rt_kir_int(a, pl->Rtot),
+                                            pl->unroll ? RT_KIR_LOOP_UNROLL : RT_KIR_LOOP_SERIAL)
+                              : NULL;
         if (!el)
             return rt_gl_nomem(l);
         rt_kir_expr *ok;
@@ -1205,173 +1228,5 @@ rt_status rt_gpu_lower(rt_arena *a, const rt_op *op, const rt_device *dev, const
     l.k->header = gk->header;
     RT_TRY(rt_kir_validate(l.k, err));
     *out = gk;
-    return RT_OK;
-}
-
-// ---------------------------------------------------------------------------------------------
-// Launch: ragged grid dims from the bound lengths
-// ---------------------------------------------------------------------------------------------
-
-typedef struct rt_gl_eval {
-    const rt_op *op;
-    const rt_stmt *s;
-    rt_bindings *b;
-    int64_t vals[64];
-    bool bound[64];
-    int64_t budget; // leaf evaluations left
-    rt_spec_eval se;
-    rt_err scratch; // why an extent could not be evaluated (the caller reports its own)
-} rt_gl_eval;
-
-// Index vars bound by rt_gl_max_hi, sizes and reads of the bound length tensors.
-static rt_status rt_gl_eval_leaf(rt_spec_eval *se, const rt_expr *e, int64_t *out) {
-    rt_gl_eval *ev = se->ctx;
-    int64_t idx[RT_MAX_DIMS], off;
-    switch (e->kind) {
-    case RT_EXPR_SIZE:
-        if (e->sym < 0 || e->sym >= ev->op->n_sizes)
-            break;
-        *out = ev->b->sizes[e->sym];
-        return RT_OK;
-    case RT_EXPR_INDEX:
-        if (e->var < 0 || e->var >= 64 || !ev->bound[e->var])
-            break;
-        *out = ev->vals[e->var];
-        return RT_OK;
-    case RT_EXPR_READ:
-        for (int32_t i = 0; i < e->n_args && i < RT_MAX_DIMS; i++)
-            RT_TRY(rt_spec_eval_int(se, e->args[i], &idx[i]));
-        if (!rt_tensor_offset(ev->b, e->tensor, idx, &off))
-            break;
-        *out = (int64_t)ev->b->tensors[e->tensor].data[off];
-        return RT_OK;
-    default:
-        break;
-    }
-    return rt_fail(se->err, RT_ERR_SPEC, e->loc, "not known before the launch");
-}
-
-static bool rt_gl_eval_int(rt_gl_eval *ev, const rt_expr *e, int64_t *out) {
-    return rt_spec_eval_int(&ev->se, e, out) == RT_OK;
-}
-
-static void rt_gl_collect_vars(const rt_expr *e, uint64_t *mask) {
-    if (!e)
-        return;
-    if (e->kind == RT_EXPR_INDEX && e->var >= 0 && e->var < 64)
-        *mask |= (uint64_t)1 << e->var;
-    for (int32_t i = 0; i < e->n_args; i++)
-        rt_gl_collect_vars(e->args[i], mask);
-}
-
-// Maximum of hi(v) over every assignment of the vars in deps (ascending), each in its range.
-static bool rt_gl_max_hi(rt_gl_eval *ev, int32_t v, const int32_t *deps, int32_t n, int32_t i,
-                         int64_t *best) {
-    if (i == n) {
-        int64_t h;
-        if (--ev->budget < 0 || !rt_gl_eval_int(ev, ev->s->vars[v].hi, &h))
-            return false;
-        *best = h > *best ? h : *best;
-        return true;
-    }
-    int32_t w = deps[i];
-    int64_t lo, hi;
-    if (!rt_gl_eval_int(ev, ev->s->vars[w].lo, &lo) || !rt_gl_eval_int(ev, ev->s->vars[w].hi, &hi))
-        return false;
-    ev->bound[w] = true;
-    for (int64_t x = lo; x < hi; x++) {
-        ev->vals[w] = x;
-        if (!rt_gl_max_hi(ev, v, deps, n, i + 1, best))
-            return false;
-    }
-    ev->bound[w] = false;
-    return true;
-}
-
-rt_status rt_gpu_phase_launch(const rt_gpu_kernel *k, int32_t phase, rt_bindings *b,
-                              rt_gpu_launch *out, rt_err *err) {
-    if (phase < 0 || phase >= k->n_phases)
-        return rt_fail(err, RT_ERR_USAGE, RT_NOLOC, "kernel has no phase %d (expected 0..%d)",
-                       (int)phase, (int)k->n_phases - 1);
-    const rt_gpu_phase *gp = &k->phases[phase];
-    if (gp->by_level)
-        return rt_fail(err, RT_ERR_USAGE, RT_NOLOC,
-                       "phase %d of %s runs level by level: one launch per level "
-                       "(rt_gpu_phase_steps)",
-                       (int)phase, k->kir->name);
-    memset(out, 0, sizeof *out);
-    out->grid[0] = gp->grid_x;
-    out->grid[1] = out->grid[2] = 1;
-    out->block[0] = gp->threads;
-    out->block[1] = out->block[2] = 1;
-    if (gp->n_ragged > 0)
-        RT_TRY(rt_bindings_prepare(b, err));
-    for (int32_t i = 0; i < gp->n_ragged; i++) {
-        const rt_gpu_ragged_grid *r = &gp->ragged[i];
-        const rt_stmt *s = &k->op->stmts[r->stmt];
-        rt_gl_eval ev = {.op = k->op, .s = s, .b = b, .budget = (int64_t)1 << 24};
-        ev.se = (rt_spec_eval){
-            .op = k->op, .stmt = s, .err = &ev.scratch, .ctx = &ev, .leaf = rt_gl_eval_leaf};
-        // the vars hi depends on, transitively through their own ranges
-        uint64_t mask = 0, done = 0;
-        rt_gl_collect_vars(s->vars[r->var].hi, &mask);
-        while (mask != done) {
-            uint64_t pending = mask & ~done;
-            for (int32_t w = 0; w < 64 && w < s->n_vars; w++)
-                if (pending & ((uint64_t)1 << w)) {
-                    rt_gl_collect_vars(s->vars[w].lo, &mask);
-                    rt_gl_collect_vars(s->vars[w].hi, &mask);
-                    done |= (uint64_t)1 << w;
-                }
-        }
-        int32_t deps[64], n = 0;
-        for (int32_t w = 0; w < 64 && w < s->n_vars; w++)
-            if (mask & ((uint64_t)1 << w))
-                deps[n++] = w;
-        int64_t best = 0;
-        if (!rt_gl_max_hi(&ev, r->var, deps, n, 0, &best))
-            return rt_fail(err, RT_ERR_SPEC, s->vars[r->var].loc,
-                           "cannot evaluate the extent of '%s' from the bound lengths",
-                           s->vars[r->var].name);
-        out->grid[1 + i] = rt_max64(1, rt_ceil_div(best, r->tile));
-    }
-    return RT_OK;
-}
-
-rt_status rt_gpu_phase_steps(rt_arena *a, const rt_gpu_kernel *k, int32_t phase,
-                             const rt_gpu_binary *bin, rt_bindings *b, rt_gpu_step **out,
-                             int32_t *n_out, rt_err *err) {
-    if (phase < 0 || phase >= k->n_phases)
-        return rt_fail(err, RT_ERR_USAGE, RT_NOLOC, "kernel has no phase %d (expected 0..%d)",
-                       (int)phase, (int)k->n_phases - 1);
-    const rt_gpu_phase *gp = &k->phases[phase];
-    if (!gp->by_level) {
-        RT_ALLOC(a, *out, 1, err);
-        (*out)->bin = bin;
-        *n_out = 1;
-        return rt_gpu_phase_launch(k, phase, b, &(*out)->cfg, err);
-    }
-    RT_TRY(rt_bindings_prepare(b, err));
-    const rt_kir_levels *lv = &k->kir->phases[phase].levels;
-    const rt_tree_data *t = b->trees[lv->tree];
-    if (!t)
-        return rt_fail(err, RT_ERR_SPEC, k->op->trees[lv->tree].loc, "tree '%s' is not bound",
-                       k->op->trees[lv->tree].name);
-    int32_t last = lv->last < 0 || lv->last > t->n_levels ? t->n_levels : lv->last;
-    int32_t n = last > lv->first ? last - lv->first : 0;
-    RT_ALLOC(a, *out, rt_at_least_one((size_t)n), err);
-    for (int32_t i = 0; i < n; i++) {
-        int32_t h = lv->first + i;
-        int64_t nodes = t->level_begin[h + 1] - t->level_begin[h];
-        rt_gpu_step *st = &(*out)[i];
-        st->bin = bin;
-        st->cfg.grid[0] = rt_max64(1, rt_ceil_div(nodes * gp->row, gp->threads));
-        st->cfg.grid[1] = st->cfg.grid[2] = 1;
-        st->cfg.block[0] = gp->threads;
-        st->cfg.block[1] = st->cfg.block[2] = 1;
-        st->n_ints = 1;
-        st->ints[0] = h;
-    }
-    *n_out = n;
     return RT_OK;
 }
