@@ -104,9 +104,6 @@ typedef struct rt_gpu_phase {
 typedef struct rt_gpu_lower_options {
     int32_t rank;          // candidate rank (1-based), in names and the header
     const char *spec_path; // for the header comment (NULL: op->file)
-    bool no_stage;         // never stage through shared memory (direct global reads)
-    bool no_rasterize;     // no block-index swizzle for L2 reuse (otherwise used on devices
-                           // with a large L2: cuda sm_80 and newer, hip gfx90a)
 } rt_gpu_lower_options;
 
 typedef struct rt_gpu_kernel {

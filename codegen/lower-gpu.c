@@ -1,8 +1,8 @@
-// lower-gpu.c: turns one ranked rProgram (perfmodel.h) into GPU-structured kernel IR (kir.h):
-// blocks from the scale-out tile (grid over the spatial dims of the block-level rTile), threads
-// from the block tile divided by the register tile, and per thread a register tile STRIDED over
-// the block's threads (thread t owns elements t, t + T, ... of each dim: coalesced accesses, few
-// bank conflicts, as Roller/TVM schedule). Three shapes of phase come out:
+// lower-gpu.c: executes one ranked rProgram's GPU plan (perfmodel/gpu-plan.h, made once by the
+// construction; decided nowhere here) as GPU-structured kernel IR (kir.h): blocks over the plan's
+// grid dims, threads from its block tile divided by its register tile, and per thread a register
+// tile STRIDED over the block's threads (thread t owns elements t, t + T, ... of each dim:
+// coalesced accesses, few bank conflicts, as Roller/TVM schedule). The plan's modes:
 //   staged   dense contractions (matmul, conv, depthwise conv, linear): every input's data tile
 //            of a reduction step is copied cooperatively into shared memory (halo reads of pad
 //            tensors give the pad value, ragged tails are bounds-checked, rows padded by the
@@ -13,63 +13,21 @@
 //            length tensors and offsets through rt_layout's start arrays;
 //   direct   everything else (elementwise, softmax's statement chains, triangular ranges):
 //            each thread runs the group's statements for each element of its register tile.
-// Grid dims of ragged (vloop) extents are grid y / z, sized at launch from the bound lengths.
+//   tree     a tree group, level by level (lower-tree.c).
+// Grid dims of ragged (vloop) extents are grid y / z, sized at launch from the bound lengths
+// (src/run/gpu-launch.c).
 #include "gpu.h"
 #include "lower-expr.h"
+#include "gpu-plan.h"
+#include "spec-eval.h"
 
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#define RT_GL_MAX_DIMS  (2 * RT_MAX_DIMS)
-#define RT_GL_MAX_READS 16
-
-enum { RT_GL_DIRECT, RT_GL_REGTILE, RT_GL_STAGED, RT_GL_TREE };
-static const char *const rt_gl_mode_names[] = {"direct", "regtile", "staged", "tree"};
-
-// One dim of the block grid: dense member vars fused into one linear index, or one ragged var.
-typedef struct rt_gdim {
-    int32_t n_members;
-    int32_t members[RT_MAX_DIMS]; // vars of the tiling statement, outer to inner
-    int64_t mext[RT_MAX_DIMS];    // dense: extent of each member
-    int64_t mlo[RT_MAX_DIMS];     // dense: lower bound of each member
-    bool ragged;                  // one member whose range depends on other vars
-    int64_t extent;               // dense: product of mext
-    int64_t T1, R, nt, nb;        // block tile (nt * R), register tile, threads, blocks
-    int32_t grid;                 // 0: part of grid x, 1: grid y, 2: grid z
-    int32_t bvar, tvar;           // phase vars: block and thread coordinate
-} rt_gdim;
-
-// One staged read: a shared array holding the read's data tile of one reduction step.
-typedef struct rt_gstage {
-    const rt_expr *read;
-    int32_t sh_buf;
-    int32_t n_dims;
-    rt_affine aff[RT_MAX_DIMS];
-    int64_t span[RT_MAX_DIMS], stride[RT_MAX_DIMS];
-    int32_t lo_var[RT_MAX_DIMS]; // phase vars: data tile origin per dim
-    int64_t elems;
-} rt_gstage;
-
-typedef struct rt_gplan {
-    int32_t first, n_stmts; // statements run by the phase
-    int32_t tstmt;          // tiling statement: its LHS vars are the spatial dims
-    int32_t epi;            // statement fused into the store (staged / regtile), -1 none
-    int32_t mode;
-    int32_t n_dims;
-    rt_gdim dims[RT_GL_MAX_DIMS];
-    int64_t threads, Rtot;
-    bool from_prog;     // tiles come from the rProgram
-    bool raster;        // grouped block order over the two innermost x dims
-    int64_t red_T1[64]; // staged: reduction step per var of the tiling statement
-    int32_t n_stage;
-    rt_gstage stage[RT_GL_MAX_READS];
-    // RT_GL_TREE: the statements of a tree group at its leaves (tree_inner false) or at its
-    // inner nodes, one launch per level (rt_gl_tree_phase).
-    rt_tree_group tree;
-    bool tree_inner;
-} rt_gplan;
+#define RT_GL_MAX_DIMS  RT_GPU_PLAN_MAX_DIMS
+#define RT_GL_MAX_READS RT_GPU_PLAN_MAX_READS
 
 typedef struct rt_gl {
     rt_arena *a;
@@ -80,11 +38,14 @@ typedef struct rt_gl {
     rt_err *err;
     rt_kir_kernel *k;
     rt_kir_phase *ph;
-    rt_gplan *plan;
-    int32_t *data_buf;                 // per tensor
-    int32_t (*start_buf)[RT_MAX_DIMS]; // per tensor and dim, -1 dense
-    int64_t (*extent)[RT_MAX_DIMS];    // per tensor and dim, -1 ragged
-    int32_t **var_of;                  // per statement: stmt var -> phase var (-1 unbound)
+    const rt_gpu_phase_plan *plan;                      // the phase being built (gpu-plan.h)
+    int32_t bvar[RT_GL_MAX_DIMS], tvar[RT_GL_MAX_DIMS]; // per plan dim: block, thread coordinate
+    int32_t sh_buf[RT_GL_MAX_READS];                    // per staged read: its shared array
+    int32_t lo_var[RT_GL_MAX_READS][RT_MAX_DIMS];       // and its data tile's origin per dim
+    int32_t *data_buf;                                  // per tensor
+    int32_t (*start_buf)[RT_MAX_DIMS];                  // per tensor and dim, -1 dense
+    int64_t (*extent)[RT_MAX_DIMS];                     // per tensor and dim, -1 ragged
+    int32_t **var_of; // per statement: stmt var -> phase var (-1 unbound)
     int32_t (*tree_buf)[RT_KIR_TREE_FIELD_COUNT]; // per tree parameter: its arrays (-1 unused)
     int32_t *tree_child;                          // per tree parameter: its CHILD buffer
     const rt_stmt *s;
@@ -112,15 +73,12 @@ static rt_status rt_gl_nomem(rt_gl *l) {
     return rt_fail(l->err, RT_ERR_NOMEM, RT_NOLOC, "out of memory");
 }
 
+static bool rt_gl_is_dimref(const rt_expr *e, const void *unused) {
+    (void)unused;
+    return e->kind == RT_EXPR_DIMREF;
+}
 static bool rt_gl_mentions_dimref(const rt_expr *e) {
-    if (!e)
-        return false;
-    if (e->kind == RT_EXPR_DIMREF)
-        return true;
-    for (int32_t i = 0; i < e->n_args; i++)
-        if (rt_gl_mentions_dimref(e->args[i]))
-            return true;
-    return false;
+    return rt_expr_any(e, rt_gl_is_dimref, NULL);
 }
 
 // Truncating division / modulo of non-negative integers, folding constants and 1.
@@ -277,13 +235,14 @@ static rt_status rt_gl_buffers(rt_gl *l, rt_gpu_kernel *gk) {
 // Expressions (op-spec IR -> kernel IR) in the context of statement l->s
 // ---------------------------------------------------------------------------------------------
 
-static rt_gstage *rt_gl_find_stage(rt_gl *l, const rt_expr *e) {
+// The staged read e is, -1 when none.
+static int32_t rt_gl_find_stage(rt_gl *l, const rt_expr *e) {
     if (!l->staging || !l->plan)
-        return NULL;
+        return -1;
     for (int32_t i = 0; i < l->plan->n_stage; i++)
         if (l->plan->stage[i].read == e || rt_expr_equal(l->plan->stage[i].read, e))
-            return &l->plan->stage[i];
-    return NULL;
+            return i;
+    return -1;
 }
 
 // A tensor read (rt_lx_ops.read): the substituted value of an epilogue's read at the prefix
@@ -302,17 +261,18 @@ static rt_status rt_gl_read(rt_lx *x, const rt_expr *e, rt_kir_expr **out) {
     }
     rt_kir_expr *idx[RT_MAX_DIMS];
     RT_TRY(rt_lx_indices(x, e, idx));
-    rt_gstage *sg = rt_gl_find_stage(l, e);
-    if (!sg)
+    int32_t si = rt_gl_find_stage(l, e);
+    if (si < 0)
         return rt_lx_load(x, e, idx, out);
+    const rt_gpu_stage *sg = &l->plan->stage[si];
     rt_kir_expr *off = rt_kir_int(a, 0);
     for (int32_t d = 0; d < sg->n_dims; d++) {
         rt_kir_expr *rel =
-            rt_kir_bin(a, RT_KIR_SUB, idx[d], rt_kir_var_ref(a, l->ph, sg->lo_var[d]));
+            rt_kir_bin(a, RT_KIR_SUB, idx[d], rt_kir_var_ref(a, l->ph, l->lo_var[si][d]));
         off = rt_kir_bin(a, RT_KIR_ADD, off,
                          rt_kir_bin(a, RT_KIR_MUL, rel, rt_kir_int(a, sg->stride[d])));
     }
-    *out = rt_kir_load(a, l->k, sg->sh_buf, off);
+    *out = rt_kir_load(a, l->k, l->sh_buf[si], off);
     if (!*out)
         x->oom = true;
     return RT_OK;
@@ -377,7 +337,7 @@ static rt_status rt_gl_num(rt_gl *l, const rt_expr *e, rt_kir_expr **out) {
 }
 
 // ---------------------------------------------------------------------------------------------
-// Grouping statements into phases, and the tiles of each phase
+// Accumulators
 // ---------------------------------------------------------------------------------------------
 
 static double rt_gl_assign_init(rt_assign op) {
@@ -406,416 +366,6 @@ static rt_kir_expr *rt_gl_combine(rt_arena *a, rt_assign op, rt_kir_expr *cur, r
     }
 }
 
-// True when statement s starts with the LHS vars of t (same names and ranges, in order).
-static bool rt_gl_same_prefix(const rt_stmt *t, const rt_stmt *s) {
-    if (s->n_lhs < t->n_lhs)
-        return false;
-    for (int32_t i = 0; i < t->n_lhs; i++) {
-        if (t->lhs_vars[i] != i || s->lhs_vars[i] != i)
-            return false;
-        const rt_ivar *a = &t->vars[i], *b = &s->vars[i];
-        if (strcmp(a->name, b->name) != 0 || !rt_expr_equal(a->lo, b->lo) ||
-            !rt_expr_equal(a->hi, b->hi))
-            return false;
-    }
-    return true;
-}
-
-// Every read of a tensor in written[] is at the first n vars (the thread's own element).
-static bool rt_gl_reads_at_prefix(const rt_expr *e, const bool *written, int32_t n) {
-    if (!e)
-        return true;
-    if (e->kind == RT_EXPR_READ && written[e->tensor]) {
-        if (e->n_args < n)
-            return false;
-        for (int32_t d = 0; d < n; d++)
-            if (e->args[d]->kind != RT_EXPR_INDEX || e->args[d]->var != d)
-                return false;
-    }
-    for (int32_t i = 0; i < e->n_args; i++)
-        if (!rt_gl_reads_at_prefix(e->args[i], written, n))
-            return false;
-    return true;
-}
-
-static bool rt_gl_reads_tensor(const rt_expr *e, int32_t t) {
-    if (!e)
-        return false;
-    if (e->kind == RT_EXPR_READ && e->tensor == t)
-        return true;
-    for (int32_t i = 0; i < e->n_args; i++)
-        if (rt_gl_reads_tensor(e->args[i], t))
-            return true;
-    return false;
-}
-
-static bool rt_gl_has_sum(const rt_expr *e) {
-    if (!e)
-        return false;
-    if (e->kind == RT_EXPR_SUM)
-        return true;
-    for (int32_t i = 0; i < e->n_args; i++)
-        if (rt_gl_has_sum(e->args[i]))
-            return true;
-    return false;
-}
-
-// Does expression e mention index var v (directly)?
-static bool rt_gl_mentions_var(const rt_expr *e, int32_t v) {
-    if (!e)
-        return false;
-    if (e->kind == RT_EXPR_INDEX && e->var == v)
-        return true;
-    for (int32_t i = 0; i < e->n_args; i++)
-        if (rt_gl_mentions_var(e->args[i], v))
-            return true;
-    return false;
-}
-
-static void rt_gl_dim_finish(rt_gdim *d) {
-    if (d->T1 < 1)
-        d->T1 = 1;
-    if (d->R < 1)
-        d->R = 1;
-    if (d->R > d->T1)
-        d->R = d->T1;
-    d->nt = rt_ceil_div(d->T1, d->R);
-    d->T1 = d->nt * d->R;
-    d->nb = d->ragged ? 0 : rt_ceil_div(d->extent, d->T1);
-    if (!d->ragged && d->nb < 1)
-        d->nb = 1;
-}
-
-// A dense dim of vars[] (all with constant ranges) or a ragged dim of one var.
-static bool rt_gl_dim_make(const rt_op *op, const rt_stmt *s, const int32_t *vars, int32_t n,
-                           int64_t T1, int64_t R, rt_gdim *d) {
-    memset(d, 0, sizeof *d);
-    d->extent = 1;
-    d->T1 = T1;
-    d->R = R;
-    for (int32_t k = 0; k < n; k++) {
-        const rt_ivar *iv = &s->vars[vars[k]];
-        int64_t lo, hi;
-        d->members[d->n_members] = vars[k];
-        if (iv->lo && iv->hi && rt_expr_const_int(op, iv->lo, &lo) &&
-            rt_expr_const_int(op, iv->hi, &hi)) {
-            d->mlo[d->n_members] = lo;
-            d->mext[d->n_members] = hi > lo ? hi - lo : 0;
-            d->extent *= d->mext[d->n_members];
-        } else {
-            if (n != 1)
-                return false;
-            d->ragged = true;
-        }
-        d->n_members++;
-    }
-    rt_gl_dim_finish(d);
-    return true;
-}
-
-// Spatial dims of tiling statement s from the rProgram (axes of the model's main statement) or,
-// without one, a naive tiling: the dense vars fused into one dim of 256 threads, each ragged
-// var a dim of its own.
-static rt_status rt_gl_dims(rt_gl *l, rt_gplan *pl, const rt_stmt *s, bool from_prog) {
-    pl->n_dims = 0;
-    if (from_prog) {
-        const rt_perf_model *m = l->m;
-        int32_t bl = m->block_level >= 0 ? m->block_level : 1;
-        int32_t tl = m->thread_level;
-        for (int32_t x = 0; x < s->n_axes && x < m->n_axes; x++) {
-            const rt_axis *ax = &s->axes[x];
-            if (ax->is_reduce)
-                continue;
-            int64_t T1 = l->p->tile[bl].shape[x];
-            int64_t R = tl >= 0 ? l->p->tile[tl].shape[x] : 1;
-            if (pl->n_dims >= RT_GL_MAX_DIMS)
-                return rt_gl_unsupported(l, s->loc, "a statement with this many axes");
-            if (rt_gl_dim_make(l->op, s, ax->members, ax->n_members, T1, R,
-                               &pl->dims[pl->n_dims])) {
-                pl->n_dims++;
-                continue;
-            }
-            // A fused ragged axis: its vloop member takes the tile, the others one per block.
-            int32_t last_ragged = -1;
-            for (int32_t k = 0; k < ax->n_members; k++)
-                if (s->vars[ax->members[k]].ragged)
-                    last_ragged = k;
-            for (int32_t k = 0; k < ax->n_members; k++) {
-                if (pl->n_dims >= RT_GL_MAX_DIMS)
-                    return rt_gl_unsupported(l, s->loc, "a statement with this many axes");
-                bool tiled = k == last_ragged;
-                if (!rt_gl_dim_make(l->op, s, &ax->members[k], 1, tiled ? T1 : 1, tiled ? R : 1,
-                                    &pl->dims[pl->n_dims]))
-                    return rt_gl_unsupported(l, s->loc, "this ragged axis");
-                pl->n_dims++;
-            }
-        }
-    } else {
-        int32_t dense[RT_MAX_DIMS], nd = 0;
-        int64_t ext = 1;
-        for (int32_t i = 0; i < s->n_lhs; i++) {
-            const rt_ivar *iv = &s->vars[i];
-            int64_t lo, hi;
-            if (iv->lo && iv->hi && rt_expr_const_int(l->op, iv->lo, &lo) &&
-                rt_expr_const_int(l->op, iv->hi, &hi)) {
-                dense[nd++] = i;
-                ext *= hi > lo ? hi - lo : 0;
-            }
-        }
-        int64_t T1 = rt_min64(256, rt_round_up(rt_max64(ext, 1), 32));
-        if (nd > 0 && !rt_gl_dim_make(l->op, s, dense, nd, T1, 1, &pl->dims[pl->n_dims++]))
-            return rt_gl_unsupported(l, s->loc, "this statement");
-        for (int32_t i = 0; i < s->n_lhs; i++) {
-            bool is_dense = false;
-            for (int32_t k = 0; k < nd; k++)
-                is_dense = is_dense || dense[k] == i;
-            if (is_dense)
-                continue;
-            if (!rt_gl_dim_make(l->op, s, &i, 1, 1, 1, &pl->dims[pl->n_dims++]))
-                return rt_gl_unsupported(l, s->loc, "this statement");
-        }
-    }
-    if (pl->n_dims == 0) { // a scalar output: one dim of extent 1
-        memset(&pl->dims[0], 0, sizeof pl->dims[0]);
-        pl->dims[0].extent = 1;
-        pl->dims[0].T1 = pl->dims[0].R = 1;
-        rt_gl_dim_finish(&pl->dims[0]);
-        pl->n_dims = 1;
-    }
-    int32_t n_ragged = 0;
-    pl->threads = 1;
-    pl->Rtot = 1;
-    for (int32_t d = 0; d < pl->n_dims; d++) {
-        rt_gdim *g = &pl->dims[d];
-        g->grid = g->ragged ? 1 + n_ragged++ : 0;
-        pl->threads *= g->nt;
-        pl->Rtot *= g->R;
-    }
-    if (n_ragged > 2)
-        return rt_gl_unsupported(l, s->loc, "more than two ragged spatial dims");
-    if (pl->threads > l->dev->max_threads_per_block && l->dev->max_threads_per_block > 0)
-        return rt_fail(l->err, RT_ERR_NOFIT, s->loc,
-                       "block of %lld threads exceeds the device (expected at most %d)",
-                       (long long)pl->threads, (int)l->dev->max_threads_per_block);
-    return RT_OK;
-}
-
-// Block-uniform var of the tiling statement: its dim gives one value per block.
-static bool rt_gl_uniform_var(const rt_gplan *pl, int32_t v) {
-    for (int32_t d = 0; d < pl->n_dims; d++)
-        for (int32_t k = 0; k < pl->dims[d].n_members; k++)
-            if (pl->dims[d].members[k] == v)
-                return pl->dims[d].T1 == 1 && pl->dims[d].n_members == 1;
-    return false;
-}
-
-// The staged reads of statement s (single-member dense axes, affine reads of dense tensors)
-// and their shared arrays; false when s does not qualify or the tiles do not fit.
-static bool rt_gl_plan_stage(rt_gl *l, rt_gplan *pl, const rt_stmt *s) {
-    const rt_perf_model *m = l->m;
-    int32_t bl = m->block_level;
-    if (bl < 1 || l->op->tensors[s->out].dtype != RT_DTYPE_F32 || rt_gl_has_sum(s->rhs))
-        return false;
-    int64_t T[64];
-    for (int32_t v = 0; v < s->n_vars && v < 64; v++)
-        T[v] = 0;
-    if (s->n_vars > 64)
-        return false;
-    for (int32_t x = 0; x < s->n_axes; x++) {
-        const rt_axis *ax = &s->axes[x];
-        if (ax->n_members != 1 || ax->ragged || x >= m->n_axes)
-            return false;
-        int32_t v = ax->members[0];
-        int64_t lo, hi;
-        if (!rt_expr_const_int(l->op, s->vars[v].lo, &lo) ||
-            !rt_expr_const_int(l->op, s->vars[v].hi, &hi))
-            return false;
-        if (ax->is_reduce) {
-            T[v] = rt_max64(1, rt_min64(l->p->tile[bl].shape[x], hi - lo));
-            pl->red_T1[v] = T[v];
-        }
-    }
-    for (int32_t d = 0; d < pl->n_dims; d++) {
-        if (pl->dims[d].ragged || pl->dims[d].n_members != 1)
-            return false;
-        T[pl->dims[d].members[0]] = pl->dims[d].T1;
-    }
-    for (int32_t v = 0; v < s->n_vars; v++)
-        if (T[v] == 0)
-            return false;
-    // Collect the distinct reads (iterative walk over the expression tree).
-    const rt_expr *stack[256];
-    int32_t sp = 0;
-    stack[sp++] = s->rhs;
-    int64_t bytes = 0;
-    const rt_mem_level *lv = &l->dev->level[bl];
-    while (sp > 0) {
-        const rt_expr *e = stack[--sp];
-        if (e->kind == RT_EXPR_READ && !rt_dtype_is_int(l->op->tensors[e->tensor].dtype)) {
-            bool seen = false;
-            for (int32_t i = 0; i < pl->n_stage; i++)
-                seen = seen || rt_expr_equal(pl->stage[i].read, e);
-            if (seen)
-                continue;
-            if (pl->n_stage >= RT_GL_MAX_READS || l->op->tensors[e->tensor].ragged ||
-                l->op->tensors[e->tensor].dtype != RT_DTYPE_F32)
-                return false;
-            rt_gstage *g = &pl->stage[pl->n_stage++];
-            memset(g, 0, sizeof *g);
-            g->read = e;
-            g->n_dims = e->n_args;
-            g->elems = 1;
-            for (int32_t d = 0; d < e->n_args; d++) {
-                if (!rt_expr_affine(l->op, e->args[d], &g->aff[d]))
-                    return false;
-                g->span[d] = 1;
-                for (int32_t t = 0; t < g->aff[d].n_terms; t++) {
-                    int32_t v = g->aff[d].var[t];
-                    if (v < 0 || v >= s->n_vars)
-                        return false;
-                    int64_t c = g->aff[d].coef[t];
-                    g->span[d] += (c < 0 ? -c : c) * (T[v] - 1);
-                }
-            }
-            int64_t stride = 1;
-            for (int32_t d = g->n_dims - 1; d >= 0; d--) {
-                int64_t row = g->span[d];
-                if (d == g->n_dims - 1 && lv->banks > 0 && lv->bank_bytes > 0)
-                    row += rt_perf_bank_pad_elems(lv->banks, lv->bank_bytes, 4, g->span[d], 1);
-                g->stride[d] = stride;
-                stride *= row;
-            }
-            g->elems = stride;
-            bytes += g->elems * 4;
-            continue;
-        }
-        for (int32_t i = 0; i < e->n_args && sp < 256; i++)
-            stack[sp++] = e->args[i];
-    }
-    int64_t cap = lv->tile_capacity_bytes > 0 ? lv->tile_capacity_bytes : lv->capacity_bytes;
-    return pl->n_stage > 0 && bytes <= cap;
-}
-
-// The statements of each phase and their modes.
-static rt_status rt_gl_plan(rt_gl *l, const rt_gpu_lower_options *opt, rt_gplan **out,
-                            int32_t *n_out) {
-    const rt_op *op = l->op;
-    rt_gplan *plans;
-    RT_ALLOC(l->a, plans, 2 * op->n_stmts, l->err); // a tree group takes up to two
-    bool *written;
-    RT_ALLOC(l->a, written, op->n_tensors, l->err);
-    bool *done;
-    RT_ALLOC(l->a, done, op->n_stmts, l->err);
-    int32_t n = 0, main_stmt = l->m ? l->m->main_stmt : -1;
-    bool cut = false; // a statement was left out since the last plan: no fusing across it
-    for (int32_t si = 0; si < op->n_stmts; si++) {
-        const rt_stmt *s = &op->stmts[si];
-        if (done[si]) {
-            cut = true;
-            continue;
-        }
-        if (rt_tree_stmt(op, si)) {
-            // A tree group, where the interpreter runs it: its leaf and its level phases.
-            rt_tree_group g;
-            RT_TRY(rt_tree_group_plan(op, si, "GPU", &g, l->err));
-            for (int32_t k = 0; k < g.n_stmts; k++)
-                done[g.stmts[k]] = true;
-            for (int32_t inner = 0; inner < 2; inner++) {
-                bool any = false;
-                for (int32_t k = 0; k < g.n_stmts; k++)
-                    any = any || (inner ? g.at_inner[k] : g.at_leaves[k]);
-                if (!any)
-                    continue;
-                memset(&plans[n], 0, sizeof plans[n]);
-                plans[n].mode = RT_GL_TREE;
-                plans[n].first = si;
-                plans[n].tstmt = si;
-                plans[n].epi = -1;
-                plans[n].tree = g;
-                plans[n].tree_inner = inner;
-                n++;
-            }
-            continue;
-        }
-        rt_gplan *cur = n > 0 && plans[n - 1].mode != RT_GL_TREE && !cut ? &plans[n - 1] : NULL;
-        cut = false;
-        if (cur) {
-            const rt_stmt *t = &op->stmts[cur->tstmt];
-            bool ok = rt_gl_same_prefix(t, s) && rt_gl_reads_at_prefix(s->rhs, written, t->n_lhs);
-            // the tiling statement must stay the main one when the rProgram tiles the phase
-            if (ok && si == main_stmt && cur->tstmt != si && t->n_lhs != s->n_lhs)
-                ok = false;
-            if (ok) {
-                if (si == main_stmt)
-                    cur->tstmt = si;
-                cur->n_stmts++;
-                written[s->out] = true;
-                continue;
-            }
-        }
-        memset(&plans[n], 0, sizeof plans[n]);
-        plans[n].first = si;
-        plans[n].n_stmts = 1;
-        plans[n].tstmt = si;
-        plans[n].epi = -1;
-        n++;
-        for (int32_t t = 0; t < op->n_tensors; t++)
-            written[t] = false;
-        written[s->out] = true;
-    }
-    for (int32_t i = 0; i < n; i++) {
-        rt_gplan *pl = &plans[i];
-        const rt_stmt *t = &op->stmts[pl->tstmt];
-        if (pl->mode == RT_GL_TREE)
-            continue; // rt_gl_tree_phase
-        pl->from_prog = l->p && pl->tstmt == main_stmt;
-        RT_TRY(rt_gl_dims(l, pl, t, pl->from_prog));
-        pl->mode = RT_GL_DIRECT;
-        bool has_red = t->n_loops > t->n_lhs;
-        // A single contraction, or one followed by an '=' epilogue over the same element.
-        bool single = pl->n_stmts == 1 && pl->first == pl->tstmt;
-        if (pl->n_stmts == 2 && pl->first == pl->tstmt) {
-            const rt_stmt *e = &op->stmts[pl->first + 1];
-            if (e->op == RT_ASSIGN_SET && e->n_lhs == t->n_lhs && e->n_loops == e->n_lhs &&
-                !rt_gl_has_sum(e->rhs) && !rt_gl_reads_tensor(e->rhs, e->out)) {
-                pl->epi = pl->first + 1;
-                single = true;
-            }
-        }
-        if (has_red && single && pl->Rtot <= 256 && !rt_gl_has_sum(t->rhs) &&
-            t->op != RT_ASSIGN_ADD) {
-            bool uniform = true;
-            for (int32_t v = t->n_lhs; v < t->n_vars; v++)
-                for (int32_t w = 0; w < t->n_lhs; w++)
-                    if ((rt_gl_mentions_var(t->vars[v].lo, w) ||
-                         rt_gl_mentions_var(t->vars[v].hi, w)) &&
-                        !rt_gl_uniform_var(pl, w))
-                        uniform = false;
-            if (uniform)
-                pl->mode = RT_GL_REGTILE;
-        }
-        if (pl->mode == RT_GL_REGTILE && pl->from_prog && !opt->no_stage &&
-            rt_gl_plan_stage(l, pl, t))
-            pl->mode = RT_GL_STAGED;
-        if (pl->mode != RT_GL_STAGED)
-            pl->n_stage = 0;
-        if (pl->mode == RT_GL_DIRECT)
-            pl->epi = -1;
-        // Grouped block order (L2 reuse) on devices with a large L2.
-        const rt_device *dev = l->dev;
-        bool big_l2 = (dev->devclass == RT_DEVCLASS_CUDA && strncmp(dev->arch, "sm_", 3) == 0 &&
-                       atoi(dev->arch + 3) >= 80) ||
-                      (dev->devclass == RT_DEVCLASS_HIP && strcmp(dev->arch, "gfx90a") == 0);
-        int32_t nx = 0;
-        for (int32_t d = 0; d < pl->n_dims; d++)
-            nx += pl->dims[d].grid == 0 && pl->dims[d].nb > 1;
-        pl->raster = big_l2 && !opt->no_rasterize && pl->mode == RT_GL_STAGED && nx >= 2;
-    }
-    *out = plans;
-    *n_out = n;
-    return RT_OK;
-}
-
 // ---------------------------------------------------------------------------------------------
 // Building a phase
 // ---------------------------------------------------------------------------------------------
@@ -823,7 +373,7 @@ static rt_status rt_gl_plan(rt_gl *l, const rt_gpu_lower_options *opt, rt_gplan 
 // Block coordinates: grid x linear index decomposed over the dense dims (inner dims fastest,
 // optionally in grouped order over the two innermost), ragged dims from grid y / z; thread
 // coordinates from the thread index (inner dims fastest: coalesced).
-static void rt_gl_coords(rt_gl *l, rt_gplan *pl, rt_kir_block *b) {
+static void rt_gl_coords(rt_gl *l, const rt_gpu_phase_plan *pl, rt_kir_block *b) {
     rt_arena *a = l->a;
     int32_t xs[RT_GL_MAX_DIMS], nx = 0;
     for (int32_t d = 0; d < pl->n_dims; d++)
@@ -841,8 +391,8 @@ static void rt_gl_coords(rt_gl *l, rt_gplan *pl, rt_kir_block *b) {
             else if (out < 0)
                 out = i;
         }
-        rt_gdim *go = &pl->dims[xs[out]], *gi = &pl->dims[xs[in]];
-        const int64_t G = 8;
+        const rt_gpu_dim *go = &pl->dims[xs[out]], *gi = &pl->dims[xs[in]];
+        const int64_t G = pl->raster;
         int64_t pair = go->nb * gi->nb, width = G * gi->nb;
         rt_kir_expr *L = rt_gl_let(l, b, "blk_pair", rt_gl_umod(a, rest, pair));
         rest = rt_gl_let(l, b, "blk_rest", rt_gl_udiv(a, rest, pair));
@@ -859,8 +409,8 @@ static void rt_gl_coords(rt_gl *l, rt_gplan *pl, rt_kir_block *b) {
         rt_kir_expr *ro = rt_gl_let(l, b, "b_pair_o", vo), *ri = rt_gl_let(l, b, "b_pair_i", vi);
         RT_GL_CHECK(l, ro && ri);
         if (ro && ri) {
-            go->bvar = ro->var;
-            gi->bvar = ri->var;
+            l->bvar[xs[out]] = ro->var;
+            l->bvar[xs[in]] = ri->var;
         }
         // the pair is peeled; the remaining x dims decompose rest below
         int32_t keep = 0;
@@ -870,29 +420,29 @@ static void rt_gl_coords(rt_gl *l, rt_gplan *pl, rt_kir_block *b) {
         nx = keep;
     }
     for (int32_t i = nx - 1; i >= 0; i--) {
-        rt_gdim *g = &pl->dims[xs[i]];
+        const rt_gpu_dim *g = &pl->dims[xs[i]];
         rt_kir_expr *v = i == 0 ? rest : rt_gl_umod(a, rest, g->nb);
         rt_kir_expr *r = rt_gl_let(l, b, "b", v);
         if (r)
-            g->bvar = r->var;
+            l->bvar[xs[i]] = r->var;
         if (i > 0)
             rest = rt_gl_udiv(a, rest, g->nb);
     }
     for (int32_t d = 0; d < pl->n_dims; d++)
         if (pl->dims[d].grid > 0)
-            pl->dims[d].bvar = l->ph->grid_var[pl->dims[d].grid - 1];
+            l->bvar[d] = l->ph->grid_var[pl->dims[d].grid - 1];
     rest = rt_kir_var_ref(a, l->ph, l->ph->thread_var);
     int32_t outer_t = -1;
     for (int32_t d = 0; d < pl->n_dims; d++)
         if (pl->dims[d].nt > 1 && outer_t < 0)
             outer_t = d;
     for (int32_t d = pl->n_dims - 1; d >= 0; d--) {
-        rt_gdim *g = &pl->dims[d];
+        const rt_gpu_dim *g = &pl->dims[d];
         rt_kir_expr *v =
             g->nt == 1 ? rt_kir_int(a, 0) : (d == outer_t ? rest : rt_gl_umod(a, rest, g->nt));
         rt_kir_expr *r = rt_gl_let(l, b, "t", v);
         if (r)
-            g->tvar = r->var;
+            l->tvar[d] = r->var;
         if (g->nt > 1)
             rest = rt_gl_udiv(a, rest, g->nt);
     }
@@ -900,7 +450,7 @@ static void rt_gl_coords(rt_gl *l, rt_gplan *pl, rt_kir_block *b) {
 
 // Binds the tiling statement's LHS vars (and the prefix of the phase's other statements) to
 // element e of the thread's register tile; *valid receives the in-range condition.
-static rt_status rt_gl_bind(rt_gl *l, rt_gplan *pl, rt_kir_block *b, rt_kir_expr *e,
+static rt_status rt_gl_bind(rt_gl *l, const rt_gpu_phase_plan *pl, rt_kir_block *b, rt_kir_expr *e,
                             rt_kir_expr **valid) {
     rt_arena *a = l->a;
     const rt_stmt *ts = &l->op->stmts[pl->tstmt];
@@ -911,13 +461,13 @@ static rt_status rt_gl_bind(rt_gl *l, rt_gplan *pl, rt_kir_block *b, rt_kir_expr
     rt_kir_expr *ok = rt_kir_int(a, 1);
     int64_t rstride = 1;
     for (int32_t d = pl->n_dims - 1; d >= 0; d--) {
-        rt_gdim *g = &pl->dims[d];
+        const rt_gpu_dim *g = &pl->dims[d];
         rt_kir_expr *j = rt_gl_umod(a, rt_gl_udiv(a, e, rstride), g->R);
         rstride *= g->R;
         rt_kir_expr *lin = rt_kir_bin(
             a, RT_KIR_ADD,
-            rt_kir_bin(a, RT_KIR_MUL, rt_kir_var_ref(a, l->ph, g->bvar), rt_kir_int(a, g->T1)),
-            rt_kir_bin(a, RT_KIR_ADD, rt_kir_var_ref(a, l->ph, g->tvar),
+            rt_kir_bin(a, RT_KIR_MUL, rt_kir_var_ref(a, l->ph, l->bvar[d]), rt_kir_int(a, g->T1)),
+            rt_kir_bin(a, RT_KIR_ADD, rt_kir_var_ref(a, l->ph, l->tvar[d]),
                        rt_kir_bin(a, RT_KIR_MUL, j, rt_kir_int(a, g->nt))));
         if (g->ragged) {
             rt_kir_expr *r = rt_gl_let(l, b, ts->vars[g->members[0]].name, lin);
@@ -942,7 +492,7 @@ static rt_status rt_gl_bind(rt_gl *l, rt_gplan *pl, rt_kir_block *b, rt_kir_expr
     // ragged members: lo <= v < hi with the other vars bound
     rt_status st = RT_OK;
     for (int32_t d = 0; d < pl->n_dims && st == RT_OK; d++) {
-        rt_gdim *g = &pl->dims[d];
+        const rt_gpu_dim *g = &pl->dims[d];
         if (!g->ragged)
             continue;
         rt_kir_expr *lo, *hi;
@@ -1043,17 +593,17 @@ static rt_status rt_gl_direct_stmt(rt_gl *l, rt_kir_block *b, int32_t n_prefix) 
 }
 
 // The cooperative copy of every staged read's data tile for the current reduction step.
-static rt_status rt_gl_copies(rt_gl *l, rt_gplan *pl, rt_kir_block *b, const int32_t *base_var,
-                              const int64_t *T) {
+static rt_status rt_gl_copies(rt_gl *l, const rt_gpu_phase_plan *pl, rt_kir_block *b,
+                              const int32_t *base_var, const int64_t *T) {
     rt_arena *a = l->a;
     for (int32_t i = 0; i < pl->n_stage; i++) {
-        rt_gstage *g = &pl->stage[i];
+        const rt_gpu_stage *g = &pl->stage[i];
         const rt_tensor *tn = &l->op->tensors[g->read->tensor];
         rt_kir_node *cp = rt_kir_append(a, b, RT_KIR_N_COPY);
         if (!cp)
             return rt_gl_nomem(l);
         cp->text = rt_arena_printf(a, "%s data tile -> %s (%lld elements)", tn->name,
-                                   l->k->bufs[g->sh_buf].name, (long long)g->elems);
+                                   l->k->bufs[l->sh_buf[i]].name, (long long)g->elems);
         rt_kir_block *cb = &cp->body;
         for (int32_t d = 0; d < g->n_dims; d++) {
             rt_kir_expr *lo = rt_kir_int(a, g->aff[d].c0);
@@ -1067,7 +617,7 @@ static rt_status rt_gl_copies(rt_gl *l, rt_gplan *pl, rt_kir_block *b, const int
             }
             rt_kir_expr *r = rt_gl_let(l, cb, rt_arena_printf(a, "lo_%s%d", tn->name, (int)d), lo);
             if (r)
-                g->lo_var[d] = r->var;
+                l->lo_var[i][d] = r->var;
         }
         int64_t total = 1;
         for (int32_t d = 0; d < g->n_dims; d++)
@@ -1097,7 +647,7 @@ static rt_status rt_gl_copies(rt_gl *l, rt_gplan *pl, rt_kir_block *b, const int
             if (d > 0)
                 rest = rt_gl_udiv(a, rest, g->span[d]);
             rt_kir_expr *ov = rt_gl_let(l, lb, "o", o);
-            gidx[d] = rt_kir_bin(a, RT_KIR_ADD, rt_kir_var_ref(a, l->ph, g->lo_var[d]), ov);
+            gidx[d] = rt_kir_bin(a, RT_KIR_ADD, rt_kir_var_ref(a, l->ph, l->lo_var[i][d]), ov);
             soff = rt_kir_bin(a, RT_KIR_ADD, soff,
                               rt_kir_bin(a, RT_KIR_MUL, ov, rt_kir_int(a, g->stride[d])));
         }
@@ -1107,14 +657,150 @@ static rt_status rt_gl_copies(rt_gl *l, rt_gplan *pl, rt_kir_block *b, const int
         rt_kir_expr *v = rt_kir_load(a, l->k, l->data_buf[g->read->tensor], safe);
         rt_kir_expr *val = rt_kir_select(
             a, valid, v, rt_kir_flt(a, RT_KIR_F32, tn->has_pad ? tn->pad_value : 0.0));
-        rt_gl_store(l, lb, g->sh_buf, soff, val);
+        rt_gl_store(l, lb, l->sh_buf[i], soff, val);
     }
+    return RT_OK;
+}
+
+// The staged reduction of a register-tile phase: per reduction step, the cooperative copies of
+// the staged reads' data tiles into shared memory, a barrier, the step's loops over the shared
+// tiles into the accumulators acc, a barrier.
+static rt_status rt_gl_staged_reduce(rt_gl *l, const rt_gpu_phase_plan *pl, rt_kir_block *b,
+                                     const int32_t *red, int32_t nr, int32_t acc) {
+    rt_arena *a = l->a;
+    int32_t ti = pl->tstmt;
+    const rt_stmt *s = l->s;
+    rt_kir_loop_kind ek = pl->unroll ? RT_KIR_LOOP_UNROLL : RT_KIR_LOOP_SERIAL;
+    rt_kir_block *inner = b;
+    int32_t base_var[64];
+    int64_t T[64];
+    for (int32_t d = 0; d < pl->n_dims; d++) {
+        const rt_gpu_dim *g = &pl->dims[d];
+        int32_t v = g->members[0];
+        rt_kir_expr *bv =
+            rt_gl_let(l, b, rt_arena_printf(a, "base_%s", s->vars[v].name),
+                      rt_kir_bin(a, RT_KIR_ADD,
+                                 rt_kir_bin(a, RT_KIR_MUL, rt_kir_var_ref(a, l->ph, l->bvar[d]),
+                                            rt_kir_int(a, g->T1)),
+                                 rt_kir_int(a, g->mlo[0])));
+        if (!bv)
+            return rt_gl_nomem(l);
+        base_var[v] = bv->var;
+        T[v] = g->T1;
+    }
+    for (int32_t i = 0; i < pl->n_stage; i++) {
+        const rt_gpu_stage *g = &pl->stage[i];
+        l->sh_buf[i] =
+            rt_kir_add_buf(a, l->k,
+                           rt_arena_printf(a, "sh_%s_p%d", l->op->tensors[g->read->tensor].name,
+                                           (int)(l->k->n_phases - 1)),
+                           RT_KIR_BUF_SHARED, RT_KIR_F32, -1, l->k->n_phases - 1);
+        if (l->sh_buf[i] < 0)
+            return rt_gl_nomem(l);
+        l->k->bufs[l->sh_buf[i]].elems = g->elems;
+        l->k->bufs[l->sh_buf[i]].written = true;
+    }
+    // step loops
+    int64_t lo_r[2 * RT_MAX_DIMS], hi_r[2 * RT_MAX_DIMS];
+    for (int32_t i = 0; i < nr; i++) {
+        int32_t v = red[i];
+        rt_expr_const_int(l->op, s->vars[v].lo, &lo_r[i]);
+        rt_expr_const_int(l->op, s->vars[v].hi, &hi_r[i]);
+        int64_t steps = rt_ceil_div(hi_r[i] - lo_r[i], pl->red_T1[v]);
+        int32_t cv =
+            rt_kir_add_var(a, l->ph, rt_arena_printf(a, "step_%s", s->vars[v].name), RT_KIR_I64);
+        rt_kir_node *loop = cv >= 0 ? rt_kir_loop(a, inner, cv, rt_kir_int(a, 0),
+                                                  rt_kir_int(a, steps), RT_KIR_LOOP_SERIAL)
+                                    : NULL;
+        if (!loop)
+            return rt_gl_nomem(l);
+        inner = &loop->body;
+        rt_kir_expr *r0 =
+            rt_gl_let(l, inner, rt_arena_printf(a, "base_%s", s->vars[v].name),
+                      rt_kir_bin(a, RT_KIR_ADD,
+                                 rt_kir_bin(a, RT_KIR_MUL, rt_kir_var_ref(a, l->ph, cv),
+                                            rt_kir_int(a, pl->red_T1[v])),
+                                 rt_kir_int(a, lo_r[i])));
+        if (!r0)
+            return rt_gl_nomem(l);
+        base_var[v] = r0->var;
+        T[v] = pl->red_T1[v];
+    }
+    RT_TRY(rt_gl_copies(l, pl, inner, base_var, T));
+    RT_GL_CHECK(l, rt_kir_append(a, inner, RT_KIR_N_BARRIER));
+    rt_kir_block *after = inner;
+    for (int32_t i = 0; i < nr; i++) {
+        int32_t v = red[i];
+        int32_t rv = rt_kir_add_var(a, l->ph, s->vars[v].name, RT_KIR_I64);
+        int64_t T1 = pl->red_T1[v];
+        rt_kir_node *loop =
+            rv >= 0 ? rt_kir_loop(a, inner, rv, rt_kir_var_ref(a, l->ph, base_var[v]),
+                                  rt_kir_bin(a, RT_KIR_MIN,
+                                             rt_kir_bin(a, RT_KIR_ADD,
+                                                        rt_kir_var_ref(a, l->ph, base_var[v]),
+                                                        rt_kir_int(a, T1)),
+                                             rt_kir_int(a, hi_r[i])),
+                                  RT_KIR_LOOP_SERIAL)
+                    : NULL;
+        if (!loop)
+            return rt_gl_nomem(l);
+        l->var_of[ti][v] = rv;
+        inner = &loop->body;
+    }
+    l->staging = true;
+    int32_t ev2 = rt_kir_add_var(a, l->ph, "e", RT_KIR_I64);
+    rt_kir_node *el =
+        ev2 >= 0 ? rt_kir_loop(a, inner, ev2, rt_kir_int(a, 0), rt_kir_int(a, pl->Rtot), ek) : NULL;
+    if (!el)
+        return rt_gl_nomem(l);
+    rt_kir_expr *ok;
+    RT_TRY(rt_gl_bind(l, pl, &el->body, rt_kir_var_ref(a, l->ph, ev2), &ok));
+    rt_gl_set_stmt(l, ti);
+    l->pre = &el->body;
+    rt_kir_expr *x;
+    RT_TRY(rt_gl_num(l, s->rhs, &x));
+    rt_kir_expr *ei = rt_kir_var_ref(a, l->ph, ev2);
+    rt_gl_store(l, &el->body, acc, ei, rt_gl_combine(a, s->op, rt_kir_load(a, l->k, acc, ei), x));
+    l->staging = false;
+    RT_GL_CHECK(l, rt_kir_append(a, after, RT_KIR_N_BARRIER));
+    return RT_OK;
+}
+
+// The plain reduction of a register-tile phase: loops over the reduction vars reading global
+// memory into the accumulators acc.
+static rt_status rt_gl_plain_reduce(rt_gl *l, const rt_gpu_phase_plan *pl, rt_kir_block *b,
+                                    const int32_t *red, int32_t nr, int32_t acc) {
+    rt_arena *a = l->a;
+    int32_t ti = pl->tstmt;
+    const rt_stmt *s = l->s;
+    rt_kir_loop_kind ek = pl->unroll ? RT_KIR_LOOP_UNROLL : RT_KIR_LOOP_SERIAL;
+    rt_kir_block *inner = b;
+    for (int32_t i = 0; i < nr && inner; i++)
+        RT_TRY(rt_gl_var_loop(l, inner, red[i], &inner));
+    if (!inner)
+        return rt_gl_nomem(l);
+    int32_t ev2 = rt_kir_add_var(a, l->ph, "e", RT_KIR_I64);
+    rt_kir_node *el =
+        ev2 >= 0 ? rt_kir_loop(a, inner, ev2, rt_kir_int(a, 0), rt_kir_int(a, pl->Rtot), ek) : NULL;
+    if (!el)
+        return rt_gl_nomem(l);
+    rt_kir_expr *ok;
+    RT_TRY(rt_gl_bind(l, pl, &el->body, rt_kir_var_ref(a, l->ph, ev2), &ok));
+    rt_gl_set_stmt(l, ti);
+    rt_kir_node *in = rt_gl_if(l, &el->body, ok);
+    if (!in)
+        return rt_gl_nomem(l);
+    l->pre = &in->body;
+    rt_kir_expr *x;
+    RT_TRY(rt_gl_num(l, s->rhs, &x));
+    rt_kir_expr *ei = rt_kir_var_ref(a, l->ph, ev2);
+    rt_gl_store(l, &in->body, acc, ei, rt_gl_combine(a, s->op, rt_kir_load(a, l->k, acc, ei), x));
     return RT_OK;
 }
 
 // Register-tile phases (regtile, staged): accumulators in a per-thread array, reductions
 // outermost, the register tile innermost (unrolled), then the store with the epilogue.
-static rt_status rt_gl_regtile(rt_gl *l, rt_gplan *pl, rt_kir_block *b) {
+static rt_status rt_gl_regtile(rt_gl *l, const rt_gpu_phase_plan *pl, rt_kir_block *b) {
     rt_arena *a = l->a;
     int32_t ti = pl->tstmt;
     rt_gl_set_stmt(l, ti);
@@ -1126,7 +812,7 @@ static rt_status rt_gl_regtile(rt_gl *l, rt_gplan *pl, rt_kir_block *b) {
         return rt_gl_nomem(l);
     l->k->bufs[acc].elems = pl->Rtot;
     int32_t ob = l->data_buf[s->out];
-    rt_kir_loop_kind ek = RT_KIR_LOOP_UNROLL;
+    rt_kir_loop_kind ek = pl->unroll ? RT_KIR_LOOP_UNROLL : RT_KIR_LOOP_SERIAL;
     // bind element 0: block-uniform vars for the reduction ranges
     rt_kir_expr *valid;
     RT_TRY(rt_gl_bind(l, pl, b, rt_kir_int(a, 0), &valid));
@@ -1143,125 +829,10 @@ static rt_status rt_gl_regtile(rt_gl *l, rt_gplan *pl, rt_kir_block *b) {
     for (int32_t i = 0; i < s->n_loops; i++)
         if (s->loops[i] >= 0 && s->loops[i] < s->n_vars && s->vars[s->loops[i]].is_reduce)
             red[nr++] = s->loops[i];
-    rt_kir_block *inner = b;
-    if (pl->mode == RT_GL_STAGED) {
-        int32_t base_var[64];
-        int64_t T[64];
-        for (int32_t d = 0; d < pl->n_dims; d++) {
-            rt_gdim *g = &pl->dims[d];
-            int32_t v = g->members[0];
-            rt_kir_expr *bv =
-                rt_gl_let(l, b, rt_arena_printf(a, "base_%s", s->vars[v].name),
-                          rt_kir_bin(a, RT_KIR_ADD,
-                                     rt_kir_bin(a, RT_KIR_MUL, rt_kir_var_ref(a, l->ph, g->bvar),
-                                                rt_kir_int(a, g->T1)),
-                                     rt_kir_int(a, g->mlo[0])));
-            if (!bv)
-                return rt_gl_nomem(l);
-            base_var[v] = bv->var;
-            T[v] = g->T1;
-        }
-        for (int32_t i = 0; i < pl->n_stage; i++) {
-            rt_gstage *g = &pl->stage[i];
-            g->sh_buf =
-                rt_kir_add_buf(a, l->k,
-                               rt_arena_printf(a, "sh_%s_p%d", l->op->tensors[g->read->tensor].name,
-                                               (int)(l->k->n_phases - 1)),
-                               RT_KIR_BUF_SHARED, RT_KIR_F32, -1, l->k->n_phases - 1);
-            if (g->sh_buf < 0)
-                return rt_gl_nomem(l);
-            l->k->bufs[g->sh_buf].elems = g->elems;
-            l->k->bufs[g->sh_buf].written = true;
-        }
-        // step loops
-        int64_t lo_r[2 * RT_MAX_DIMS], hi_r[2 * RT_MAX_DIMS];
-        for (int32_t i = 0; i < nr; i++) {
-            int32_t v = red[i];
-            rt_expr_const_int(l->op, s->vars[v].lo, &lo_r[i]);
-            rt_expr_const_int(l->op, s->vars[v].hi, &hi_r[i]);
-            int64_t steps = rt_ceil_div(hi_r[i] - lo_r[i], pl->red_T1[v]);
-            int32_t cv = rt_kir_add_var(a, l->ph, rt_arena_printf(a, "step_%s", s->vars[v].name),
-                                        RT_KIR_I64);
-            rt_kir_node *loop = cv >= 0 ? rt_kir_loop(a, inner, cv, rt_kir_int(a, 0),
-                                                      rt_kir_int(a, steps), RT_KIR_LOOP_SERIAL)
-                                        : NULL;
-            if (!loop)
-                return rt_gl_nomem(l);
-            inner = &loop->body;
-            rt_kir_expr *r0 =
-                rt_gl_let(l, inner, rt_arena_printf(a, "base_%s", s->vars[v].name),
-                          rt_kir_bin(a, RT_KIR_ADD,
-                                     rt_kir_bin(a, RT_KIR_MUL, rt_kir_var_ref(a, l->ph, cv),
-                                                rt_kir_int(a, pl->red_T1[v])),
-                                     rt_kir_int(a, lo_r[i])));
-            if (!r0)
-                return rt_gl_nomem(l);
-            base_var[v] = r0->var;
-            T[v] = pl->red_T1[v];
-        }
-        RT_TRY(rt_gl_copies(l, pl, inner, base_var, T));
-        RT_GL_CHECK(l, rt_kir_append(a, inner, RT_KIR_N_BARRIER));
-        rt_kir_block *after = inner;
-        for (int32_t i = 0; i < nr; i++) {
-            int32_t v = red[i];
-            int32_t rv = rt_kir_add_var(a, l->ph, s->vars[v].name, RT_KIR_I64);
-            int64_t T1 = pl->red_T1[v];
-            rt_kir_node *loop =
-                rv >= 0 ? rt_kir_loop(a, inner, rv, rt_kir_var_ref(a, l->ph, base_var[v]),
-                                      rt_kir_bin(a, RT_KIR_MIN,
-                                                 rt_kir_bin(a, RT_KIR_ADD,
-                                                            rt_kir_var_ref(a, l->ph, base_var[v]),
-                                                            rt_kir_int(a, T1)),
-                                                 rt_kir_int(a, hi_r[i])),
-                                      RT_KIR_LOOP_SERIAL)
-                        : NULL;
-            if (!loop)
-                return rt_gl_nomem(l);
-            l->var_of[ti][v] = rv;
-            inner = &loop->body;
-        }
-        l->staging = true;
-        int32_t ev2 = rt_kir_add_var(a, l->ph, "e", RT_KIR_I64);
-        rt_kir_node *el =
-            ev2 >= 0 ? rt_kir_loop(a, inner, ev2, rt_kir_int(a, 0), rt_kir_int(a, pl->Rtot), ek)
-                     : NULL;
-        if (!el)
-            return rt_gl_nomem(l);
-        rt_kir_expr *ok;
-        RT_TRY(rt_gl_bind(l, pl, &el->body, rt_kir_var_ref(a, l->ph, ev2), &ok));
-        rt_gl_set_stmt(l, ti);
-        l->pre = &el->body;
-        rt_kir_expr *x;
-        RT_TRY(rt_gl_num(l, s->rhs, &x));
-        rt_kir_expr *ei = rt_kir_var_ref(a, l->ph, ev2);
-        rt_gl_store(l, &el->body, acc, ei,
-                    rt_gl_combine(a, s->op, rt_kir_load(a, l->k, acc, ei), x));
-        l->staging = false;
-        RT_GL_CHECK(l, rt_kir_append(a, after, RT_KIR_N_BARRIER));
-    } else {
-        for (int32_t i = 0; i < nr && inner; i++)
-            RT_TRY(rt_gl_var_loop(l, inner, red[i], &inner));
-        if (!inner)
-            return rt_gl_nomem(l);
-        int32_t ev2 = rt_kir_add_var(a, l->ph, "e", RT_KIR_I64);
-        rt_kir_node *el =
-            ev2 >= 0 ? rt_kir_loop(a, inner, ev2, rt_kir_int(a, 0), rt_kir_int(a, pl->Rtot), ek)
-                     : NULL;
-        if (!el)
-            return rt_gl_nomem(l);
-        rt_kir_expr *ok;
-        RT_TRY(rt_gl_bind(l, pl, &el->body, rt_kir_var_ref(a, l->ph, ev2), &ok));
-        rt_gl_set_stmt(l, ti);
-        rt_kir_node *in = rt_gl_if(l, &el->body, ok);
-        if (!in)
-            return rt_gl_nomem(l);
-        l->pre = &in->body;
-        rt_kir_expr *x;
-        RT_TRY(rt_gl_num(l, s->rhs, &x));
-        rt_kir_expr *ei = rt_kir_var_ref(a, l->ph, ev2);
-        rt_gl_store(l, &in->body, acc, ei,
-                    rt_gl_combine(a, s->op, rt_kir_load(a, l->k, acc, ei), x));
-    }
+    if (pl->mode == RT_GPU_STAGED)
+        RT_TRY(rt_gl_staged_reduce(l, pl, b, red, nr, acc));
+    else
+        RT_TRY(rt_gl_plain_reduce(l, pl, b, red, nr, acc));
     // store (+ epilogue)
     int32_t ev3 = rt_kir_add_var(a, l->ph, "e", RT_KIR_I64);
     rt_kir_node *sl =
@@ -1302,26 +873,12 @@ static rt_status rt_gl_regtile(rt_gl *l, rt_gplan *pl, rt_kir_block *b) {
     return RT_OK;
 }
 
-// Row extent of tree statement s: the elements of its output at one node (the product of its
-// LHS vars after the node var, each of a constant range), -1 when not constant.
-static int64_t rt_gl_tree_row(const rt_op *op, const rt_stmt *s) {
-    int64_t e = 1, lo, hi;
-    for (int32_t d = 1; d < s->n_lhs; d++) {
-        const rt_ivar *iv = &s->vars[s->lhs_vars[d]];
-        if (!iv->lo || !iv->hi || !rt_expr_const_int(op, iv->lo, &lo) ||
-            !rt_expr_const_int(op, iv->hi, &hi))
-            return -1;
-        e *= hi > lo ? hi - lo : 0;
-    }
-    return e;
-}
-
 // Binds tree statement l->s's LHS vars after the node var to element e of its row (innermost
 // fastest); the condition that e is in the row goes to *ok.
 static void rt_gl_tree_bind(rt_gl *l, rt_kir_block *b, rt_kir_expr *e, rt_kir_expr **ok) {
     rt_arena *a = l->a;
     const rt_stmt *s = l->s;
-    *ok = rt_kir_bin(a, RT_KIR_LT, e, rt_kir_int(a, rt_gl_tree_row(l->op, s)));
+    *ok = rt_kir_bin(a, RT_KIR_LT, e, rt_kir_int(a, rt_gpu_plan_tree_row(l->op, s)));
     rt_kir_expr *rest = e;
     for (int32_t d = s->n_lhs - 1; d >= 1; d--) {
         int32_t v = s->lhs_vars[d];
@@ -1344,23 +901,11 @@ static void rt_gl_tree_bind(rt_gl *l, rt_kir_block *b, rt_kir_expr *e, rt_kir_ex
 // argument. Thread g of a launch takes position begin[level] + g / E of the tree's level order
 // and element g % E of that node's row (E: the longest row among the statements), and runs
 // each statement there in order, its sums serial in the thread.
-static rt_status rt_gl_tree_phase(rt_gl *l, rt_gplan *pl, rt_gpu_phase *gp, const char *name) {
+static rt_status rt_gl_tree_phase(rt_gl *l, const rt_gpu_phase_plan *pl, const rt_tree_group *g,
+                                  bool inner, rt_gpu_phase *gp, const char *name) {
     rt_arena *a = l->a;
     const rt_op *op = l->op;
-    const rt_tree_group *g = &pl->tree;
-    bool inner = pl->tree_inner;
-    int64_t E = 1;
-    for (int32_t i = 0; i < g->n_stmts; i++) {
-        const rt_stmt *s = &op->stmts[g->stmts[i]];
-        int64_t row = rt_gl_tree_row(op, s);
-        if (row < 0)
-            return rt_gl_unsupported(l, s->loc,
-                                     "a tree statement whose row is not of constant size");
-        E = rt_max64(E, row);
-    }
-    int64_t T = rt_min64(256, rt_round_up(E, 32));
-    if (l->dev->max_threads_per_block > 0)
-        T = rt_min64(T, l->dev->max_threads_per_block);
+    int64_t E = pl->row, T = pl->threads;
     int64_t n_nodes = op->sizes[op->trees[g->tree].n_sym].value;
     const char *what = rt_tree_group_what(a, op, g, inner);
     l->ph = what ? rt_kir_add_phase(a, l->k, what, rt_ceil_div(n_nodes * E, T)) : NULL;
@@ -1428,23 +973,20 @@ static rt_status rt_gl_tree_phase(rt_gl *l, rt_gplan *pl, rt_gpu_phase *gp, cons
     gp->what = l->ph->what;
     gp->by_level = true;
     gp->row = E;
-    pl->threads = T;
-    pl->Rtot = 1;
     return RT_OK;
 }
 
-static rt_status rt_gl_phase(rt_gl *l, rt_gplan *pl, rt_gpu_phase *gp, const char *name) {
+static rt_status rt_gl_phase(rt_gl *l, const rt_gpu_phase_plan *pl, rt_gpu_phase *gp,
+                             const char *name) {
     rt_arena *a = l->a;
     const rt_op *op = l->op;
-    if (pl->mode == RT_GL_TREE)
-        return rt_gl_tree_phase(l, pl, gp, name);
     int64_t nx = 1;
     for (int32_t d = 0; d < pl->n_dims; d++)
         if (pl->dims[d].grid == 0)
             nx *= pl->dims[d].nb;
     rt_buf what;
     rt_buf_init(&what, a);
-    rt_buf_printf(&what, "%s:", rt_gl_mode_names[pl->mode]);
+    rt_buf_printf(&what, "%s:", rt_gpu_mode_name(pl->mode));
     for (int32_t i = 0; i < pl->n_stmts; i++) {
         const rt_stmt *s = &op->stmts[pl->first + i];
         rt_buf_printf(&what, " %s%s", op->tensors[s->out].name,
@@ -1468,12 +1010,12 @@ static rt_status rt_gl_phase(rt_gl *l, rt_gplan *pl, rt_gpu_phase *gp, const cha
             l->var_of[i][v] = -1;
     rt_kir_block *b = &l->ph->body;
     rt_gl_coords(l, pl, b);
-    if (pl->mode == RT_GL_DIRECT) {
+    if (pl->mode == RT_GPU_DIRECT) {
         int32_t ev = rt_kir_add_var(a, l->ph, "e", RT_KIR_I64);
-        rt_kir_node *el =
-            ev >= 0 ? rt_kir_loop(a, b, ev, rt_kir_int(a, 0), rt_kir_int(a, pl->Rtot),
-                                  pl->Rtot <= 16 ? RT_KIR_LOOP_UNROLL : RT_KIR_LOOP_SERIAL)
-                    : NULL;
+        rt_kir_node *el = ev >= 0
+                              ? rt_kir_loop(a, b, ev, rt_kir_int(a, 0), rt_kir_int(a, pl->Rtot),
+                                            pl->unroll ? RT_KIR_LOOP_UNROLL : RT_KIR_LOOP_SERIAL)
+                              : NULL;
         if (!el)
             return rt_gl_nomem(l);
         rt_kir_expr *ok;
@@ -1495,12 +1037,12 @@ static rt_status rt_gl_phase(rt_gl *l, rt_gplan *pl, rt_gpu_phase *gp, const cha
     gp->kernel_name = name;
     gp->grid_x = nx;
     gp->threads = (int32_t)pl->threads;
-    gp->staged = pl->mode == RT_GL_STAGED;
+    gp->staged = pl->mode == RT_GPU_STAGED;
     gp->what = l->ph->what;
     for (int32_t i = 0; i < pl->n_stage; i++)
         gp->smem_bytes += pl->stage[i].elems * 4;
     for (int32_t d = 0; d < pl->n_dims; d++) {
-        const rt_gdim *g = &pl->dims[d];
+        const rt_gpu_dim *g = &pl->dims[d];
         if (g->grid > 0) {
             rt_gpu_ragged_grid *r = &gp->ragged[g->grid - 1];
             r->stmt = pl->tstmt;
@@ -1512,9 +1054,58 @@ static rt_status rt_gl_phase(rt_gl *l, rt_gplan *pl, rt_gpu_phase *gp, const cha
     return RT_OK;
 }
 
+// The kernels of the plan's phases: one each, a tree group's one at its leaves and one for its
+// inner nodes (where it has statements there).
+static rt_status rt_gl_kernels(rt_gl *l, const rt_gpu_plan *plan, rt_gpu_kernel *gk) {
+    const rt_op *op = l->op;
+    int32_t n = 0, cap = 2 * plan->n_phases;
+    rt_tree_group *groups;
+    RT_ALLOC(l->a, groups, plan->n_phases, l->err);
+    for (int32_t i = 0; i < plan->n_phases; i++) {
+        const rt_gpu_phase_plan *ph = &plan->phases[i];
+        if (ph->mode != RT_GPU_TREE) {
+            n++;
+            continue;
+        }
+        RT_TRY(rt_tree_group_plan(op, ph->first, "GPU", &groups[i], l->err));
+        if (groups[i].n_stmts != ph->n_stmts)
+            return rt_fail(l->err, RT_ERR_BACKEND, op->stmts[ph->first].loc,
+                           "tree group of %d statements planned as %d", (int)groups[i].n_stmts,
+                           (int)ph->n_stmts);
+        for (int32_t inner = 0; inner < 2; inner++) {
+            bool any = false;
+            for (int32_t k = 0; k < groups[i].n_stmts; k++)
+                any = any || (inner ? groups[i].at_inner[k] : groups[i].at_leaves[k]);
+            n += any;
+        }
+    }
+    RT_ALLOC(l->a, gk->phases, rt_at_least_one((size_t)cap), l->err);
+    for (int32_t i = 0; i < plan->n_phases; i++) {
+        const rt_gpu_phase_plan *ph = &plan->phases[i];
+        for (int32_t inner = 0; inner < (ph->mode == RT_GPU_TREE ? 2 : 1); inner++) {
+            bool any = ph->mode != RT_GPU_TREE;
+            for (int32_t k = 0; !any && k < groups[i].n_stmts; k++)
+                any = inner ? groups[i].at_inner[k] : groups[i].at_leaves[k];
+            if (!any)
+                continue;
+            int32_t ki = gk->n_phases;
+            const char *name =
+                n == 1 ? l->k->name : rt_arena_printf(l->a, "%s_p%d", l->k->name, (int)ki);
+            if (!name)
+                return rt_gl_nomem(l);
+            if (ph->mode == RT_GPU_TREE)
+                RT_TRY(rt_gl_tree_phase(l, ph, &groups[i], inner, &gk->phases[ki], name));
+            else
+                RT_TRY(rt_gl_phase(l, ph, &gk->phases[ki], name));
+            gk->n_phases++;
+        }
+    }
+    return RT_OK;
+}
+
 // The comment text opening the source: spec, device, rTile per level, predicted time.
-static const char *rt_gl_header(rt_gl *l, const rt_gpu_lower_options *opt, rt_gplan *plans,
-                                int32_t n) {
+static const char *rt_gl_header(rt_gl *l, const rt_gpu_lower_options *opt,
+                                const rt_gpu_plan *plan) {
     rt_arena *a = l->a;
     const rt_op *op = l->op;
     const rt_device *dev = l->dev;
@@ -1548,19 +1139,13 @@ static const char *rt_gl_header(rt_gl *l, const rt_gpu_lower_options *opt, rt_gp
     } else {
         rt_buf_puts(&b, "naive program: one element per thread\n");
     }
-    for (int32_t i = 0; i < n; i++) {
-        rt_buf_printf(&b, "kernel %d: %s, %lld threads, register tile %lld", (int)i,
-                      l->k->phases[i].what, (long long)plans[i].threads, (long long)plans[i].Rtot);
-        if (plans[i].n_stage > 0) {
-            int64_t bytes = 0;
-            for (int32_t s = 0; s < plans[i].n_stage; s++)
-                bytes += plans[i].stage[s].elems * 4;
-            rt_buf_printf(&b, ", %lld B shared", (long long)bytes);
-        }
-        if (plans[i].raster)
-            rt_buf_puts(&b, ", grouped block order");
+    for (int32_t i = 0; i < plan->n_phases; i++) { // the plan, as the JSON report prints it
+        rt_buf_puts(&b, "plan ");
+        rt_gpu_plan_print_phase(op, plan, i, &b);
         rt_buf_puts(&b, "\n");
     }
+    for (int32_t i = 0; i < l->k->n_phases; i++)
+        rt_buf_printf(&b, "kernel %d: %s\n", (int)i, l->k->phases[i].what);
     return b.oom ? NULL : b.data;
 }
 
@@ -1606,17 +1191,12 @@ rt_status rt_gpu_lower(rt_arena *a, const rt_op *op, const rt_device *dev, const
     RT_ALLOC(a, l.var_of, op->n_stmts, err);
     for (int32_t i = 0; i < op->n_stmts; i++)
         RT_ALLOC(a, l.var_of[i], op->stmts[i].n_vars, err);
-    rt_gplan *plans = NULL;
-    int32_t n = 0;
-    RT_TRY(rt_gl_plan(&l, opt, &plans, &n));
-    RT_ALLOC(a, gk->phases, n, err);
-    for (int32_t i = 0; i < n; i++) {
-        const char *name = n == 1 ? l.k->name : rt_arena_printf(a, "%s_p%d", l.k->name, (int)i);
-        if (!name)
-            return rt_gl_nomem(&l);
-        RT_TRY(rt_gl_phase(&l, &plans[i], &gk->phases[i], name));
-        gk->n_phases++;
-    }
+    // The plan the construction made (gpu-plan.c); the same function plans a naive program or
+    // an rProgram made elsewhere.
+    const rt_gpu_plan *plan = p ? p->gpu : NULL;
+    if (!plan)
+        RT_TRY(rt_gpu_plan_make(a, op, dev, l.m, p, &plan, err));
+    RT_TRY(rt_gl_kernels(&l, plan, gk));
     // written buffers and 32-bit index math
     bool idx32 = true;
     for (int32_t i = 0; i < gk->n_bufs; i++) {
@@ -1642,7 +1222,7 @@ rt_status rt_gpu_lower(rt_arena *a, const rt_op *op, const rt_device *dev, const
         if (gk->phases[i].grid_x * gk->phases[i].threads >= ((int64_t)1 << 31))
             idx32 = false;
     gk->idx32 = idx32;
-    gk->header = rt_gl_header(&l, opt, plans, n);
+    gk->header = rt_gl_header(&l, opt, plan);
     if (!gk->header)
         return rt_gl_nomem(&l);
     l.k->header = gk->header;

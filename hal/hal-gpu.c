@@ -52,11 +52,10 @@ rt_status rt_gpu_occupancy_of(const rt_device *dev, const rt_gpu_resources *res,
         out->limiter = "blocks";
     }
     if (res->regs > 0 && dev->regs_per_unit > 0) {
-        // CUDA allocates registers per warp in granules of 256; AMD allocates VGPRs per lane in
-        // granules of 8 (gfx90a; gfx9 uses 4, 8 is the conservative choice).
-        int64_t per_warp = dev->devclass == RT_DEVCLASS_HIP
-                               ? rt_round_up(res->regs, 8) * dev->lanes
-                               : rt_round_up((int64_t)res->regs * dev->lanes, 256);
+        // Registers are allocated per warp or per lane in the device file's granules.
+        int64_t lane = dev->reg_granule_lane > 0 ? dev->reg_granule_lane : 1;
+        int64_t warp = dev->reg_granule_warp > 0 ? dev->reg_granule_warp : 1;
+        int64_t per_warp = rt_round_up(rt_round_up(res->regs, lane) * dev->lanes, warp);
         int64_t by_regs = dev->regs_per_unit / (per_warp * warps);
         if (by_regs < blocks) {
             blocks = by_regs;

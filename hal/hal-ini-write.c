@@ -109,6 +109,12 @@ static rt_status rt_ini_write_device(const rt_device *dev, rt_buf *out, rt_err *
         rt_ini_put_int(out, "max_blocks_per_unit", dev->max_blocks_per_unit);
     if (dev->regs_per_unit > 0)
         rt_ini_put_int(out, "regs_per_unit", dev->regs_per_unit);
+    if (dev->reg_granule_warp > 0)
+        rt_ini_put_int(out, "reg_granule_warp", dev->reg_granule_warp);
+    if (dev->reg_granule_lane > 0)
+        rt_ini_put_int(out, "reg_granule_lane", dev->reg_granule_lane);
+    if (dev->raster_group_blocks > 0)
+        rt_ini_put_int(out, "raster_group_blocks", dev->raster_group_blocks);
     if (dev->launch_overhead_us > 0.0)
         rt_ini_put_num(out, "launch_overhead_us", dev->launch_overhead_us);
     if (dev->sync_overhead_us > 0.0)

@@ -842,6 +842,12 @@ static const rt_key_def rt_device_keys[] = {
     {"features",              RT_KEY_FEATURES, RT_KEY_CPU_ONLY, 0, 0},
     {"isa",                   RT_KEY_ISA,      RT_KEY_CPU_ONLY, RT_DEV(isa), 0},
     {"source",                RT_KEY_SOURCE,   0,               RT_DEV(device_source), 0},
+    // GPU plan facts (perfmodel/gpu-plan.c, hal-gpu.c occupancy; docs: README "Device files"):
+    // register allocation granule per warp or per lane, and the grouped block order's width on
+    // devices whose L2 holds a group's operand panels. Absent: 0 (no rounding, launch order).
+    {"reg_granule_warp",      RT_KEY_I32,      GPU,             RT_DEV(reg_granule_warp), 0},
+    {"reg_granule_lane",      RT_KEY_I32,      GPU,             RT_DEV(reg_granule_lane), 0},
+    {"raster_group_blocks",   RT_KEY_I32,      GPU,             RT_DEV(raster_group_blocks), 0},
 };
 
 static const rt_key_def rt_compute_keys[] = {

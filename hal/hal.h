@@ -117,6 +117,10 @@ typedef struct rt_device {
     int32_t max_threads_per_block, max_threads_per_unit, max_blocks_per_unit; // GPU; 0 on CPU
     int64_t regs_per_unit;                                                    // 32-bit registers
     double launch_overhead_us, sync_overhead_us;                              // 0 = not given
+    // GPU facts the plan and occupancy use ([device], hal-ini.c "GPU plan facts"), 0 = none:
+    int32_t reg_granule_warp;    // registers are allocated per warp in multiples of this (CUDA 256)
+    int32_t reg_granule_lane;    // per lane in multiples of this (AMD VGPRs: 8)
+    int32_t raster_group_blocks; // grouped block order over this many block rows (L2 reuse)
     // [compute], whole device. 0 = the device has no such path.
     double peak_gflops[RT_DTYPE_COUNT]; // f32_gflops, f16_gflops, bf16_gflops, f64_gflops,
                                         // i32_gops, i8_gops

@@ -11,6 +11,7 @@
 // blocking rule overrides most cache tiles): each kernel is kept once, as its best-predicted
 // rProgram, so the top-K are K different kernels. Ranking and reports are in topk.c.
 #include "perfmodel.h"
+#include "gpu-plan.h"
 
 #include <math.h>
 #include <stdlib.h>
@@ -190,12 +191,31 @@ static uint64_t kernel_key(const cons *c, const rt_rprog *p) {
     const rt_perf_model *m = c->m;
     uint64_t h = 0x51;
     if (m->thread_level >= 0) {
+        if (p->gpu) // GPU: the plan the backend executes (gpu-plan.c)
+            return p->gpu->key;
         for (int32_t l = 1; l <= m->top; l++)
             for (int32_t x = 0; x < m->n_axes; x++)
                 h = hash_mix(h, (uint64_t)p->tile[l].shape[x]);
         return h;
     }
     return rt_perf_cpu_plan_key(&p->cpu);
+}
+
+// GPU: the plan of p (gpu-plan.c), made once here, priced by the model (rt_perf_evaluate takes
+// its threads per block) and executed by the backend. Without a plan (a construct the backend
+// does not support) p keeps its tiles' pricing and lowering reports why.
+static bool gpu_plan(cons *c, rt_rprog *p, const char **why) {
+    rt_err err;
+    rt_err_clear(&err);
+    rt_status st = rt_gpu_plan_make(c->a, c->m->op, c->m->dev, c->m, p, &p->gpu, &err);
+    if (st != RT_OK) {
+        if (st == RT_ERR_NOMEM)
+            c->st = rt_fail(c->err, RT_ERR_NOMEM, RT_NOLOC, "out of memory");
+        p->gpu = NULL;
+        return c->st == RT_OK;
+    }
+    int64_t threads = rt_gpu_plan_main_threads(p->gpu, c->m->main_stmt);
+    return threads == 0 || threads == p->threads_per_block || rt_perf_evaluate(c->m, p, why);
 }
 
 static void record(cons *c) {
@@ -224,6 +244,8 @@ static void record(cons *c) {
         else
             rt_buf_linef(c->explain, 1, "rprog %s: dropped (%s)", b1, why);
     }
+    if (fits && m->thread_level >= 0)
+        fits = gpu_plan(c, &p, &why);
     if (!fits)
         return;
     c->n_recorded++;

@@ -12,6 +12,7 @@
 // window read); an operator small enough to stay in the last-level cache between runs
 // (rt_perf_cpu_warm) takes its compulsory traffic from there instead of DRAM.
 #include "perfmodel.h"
+#include "gpu-plan.h"
 
 #include <math.h>
 #include <string.h>
@@ -196,6 +197,9 @@ bool rt_perf_evaluate(const rt_perf_model *m, rt_rprog *p, const char **why) {
             for (int32_t x = 0; x < m->n_axes; x++)
                 if (!m->axes[x].is_reduce)
                     p->threads_per_block *= blk->shape[x] / p->tile[m->thread_level].shape[x];
+        int64_t planned = rt_gpu_plan_main_threads(p->gpu, m->main_stmt);
+        if (planned > 0) // the block the backend launches (gpu-plan.c)
+            p->threads_per_block = planned;
         if (dev->max_threads_per_block > 0 && p->threads_per_block > dev->max_threads_per_block) {
             *why = "too many threads per block";
             return false;

@@ -210,6 +210,8 @@ typedef struct rt_rprog {
                                       // larger micro-kernel); 0 elsewhere
     int32_t order;                    // discovery order (final tie-break)
     rt_perf_cpu_plan cpu;             // CPU: what the backend compiles (rt_perf_evaluate)
+    const struct rt_gpu_plan *gpu;    // GPU: the plan the backend executes (gpu-plan.h); NULL
+                                      // on a CPU or where no plan could be made
 } rt_rprog;
 
 typedef struct rt_perf_result {
@@ -218,8 +220,8 @@ typedef struct rt_perf_result {
     int32_t top_k;   // asked for: n_cands < top_k when the op admits fewer different kernels
     rt_rprog *cands;
     int32_t n_found;       // candidates constructed before ranking, one per distinct kernel
-    int32_t n_same_kernel; // CPU: rPrograms dropped because a found one lowers to the same
-                           // kernel (the better predicted of the two is kept)
+    int32_t n_same_kernel; // rPrograms dropped because a found one lowers to the same kernel
+                           // (the better predicted of the two is kept; GPU: the same plan)
     int64_t n_evals;       // tile evaluations
     int64_t n_steps;       // the model's loop steps over the construction (rt_perf_model.steps)
     double construct_ns;   // whole construction

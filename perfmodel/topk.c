@@ -5,6 +5,7 @@
 // stage times, padding waste and discovery order as tie-breaks, so output is deterministic).
 // Only this file includes <jansson.h>; the header hands the report out as void *.
 #include "perfmodel.h"
+#include "gpu-plan.h"
 
 #include <jansson.h>
 #include <stdio.h>
@@ -80,6 +81,18 @@ static json_t *rprog_json(const rt_perf_model *m, const rt_rprog *p, int32_t ran
             rt_perf_cpu_plan_text(&p->cpu, m->op, &m->op->stmts[m->main_stmt], &b);
         json_object_set_new(o, "plan", json_string(!a || b.oom || !b.data ? "" : b.data));
         rt_arena_free(a);
+    }
+    if (p->gpu) { // the plan, one line per phase, as the kernel's header comment prints it
+        json_t *plan = json_array();
+        rt_arena *a = rt_arena_new(4096);
+        for (int32_t i = 0; a && i < p->gpu->n_phases; i++) {
+            rt_buf b;
+            rt_buf_init(&b, a);
+            rt_gpu_plan_print_phase(m->op, p->gpu, i, &b);
+            json_array_append_new(plan, json_string(b.data && !b.oom ? b.data : "?"));
+        }
+        rt_arena_free(a);
+        json_object_set_new(o, "gpu_plan", plan);
     }
     return o;
 }

@@ -5,6 +5,7 @@
 // accumulation, and level-by-level execution of recursive statements (CORTEX). Obviously correct first, fast enough second (a 64^3 matmul takes milliseconds).
 #include "interp.h"
 #include "rng.h"
+#include "spec-eval.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -30,6 +31,7 @@ typedef struct rt_eval {
     const int64_t *dims;     // dim extent: indices of the outer dims (RT_EXPR_DIMREF)
     const rt_tensor *tensor; // dim extent: the tensor (for messages)
     rt_err *err;
+    rt_spec_eval se; // the shared integer evaluator (rt_eval_begin)
 } rt_eval;
 
 static rt_status rt_eval_num(rt_eval *ev, const rt_expr *e, double *out);
@@ -40,25 +42,6 @@ static const char *rt_eval_print(rt_eval *ev, const rt_expr *e) {
     rt_buf_init(&buf, ev->b->arena);
     rt_expr_print(ev->op, ev->stmt, ev->tensor, e, &buf);
     return buf.data && !buf.oom ? buf.data : "expression";
-}
-
-static rt_status rt_to_int(rt_eval *ev, const rt_expr *e, double v, int64_t *out) {
-    if (!(v > -9.2e18 && v < 9.2e18))
-        return rt_fail(ev->err, RT_ERR_SPEC, e->loc, "%s is not a valid integer (got %g)",
-                       rt_eval_print(ev, e), v);
-    *out = (int64_t)v;
-    return RT_OK;
-}
-
-// Wrapping integer arithmetic (no undefined behaviour on overflow).
-static int64_t rt_wrap_add(int64_t a, int64_t b) {
-    return (int64_t)((uint64_t)a + (uint64_t)b);
-}
-static int64_t rt_wrap_sub(int64_t a, int64_t b) {
-    return (int64_t)((uint64_t)a - (uint64_t)b);
-}
-static int64_t rt_wrap_mul(int64_t a, int64_t b) {
-    return (int64_t)((uint64_t)a * (uint64_t)b);
 }
 
 // Whether the leaf/!leaf predicates of stmt on var v hold for its current value.
@@ -303,12 +286,12 @@ static rt_status rt_eval_num(rt_eval *ev, const rt_expr *e, double *out) {
     }
 }
 
-static rt_status rt_eval_int(rt_eval *ev, const rt_expr *e, int64_t *out) {
-    int64_t x, y;
+// The leaves of an integer expression and what is not integer (rt_spec_eval.leaf).
+static rt_status rt_eval_leaf(rt_spec_eval *se, const rt_expr *e, int64_t *out) {
+    rt_eval *ev = se->ctx;
+    int64_t x;
     double v;
     switch (e->kind) {
-    case RT_EXPR_NUM:
-        return rt_to_int(ev, e, e->num, out);
     case RT_EXPR_INDEX:
         if (!ev->vars || !ev->stmt || e->var < 0 || e->var >= ev->stmt->n_vars)
             return rt_fail(ev->err, RT_ERR_SPEC, e->loc, "index variable outside a statement");
@@ -335,89 +318,6 @@ static rt_status rt_eval_int(rt_eval *ev, const rt_expr *e, int64_t *out) {
             *out = t->child[x * t->max_children + e->child];
         return RT_OK;
     }
-    case RT_EXPR_UNARY:
-        RT_TRY(rt_eval_int(ev, e->args[0], &x));
-        *out = e->uop == RT_UOP_NEG ? rt_wrap_sub(0, x) : x == 0;
-        return RT_OK;
-    case RT_EXPR_BINARY:
-        if (!e->args[0]->is_int || !e->args[1]->is_int)
-            break; // compare or combine as doubles, then convert
-        RT_TRY(rt_eval_int(ev, e->args[0], &x));
-        if (e->bop == RT_BOP_AND || e->bop == RT_BOP_OR) {
-            bool left = x != 0;
-            if (left == (e->bop == RT_BOP_OR)) {
-                *out = left;
-                return RT_OK;
-            }
-            RT_TRY(rt_eval_int(ev, e->args[1], &y));
-            *out = y != 0;
-            return RT_OK;
-        }
-        RT_TRY(rt_eval_int(ev, e->args[1], &y));
-        switch (e->bop) {
-        case RT_BOP_ADD:
-            *out = rt_wrap_add(x, y);
-            break;
-        case RT_BOP_SUB:
-            *out = rt_wrap_sub(x, y);
-            break;
-        case RT_BOP_MUL:
-            *out = rt_wrap_mul(x, y);
-            break;
-        case RT_BOP_DIV:
-        case RT_BOP_MOD:
-            if (y == 0)
-                return rt_fail(ev->err, RT_ERR_SPEC, e->loc, "integer division by zero in %s",
-                               rt_eval_print(ev, e));
-            if (y == -1)
-                *out = e->bop == RT_BOP_DIV ? rt_wrap_sub(0, x) : 0;
-            else
-                *out = e->bop == RT_BOP_DIV ? rt_floor_div(x, y) : rt_floor_mod(x, y);
-            break;
-        case RT_BOP_LT:
-            *out = x < y;
-            break;
-        case RT_BOP_LE:
-            *out = x <= y;
-            break;
-        case RT_BOP_GT:
-            *out = x > y;
-            break;
-        case RT_BOP_GE:
-            *out = x >= y;
-            break;
-        case RT_BOP_EQ:
-            *out = x == y;
-            break;
-        case RT_BOP_NE:
-            *out = x != y;
-            break;
-        default:
-            return rt_fail(ev->err, RT_ERR_SPEC, e->loc, "unknown operator");
-        }
-        return RT_OK;
-    case RT_EXPR_COND:
-        RT_TRY(rt_eval_num(ev, e->args[0], &v));
-        return rt_eval_int(ev, e->args[v != 0.0 ? 1 : 2], out);
-    case RT_EXPR_CALL: {
-        bool all_int =
-            e->n_args >= 1 && (e->fn == RT_FN_MAX || e->fn == RT_FN_MIN || e->fn == RT_FN_ABS);
-        for (int32_t i = 0; i < e->n_args; i++)
-            all_int = all_int && e->args[i]->is_int;
-        if (!all_int)
-            break;
-        RT_TRY(rt_eval_int(ev, e->args[0], &x));
-        if (e->fn == RT_FN_ABS) {
-            *out = x < 0 ? rt_wrap_sub(0, x) : x;
-            return RT_OK;
-        }
-        for (int32_t i = 1; i < e->n_args; i++) {
-            RT_TRY(rt_eval_int(ev, e->args[i], &y));
-            x = (e->fn == RT_FN_MIN) == (y < x) ? y : x;
-        }
-        *out = x;
-        return RT_OK;
-    }
     default:
         break;
     }
@@ -430,7 +330,31 @@ static rt_status rt_eval_int(rt_eval *ev, const rt_expr *e, int64_t *out) {
         plain.is_int = false;
         RT_TRY(rt_eval_num(ev, &plain, &v));
     }
-    return rt_to_int(ev, e, v, out);
+    return rt_spec_eval_to_int(se, e, v, out);
+}
+
+// A condition, compared as a number (rt_spec_eval.cond).
+static rt_status rt_eval_cond(rt_spec_eval *se, const rt_expr *e, bool *out) {
+    double v;
+    RT_TRY(rt_eval_num(se->ctx, e, &v));
+    *out = v != 0.0;
+    return RT_OK;
+}
+
+static rt_status rt_eval_int(rt_eval *ev, const rt_expr *e, int64_t *out) {
+    return rt_spec_eval_int(&ev->se, e, out);
+}
+
+// Points ev's shared evaluator at ev (after the other members are set).
+static void rt_eval_begin(rt_eval *ev) {
+    ev->se = (rt_spec_eval){.op = ev->op,
+                            .stmt = ev->stmt,
+                            .tensor = ev->tensor,
+                            .arena = ev->b->arena,
+                            .err = ev->err,
+                            .ctx = ev,
+                            .leaf = rt_eval_leaf,
+                            .cond = rt_eval_cond};
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -452,7 +376,8 @@ static bool rt_expr_mentions_dimref(const rt_expr *e) {
 static rt_status rt_dim_extent(rt_bindings *b, int32_t ti, int32_t k, const int64_t *outer,
                                int64_t *out, rt_err *err) {
     const rt_tensor *t = &b->op->tensors[ti];
-    rt_eval ev = {b->op, b, NULL, NULL, outer, t, err};
+    rt_eval ev = {b->op, b, NULL, NULL, outer, t, err, {0}};
+    rt_eval_begin(&ev);
     const rt_dim *d = &t->dims[k];
     if (!d->extent)
         return rt_fail(err, RT_ERR_SPEC, d->loc, "dim %d of %s has no extent", (int)k, t->name);
@@ -1016,7 +941,8 @@ static rt_status rt_run_stmt(const rt_op *op, rt_bindings *b, const rt_stmt *s, 
                              int64_t fixed_val, rt_err *err) {
     rt_run r;
     memset(&r, 0, sizeof r);
-    r.ev = (rt_eval){op, b, s, NULL, NULL, NULL, err};
+    r.ev = (rt_eval){op, b, s, NULL, NULL, NULL, err, {0}};
+    rt_eval_begin(&r.ev);
     r.s = s;
     r.fixed_var = fixed_var;
     r.fixed_val = fixed_val;

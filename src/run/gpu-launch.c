@@ -1,7 +1,9 @@
 // gpu-launch.c: the launches of a lowered GPU kernel on bound data — the grid of each phase, its
 // ragged dims sized from the bound lengths (the maximum extent over the bound values), and the
-// one-launch-per-level steps of a phase that runs a tree level by level.
+// one-launch-per-level steps of a phase that runs a tree level by level. Extents are evaluated
+// by the shared integer evaluator (spec-eval.h).
 #include "run-gpu.h"
+#include "spec-eval.h"
 
 #include <string.h>
 
@@ -16,112 +18,40 @@ typedef struct rt_gl_eval {
     int64_t vals[64];
     bool bound[64];
     int64_t budget; // leaf evaluations left
+    rt_spec_eval se;
+    rt_err scratch; // why an extent could not be evaluated (the caller reports its own)
 } rt_gl_eval;
 
-static bool rt_gl_eval_int(rt_gl_eval *ev, const rt_expr *e, int64_t *out) {
-    int64_t x, y;
+// Index vars bound by rt_gl_max_hi, sizes and reads of the bound length tensors.
+static rt_status rt_gl_eval_leaf(rt_spec_eval *se, const rt_expr *e, int64_t *out) {
+    rt_gl_eval *ev = se->ctx;
+    int64_t idx[RT_MAX_DIMS], off;
     switch (e->kind) {
-    case RT_EXPR_NUM:
-        *out = (int64_t)e->num;
-        return true;
     case RT_EXPR_SIZE:
         if (e->sym < 0 || e->sym >= ev->op->n_sizes)
-            return false;
+            break;
         *out = ev->b->sizes[e->sym];
-        return true;
+        return RT_OK;
     case RT_EXPR_INDEX:
         if (e->var < 0 || e->var >= 64 || !ev->bound[e->var])
-            return false;
+            break;
         *out = ev->vals[e->var];
-        return true;
-    case RT_EXPR_READ: {
-        int64_t idx[RT_MAX_DIMS], off;
+        return RT_OK;
+    case RT_EXPR_READ:
         for (int32_t i = 0; i < e->n_args && i < RT_MAX_DIMS; i++)
-            if (!rt_gl_eval_int(ev, e->args[i], &idx[i]))
-                return false;
+            RT_TRY(rt_spec_eval_int(se, e->args[i], &idx[i]));
         if (!rt_tensor_offset(ev->b, e->tensor, idx, &off))
-            return false;
+            break;
         *out = (int64_t)ev->b->tensors[e->tensor].data[off];
-        return true;
-    }
-    case RT_EXPR_UNARY:
-        if (!rt_gl_eval_int(ev, e->args[0], &x))
-            return false;
-        *out = e->uop == RT_UOP_NEG ? -x : !x;
-        return true;
-    case RT_EXPR_BINARY:
-        if (!rt_gl_eval_int(ev, e->args[0], &x) || !rt_gl_eval_int(ev, e->args[1], &y))
-            return false;
-        switch (e->bop) {
-        case RT_BOP_ADD:
-            *out = x + y;
-            return true;
-        case RT_BOP_SUB:
-            *out = x - y;
-            return true;
-        case RT_BOP_MUL:
-            *out = x * y;
-            return true;
-        case RT_BOP_DIV:
-            if (y <= 0)
-                return false;
-            *out = rt_floor_div(x, y);
-            return true;
-        case RT_BOP_MOD:
-            if (y <= 0)
-                return false;
-            *out = rt_floor_mod(x, y);
-            return true;
-        case RT_BOP_LT:
-            *out = x < y;
-            return true;
-        case RT_BOP_LE:
-            *out = x <= y;
-            return true;
-        case RT_BOP_GT:
-            *out = x > y;
-            return true;
-        case RT_BOP_GE:
-            *out = x >= y;
-            return true;
-        case RT_BOP_EQ:
-            *out = x == y;
-            return true;
-        case RT_BOP_NE:
-            *out = x != y;
-            return true;
-        case RT_BOP_AND:
-            *out = x && y;
-            return true;
-        case RT_BOP_OR:
-            *out = x || y;
-            return true;
-        default:
-            return false;
-        }
-    case RT_EXPR_COND:
-        if (!rt_gl_eval_int(ev, e->args[0], &x))
-            return false;
-        return rt_gl_eval_int(ev, e->args[x ? 1 : 2], out);
-    case RT_EXPR_CALL:
-        if (e->n_args < 1 || !rt_gl_eval_int(ev, e->args[0], &x))
-            return false;
-        if (e->fn == RT_FN_ABS) {
-            *out = x < 0 ? -x : x;
-            return true;
-        }
-        if (e->fn != RT_FN_MIN && e->fn != RT_FN_MAX)
-            return false;
-        for (int32_t i = 1; i < e->n_args; i++) {
-            if (!rt_gl_eval_int(ev, e->args[i], &y))
-                return false;
-            x = e->fn == RT_FN_MIN ? (x < y ? x : y) : (x > y ? x : y);
-        }
-        *out = x;
-        return true;
+        return RT_OK;
     default:
-        return false;
+        break;
     }
+    return rt_fail(se->err, RT_ERR_SPEC, e->loc, "not known before the launch");
+}
+
+static bool rt_gl_eval_int(rt_gl_eval *ev, const rt_expr *e, int64_t *out) {
+    return rt_spec_eval_int(&ev->se, e, out) == RT_OK;
 }
 
 static void rt_gl_collect_vars(const rt_expr *e, uint64_t *mask) {
@@ -179,6 +109,8 @@ rt_status rt_gpu_phase_launch(const rt_gpu_kernel *k, int32_t phase, rt_bindings
         const rt_gpu_ragged_grid *r = &gp->ragged[i];
         const rt_stmt *s = &k->op->stmts[r->stmt];
         rt_gl_eval ev = {.op = k->op, .s = s, .b = b, .budget = (int64_t)1 << 24};
+        ev.se = (rt_spec_eval){
+            .op = k->op, .stmt = s, .err = &ev.scratch, .ctx = &ev, .leaf = rt_gl_eval_leaf};
         // the vars hi depends on, transitively through their own ranges
         uint64_t mask = 0, done = 0;
         rt_gl_collect_vars(s->vars[r->var].hi, &mask);

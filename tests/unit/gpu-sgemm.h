@@ -151,6 +151,8 @@ static inline void make_gpu(rt_device *d, rt_devclass cls, const char *arch, int
     d->max_threads_per_unit = 2048;
     d->max_blocks_per_unit = 32;
     d->regs_per_unit = 65536;
+    d->reg_granule_warp = cls == RT_DEVCLASS_CUDA ? 256 : 0; // as the shipped device files
+    d->reg_granule_lane = cls == RT_DEVCLASS_HIP ? 8 : 0;
     d->n_levels = 3;
     static const char *const names[] = {"global", "shared", "reg"};
     const rt_mem_scope scopes[] = {RT_MEM_SCOPE_DEVICE, RT_MEM_SCOPE_UNIT, RT_MEM_SCOPE_THREAD};

@@ -248,6 +248,14 @@ static void test_occupancy(void) {
     r.regs = 33; // 33 x 32 = 1056 -> 1280 per warp (granule 256): 6 blocks of 8 warps
     RT_EXPECT_EQ(rt_gpu_occupancy_of(&dev, &r, 256, &o, &e), RT_OK);
     RT_EXPECT_EQ(o.blocks_per_unit, 6);
+    dev.reg_granule_warp = 0; // no granule in the device file: 1056 x 8 warps, 7 blocks
+    RT_EXPECT_EQ(rt_gpu_occupancy_of(&dev, &r, 256, &o, &e), RT_OK);
+    RT_EXPECT_EQ(o.blocks_per_unit, 7);
+    dev.reg_granule_lane = 8; // per lane: 33 -> 40 x 32 = 1280 per warp, 6 blocks again
+    RT_EXPECT_EQ(rt_gpu_occupancy_of(&dev, &r, 256, &o, &e), RT_OK);
+    RT_EXPECT_EQ(o.blocks_per_unit, 6);
+    dev.reg_granule_lane = 0;
+    dev.reg_granule_warp = 256;
     r.regs = 32;
     r.smem_bytes = 40000; // 98304 / 40000 = 2 blocks
     RT_EXPECT_EQ(rt_gpu_occupancy_of(&dev, &r, 256, &o, &e), RT_OK);

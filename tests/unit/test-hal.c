@@ -139,7 +139,10 @@ static void test_v100_values(void) {
     RT_EXPECT_NEAR(dev.level[2].bandwidth_gbps, 0, 0);
     RT_EXPECT_EQ(dev.mma_m, 16);
     RT_EXPECT_EQ(dev.mma_k, 16);
-    RT_EXPECT_EQ(dev.level[1].loc.line, 34);
+    RT_EXPECT_EQ(dev.level[1].loc.line, 36);
+    RT_EXPECT_EQ(dev.reg_granule_warp, 256); // GPU plan facts
+    RT_EXPECT_EQ(dev.reg_granule_lane, 0);
+    RT_EXPECT_EQ(dev.raster_group_blocks, 0);
     RT_EXPECT_STR(dev.level[1].loc.file, "devices/v100.ini");
     RT_EXPECT(strncmp(dev.level[0].source, "measured: Jia et al. 2018", 25) == 0);
     RT_EXPECT(strstr(dev.level[1].source, "48 KiB static per block") != NULL); // not cut short
@@ -147,6 +150,10 @@ static void test_v100_values(void) {
     load("devices/a100.ini");
     RT_EXPECT_NEAR(dev.peak_gflops[RT_DTYPE_F32], 19500, 0); // not the 78000 f16 figure
     RT_EXPECT(dev.level[0].bandwidth_gbps != 750);           // not copied from V100
+    RT_EXPECT_EQ(dev.raster_group_blocks, 8);
+    load("devices/mi50.ini");
+    RT_EXPECT_EQ(dev.reg_granule_lane, 4);
+    RT_EXPECT_EQ(dev.reg_granule_warp, 0);
     load("devices/k80.ini");
     RT_EXPECT_EQ(dev.level[1].bank_bytes, 8);
     load("devices/mi50.ini");

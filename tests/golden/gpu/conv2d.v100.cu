@@ -5,7 +5,8 @@
 // axes: n f y x c(r) r(r) s(r)
 // rTile shared: [2, 8, 1, 3, 1, 1, 3]
 // rTile reg: [2, 4, 1, 1, 1, 1, 1]
-// kernel 0: staged: O, 6 threads, register tile 8, 1320 B shared
+// plan phase 0: staged O; threads 6, blocks 20; block/register tile n 2/2, f 8/4, y 1/1, x 3/1; reduction step c 1 r 1 s 3; shared 1320 B; register tile 8 unrolled
+// kernel 0: staged: O
 static __device__ __forceinline__ int rt_floordiv(int a, int b) {
     int q = a / b;
     return (a % b != 0 && ((a < 0) != (b < 0))) ? q - 1 : q;

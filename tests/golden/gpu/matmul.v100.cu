@@ -5,7 +5,8 @@
 // axes: m n k(r)
 // rTile shared: [96, 80, 8]
 // rTile reg: [6, 8, 1]
-// kernel 0: staged: C, 160 threads, register tile 48, 15776 B shared
+// plan phase 0: staged C; threads 160, blocks 1; block/register tile m 96/6, n 80/8; reduction step k 8; shared 15776 B; register tile 48 unrolled
+// kernel 0: staged: C
 static __device__ __forceinline__ int rt_floordiv(int a, int b) {
     int q = a / b;
     return (a % b != 0 && ((a < 0) != (b < 0))) ? q - 1 : q;

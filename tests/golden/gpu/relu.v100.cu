@@ -5,7 +5,8 @@
 // axes: n.c.h.w
 // rTile shared: [960]
 // rTile reg: [6]
-// kernel 0: direct: O, 160 threads, register tile 6
+// plan phase 0: direct O; threads 160, blocks 1; block/register tile n.c.h.w 960/6; register tile 6 unrolled
+// kernel 0: direct: O
 static __device__ __forceinline__ int rt_floordiv(int a, int b) {
     int q = a / b;
     return (a % b != 0 && ((a < 0) != (b < 0))) ? q - 1 : q;

@@ -1,0 +1,607 @@
+// gpu-plan.c: the GPU plan of an rProgram (gpu-plan.h): phases, their modes, grid dims, block
+// and register tiles, staged reads and their shared arrays, block order and unrolling.
+#include "gpu-plan.h"
+#include "spec-eval.h"
+
+#include <string.h>
+
+// ORDER rt_gpu_mode
+static const char *const rt_gpu_mode_names[] = {"direct", "regtile", "staged", "tree"};
+_Static_assert(sizeof rt_gpu_mode_names / sizeof rt_gpu_mode_names[0] == RT_GPU_MODE_COUNT,
+               "ORDER rt_gpu_mode");
+
+const char *rt_gpu_mode_name(rt_gpu_mode m) {
+    return m >= 0 && m < RT_GPU_MODE_COUNT ? rt_gpu_mode_names[m] : "?";
+}
+
+typedef struct rt_gp {
+    rt_arena *a;
+    const rt_op *op;
+    const rt_device *dev;
+    const rt_perf_model *m; // NULL: naive
+    const rt_rprog *p;
+    rt_err *err;
+    bool oom;
+} rt_gp;
+
+static rt_status rt_gp_unsupported(rt_gp *g, rt_loc loc, const char *what) {
+    return rt_fail(g->err, RT_ERR_BACKEND, loc, "%s is not supported by the GPU backend", what);
+}
+
+// ---------------------------------------------------------------------------------------------
+// Expression tests
+// ---------------------------------------------------------------------------------------------
+
+// True when statement s starts with the LHS vars of t (same names and ranges, in order).
+static bool rt_gp_same_prefix(const rt_stmt *t, const rt_stmt *s) {
+    if (s->n_lhs < t->n_lhs)
+        return false;
+    for (int32_t i = 0; i < t->n_lhs; i++) {
+        if (t->lhs_vars[i] != i || s->lhs_vars[i] != i)
+            return false;
+        const rt_ivar *a = &t->vars[i], *b = &s->vars[i];
+        if (strcmp(a->name, b->name) != 0 || !rt_expr_equal(a->lo, b->lo) ||
+            !rt_expr_equal(a->hi, b->hi))
+            return false;
+    }
+    return true;
+}
+
+// Every read of a tensor in written[] is at the first n vars (the thread's own element).
+static bool rt_gp_reads_at_prefix(const rt_expr *e, const bool *written, int32_t n) {
+    if (!e)
+        return true;
+    if (e->kind == RT_EXPR_READ && written[e->tensor]) {
+        if (e->n_args < n)
+            return false;
+        for (int32_t d = 0; d < n; d++)
+            if (e->args[d]->kind != RT_EXPR_INDEX || e->args[d]->var != d)
+                return false;
+    }
+    for (int32_t i = 0; i < e->n_args; i++)
+        if (!rt_gp_reads_at_prefix(e->args[i], written, n))
+            return false;
+    return true;
+}
+
+static bool rt_gp_is_read_of(const rt_expr *e, const void *t) {
+    return e->kind == RT_EXPR_READ && e->tensor == *(const int32_t *)t;
+}
+static bool rt_gp_reads_tensor(const rt_expr *e, int32_t t) {
+    return rt_expr_any(e, rt_gp_is_read_of, &t);
+}
+
+static bool rt_gp_is_sum(const rt_expr *e, const void *unused) {
+    (void)unused;
+    return e->kind == RT_EXPR_SUM;
+}
+static bool rt_gp_has_sum(const rt_expr *e) {
+    return rt_expr_any(e, rt_gp_is_sum, NULL);
+}
+
+// Does expression e mention index var v (directly)?
+static bool rt_gp_is_var(const rt_expr *e, const void *v) {
+    return e->kind == RT_EXPR_INDEX && e->var == *(const int32_t *)v;
+}
+static bool rt_gp_mentions_var(const rt_expr *e, int32_t v) {
+    return rt_expr_any(e, rt_gp_is_var, &v);
+}
+
+// ---------------------------------------------------------------------------------------------
+// Grid dims and tiles
+// ---------------------------------------------------------------------------------------------
+
+static void rt_gp_dim_finish(rt_gpu_dim *d) {
+    if (d->T1 < 1)
+        d->T1 = 1;
+    if (d->R < 1)
+        d->R = 1;
+    if (d->R > d->T1)
+        d->R = d->T1;
+    d->nt = rt_ceil_div(d->T1, d->R);
+    d->T1 = d->nt * d->R;
+    d->nb = d->ragged ? 0 : rt_ceil_div(d->extent, d->T1);
+    if (!d->ragged && d->nb < 1)
+        d->nb = 1;
+}
+
+// A dense dim of vars[] (all with constant ranges) or a ragged dim of one var.
+static bool rt_gp_dim_make(const rt_op *op, const rt_stmt *s, const int32_t *vars, int32_t n,
+                           int64_t T1, int64_t R, rt_gpu_dim *d) {
+    memset(d, 0, sizeof *d);
+    d->extent = 1;
+    d->T1 = T1;
+    d->R = R;
+    for (int32_t k = 0; k < n; k++) {
+        const rt_ivar *iv = &s->vars[vars[k]];
+        int64_t lo, hi;
+        d->members[d->n_members] = vars[k];
+        if (iv->lo && iv->hi && rt_expr_const_int(op, iv->lo, &lo) &&
+            rt_expr_const_int(op, iv->hi, &hi)) {
+            d->mlo[d->n_members] = lo;
+            d->mext[d->n_members] = hi > lo ? hi - lo : 0;
+            d->extent *= d->mext[d->n_members];
+        } else {
+            if (n != 1)
+                return false;
+            d->ragged = true;
+        }
+        d->n_members++;
+    }
+    rt_gp_dim_finish(d);
+    return true;
+}
+
+// Spatial dims of tiling statement s from the rProgram: the block-level rTile and the
+// thread-level one of each spatial axis of the model's main statement.
+static rt_status rt_gp_dims_prog(rt_gp *g, rt_gpu_phase_plan *pl, const rt_stmt *s) {
+    const rt_perf_model *m = g->m;
+    int32_t bl = m->block_level >= 0 ? m->block_level : 1;
+    int32_t tl = m->thread_level;
+    for (int32_t x = 0; x < s->n_axes && x < m->n_axes; x++) {
+        const rt_axis *ax = &s->axes[x];
+        if (ax->is_reduce)
+            continue;
+        int64_t T1 = g->p->tile[bl].shape[x];
+        int64_t R = tl >= 0 ? g->p->tile[tl].shape[x] : 1;
+        if (pl->n_dims >= RT_GPU_PLAN_MAX_DIMS)
+            return rt_gp_unsupported(g, s->loc, "a statement with this many axes");
+        if (rt_gp_dim_make(g->op, s, ax->members, ax->n_members, T1, R, &pl->dims[pl->n_dims])) {
+            pl->n_dims++;
+            continue;
+        }
+        // A fused ragged axis: its vloop member takes the tile, the others one per block.
+        int32_t last_ragged = -1;
+        for (int32_t k = 0; k < ax->n_members; k++)
+            if (s->vars[ax->members[k]].ragged)
+                last_ragged = k;
+        for (int32_t k = 0; k < ax->n_members; k++) {
+            if (pl->n_dims >= RT_GPU_PLAN_MAX_DIMS)
+                return rt_gp_unsupported(g, s->loc, "a statement with this many axes");
+            bool tiled = k == last_ragged;
+            if (!rt_gp_dim_make(g->op, s, &ax->members[k], 1, tiled ? T1 : 1, tiled ? R : 1,
+                                &pl->dims[pl->n_dims]))
+                return rt_gp_unsupported(g, s->loc, "this ragged axis");
+            pl->n_dims++;
+        }
+    }
+    return RT_OK;
+}
+
+// The naive tiling: the dense vars fused into one dim of up to 256 threads, each ragged var a
+// dim of its own.
+static rt_status rt_gp_dims_naive(rt_gp *g, rt_gpu_phase_plan *pl, const rt_stmt *s) {
+    int32_t dense[RT_MAX_DIMS], nd = 0;
+    int64_t ext = 1;
+    for (int32_t i = 0; i < s->n_lhs; i++) {
+        const rt_ivar *iv = &s->vars[i];
+        int64_t lo, hi;
+        if (iv->lo && iv->hi && rt_expr_const_int(g->op, iv->lo, &lo) &&
+            rt_expr_const_int(g->op, iv->hi, &hi)) {
+            dense[nd++] = i;
+            ext *= hi > lo ? hi - lo : 0;
+        }
+    }
+    int64_t T1 = rt_min64(256, rt_round_up(rt_max64(ext, 1), 32));
+    if (nd > 0 && !rt_gp_dim_make(g->op, s, dense, nd, T1, 1, &pl->dims[pl->n_dims++]))
+        return rt_gp_unsupported(g, s->loc, "this statement");
+    for (int32_t i = 0; i < s->n_lhs; i++) {
+        bool is_dense = false;
+        for (int32_t k = 0; k < nd; k++)
+            is_dense = is_dense || dense[k] == i;
+        if (is_dense)
+            continue;
+        if (!rt_gp_dim_make(g->op, s, &i, 1, 1, 1, &pl->dims[pl->n_dims++]))
+            return rt_gp_unsupported(g, s->loc, "this statement");
+    }
+    return RT_OK;
+}
+
+static rt_status rt_gp_dims(rt_gp *g, rt_gpu_phase_plan *pl, const rt_stmt *s) {
+    pl->n_dims = 0;
+    RT_TRY(pl->from_prog ? rt_gp_dims_prog(g, pl, s) : rt_gp_dims_naive(g, pl, s));
+    if (pl->n_dims == 0) { // a scalar output: one dim of extent 1
+        memset(&pl->dims[0], 0, sizeof pl->dims[0]);
+        pl->dims[0].extent = 1;
+        pl->dims[0].T1 = pl->dims[0].R = 1;
+        rt_gp_dim_finish(&pl->dims[0]);
+        pl->n_dims = 1;
+    }
+    int32_t n_ragged = 0;
+    pl->threads = 1;
+    pl->Rtot = 1;
+    pl->blocks = 1;
+    for (int32_t d = 0; d < pl->n_dims; d++) {
+        rt_gpu_dim *gd = &pl->dims[d];
+        gd->grid = gd->ragged ? 1 + n_ragged++ : 0;
+        pl->threads *= gd->nt;
+        pl->Rtot *= gd->R;
+        if (gd->grid == 0)
+            pl->blocks *= gd->nb;
+    }
+    if (n_ragged > 2)
+        return rt_gp_unsupported(g, s->loc, "more than two ragged spatial dims");
+    if (pl->threads > g->dev->max_threads_per_block && g->dev->max_threads_per_block > 0)
+        return rt_fail(g->err, RT_ERR_NOFIT, s->loc,
+                       "block of %lld threads exceeds the device (expected at most %d)",
+                       (long long)pl->threads, (int)g->dev->max_threads_per_block);
+    return RT_OK;
+}
+
+// Block-uniform var of the tiling statement: its dim gives one value per block.
+static bool rt_gp_uniform_var(const rt_gpu_phase_plan *pl, int32_t v) {
+    for (int32_t d = 0; d < pl->n_dims; d++)
+        for (int32_t k = 0; k < pl->dims[d].n_members; k++)
+            if (pl->dims[d].members[k] == v)
+                return pl->dims[d].T1 == 1 && pl->dims[d].n_members == 1;
+    return false;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Staging
+// ---------------------------------------------------------------------------------------------
+
+// The data tile of read e under the tile T[] per var, and its shared array (rows padded by the
+// bank rule of level lv); false when a dim is not affine in the statement's vars.
+static bool rt_gp_stage_read(rt_gp *g, const rt_stmt *s, const rt_expr *e, const int64_t *T,
+                             const rt_mem_level *lv, rt_gpu_stage *st) {
+    memset(st, 0, sizeof *st);
+    st->read = e;
+    st->n_dims = e->n_args;
+    for (int32_t d = 0; d < e->n_args; d++) {
+        if (!rt_expr_affine(g->op, e->args[d], &st->aff[d]))
+            return false;
+        st->span[d] = 1;
+        for (int32_t t = 0; t < st->aff[d].n_terms; t++) {
+            int32_t v = st->aff[d].var[t];
+            if (v < 0 || v >= s->n_vars)
+                return false;
+            int64_t c = st->aff[d].coef[t];
+            st->span[d] += (c < 0 ? -c : c) * (T[v] - 1);
+        }
+    }
+    int64_t stride = 1;
+    for (int32_t d = st->n_dims - 1; d >= 0; d--) {
+        int64_t row = st->span[d];
+        if (d == st->n_dims - 1 && lv->banks > 0 && lv->bank_bytes > 0)
+            row += rt_perf_bank_pad_elems(lv->banks, lv->bank_bytes, 4, st->span[d], 1);
+        st->stride[d] = stride;
+        stride *= row;
+    }
+    st->elems = stride;
+    return true;
+}
+
+// The tile per var of statement s in a staged phase: the block tile of each spatial dim, the
+// block-level rTile of each reduction axis (single-member dense axes only); false when s does
+// not qualify.
+static bool rt_gp_stage_tiles(rt_gp *g, rt_gpu_phase_plan *pl, const rt_stmt *s, int64_t *T) {
+    const rt_perf_model *m = g->m;
+    int32_t bl = m->block_level;
+    for (int32_t v = 0; v < s->n_vars; v++)
+        T[v] = 0;
+    for (int32_t x = 0; x < s->n_axes; x++) {
+        const rt_axis *ax = &s->axes[x];
+        if (ax->n_members != 1 || ax->ragged || x >= m->n_axes)
+            return false;
+        int32_t v = ax->members[0];
+        int64_t lo, hi;
+        if (!rt_expr_const_int(g->op, s->vars[v].lo, &lo) ||
+            !rt_expr_const_int(g->op, s->vars[v].hi, &hi))
+            return false;
+        if (ax->is_reduce) {
+            T[v] = rt_max64(1, rt_min64(g->p->tile[bl].shape[x], hi - lo));
+            pl->red_T1[v] = T[v];
+        }
+    }
+    for (int32_t d = 0; d < pl->n_dims; d++) {
+        if (pl->dims[d].ragged || pl->dims[d].n_members != 1)
+            return false;
+        T[pl->dims[d].members[0]] = pl->dims[d].T1;
+    }
+    for (int32_t v = 0; v < s->n_vars; v++)
+        if (T[v] == 0)
+            return false;
+    return true;
+}
+
+// The staged reads of statement s (affine reads of dense float tensors) and their shared
+// arrays; false when s does not qualify or the tiles do not fit the block level.
+static bool rt_gp_plan_stage(rt_gp *g, rt_gpu_phase_plan *pl, const rt_stmt *s) {
+    int32_t bl = g->m->block_level;
+    if (bl < 1 || g->op->tensors[s->out].dtype != RT_DTYPE_F32 || rt_gp_has_sum(s->rhs) ||
+        s->n_vars > RT_GPU_PLAN_MAX_VARS)
+        return false;
+    int64_t T[RT_GPU_PLAN_MAX_VARS];
+    if (!rt_gp_stage_tiles(g, pl, s, T))
+        return false;
+    rt_gpu_stage st[RT_GPU_PLAN_MAX_READS];
+    int32_t n = 0;
+    // Collect the distinct reads (iterative walk over the expression tree).
+    const rt_expr *stack[256];
+    int32_t sp = 0;
+    stack[sp++] = s->rhs;
+    int64_t bytes = 0;
+    const rt_mem_level *lv = &g->dev->level[bl];
+    while (sp > 0) {
+        const rt_expr *e = stack[--sp];
+        if (e->kind == RT_EXPR_READ && !rt_dtype_is_int(g->op->tensors[e->tensor].dtype)) {
+            bool seen = false;
+            for (int32_t i = 0; i < n; i++)
+                seen = seen || rt_expr_equal(st[i].read, e);
+            if (seen)
+                continue;
+            if (n >= RT_GPU_PLAN_MAX_READS || g->op->tensors[e->tensor].ragged ||
+                g->op->tensors[e->tensor].dtype != RT_DTYPE_F32 ||
+                !rt_gp_stage_read(g, s, e, T, lv, &st[n]))
+                return false;
+            bytes += st[n++].elems * 4;
+            continue;
+        }
+        for (int32_t i = 0; i < e->n_args && sp < 256; i++)
+            stack[sp++] = e->args[i];
+    }
+    int64_t cap = lv->tile_capacity_bytes > 0 ? lv->tile_capacity_bytes : lv->capacity_bytes;
+    if (n == 0 || bytes > cap)
+        return false;
+    pl->stage = rt_arena_calloc(g->a, (size_t)n, sizeof *pl->stage);
+    if (!pl->stage) {
+        g->oom = true;
+        return false;
+    }
+    memcpy(pl->stage, st, sizeof *st * (size_t)n);
+    pl->n_stage = n;
+    return true;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Phases
+// ---------------------------------------------------------------------------------------------
+
+int64_t rt_gpu_plan_tree_row(const rt_op *op, const rt_stmt *s) {
+    int64_t e = 1, lo, hi;
+    for (int32_t d = 1; d < s->n_lhs; d++) {
+        const rt_ivar *iv = &s->vars[s->lhs_vars[d]];
+        if (!iv->lo || !iv->hi || !rt_expr_const_int(op, iv->lo, &lo) ||
+            !rt_expr_const_int(op, iv->hi, &hi))
+            return -1;
+        e *= hi > lo ? hi - lo : 0;
+    }
+    return e;
+}
+
+// A tree group (tree statement si and every later statement writing its tensor, as
+// codegen/lower-tree.c rt_tree_group_plan forms it): row threads per node, blocks of up to 256.
+// The statements need not be consecutive; first..first + n_stmts counts only the group's.
+static rt_status rt_gp_tree(rt_gp *g, int32_t si, bool *done, rt_gpu_phase_plan *pl) {
+    const rt_op *op = g->op;
+    memset(pl, 0, sizeof *pl);
+    pl->mode = RT_GPU_TREE;
+    pl->first = pl->tstmt = si;
+    pl->epi = -1;
+    int64_t E = 1;
+    for (int32_t k = si; k < op->n_stmts; k++) {
+        const rt_stmt *s = &op->stmts[k];
+        if (s->out != op->stmts[si].out)
+            continue;
+        done[k] = true;
+        pl->n_stmts++;
+        int64_t row = rt_gpu_plan_tree_row(op, s);
+        if (row < 0)
+            return rt_gp_unsupported(g, s->loc,
+                                     "a tree statement whose row is not of constant size");
+        E = rt_max64(E, row);
+    }
+    int64_t T = rt_min64(256, rt_round_up(E, 32));
+    if (g->dev->max_threads_per_block > 0)
+        T = rt_min64(T, g->dev->max_threads_per_block);
+    pl->row = E;
+    pl->threads = T;
+    pl->Rtot = 1;
+    return RT_OK; // blocks: per level, from the bound tree (rt_gpu_phase_steps)
+}
+
+// The statements of each phase: a statement joins the phase before it when it starts with the
+// tiling statement's LHS vars and reads what the phase wrote only at its own element.
+static rt_status rt_gp_group(rt_gp *g, rt_gpu_phase_plan *plans, int32_t *n_out) {
+    const rt_op *op = g->op;
+    bool *written, *done;
+    RT_ALLOC(g->a, written, op->n_tensors, g->err);
+    RT_ALLOC(g->a, done, op->n_stmts, g->err);
+    int32_t n = 0, main_stmt = g->m ? g->m->main_stmt : -1;
+    bool cut = false; // a statement was left out since the last phase: no fusing across it
+    for (int32_t si = 0; si < op->n_stmts; si++) {
+        const rt_stmt *s = &op->stmts[si];
+        if (done[si]) {
+            cut = true;
+            continue;
+        }
+        if (s->recursive || s->n_preds > 0) {
+            RT_TRY(rt_gp_tree(g, si, done, &plans[n++]));
+            continue;
+        }
+        rt_gpu_phase_plan *cur =
+            n > 0 && plans[n - 1].mode != RT_GPU_TREE && !cut ? &plans[n - 1] : NULL;
+        cut = false;
+        if (cur) {
+            const rt_stmt *t = &op->stmts[cur->tstmt];
+            bool ok = rt_gp_same_prefix(t, s) && rt_gp_reads_at_prefix(s->rhs, written, t->n_lhs);
+            // the tiling statement must stay the main one when the rProgram tiles the phase
+            if (ok && si == main_stmt && cur->tstmt != si && t->n_lhs != s->n_lhs)
+                ok = false;
+            if (ok) {
+                if (si == main_stmt)
+                    cur->tstmt = si;
+                cur->n_stmts++;
+                written[s->out] = true;
+                continue;
+            }
+        }
+        memset(&plans[n], 0, sizeof plans[n]);
+        plans[n].first = si;
+        plans[n].n_stmts = 1;
+        plans[n].tstmt = si;
+        plans[n].epi = -1;
+        n++;
+        for (int32_t t = 0; t < op->n_tensors; t++)
+            written[t] = false;
+        written[s->out] = true;
+    }
+    *n_out = n;
+    return RT_OK;
+}
+
+// A single contraction, or one followed by an '=' epilogue over the same element (pl->epi).
+static bool rt_gp_single(rt_gp *g, rt_gpu_phase_plan *pl, const rt_stmt *t) {
+    if (pl->first != pl->tstmt)
+        return false;
+    if (pl->n_stmts == 1)
+        return true;
+    const rt_stmt *e = &g->op->stmts[pl->first + 1];
+    if (pl->n_stmts == 2 && e->op == RT_ASSIGN_SET && e->n_lhs == t->n_lhs &&
+        e->n_loops == e->n_lhs && !rt_gp_has_sum(e->rhs) && !rt_gp_reads_tensor(e->rhs, e->out)) {
+        pl->epi = pl->first + 1;
+        return true;
+    }
+    return false;
+}
+
+// The mode of a tiled phase, its staging, block order and unrolling.
+static void rt_gp_mode(rt_gp *g, rt_gpu_phase_plan *pl) {
+    const rt_stmt *t = &g->op->stmts[pl->tstmt];
+    pl->mode = RT_GPU_DIRECT;
+    bool has_red = t->n_loops > t->n_lhs;
+    bool single = rt_gp_single(g, pl, t);
+    if (has_red && single && pl->Rtot <= 256 && !rt_gp_has_sum(t->rhs) && t->op != RT_ASSIGN_ADD) {
+        // reduction ranges may depend only on block-uniform vars
+        bool uniform = true;
+        for (int32_t v = t->n_lhs; v < t->n_vars; v++)
+            for (int32_t w = 0; w < t->n_lhs; w++)
+                if ((rt_gp_mentions_var(t->vars[v].lo, w) ||
+                     rt_gp_mentions_var(t->vars[v].hi, w)) &&
+                    !rt_gp_uniform_var(pl, w))
+                    uniform = false;
+        if (uniform)
+            pl->mode = RT_GPU_REGTILE;
+    }
+    if (pl->mode == RT_GPU_REGTILE && pl->from_prog && rt_gp_plan_stage(g, pl, t))
+        pl->mode = RT_GPU_STAGED;
+    if (pl->mode == RT_GPU_DIRECT)
+        pl->epi = -1;
+    pl->unroll = pl->mode != RT_GPU_DIRECT || pl->Rtot <= 16;
+    // Grouped block order (L2 reuse) where the device file gives its group width.
+    int32_t nx = 0;
+    for (int32_t d = 0; d < pl->n_dims; d++)
+        nx += pl->dims[d].grid == 0 && pl->dims[d].nb > 1;
+    if (g->dev->raster_group_blocks > 0 && pl->mode == RT_GPU_STAGED && nx >= 2)
+        pl->raster = g->dev->raster_group_blocks;
+}
+
+static uint64_t rt_gp_mix(uint64_t h, uint64_t v) {
+    h ^= v + 0x9e3779b97f4a7c15ULL + (h << 6) + (h >> 2);
+    return h * 0xff51afd7ed558ccdULL;
+}
+
+// Everything of the plan that the kernel's code depends on (not its name).
+static uint64_t rt_gp_key(const rt_gpu_plan *pl) {
+    uint64_t h = rt_gp_mix(0x67707531, (uint64_t)pl->n_phases);
+    for (int32_t i = 0; i < pl->n_phases; i++) {
+        const rt_gpu_phase_plan *ph = &pl->phases[i];
+        const int64_t v[] = {ph->first,   ph->n_stmts, ph->tstmt,  ph->epi,      ph->mode,
+                             ph->n_dims,  ph->threads, ph->Rtot,   ph->unroll,   ph->raster,
+                             ph->n_stage, ph->row,     ph->blocks, ph->from_prog};
+        for (size_t k = 0; k < sizeof v / sizeof v[0]; k++)
+            h = rt_gp_mix(h, (uint64_t)v[k]);
+        for (int32_t d = 0; d < ph->n_dims; d++) {
+            const rt_gpu_dim *gd = &ph->dims[d];
+            const int64_t w[] = {gd->n_members, gd->ragged, gd->T1, gd->R, gd->grid};
+            for (size_t k = 0; k < sizeof w / sizeof w[0]; k++)
+                h = rt_gp_mix(h, (uint64_t)w[k]);
+            for (int32_t k = 0; k < gd->n_members; k++)
+                h = rt_gp_mix(h, (uint64_t)gd->members[k]);
+        }
+        for (int32_t v2 = 0; ph->mode == RT_GPU_STAGED && v2 < RT_GPU_PLAN_MAX_VARS; v2++)
+            h = rt_gp_mix(h, (uint64_t)ph->red_T1[v2]);
+    }
+    return h;
+}
+
+rt_status rt_gpu_plan_make(rt_arena *a, const rt_op *op, const rt_device *dev,
+                           const rt_perf_model *m, const rt_rprog *p, const rt_gpu_plan **out,
+                           rt_err *err) {
+    rt_gp g = {.a = a, .op = op, .dev = dev, .m = p ? m : NULL, .p = m ? p : NULL, .err = err};
+    rt_gpu_plan *pl;
+    RT_ALLOC(a, pl, 1, err);
+    RT_ALLOC(a, pl->phases, op->n_stmts, err);
+    RT_TRY(rt_gp_group(&g, pl->phases, &pl->n_phases));
+    int32_t main_stmt = g.m ? g.m->main_stmt : -1;
+    for (int32_t i = 0; i < pl->n_phases; i++) {
+        rt_gpu_phase_plan *ph = &pl->phases[i];
+        if (ph->mode == RT_GPU_TREE)
+            continue;
+        ph->from_prog = g.p && ph->tstmt == main_stmt;
+        RT_TRY(rt_gp_dims(&g, ph, &op->stmts[ph->tstmt]));
+        rt_gp_mode(&g, ph);
+        if (g.oom)
+            return rt_fail(err, RT_ERR_NOMEM, RT_NOLOC, "out of memory");
+    }
+    pl->key = rt_gp_key(pl);
+    *out = pl;
+    return RT_OK;
+}
+
+int64_t rt_gpu_plan_smem_bytes(const rt_gpu_phase_plan *ph) {
+    int64_t bytes = 0;
+    for (int32_t s = 0; s < ph->n_stage; s++)
+        bytes += ph->stage[s].elems * 4;
+    return bytes;
+}
+
+void rt_gpu_plan_print_phase(const rt_op *op, const rt_gpu_plan *pl, int32_t i, rt_buf *out) {
+    const rt_gpu_phase_plan *ph = &pl->phases[i];
+    const rt_stmt *t = &op->stmts[ph->tstmt];
+    rt_buf_printf(out, "phase %d: %s", (int)i, rt_gpu_mode_name(ph->mode));
+    for (int32_t k = ph->first, n = 0; n < ph->n_stmts && k < op->n_stmts; k++) {
+        if (ph->mode == RT_GPU_TREE && op->stmts[k].out != t->out)
+            continue;
+        rt_buf_printf(out, "%s%s%s", n ? " " : " ", op->tensors[op->stmts[k].out].name,
+                      k == ph->epi ? "(epilogue)" : "");
+        n++;
+    }
+    if (ph->mode == RT_GPU_TREE) {
+        rt_buf_printf(out, "; threads %lld, %lld per node, level by level", (long long)ph->threads,
+                      (long long)ph->row);
+        return;
+    }
+    rt_buf_printf(out, "; threads %lld, blocks %lld", (long long)ph->threads,
+                  (long long)ph->blocks);
+    rt_buf_puts(out, "; block/register tile");
+    for (int32_t d = 0; d < ph->n_dims; d++) {
+        const rt_gpu_dim *gd = &ph->dims[d];
+        rt_buf_puts(out, d ? ", " : " ");
+        for (int32_t k = 0; k < gd->n_members; k++)
+            rt_buf_printf(out, "%s%s", k ? "." : "", t->vars[gd->members[k]].name);
+        if (gd->n_members == 0)
+            rt_buf_puts(out, "1");
+        rt_buf_printf(out, "%s %lld/%lld", gd->ragged ? "(ragged)" : "", (long long)gd->T1,
+                      (long long)gd->R);
+    }
+    if (ph->mode == RT_GPU_STAGED) {
+        rt_buf_puts(out, "; reduction step");
+        for (int32_t v = 0; v < t->n_vars && v < RT_GPU_PLAN_MAX_VARS; v++)
+            if (ph->red_T1[v] > 0)
+                rt_buf_printf(out, " %s %lld", t->vars[v].name, (long long)ph->red_T1[v]);
+        rt_buf_printf(out, "; shared %lld B", (long long)rt_gpu_plan_smem_bytes(ph));
+    }
+    rt_buf_printf(out, "; register tile %lld%s", (long long)ph->Rtot,
+                  ph->unroll ? " unrolled" : " in a loop");
+    if (ph->raster > 0)
+        rt_buf_printf(out, "; grouped block order %lld", (long long)ph->raster);
+}
+
+int64_t rt_gpu_plan_main_threads(const rt_gpu_plan *pl, int32_t main_stmt) {
+    for (int32_t i = 0; pl && i < pl->n_phases; i++)
+        if (pl->phases[i].from_prog && pl->phases[i].tstmt == main_stmt)
+            return pl->phases[i].threads;
+    return 0;
+}

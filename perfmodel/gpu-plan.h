@@ -1,0 +1,101 @@
+// gpu-plan.h: the GPU plan of an rProgram, made once by the construction (construct.c) from the
+// rTiles and the device file, priced by the model (cost.c: threads per block) and executed by
+// the GPU lowering (codegen/lower-gpu.c), which derives none of it again.
+//
+// The operator's statements fall into phases (one kernel launch each, a tree group one per
+// level): a phase runs statements that share the tiling statement's leading index vars and read
+// what the phase wrote only at the thread's own element. The phase of the model's main statement
+// is tiled by the rProgram: its spatial axes become grid dims of a block tile (the block-level
+// rTile) and a per-thread register tile (the thread-level rTile) STRIDED over the block's
+// threads; other phases get the naive tiling (the dense vars fused into one dim of up to 256
+// threads, each ragged var a dim of its own). A phase runs in one mode:
+//   staged   a dense contraction whose every float input's data tile of one reduction step is
+//            copied into shared memory (rows padded by the bank rule), accumulators in
+//            registers, a fused '=' epilogue in the store;
+//   regtile  other reductions: the same register tile, inputs read from global memory;
+//   direct   everything else: each thread runs the statements for each element of its tile;
+//   tree     a tree group (recursion over a tree), launched level by level, `row` threads per
+//            node.
+#ifndef RT_GPU_PLAN_H
+#define RT_GPU_PLAN_H
+
+#include "perfmodel.h"
+
+#define RT_GPU_PLAN_MAX_DIMS  (2 * RT_MAX_DIMS)
+#define RT_GPU_PLAN_MAX_READS 16
+#define RT_GPU_PLAN_MAX_VARS  64
+
+typedef enum rt_gpu_mode {
+    RT_GPU_DIRECT,
+    RT_GPU_REGTILE,
+    RT_GPU_STAGED,
+    RT_GPU_TREE,
+    RT_GPU_MODE_COUNT
+} rt_gpu_mode;
+const char *rt_gpu_mode_name(rt_gpu_mode m);
+
+// One dim of the block grid: dense member vars fused into one linear index, or one ragged var.
+typedef struct rt_gpu_dim {
+    int32_t n_members;
+    int32_t members[RT_MAX_DIMS]; // vars of the tiling statement, outer to inner
+    int64_t mext[RT_MAX_DIMS];    // dense: extent of each member
+    int64_t mlo[RT_MAX_DIMS];     // dense: lower bound of each member
+    bool ragged;                  // one member whose range depends on other vars
+    int64_t extent;               // dense: product of mext
+    int64_t T1, R, nt, nb;        // block tile (nt * R), register tile, threads, blocks
+    int32_t grid;                 // 0: part of grid x, 1: grid y, 2: grid z
+} rt_gpu_dim;
+
+// One staged read: a shared array holding the read's data tile of one reduction step.
+typedef struct rt_gpu_stage {
+    const rt_expr *read;
+    int32_t n_dims;
+    rt_affine aff[RT_MAX_DIMS];
+    int64_t span[RT_MAX_DIMS], stride[RT_MAX_DIMS]; // data tile extent, shared-array stride
+    int64_t elems;                                  // of the shared array (bank padding included)
+} rt_gpu_stage;
+
+typedef struct rt_gpu_phase_plan {
+    int32_t first, n_stmts; // statements run by the phase (a tree group: si and its group)
+    int32_t tstmt;          // tiling statement: its LHS vars are the spatial dims
+    int32_t epi;            // statement fused into the store (staged / regtile), -1 none
+    rt_gpu_mode mode;
+    int32_t n_dims;
+    rt_gpu_dim dims[RT_GPU_PLAN_MAX_DIMS];
+    int64_t threads, Rtot; // threads per block, register-tile elements per thread
+    int64_t blocks;        // grid x (the dense dims; ragged dims are sized at launch)
+    bool from_prog;        // tiles come from the rProgram
+    bool unroll;           // the register-tile loops are unrolled
+    int64_t raster;        // grouped block order over the two innermost x dims: rows per group
+    int64_t red_T1[RT_GPU_PLAN_MAX_VARS]; // staged: reduction step per var of tstmt
+    int32_t n_stage;
+    rt_gpu_stage *stage;
+    int64_t row; // tree: threads per node (the longest row of the group's statements)
+} rt_gpu_phase_plan;
+
+typedef struct rt_gpu_plan {
+    int32_t n_phases;
+    rt_gpu_phase_plan *phases;
+    uint64_t key; // equal plans, equal keys: the same kernel up to names
+} rt_gpu_plan;
+
+// The plan of rProgram p (built by model m) of op on GPU device dev; m and p NULL: the naive
+// plan (every phase tiled naively). Errors: RT_ERR_BACKEND "... is not supported by the GPU
+// backend" at the statement, RT_ERR_NOFIT when a block has more threads than the device allows,
+// RT_ERR_NOMEM.
+rt_status rt_gpu_plan_make(rt_arena *a, const rt_op *op, const rt_device *dev,
+                           const rt_perf_model *m, const rt_rprog *p, const rt_gpu_plan **out,
+                           rt_err *err);
+// Elements of tree statement s's output at one node (the product of its LHS vars after the node
+// var, each of a constant range); -1 when not constant.
+int64_t rt_gpu_plan_tree_row(const rt_op *op, const rt_stmt *s);
+// Threads per block of the phase tiled by the rProgram (the one of main statement main_stmt);
+// 0 when pl is NULL or has none.
+int64_t rt_gpu_plan_main_threads(const rt_gpu_plan *pl, int32_t main_stmt);
+// Shared-memory bytes of phase ph's staged tiles.
+int64_t rt_gpu_plan_smem_bytes(const rt_gpu_phase_plan *ph);
+// One line per phase ("phase 0: staged C; 160 threads x 1 blocks; m 96/6, n 80/8; ..."), the
+// text both the JSON report and the kernel's header comment print.
+void rt_gpu_plan_print_phase(const rt_op *op, const rt_gpu_plan *pl, int32_t i, rt_buf *out);
+
+#endif
