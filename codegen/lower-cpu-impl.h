@@ -214,7 +214,6 @@ rt_status rt_tr_read(rt_lower *l, const rt_expr *e, rt_kir_expr **out);
 rt_status rt_tr_int(rt_lower *l, const rt_expr *e, rt_kir_expr **out);
 rt_status rt_tr_loops_range(rt_lower *l, int32_t v, rt_kir_expr **lo, rt_kir_expr **hi);
 rt_status rt_tr_num(rt_lower *l, const rt_expr *e, rt_kir_expr **out);
-double rt_assign_init(rt_assign op);
 rt_status rt_lower_begin_stmt(rt_lower *l, const rt_stmt *s);
 rt_kir_bop rt_assign_bop(rt_assign op);
 rt_status rt_lower_out_offset(rt_lower *l, rt_kir_expr **off);

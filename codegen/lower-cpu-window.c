@@ -205,7 +205,7 @@ static rt_status rt_win_body(rt_lower *l, rt_kir_block *blk) {
             init->var = acc[dy][i];
             init->value = i == 0 && s->op == RT_ASSIGN_ADD && !post
                               ? out_now[dy]
-                              : rt_kir_flt(a, l->ct, rt_assign_init(s->op));
+                              : rt_kir_flt(a, l->ct, rt_assign_identity(s->op));
         }
     }
     // The (output row, point) pairs in order: by point, or with several rows by the packed row

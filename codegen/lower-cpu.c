@@ -28,17 +28,6 @@ static rt_status rt_lower_unsupported(rt_lower *l, rt_loc loc, const char *what)
     return rt_fail(l->err, RT_ERR_BACKEND, loc, "%s is not supported by the CPU backend", what);
 }
 
-static bool rt_mentions_dimref(const rt_expr *e) {
-    if (!e)
-        return false;
-    if (e->kind == RT_EXPR_DIMREF)
-        return true;
-    for (int32_t i = 0; i < e->n_args; i++)
-        if (rt_mentions_dimref(e->args[i]))
-            return true;
-    return false;
-}
-
 static rt_kir_type rt_lower_dtype(rt_dtype t, bool *ok) {
     *ok = true;
     switch (t) {
@@ -57,25 +46,7 @@ static rt_kir_type rt_lower_dtype(rt_dtype t, bool *ok) {
 // The int32 arrays of every tree parameter a statement names (rt_kir_tree_field), after the
 // tensors' buffers: "tree_T_child", "tree_T_order", ...
 static rt_status rt_lower_tree_buffers(rt_lower *l) {
-    const rt_op *op = l->op;
-    RT_ALLOC(l->a, l->tree_buf, op->n_trees, l->err);
-    RT_ALLOC(l->a, l->tree_child, op->n_trees, l->err);
-    for (int32_t t = 0; t < op->n_trees; t++) {
-        bool used = rt_tree_used(op, t);
-        for (int32_t f = 0; f < RT_KIR_TREE_FIELD_COUNT; f++) {
-            l->tree_buf[t][f] = -1;
-            if (!used)
-                continue;
-            const char *name = rt_arena_printf(l->a, "tree_%s_%s", op->trees[t].name,
-                                               rt_kir_tree_field_name((rt_kir_tree_field)f));
-            l->tree_buf[t][f] =
-                name ? rt_kir_add_buf(l->a, l->k, name, RT_KIR_BUF_TREE, RT_KIR_I32, t, f) : -1;
-            if (l->tree_buf[t][f] < 0)
-                return rt_fail(l->err, RT_ERR_NOMEM, RT_NOLOC, "out of memory");
-        }
-        l->tree_child[t] = l->tree_buf[t][RT_KIR_TREE_CHILD];
-    }
-    return RT_OK;
+    return rt_tree_add_buffers(l->a, l->k, l->op, &l->tree_buf, &l->tree_child, l->err);
 }
 
 // Buffers: a data array per tensor and a start array per ragged dim (args order = this order),
@@ -103,7 +74,7 @@ static rt_status rt_lower_buffers(rt_lower *l) {
         for (int32_t d = 0; d < RT_MAX_DIMS; d++)
             l->start_buf[t][d] = -1;
         for (int32_t d = 0; d < tn->n_dims; d++) {
-            if (rt_mentions_dimref(tn->dims[d].extent)) {
+            if (rt_expr_mentions_dimref(tn->dims[d].extent)) {
                 l->extent[t][d] = -1;
                 l->start_buf[t][d] = rt_kir_add_buf(
                     l->a, l->k, rt_arena_printf(l->a, "t_%s_start%d", tn->name, (int)d),
@@ -297,19 +268,6 @@ rt_status rt_tr_num(rt_lower *l, const rt_expr *e, rt_kir_expr **out) {
 // The general path: loop nests per statement
 // ---------------------------------------------------------------------------------------------
 
-double rt_assign_init(rt_assign op) {
-    switch (op) {
-    case RT_ASSIGN_MUL_INIT:
-        return 1.0;
-    case RT_ASSIGN_MAX_INIT:
-        return -HUGE_VAL;
-    case RT_ASSIGN_MIN_INIT:
-        return HUGE_VAL;
-    default:
-        return 0.0;
-    }
-}
-
 rt_status rt_lower_begin_stmt(rt_lower *l, const rt_stmt *s) {
     l->s = s;
     bool ok;
@@ -408,7 +366,7 @@ rt_status rt_lower_element(rt_lower *l, rt_kir_block *blk, const int32_t *red, i
             return RT_OK;
         init->var = acc;
         init->value = s->op == RT_ASSIGN_ADD ? rt_kir_cast(a, l->ct, rt_kir_load(a, l->k, ob, off))
-                                             : rt_kir_flt(a, l->ct, rt_assign_init(s->op));
+                                             : rt_kir_flt(a, l->ct, rt_assign_identity(s->op));
         rt_kir_block *inner = blk;
         for (int32_t i = 0; i < n_red; i++) {
             int32_t v = red[i];

@@ -80,10 +80,10 @@ rt_kir_expr *rt_lx_offset(rt_lx *x, int32_t t, rt_kir_expr **idx, rt_kir_expr **
 // holds exactly the leaves, the inner statements level by level from 1 up, every node of a level
 // in parallel. Each statement of a node runs in statement order, as in the interpreter.
 typedef struct rt_tree_group {
-    int32_t tensor;             // the tensor written
-    int32_t tree;               // the tree parameter
-    bool recursive;             // some statement reads the tensor at a child
-    int32_t n_stmts;            // statements in order
+    int32_t tensor;  // the tensor written
+    int32_t tree;    // the tree parameter
+    bool recursive;  // some statement reads the tensor at a child
+    int32_t n_stmts; // statements in order
     int32_t stmts[RT_TREE_GROUP_MAX];
     bool at_leaves[RT_TREE_GROUP_MAX]; // statement i runs at the leaves (level 0)
     bool at_inner[RT_TREE_GROUP_MAX];  // and at inner nodes (levels >= 1)
@@ -93,6 +93,12 @@ typedef struct rt_tree_group {
 bool rt_tree_stmt(const rt_op *op, int32_t si);
 // Whether some statement names tree parameter t (a child or a predicate): its arrays are needed.
 bool rt_tree_used(const rt_op *op, int32_t t);
+// Adds to k the int32 arrays of every tree parameter a statement names ("tree_T_child",
+// "tree_T_order", ...: rt_kir_tree_field), after the tensors' buffers: (*tree_buf)[t][f] is the
+// buffer of field f of tree t (-1: tree unused), (*tree_child)[t] its CHILD buffer.
+rt_status rt_tree_add_buffers(rt_arena *a, rt_kir_kernel *k, const rt_op *op,
+                              int32_t (**tree_buf)[RT_KIR_TREE_FIELD_COUNT], int32_t **tree_child,
+                              rt_err *err);
 // The group of the tree statement si and every later statement writing the same tensor.
 // Errors: RT_ERR_BACKEND "... is not supported by the <backend> backend" at the construct the
 // level-by-level lowering cannot run: a node index that is not the first index of the output

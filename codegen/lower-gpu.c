@@ -73,14 +73,6 @@ static rt_status rt_gl_nomem(rt_gl *l) {
     return rt_fail(l->err, RT_ERR_NOMEM, RT_NOLOC, "out of memory");
 }
 
-static bool rt_gl_is_dimref(const rt_expr *e, const void *unused) {
-    (void)unused;
-    return e->kind == RT_EXPR_DIMREF;
-}
-static bool rt_gl_mentions_dimref(const rt_expr *e) {
-    return rt_expr_any(e, rt_gl_is_dimref, NULL);
-}
-
 // Truncating division / modulo of non-negative integers, folding constants and 1.
 static rt_kir_expr *rt_gl_udiv(rt_arena *a, rt_kir_expr *x, int64_t d) {
     int64_t c;
@@ -142,20 +134,11 @@ static rt_kir_node *rt_gl_if(rt_gl *l, rt_kir_block *b, rt_kir_expr *cond) {
 // tensors' buffers.
 static rt_status rt_gl_tree_buffers(rt_gl *l, rt_gpu_kernel *gk) {
     const rt_op *op = l->op;
-    RT_ALLOC(l->a, l->tree_buf, op->n_trees, l->err);
-    RT_ALLOC(l->a, l->tree_child, op->n_trees, l->err);
-    for (int32_t t = 0; t < op->n_trees; t++) {
-        bool used = rt_tree_used(op, t);
+    RT_TRY(rt_tree_add_buffers(l->a, l->k, op, &l->tree_buf, &l->tree_child, l->err));
+    for (int32_t t = 0; t < op->n_trees; t++)
         for (int32_t f = 0; f < RT_KIR_TREE_FIELD_COUNT; f++) {
-            l->tree_buf[t][f] = -1;
-            if (!used)
-                continue;
-            const char *name = rt_arena_printf(l->a, "tree_%s_%s", op->trees[t].name,
-                                               rt_kir_tree_field_name((rt_kir_tree_field)f));
-            l->tree_buf[t][f] =
-                name ? rt_kir_add_buf(l->a, l->k, name, RT_KIR_BUF_TREE, RT_KIR_I32, t, f) : -1;
             if (l->tree_buf[t][f] < 0)
-                return rt_gl_nomem(l);
+                continue;
             rt_gpu_buffer *gb = &gk->bufs[gk->n_bufs++];
             gb->name = l->k->bufs[l->tree_buf[t][f]].name;
             gb->is_tree = true;
@@ -164,8 +147,6 @@ static rt_status rt_gl_tree_buffers(rt_gl *l, rt_gpu_kernel *gk) {
             gb->dtype = RT_DTYPE_I32;
             gb->kir_buf = l->tree_buf[t][f];
         }
-        l->tree_child[t] = l->tree_buf[t][RT_KIR_TREE_CHILD];
-    }
     return RT_OK;
 }
 
@@ -206,7 +187,7 @@ static rt_status rt_gl_buffers(rt_gl *l, rt_gpu_kernel *gk) {
         for (int32_t d = 0; d < RT_MAX_DIMS; d++)
             l->start_buf[t][d] = -1;
         for (int32_t d = 0; d < tn->n_dims; d++) {
-            if (rt_gl_mentions_dimref(tn->dims[d].extent)) {
+            if (rt_expr_mentions_dimref(tn->dims[d].extent)) {
                 l->extent[t][d] = -1;
                 l->start_buf[t][d] = rt_kir_add_buf(
                     l->a, l->k, rt_arena_printf(l->a, "t_%s_start%d", tn->name, (int)d),
@@ -339,19 +320,6 @@ static rt_status rt_gl_num(rt_gl *l, const rt_expr *e, rt_kir_expr **out) {
 // ---------------------------------------------------------------------------------------------
 // Accumulators
 // ---------------------------------------------------------------------------------------------
-
-static double rt_gl_assign_init(rt_assign op) {
-    switch (op) {
-    case RT_ASSIGN_MUL_INIT:
-        return 1.0;
-    case RT_ASSIGN_MAX_INIT:
-        return -HUGE_VAL;
-    case RT_ASSIGN_MIN_INIT:
-        return HUGE_VAL;
-    default:
-        return 0.0;
-    }
-}
 
 static rt_kir_expr *rt_gl_combine(rt_arena *a, rt_assign op, rt_kir_expr *cur, rt_kir_expr *x) {
     switch (op) {
@@ -571,7 +539,7 @@ static rt_status rt_gl_direct_stmt(rt_gl *l, rt_kir_block *b, int32_t n_prefix) 
             return rt_gl_nomem(l);
         init->var = acc;
         init->value = s->op == RT_ASSIGN_ADD ? rt_kir_cast(a, l->ct, rt_kir_load(a, l->k, ob, off))
-                                             : rt_kir_flt(a, l->ct, rt_gl_assign_init(s->op));
+                                             : rt_kir_flt(a, l->ct, rt_assign_identity(s->op));
         rt_kir_block *inner = b;
         for (int32_t i = 0; i < nr && inner; i++)
             RT_TRY(rt_gl_var_loop(l, inner, red[i], &inner));
@@ -823,7 +791,7 @@ static rt_status rt_gl_regtile(rt_gl *l, const rt_gpu_phase_plan *pl, rt_kir_blo
     if (!il)
         return rt_gl_nomem(l);
     rt_gl_store(l, &il->body, acc, rt_kir_var_ref(a, l->ph, ev),
-                rt_kir_flt(a, ct, rt_gl_assign_init(s->op)));
+                rt_kir_flt(a, ct, rt_assign_identity(s->op)));
     // reductions: staged steps or plain loops
     int32_t red[2 * RT_MAX_DIMS], nr = 0;
     for (int32_t i = 0; i < s->n_loops; i++)

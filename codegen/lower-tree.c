@@ -84,8 +84,7 @@ static const rt_expr *rt_tree_bad_read(const rt_expr *e, int32_t t, int32_t v) {
 
 // Checks statement s of a group over tree *tree (-1: not known yet) and says where it runs.
 static rt_status rt_tree_check_stmt(const rt_op *op, const rt_stmt *s, const char *backend,
-                                    int32_t *tree, bool *at_leaves, bool *at_inner,
-                                    rt_err *err) {
+                                    int32_t *tree, bool *at_leaves, bool *at_inner, rt_err *err) {
     if (s->n_lhs < 1 || s->n_loops < 1 || s->loops[0] != s->lhs_vars[0])
         return rt_tree_unsupported(err, s->loc, backend,
                                    "a tree statement whose first loop is not its node index");
@@ -142,8 +141,8 @@ rt_status rt_tree_group_plan(const rt_op *op, int32_t si, const char *backend, r
         int32_t i = out->n_stmts++;
         out->stmts[i] = j;
         out->recursive = out->recursive || s->recursive;
-        RT_TRY(rt_tree_check_stmt(op, s, backend, &out->tree, &out->at_leaves[i],
-                                  &out->at_inner[i], err));
+        RT_TRY(rt_tree_check_stmt(op, s, backend, &out->tree, &out->at_leaves[i], &out->at_inner[i],
+                                  err));
     }
     for (int32_t i = 0; i < out->n_stmts && !out->recursive; i++) {
         const rt_stmt *s = &op->stmts[out->stmts[i]];
@@ -181,4 +180,30 @@ const char *rt_tree_group_what(rt_arena *a, const rt_op *op, const rt_tree_group
         rt_buf_printf(&b, " of %s at the leaves of %s (its level 0), in parallel",
                       op->tensors[g->tensor].name, tree);
     return b.oom ? NULL : b.data;
+}
+
+rt_status rt_tree_add_buffers(rt_arena *a, rt_kir_kernel *k, const rt_op *op,
+                              int32_t (**tree_buf)[RT_KIR_TREE_FIELD_COUNT], int32_t **tree_child,
+                              rt_err *err) {
+    int32_t(*bufs)[RT_KIR_TREE_FIELD_COUNT];
+    int32_t *child;
+    RT_ALLOC(a, bufs, op->n_trees, err);
+    RT_ALLOC(a, child, op->n_trees, err);
+    for (int32_t t = 0; t < op->n_trees; t++) {
+        bool used = rt_tree_used(op, t);
+        for (int32_t f = 0; f < RT_KIR_TREE_FIELD_COUNT; f++) {
+            bufs[t][f] = -1;
+            if (!used)
+                continue;
+            const char *name = rt_arena_printf(a, "tree_%s_%s", op->trees[t].name,
+                                               rt_kir_tree_field_name((rt_kir_tree_field)f));
+            bufs[t][f] = name ? rt_kir_add_buf(a, k, name, RT_KIR_BUF_TREE, RT_KIR_I32, t, f) : -1;
+            if (bufs[t][f] < 0)
+                return rt_fail(err, RT_ERR_NOMEM, RT_NOLOC, "out of memory");
+        }
+        child[t] = bufs[t][RT_KIR_TREE_CHILD];
+    }
+    *tree_buf = bufs;
+    *tree_child = child;
+    return RT_OK;
 }

@@ -491,54 +491,10 @@ static double tensor_bytes(const rt_perf_model *m, const rt_tensor *t, int64_t d
     return b;
 }
 
-rt_status rt_perf_model_build(rt_arena *a, const rt_op *op, const rt_device *dev,
-                              const rt_perf_options *opt, rt_perf_model **out, rt_err *err) {
-    if (!op || op->n_stmts <= 0)
-        return rt_fail(err, RT_ERR_SPEC, op ? op->loc : RT_NOLOC,
-                       "operator has no statement to construct tiles for");
-    if (dev->n_levels < 2)
-        return rt_fail(err, RT_ERR_DEVICE, dev->origin,
-                       "device has no memory level above level 0 (expected at least 2 levels, "
-                       "got %d)",
-                       dev->n_levels);
-    rt_perf_model *m;
-    RT_ALLOC(a, m, 1, err);
-    RT_ALLOC(a, m->steps, 1, err);
-    m->op = op;
-    m->dev = dev;
-    int64_t dmax = opt && opt->default_max_len > 0 ? opt->default_max_len : RT_PERF_DEFAULT_MAX_LEN;
-    // Main statement: the most iteration points; ties go to reductions, then to the first.
-    int32_t best = 0;
-    double best_pts = -1;
-    for (int32_t s = 0; s < op->n_stmts; s++) {
-        const rt_stmt *st = &op->stmts[s];
-        double pts = stmt_points(op, st, dmax);
-        bool red = st->op != RT_ASSIGN_SET;
-        bool best_red = op->stmts[best].op != RT_ASSIGN_SET;
-        if (pts > best_pts * (1 + 1e-9) || (pts >= best_pts * (1 - 1e-9) && red && !best_red)) {
-            best = s;
-            best_pts = pts;
-        }
-        if (st->recursive || st->n_preds > 0)
-            m->recursive = true;
-    }
-    m->main_stmt = best;
-    const rt_stmt *st = &op->stmts[best];
-    if (st->n_vars > 64)
-        return rt_fail(err, RT_ERR_SPEC, st->loc,
-                       "statement has too many index variables (expected at most 64, got %d)",
-                       st->n_vars);
-    m->assign = st->op;
-    m->dtype = op->tensors[st->out].dtype;
-
-    // Axes: the canonical fused axes, then variables reduced inside sums.
-    var_info vi[64];
-    bool pin[64];
-    memset(vi, 0, sizeof vi);
-    memset(pin, 0, sizeof pin);
-    for (int32_t v = 0; v < st->n_vars; v++)
-        vi[v].axis = -1;
-    RT_TRY(analyze_vars(a, m, st, opt, vi, pin, err));
+// The model's axes: the statement's canonical fused axes (dense, ragged, or a fused ragged axis
+// with bulk padding), then the variables reduced inside sums; *n_axes their count.
+static rt_status model_axes(rt_arena *a, rt_perf_model *m, const rt_stmt *st, var_info *vi,
+                            const bool *pin, int32_t *n_axes, rt_err *err) {
     int32_t na = 0;
     for (int32_t x = 0; x < st->n_axes && na < RT_PERF_MAX_AXES; x++) {
         const rt_axis *ax = &st->axes[x];
@@ -592,33 +548,15 @@ rt_status rt_perf_model_build(rt_arena *a, const rt_op *op, const rt_device *dev
         vi[v].axis = na;
         na++;
     }
-    m->n_axes = na;
-    // Pinned axes stay dense in the tile count: one tile per batch entry.
-    for (int32_t x = 0; x < na; x++)
-        if (m->axes[x].pinned && m->axes[x].ragged)
-            m->axes[x].pinned = false; // a vloop itself is never pinned
+    *n_axes = na;
+    return RT_OK;
+}
 
-    // Accesses: reads of the right-hand side, then the output.
-    read_list rl = {0};
-    collect_reads(op, st->rhs, &rl);
-    int32_t nacc = 0;
-    for (int32_t i = 0; i < rl.n && nacc < RT_PERF_MAX_ACCESS - 1; i++)
-        build_access(m, st, vi, rl.reads[i]->tensor, rl.reads[i]->args, NULL, rl.reads[i]->n_args,
-                     false, &m->access[nacc++]);
-    build_access(m, st, vi, st->out, NULL, st->lhs_vars, st->n_lhs, true, &m->access[nacc++]);
-    m->n_access = nacc;
-    m->flops_per_point = count_ops(st->rhs) + (st->op != RT_ASSIGN_SET ? 1 : 0);
-    if (m->flops_per_point < 1)
-        m->flops_per_point = 1;
-    int64_t one[RT_PERF_MAX_AXES];
-    for (int32_t x = 0; x < RT_PERF_MAX_AXES; x++)
-        one[x] = 1;
-    m->real_points = rt_perf_padded_points(m, one);
-    m->main_expr_cycles = rt_perf_cpu_expr_cycles(dev, st->rhs);
-    m->main_vector_cycles =
-        stmt_vector_cycles(dev, op, st, m->main_expr_cycles, m->real_points, dmax);
-
-    // Fused statements: their reads of operator inputs and their writes of outputs.
+// The statements other than the main one: their reads of operator inputs and writes of
+// outputs not counted yet, their FLOPs and vector cycles.
+static void model_fused(rt_perf_model *m, int32_t best, int64_t dmax) {
+    const rt_op *op = m->op;
+    const rt_device *dev = m->dev;
     bool counted[256] = {0};
     for (int32_t i = 0; i < m->n_access; i++)
         if (m->access[i].tensor < 256)
@@ -649,8 +587,12 @@ rt_status rt_perf_model_build(rt_arena *a, const rt_op *op, const rt_device *dev
         m->fused_vector_cycles +=
             stmt_vector_cycles(dev, op, os, rt_perf_cpu_expr_cycles(dev, os->rhs), points, dmax);
     }
+}
 
-    // Level roles, from level properties only.
+// Level roles (from level properties only), whether the matrix units run it, and the peak.
+static rt_status model_levels(rt_perf_model *m, const rt_perf_options *opt, rt_err *err) {
+    const rt_device *dev = m->dev;
+    int32_t na = m->n_axes;
     m->top = dev->n_levels - 1;
     m->thread_level = dev->level[m->top].scope == RT_MEM_SCOPE_THREAD ? m->top : -1;
     m->block_level = -1;
@@ -679,6 +621,88 @@ rt_status rt_perf_model_build(rt_arena *a, const rt_op *op, const rt_device *dev
                        "device has no compute peak for %s (expected a positive [compute] "
                        "entry, got none)",
                        rt_dtype_name(m->dtype));
+    return RT_OK;
+}
+
+rt_status rt_perf_model_build(rt_arena *a, const rt_op *op, const rt_device *dev,
+                              const rt_perf_options *opt, rt_perf_model **out, rt_err *err) {
+    if (!op || op->n_stmts <= 0)
+        return rt_fail(err, RT_ERR_SPEC, op ? op->loc : RT_NOLOC,
+                       "operator has no statement to construct tiles for");
+    if (dev->n_levels < 2)
+        return rt_fail(err, RT_ERR_DEVICE, dev->origin,
+                       "device has no memory level above level 0 (expected at least 2 levels, "
+                       "got %d)",
+                       dev->n_levels);
+    rt_perf_model *m;
+    RT_ALLOC(a, m, 1, err);
+    RT_ALLOC(a, m->steps, 1, err);
+    m->op = op;
+    m->dev = dev;
+    int64_t dmax = opt && opt->default_max_len > 0 ? opt->default_max_len : RT_PERF_DEFAULT_MAX_LEN;
+    // Main statement: the most iteration points; ties go to reductions, then to the first.
+    int32_t best = 0;
+    double best_pts = -1;
+    for (int32_t s = 0; s < op->n_stmts; s++) {
+        const rt_stmt *st = &op->stmts[s];
+        double pts = stmt_points(op, st, dmax);
+        bool red = st->op != RT_ASSIGN_SET;
+        bool best_red = op->stmts[best].op != RT_ASSIGN_SET;
+        if (pts > best_pts * (1 + 1e-9) || (pts >= best_pts * (1 - 1e-9) && red && !best_red)) {
+            best = s;
+            best_pts = pts;
+        }
+        if (st->recursive || st->n_preds > 0)
+            m->recursive = true;
+    }
+    m->main_stmt = best;
+    const rt_stmt *st = &op->stmts[best];
+    if (st->n_vars > 64)
+        return rt_fail(err, RT_ERR_SPEC, st->loc,
+                       "statement has too many index variables (expected at most 64, got %d)",
+                       st->n_vars);
+    m->assign = st->op;
+    m->dtype = op->tensors[st->out].dtype;
+
+    // Axes: the canonical fused axes, then variables reduced inside sums.
+    var_info vi[64];
+    bool pin[64];
+    memset(vi, 0, sizeof vi);
+    memset(pin, 0, sizeof pin);
+    for (int32_t v = 0; v < st->n_vars; v++)
+        vi[v].axis = -1;
+    RT_TRY(analyze_vars(a, m, st, opt, vi, pin, err));
+    int32_t na;
+    RT_TRY(model_axes(a, m, st, vi, pin, &na, err));
+    m->n_axes = na;
+    // Pinned axes stay dense in the tile count: one tile per batch entry.
+    for (int32_t x = 0; x < na; x++)
+        if (m->axes[x].pinned && m->axes[x].ragged)
+            m->axes[x].pinned = false; // a vloop itself is never pinned
+
+    // Accesses: reads of the right-hand side, then the output.
+    read_list rl = {0};
+    collect_reads(op, st->rhs, &rl);
+    int32_t nacc = 0;
+    for (int32_t i = 0; i < rl.n && nacc < RT_PERF_MAX_ACCESS - 1; i++)
+        build_access(m, st, vi, rl.reads[i]->tensor, rl.reads[i]->args, NULL, rl.reads[i]->n_args,
+                     false, &m->access[nacc++]);
+    build_access(m, st, vi, st->out, NULL, st->lhs_vars, st->n_lhs, true, &m->access[nacc++]);
+    m->n_access = nacc;
+    m->flops_per_point = count_ops(st->rhs) + (st->op != RT_ASSIGN_SET ? 1 : 0);
+    if (m->flops_per_point < 1)
+        m->flops_per_point = 1;
+    int64_t one[RT_PERF_MAX_AXES];
+    for (int32_t x = 0; x < RT_PERF_MAX_AXES; x++)
+        one[x] = 1;
+    m->real_points = rt_perf_padded_points(m, one);
+    m->main_expr_cycles = rt_perf_cpu_expr_cycles(dev, st->rhs);
+    m->main_vector_cycles =
+        stmt_vector_cycles(dev, op, st, m->main_expr_cycles, m->real_points, dmax);
+
+    model_fused(m, best, dmax);
+
+    RT_TRY(model_levels(m, opt, err));
     m->warm = rt_perf_cpu_warm(m);
     rt_perf_cpu_flat_axis(m, st, &m->flat);
     *out = m;

@@ -361,17 +361,6 @@ static void rt_eval_begin(rt_eval *ev) {
 // Layouts
 // ---------------------------------------------------------------------------------------------
 
-static bool rt_expr_mentions_dimref(const rt_expr *e) {
-    if (!e)
-        return false;
-    if (e->kind == RT_EXPR_DIMREF)
-        return true;
-    for (int32_t i = 0; i < e->n_args; i++)
-        if (rt_expr_mentions_dimref(e->args[i]))
-            return true;
-    return false;
-}
-
 // Extent of dim k of tensor ti under the outer indices outer[0..k).
 static rt_status rt_dim_extent(rt_bindings *b, int32_t ti, int32_t k, const int64_t *outer,
                                int64_t *out, rt_err *err) {
@@ -850,19 +839,6 @@ typedef struct rt_run {
     double acc;
 } rt_run;
 
-static double rt_assign_init(rt_assign op) {
-    switch (op) {
-    case RT_ASSIGN_MUL_INIT:
-        return 1.0;
-    case RT_ASSIGN_MAX_INIT:
-        return -HUGE_VAL;
-    case RT_ASSIGN_MIN_INIT:
-        return HUGE_VAL;
-    default:
-        return 0.0;
-    }
-}
-
 // Loops over vars[k..n) of list, calling body at the innermost level.
 static rt_status rt_run_loops(rt_run *r, const int32_t *list, int32_t n, int32_t k,
                               rt_status (*body)(rt_run *r)) {
@@ -928,7 +904,7 @@ static rt_status rt_run_element(rt_run *r) {
     } else {
         // '+=' starts from the caller's value; '=' with reduced loops (the parser puts them in
         // RT_EXPR_SUM instead) sums from 0 like '+=!'.
-        r->acc = s->op == RT_ASSIGN_ADD ? d->data[off] : rt_assign_init(s->op);
+        r->acc = s->op == RT_ASSIGN_ADD ? d->data[off] : rt_assign_identity(s->op);
         RT_TRY(rt_run_loops(r, r->red, r->n_red, 0, rt_run_reduce_body));
         v = r->acc;
     }
@@ -1006,7 +982,7 @@ rt_status rt_interp_run(const rt_op *op, rt_bindings *b, rt_err *err) {
             if (s->op != RT_ASSIGN_SET && s->op != RT_ASSIGN_ADD) {
                 // Elements no iteration reaches (e.g. masked entries) hold the initial value.
                 rt_tensor_data *d = &b->tensors[s->out];
-                double init = rt_dtype_round(op->tensors[s->out].dtype, rt_assign_init(s->op));
+                double init = rt_dtype_round(op->tensors[s->out].dtype, rt_assign_identity(s->op));
                 for (int64_t i = 0; i < d->layout.elems; i++)
                     d->data[i] = init;
             }

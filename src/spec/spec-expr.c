@@ -6,6 +6,7 @@
 
 #include <stdio.h>
 #include <stdlib.h>
+#include <math.h>
 #include <string.h>
 
 // ORDER RT_BOP
@@ -432,4 +433,28 @@ static void print_rec(const rt_op *op, const rt_stmt *stmt, const rt_tensor *ten
 void rt_expr_print(const rt_op *op, const rt_stmt *stmt, const rt_tensor *tensor, const rt_expr *e,
                    rt_buf *out) {
     print_rec(op, stmt, tensor, e, 0, out);
+}
+
+bool rt_expr_mentions_dimref(const rt_expr *e) {
+    if (!e)
+        return false;
+    if (e->kind == RT_EXPR_DIMREF)
+        return true;
+    for (int32_t i = 0; i < e->n_args; i++)
+        if (rt_expr_mentions_dimref(e->args[i]))
+            return true;
+    return false;
+}
+
+double rt_assign_identity(rt_assign op) {
+    switch (op) {
+    case RT_ASSIGN_MUL_INIT:
+        return 1.0;
+    case RT_ASSIGN_MAX_INIT:
+        return -HUGE_VAL;
+    case RT_ASSIGN_MIN_INIT:
+        return HUGE_VAL;
+    default:
+        return 0.0;
+    }
 }

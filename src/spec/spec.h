@@ -277,6 +277,10 @@ bool rt_expr_affine(const rt_op *op, const rt_expr *e, rt_affine *out);
 // Value of an expression made only of literals and bound sizes; false otherwise.
 bool rt_expr_const_int(const rt_op *op, const rt_expr *e, int64_t *out);
 bool rt_expr_equal(const rt_expr *a, const rt_expr *b);
+// Whether e reads a dimension of a tensor (a DIMREF: a ragged extent's length).
+bool rt_expr_mentions_dimref(const rt_expr *e);
+// The value an accumulator of op starts from: 1 for *=!, -inf for max=!, +inf for min=!, else 0.
+double rt_assign_identity(rt_assign op);
 
 // Prints the canonical IR (sizes, tensors with storage, statements with loops, ranges, which
 // are ragged, and fused axes) as text (spec-print.c).
