@@ -122,8 +122,7 @@ static rt_status rt_lx_child(rt_lx *x, const rt_expr *e, rt_kir_expr **out) {
     const rt_expr *arg = e->args[0];
     int64_t lo = -1, hi = -1;
     bool in_range = arg->kind == RT_EXPR_INDEX && x->s && arg->var >= 0 &&
-                    arg->var < x->s->n_vars && x->s->vars[arg->var].lo &&
-                    x->s->vars[arg->var].hi &&
+                    arg->var < x->s->n_vars && x->s->vars[arg->var].lo && x->s->vars[arg->var].hi &&
                     rt_expr_const_int(x->op, x->s->vars[arg->var].lo, &lo) &&
                     rt_expr_const_int(x->op, x->s->vars[arg->var].hi, &hi) && lo >= 0 &&
                     hi <= n_nodes->value;
@@ -133,9 +132,9 @@ static rt_status rt_lx_child(rt_lx *x, const rt_expr *e, rt_kir_expr **out) {
                         rt_kir_bin(a, RT_KIR_LT, node, rt_kir_int(a, n_nodes->value)));
         at = rt_kir_select(a, ok, node, rt_kir_int(a, 0));
     }
-    rt_kir_expr *off = rt_kir_bin(a, RT_KIR_ADD, rt_kir_bin(a, RT_KIR_MUL, at,
-                                                            rt_kir_int(a, tr->max_children)),
-                                  rt_kir_int(a, e->child));
+    rt_kir_expr *off =
+        rt_kir_bin(a, RT_KIR_ADD, rt_kir_bin(a, RT_KIR_MUL, at, rt_kir_int(a, tr->max_children)),
+                   rt_kir_int(a, e->child));
     rt_kir_expr *id = rt_kir_cast(a, RT_KIR_I64, rt_kir_load(a, x->k, cb, off));
     *out = ok ? rt_kir_select(a, ok, id, rt_kir_int(a, -1)) : id;
     rt_lx_check(x, *out);
@@ -230,10 +229,7 @@ rt_status rt_lx_int(rt_lx *x, const rt_expr *e, rt_kir_expr **out) {
         break;
     }
     case RT_EXPR_CALL: {
-        bool all_int =
-            e->n_args >= 1 && (e->fn == RT_FN_MAX || e->fn == RT_FN_MIN || e->fn == RT_FN_ABS);
-        for (int32_t i = 0; i < e->n_args; i++)
-            all_int = all_int && e->args[i]->is_int;
+        bool all_int = rt_expr_int_call(e);
         if (!all_int)
             goto via_float;
         RT_TRY(rt_lx_int(x, e->args[0], &u));

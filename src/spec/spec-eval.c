@@ -111,10 +111,7 @@ rt_status rt_spec_eval_int(rt_spec_eval *ev, const rt_expr *e, int64_t *out) {
         return rt_spec_eval_int(ev, e->args[c ? 1 : 2], out);
     }
     case RT_EXPR_CALL: {
-        bool all_int =
-            e->n_args >= 1 && (e->fn == RT_FN_MAX || e->fn == RT_FN_MIN || e->fn == RT_FN_ABS);
-        for (int32_t i = 0; i < e->n_args; i++)
-            all_int = all_int && e->args[i]->is_int;
+        bool all_int = rt_expr_int_call(e);
         if (!all_int)
             break;
         RT_TRY(rt_spec_eval_int(ev, e->args[0], &x));

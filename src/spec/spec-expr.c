@@ -458,3 +458,11 @@ double rt_assign_identity(rt_assign op) {
         return 0.0;
     }
 }
+
+bool rt_expr_int_call(const rt_expr *e) {
+    bool all_int = e->kind == RT_EXPR_CALL && e->n_args >= 1 &&
+                   (e->fn == RT_FN_MAX || e->fn == RT_FN_MIN || e->fn == RT_FN_ABS);
+    for (int32_t i = 0; all_int && i < e->n_args; i++)
+        all_int = e->args[i]->is_int;
+    return all_int;
+}

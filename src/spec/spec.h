@@ -281,6 +281,8 @@ bool rt_expr_equal(const rt_expr *a, const rt_expr *b);
 bool rt_expr_mentions_dimref(const rt_expr *e);
 // The value an accumulator of op starts from: 1 for *=!, -inf for max=!, +inf for min=!, else 0.
 double rt_assign_identity(rt_assign op);
+// Whether e is max, min or abs of integer arguments only (an integer result).
+bool rt_expr_int_call(const rt_expr *e);
 
 // Prints the canonical IR (sizes, tensors with storage, statements with loops, ranges, which
 // are ragged, and fused axes) as text (spec-print.c).
