@@ -578,7 +578,20 @@ static void model_print_intro(const rt_device *dev, const model_opts *mo) {
            "1's measured times against run 2's (--runs >= 2): what the noise allows;\ntop1/best = "
            "measured time of the model's top-1 over the best measured; pred/meas = the top-1's "
            "predicted over its measured time; util = achieved / the named level's bandwidth (or "
-           "the FP32 peak), for the top-1\n\n");
+           "the FP32 peak), for the top-1\n");
+    // The ceilings util divides by, each with where it comes from (measured or nominal).
+    char label[64];
+    rt_hal_figure_label(dev->compute_source, "f32_gflops", label, sizeof label);
+    printf("ceilings: FP32 peak %.1f GFLOP/s (%s)", rt_hal_peak_gflops(dev, RT_DTYPE_F32, false),
+           label);
+    for (int32_t l = 0; l < dev->n_levels; l++) {
+        const rt_mem_level *lv = &dev->level[l];
+        if (!(lv->bandwidth_gbps > 0))
+            continue;
+        rt_hal_figure_label(lv->source, NULL, label, sizeof label);
+        printf("; %s %.1f GB/s (%s)", lv->name, lv->bandwidth_gbps, label);
+    }
+    printf(", all %d cores; util scales them by the threads used\n\n", (int)dev->units);
 }
 
 int main(int argc, char **argv) {
@@ -605,8 +618,10 @@ int main(int argc, char **argv) {
     }
     rt_device dev;
     rt_err err = {0};
-    rt_status st = mo.device ? rt_hal_load_device(mo.device, &dev, &err)
-                             : rt_hal_detect_host(NULL, &dev, &err);
+    // Without --device: rtgen's default device (its measured figures: host.ini, or the first-use
+    // probe and its cache), so that util divides by the ceilings rtgen itself prints.
+    rt_status st =
+        mo.device ? rt_hal_load_device(mo.device, &dev, &err) : rt_hal_host_device(&dev, &err);
     if (st != RT_OK) {
         if (err.where.file)
             fprintf(stderr, "%s:%d:%d: error: %s\n", err.where.file, (int)err.where.line,
