@@ -498,7 +498,7 @@ static inline int64_t rt_win_pack_ring_rows(int64_t span, int64_t ay, int64_t yu
 // Core cycles the CPU backend spends on one vector (lanes elements) of expression e, issued on the
 // device's teus_per_unit vector pipes: one instruction per arithmetic operation, exp as the JIT's
 // inline polynomial (RT_PERF_CPU_EXP_OPS, codegen/emit-llvm.c rt_l_expf), erf likewise
-// (RT_PERF_CPU_ERF_OPS, rt_l_erff), sigmoid as exp and three more, sqrt at
+// (RT_PERF_CPU_ERF_OPS, rt_l_erff; unit/exp-ops counts both in the emitted IR), sigmoid as exp and three more, sqrt at
 // the device's sqrt_cycles, and the functions left to libm (log, tanh) one element at a time at
 // its libm_cycles (rt_hal_cpu_costs). Loads, stores and loop control are the loop model's. A division
 // counts as one instruction: the backend divides by an invariant through its reciprocal.
@@ -512,7 +512,7 @@ static inline bool rt_perf_expr_is_leaf(const rt_expr *e) {
            e->kind == RT_EXPR_SIZE || e->kind == RT_EXPR_DIMREF || e->kind == RT_EXPR_CHILD;
 }
 #define RT_PERF_CPU_EXP_OPS 14.0
-#define RT_PERF_CPU_ERF_OPS 36.0
+#define RT_PERF_CPU_ERF_OPS 35.0
 // Is the operator warm on a CPU: do its tensors together fit in half of the last-level cache
 // (level 1)? Then they are still there when it runs again, as in the profiler's repetitions or
 // when it reads what the operator before it wrote, and its compulsory traffic comes from that

@@ -8,7 +8,7 @@
 // rTile L2 l2     [m=16, n=64, k=128] footprint 45056 B
 // rTile L3 l1     [m=8, n=64, k=16] footprint 6656 B
 // rTile L4 reg    [m=4, n=64, k=1] footprint 1296 B
-// predicted: 776.067 us (bottleneck compute), 0.1347 GFLOP
+// predicted: 775.579 us (bottleneck compute), 0.1347 GFLOP
 // phase p0: statement 0: packed GEMM 16x4096x1024, blocks mc=16 nc=128 kc=1024, micro-kernel 4x64, 2 work items
 // Build: cc -O3 -march=native -fopenmp -shared -fPIC -o kernel.so kernel.c -lm
 #include <math.h>
