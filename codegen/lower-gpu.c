@@ -630,6 +630,37 @@ static rt_status rt_gl_copies(rt_gl *l, const rt_gpu_phase_plan *pl, rt_kir_bloc
     return RT_OK;
 }
 
+// One reduction step into the accumulators acc: a loop over the register tile's Rtot elements
+// (unrolled when the plan says so), each adding the statement's right-hand side at its element;
+// guarded: only elements inside the iteration space (a staged step reads shared tiles that
+// were padded instead).
+static rt_status rt_gl_acc_step(rt_gl *l, const rt_gpu_phase_plan *pl, rt_kir_block *inner,
+                                int32_t acc, bool guarded) {
+    rt_arena *a = l->a;
+    rt_kir_loop_kind ek = pl->unroll ? RT_KIR_LOOP_UNROLL : RT_KIR_LOOP_SERIAL;
+    int32_t ev = rt_kir_add_var(a, l->ph, "e", RT_KIR_I64);
+    rt_kir_node *el =
+        ev >= 0 ? rt_kir_loop(a, inner, ev, rt_kir_int(a, 0), rt_kir_int(a, pl->Rtot), ek) : NULL;
+    if (!el)
+        return rt_gl_nomem(l);
+    rt_kir_expr *ok;
+    RT_TRY(rt_gl_bind(l, pl, &el->body, rt_kir_var_ref(a, l->ph, ev), &ok));
+    rt_gl_set_stmt(l, pl->tstmt);
+    rt_kir_block *body = &el->body;
+    if (guarded) {
+        rt_kir_node *in = rt_gl_if(l, body, ok);
+        if (!in)
+            return rt_gl_nomem(l);
+        body = &in->body;
+    }
+    l->pre = body;
+    rt_kir_expr *x;
+    RT_TRY(rt_gl_num(l, l->s->rhs, &x));
+    rt_kir_expr *ei = rt_kir_var_ref(a, l->ph, ev);
+    rt_gl_store(l, body, acc, ei, rt_gl_combine(a, l->s->op, rt_kir_load(a, l->k, acc, ei), x));
+    return RT_OK;
+}
+
 // The staged reduction of a register-tile phase: per reduction step, the cooperative copies of
 // the staged reads' data tiles into shared memory, a barrier, the step's loops over the shared
 // tiles into the accumulators acc, a barrier.
@@ -638,7 +669,6 @@ static rt_status rt_gl_staged_reduce(rt_gl *l, const rt_gpu_phase_plan *pl, rt_k
     rt_arena *a = l->a;
     int32_t ti = pl->tstmt;
     const rt_stmt *s = l->s;
-    rt_kir_loop_kind ek = pl->unroll ? RT_KIR_LOOP_UNROLL : RT_KIR_LOOP_SERIAL;
     rt_kir_block *inner = b;
     int32_t base_var[64];
     int64_t T[64];
@@ -716,19 +746,7 @@ static rt_status rt_gl_staged_reduce(rt_gl *l, const rt_gpu_phase_plan *pl, rt_k
         inner = &loop->body;
     }
     l->staging = true;
-    int32_t ev2 = rt_kir_add_var(a, l->ph, "e", RT_KIR_I64);
-    rt_kir_node *el =
-        ev2 >= 0 ? rt_kir_loop(a, inner, ev2, rt_kir_int(a, 0), rt_kir_int(a, pl->Rtot), ek) : NULL;
-    if (!el)
-        return rt_gl_nomem(l);
-    rt_kir_expr *ok;
-    RT_TRY(rt_gl_bind(l, pl, &el->body, rt_kir_var_ref(a, l->ph, ev2), &ok));
-    rt_gl_set_stmt(l, ti);
-    l->pre = &el->body;
-    rt_kir_expr *x;
-    RT_TRY(rt_gl_num(l, s->rhs, &x));
-    rt_kir_expr *ei = rt_kir_var_ref(a, l->ph, ev2);
-    rt_gl_store(l, &el->body, acc, ei, rt_gl_combine(a, s->op, rt_kir_load(a, l->k, acc, ei), x));
+    RT_TRY(rt_gl_acc_step(l, pl, inner, acc, false));
     l->staging = false;
     RT_GL_CHECK(l, rt_kir_append(a, after, RT_KIR_N_BARRIER));
     return RT_OK;
@@ -738,32 +756,12 @@ static rt_status rt_gl_staged_reduce(rt_gl *l, const rt_gpu_phase_plan *pl, rt_k
 // memory into the accumulators acc.
 static rt_status rt_gl_plain_reduce(rt_gl *l, const rt_gpu_phase_plan *pl, rt_kir_block *b,
                                     const int32_t *red, int32_t nr, int32_t acc) {
-    rt_arena *a = l->a;
-    int32_t ti = pl->tstmt;
-    const rt_stmt *s = l->s;
-    rt_kir_loop_kind ek = pl->unroll ? RT_KIR_LOOP_UNROLL : RT_KIR_LOOP_SERIAL;
     rt_kir_block *inner = b;
     for (int32_t i = 0; i < nr && inner; i++)
         RT_TRY(rt_gl_var_loop(l, inner, red[i], &inner));
     if (!inner)
         return rt_gl_nomem(l);
-    int32_t ev2 = rt_kir_add_var(a, l->ph, "e", RT_KIR_I64);
-    rt_kir_node *el =
-        ev2 >= 0 ? rt_kir_loop(a, inner, ev2, rt_kir_int(a, 0), rt_kir_int(a, pl->Rtot), ek) : NULL;
-    if (!el)
-        return rt_gl_nomem(l);
-    rt_kir_expr *ok;
-    RT_TRY(rt_gl_bind(l, pl, &el->body, rt_kir_var_ref(a, l->ph, ev2), &ok));
-    rt_gl_set_stmt(l, ti);
-    rt_kir_node *in = rt_gl_if(l, &el->body, ok);
-    if (!in)
-        return rt_gl_nomem(l);
-    l->pre = &in->body;
-    rt_kir_expr *x;
-    RT_TRY(rt_gl_num(l, s->rhs, &x));
-    rt_kir_expr *ei = rt_kir_var_ref(a, l->ph, ev2);
-    rt_gl_store(l, &in->body, acc, ei, rt_gl_combine(a, s->op, rt_kir_load(a, l->k, acc, ei), x));
-    return RT_OK;
+    return rt_gl_acc_step(l, pl, inner, acc, true);
 }
 
 // Register-tile phases (regtile, staged): accumulators in a per-thread array, reductions
