@@ -11,6 +11,7 @@
 
 #include "run-gpu.h"
 #include "interp.h"
+#include "pocl-devices.h"
 
 #include <stdio.h>
 #include <string.h>
@@ -104,19 +105,12 @@ static void run_case(rt_gpu_runtime *rt, const rt_device *ocl, const rt_device *
 // Runs cases on PoCL for the v100 and mi50 tile programs; 77 when no OpenCL device matches.
 static int run_cases(const char *name, const gcase *cases, size_t n_cases) {
     rt_device ocl, devs[2];
-    rt_err err = {0};
-    if (rt_hal_load_device("devices/pocl-cpu.ini", &ocl, &err) != RT_OK ||
-        rt_hal_load_device("devices/v100.ini", &devs[0], &err) != RT_OK ||
-        rt_hal_load_device("devices/mi50.ini", &devs[1], &err) != RT_OK) {
-        fprintf(stderr, "devices: %s\n", err.msg);
-        return 1;
-    }
     rt_arena *a = rt_arena_new(1 << 16);
     rt_gpu_runtime *rt = NULL;
-    if (rt_gpu_runtime_open(a, &ocl, &rt, &err) != RT_OK) {
-        printf("skip: %s\n", err.msg);
+    int rc = pocl_open(a, &ocl, devs, &rt);
+    if (rc != 0) {
         rt_arena_free(a);
-        return rt_gpu_err_is_absent(&err) ? 77 : 1;
+        return rc;
     }
     for (int32_t d = 0; d < 2; d++)
         for (size_t i = 0; i < n_cases; i++)

@@ -16,7 +16,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-static char tmp_dir[64];
+static char tmp_dir[64]; // fits "/tmp/rt-test-host-XXXXXX"; a longer $TMPDIR falls back to /tmp
 static rt_device dev;
 
 static void path_of(char *out, size_t size, const char *rel) {
@@ -380,7 +380,11 @@ static void test_peak_vs_fma_loop(void) {
 }
 
 int main(void) {
-    snprintf(tmp_dir, sizeof tmp_dir, "/tmp/rt-test-host-XXXXXX");
+    // A fresh directory for the cache and config files the cases write ($TMPDIR, else /tmp).
+    const char *tmp = getenv("TMPDIR");
+    int n = snprintf(tmp_dir, sizeof tmp_dir, "%s/rt-test-host-XXXXXX", tmp && *tmp ? tmp : "/tmp");
+    if (n < 0 || (size_t)n >= sizeof tmp_dir)
+        snprintf(tmp_dir, sizeof tmp_dir, "/tmp/rt-test-host-XXXXXX");
     if (!mkdtemp(tmp_dir)) {
         perror("mkdtemp");
         return 1;
@@ -391,7 +395,7 @@ int main(void) {
     test_no_probe();
     test_probe_and_cache();
     test_peak_vs_fma_loop();
-    char rm[128];
+    char rm[sizeof tmp_dir + 16];
     snprintf(rm, sizeof rm, "rm -rf '%s'", tmp_dir);
     if (system(rm) != 0)
         fprintf(stderr, "cannot remove %s\n", tmp_dir);
