@@ -15,7 +15,7 @@ PACKAGES="cmake make gcc pkg-config
   libiniparser-dev libjansson-dev libhwloc-dev
   llvm-16-dev libzstd-dev clang-16 libclang-rt-16-dev clang-format-16
   libamdhip64-dev hipcc rocm-device-libs libamd-comgr-dev
-  pocl-opencl-icd ocl-icd-opencl-dev opencl-headers clinfo
+  pocl-opencl-icd ocl-icd-opencl-dev opencl-headers clinfo python3 xz-utils
   libdnnl-dev libopenblas-dev libopenblas0-pthread libblis-dev libxsmm-dev"
 
 missing=
