@@ -4,8 +4,10 @@
 #   2. bench-ops: rtgen against oneDNN, OpenBLAS (SkylakeX on AVX-512 hosts) and the BLIS results,
 #      1 and 2 threads;
 #   3. bench-model: the perfmodel's ranking of the top-10 against measurement, on the tuning and
-#      the held-out set.
-# usage: bench/run.sh [--quick] [--ops=NAME,...] [--model-device=FILE.ini]
+#      the held-out set;
+#   4. bench-contract: issue 20's contractions (batched, ragged, triangular, vgemm) against oneDNN
+#      and OpenBLAS, each line graded PASS/MISS against the issue's target.
+# usage: bench/run.sh [--quick] [--ops=NAME,...] [--model-device=FILE.ini] [--contract-only]
 # Environment: RTGEN_BENCH_BUILD (default build-bench) is configured and built if needed.
 set -eu
 root=$(cd "$(dirname "$0")/.." && pwd)
@@ -13,12 +15,14 @@ build=${RTGEN_BENCH_BUILD:-$root/build-bench}
 quick=""
 ops=""
 model_device=""
+contract_only=""
 for arg in "$@"; do
     case $arg in
     --quick) quick=--quick ;;
     --ops=*) ops=$arg ;;
     --model-device=*) model_device="--device=${arg#--model-device=}" ;;
-    *) echo "usage: bench/run.sh [--quick] [--ops=NAME,...] [--model-device=FILE.ini]" >&2; exit 2 ;;
+    --contract-only) contract_only=1 ;;
+    *) echo "usage: bench/run.sh [--quick] [--ops=NAME,...] [--model-device=FILE.ini] [--contract-only]" >&2; exit 2 ;;
     esac
 done
 # Both libraries choose their kernels when they load: set before any program starts. Only on
@@ -33,12 +37,19 @@ budget=200
 if [ ! -f "$build/CMakeCache.txt" ]; then
     cmake -S "$root" -B "$build" -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
 fi
-cmake --build "$build" -j2 --target bench-ops bench-ops-blis bench-model >/dev/null
+cmake --build "$build" -j2 --target bench-ops bench-ops-blis bench-model bench-contract >/dev/null
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 # LLVM's feature-name warnings from the JIT are noise here; everything else on stderr is kept.
 quiet() { { "$@" 2>&1 1>&3 | { grep -v "is not a recognized feature" >&2 || true; }; } 3>&1; }
 
+# shellcheck disable=SC2086
+contract() { quiet "$build/bench/bench-contract" $quick --budget-ms=$budget; }
+if [ -n "$contract_only" ]; then
+    echo "== bench-contract: contractions vs oneDNN, OpenBLAS (issue 20's targets)"
+    contract
+    exit 0
+fi
 echo "== bench-ops-blis: BLIS sgemm"
 # shellcheck disable=SC2086
 gemms=$("$build/bench/bench-ops" --list-gemm $quick $ops)
@@ -55,3 +66,6 @@ echo
 echo "== bench-model: predicted vs measured over the top-10, tuning and held-out sets"
 # shellcheck disable=SC2086
 quiet "$build/bench/bench-model" --runs=5 $quick $model_device
+echo
+echo "== bench-contract: contractions vs oneDNN, OpenBLAS (issue 20's targets)"
+contract
