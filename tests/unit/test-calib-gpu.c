@@ -118,6 +118,9 @@ static void test_plan(void) {
     }
     k = find_kernel(p, "rt_calib_mma_f16");
     RT_EXPECT(k && strstr(k->source, "wmma::mma_sync(c3, a, b, c3);") != NULL);
+    // Every accumulator element reaches the output, so no half of a product can be dropped.
+    RT_EXPECT(k && strstr(k->source, "for (int i = 0; i < c0.num_elements; i++)") != NULL);
+    RT_EXPECT(k && strstr(k->source, " + c3.x[i];") != NULL);
     k = find_kernel(p, "rt_calib_shared");
     RT_EXPECT(k && strstr(k->source, "__shared__ float s[4096];") != NULL);
     RT_EXPECT(k && strstr(k->source, "(t % 32) * stride") != NULL);
