@@ -202,7 +202,7 @@ static uint64_t kernel_key(const cons *c, const rt_rprog *p) {
 }
 
 // GPU: the plan of p (gpu-plan.c), made once here, priced by the model (rt_perf_evaluate takes
-// its threads per block) and executed by the backend. Without a plan (a construct the backend
+// its threads per block and its bytes in flight) and executed by the backend. Without a plan (a construct the backend
 // does not support) p keeps its tiles' pricing and lowering reports why.
 static bool gpu_plan(cons *c, rt_rprog *p, const char **why) {
     rt_err err;
@@ -214,8 +214,8 @@ static bool gpu_plan(cons *c, rt_rprog *p, const char **why) {
         p->gpu = NULL;
         return c->st == RT_OK;
     }
-    int64_t threads = rt_gpu_plan_main_threads(p->gpu, c->m->main_stmt);
-    return threads == 0 || threads == p->threads_per_block || rt_perf_evaluate(c->m, p, why);
+    // Priced again with the plan: its threads per block and the bytes its blocks keep in flight.
+    return rt_perf_evaluate(c->m, p, why);
 }
 
 static void record(cons *c) {

@@ -605,3 +605,33 @@ int64_t rt_gpu_plan_main_threads(const rt_gpu_plan *pl, int32_t main_stmt) {
             return pl->phases[i].threads;
     return 0;
 }
+
+double rt_gpu_plan_main_inflight_bytes(const rt_gpu_plan *pl, int32_t main_stmt, int32_t elem_bytes,
+                                       bool reduces) {
+    const rt_gpu_phase_plan *ph = NULL;
+    for (int32_t i = 0; pl && i < pl->n_phases && !ph; i++)
+        if (pl->phases[i].from_prog && pl->phases[i].tstmt == main_stmt)
+            ph = &pl->phases[i];
+    if (!ph)
+        return 0;
+    double eb = elem_bytes > 0 ? (double)elem_bytes : 4.0;
+    if (ph->mode == RT_GPU_STAGED) { // the staged tiles of one reduction step, loaded at once
+        double elems = 0;
+        for (int32_t i = 0; i < ph->n_stage; i++)
+            elems += (double)ph->stage[i].elems;
+        return elems * eb;
+    }
+    double per_thread = 1;
+    if (ph->mode == RT_GPU_REGTILE) { // one reduction step of the register tile: a row per dim
+        per_thread = 0;
+        for (int32_t d = 0; d < ph->n_dims; d++)
+            per_thread += (double)(ph->dims[d].R > 0 ? ph->dims[d].R : 1);
+    } else if (ph->mode == RT_GPU_DIRECT) {
+        // The unrolled tile's loads; a loop over a reduction (softmax's rows, a mean) keeps
+        // about 4 loads in flight, as far as the compiler unrolls a loop of unknown trip count.
+        per_thread = (double)(ph->unroll && ph->Rtot > 0 ? ph->Rtot : 1);
+        if (reduces)
+            per_thread *= 4;
+    }
+    return (double)ph->threads * per_thread * eb;
+}
