@@ -1,14 +1,18 @@
 // dialect-hip.c: the HIP constructs of the GPU emitter (emit-gpu.c prints every kernel; this
 // table only says how HIP spells them). HIP accepts CUDA's spelling of kernels, indices and
 // barriers; what differs is the helper qualifier and the infinity builtin of clang. Sources are
-// compiled in-process by hipRTC (hal-hip.c) for the device's gfx architecture.
+// compiled in-process by hipRTC (hal-hip.c) for the device's gfx architecture, which predefines the
+// kernel language and __HIPCC_RTC__ without any header; hipcc (`hipcc --genco`) does neither, so
+// the prelude includes the header everywhere but under hipRTC.
 #include "gpu.h"
 
 // clang-format off
 const rt_gpu_dialect rt_gpu_dialect_hip = {
     .target            = "hip",
     .ext               = "hip.cpp",
-    .prelude           = "",
+    .prelude           = "#if !defined(__HIPCC_RTC__)\n"
+                         "#include <hip/hip_runtime.h>\n"
+                         "#endif\n",
     .kernel_qual       = "extern \"C\" __global__",
     .bounds_fmt        = "__launch_bounds__(%d)",
     .bounds_after_void = true,

@@ -3,8 +3,9 @@
 // and reads registers, spills, shared memory and barriers from the ptxas -v report in the log.
 // NVRTC is opened with dlopen at the first CUDA compile, and the driver with
 // dlopen("libcuda.so.1") when kernels run — neither is linked. hal-gpu.c gets the driver calls
-// (rt_gpu_driver_ops) with which it loads, launches and times kernels (cuEvents). Without the
-// driver or a GPU it reports "no GPU".
+// (rt_gpu_driver_ops) with which it loads, launches and times kernels: with CUPTI's kernel
+// records (hal-cupti.c) where CUPTI works, else with cuEvents. Without the driver or a GPU it
+// reports "no GPU".
 // Built when CMake finds the CUDA toolkit's NVRTC (RT_WITH_CUDA: its headers and the soname to
 // open); otherwise every entry point reports "not built with CUDA".
 #include "hal-gpu-impl.h"
@@ -657,7 +658,7 @@ static rt_status rt_cuda_check_arch(rt_gpu_runtime *rt, rt_cuda_rt *c, rt_err *e
 static rt_status rt_gpu_cuda_open(rt_gpu_runtime *rt, rt_err *err) {
     rt_cuda_rt *c;
     RT_ALLOC(rt->arena, c, 1, err);
-    c->drv = (rt_gpu_driver){.ops = &rt_cuda_driver_ops, .ctx = c};
+    c->drv = (rt_gpu_driver){.ops = &rt_cuda_driver_ops, .ctx = c, .timer = rt_cupti_timer()};
     const char *lib = rt_cuda_lib_name();
     c->lib = dlopen(lib, RTLD_NOW | RTLD_LOCAL);
     if (!c->lib) {

@@ -10,6 +10,7 @@
 
 #include <errno.h>
 #include <pthread.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -653,12 +654,55 @@ static int rt_gpu_driver_time_wall(const rt_gpu_driver_ops *ops, void *ctx, void
     return r;
 }
 
+// The timed repetitions on the driver's kernel timer: the warm-up is waited for, then the reps
+// rounds are launched while the timer records, each waited for (as each event-timed one is: the
+// wall clock around a timing keeps its meaning, which rtcalib's launch probe reads); a sample is
+// a round's span on the device, from the start of its first kernel to the end of its last. Returns
+// 0; or -1 with *drv_r the driver's result when a launch or wait failed (a failure of the
+// kernels, reported as such); or -1 with *drv_r 0 and why filled when the timer failed (then the
+// caller times with events).
+static int rt_gpu_driver_time_kernels(const rt_gpu_driver *d, void *const *fns, rt_gpu_exec *x,
+                                      void **params, int *drv_r, char *why, size_t why_size) {
+    const rt_gpu_driver_ops *ops = d->ops;
+    const rt_gpu_kernel_timer *t = d->timer;
+    if ((*drv_r = ops->sync(d->ctx)) != 0)
+        return -1;
+    int64_t ns = x->n_steps, n = (int64_t)x->reps * ns;
+    uint64_t *start = calloc((size_t)n, sizeof *start), *end = calloc((size_t)n, sizeof *end);
+    const char **syms = calloc((size_t)n, sizeof *syms);
+    int tr = 1;
+    if (!start || !end || !syms)
+        snprintf(why, why_size, "out of memory for %lld kernel records", (long long)n);
+    else
+        tr = t->begin(why, why_size);
+    if (tr == 0) {
+        int r = 0;
+        for (int32_t i = 0; r == 0 && i < x->reps; i++)
+            if ((r = rt_gpu_driver_round(ops, d->ctx, fns, x, params)) == 0)
+                r = ops->sync(d->ctx);
+        for (int64_t k = 0; k < n; k++) {
+            const rt_gpu_binary *bin = x->steps[k % ns].bin;
+            syms[k] = bin->symbol ? bin->symbol : bin->kernel_name;
+        }
+        tr = t->end(syms, r == 0 ? n : 0, start, end, why, why_size);
+        *drv_r = r;
+    }
+    for (int32_t i = 0; tr == 0 && *drv_r == 0 && i < x->reps; i++)
+        x->samples_ns[i] = (double)(end[(int64_t)i * ns + ns - 1] - start[(int64_t)i * ns]);
+    free(start);
+    free(end);
+    free(syms);
+    return tr == 0 && *drv_r == 0 ? 0 : -1;
+}
+
 // The launches, with the device buffers in place: reps == 0, one round (every step once) and a
-// synchronize; otherwise warmup untimed rounds, then reps rounds each between two event records
-// (the wall clock around round + sync where the driver has no events), whose elapsed time is
-// the sample. The events are destroyed on every path.
-static rt_status rt_gpu_driver_launch_all(rt_gpu_driver *d, void *const *fns, rt_gpu_exec *x,
-                                          void **params, rt_err *err) {
+// synchronize; otherwise warmup untimed rounds, then reps rounds timed by the driver's kernel
+// timer (rt_gpu_driver_time_kernels) where it has one that works, else each between two event
+// records (the wall clock around round + sync where the driver has no events), whose elapsed
+// time is the sample. A kernel timer that fails is dropped for the driver's life, the reason
+// noted in the events' method (text in a). The events are destroyed on every path.
+static rt_status rt_gpu_driver_launch_all(rt_arena *a, rt_gpu_driver *d, void *const *fns,
+                                          rt_gpu_exec *x, void **params, rt_err *err) {
     const rt_gpu_driver_ops *ops = d->ops;
     void *ctx = d->ctx;
     int r;
@@ -671,13 +715,28 @@ static rt_status rt_gpu_driver_launch_all(rt_gpu_driver *d, void *const *fns, rt
             return rt_gpu_driver_fail(ops, ctx, ops->sync_call, r, err);
         return RT_OK;
     }
+    if (d->timer) {
+        char why[512] = "";
+        if (rt_gpu_driver_time_kernels(d, fns, x, params, &r, why, sizeof why) == 0) {
+            x->method = d->timer->method;
+            return RT_OK;
+        }
+        if (r != 0)
+            return rt_gpu_driver_fail(ops, ctx, ops->timed_calls, r, err);
+        const char *m =
+            rt_arena_printf(a, "%s (%s not used: %s)", ops->event_timer, d->timer->name, why);
+        if (!m)
+            return rt_fail(err, RT_ERR_NOMEM, RT_NOLOC, "out of memory");
+        d->event_method = m;
+        d->timer = NULL;
+    }
     if (!ops->event_create) {
         x->method = RT_GPU_TIMED_WALL;
         if ((r = rt_gpu_driver_time_wall(ops, ctx, fns, x, params)) != 0)
             return rt_gpu_driver_fail(ops, ctx, ops->timed_calls, r, err);
         return RT_OK;
     }
-    x->method = ops->event_timer;
+    x->method = d->event_method ? d->event_method : ops->event_timer;
     void *ev[2] = {NULL, NULL};
     r = 0;
     for (int k = 0; k < 2 && r == 0; k++) {
@@ -786,7 +845,7 @@ rt_status rt_gpu_driver_exec(rt_gpu_runtime *rt, rt_gpu_exec *x, rt_err *err) {
             st = rt_gpu_driver_fail(ops, ctx, ops->upload_calls, r, err);
     }
     if (st == RT_OK)
-        st = rt_gpu_driver_launch_all(d, fns, x, params, err);
+        st = rt_gpu_driver_launch_all(rt->arena, d, fns, x, params, err);
     for (int32_t i = 0; st == RT_OK && x->reps == 0 && i < n; i++) {
         const rt_gpu_arg *g = &x->args[i];
         if (g->kind != RT_GPU_ARG_BUFFER || !g->copy_out)

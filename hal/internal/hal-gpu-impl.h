@@ -96,6 +96,26 @@ typedef struct rt_gpu_driver_ops {
     const char *(*error_string)(void *ctx, int result); // NULL (op or result): none
 } rt_gpu_driver_ops;
 
+// A timer of kernels from the device's own record of each kernel it executed (CUPTI's activity
+// API on cuda: hal-cupti.c), which times a driver's repetitions in place of events where the
+// backend offers one. Both ops return 0, or nonzero with the reason in why; hal-gpu.c then times
+// with events and notes the reason in rt_gpu_timing.method.
+typedef struct rt_gpu_kernel_timer {
+    const char *name;   // "CUPTI": in the note of a fallback
+    const char *method; // rt_gpu_timing.method of its samples
+    // Starts recording every kernel executed from now on (opens the library at first use).
+    int (*begin)(char *why, size_t why_size);
+    // Called once after every begin that returned 0, when the launches since were waited for:
+    // stops recording and gives the start and end on the device (ns) of the n kernels launched
+    // since begin, in launch order, each checked to be symbols[i]. n == 0 only stops (after a
+    // failed launch).
+    int (*end)(const char *const *symbols, int64_t n, uint64_t *start_ns, uint64_t *end_ns,
+               char *why, size_t why_size);
+} rt_gpu_kernel_timer;
+
+// CUPTI's kernel timer (hal-cupti.c); NULL when rtgen was built without CUPTI.
+const rt_gpu_kernel_timer *rt_cupti_timer(void);
+
 typedef struct rt_gpu_module rt_gpu_module;
 
 // A launch-style driver as rt_gpu_runtime holds it, embedded in the backend's state.
@@ -103,6 +123,10 @@ typedef struct rt_gpu_driver {
     const rt_gpu_driver_ops *ops;
     void *ctx;
     rt_gpu_module *modules; // loaded binaries, newest first (arena-owned nodes)
+    // The kernel timer of the repetitions; NULL: events (or the wall clock). A timer that fails
+    // once is dropped for the driver's life, and event_method says why (arena text).
+    const rt_gpu_kernel_timer *timer;
+    const char *event_method; // NULL: ops->event_timer
 } rt_gpu_driver;
 
 // Unloads every module of d (the backend's close, with its context current).

@@ -59,6 +59,9 @@ typedef struct fake {
     int n_launch_ns;
     unsigned grid[3], block[3], smem_bytes; // of the last launch
     int64_t smem_allowed;                   // the last set_dyn_smem request
+    // Called per launch with the kernel's name and the device clock around it (a profiler's
+    // view of the kernel, e.g. a fake CUPTI); NULL: none.
+    void (*ran)(const char *name, double start_ns, double end_ns);
 } fake;
 
 static int fake_call(void *ctx, fake_op op) {
@@ -155,6 +158,7 @@ static int fake_launch(void *ctx, void *fn, const unsigned grid[3], const unsign
     memcpy(f->block, block, sizeof f->block);
     f->smem_bytes = dyn_smem_bytes;
     const fake_kernel *kn = fn;
+    double start_ns = f->clock_ns;
     if (kn->ns > 0.0)
         f->clock_ns += kn->ns;
     else
@@ -164,6 +168,8 @@ static int fake_launch(void *ctx, void *fn, const unsigned grid[3], const unsign
         nanosleep(&ts, NULL);
     }
     kn->run(params, grid, block);
+    if (f->ran)
+        f->ran(kn->name, start_ns, f->clock_ns);
     return 0;
 }
 
