@@ -647,8 +647,7 @@ double rt_vcheck_out_points(const rt_vcheck *vc) {
 
 bool rt_vcheck_preferred(const rt_vcheck *vc, double limit_points) {
     double limit = limit_points > 0 ? limit_points : (double)(1 << 22);
-    return vc && vc->interp_points > limit &&
-           4 * (vc->ref_points + 4 * vc->out_points) <= vc->interp_points;
+    return vc && vc->interp_points > limit && vc->ref_points + vc->out_points <= vc->interp_points;
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -982,8 +981,10 @@ void rt_vcheck_explain(const rt_vcheck *vc, const rt_vcheck_result *r, char *buf
                  name, (long long)r->unreached_bad, r->unreached_value, r->unreached_want);
     else if (r->n_nonfinite > 0)
         snprintf(buf, size,
-                 "%s t is not finite in %lld rows (first worst: row %lld, random vector %d)", name,
-                 (long long)r->n_nonfinite, (long long)r->worst_row, (int)r->worst_vector + 1);
+                 "%s t differs from alpha A (B t): not finite in %lld rows (row %lld for random "
+                 "vector %d; a NaN, or an element never written)",
+                 name, (long long)r->n_nonfinite, (long long)r->worst_row,
+                 (int)r->worst_vector + 1);
     else
         snprintf(buf, size,
                  "%s t differs from alpha A (B t) by %.3g at row %lld for random vector %d "

@@ -52,7 +52,8 @@ double rt_vcheck_interp_points(const rt_vcheck *vc);
 double rt_vcheck_ref_points(const rt_vcheck *vc);
 double rt_vcheck_out_points(const rt_vcheck *vc);
 // Whether the vector check is the one to run: the interpreter would take more than limit
-// points (0: 1 << 22) and the vector check, its reference and four outputs, at most a quarter.
+// points (0: 1 << 22) and the vector check, its reference and one output, no more (a point of
+// the interpreter's tree walk costs ten or more of the check's strided loops).
 bool rt_vcheck_preferred(const rt_vcheck *vc, double limit_points);
 
 // alpha A (B t) (+ C0 t) per row for both vectors, from b's data as it is now: the untouched
