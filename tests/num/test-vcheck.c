@@ -158,6 +158,14 @@ static const vc_case cases[] = {
      .lengths = "len",
      .lens = {3, 0, 1, 5},
      .n_lens = 4},
+    {.name = "ragged, output transposed (S(b, j, i)), lengths 4 0 1 3",
+     .spec = "size B = 4\nsize D = 3\n"
+             "def f(int32(B) len, float(b:B, len(b), D) Q, float(b:B, len(b), D) K) -> "
+             "(float(b:B, len(b), len(b)) S) {\n"
+             "  S(b, j, i) +=! Q(b, i, d) * K(b, j, d) }",
+     .lengths = "len",
+     .lens = {4, 0, 1, 3},
+     .n_lens = 4},
     {.name = "ragged M (proj), lengths 2 0 5",
      .spec = "size B = 3\n"
              "def f(int32(B) len, float(b:B, len(b), 7) X, float(7, 3) W) -> (Y) {\n"
@@ -256,6 +264,34 @@ static void unreached(void) {
     RT_EXPECT(strstr(line, "C[1] is nan where the statement writes nothing") != NULL);
 }
 
+// An error pattern the first vector cannot see (C(0,0) and C(0,1) moved along (t1, -t0) of the
+// first vector): the second vector sees it.
+static void blind(void) {
+    rt_op *op =
+        parse("size M = 7\nsize N = 5\nsize K = 11\n"
+              "def f(float(M, K) A, float(K, N) B) -> (C) { C(m, n) +=! A(m, k) * B(k, n) }");
+    rt_err err = {0};
+    rt_bindings *b = NULL;
+    RT_EXPECT_EQ(rt_bindings_new(arena, op, 5, &b, &err), RT_OK);
+    rt_vcheck *vc = NULL;
+    const char *why = NULL;
+    RT_EXPECT_EQ(rt_vcheck_plan(arena, op, b, &vc, &why, &err), RT_OK);
+    if (!vc)
+        return;
+    RT_EXPECT_EQ(rt_vcheck_reference(vc, &err), RT_OK);
+    RT_EXPECT_EQ(rt_interp_run(op, b, &err), RT_OK);
+    double c[35], t[2];
+    memcpy(c, b->tensors[op->outputs[0]].data, sizeof c);
+    rt_vcheck_vector(0, 0, 2, t);
+    c[0] += 3 * t[1];
+    c[1] -= 3 * t[0];
+    rt_vcheck_result r;
+    RT_EXPECT_EQ(rt_vcheck_output(vc, c, RT_DTYPE_F64, &r, &err), RT_OK);
+    RT_EXPECT(!r.accepted);
+    RT_EXPECT_EQ(r.worst_vector, 1);
+    RT_EXPECT_EQ(r.worst_row, 0);
+}
+
 static void not_covered(const char *spec, const char *want) {
     rt_op *op = parse(spec);
     const char *why = NULL;
@@ -293,6 +329,7 @@ int main(void) {
         run_case(&cases[i]);
     zero_k();
     unreached();
+    blind();
     choice();
     not_covered("size M = 4\n"
                 "def f(float(M, 8) X, float(8, 4) W, float(4) bias) -> (Y) {\n"
