@@ -1,8 +1,9 @@
 // gpu-profile.c: the run layer's GPU candidates on a live device (a GPU, or OpenCL on PoCL).
 // Check first: each candidate runs once, all phases in order on device-resident buffers, on the
 // seeded data of the bindings, with the buffers it writes poisoned, and every output is compared
-// with the reference interpreter through the one acceptance rule (rt_compare_accept) while every
-// buffer it only reads must come back unchanged. Then time: each candidate that passed is timed
+// with the reference interpreter through the one acceptance rule (rt_compare_accept) -- or, for a
+// contraction too large to interpret quickly, checked with two random vectors against
+// alpha A (B t) (src/ref/vcheck.h) -- while every buffer it only reads must come back unchanged. Then time: each candidate that passed is timed
 // alone (rt_gpu_time_steps: warm-up, repetitions, device events), and the winner is the lowest
 // kernel median among them. The checked run's wall time (uploads, read-back, first-use builds)
 // is reported, never ranked.
@@ -37,11 +38,37 @@ static double rt_gp_now_ns(void) {
 // The reference
 // ---------------------------------------------------------------------------------------------
 
-// Runs the interpreter on b and keeps its outputs; every tensor it writes (outputs,
-// temporaries) is put back as it was, so that b's start values serve every candidate.
+// The random-vector check's reference when op is a contraction the interpreter would take
+// long on (vcheck.h): ref->vc set; else ref->vc stays NULL. An input that is not finite leaves
+// it to the interpreter.
+static rt_status rt_gp_vector_reference(rt_arena *a, const rt_op *op, rt_bindings *b,
+                                        rt_gp_ref *ref, rt_err *err) {
+    rt_vcheck *vc = NULL;
+    const char *why = NULL;
+    RT_TRY(rt_vcheck_plan(a, op, b, &vc, &why, err));
+    if (!rt_vcheck_preferred(vc, 0))
+        return RT_OK;
+    rt_err vc_err;
+    rt_err_clear(&vc_err);
+    rt_status st = rt_vcheck_reference(vc, &vc_err);
+    if (st == RT_OK)
+        ref->vc = vc;
+    else if (st != RT_ERR_BACKEND) {
+        *err = vc_err;
+        return st;
+    }
+    return RT_OK;
+}
+
+// The reference: the random-vector check's for a large contraction, else the interpreter run
+// on b with its outputs kept; every tensor it writes (outputs, temporaries) is put back as it
+// was, so that b's start values serve every candidate.
 static rt_status rt_gp_reference(rt_arena *a, const rt_op *op, rt_bindings *b, rt_gp_ref *ref,
                                  rt_err *err) {
     RT_TRY(rt_bindings_prepare(b, err));
+    RT_TRY(rt_gp_vector_reference(a, op, b, ref, err));
+    if (ref->vc)
+        return RT_OK;
     double **saved;
     RT_ALLOC(a, saved, op->n_tensors, err);
     RT_ALLOC(a, ref->out, op->n_outputs, err);
@@ -276,6 +303,35 @@ static const char *rt_gp_wrong_output(rt_arena *a, const rt_op *op, int32_t o,
                            name, r->nmse, tol->nmse_tol, r->max_abs_err, (long long)w);
 }
 
+// Output o (read back into got) against the random-vector check's reference; *ok false and the
+// reason (when none yet) when rejected.
+static rt_status rt_gp_check_vector(rt_arena *a, const rt_op *op, int32_t o, const double *got,
+                                    int64_t n, const rt_gp_ref *ref, rt_gpu_check *out, bool *ok,
+                                    rt_err *err) {
+    rt_vcheck_result r;
+    if (op->n_outputs != 1)
+        return rt_fail(err, RT_ERR_BACKEND, RT_NOLOC,
+                       "the random-vector check covers one output, not %d", (int)op->n_outputs);
+    RT_TRY(rt_vcheck_output(ref->vc, got, RT_DTYPE_F64, &r, err));
+    rt_compare_begin(&out->cmp[o]);
+    out->cmp[o].n_elems = n;
+    out->cmp[o].max_abs_err = r.max_abs_err;
+    out->cmp[o].max_rel_err = r.max_rel_err;
+    out->cmp[o].nmse = r.nmse;
+    out->cmp[o].n_nonfinite = r.n_nonfinite;
+    out->max_rel_err = fmax(out->max_rel_err, r.max_rel_err);
+    out->nmse = fmax(out->nmse, r.nmse);
+    if (r.accepted)
+        return RT_OK;
+    if (*ok) {
+        char line[400];
+        rt_vcheck_explain(ref->vc, &r, line, sizeof line);
+        out->reason = rt_arena_printf(a, "output '%s': %s", op->tensors[op->outputs[o]].name, line);
+    }
+    *ok = false;
+    return RT_OK;
+}
+
 // The check of one candidate against ref, with its launch left in L for timing.
 static rt_status rt_gp_check(rt_arena *a, rt_gpu_runtime *rt, const rt_gpu_candidate *c,
                              rt_gpu_binary **bins, rt_bindings *b, const rt_gp_ref *ref,
@@ -295,6 +351,8 @@ static rt_status rt_gp_check(rt_arena *a, rt_gpu_runtime *rt, const rt_gpu_candi
             break;
         }
     out->n_outputs = op->n_outputs;
+    out->check = ref->vc ? "random-vector" : "interpreter";
+    double t_check = rt_gp_now_ns();
     RT_ALLOC(a, out->cmp, op->n_outputs, err);
     // The first failure found is the reason: a changed input, then outputs in order.
     bool ok = !rt_gp_changed_input(a, k, b, L, &out->reason);
@@ -312,6 +370,11 @@ static rt_status rt_gp_check(rt_arena *a, rt_gpu_runtime *rt, const rt_gpu_candi
             ok = false;
             continue;
         }
+        if (ref->vc) {
+            RT_TRY(rt_gp_check_vector(a, op, o, L->host[bi], rt_tensor_elems(b, t), ref, out, &ok,
+                                      err));
+            continue;
+        }
         rt_compare_data(ref->out[o], L->host[bi], rt_tensor_elems(b, t), &out->cmp[o]);
         if (!rt_compare_accept(&out->cmp[o], op->tensors[t].dtype)) {
             if (ok)
@@ -322,6 +385,7 @@ static rt_status rt_gp_check(rt_arena *a, rt_gpu_runtime *rt, const rt_gpu_candi
         out->nmse = fmax(out->nmse, out->cmp[o].nmse);
     }
     out->accepted = ok;
+    out->check_ns = rt_gp_now_ns() - t_check;
     if (!ok && !out->reason)
         return rt_fail(err, RT_ERR_NOMEM, RT_NOLOC, "out of memory");
     return RT_OK;

@@ -10,7 +10,8 @@
 #include <string.h>
 
 // Reference checks of GPU-structured kernels run the interpreter on the full operator: above
-// this many iteration points they are skipped (shrink the op with --set to check it).
+// this many iteration points they are skipped (shrink the op with --set to check it), unless
+// the op is a contraction the random-vector check covers (src/ref/vcheck.h).
 #define RT_GPU_CHECK_MAX_POINTS (1 << 26)
 
 // The GPU backend's steps of one loop: compile (or emit), then prepare decides whether anything
@@ -65,7 +66,9 @@ static rt_status rt_gr_prepare(void *ctx, bool *measure, rt_err *err) {
         g->not_profiled = rt_arena_strdup(a, open_err.msg);
         return RT_OK;
     }
-    if (res->model && res->model->real_points > (double)RT_GPU_CHECK_MAX_POINTS) {
+    const char *not_covered = NULL;
+    if (res->model && res->model->real_points > (double)RT_GPU_CHECK_MAX_POINTS &&
+        (!L->opt->b || !rt_vcheck_covers(L->opt->b->op, &not_covered))) {
         g->not_profiled = rt_arena_printf(
             a,
             "%.3g iteration points exceed the reference check's limit of %d; shrink the op "
@@ -168,6 +171,8 @@ void *rt_gpu_report_to_json(const rt_gpu_report *g, const rt_perf_result *res) {
         const rt_gpu_result *r = g->res ? &g->res[i] : NULL;
         if (r && r->checked) { // the checked run's wall time: reported, never ranked
             json_object_set_new(j, "checked_run_ns", json_real(r->check.checked_run_ns));
+            json_object_set_new(j, "check", json_string(r->check.check));
+            json_object_set_new(j, "check_ns", json_real(r->check.check_ns));
             json_object_set_new(j, "max_rel_err", json_real(r->check.max_rel_err));
             json_object_set_new(j, "nmse", json_real(r->check.nmse));
         }
@@ -186,16 +191,18 @@ void *rt_gpu_report_to_json(const rt_gpu_report *g, const rt_perf_result *res) {
 // The table: kernel min/median (the kernel alone, what ranks), the checked run (upload, launch,
 // read-back; not ranked), then each failed candidate's reason and how the kernels were timed.
 void rt_gpu_report_print(const rt_gpu_report *g, const rt_perf_result *res, rt_buf *out) {
-    rt_buf_linef(out, 0, "rank %-16s %5s %7s %10s %6s %12s %12s %12s %12s %10s", "status", "regs",
-                 "spill_B", "smem_B", "occ", "predicted_us", "kernel_min_us", "kernel_med_us",
-                 "check_us", "max_rel");
+    rt_buf_linef(out, 0, "rank %-16s %5s %7s %10s %6s %12s %12s %12s %12s %12s %10s", "status",
+                 "regs", "spill_B", "smem_B", "occ", "predicted_us", "kernel_min_us",
+                 "kernel_med_us", "run_us", "check_us", "max_rel");
     const rt_gpu_timing *timed = NULL;
     for (int32_t i = 0; i < g->n; i++) {
         const rt_gpu_candidate *c = &g->cands[i];
         const rt_gpu_result *r = g->res ? &g->res[i] : NULL;
-        char kmin[32] = "-", kmed[32] = "-", run[32] = "-", rel[32] = "-";
+        char kmin[32] = "-", kmed[32] = "-", run[32] = "-", chk[32] = "-", rel[32] = "-";
         if (r && r->checked) {
             snprintf(run, sizeof run, "%.2f", r->check.checked_run_ns / 1e3);
+            snprintf(chk, sizeof chk, "%.2f%s", r->check.check_ns / 1e3,
+                     r->check.check && strcmp(r->check.check, "random-vector") == 0 ? "v" : "");
             snprintf(rel, sizeof rel, "%.2e", r->check.max_rel_err);
         }
         if (r && r->status == RT_GPU_CAND_OK) {
@@ -204,10 +211,10 @@ void rt_gpu_report_print(const rt_gpu_report *g, const rt_perf_result *res, rt_b
             if (!timed || i == g->winner)
                 timed = &r->timing;
         }
-        rt_buf_linef(out, 0, "%4d %-16s %5d %7lld %10lld %6.2f %12.2f %12s %12s %12s %10s%s",
+        rt_buf_linef(out, 0, "%4d %-16s %5d %7lld %10lld %6.2f %12.2f %12s %12s %12s %12s %10s%s",
                      (int)c->rank, g->status[i], (int)c->regs, (long long)c->spill_bytes,
                      (long long)c->smem_bytes, c->occupancy, res->cands[i].predicted_ns / 1e3, kmin,
-                     kmed, run, rel, i == g->winner ? "  <- winner" : "");
+                     kmed, run, chk, rel, i == g->winner ? "  <- winner" : "");
     }
     for (int32_t i = 0; i < g->n; i++)
         if (g->reason[i])
@@ -216,8 +223,9 @@ void rt_gpu_report_print(const rt_gpu_report *g, const rt_perf_result *res, rt_b
     if (timed)
         rt_buf_linef(out, 0,
                      "timing: kernel_*_us are all phases on device-resident buffers, %d "
-                     "launches after %d warm-up, timed with %s; check_us is one checked run "
-                     "with upload and read-back, not ranked",
+                     "launches after %d warm-up, timed with %s; run_us is one checked run "
+                     "with upload and read-back, check_us the check of its buffers (v: two "
+                     "random vectors, else the interpreter's outputs), neither ranked",
                      (int)timed->reps, (int)timed->warmup, timed->method);
     if (g->n > 0 && g->cands[0].note)
         rt_buf_linef(out, 0, "note: %s", g->cands[0].note);

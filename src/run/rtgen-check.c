@@ -6,13 +6,13 @@
 // never writes cannot pass. After the run every input buffer must still hold the bound values
 // (a kernel that writes into an input is wrong even when its output is right), and then either
 // every output is compared with the reference (interpreter or naive kernel) by the one
-// acceptance rule (rt_compare_accept), or, for one large contraction, C t is compared with
+// acceptance rule (rt_compare_accept), or, for a large contraction, C t is compared with
 // alpha A (B t) (+ C0 t) for two independent random vectors t, from the bound inputs rather
-// than the buffers the kernel ran on (BLIS's test_gemm does one vector; one alone misses an
-// error pattern orthogonal to it). Top layer, beside rtgen.c.
+// than the buffers the kernel ran on (src/ref/vcheck.h, the same check as the GPU's; BLIS's
+// test_gemm does one vector, and one alone misses an error pattern orthogonal to it). Top
+// layer, beside rtgen.c.
 #include "rtgen-int.h"
 #include "compare.h"
-#include "rng.h"
 
 #include <math.h>
 #include <signal.h>
@@ -29,9 +29,6 @@ static const char *const rt_cpu_fault_names[RT_CPU_FAULT_COUNT] = {
 // clang-format on
 _Static_assert(sizeof rt_cpu_fault_names / sizeof *rt_cpu_fault_names == RT_CPU_FAULT_COUNT,
                "ORDER RT_CPU_FAULT");
-
-// Seeds of the random-vector check's two vectors (independent splitmix64 streams).
-static const uint64_t rt_cpu_vec_seeds[2] = {12345, 0x5eed0f7e57ull};
 
 bool rt_cpu_fault_from_name(const char *name, rt_cpu_fault *out) {
     for (int32_t f = 0; f < RT_CPU_FAULT_COUNT; f++) {
@@ -205,89 +202,42 @@ static bool rt_cpu_check_output(const rt_op *op, const rt_kir_kernel *k, const r
     return false;
 }
 
-// A random vector of n entries uniform in [-1, 1) from seed.
-static void rt_cpu_check_vector(uint64_t seed, int64_t n, double *t) {
-    rt_rng r;
-    rt_rng_seed(&r, seed);
-    for (int64_t i = 0; i < n; i++)
-        t[i] = rt_rng_uniform(&r) * 2 - 1;
-}
-
-// The random-vector check of a contraction: C t against alpha A (B t) (+ C0 t for '+='), for
-// each of two independent vectors, A and B read from b (what the kernel was given, not what
-// its buffers hold after the run).
-static bool rt_cpu_check_gemm(const rt_op *op, const rt_kir_kernel *k, const rt_cpu_data *d,
-                              const rt_bindings *b, rt_cpu_shared *sh) {
-    const rt_kir_contraction *g = &k->gemm;
-    int32_t bc = rt_cpu_buf_of(k, g->tc);
-    const double *A = b->tensors[g->ta].data, *B = b->tensors[g->tb].data;
-    if (bc < 0 || !A || !B || op->n_outputs != 1 || op->outputs[0] != g->tc) {
+// The random-vector check of a contraction (vcheck.h) on the kernel's output buffer, its
+// reference computed from b's untouched inputs before any candidate ran.
+static bool rt_cpu_check_vectors(const rt_op *op, const rt_kir_kernel *k, const rt_cpu_data *d,
+                                 rt_cpu_shared *sh) {
+    int32_t t = op->n_outputs == 1 ? op->outputs[0] : -1;
+    int32_t i = t >= 0 ? rt_cpu_buf_of(k, t) : -1;
+    if (i < 0 || !d->vc || k->bufs[i].type == RT_KIR_I32) {
         rt_cpu_why(sh->why, sizeof sh->why,
                    "the random-vector check does not cover this kernel's outputs");
         return false;
     }
-    const rt_kir_buf *bf = &k->bufs[bc];
-    const void *C = d->args[bc], *C0 = g->accumulate ? d->init[bc] : NULL;
-    double *t = malloc((size_t)rt_at_least_one((size_t)g->N) * sizeof *t);
-    double *z = malloc((size_t)rt_at_least_one((size_t)g->K) * sizeof *z);
-    if (!t || !z) {
-        free(t);
-        free(z);
-        rt_cpu_why(sh->why, sizeof sh->why, "out of memory for the random-vector check");
+    rt_vcheck_result r;
+    rt_err err;
+    rt_err_clear(&err);
+    if (rt_vcheck_output(d->vc, d->args[i],
+                         k->bufs[i].type == RT_KIR_F32 ? RT_DTYPE_F32 : RT_DTYPE_F64, &r,
+                         &err) != RT_OK) {
+        rt_cpu_why(sh->why, sizeof sh->why, "%s", err.msg);
         return false;
     }
-    const char *name = op->tensors[g->tc].name;
-    double vec_tol = rt_tolerance_of(op->tensors[g->tc].dtype)->vec_tol;
-    bool ok = true;
-    for (int32_t v = 0; v < 2; v++) {
-        rt_cpu_check_vector(rt_cpu_vec_seeds[v], g->N, t);
-        for (int64_t q = 0; q < g->K; q++) {
-            double s = 0;
-            for (int64_t n = 0; n < g->N; n++)
-                s += B[q * g->bk + n * g->bn] * t[n];
-            z[q] = s;
-        }
-        double max_err = 0, max_ref = 0;
-        int64_t worst = 0;
-        for (int64_t m = 0; m < g->M; m++) {
-            double y = 0, w = 0, c0 = 0;
-            for (int64_t n = 0; n < g->N; n++) {
-                y += rt_cpu_buf_get(bf, C, m * g->cm + n) * t[n];
-                if (C0)
-                    c0 += rt_cpu_buf_get(bf, C0, m * g->cm + n) * t[n];
-            }
-            for (int64_t q = 0; q < g->K; q++)
-                w += A[m * g->am + q * g->ak] * z[q];
-            w = g->alpha * w + c0;
-            double err = isfinite(y) ? fabs(y - w) : (double)INFINITY;
-            if (err > max_err) {
-                max_err = err;
-                worst = m;
-            }
-            max_ref = fmax(max_ref, fabs(w));
-        }
-        double allowed = vec_tol * fmax(1.0, max_ref);
-        sh->max_abs_err = fmax(sh->max_abs_err, max_err);
-        sh->max_rel_err = fmax(sh->max_rel_err, max_err / fmax(max_ref, RT_COMPARE_REL_FLOOR));
-        if (!(max_err <= allowed)) {
-            rt_cpu_why(sh->why, sizeof sh->why,
-                       "%s t differs from alpha A (B t) by %.3g at row %lld for random vector %d "
-                       "(allowed %.3g)",
-                       name, max_err, (long long)worst, (int)v + 1, allowed);
-            ok = false;
-        }
-    }
-    sh->nmse = 0;
-    free(t);
-    free(z);
-    return ok;
+    sh->max_abs_err = fmax(sh->max_abs_err, r.max_abs_err);
+    sh->max_rel_err = fmax(sh->max_rel_err, r.max_rel_err);
+    sh->nmse = fmax(sh->nmse, r.nmse);
+    if (r.accepted)
+        return true;
+    char line[400];
+    rt_vcheck_explain(d->vc, &r, line, sizeof line);
+    rt_cpu_why(sh->why, sizeof sh->why, "%s", line);
+    return false;
 }
 
 bool rt_cpu_check_candidate(const rt_op *op, const rt_kir_kernel *k, const rt_cpu_data *d,
                             const rt_bindings *b, rt_cpu_shared *sh) {
     bool ok = rt_cpu_check_inputs(op, k, d, b, sh->why, sizeof sh->why);
     if (strcmp(d->check, "random-vector") == 0)
-        return rt_cpu_check_gemm(op, k, d, b, sh) && ok;
+        return rt_cpu_check_vectors(op, k, d, sh) && ok;
     for (int32_t o = 0; o < op->n_outputs; o++)
         ok = rt_cpu_check_output(op, k, d, b, op->outputs[o], sh) && ok;
     return ok;
@@ -337,8 +287,8 @@ static void rt_cpu_fault_blind(const rt_kir_kernel *k, const rt_cpu_data *d, int
     if (rt_cpu_buf_elems(bf, d, o) < 2)
         return;
     double t[2] = {1, 1}, big = 1 + rt_cpu_buf_max_abs(bf, d, o);
-    if (k->gemm.valid && k->gemm.N >= 2)
-        rt_cpu_check_vector(rt_cpu_vec_seeds[0], 2, t);
+    if (d->vc)
+        rt_vcheck_vector(0, 0, 2, t);
     double s = big / fmax(fabs(t[0]), fabs(t[1]));
     rt_cpu_buf_set(bf, d->args[o], 0, rt_cpu_buf_get(bf, d->args[o], 0) + s * t[1]);
     rt_cpu_buf_set(bf, d->args[o], 1, rt_cpu_buf_get(bf, d->args[o], 1) - s * t[0]);

@@ -6,6 +6,7 @@
 #include "rtgen.h"
 #include "kir.h"
 #include "run.h"
+#include "vcheck.h"
 
 // Repetitions a candidate may time within its budget. At 64 a 70 us kernel stopped after 4.5 ms
 // of an 80 ms budget, and its median moved 10-20% between profiling runs on the 2-core VM.
@@ -27,7 +28,8 @@ typedef struct rt_cpu_shared {
     int32_t checked;
     int32_t correct;
     double max_abs_err, max_rel_err, nmse;
-    char why[512]; // what the check found, or why the child gave up (NUL-terminated)
+    double check_ns; // the check of the first run's buffers (inputs and outputs)
+    char why[512];   // what the check found, or why the child gave up (NUL-terminated)
     int32_t reps;
     double times_ns[RT_CPU_MAX_REPS];
 } rt_cpu_shared;
@@ -41,7 +43,8 @@ typedef struct rt_cpu_data {
     void **start_copy; // START buffers (b's own arrays): a copy to find them overwritten
     double **ref;      // per tensor: reference values of outputs (NULL: none)
     const char *check;
-    bool restore_each; // an op with '+=' accumulates into the caller's values
+    const rt_vcheck *vc; // check "random-vector": its reference (vcheck.h)
+    bool restore_each;   // an op with '+=' accumulates into the caller's values
 } rt_cpu_data;
 
 double rt_cpu_buf_get(const rt_kir_buf *bf, const void *p, int64_t i);
@@ -60,7 +63,7 @@ void rt_cpu_poison_bindings(const rt_op *op, rt_bindings *b);
 // d->ref the reference): every input buffer still holds b's values (and every start array its
 // copy), then every output agrees with the reference (rt_compare_accept) or, for
 // d->check == "random-vector", the contraction C t = alpha A (B t) (+ C0 t) holds for two
-// independent random vectors t computed from b's untouched inputs. Fills sh's errors and, when
+// independent random vectors t computed from b's untouched inputs (rt_vcheck_output on d->vc). Fills sh's errors and, when
 // something is wrong, sh->why. True when all hold.
 bool rt_cpu_check_candidate(const rt_op *op, const rt_kir_kernel *k, const rt_cpu_data *d,
                             const rt_bindings *b, rt_cpu_shared *sh);

@@ -2,7 +2,7 @@
 // (codegen/lower-cpu.c), emits C and LLVM IR, JIT-compiles the LLVM module (hal/hal-cpu.c),
 // then profiles: each candidate runs in a forked child that checks its output against the
 // reference (interpreter for small shapes, the random-vector check C*t ~ A*(B*t) for large
-// GEMMs, the naive loop-nest kernel otherwise; the checks are in rtgen-check.c) and times
+// contractions (src/ref/vcheck.h), the naive loop-nest kernel otherwise; the checks are in rtgen-check.c) and times
 // warm-up + repetitions up to a budget. A wrong, crashing or hanging candidate is marked with
 // its reason and can never win, nor be run by an rt_cpu_runner. These are the CPU's steps of
 // the run layer's one candidate loop (run.h: compile, prepare, measure; the loop picks). Run
@@ -307,7 +307,9 @@ static int rt_cpu_child_main(void *ctx) {
     }
     rt_cpu_fault_apply(c->fault, c->im->op, k, c->d);
     c->sh->phase = RT_CPU_PHASE_CHECK;
+    double t_check = rt_cpu_now_ns();
     bool ok = rt_cpu_check_candidate(c->im->op, k, c->d, c->b, c->sh);
+    c->sh->check_ns = rt_cpu_now_ns() - t_check;
     c->sh->checked = 1;
     c->sh->correct = ok;
     c->sh->phase = RT_CPU_PHASE_TIME;
@@ -359,16 +361,32 @@ static rt_status rt_cpu_reference(rt_cpu_impl *im, const rt_perf_result *perf, r
     double elems = 0;
     for (int32_t t = 0; t < op->n_tensors; t++)
         elems += (double)b->tensors[t].layout.elems;
-    if (rt_cpu_by_interpreter(op, perf, opt, elems)) {
+    // A contraction: the interpreter up to the limit, then the random-vector check (vcheck.h)
+    // where it is cheaper; its reference needs finite inputs, else the interpreter.
+    rt_vcheck *vc = NULL;
+    const char *not_covered = NULL;
+    RT_TRY(rt_vcheck_plan(im->a, op, b, &vc, &not_covered, err));
+    if (rt_vcheck_preferred(vc, (double)opt->interp_max_points)) {
+        rt_err vc_err;
+        rt_err_clear(&vc_err);
+        rt_status st = rt_vcheck_reference(vc, &vc_err);
+        if (st == RT_OK) {
+            d->vc = vc;
+            d->check = "random-vector";
+            return RT_OK;
+        }
+        if (st != RT_ERR_BACKEND) {
+            *err = vc_err;
+            return st;
+        }
+    }
+    double limit = opt->interp_max_points > 0 ? (double)opt->interp_max_points : (double)(1 << 22);
+    if (vc ? rt_vcheck_interp_points(vc) <= limit : rt_cpu_by_interpreter(op, perf, opt, elems)) {
         RT_TRY(rt_interp_run(op, b, err));
         for (int32_t t = 0; t < op->n_tensors; t++)
             if (op->tensors[t].role == RT_ROLE_OUTPUT)
                 d->ref[t] = b->tensors[t].data;
         d->check = "interpreter";
-        return RT_OK;
-    }
-    if (k0->gemm.valid && op->n_stmts == 1) {
-        d->check = "random-vector";
         return RT_OK;
     }
     // The naive loop nests, compiled from the same IR without tiling or packing.
@@ -546,6 +564,7 @@ static rt_status rt_cpu_profile_cand(rt_cpu_impl *im, rt_cpu_report *r, int32_t 
         opt->timeout_ms > 0 ? opt->timeout_ms : fmax(10000.0, 40e-6 * c->predicted_ns);
     RT_TRY(rt_cpu_run_isolated(rt_cpu_child_main, &ch, timeout_ms, &cs, &code, err));
     c->check = d->check;
+    c->check_ns = sh->checked ? sh->check_ns : 0.0;
     c->max_abs_err = sh->max_abs_err;
     c->max_rel_err = sh->max_rel_err;
     c->nmse = sh->nmse;
@@ -650,6 +669,7 @@ static rt_status rt_cpu_loop_measure(void *ctx, int32_t i, double best, rt_run_m
         c->status = o->status;
         c->signal = o->signal;
         c->check = o->check;
+        c->check_ns = o->check_ns;
         c->reason = o->reason;
         c->max_abs_err = o->max_abs_err;
         c->max_rel_err = o->max_rel_err;
@@ -918,6 +938,7 @@ void *rt_cpu_report_to_json(const rt_cpu_report *r) {
                 o, "peak_of_label",
                 json_string(c->compute_bound ? r->peak_gflops_label : r->peak_gbps_label));
             json_object_set_new(o, "check", json_string(c->check ? c->check : "none"));
+            json_object_set_new(o, "check_ns", json_real(c->check_ns));
             json_object_set_new(o, "max_abs_err",
                                 json_real(isfinite(c->max_abs_err) ? c->max_abs_err : -1.0));
             json_object_set_new(o, "max_rel_err",
@@ -934,15 +955,16 @@ void *rt_cpu_report_to_json(const rt_cpu_report *r) {
 }
 
 void rt_cpu_report_print(const rt_cpu_report *r, rt_buf *out) {
-    rt_buf_printf(out, "%-4s %-28s %-12s %12s %12s %10s %8s %-5s %10s\n", "rank", "kernel",
-                  "status", "predicted_us", "median_us", "GFLOP/s", "peak%", "of", "max_err");
+    rt_buf_printf(out, "%-4s %-28s %-12s %12s %12s %10s %8s %-5s %10s %10s\n", "rank", "kernel",
+                  "status", "predicted_us", "median_us", "GFLOP/s", "peak%", "of", "max_err",
+                  "check_us");
     for (int32_t i = 0; i < r->n; i++) {
         const rt_cpu_cand *c = &r->cands[i];
-        rt_buf_printf(out, "%-4d %-28s %-12s %12.2f %12.2f %10.1f %8.1f %-5s %10.2e%s\n",
+        rt_buf_printf(out, "%-4d %-28s %-12s %12.2f %12.2f %10.1f %8.1f %-5s %10.2e %10.1f%s\n",
                       (int)c->rank + 1, c->name, rt_cpu_cand_status_name(c->status),
                       c->predicted_ns * 1e-3, c->median_ns * 1e-3, c->gflops, c->peak_pct,
                       c->compute_bound ? "f32" : r->peak_gbps_level, c->max_abs_err,
-                      i == r->winner ? "  <- winner" : "");
+                      c->check_ns * 1e-3, i == r->winner ? "  <- winner" : "");
     }
     rt_buf_printf(out,
                   "peak%% of: f32 %.4g GFLOP/s (%s) for compute-bound kernels, %s %.4g GB/s%s (%s) "

@@ -98,6 +98,7 @@ typedef struct rt_cpu_cand {
     bool compute_bound;            // the kernel's rate is its FLOP/s (else its bytes/s)
     double max_abs_err, max_rel_err, nmse;
     const char *check;  // "interpreter", "random-vector", "naive-kernel", "none"
+    double check_ns;    // the check of its first run's buffers, in its profiling child
     const char *reason; // every status but ok and not profiled: what went wrong, one line
                         // (the element and error of a wrong output, a clobbered input, the
                         // signal, where a timeout struck)
@@ -112,7 +113,8 @@ typedef struct rt_cpu_report {
     bool profiled;  // candidates were run and checked (opt->profile)
     int32_t threads;
     double top1_ms;      // from the call until top-1 was JIT-compiled and callable
-    double reference_ms; // computing the reference outputs (interpreter or naive kernel)
+    double reference_ms; // computing the reference: the interpreter's or the naive kernel's
+                         // outputs, or the random-vector check's alpha A (B t)
     double total_ms;
     const char *ext;          // "c" or "ll": the primary source
     bool ran;                 // the device's code runs on this host (JIT-compiled here)

@@ -5,6 +5,7 @@
 #define RT_RUN_GPU_INT_H
 
 #include "run-gpu.h"
+#include "vcheck.h"
 
 // The compile step (gpu-cands.c): emits n candidates of r in target t into cs and, for the
 // device's own target, compiles all their phases in one batch on up to n_threads threads
@@ -21,9 +22,11 @@ typedef struct rt_gc_loop {
 } rt_gc_loop;
 rt_status rt_gc_loop_compile(void *ctx, int32_t n, int32_t n_threads, rt_err *err);
 
-// The interpreter's values of every output of op on b, computed once per set of candidates.
+// The reference, computed once per set of candidates: the interpreter's values of every output
+// of op on b, or for a large contraction the random-vector check's alpha A (B t) (vc).
 typedef struct rt_gp_ref {
-    double **out; // [op->n_outputs]
+    double **out;        // [op->n_outputs]; NULL with vc
+    const rt_vcheck *vc; // NULL: the interpreter's outputs
 } rt_gp_ref;
 
 // The check-and-time steps (gpu-profile.c): one reference from b (prepare), then each candidate

@@ -81,14 +81,19 @@ typedef struct rt_gpu_check {
     double nmse;            // max over outputs
     double checked_run_ns;  // wall time of the checked run: upload, every phase, read-back (and,
                             // on first use, loading or building the kernels): never a ranking
-    bool accepted;          // every output compared and passing rt_compare_accept, every input
-                            // unchanged
+    const char *check;      // "interpreter", or "random-vector" for a large contraction
+                            // (src/ref/vcheck.h: C t against alpha A (B t), two vectors)
+    double check_ns;        // the check of the read-back buffers (inputs and outputs)
+    bool accepted;          // every output compared and passing rt_compare_accept (or the
+                            // random-vector check), every input unchanged
     const char *reason;     // why not accepted (the first failure found); NULL when accepted
 } rt_gpu_check;
 
 // Runs candidate c (emitted for the target of dev, the device rt was opened on: CUDA, HIP or
 // OpenCL) with the data of bindings b, all phases in order on device-resident buffers, and
-// compares every output with the reference interpreter run on the same data. Before the run,
+// compares every output with the reference interpreter run on the same data -- or, for a
+// contraction whose interpreter run would pass 1 << 22 points, checks it with two random
+// vectors against alpha A (B t) computed from b (src/ref/vcheck.h). Before the run,
 // the buffers of tensors the kernel writes are poisoned (NaN; the most negative value for
 // integers) so that an element never written fails, except outputs of '+=' (RT_ASSIGN_ADD),
 // which keep their start values; after it, every buffer the kernel only reads (inputs, start

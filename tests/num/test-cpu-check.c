@@ -121,6 +121,7 @@ static void expect_ok(const rt_device *dev, const char *spec, int64_t interp_max
         RT_EXPECT_STR(p.rep->cands[i].check, check);
         RT_EXPECT_EQ(p.rep->cands[i].status, RT_CPU_CAND_OK);
         RT_EXPECT(p.rep->cands[i].reason == NULL);
+        RT_EXPECT(p.rep->cands[i].check_ns > 0); // the check's own time, reported
     }
     rt_arena_free(p.a);
 }

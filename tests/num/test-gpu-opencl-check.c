@@ -6,7 +6,9 @@
 // holds), an extra write into an input. Every output is compared: a wrong ninth output, and an
 // output left without a buffer, are failures. The unmutated candidates pass, '+=' outputs keep
 // their start values. rt_gpu_profile times with profiling events (a two-phase kernel as one
-// sequence) and marks candidates that cannot launch, are wrong or do not compile. Exit 77 when
+// sequence) and marks candidates that cannot launch, are wrong or do not compile. Contractions
+// past the interpreter's limit (a GEMM, a ragged Q K^T) are checked with two random vectors
+// and rejected for the same mutations. Exit 77 when
 // no OpenCL device matches devices/pocl-cpu.ini.
 #include "test.h"
 
@@ -88,8 +90,10 @@ static bool emit(rt_arena *a, const fixture *f, const char *spec, rt_gpu_candida
 // Runs candidate c (source replaced by src when not NULL) on fresh bindings (seed 1; set, when
 // not NULL, is called on them first) and checks the verdict: accepted, or rejected with a reason
 // containing want.
-static void expect_check(rt_arena *a, const fixture *f, const rt_gpu_candidate *c, const char *src,
-                         void (*set)(rt_bindings *), const char *what, const char *want) {
+// Returns the check that ran ("interpreter", "random-vector"; NULL when none ran).
+static const char *expect_check(rt_arena *a, const fixture *f, const rt_gpu_candidate *c,
+                                const char *src, void (*set)(rt_bindings *), const char *what,
+                                const char *want) {
     rt_gpu_candidate m = *c;
     if (src)
         m.source = src;
@@ -104,19 +108,20 @@ static void expect_check(rt_arena *a, const fixture *f, const rt_gpu_candidate *
     RT_EXPECT_EQ(st, RT_OK);
     if (st != RT_OK) {
         fprintf(stderr, "%s: %s\n%s\n", what, err.msg, err.log ? err.log : "");
-        return;
+        return NULL;
     }
-    printf("%-26s %s%s\n", what,
+    printf("%-26s %s check in %.0f us: %s%s\n", what, chk.check, chk.check_ns / 1e3,
            chk.accepted ? "accepted" : "rejected: ", chk.reason ? chk.reason : "");
     RT_EXPECT_EQ(chk.n_outputs, c->kernel->op->n_outputs);
     if (!want) {
         RT_EXPECT(chk.accepted && !chk.reason);
-        return;
+        return chk.check;
     }
     RT_EXPECT(!chk.accepted);
     RT_EXPECT(chk.reason && strstr(chk.reason, want));
     if (!chk.reason || !strstr(chk.reason, want))
         fprintf(stderr, "  %s: expected a reason with \"%s\"\n", what, want);
+    return chk.check;
 }
 
 // x(17) = 0.5, y(17) = -1: z(17) = 2 x + y = 0, what an unpoisoned output buffer holds.
@@ -131,6 +136,13 @@ static void zero_at_17(rt_bindings *b) {
     rt_err err = {0};
     RT_EXPECT_EQ(rt_bindings_set_data(b, "x", x, 1000, &err), RT_OK);
     RT_EXPECT_EQ(rt_bindings_set_data(b, "y", y, 1000, &err), RT_OK);
+}
+
+// qkt's lengths: 0, 1 and primes, 10.6M points.
+static void qkt_lengths(rt_bindings *b) {
+    static const int32_t len[4] = {0, 1, 257, 131};
+    rt_err err = {0};
+    RT_EXPECT_EQ(rt_bindings_set_lengths(b, "len", len, 4, &err), RT_OK);
 }
 
 static void test_axpy(rt_arena *a, const fixture *f) {
@@ -157,6 +169,58 @@ static void test_axpy(rt_arena *a, const fixture *f) {
                  "element 17 is nan, expected 0)");
     expect_check(a, f, &c, mutate(a, c.source, "t_z", "t_x", MUT_CLOBBER), NULL,
                  "axpy, writes x(17)", "the kernel changed input 'x': element 17 is 42 (was ");
+}
+
+// Contractions past the interpreter's limit take the random-vector check (src/ref/vcheck.h): a
+// GEMM of 5.2M points and a ragged Q K^T of 10.6M (lengths 0, 1, 257, 131) pass as emitted and
+// are rejected with element 17 off by one, NaN, never written (the poison), or an input written
+// (the ragged op: off by one and never written).
+static void test_vector(rt_arena *a, const fixture *f) {
+    static const struct {
+        const char *name, *spec, *out, *in;
+    } ops[] = {{"mm",
+                "size M = 160\nsize N = 170\nsize K = 190\n"
+                "def mm(float(M, K) A, float(K, N) B) -> (C) {\n"
+                "    C(m, n) +=! A(m, k) * B(k, n)\n}\n",
+                "t_C", "t_A"},
+               {"qkt",
+                "size B = 4\nsize H = 2\nsize D = 64\n"
+                "def qkt(int32(B) len, float(b:B, len(b), H, D) Q, "
+                "float(b:B, len(b), H, D) K) -> (S) {\n"
+                "    S(b, h, i, j) +=! Q(b, i, h, d) * K(b, j, h, d) * 0.125\n}\n",
+                "t_S", "t_Q"}};
+    for (size_t i = 0; i < sizeof ops / sizeof *ops; i++) {
+        rt_gpu_candidate c;
+        if (!emit(a, f, ops[i].spec, &c)) {
+            RT_EXPECT(0);
+            continue;
+        }
+        void (*set)(rt_bindings *) = i == 1 ? qkt_lengths : NULL;
+        const char *o = ops[i].out, *in = ops[i].in, *name = ops[i].name;
+        const char *check = expect_check(a, f, &c, NULL, set, name, NULL);
+        RT_EXPECT(check && strcmp(check, "random-vector") == 0);
+        static const char *const what[4] = {"off by one", "NaN", "never written", "writes input"};
+        static const mutation muts[4] = {MUT_OFF_BY_ONE, MUT_NAN, MUT_SKIP, MUT_CLOBBER};
+        char want_in[64];
+        snprintf(want_in, sizeof want_in, "the kernel changed input '%s': element 17", in + 2);
+        const char *want[4] = {"C t differs from alpha A (B t) by",
+                               "t differs from alpha A (B t): not finite",
+                               "t differs from alpha A (B t): not finite", want_in};
+        for (int m = 0; m < 4; m++) {
+            if (i == 1 && (m == 1 || m == 3))
+                continue; // each build is seconds on PoCL: the ragged op, two mutations
+            const char *src = mutate(a, c.source, o, in, muts[m]);
+            RT_EXPECT(src != NULL);
+            if (!src)
+                continue;
+            char label[64];
+            snprintf(label, sizeof label, "%s, 17 %s", name, what[m]);
+            const char *w = want[m];
+            if (m == 0 && i == 1)
+                w = "S t differs from alpha A (B t) by";
+            expect_check(a, f, &c, src, set, label, w);
+        }
+    }
 }
 
 // Nine outputs: the ninth is compared like the first. Two equal outputs, the second's buffer
@@ -296,6 +360,7 @@ int main(void) {
     }
     test_axpy(a, &f);
     test_outputs(a, &f);
+    test_vector(a, &f);
     test_profile(a, &f);
     rt_arena_free(a);
     return rt_test_finish("test-gpu-opencl-check");

@@ -4,7 +4,10 @@
 // time (what the wall clock of the checked run sees). The winner must be the lowest kernel
 // median among the right candidates — not the fastest checked run, not a faster wrong kernel —
 // and a candidate that fails to compile, fails to launch or is wrong is marked with its reason
-// while the others go on.
+// while the others go on. Then a 256^3 GEMM (16.8M interpreter points: the random-vector check,
+// no interpreter run) whose fake kernels are right, one element off, NaN, never written, the
+// output transposed, or an input overwritten: only the right one passes, with the check's name
+// and time reported.
 #include "run-gpu.h"
 #include "interp.h"
 #include "test.h"
@@ -157,7 +160,126 @@ static void test_rank(void) {
     rt_arena_free(a);
 }
 
+enum { MM = 256 };
+
+// C = A B (row-major MM x MM floats) as the fake "mm" kernels compute it, then the fault.
+static void mm_run(void **params, int fault) {
+    const float *A = dev_buffer(params, 0), *B = dev_buffer(params, 1);
+    float *C = dev_buffer(params, 2);
+    for (int m = 0; m < MM; m++) {
+        float row[MM] = {0};
+        for (int k = 0; k < MM; k++)
+            for (int n = 0; n < MM; n++)
+                row[n] += A[m * MM + k] * B[k * MM + n];
+        for (int n = 0; n < MM; n++) {
+            if (fault == 3 && m == 100 && n == 37)
+                continue; // never written: keeps the poison
+            C[fault == 4 ? n * MM + m : m * MM + n] = row[n];
+        }
+    }
+    if (fault == 1)
+        C[100 * MM + 37] += 1.0f;
+    if (fault == 2)
+        C[100 * MM + 37] = 0.0f / 0.0f;
+    if (fault == 5)
+        ((float *)dev_buffer(params, 0))[5] += 1.0f;
+}
+#define MM_KERNEL(name, fault)                                                                     \
+    static void name(void **params, const unsigned grid[3], const unsigned block[3]) {             \
+        (void)grid, (void)block;                                                                   \
+        mm_run(params, fault);                                                                     \
+    }
+MM_KERNEL(k_mm, 0)
+MM_KERNEL(k_mm_off, 1)
+MM_KERNEL(k_mm_nan, 2)
+MM_KERNEL(k_mm_unwritten, 3)
+MM_KERNEL(k_mm_transposed, 4)
+MM_KERNEL(k_mm_clobber, 5)
+
+static const fake_kernel mm_kernels[] = {{"mm", k_mm, 1000, 0},
+                                         {"mm_off", k_mm_off, 1000, 0},
+                                         {"mm_nan", k_mm_nan, 1000, 0},
+                                         {"mm_unwritten", k_mm_unwritten, 1000, 0},
+                                         {"mm_transposed", k_mm_transposed, 1000, 0},
+                                         {"mm_clobber", k_mm_clobber, 1000, 0},
+                                         {NULL, NULL, 0, 0}};
+
+static void test_vector(void) {
+    rt_arena *a = rt_arena_new(1 << 16);
+    rt_err err = {0};
+    rt_op *op = NULL;
+    RT_EXPECT_EQ(rt_spec_parse(a,
+                               "size M = 256\nsize N = 256\nsize K = 256\n"
+                               "def mm(float(M, K) A, float(K, N) B) -> (C) {\n"
+                               "    C(m, n) +=! A(m, k) * B(k, n)\n}\n",
+                               "mm.spec", NULL, 0, &op, &err),
+                 RT_OK);
+    if (!op) {
+        rt_arena_free(a);
+        return;
+    }
+    rt_gpu_buffer bufs[3];
+    static const char *const names[3] = {"A", "B", "C"};
+    for (int i = 0; i < 3; i++)
+        bufs[i] = (rt_gpu_buffer){.name = names[i],
+                                  .tensor = rt_op_tensor_index(op, names[i]),
+                                  .dtype = RT_DTYPE_F32,
+                                  .written = i == 2};
+    rt_gpu_phase phase = {.kernel_name = "mm", .grid_x = 1, .threads = 1, .what = "C"};
+    rt_gpu_kernel k = {.op = op, .n_bufs = 3, .bufs = bufs, .n_phases = 1, .phases = &phase};
+    enum { N_CANDS = 6 };
+    rt_gpu_binary bins[N_CANDS];
+    rt_gpu_binary *bin_of[N_CANDS];
+    rt_gpu_candidate cands[N_CANDS];
+    for (int i = 0; i < N_CANDS; i++) {
+        bins[i] = binary(mm_kernels[i].name);
+        bin_of[i] = &bins[i];
+        cands[i] = (rt_gpu_candidate){.rank = i + 1,
+                                      .kernel = &k,
+                                      .target = RT_GPU_TARGET_CUDA,
+                                      .source = "",
+                                      .compiled = true,
+                                      .bins = &bin_of[i]};
+    }
+    rt_device dev;
+    make_gpu(&dev, RT_DEVCLASS_CUDA, "sm_80", 32, 167936);
+    fake f = {.kernels = mm_kernels};
+    rt_gpu_driver drv;
+    rt_gpu_runtime rt;
+    fake_runtime(&rt, &drv, &f, &dev, a);
+    rt_bindings *b = NULL;
+    RT_EXPECT_EQ(rt_bindings_new(a, op, 1, &b, &err), RT_OK);
+    rt_gpu_time_options o = {.warmup = 0, .min_reps = 1, .max_reps = 1, .budget_ns = 0};
+    rt_gpu_result res[N_CANDS];
+    int32_t winner = -2;
+    RT_EXPECT_EQ(rt_gpu_profile(a, &rt, &dev, cands, N_CANDS, b, &o, res, &winner, &err), RT_OK);
+    static const char *const want[N_CANDS] = {
+        NULL,
+        "output 'C': C t differs from alpha A (B t) by",
+        "output 'C': C t differs from alpha A (B t): not finite",
+        "output 'C': C t differs from alpha A (B t): not finite",
+        "output 'C': C t differs from alpha A (B t) by",
+        "the kernel changed input 'A': element 5"};
+    for (int i = 0; i < N_CANDS; i++) {
+        printf("mm %-14s %-6s check %-13s %8.0f us%s%s\n", mm_kernels[i].name,
+               rt_gpu_cand_status_name(res[i].status),
+               res[i].check.check ? res[i].check.check : "-", res[i].check.check_ns / 1e3,
+               res[i].reason ? ": " : "", res[i].reason ? res[i].reason : "");
+        RT_EXPECT_STR(res[i].check.check, "random-vector");
+        RT_EXPECT(res[i].check.check_ns > 0);
+        RT_EXPECT_EQ(res[i].status, want[i] ? RT_GPU_CAND_WRONG : RT_GPU_CAND_OK);
+        RT_EXPECT(want[i] ? res[i].reason && strstr(res[i].reason, want[i]) : !res[i].reason);
+    }
+    RT_EXPECT_EQ(winner, 0);
+    // b was not run through the interpreter: C still holds what it was bound with (zeros).
+    int32_t c_t = rt_op_tensor_index(op, "C");
+    RT_EXPECT(b->tensors[c_t].data[100 * MM + 37] == 0.0);
+    rt_gpu_driver_unload_all(&drv);
+    rt_arena_free(a);
+}
+
 int main(void) {
     test_rank();
+    test_vector();
     return rt_test_finish("test-gpu-profile");
 }
