@@ -686,6 +686,19 @@ static rt_status rt_gemm_ukernel_call(rt_lower *l, rt_kir_block *blk, const rt_g
     return RT_OK;
 }
 
+// Binds the batch vars in blk to the digits of batch entry e and gives C's offset of the entry.
+static rt_kir_expr *rt_gemm_bind_batch(rt_lower *l, const rt_gemm *g, rt_kir_block *blk,
+                                       rt_kir_expr *e) {
+    rt_gemm_unflatten(l, blk, e, g->gvar[RT_GEMM_G_BATCH], g->n_gvar[RT_GEMM_G_BATCH]);
+    rt_kir_expr *c_batch = rt_i(l, 0);
+    for (int32_t i = 0; i < g->n_gvar[RT_GEMM_G_BATCH]; i++) {
+        int32_t v = g->gvar[RT_GEMM_G_BATCH][i];
+        c_batch = rt_b(l, RT_KIR_ADD, c_batch,
+                       rt_b(l, RT_KIR_MUL, rt_v(l, l->var_of[v]), rt_i(l, g->ccoef[v])));
+    }
+    return c_batch;
+}
+
 rt_status rt_lower_gemm(rt_lower *l, const rt_gemm *g, const rt_gemm_epi *epi) {
     rt_arena *a = l->a;
     const rt_stmt *s = &l->op->stmts[g->stmt];
@@ -750,13 +763,7 @@ rt_status rt_lower_gemm(rt_lower *l, const rt_gemm *g, const rt_gemm_epi *epi) {
     rt_kir_expr *c_batch = rt_i(l, 0);
     if (g->a_batch) {
         // Item = entry x (mt x ng) + the entry's item: the batch vars index A, B and C.
-        rt_gemm_unflatten(l, body, rt_b(l, RT_KIR_DIV, item, rt_i(l, mt * ng)),
-                          g->gvar[RT_GEMM_G_BATCH], g->n_gvar[RT_GEMM_G_BATCH]);
-        for (int32_t i = 0; i < g->n_gvar[RT_GEMM_G_BATCH]; i++) {
-            int32_t v = g->gvar[RT_GEMM_G_BATCH][i];
-            c_batch = rt_b(l, RT_KIR_ADD, c_batch,
-                           rt_b(l, RT_KIR_MUL, rt_v(l, l->var_of[v]), rt_i(l, g->ccoef[v])));
-        }
+        c_batch = rt_gemm_bind_batch(l, g, body, rt_b(l, RT_KIR_DIV, item, rt_i(l, mt * ng)));
         item = rt_b(l, RT_KIR_MOD, item, rt_i(l, mt * ng));
     }
     rt_let(l, body, vi0,
@@ -790,13 +797,7 @@ rt_status rt_lower_gemm(rt_lower *l, const rt_gemm *g, const rt_gemm_epi *epi) {
     if (batched) {
         // Column block cb = batch index x ntl + nc block; the batch vars index C and B directly.
         rt_let(l, jbb, vjb, rt_b(l, RT_KIR_MOD, rt_v(l, vcb), rt_i(l, ntl)));
-        rt_gemm_unflatten(l, jbb, rt_b(l, RT_KIR_DIV, rt_v(l, vcb), rt_i(l, ntl)),
-                          g->gvar[RT_GEMM_G_BATCH], g->n_gvar[RT_GEMM_G_BATCH]);
-        for (int32_t i = 0; i < g->n_gvar[RT_GEMM_G_BATCH]; i++) {
-            int32_t v = g->gvar[RT_GEMM_G_BATCH][i];
-            c_batch = rt_b(l, RT_KIR_ADD, c_batch,
-                           rt_b(l, RT_KIR_MUL, rt_v(l, l->var_of[v]), rt_i(l, g->ccoef[v])));
-        }
+        c_batch = rt_gemm_bind_batch(l, g, jbb, rt_b(l, RT_KIR_DIV, rt_v(l, vcb), rt_i(l, ntl)));
     }
     rt_let(l, jbb, vj0, rt_b(l, RT_KIR_MUL, rt_v(l, vjb), rt_i(l, g->nc)));
     rt_let(l, jbb, vnc,
