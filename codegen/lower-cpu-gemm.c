@@ -175,11 +175,14 @@ static bool rt_gemm_read_uses(const rt_lower *l, const rt_stmt *s, const rt_expr
 
 // Implicit GEMM: C(...) (+)= const * X(affine) * Y(affine) where every loop var runs over a
 // constant [0, hi), each reduction var is read by both X and Y but not stored, and each stored
-// var is read by exactly one of them. The read holding C's innermost var is B (n: the stored
-// vars of B that flatten into C's unit-stride suffix); the other's stored vars are m (they must
-// flatten in C too); B's other stored vars (a batch, like n of NCHW) index independent GEMMs.
+// var is read by one of them or both. The read holding C's innermost var is B (n: the stored
+// vars of B alone that flatten into C's unit-stride suffix); the other's own stored vars are m
+// (they must flatten in C too); B's other stored vars (a batch, like n of NCHW) and the stored
+// vars both read (a shared batch, the heads of an attention: a_batch) index independent GEMMs.
 // A convolution O(n, f, y, x) +=! I(n, c, 2*y + r - 1, 2*x + s - 1) * W(f, c, r, s) becomes
-// batch n, M = f, N = (y, x), K = (c, r, s). Depthwise (c stored and read by both) is not one.
+// batch n, M = f, N = (y, x), K = (c, r, s); S(b, h, i, j) +=! Q(b, h, i, d) * K(b, h, j, d)
+// batch (b, h), M = i, N = j, K = d, both packs strided copies (K's transposed). Depthwise
+// (c stored and read by both, no m var) is not one.
 bool rt_gemm_detect_implicit(const rt_lower *l, int32_t si, rt_gemm *g) {
     const rt_stmt *s = &l->op->stmts[si];
     const rt_tensor *to = &l->op->tensors[s->out];
@@ -244,8 +247,11 @@ bool rt_gemm_detect_implicit(const rt_lower *l, int32_t si, rt_gemm *g) {
             if (!ua[v] || !ub[v] || in_c[v])
                 return false;
             grp = RT_GEMM_G_K;
-        } else if (!in_c[v] || ua[v] == ub[v]) {
+        } else if (!in_c[v] || (!ua[v] && !ub[v])) {
             return false;
+        } else if (ua[v] && ub[v]) {
+            grp = RT_GEMM_G_BATCH; // a batch var both operands read (heads of an attention)
+            g->a_batch = true;
         } else if (ua[v]) {
             grp = RT_GEMM_G_M;
         } else if (in_n[v]) {
@@ -294,7 +300,7 @@ bool rt_gemm_blocking(rt_lower *l, rt_gemm *g) {
     const rt_perf_cpu_plan *pl = &l->rp->cpu;
     const rt_perf_cpu_gemm *v = &pl->gemm;
     if (pl->kind != RT_PERF_CPU_PLAN_GEMM || v->M != g->M || v->N != g->N || v->K != g->K ||
-        v->batch != g->batch || v->implicit != g->implicit)
+        v->batch != g->batch || v->implicit != g->implicit || v->a_batch != g->a_batch)
         return false;
     g->mr = (int32_t)v->mr, g->nr = (int32_t)v->nr, g->kc = (int32_t)v->kc;
     g->mc = (int32_t)v->mc, g->nc = (int32_t)v->nc, g->ng = v->ng;
@@ -312,6 +318,7 @@ void rt_gemm_executed(rt_lower *l, const rt_gemm *g) {
     v->M = g->M, v->N = g->N, v->K = g->K, v->batch = g->batch;
     v->mr = g->mr, v->nr = g->nr, v->kc = g->kc, v->mc = g->mc, v->nc = g->nc, v->ng = g->ng;
     v->implicit = g->implicit;
+    v->a_batch = g->a_batch;
     v->b_prefetch = !g->implicit && g->bn == 1;
 }
 
@@ -679,6 +686,19 @@ static rt_status rt_gemm_ukernel_call(rt_lower *l, rt_kir_block *blk, const rt_g
     return RT_OK;
 }
 
+// Binds the batch vars in blk to the digits of batch entry e and gives C's offset of the entry.
+static rt_kir_expr *rt_gemm_bind_batch(rt_lower *l, const rt_gemm *g, rt_kir_block *blk,
+                                       rt_kir_expr *e) {
+    rt_gemm_unflatten(l, blk, e, g->gvar[RT_GEMM_G_BATCH], g->n_gvar[RT_GEMM_G_BATCH]);
+    rt_kir_expr *c_batch = rt_i(l, 0);
+    for (int32_t i = 0; i < g->n_gvar[RT_GEMM_G_BATCH]; i++) {
+        int32_t v = g->gvar[RT_GEMM_G_BATCH][i];
+        c_batch = rt_b(l, RT_KIR_ADD, c_batch,
+                       rt_b(l, RT_KIR_MUL, rt_v(l, l->var_of[v]), rt_i(l, g->ccoef[v])));
+    }
+    return c_batch;
+}
+
 rt_status rt_lower_gemm(rt_lower *l, const rt_gemm *g, const rt_gemm_epi *epi) {
     rt_arena *a = l->a;
     const rt_stmt *s = &l->op->stmts[g->stmt];
@@ -688,7 +708,9 @@ rt_status rt_lower_gemm(rt_lower *l, const rt_gemm *g, const rt_gemm_epi *epi) {
     // column blocks are the nc blocks of every batch entry, batch-major (nblk of them): A holds
     // no batch var, so a run over several entries packs it once for all of them. The number of
     // runs is the model's (rt_perf_cpu_gemm_block).
-    int64_t nblk = g->batch * ntl;
+    // With a_batch A is an entry's too: the runs stay within an entry (nblk = its ntl blocks)
+    // and the items are entry-major, batch x mt x ng of them.
+    int64_t nblk = g->a_batch ? ntl : g->batch * ntl, entries = g->a_batch ? g->batch : 1;
     int64_t ng = g->ng > 0 && g->ng <= nblk ? g->ng : nblk;
     int64_t bpg = rt_ceil_div(nblk, ng);
     ng = rt_ceil_div(nblk, bpg);
@@ -703,11 +725,11 @@ rt_status rt_lower_gemm(rt_lower *l, const rt_gemm *g, const rt_gemm_epi *epi) {
                                "packs), blocks mc=%d nc=%d kc=%d, micro-kernel %dx%d",
                                (int)g->stmt, (long long)g->batch, (long long)g->M, (long long)g->N,
                                (long long)g->K, g->mc, g->nc, g->kc, g->mr, g->nr);
-    l->p = rt_kir_add_phase(a, l->k, what ? what : "gemm", mt * ng);
+    l->p = rt_kir_add_phase(a, l->k, what ? what : "gemm", entries * mt * ng);
     if (!l->p)
         return rt_fail(l->err, RT_ERR_NOMEM, RT_NOLOC, "out of memory");
     l->done.gemm.ng = ng;
-    l->done.gemm.items = mt * ng;
+    l->done.gemm.items = entries * mt * ng;
     rt_kir_phase *p = l->p;
     if (g->implicit)
         RT_TRY(rt_lower_begin_stmt(l, s));
@@ -734,11 +756,16 @@ rt_status rt_lower_gemm(rt_lower *l, const rt_gemm *g, const rt_gemm_epi *epi) {
     int32_t vjb = rt_kir_add_var(a, p, "jb", RT_KIR_I64);
     int32_t vjp = rt_kir_add_var(a, p, "jr", RT_KIR_I64),
             vip = rt_kir_add_var(a, p, "ir", RT_KIR_I64);
-    bool batched = g->implicit && g->n_gvar[RT_GEMM_G_BATCH] > 0;
+    bool batched = g->implicit && g->n_gvar[RT_GEMM_G_BATCH] > 0 && !g->a_batch;
     int32_t vcb = batched ? rt_kir_add_var(a, p, "cb", RT_KIR_I64) : vjb;
     rt_kir_block *body = &p->body;
     rt_kir_expr *item = rt_v(l, p->item_var);
     rt_kir_expr *c_batch = rt_i(l, 0);
+    if (g->a_batch) {
+        // Item = entry x (mt x ng) + the entry's item: the batch vars index A, B and C.
+        c_batch = rt_gemm_bind_batch(l, g, body, rt_b(l, RT_KIR_DIV, item, rt_i(l, mt * ng)));
+        item = rt_b(l, RT_KIR_MOD, item, rt_i(l, mt * ng));
+    }
     rt_let(l, body, vi0,
            rt_b(l, RT_KIR_MUL, rt_b(l, RT_KIR_MOD, item, rt_i(l, mt)), rt_i(l, g->mc)));
     rt_let(l, body, vmc,
@@ -770,13 +797,7 @@ rt_status rt_lower_gemm(rt_lower *l, const rt_gemm *g, const rt_gemm_epi *epi) {
     if (batched) {
         // Column block cb = batch index x ntl + nc block; the batch vars index C and B directly.
         rt_let(l, jbb, vjb, rt_b(l, RT_KIR_MOD, rt_v(l, vcb), rt_i(l, ntl)));
-        rt_gemm_unflatten(l, jbb, rt_b(l, RT_KIR_DIV, rt_v(l, vcb), rt_i(l, ntl)),
-                          g->gvar[RT_GEMM_G_BATCH], g->n_gvar[RT_GEMM_G_BATCH]);
-        for (int32_t i = 0; i < g->n_gvar[RT_GEMM_G_BATCH]; i++) {
-            int32_t v = g->gvar[RT_GEMM_G_BATCH][i];
-            c_batch = rt_b(l, RT_KIR_ADD, c_batch,
-                           rt_b(l, RT_KIR_MUL, rt_v(l, l->var_of[v]), rt_i(l, g->ccoef[v])));
-        }
+        c_batch = rt_gemm_bind_batch(l, g, jbb, rt_b(l, RT_KIR_DIV, rt_v(l, vcb), rt_i(l, ntl)));
     }
     rt_let(l, jbb, vj0, rt_b(l, RT_KIR_MUL, rt_v(l, vjb), rt_i(l, g->nc)));
     rt_let(l, jbb, vnc,

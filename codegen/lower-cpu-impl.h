@@ -98,6 +98,8 @@ typedef struct rt_gemm {
     int32_t mr, nr, kc, mc, nc;
     int64_t ng;    // n groups: a work item is one mc row block x a run of nc blocks
     int64_t batch; // independent GEMMs (implicit: product of the batch var extents)
+    bool a_batch;  // A reads batch vars too (batched attention): A is packed per batch entry and
+                   // a work item is one entry's row block x a run of its column blocks
     // Implicit GEMM (a contraction over affine reads, e.g. a convolution): the packs gather
     // A and B through the reads themselves (pad value outside the extents), decomposing the flat
     // m, n, k of a block into the statement vars of each group (outer first).

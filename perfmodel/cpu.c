@@ -205,9 +205,10 @@ static double access_bytes(const rt_perf_access *acc) {
 // statement's variables for its packed GEMM (rt_gemm_detect_implicit): B is the input holding
 // the output's innermost axis; n is the output's unit-stride suffix of axes only B holds (they
 // flatten into one index), m the output axes only A holds (flattening by their output strides),
-// k the reduction axes both hold, batch the other output axes only B holds. Fills the groups,
-// extents, accesses and tensor sizes of g; false for anything else (an axis both inputs or
-// neither hold, a reduction one input lacks, ragged extents, other dtypes or assignments).
+// k the reduction axes both hold, batch the other output axes only B holds or both hold
+// (a_batch). Fills the groups, extents, accesses and tensor sizes of g; false for anything else
+// (an output axis neither input holds, a reduction one input lacks, ragged extents, other dtypes
+// or assignments).
 static bool gemm_groups(const rt_perf_model *m, rt_perf_cpu_gemm *g) {
     if (m->n_access != 3 || m->dtype != RT_DTYPE_F32 ||
         (m->assign != RT_ASSIGN_ADD_INIT && m->assign != RT_ASSIGN_ADD))
@@ -268,8 +269,12 @@ static bool gemm_groups(const rt_perf_model *m, rt_perf_cpu_gemm *g) {
             g->group[x] = RT_PERF_GEMM_K;
             g->K *= m->axes[x].extent;
             g->axis_k = x;
-        } else if (!uc || ua == ub) {
+        } else if (!uc || (!ua && !ub)) {
             return false;
+        } else if (ua && ub) {
+            g->group[x] = RT_PERF_GEMM_BATCH;
+            g->batch *= m->axes[x].extent;
+            g->a_batch = true;
         } else if (ua) {
             g->group[x] = RT_PERF_GEMM_M;
             mv[nm++] = x;
@@ -329,6 +334,13 @@ static bool gemm_groups(const rt_perf_model *m, rt_perf_cpu_gemm *g) {
         astride *= A->dim_extent[d] > 0 ? A->dim_extent[d] : 1;
     }
     g->a_k_unit = ak == 1;
+    int64_t bk = 0;
+    bstride = 1;
+    for (int32_t d = B->n_dims - 1; d >= 0; d--) {
+        bk += B->coef[d][g->axis_k] * bstride;
+        bstride *= B->dim_extent[d] > 0 ? B->dim_extent[d] : 1;
+    }
+    g->b_k_unit = !g->b_window && bk == 1 && bn != 1;
     g->a_bytes = access_bytes(A);
     g->b_bytes = access_bytes(B);
     g->c_bytes = access_bytes(o);
@@ -341,13 +353,31 @@ static bool gemm_groups(const rt_perf_model *m, rt_perf_cpu_gemm *g) {
 // The work items of g's packed GEMM: item i is row block i % mt times the run i / mt of bpg
 // column blocks (the ntl column blocks of every batch entry, batch-major). The last row block is
 // short when M % mc is not 0, the last column block of every batch entry when N % nc is not 0.
+// With a_batch the items are entry-major: `entries` times the `per` items of one entry's ntl
+// column blocks (nblk = ntl), each entry's runs its own.
 typedef struct gemm_grid {
     int64_t mt, ntl, nblk, bpg;
     int64_t m_rest, n_rest; // M % mc, N % nc
+    int64_t entries, per;
 } gemm_grid;
 
-static gemm_grid grid_of(const rt_perf_cpu_gemm *g, int64_t ntl, int64_t nblk, int64_t bpg) {
-    gemm_grid gr = {rt_ceil_div(g->M, g->mc), ntl, nblk, bpg, g->M % g->mc, g->N % g->nc};
+// Column blocks the runs go over: every entry's, batch-major (A shared by the entries), or one
+// entry's (a_batch); the entries then repeat the grid.
+static int64_t gemm_nblk(const rt_perf_cpu_gemm *g, int64_t batch, int64_t ntl) {
+    return g->a_batch ? ntl : (batch > 0 ? batch : 1) * ntl;
+}
+
+static gemm_grid grid_of(const rt_perf_cpu_gemm *g, int64_t batch, int64_t ntl, int64_t nblk,
+                         int64_t bpg) {
+    int64_t mt = rt_ceil_div(g->M, g->mc);
+    gemm_grid gr = {mt,
+                    ntl,
+                    nblk,
+                    bpg,
+                    g->M % g->mc,
+                    g->N % g->nc,
+                    g->a_batch && batch > 1 ? batch : 1,
+                    mt * rt_ceil_div(nblk, bpg)};
     return gr;
 }
 
@@ -376,8 +406,9 @@ static void span_add(const gemm_grid *gr, int64_t j, int64_t runs, int64_t r0, i
     }
 }
 
-// The span of items [a, b): the rest of the first run, the whole runs, the start of the last.
-static gemm_span span_of(const gemm_grid *gr, int64_t a, int64_t b) {
+// The span of items [a, b) of one entry: the rest of the first run, the whole runs, the start
+// of the last.
+static gemm_span span_in_entry(const gemm_grid *gr, int64_t a, int64_t b) {
     gemm_span s;
     memset(&s, 0, sizeof s);
     if (a >= b)
@@ -393,6 +424,27 @@ static gemm_span span_of(const gemm_grid *gr, int64_t a, int64_t b) {
     return s;
 }
 
+static void span_acc(gemm_span *s, const gemm_span *t, int64_t times) {
+    for (int32_t e = 0; e < 2; e++) {
+        s->items[e] += t->items[e] * times;
+        s->full[e] += t->full[e] * times;
+        s->edge[e] += t->edge[e] * times;
+    }
+}
+
+// The span of items [a, b) over the entries: the rest of the first entry, the whole entries,
+// the start of the last.
+static gemm_span span_of(const gemm_grid *gr, int64_t a, int64_t b) {
+    int64_t per = gr->per, ea = a / per, eb = b > a ? (b - 1) / per : ea;
+    if (a >= b || ea == eb)
+        return span_in_entry(gr, a - ea * per, b - ea * per);
+    gemm_span s = span_in_entry(gr, a - ea * per, per), whole = span_in_entry(gr, 0, per),
+              last = span_in_entry(gr, 0, b - eb * per);
+    span_acc(&s, &whole, eb - ea - 1);
+    span_acc(&s, &last, 1);
+    return s;
+}
+
 // Work of the busiest core when the mt x runs work items of g go to `units` cores in
 // contiguous chunks [n t / T, n (t + 1) / T), as hal-cpu.c's pool hands them out: an item costs
 // its rows x (its columns + pack) + 2 x its columns, pack being its A packing (a transpose:
@@ -400,10 +452,10 @@ static gemm_span span_of(const gemm_grid *gr, int64_t a, int64_t b) {
 // micro-kernel's FMAs, pack = lanes x FMA pipes / 2: 16 on AVX-512, 8 on AVX2) and the 2 its B
 // packing (a vector copy, an eighth of a cycle per element), which every row block repeats.
 // Integer sums, exact in a double below 2^53.
-static double gemm_busiest_load(const rt_perf_cpu_gemm *g, int64_t ntl, int64_t nblk, int64_t bpg,
-                                int64_t units, double pack, int64_t *steps) {
-    gemm_grid gr = grid_of(g, ntl, nblk, bpg);
-    int64_t n = gr.mt * rt_ceil_div(nblk, bpg), height[2] = {g->mc, gr.m_rest};
+static double gemm_busiest_load(const rt_perf_cpu_gemm *g, int64_t batch, int64_t ntl, int64_t nblk,
+                                int64_t bpg, int64_t units, double pack, int64_t *steps) {
+    gemm_grid gr = grid_of(g, batch, ntl, nblk, bpg);
+    int64_t n = gr.entries * gr.per, height[2] = {g->mc, gr.m_rest};
     double busiest = 0;
     for (int64_t t = 0; t < units; t++) {
         gemm_span s = span_of(&gr, n * t / units, n * (t + 1) / units);
@@ -433,7 +485,7 @@ static double gemm_busiest_load(const rt_perf_cpu_gemm *g, int64_t ntl, int64_t 
 // time (0.79x oneDNN at 4096^3), as 10 none.
 static int64_t gemm_runs(const rt_device *dev, int64_t batch, int64_t units,
                          const rt_perf_cpu_gemm *g, double *load_out, int64_t *steps) {
-    int64_t ntl = rt_ceil_div(g->N, g->nc), nblk = batch * ntl, ng = 1;
+    int64_t ntl = rt_ceil_div(g->N, g->nc), nblk = gemm_nblk(g, batch, ntl), ng = 1;
     if (batch > 1 && dev && dev->n_levels >= 4 && g->K > g->kc) {
         int64_t l2 = dev->level[dev->n_levels - 3].capacity_bytes;
         int64_t run = l2 / 2 / (g->mc * g->nc * 4);
@@ -448,7 +500,8 @@ static int64_t gemm_runs(const rt_device *dev, int64_t batch, int64_t units,
     double load[GEMM_RUNS_TRIED + 1] = {0}, least = -1;
     int64_t span = rt_min64(nblk - ng, rt_min64(8 * units, GEMM_RUNS_TRIED));
     for (int64_t d = 0; d <= span; d++) {
-        load[d] = gemm_busiest_load(g, ntl, nblk, rt_ceil_div(nblk, ng + d), units, pack, steps);
+        load[d] =
+            gemm_busiest_load(g, batch, ntl, nblk, rt_ceil_div(nblk, ng + d), units, pack, steps);
         least = least < 0 || load[d] < least ? load[d] : least;
     }
     int64_t best = ng;
@@ -570,7 +623,7 @@ void rt_perf_cpu_gemm_block(const rt_device *dev, int64_t batch, rt_perf_cpu_gem
     g->nc = ncs[pick];
     g->ng = ngs[pick];
     int64_t rows = rt_ceil_div(M, g->mc);
-    g->items = rows * g->ng;
+    g->items = (g->a_batch ? batch : 1) * rows * g->ng;
     g->batch = batch;
     g->steps = steps;
 }
@@ -617,8 +670,8 @@ static double source_gbps(const rt_device *dev, double bytes, double chunk_bytes
 }
 
 // Cycles of packing one block of `rows` x kcur elements of a matrix of `bytes` read with chunks
-// of rows x kc: B rows are contiguous along n (vector copies); A panels read along k are loaded
-// as vectors and interleaved by shuffles (one per vector) up to RT_PERF_CPU_MAX_INTERLEAVE rows,
+// of rows x kc: B rows contiguous along n are vector copies; A panels, and B panels of a B
+// contiguous along k only (b_k_unit), read along k are loaded as vectors and interleaved by shuffles (one per vector) up to RT_PERF_CPU_MAX_INTERLEAVE rows,
 // gathered row by row (the device's gather_cycles per element) when taller, and otherwise read
 // one element per load across rows; either is bound by its load slots or by the bandwidth of
 // the level its source lives in. A B read through a window (a convolution's y + r) is packed by
@@ -637,8 +690,10 @@ static double pack_cycles(const rt_device *dev, const rt_perf_cpu_gemm *g, bool 
     double e = (double)rt_round_up(rows, is_b ? g->nr : g->mr) * (double)kcur;
     double slots =
         is_b ? e / vec_elems / ports * (g->b_window ? 3 : 2) : e / ports + e / vec_elems / ports;
-    if (!is_b && g->a_k_unit)
-        slots = g->mr <= RT_PERF_CPU_MAX_INTERLEAVE
+    bool k_unit = is_b ? g->b_k_unit : g->a_k_unit;
+    int64_t w = is_b ? g->nr : g->mr;
+    if (k_unit)
+        slots = w <= RT_PERF_CPU_MAX_INTERLEAVE
                     ? e / vec_elems / ports * 2 + e / vec_elems
                     : e * rt_hal_cpu_costs(dev).gather_cycles + e / vec_elems / ports;
     double bw = gbps > 0 ? e * 4 / gbps * ghz : 0;
@@ -714,10 +769,10 @@ bool rt_perf_cpu_gemm_time(const rt_perf_model *m, const rt_perf_cpu_gemm *g, do
     (void)rt_perf_cpu_ukernel(dev, 4, g->mr, g->nr, k_last > 0 ? k_last : g->kc, &uk_last);
     *eff = uk.eff;
     int64_t mt = rt_ceil_div(g->M, g->mc), ntl = rt_ceil_div(g->N, g->nc);
-    int64_t batch = g->batch > 0 ? g->batch : 1, nblk = batch * ntl;
+    int64_t batch = g->batch > 0 ? g->batch : 1, nblk = gemm_nblk(g, batch, ntl);
     int64_t ng = g->ng > 0 && g->ng <= nblk ? g->ng : nblk;
     int64_t bpg = rt_ceil_div(nblk, ng);
-    int64_t items = mt * rt_ceil_div(nblk, bpg);
+    int64_t items = (g->a_batch ? batch : 1) * mt * rt_ceil_div(nblk, bpg);
     int64_t me = g->M % g->mc, ne = g->N % g->nc;
     // The backend prefetches the next B block only where an item has one (lower-cpu.c pf_next).
     bool pf_b = g->b_prefetch && (bpg > 1 || g->K > g->kc);
@@ -767,7 +822,7 @@ bool rt_perf_cpu_gemm_time(const rt_perf_model *m, const rt_perf_cpu_gemm *g, do
     }
     c.c_cycles_per_byte = cycles_per_byte;
     double worst = 0, worst_pack = 0;
-    gemm_grid gr = grid_of(g, ntl, nblk, bpg);
+    gemm_grid gr = grid_of(g, batch, ntl, nblk, bpg);
     for (int64_t t = 0; t < units; t++) {
         gemm_span sp = span_of(&gr, items * t / units, items * (t + 1) / units);
         double pack = 0;

@@ -102,7 +102,7 @@ typedef enum rt_perf_gemm_group {
     RT_PERF_GEMM_M,     // output axes A holds (rows of C)
     RT_PERF_GEMM_N,     // the output's unit-stride suffix of axes B holds (columns of C)
     RT_PERF_GEMM_K,     // reduction axes both inputs hold
-    RT_PERF_GEMM_BATCH, // other output axes B holds: independent GEMMs
+    RT_PERF_GEMM_BATCH, // other output axes B holds, or both hold: independent GEMMs
     RT_PERF_GEMM_GROUP_COUNT
 } rt_perf_gemm_group;
 
@@ -115,6 +115,8 @@ typedef struct rt_perf_cpu_gemm {
                      // once per (mc, kc) and reused across the run)
     int64_t items;   // batch x row blocks x n groups, spread over the cores
     int64_t batch;   // independent GEMMs (product of the batch axes), 1 without
+    bool a_batch;    // A holds batch axes too (heads of an attention): A is packed per entry and
+                     // the runs of column blocks stay within an entry (items entry-major)
     bool implicit;   // an operand is read through a window or over several axes (a convolution):
                      // the backend packs it by gathering (the implicit GEMM)
     bool b_window;   // B's reads combine axes or stride them (y + r, 2x): its pack tests bounds
@@ -122,6 +124,8 @@ typedef struct rt_perf_cpu_gemm {
     bool b_prefetch; // a plain GEMM with B contiguous along n: the backend prefetches the next B
                      // block while the current one's micro-kernels run
     bool a_k_unit;   // A contiguous along k: its panels are packed with vector loads along k
+    bool b_k_unit;   // a plain B contiguous along k, not n (K of an attention read as (j, d)): its
+                     // nr-wide panels are gathered, interleaved with shuffles up to 8 rows
     int32_t group[RT_PERF_MAX_AXES];  // per model axis, its rt_perf_gemm_group
     double a_bytes, b_bytes, c_bytes; // the tensors behind A, B and C
     int64_t steps; // loop steps rt_perf_cpu_gemm_block took (rt_perf_model.steps)

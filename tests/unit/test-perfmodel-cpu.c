@@ -287,6 +287,50 @@ static void test_gemm_balance(const rt_device *dev) {
     rt_arena_free(a);
 }
 
+// A batched contraction whose batch axes both operands read (attention scores, K read as
+// (b, h, j, d)): the view groups b.h as the batch with a_batch (A packed per entry), K's panels
+// gathered along k (b_k_unit), the work items entry-major, and the busiest core's time covers
+// its share of the entries: 12 entries on 2 cores cost six times one entry's items, not one.
+static void test_batched_view(const rt_device *dev) {
+    rt_arena *a = rt_arena_new(1 << 20);
+    rt_err err = {0};
+    rt_op *op = NULL;
+    const char *text = "def f(float(4, 3, 128, 64) Q, float(4, 3, 128, 64) K) -> (S) {\n"
+                       " S(b, h, i, j) +=! Q(b, h, i, d) * K(b, h, j, d)\n}\n";
+    RT_EXPECT_EQ(rt_spec_parse(a, text, "batched.spec", NULL, 0, &op, &err), RT_OK);
+    rt_perf_model *m = NULL;
+    if (!op || rt_perf_model_build(a, op, dev, NULL, &m, &err) != RT_OK) {
+        RT_EXPECT(false);
+        rt_arena_free(a);
+        return;
+    }
+    rt_rprog p;
+    memset(&p, 0, sizeof p);
+    for (int32_t l = 1; l <= m->top; l++)
+        for (int32_t x = 0; x < m->n_axes; x++)
+            p.tile[l].shape[x] = m->axes[x].is_reduce ? 16 : 8;
+    rt_perf_cpu_gemm g;
+    RT_EXPECT(rt_perf_cpu_gemm_view(m, &p, &g));
+    RT_EXPECT(g.a_batch);
+    RT_EXPECT(g.b_k_unit);
+    RT_EXPECT_EQ(g.batch, 12);
+    RT_EXPECT_EQ(g.M, 128);
+    RT_EXPECT_EQ(g.N, 128);
+    RT_EXPECT_EQ(g.K, 64);
+    int64_t mt = (g.M + g.mc - 1) / g.mc;
+    RT_EXPECT_EQ(g.items, 12 * mt * g.ng);
+    double ns12, ns2, pk, eff;
+    const char *why;
+    RT_EXPECT(rt_perf_cpu_gemm_time(m, &g, &ns12, &pk, &eff, &why));
+    g.batch = 2;
+    g.items = 2 * mt * g.ng;
+    RT_EXPECT(rt_perf_cpu_gemm_time(m, &g, &ns2, &pk, &eff, &why));
+    if (ns12 < 5.5 * ns2 || ns12 > 6.5 * ns2)
+        fprintf(stderr, "batched: 12 entries %g ns, 2 entries %g ns\n", ns12, ns2);
+    RT_EXPECT(ns12 > 5.5 * ns2 && ns12 < 6.5 * ns2);
+    rt_arena_free(a);
+}
+
 // The blocking rule's result for an M x N x K GEMM with an 8 x 32 register tile (the other
 // seeds below every device rule).
 static rt_perf_cpu_gemm block_of(const rt_device *dev, int64_t M, int64_t N, int64_t K) {
@@ -750,6 +794,7 @@ int main(void) {
     test_gemm_view(&dev);
     test_conv_view(&dev);
     test_gemm_balance(&dev);
+    test_batched_view(&dev);
     test_gemm_items(&dev);
     test_c_revisits(&dev);
     test_loops(&dev);
