@@ -626,12 +626,12 @@ double rt_gpu_plan_main_inflight_bytes(const rt_gpu_plan *pl, int32_t main_stmt,
         per_thread = 0;
         for (int32_t d = 0; d < ph->n_dims; d++)
             per_thread += (double)(ph->dims[d].R > 0 ? ph->dims[d].R : 1);
-    } else if (ph->mode == RT_GPU_DIRECT) {
-        // The unrolled tile's loads; a loop over a reduction (softmax's rows, a mean) keeps
-        // about 4 loads in flight, as far as the compiler unrolls a loop of unknown trip count.
+    } else if (ph->mode == RT_GPU_DIRECT) { // the unrolled tile's loads
         per_thread = (double)(ph->unroll && ph->Rtot > 0 ? ph->Rtot : 1);
-        if (reduces)
-            per_thread *= 4;
     }
+    // A loop over a reduction (softmax's rows, a mean, a regtile's k) keeps about 4 steps of
+    // loads in flight, as far as the compiler unrolls a loop of unknown trip count.
+    if (reduces && ph->mode != RT_GPU_TREE)
+        per_thread *= 4;
     return (double)ph->threads * per_thread * eb;
 }
