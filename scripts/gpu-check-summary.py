@@ -113,7 +113,8 @@ def analyse(rec, peak):
         a["win_rank"], a["win_ns"] = win["rank"], ns
         a["timer"] = win.get("kernel_timed_with", "")
         a["check"] = win.get("check", "")
-        if flops:
+        ragged = any(ax.get("ragged") for ax in (rep.get("construction") or {}).get("axes") or [])
+        if flops and not ragged:  # a ragged op's report holds the model's expected FLOPs only
             a["gflops"] = flops / ns
             if peak:
                 a["peak_pct"] = 100.0 * a["gflops"] / peak
@@ -198,7 +199,8 @@ def main():
              f"top-1 within 10 % of the best measured on "
              f"{sum(1 for t in top1s if t <= 1.10)}/{len(top1s)} ops.")
     L.append("")
-    L.append("Ratios are rtgen's winner over the peer in GFLOP/s (> 1: rtgen faster). "
+    L.append("Ratios are rtgen's winner over the peer in GFLOP/s (> 1: rtgen faster); ragged ops "
+             "show no GFLOP/s (their report holds the model's expected FLOPs, not the bound data's). "
              "Timers: " + ", ".join(sorted({analyse(r, peak).get('timer', '') for r in recs} - {''})) + ".")
     L.append("")
     L.append("## Failures and non-ok candidates")
