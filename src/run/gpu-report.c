@@ -11,8 +11,12 @@
 
 // Reference checks of GPU-structured kernels run the interpreter on the full operator: above
 // this many iteration points they are skipped (shrink the op with --set to check it), unless
-// the op is a contraction the random-vector check covers (src/ref/vcheck.h).
-#define RT_GPU_CHECK_MAX_POINTS (1 << 26)
+// the op is a contraction the random-vector check covers (src/ref/vcheck.h). Then the kernels'
+// own runs bound the profile: one launch must fit in a second at RT_GPU_PROFILE_PEAK_FRACTION
+// of the device's nominal f32 peak (H100: 6.7e11 points, an 8192^3 GEMM; PoCL here, 268.8
+// nominal: 2.7e9, a 1024^3 GEMM, whose launches take 2.4 s at the 0.9 GFLOP/s PoCL reaches).
+#define RT_GPU_CHECK_MAX_POINTS      (1 << 26)
+#define RT_GPU_PROFILE_PEAK_FRACTION 0.02
 
 // The GPU backend's steps of one loop: compile (or emit), then prepare decides whether anything
 // runs (the runtime, the size, the fault) and computes the reference, then measure.
@@ -67,13 +71,24 @@ static rt_status rt_gr_prepare(void *ctx, bool *measure, rt_err *err) {
         return RT_OK;
     }
     const char *not_covered = NULL;
-    if (res->model && res->model->real_points > (double)RT_GPU_CHECK_MAX_POINTS &&
-        (!L->opt->b || !rt_vcheck_covers(L->opt->b->op, &not_covered))) {
+    double points = res->model ? res->model->real_points : 0.0;
+    double launch_points =
+        RT_GPU_PROFILE_PEAK_FRACTION * rt_hal_peak_gflops(dev, RT_DTYPE_F32, false) * 1e9 / 2;
+    bool covered = L->opt->b && rt_vcheck_covers(L->opt->b->op, &not_covered);
+    if (covered && points > (double)RT_GPU_CHECK_MAX_POINTS && points > launch_points) {
+        g->not_profiled = rt_arena_printf(
+            a,
+            "%.3g iteration points: one launch would take over a second at %g%% of the device's "
+            "nominal f32 peak; shrink the op with --set to run it",
+            points, 100 * RT_GPU_PROFILE_PEAK_FRACTION);
+        return RT_OK;
+    }
+    if (!covered && points > (double)RT_GPU_CHECK_MAX_POINTS) {
         g->not_profiled = rt_arena_printf(
             a,
             "%.3g iteration points exceed the reference check's limit of %d; shrink the op "
             "with --set to run it",
-            res->model->real_points, RT_GPU_CHECK_MAX_POINTS);
+            points, RT_GPU_CHECK_MAX_POINTS);
         return RT_OK;
     }
     const char *fault = L->opt->test_fault;
