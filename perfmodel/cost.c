@@ -33,6 +33,23 @@ static double gpu_inflight_gbps(const rt_mem_level *lvl, double bytes_per_unit) 
     return rt_hal_level_gbps(lvl, bytes_per_unit);
 }
 
+// A GPU whose global level has rtcalib's curve (bandwidth by bytes in flight per unit): global
+// traffic moves at the curve's value for the bytes the resident blocks of p keep in flight on a
+// unit (Little's law), not at the peak; 0 where that does not apply. A softmax of 1024 rows on 8
+// blocks of 128 threads, one float in flight per thread, measured 515 us on an H200 where the
+// peak had predicted 29.
+static double gpu_inflight_bytes(const rt_perf_model *m, const rt_device *dev, const rt_rprog *p,
+                                 int64_t bpu, int64_t units) {
+    if (dev->devclass == RT_DEVCLASS_CPU || m->thread_level < 0 || dev->level[0].n_curve <= 0)
+        return 0;
+    int32_t eb = m->n_access > 0 ? m->access[0].elem_bytes : 4;
+    int64_t resident = rt_min64(bpu, rt_ceil_div(p->blocks, units));
+    bool reduces = false;
+    for (int32_t x = 0; x < m->n_axes; x++)
+        reduces = reduces || m->axes[x].is_reduce;
+    return rt_gpu_plan_main_inflight_bytes(p->gpu, m->main_stmt, eb, reduces) * (double)resident;
+}
+
 static int64_t ceil_pos(double v) {
     int64_t r = (int64_t)ceil(v - 1e-9);
     return r < 1 ? 1 : r;
@@ -259,20 +276,7 @@ bool rt_perf_evaluate(const rt_perf_model *m, rt_rprog *p, const char **why) {
     int64_t waves = rt_ceil_div(p->blocks, units);
     p->wave_eff = (double)p->blocks / (double)(units * waves);
     int64_t units_used = rt_min64(units, p->blocks);
-    // A GPU whose global level has rtcalib's curve (bandwidth by bytes in flight per unit):
-    // global traffic moves at the curve's value for the bytes the resident blocks keep in
-    // flight (Little's law), not at the peak. A softmax of 1024 rows on 8 blocks of 128 threads,
-    // one float in flight per thread, measured 515 us on an H200 where the peak had predicted 29.
-    double inflight_bytes = 0;
-    if (dev->devclass != RT_DEVCLASS_CPU && m->thread_level >= 0 && dev->level[0].n_curve > 0) {
-        int32_t eb = m->n_access > 0 ? m->access[0].elem_bytes : 4;
-        int64_t resident = rt_min64(bpu, rt_ceil_div(p->blocks, units));
-        bool reduces = false;
-        for (int32_t x = 0; x < m->n_axes; x++)
-            reduces = reduces || m->axes[x].is_reduce;
-        inflight_bytes =
-            rt_gpu_plan_main_inflight_bytes(p->gpu, m->main_stmt, eb, reduces) * (double)resident;
-    }
+    double inflight_bytes = gpu_inflight_bytes(m, dev, p, bpu, units);
 
     // Memory levels: traffic into level l comes from level l-1, except into a warm CPU's last-
     // level cache (rt_perf_cpu_warm), which already holds the operator's tensors.
