@@ -28,6 +28,9 @@
 
 #define RT_GL_MAX_DIMS  RT_GPU_PLAN_MAX_DIMS
 #define RT_GL_MAX_READS RT_GPU_PLAN_MAX_READS
+// A staged step's innermost reduction loop of exact steps is unrolled when its body (the whole
+// register tile) times its trips stays within this many statements.
+#define RT_GL_MAX_UNROLLED_FMAS 1024
 
 typedef struct rt_gl {
     rt_arena *a;
@@ -620,7 +623,12 @@ static rt_status rt_gl_copies(rt_gl *l, const rt_gpu_phase_plan *pl, rt_kir_bloc
                               rt_kir_bin(a, RT_KIR_MUL, ov, rt_kir_int(a, g->stride[d])));
         }
         rt_kir_expr *valid;
-        rt_kir_expr *off = rt_gl_offset(l, g->read->tensor, gidx, &valid);
+        rt_kir_expr *off = rt_gl_offset(l, g->read->tensor, gidx, g->full ? NULL : &valid);
+        if (g->full) { // the plan proved every data tile inside the tensor: no guard
+            rt_gl_store(l, lb, l->sh_buf[i], soff,
+                        rt_kir_load(a, l->k, l->data_buf[g->read->tensor], off));
+            continue;
+        }
         rt_kir_expr *safe = rt_kir_select(a, valid, off, rt_kir_int(a, 0));
         rt_kir_expr *v = rt_kir_load(a, l->k, l->data_buf[g->read->tensor], safe);
         rt_kir_expr *val = rt_kir_select(
@@ -731,15 +739,16 @@ static rt_status rt_gl_staged_reduce(rt_gl *l, const rt_gpu_phase_plan *pl, rt_k
         int32_t v = red[i];
         int32_t rv = rt_kir_add_var(a, l->ph, s->vars[v].name, RT_KIR_I64);
         int64_t T1 = pl->red_T1[v];
-        rt_kir_node *loop =
-            rv >= 0 ? rt_kir_loop(a, inner, rv, rt_kir_var_ref(a, l->ph, base_var[v]),
-                                  rt_kir_bin(a, RT_KIR_MIN,
-                                             rt_kir_bin(a, RT_KIR_ADD,
-                                                        rt_kir_var_ref(a, l->ph, base_var[v]),
-                                                        rt_kir_int(a, T1)),
-                                             rt_kir_int(a, hi_r[i])),
-                                  RT_KIR_LOOP_SERIAL)
-                    : NULL;
+        // exact steps (the plan's red_exact): T1 iterations, no bound; the innermost unrolled
+        rt_kir_expr *end =
+            rt_kir_bin(a, RT_KIR_ADD, rt_kir_var_ref(a, l->ph, base_var[v]), rt_kir_int(a, T1));
+        if (!pl->red_exact)
+            end = rt_kir_bin(a, RT_KIR_MIN, end, rt_kir_int(a, hi_r[i]));
+        bool unroll = pl->red_exact && i == nr - 1 && T1 * pl->Rtot <= RT_GL_MAX_UNROLLED_FMAS;
+        rt_kir_node *loop = rv >= 0
+                                ? rt_kir_loop(a, inner, rv, rt_kir_var_ref(a, l->ph, base_var[v]),
+                                              end, unroll ? RT_KIR_LOOP_UNROLL : RT_KIR_LOOP_SERIAL)
+                                : NULL;
         if (!loop)
             return rt_gl_nomem(l);
         l->var_of[ti][v] = rv;
@@ -808,7 +817,8 @@ static rt_status rt_gl_regtile(rt_gl *l, const rt_gpu_phase_plan *pl, rt_kir_blo
     rt_kir_expr *ok;
     RT_TRY(rt_gl_bind(l, pl, &sl->body, rt_kir_var_ref(a, l->ph, ev3), &ok));
     rt_gl_set_stmt(l, ti);
-    rt_kir_node *in = rt_gl_if(l, &sl->body, ok);
+    int64_t always = 0;
+    rt_kir_node *in = rt_kir_is_int(ok, &always) && always ? sl : rt_gl_if(l, &sl->body, ok);
     if (!in)
         return rt_gl_nomem(l);
     rt_kir_expr *val = rt_kir_load(a, l->k, acc, rt_kir_var_ref(a, l->ph, ev3));

@@ -272,6 +272,55 @@ static bool rt_gp_stage_read(rt_gp *g, const rt_stmt *s, const rt_expr *e, const
     return true;
 }
 
+// The first and last origin of var v's tile over the blocks (spatial) or reduction steps of
+// phase pl; false when v has neither.
+static bool rt_gp_var_origins(const rt_gp *g, const rt_gpu_phase_plan *pl, const rt_stmt *s,
+                              int32_t v, int64_t *first, int64_t *last) {
+    for (int32_t d = 0; d < pl->n_dims; d++) {
+        const rt_gpu_dim *gd = &pl->dims[d];
+        if (gd->n_members == 1 && gd->members[0] == v && !gd->ragged) {
+            *first = gd->mlo[0];
+            *last = gd->mlo[0] + (gd->nb - 1) * gd->T1;
+            return true;
+        }
+    }
+    int64_t lo, hi;
+    if (v >= RT_GPU_PLAN_MAX_VARS || pl->red_T1[v] <= 0 ||
+        !rt_expr_const_int(g->op, s->vars[v].lo, &lo) ||
+        !rt_expr_const_int(g->op, s->vars[v].hi, &hi) || hi <= lo)
+        return false;
+    *first = lo;
+    *last = lo + (rt_ceil_div(hi - lo, pl->red_T1[v]) - 1) * pl->red_T1[v];
+    return true;
+}
+
+// Whether staged read st's data tile (as the lowering's copy places it: per dim, the origin
+// c0 + sum c * (origin of var + (c < 0 ? T - 1 : 0)) and span elements) lies inside its tensor
+// for every block and reduction step.
+static bool rt_gp_stage_full(const rt_gp *g, const rt_gpu_phase_plan *pl, const rt_stmt *s,
+                             const int64_t *T, const rt_gpu_stage *st) {
+    const rt_tensor *tn = &g->op->tensors[st->read->tensor];
+    for (int32_t d = 0; d < st->n_dims; d++) {
+        int64_t ext;
+        if (!tn->dims[d].extent || !rt_expr_const_int(g->op, tn->dims[d].extent, &ext))
+            return false;
+        int64_t lo_min = st->aff[d].c0, lo_max = st->aff[d].c0;
+        for (int32_t t = 0; t < st->aff[d].n_terms; t++) {
+            int32_t v = st->aff[d].var[t];
+            int64_t c = st->aff[d].coef[t], first, last;
+            if (!rt_gp_var_origins(g, pl, s, v, &first, &last))
+                return false;
+            int64_t adj = c < 0 ? T[v] - 1 : 0;
+            int64_t x = c * (first + adj), y = c * (last + adj);
+            lo_min += x < y ? x : y;
+            lo_max += x < y ? y : x;
+        }
+        if (lo_min < 0 || lo_max + st->span[d] > ext)
+            return false;
+    }
+    return true;
+}
+
 // The tile per var of statement s in a staged phase: the block tile of each spatial dim, the
 // block-level rTile of each reduction axis (single-member dense axes only); false when s does
 // not qualify.
@@ -349,8 +398,17 @@ static bool rt_gp_plan_stage(rt_gp *g, rt_gpu_phase_plan *pl, const rt_stmt *s) 
         g->oom = true;
         return false;
     }
+    for (int32_t i = 0; i < n; i++)
+        st[i].full = rt_gp_stage_full(g, pl, s, T, &st[i]);
     memcpy(pl->stage, st, sizeof *st * (size_t)n);
     pl->n_stage = n;
+    pl->red_exact = true;
+    for (int32_t v = 0; v < s->n_vars; v++) {
+        int64_t lo, hi;
+        if (pl->red_T1[v] > 0 && rt_expr_const_int(g->op, s->vars[v].lo, &lo) &&
+            rt_expr_const_int(g->op, s->vars[v].hi, &hi) && (hi - lo) % pl->red_T1[v] != 0)
+            pl->red_exact = false;
+    }
     return true;
 }
 
@@ -522,6 +580,9 @@ static uint64_t rt_gp_key(const rt_gpu_plan *pl) {
         }
         for (int32_t v2 = 0; ph->mode == RT_GPU_STAGED && v2 < RT_GPU_PLAN_MAX_VARS; v2++)
             h = rt_gp_mix(h, (uint64_t)ph->red_T1[v2]);
+        h = rt_gp_mix(h, (uint64_t)ph->red_exact);
+        for (int32_t k = 0; k < ph->n_stage; k++)
+            h = rt_gp_mix(h, (uint64_t)ph->stage[k].full);
     }
     return h;
 }
@@ -592,6 +653,14 @@ void rt_gpu_plan_print_phase(const rt_op *op, const rt_gpu_plan *pl, int32_t i, 
             if (ph->red_T1[v] > 0)
                 rt_buf_printf(out, " %s %lld", t->vars[v].name, (long long)ph->red_T1[v]);
         rt_buf_printf(out, "; shared %lld B", (long long)rt_gpu_plan_smem_bytes(ph));
+        int32_t n_full = 0;
+        for (int32_t k = 0; k < ph->n_stage; k++)
+            n_full += ph->stage[k].full;
+        if (n_full == ph->n_stage && ph->red_exact)
+            rt_buf_puts(out, "; full tiles");
+        else if (n_full > 0 || ph->red_exact)
+            rt_buf_printf(out, "; full tiles in %d of %d reads%s", (int)n_full, (int)ph->n_stage,
+                          ph->red_exact ? ", exact steps" : "");
     }
     rt_buf_printf(out, "; register tile %lld%s", (long long)ph->Rtot,
                   ph->unroll ? " unrolled" : " in a loop");

@@ -53,6 +53,9 @@ typedef struct rt_gpu_stage {
     rt_affine aff[RT_MAX_DIMS];
     int64_t span[RT_MAX_DIMS], stride[RT_MAX_DIMS]; // data tile extent, shared-array stride
     int64_t elems;                                  // of the shared array (bank padding included)
+    // Every block's data tile of every reduction step lies inside the tensor (the extents are
+    // multiples of the tiles and no affine offset reaches outside): its copy reads unguarded.
+    bool full;
 } rt_gpu_stage;
 
 typedef struct rt_gpu_phase_plan {
@@ -68,6 +71,7 @@ typedef struct rt_gpu_phase_plan {
     bool unroll;           // the register-tile loops are unrolled
     int64_t raster;        // grouped block order over the two innermost x dims: rows per group
     int64_t red_T1[RT_GPU_PLAN_MAX_VARS]; // staged: reduction step per var of tstmt
+    bool red_exact; // staged: every reduction range is a multiple of its step (no ragged step)
     int32_t n_stage;
     rt_gpu_stage *stage;
     int64_t row; // tree: threads per node (the longest row of the group's statements)

@@ -5,7 +5,7 @@
 // axes: n f y x c(r) r(r) s(r)
 // rTile shared: [2, 8, 1, 3, 1, 1, 3]
 // rTile reg: [2, 4, 1, 1, 1, 1, 1]
-// plan phase 0: staged O; threads 6, blocks 20; block/register tile n 2/2, f 8/4, y 1/1, x 3/1; reduction step c 1 r 1 s 3; shared 1320 B; register tile 8 unrolled
+// plan phase 0: staged O; threads 6, blocks 20; block/register tile n 2/2, f 8/4, y 1/1, x 3/1; reduction step c 1 r 1 s 3; shared 1320 B; full tiles in 1 of 2 reads, exact steps; register tile 8 unrolled
 // kernel 0: staged: O
 static __device__ __forceinline__ int rt_floordiv(int a, int b) {
     int q = a / b;
@@ -65,7 +65,7 @@ rt_conv2d_2x8x1x3x1x1x3_2x4x1x1x1x1x1(const float *__restrict__ t_I,
                     o_1 = 0;
                     o_2 = 0;
                     o_3 = (l / 3);
-                    sh_Wt_p0[(((o + (o_1 * 33)) + (o_2 * 33)) + (o_3 * 33))] = (((((((lo_Wt0 + o_3) >= 0) && ((lo_Wt0 + o_3) < 16)) && (((lo_Wt1 + o_2) >= 0) && ((lo_Wt1 + o_2) < 8))) && (((lo_Wt2 + o_1) >= 0) && ((lo_Wt2 + o_1) < 3))) && (((lo_Wt3 + o) >= 0) && ((lo_Wt3 + o) < 3))) ? t_Wt[(((((((lo_Wt0 + o_3) >= 0) && ((lo_Wt0 + o_3) < 16)) && (((lo_Wt1 + o_2) >= 0) && ((lo_Wt1 + o_2) < 8))) && (((lo_Wt2 + o_1) >= 0) && ((lo_Wt2 + o_1) < 3))) && (((lo_Wt3 + o) >= 0) && ((lo_Wt3 + o) < 3))) ? (((((((lo_Wt0 + o_3) * 8) + (lo_Wt1 + o_2)) * 3) + (lo_Wt2 + o_1)) * 3) + (lo_Wt3 + o)) : 0)] : 0.0f);
+                    sh_Wt_p0[(((o + (o_1 * 33)) + (o_2 * 33)) + (o_3 * 33))] = t_Wt[(((((((lo_Wt0 + o_3) * 8) + (lo_Wt1 + o_2)) * 3) + (lo_Wt2 + o_1)) * 3) + (lo_Wt3 + o))];
                 }
                 // copy: I data tile -> sh_I_p0 (66 elements)
                 lo_I0 = base_n;
@@ -83,9 +83,10 @@ rt_conv2d_2x8x1x3x1x1x3_2x4x1x1x1x1x1(const float *__restrict__ t_I,
                     }
                 }
                 __syncthreads();
-                for (c_2 = base_c; c_2 < (((base_c + 1)) < (8) ? ((base_c + 1)) : (8)); ++c_2) {
-                    for (r = base_r; r < (((base_r + 1)) < (3) ? ((base_r + 1)) : (3)); ++r) {
-                        for (s = base_s; s < (((base_s + 3)) < (3) ? ((base_s + 3)) : (3)); ++s) {
+                for (c_2 = base_c; c_2 < (base_c + 1); ++c_2) {
+                    for (r = base_r; r < (base_r + 1); ++r) {
+                        #pragma unroll
+                        for (s = base_s; s < (base_s + 3); ++s) {
                             #pragma unroll
                             for (e_1 = 0; e_1 < 8; ++e_1) {
                                 x_1 = ((b * 3) + t);

@@ -5,7 +5,7 @@
 // axes: m n k(r)
 // rTile shared: [96, 80, 8]
 // rTile reg: [6, 8, 1]
-// plan phase 0: staged C; threads 160, blocks 1; block/register tile m 96/6, n 80/8; reduction step k 8; shared 15776 B; register tile 48 unrolled
+// plan phase 0: staged C; threads 160, blocks 1; block/register tile m 96/6, n 80/8; reduction step k 8; shared 15776 B; full tiles; register tile 48 unrolled
 // kernel 0: staged: C
 static __device__ __forceinline__ int rt_floordiv(int a, int b) {
     int q = a / b;
@@ -49,7 +49,7 @@ rt_matmul_96x80x8_6x8x1(const float *__restrict__ t_A,
             l = ((c * 160) + tid);
             o = (l % 80);
             o_1 = (l / 80);
-            sh_B_p0[(o + (o_1 * 97))] = (((((lo_B0 + o_1) >= 0) && ((lo_B0 + o_1) < 40)) && (((lo_B1 + o) >= 0) && ((lo_B1 + o) < 80))) ? t_B[(((((lo_B0 + o_1) >= 0) && ((lo_B0 + o_1) < 40)) && (((lo_B1 + o) >= 0) && ((lo_B1 + o) < 80))) ? (((lo_B0 + o_1) * 80) + (lo_B1 + o)) : 0)] : 0.0f);
+            sh_B_p0[(o + (o_1 * 97))] = t_B[(((lo_B0 + o_1) * 80) + (lo_B1 + o))];
         }
         // copy: A data tile -> sh_A_p0 (3168 elements)
         lo_A0 = base_m;
@@ -59,11 +59,12 @@ rt_matmul_96x80x8_6x8x1(const float *__restrict__ t_A,
             if ((l_1 < 768)) {
                 o_2 = (l_1 % 8);
                 o_3 = (l_1 / 8);
-                sh_A_p0[(o_2 + (o_3 * 33))] = (((((lo_A0 + o_3) >= 0) && ((lo_A0 + o_3) < 96)) && (((lo_A1 + o_2) >= 0) && ((lo_A1 + o_2) < 40))) ? t_A[(((((lo_A0 + o_3) >= 0) && ((lo_A0 + o_3) < 96)) && (((lo_A1 + o_2) >= 0) && ((lo_A1 + o_2) < 40))) ? (((lo_A0 + o_3) * 40) + (lo_A1 + o_2)) : 0)] : 0.0f);
+                sh_A_p0[(o_2 + (o_3 * 33))] = t_A[(((lo_A0 + o_3) * 40) + (lo_A1 + o_2))];
             }
         }
         __syncthreads();
-        for (k = base_k; k < (((base_k + 8)) < (40) ? ((base_k + 8)) : (40)); ++k) {
+        #pragma unroll
+        for (k = base_k; k < (base_k + 8); ++k) {
             #pragma unroll
             for (e_1 = 0; e_1 < 48; ++e_1) {
                 n_1 = ((b * 80) + (t + ((e_1 % 8) * 10)));
@@ -77,9 +78,7 @@ rt_matmul_96x80x8_6x8x1(const float *__restrict__ t_A,
     for (e_2 = 0; e_2 < 48; ++e_2) {
         n_2 = ((b * 80) + (t + ((e_2 % 8) * 10)));
         m_2 = ((b_1 * 96) + (t_1 + (((e_2 / 8) % 6) * 16)));
-        if (1) {
-            t_C[((m_2 * 80) + n_2)] = acc_p0[e_2];
-        }
+        t_C[((m_2 * 80) + n_2)] = acc_p0[e_2];
     }
 }
 

@@ -1,0 +1,92 @@
+#!/bin/sh
+# The fp32 GEMM top-1 is built to be fast, read from its PTX (issue 22): rtgen emits the model's
+# top-1 of examples/matmul.spec at SIZE^3 for DEVICE (--no-profile), `nvcc -ptx -arch=ARCH`
+# compiles it, and in the loop over the reduction steps (the PTX loop holding the FMAs):
+#   - no bounds checks: one setp and one predicated instruction (the loop's own branch), since
+#     every extent is a multiple of the block tile and the k step (the plan's "full tiles");
+#   - FMA / shared-load instructions at least the register tile's (m * n) / (m + n);
+#   - with VEC=v4, 128-bit shared loads (ld.shared.v4.f32) present.
+# A ragged shape (1000 x 1000 x 999) keeps its guards: its step loop has setp on the indices.
+# Exit 77 (skip) without nvcc.
+#   run-gpu-ptx.sh RTGEN ROOT DEVICE.ini ARCH SIZE VEC OUTDIR
+set -u
+rtgen=$1
+root=$2
+dev=$3
+arch=$4
+size=$5
+vec=$6
+out=$7
+cc=$(command -v nvcc || true)
+[ -n "$cc" ] || [ ! -x /usr/local/cuda/bin/nvcc ] || cc=/usr/local/cuda/bin/nvcc
+[ -n "$cc" ] || { echo "nvcc not found"; exit 77; }
+command -v python3 >/dev/null 2>&1 || { echo "python3 not found"; exit 77; }
+rm -rf "$out"
+mkdir -p "$out"
+cd "$root" || exit 1
+fail=0
+# emit SHAPE-NAME M N K: the top-1's .cu compiled to PTX; prints the plan line
+emit() {
+    "$rtgen" --device="$dev" --no-profile --top-k=1 --set M="$2" --set N="$3" --set K="$4" \
+        -o "$out/$1" examples/matmul.spec >"$out/$1.log" 2>&1 || { echo "FAIL: rtgen $1"; cat "$out/$1.log"; return 1; }
+    "$cc" -ptx -arch="$arch" -o "$out/$1.ptx" "$out/$1/matmul.cu" 2>"$out/$1.nvcc.log" ||
+        { echo "FAIL: nvcc $1"; cat "$out/$1.nvcc.log"; return 1; }
+}
+emit full "$size" "$size" "$size" || exit 1
+emit ragged 1000 1000 999 || exit 1
+python3 - "$out/full.ptx" "$out/full/matmul.cu" "$out/ragged.ptx" "$vec" <<'PY' || fail=1
+import re, sys
+full_ptx, full_cu, ragged_ptx, vec = sys.argv[1:]
+
+def fma_loop(path):
+    """The instructions of the innermost PTX loop holding the most FMAs: the lines between a
+    label and the branch back to it."""
+    lines = [l.strip() for l in open(path)]
+    best = None
+    for i, l in enumerate(lines):
+        m = re.match(r"^(\$L__\w+):$", l)
+        if not m:
+            continue
+        for j in range(i + 1, len(lines)):
+            if re.search(r"\bbra(\.uni)?\s+" + re.escape(m.group(1)) + ";", lines[j]):
+                body = [x for x in lines[i + 1:j + 1] if x and not x.startswith("//")]
+                n = sum(x.startswith("fma.rn.f32") for x in body)
+                if n and (best is None or n > best[0]):
+                    best = (n, body)
+                break
+    return best[1] if best else []
+
+def counts(body):
+    c = {"fma": 0, "lds": 0, "lds_v4": 0, "setp": 0, "pred": 0}
+    for x in body:
+        c["fma"] += x.startswith("fma.rn.f32")
+        c["lds"] += x.startswith("ld.shared.")
+        c["lds_v4"] += x.startswith("ld.shared.v4.f32")
+        c["setp"] += x.startswith("setp.")
+        c["pred"] += x.startswith("@")
+    return c
+
+hdr = open(full_cu).read()
+m = re.search(r"^// rTile reg: \[(\d+), (\d+), \d+\]$", hdr, re.M)
+if not m or "; full tiles;" not in hdr:
+    print("FAIL: the top-1's header has no register tile or no 'full tiles' plan")
+    sys.exit(1)
+rm, rn = int(m.group(1)), int(m.group(2))
+need = rm * rn / (rm + rn)
+c = counts(fma_loop(full_ptx))
+r = counts(fma_loop(ragged_ptx))
+print(f"full: register tile {rm}x{rn}, step loop {c}; ragged 1000x1000x999: {r}")
+ok = True
+if c["fma"] == 0 or c["lds"] == 0:
+    print("FAIL: no step loop with FMAs and shared loads"); ok = False
+elif c["fma"] / c["lds"] < need:
+    print(f"FAIL: {c['fma']} FMA / {c['lds']} shared loads = {c['fma']/c['lds']:.2f} < {need:.2f}"); ok = False
+if c["setp"] > 1 or c["pred"] > 1:
+    print(f"FAIL: bounds checks in the step loop ({c['setp']} setp, {c['pred']} predicated)"); ok = False
+if vec == "v4" and c["lds_v4"] == 0:
+    print("FAIL: no ld.shared.v4.f32 in the step loop"); ok = False
+if r["setp"] <= 1:
+    print("FAIL: the ragged shape's step loop has no bounds checks (guards lost)"); ok = False
+sys.exit(0 if ok else 1)
+PY
+exit $fail
