@@ -16,7 +16,9 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-static char tmp_dir[64]; // fits "/tmp/rt-test-host-XXXXXX"; a longer $TMPDIR falls back to /tmp
+// $TMPDIR/rt-test-host-XXXXXX; the cases join short names to it in 256-byte buffers, so a
+// $TMPDIR longer than about 130 bytes is not used (the directory goes under /tmp instead).
+static char tmp_dir[160];
 static rt_device dev;
 
 static void path_of(char *out, size_t size, const char *rel) {
