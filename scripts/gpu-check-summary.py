@@ -171,8 +171,8 @@ def main():
              "| cuBLAS ratio | torch ratio | Triton ratio | tau | top-1/best | pred/meas top-1 |")
     L.append("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|")
     taus, top1s = [], []
-    for r in recs:
-        a = analyse(r, peak)
+    an = [analyse(r, peak) for r in recs]  # once per op: the tables below read it
+    for r, a in zip(recs, an):
         if r["exit"] != 0:
             bad.append(f"{r['name']}: rtgen exit {r['exit']}")
         if a["statuses"].get("wrong"):
@@ -201,11 +201,10 @@ def main():
     L.append("")
     L.append("Ratios are rtgen's winner over the peer in GFLOP/s (> 1: rtgen faster); ragged ops "
              "show no GFLOP/s (their report holds the model's expected FLOPs, not the bound data's). "
-             "Timers: " + ", ".join(sorted({analyse(r, peak).get('timer', '') for r in recs} - {''})) + ".")
+             "Timers: " + ", ".join(sorted({a.get('timer', '') for a in an} - {''})) + ".")
     L.append("")
     L.append("## Failures and non-ok candidates")
-    for r in recs:
-        a = analyse(r, peak)
+    for r, a in zip(recs, an):
         if r["exit"] != 0:
             L.append(f"- {r['name']}: exit {r['exit']}: " + r["stderr_tail"].strip().replace("\n", " / ")[-600:])
         for (s, why) in a["reasons"]:
