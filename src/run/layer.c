@@ -369,6 +369,7 @@ void *rt_layer_report_to_json(const rt_layer_report *r) {
     for (int32_t k = 0; k < r->n_ops; k++)
         json_array_append_new(ops, op_json(&r->ops[k], r->checked));
     json_object_set_new(j, "layer", json_string(r->layer->name));
+    json_object_set_new(j, "ran", json_true());
     json_object_set_new(j, "threads", json_integer(r->threads));
     json_object_set_new(j, "ops", ops);
     json_object_set_new(j, "predicted_ns", json_real(r->predicted_ns));
