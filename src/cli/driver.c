@@ -9,6 +9,7 @@
 #include "interp.h"
 #include "perfmodel.h"
 #include "rtgen.h"
+#include "layer.h"
 #include "run-gpu.h"
 #include "hal-gpu.h"
 
@@ -55,9 +56,10 @@ static rt_status rt_driver_read_lengths(rt_arena *a, const rt_driver_options *o,
 // A length tensor whose extent is a bare size symbol that --set did not bind takes its batch
 // size from the data, as a user of TVM or PyTorch expects: the entry count of a plain list, or
 // --batch for a histogram. Returns the --set bindings extended with those sizes.
-static rt_status rt_driver_infer_sizes(rt_arena *a, const rt_driver_options *o, const rt_op *op,
-                                       rt_lengths_file **files, rt_size_binding **out_sets,
-                                       int32_t *out_n, rt_err *err) {
+// A layer's length tensors are found in the first def that declares them.
+static rt_status rt_driver_infer_sizes(rt_arena *a, const rt_driver_options *o, rt_op *const *ops,
+                                       int32_t n_ops, rt_lengths_file **files,
+                                       rt_size_binding **out_sets, int32_t *out_n, rt_err *err) {
     rt_size_binding *sets;
     RT_ALLOC(a, sets, o->n_sets + o->n_lengths, err);
     int32_t n = 0;
@@ -65,7 +67,10 @@ static rt_status rt_driver_infer_sizes(rt_arena *a, const rt_driver_options *o, 
         sets[n] = o->sets[n];
     for (int32_t i = 0; i < o->n_lengths; i++) {
         const rt_file_binding *fb = &o->lengths[i];
+        const rt_op *op = ops[0];
         int32_t t = rt_op_tensor_index(op, fb->name);
+        for (int32_t k = 1; k < n_ops && t < 0; k++)
+            t = rt_op_tensor_index(op = ops[k], fb->name);
         if (t < 0 || !op->tensors[t].is_length)
             return rt_fail(err, RT_ERR_USAGE, RT_NOLOC,
                            "--lengths %s=%s: no length tensor '%s' in %s", fb->name, fb->path,
@@ -202,7 +207,7 @@ static void rt_driver_remove_tree(const char *dir, const char *const *names, int
 typedef struct rt_driver_out {
     const char *dir, *stage;
     int32_t n_files;
-    const char *names[64];
+    const char *names[256];
 } rt_driver_out;
 
 static rt_status rt_driver_out_begin(rt_arena *a, const char *dir, rt_driver_out *out,
@@ -328,8 +333,11 @@ static rt_status rt_driver_length_dists(rt_arena *a, const rt_driver_options *o,
         return RT_OK;
     rt_perf_length_dist *d;
     RT_ALLOC(a, d, o->n_lengths, err);
+    int32_t n_dists = 0;
     for (int32_t i = 0; i < o->n_lengths; i++) {
         int32_t t = rt_op_tensor_index(op, o->lengths[i].name);
+        if (t < 0) // a def of a layer that does not read this length tensor
+            continue;
         rt_tensor_data *td = rt_bindings_data(b, o->lengths[i].name);
         rt_assert(t >= 0 && td && td->laid_out);
         int64_t n = td->layout.elems;
@@ -337,12 +345,12 @@ static rt_status rt_driver_length_dists(rt_arena *a, const rt_driver_options *o,
         RT_ALLOC(a, samples, n, err);
         for (int64_t k = 0; k < n; k++)
             samples[k] = (int64_t)td->data[k];
-        d[i].tensor = op->tensors[t].name;
-        RT_TRY(rt_extent_dist_from_samples(a, samples, (int32_t)n, op->tensors[t].loc, &d[i].dist,
-                                           err));
+        d[n_dists].tensor = op->tensors[t].name;
+        RT_TRY(rt_extent_dist_from_samples(a, samples, (int32_t)n, op->tensors[t].loc,
+                                           &d[n_dists++].dist, err));
     }
     popt->lengths = d;
-    popt->n_lengths = o->n_lengths;
+    popt->n_lengths = n_dists;
     return RT_OK;
 }
 
@@ -476,7 +484,9 @@ static rt_status rt_driver_failed(rt_arena *a, const rt_driver_options *o, const
     rt_buf_init(&tally, a);
     for (int32_t k = 0; k < n_names; k++)
         rt_buf_printf(&tally, "%s%d %s", k ? ", " : "", (int)counts[k], names[k]);
-    const char *kept = o->keep_failed
+    // A def of a layer (no g, o->keep_failed refused): the layer writes nothing.
+    const char *kept = !g ? "nothing was written"
+                       : o->keep_failed
                            ? rt_arena_printf(a, "their sources and report are in %s as %s.failed.*",
                                              o->out_dir, op->name)
                            : rt_arena_printf(a,
@@ -590,6 +600,247 @@ static rt_status rt_driver_construct(rt_arena *a, const rt_driver_options *o, co
     return RT_OK;
 }
 
+// ---------------------------------------------------------------------------------------------
+// Layers: a spec file of several defs (spec.h rt_layer), run as one chain (layer.h)
+// ---------------------------------------------------------------------------------------------
+
+// The bindings of def k where the layer's tensor called name is made (its first declaration).
+static rt_bindings *rt_driver_layer_origin(const rt_layer *l, rt_layer_bindings *lb,
+                                           const char *name) {
+    for (int32_t i = 0; i < l->n_tensors; i++)
+        if (!strcmp(l->tensors[i].name, name))
+            return lb->ops[l->tensors[i].op];
+    return NULL;
+}
+
+static rt_status rt_driver_layer_bind(rt_arena *a, const rt_driver_options *o, const rt_layer *l,
+                                      rt_lengths_file **files, rt_layer_bindings **out,
+                                      rt_err *err) {
+    if (o->keep_failed)
+        return rt_fail(err, RT_ERR_USAGE, RT_NOLOC,
+                       "--keep-failed: not supported for layer %s (a file of several defs)",
+                       l->name);
+    if (o->n_trees)
+        return rt_fail(err, RT_ERR_USAGE, RT_NOLOC, "--tree %s=%s: layer %s has no trees",
+                       o->trees[0].name, o->trees[0].path, l->name);
+    if (o->batch && o->n_lengths == 0)
+        return rt_fail(err, RT_ERR_USAGE, RT_NOLOC, "--batch needs a --lengths histogram");
+    rt_layer_bindings *lb = NULL;
+    RT_TRY(rt_layer_bindings_new(a, l, o->seed, &lb, err));
+    for (int32_t i = 0; i < o->n_lengths; i++) {
+        const rt_file_binding *fb = &o->lengths[i];
+        rt_status st = rt_layer_bindings_set_lengths_file(lb, fb->name, files[i], o->batch, err);
+        if (st != RT_OK) {
+            rt_file_error_to_option(err, "--lengths", fb->name, fb->path);
+            return st;
+        }
+    }
+    RT_TRY(rt_layer_bindings_prepare(lb, err));
+    *out = lb;
+    return RT_OK;
+}
+
+// --dry-run of a layer: each def's canonical IR in order, the lengths, the device.
+static rt_status rt_driver_layer_dry_run(rt_arena *a, const rt_driver_options *o, const rt_layer *l,
+                                         const rt_device *dev, rt_layer_bindings *lb, FILE *f,
+                                         rt_err *err) {
+    if (o->json) {
+        json_t *root = json_object(), *ops = json_array();
+        json_object_set_new(root, "rtgen", json_string(RT_VERSION_STRING));
+        json_object_set_new(root, "layer", json_string(l->name));
+        for (int32_t k = 0; k < l->n_ops; k++)
+            json_array_append_new(ops, (json_t *)rt_op_to_json(l->ops[k]));
+        json_object_set_new(root, "ops", ops);
+        if (!o->ir_only)
+            json_object_set_new(root, "device", (json_t *)rt_hal_device_to_json(dev));
+        char *text = json_dumps(root, JSON_INDENT(2));
+        json_decref(root);
+        if (!text)
+            return rt_fail(err, RT_ERR_NOMEM, RT_NOLOC, "out of memory");
+        fprintf(f, "%s\n", text);
+        free(text);
+        return RT_OK;
+    }
+    rt_buf b;
+    rt_buf_init(&b, a);
+    for (int32_t k = 0; k < l->n_ops; k++) {
+        rt_buf_linef(&b, 0, "# layer %s, def %d of %d", l->name, (int)k + 1, (int)l->n_ops);
+        rt_op_print(l->ops[k], &b);
+    }
+    for (int32_t i = 0; i < o->n_lengths; i++) {
+        int64_t n, lo, hi;
+        double mean;
+        rt_driver_length_stats(rt_driver_layer_origin(l, lb, o->lengths[i].name),
+                               o->lengths[i].name, &n, &lo, &mean, &hi);
+        rt_buf_linef(&b, 0,
+                     "lengths %s: %lld values from %s (seed %llu): min %lld, mean %.1f, max %lld",
+                     o->lengths[i].name, (long long)n, o->lengths[i].path,
+                     (unsigned long long)o->seed, (long long)lo, mean, (long long)hi);
+    }
+    if (!o->ir_only) {
+        rt_buf_puts(&b, "\n");
+        rt_hal_print_device(dev, &b);
+    }
+    if (b.oom)
+        return rt_fail(err, RT_ERR_NOMEM, RT_NOLOC, "out of memory");
+    fputs(b.data ? b.data : "", f);
+    return RT_OK;
+}
+
+// --interpret of a layer: the defs in order on one chain of data, each def's outputs printed.
+static rt_status rt_driver_layer_interpret(rt_arena *a, const rt_layer *l, rt_layer_bindings *lb,
+                                           FILE *f, rt_err *err) {
+    RT_TRY(rt_layer_interp_run(lb, err));
+    rt_buf out;
+    rt_buf_init(&out, a);
+    for (int32_t k = 0; k < l->n_ops; k++) {
+        rt_buf_linef(&out, 0, "def %s:", l->ops[k]->name);
+        rt_bindings_print_outputs(lb->ops[k], &out);
+    }
+    if (out.oom)
+        return rt_fail(err, RT_ERR_NOMEM, RT_NOLOC, "out of memory");
+    fputs(out.data ? out.data : "", f);
+    return RT_OK;
+}
+
+// One def of a layer through the single-op pipeline: construction, kernels, profile.
+static rt_status rt_driver_layer_op(rt_arena *a, const rt_driver_options *o, const rt_op *op,
+                                    const rt_device *dev, rt_bindings *b, rt_perf_result **res,
+                                    rt_cpu_report **cpu, rt_err *err) {
+    rt_perf_options popt;
+    memset(&popt, 0, sizeof popt);
+    popt.top_k = o->top_k;
+    RT_TRY(rt_driver_length_dists(a, o, op, b, &popt, err));
+    if (rt_driver_cpu_profiles(o, dev))
+        RT_TRY(rt_cpu_profile_fits(a, op, b, NULL, NULL, err));
+    RT_TRY(rt_perf_construct(a, op, dev, &popt, res, err));
+    RT_TRY(rt_driver_cpu_kernels(a, o, op, dev, b, *res, cpu, err));
+    if ((*cpu)->profiled && (*cpu)->winner < 0)
+        return rt_driver_failed(a, o, op, *cpu, NULL, err);
+    return RT_OK;
+}
+
+// Writes DIR/<layer>.json and every def's sources (<op>.<ext> for its winner or top-1,
+// <op>.rankN.<ext> for the others), all or nothing.
+static rt_status rt_driver_layer_write(rt_arena *a, const rt_driver_options *o, const rt_layer *l,
+                                       rt_cpu_report *const *cpu, const char *report, rt_err *err) {
+    rt_driver_out out;
+    RT_TRY(rt_driver_out_begin(a, o->out_dir, &out, err));
+    rt_status st = rt_driver_out_add(a, &out, rt_arena_printf(a, "%s.json", l->name), report, err);
+    for (int32_t k = 0; st == RT_OK && k < l->n_ops; k++) {
+        const rt_cpu_report *c = cpu[k];
+        int32_t best = c->winner >= 0 ? c->winner : 0;
+        for (int32_t i = 0; st == RT_OK && i < c->n; i++) {
+            const char *ext, *src = rt_cpu_report_source(c, i, &ext);
+            const char *name = i == best ? rt_arena_printf(a, "%s.%s", l->ops[k]->name, ext)
+                                         : rt_arena_printf(a, "%s.rank%d.%s", l->ops[k]->name,
+                                                           (int)c->cands[i].rank + 1, ext);
+            st = !name || !src ? rt_fail(err, RT_ERR_NOMEM, RT_NOLOC, "out of memory")
+                               : rt_driver_out_add(a, &out, name, src, err);
+        }
+    }
+    if (st == RT_OK)
+        st = rt_driver_out_commit(&out, err);
+    if (st != RT_OK)
+        rt_driver_remove_tree(out.stage, out.names, out.n_files);
+    return st;
+}
+
+// The layer's JSON report: the run (per op and total) and each def's construction and kernels.
+static char *rt_driver_layer_json(rt_arena *a, const rt_driver_options *o, const rt_device *dev,
+                                  const rt_layer *l, rt_perf_result *const *res,
+                                  rt_cpu_report *const *cpu, const rt_layer_report *run) {
+    json_t *root = json_object(), *defs = json_array();
+    json_object_set_new(root, "rtgen", json_string(RT_VERSION_STRING));
+    json_object_set_new(root, "spec", json_string(o->spec_path));
+    json_object_set_new(root, "device", json_string(dev->path));
+    json_object_set_new(root, "layer",
+                        run ? (json_t *)rt_layer_report_to_json(run)
+                            : json_pack("{s:s, s:b, s:s}", "layer", l->name, "ran", 0, "not_run",
+                                        cpu[0]->not_profiled ? cpu[0]->not_profiled
+                                                             : "its defs were not profiled"));
+    for (int32_t k = 0; k < l->n_ops; k++) {
+        json_t *d = json_object();
+        json_object_set_new(d, "def", json_string(l->ops[k]->name));
+        json_object_set_new(d, "profiled", json_boolean(cpu[k]->profiled));
+        json_object_set_new(d, "target",
+                            cpu[k]->target ? json_string(cpu[k]->target) : json_null());
+        json_object_set_new(d, "construction", (json_t *)rt_perf_result_to_json(res[k]));
+        json_object_set_new(d, "kernels", (json_t *)rt_cpu_report_to_json(cpu[k]));
+        json_array_append_new(defs, d);
+    }
+    json_object_set_new(root, "defs", defs);
+    char *text = json_dumps(root, JSON_INDENT(2));
+    json_decref(root);
+    char *report = text ? rt_arena_printf(a, "%s\n", text) : NULL;
+    free(text);
+    return report;
+}
+
+static rt_status rt_driver_layer_construct(rt_arena *a, const rt_driver_options *o,
+                                           const rt_layer *l, const rt_device *dev,
+                                           rt_layer_bindings *lb, FILE *f, rt_err *err) {
+    if (dev->devclass != RT_DEVCLASS_CPU)
+        return rt_fail(err, RT_ERR_USAGE, RT_NOLOC,
+                       "layer %s: layers of several defs run on CPU devices only (the device "
+                       "'%s' is of class %s)",
+                       l->name, dev->name, rt_devclass_name(dev->devclass));
+    rt_perf_result **res;
+    rt_cpu_report **cpu;
+    RT_ALLOC(a, res, l->n_ops, err);
+    RT_ALLOC(a, cpu, l->n_ops, err);
+    rt_buf table;
+    rt_buf_init(&table, a);
+    bool profiled = true;
+    for (int32_t k = 0; k < l->n_ops; k++) {
+        RT_TRY(rt_driver_layer_op(a, o, l->ops[k], dev, lb->ops[k], &res[k], &cpu[k], err));
+        profiled = profiled && cpu[k]->profiled;
+        rt_buf_linef(&table, 0, "def %d of %d: %s", (int)k + 1, (int)l->n_ops, l->ops[k]->name);
+        rt_perf_print_table(res[k], &table);
+        rt_cpu_report_print(cpu[k], &table);
+    }
+    rt_layer_report *run = NULL;
+    if (profiled) {
+        rt_layer_options lopt = {.seed = o->seed, .check = true};
+        RT_TRY(rt_layer_run(a, l, cpu, lb, &lopt, &run, err));
+        rt_layer_report_print(run, &table);
+    } else {
+        rt_buf_linef(&table, 0, "layer %s not run: its defs were not profiled", l->name);
+    }
+    char *report = rt_driver_layer_json(a, o, dev, l, res, cpu, run);
+    if (!report || table.oom)
+        return rt_fail(err, RT_ERR_NOMEM, RT_NOLOC, "out of memory");
+    if (run && run->checked && !run->correct)
+        return rt_fail(err, RT_ERR_BACKEND, RT_NOLOC, "layer %s: %s; nothing was written", l->name,
+                       run->why);
+    RT_TRY(rt_driver_layer_write(a, o, l, cpu, report, err));
+    if (o->json) {
+        fputs(report, f);
+        return RT_OK;
+    }
+    fputs(table.data ? table.data : "", f);
+    fprintf(f, "kernels: %s/<def>.%s for each def\n", o->out_dir, cpu[0]->ext);
+    fprintf(f, "report: %s/%s.json\n", o->out_dir, l->name);
+    return RT_OK;
+}
+
+static rt_status rt_driver_run_layer(rt_arena *a, const rt_driver_options *o, const rt_device *dev,
+                                     rt_lengths_file **files, const char *text, rt_layer *l,
+                                     FILE *f, rt_err *err) {
+    rt_size_binding *sets = NULL;
+    int32_t n_sets = 0;
+    RT_TRY(rt_driver_infer_sizes(a, o, l->ops, l->n_ops, files, &sets, &n_sets, err));
+    if (n_sets > o->n_sets)
+        RT_TRY(rt_spec_parse_layer(a, text, o->spec_path, sets, n_sets, &l, err));
+    rt_layer_bindings *lb = NULL;
+    RT_TRY(rt_driver_layer_bind(a, o, l, files, &lb, err));
+    if (o->dry_run)
+        return rt_driver_layer_dry_run(a, o, l, dev, lb, f, err);
+    if (o->interpret)
+        return rt_driver_layer_interpret(a, l, lb, f, err);
+    return rt_driver_layer_construct(a, o, l, dev, lb, f, err);
+}
+
 rt_status rt_driver_run(rt_arena *a, const rt_driver_options *o, FILE *f, rt_err *err) {
     rt_device *dev;
     RT_ALLOC(a, dev, 1, err);
@@ -598,11 +849,14 @@ rt_status rt_driver_run(rt_arena *a, const rt_driver_options *o, FILE *f, rt_err
     RT_TRY(rt_driver_read_lengths(a, o, &files, err));
     char *text;
     RT_TRY(rt_read_file(a, o->spec_path, &text, NULL, err));
-    rt_op *op;
-    RT_TRY(rt_spec_parse(a, text, o->spec_path, o->sets, o->n_sets, &op, err));
+    rt_layer *layer;
+    RT_TRY(rt_spec_parse_layer(a, text, o->spec_path, o->sets, o->n_sets, &layer, err));
+    if (layer->n_ops > 1)
+        return rt_driver_run_layer(a, o, dev, files, text, layer, f, err);
+    rt_op *op = layer->ops[0];
     rt_size_binding *sets = NULL;
     int32_t n_sets = 0;
-    RT_TRY(rt_driver_infer_sizes(a, o, op, files, &sets, &n_sets, err));
+    RT_TRY(rt_driver_infer_sizes(a, o, &op, 1, files, &sets, &n_sets, err));
     rt_tree_data **trees = NULL;
     RT_TRY(
         rt_driver_tree_sizes(a, o, op, !o->dry_run && !o->interpret, &sets, &n_sets, &trees, err));

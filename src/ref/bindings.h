@@ -82,6 +82,10 @@ rt_status rt_bindings_count(rt_bindings *b, double *out, rt_err *err);
 // n must equal its stored element count; values are rounded to the dtype. Errors: RT_ERR_USAGE.
 rt_status rt_bindings_set_data(rt_bindings *b, const char *name, const double *values, int64_t n,
                                rt_err *err);
+// Builds the layout of tensor ti into *out (start arrays in b's arena) from b's sizes and
+// lengths (bound or generated: call rt_bindings_count or rt_bindings_prepare first): what the
+// prelude of a ragged tensor computes. Errors: an unbound size, a negative extent, too large.
+rt_status rt_layout_compute(rt_bindings *b, int32_t ti, rt_layout *out, rt_err *err);
 // Data of the tensor called name (NULL when unknown).
 rt_tensor_data *rt_bindings_data(rt_bindings *b, const char *name);
 // Stored elements of tensor t (valid after prepare).

@@ -412,9 +412,8 @@ static rt_status rt_layout_visit(rt_layout_build *lb, rt_layout *l, int32_t k, i
     return RT_OK;
 }
 
-static rt_status rt_layout_make(rt_bindings *b, int32_t ti, rt_err *err) {
+rt_status rt_layout_compute(rt_bindings *b, int32_t ti, rt_layout *l, rt_err *err) {
     const rt_tensor *t = &b->op->tensors[ti];
-    rt_layout *l = &b->tensors[ti].layout;
     memset(l, 0, sizeof *l);
     l->n_dims = t->n_dims;
     l->n_rows[0] = 1;
@@ -461,6 +460,11 @@ static rt_status rt_layout_make(rt_bindings *b, int32_t ti, rt_err *err) {
                 l->start[k][l->n_rows[k]] = lb.running[k];
     }
     l->elems = l->n_rows[t->n_dims];
+    return RT_OK;
+}
+
+static rt_status rt_layout_make(rt_bindings *b, int32_t ti, rt_err *err) {
+    RT_TRY(rt_layout_compute(b, ti, &b->tensors[ti].layout, err));
     b->tensors[ti].laid_out = true;
     return RT_OK;
 }
@@ -1004,6 +1008,96 @@ rt_status rt_interp_run(const rt_op *op, rt_bindings *b, rt_err *err) {
                     g_var = g->n_lhs > 0 ? g->lhs_vars[0] : -1; // the node dim comes first
                 RT_TRY(rt_run_stmt(op, b, g, g_var, t->order[k], err));
             }
+        }
+    }
+    return RT_OK;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Layers: the defs of a file in order, on data that flows from def to def
+// ---------------------------------------------------------------------------------------------
+
+rt_status rt_layer_bindings_new(rt_arena *a, const rt_layer *l, uint64_t seed,
+                                rt_layer_bindings **out, rt_err *err) {
+    rt_layer_bindings *lb;
+    RT_ALLOC(a, lb, 1, err);
+    RT_ALLOC(a, lb->ops, l->n_ops, err);
+    lb->layer = l;
+    for (int32_t k = 0; k < l->n_ops; k++)
+        RT_TRY(rt_bindings_new(a, l->ops[k], seed, &lb->ops[k], err));
+    *out = lb;
+    return RT_OK;
+}
+
+// The bindings and tensor of the def where layer tensor i is made.
+static rt_tensor_data *rt_layer_origin(rt_layer_bindings *lb, int32_t i) {
+    const rt_layer_tensor *lt = &lb->layer->tensors[i];
+    return &lb->ops[lt->op]->tensors[lt->tensor];
+}
+
+rt_status rt_layer_bindings_set_lengths_file(rt_layer_bindings *lb, const char *name,
+                                             const rt_lengths_file *f, int64_t batch, rt_err *err) {
+    const rt_layer *l = lb->layer;
+    for (int32_t i = 0; i < l->n_tensors; i++) {
+        const rt_layer_tensor *lt = &l->tensors[i];
+        if (lt->is_input && !strcmp(lt->name, name))
+            return rt_bindings_set_lengths_file(lb->ops[lt->op], name, f, batch, err);
+    }
+    return rt_fail(err, RT_ERR_USAGE, RT_NOLOC, "'%s' is not a length tensor of %s", name, l->name);
+}
+
+// Copies the data of def k's parameter t from where its layer tensor is made.
+static rt_status rt_layer_take(rt_layer_bindings *lb, int32_t k, int32_t t, rt_err *err) {
+    const rt_tensor_data *src = rt_layer_origin(lb, lb->layer->tensor_of[k][t]);
+    return rt_bindings_set_data(lb->ops[k], lb->layer->ops[k]->tensors[t].name, src->data,
+                                src->layout.elems, err);
+}
+
+rt_status rt_layer_bindings_prepare(rt_layer_bindings *lb, rt_err *err) {
+    const rt_layer *l = lb->layer;
+    for (int32_t k = 0; k < l->n_ops; k++) {
+        const rt_op *op = l->ops[k];
+        if (lb->ops[k]->prepared)
+            continue;
+        // Length tensors first (the layouts read them): the first def's lengths, bound or
+        // generated, are every def's.
+        for (int32_t t = 0; t < op->n_tensors; t++) {
+            int32_t i = l->tensor_of[k][t];
+            if (i < 0 || !op->tensors[t].is_length || l->tensors[i].op == k)
+                continue;
+            const rt_tensor_data *src = rt_layer_origin(lb, i);
+            int32_t *v;
+            RT_ALLOC(lb->ops[k]->arena, v, src->layout.elems, err);
+            for (int64_t e = 0; e < src->layout.elems; e++)
+                v[e] = (int32_t)src->data[e];
+            RT_TRY(rt_bindings_set_lengths(lb->ops[k], op->tensors[t].name, v, src->layout.elems,
+                                           err));
+        }
+        RT_TRY(rt_bindings_prepare(lb->ops[k], err));
+        for (int32_t t = 0; t < op->n_tensors; t++) {
+            int32_t i = l->tensor_of[k][t];
+            if (i >= 0 && l->tensors[i].is_input && !op->tensors[t].is_length &&
+                l->tensors[i].op != k)
+                RT_TRY(rt_layer_take(lb, k, t, err));
+        }
+    }
+    return RT_OK;
+}
+
+rt_status rt_layer_interp_run(rt_layer_bindings *lb, rt_err *err) {
+    const rt_layer *l = lb->layer;
+    RT_TRY(rt_layer_bindings_prepare(lb, err));
+    for (int32_t k = 0; k < l->n_ops; k++) {
+        const rt_op *op = l->ops[k];
+        for (int32_t t = 0; t < op->n_tensors; t++) {
+            int32_t i = l->tensor_of[k][t];
+            if (i >= 0 && op->tensors[t].role == RT_ROLE_INPUT && !l->tensors[i].is_input)
+                RT_TRY(rt_layer_take(lb, k, t, err));
+        }
+        rt_status st = rt_interp_run(op, lb->ops[k], err);
+        if (st != RT_OK) {
+            rt_err_note(err, "in def %s of layer %s", op->name, l->name);
+            return st;
         }
     }
     return RT_OK;

@@ -25,4 +25,30 @@
 // division by zero, a negative extent.
 rt_status rt_interp_run(const rt_op *op, rt_bindings *b, rt_err *err);
 
+// ---------------------------------------------------------------------------------------------
+// Layers (spec.h rt_layer): the defs in order, each on its own bindings, data flowing by name
+// ---------------------------------------------------------------------------------------------
+
+typedef struct rt_layer_bindings {
+    const rt_layer *layer;
+    rt_bindings **ops; // [layer->n_ops]: def k's bindings (its intermediates owned by the layer)
+} rt_layer_bindings;
+
+rt_status rt_layer_bindings_new(rt_arena *a, const rt_layer *l, uint64_t seed,
+                                rt_layer_bindings **out, rt_err *err);
+// Binds the layer's length tensor name (as rt_bindings_set_lengths_file) in the first def that
+// declares it; the other defs take those lengths at rt_layer_bindings_prepare. Errors: those of
+// rt_bindings_set_lengths_file, RT_ERR_USAGE for a name that is not a layer input.
+rt_status rt_layer_bindings_set_lengths_file(rt_layer_bindings *lb, const char *name,
+                                             const rt_lengths_file *f, int64_t batch, rt_err *err);
+// Prepares every def's bindings in order: each layer input (lengths included) is generated (or
+// bound) once, in the first def that declares it, and every later def takes its values.
+// Intermediates (parameters that an earlier def outputs) keep generated values of their own
+// until rt_layer_interp_run. Idempotent per def.
+rt_status rt_layer_bindings_prepare(rt_layer_bindings *lb, rt_err *err);
+// The layer's reference: prepares lb, then runs each def's interpreter (rt_interp_run) in file
+// order, each intermediate taken from its producer's output before its reader runs. Every
+// def's outputs are then in lb->ops[k]. Errors: those of rt_interp_run, with the def noted.
+rt_status rt_layer_interp_run(rt_layer_bindings *lb, rt_err *err);
+
 #endif

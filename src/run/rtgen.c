@@ -853,6 +853,59 @@ void *rt_cpu_runner_data(rt_cpu_runner *rn, int32_t tensor) {
     return NULL;
 }
 
+size_t rt_cpu_runner_bytes(const rt_cpu_runner *rn, int32_t tensor) {
+    for (int32_t i = 1; i < rn->k->n_bufs; i++)
+        if (rn->k->bufs[i].role == RT_KIR_BUF_DATA && rn->k->bufs[i].tensor == tensor)
+            return rn->d.bytes[i];
+    return 0;
+}
+
+bool rt_cpu_runner_bind(rt_cpu_runner *rn, int32_t tensor, void *buf, size_t bytes) {
+    bool found = false;
+    for (int32_t i = 1; i < rn->k->n_bufs; i++)
+        if (rn->k->bufs[i].role == RT_KIR_BUF_DATA && rn->k->bufs[i].tensor == tensor) {
+            if (rn->d.bytes[i] != bytes)
+                return false;
+            rn->d.args[i] = buf; // the launch reads d.args
+            found = true;
+        }
+    return found;
+}
+
+int32_t rt_cpu_runner_bind_start(rt_cpu_runner *rn, int32_t tensor, int32_t dim, int64_t *start,
+                                 size_t bytes) {
+    int32_t found = 0;
+    for (int32_t i = 1; i < rn->k->n_bufs; i++) {
+        const rt_kir_buf *bf = &rn->k->bufs[i];
+        if (bf->role == RT_KIR_BUF_START && bf->tensor == tensor && bf->dim == dim) {
+            if (rn->d.bytes[i] != bytes || memcmp(rn->d.args[i], start, bytes) != 0)
+                return -1;
+            rn->d.args[i] = start;
+            found++;
+        }
+    }
+    return found;
+}
+
+bool rt_cpu_runner_fill(rt_cpu_runner *rn, int32_t tensor, double v) {
+    for (int32_t i = 1; i < rn->k->n_bufs; i++) {
+        const rt_kir_buf *bf = &rn->k->bufs[i];
+        if (bf->role != RT_KIR_BUF_DATA || bf->tensor != tensor)
+            continue;
+        size_t n = rn->d.bytes[i] / (bf->type == RT_KIR_F64 ? 8 : 4);
+        for (size_t e = 0; e < n; e++) {
+            if (bf->type == RT_KIR_F32)
+                ((float *)rn->d.args[i])[e] = (float)v;
+            else if (bf->type == RT_KIR_F64)
+                ((double *)rn->d.args[i])[e] = v;
+            else
+                ((int32_t *)rn->d.args[i])[e] = (int32_t)v;
+        }
+        return true;
+    }
+    return false;
+}
+
 rt_status rt_cpu_runner_run(rt_cpu_runner *rn, rt_err *err) {
     if (!rt_cpu_pool_run(rn->pool, &rn->launch))
         return rt_fail(err, RT_ERR_NOMEM, RT_NOLOC, "out of memory for scratch buffers");

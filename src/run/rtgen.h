@@ -180,6 +180,21 @@ rt_status rt_cpu_runner_new(const rt_cpu_report *r, int32_t cand, rt_bindings *b
 // The buffer of tensor `tensor` (float for f32, double for f64, int32_t for i32 elements, in
 // the bound layout), NULL when the kernel does not use that tensor.
 void *rt_cpu_runner_data(rt_cpu_runner *rn, int32_t tensor);
+// Bytes of the runner's buffer of tensor `tensor` (0 when the kernel does not use it).
+size_t rt_cpu_runner_bytes(const rt_cpu_runner *rn, int32_t tensor);
+// Points the kernel at the caller's buffer for tensor `tensor` (bytes: rt_cpu_runner_bytes; the
+// kernel's element type, the bound layout), so that kernels share buffers (a layer's
+// intermediates). The caller keeps buf alive while the runner runs. False (nothing changed)
+// when the kernel has no buffer of that tensor or the sizes differ.
+bool rt_cpu_runner_bind(rt_cpu_runner *rn, int32_t tensor, void *buf, size_t bytes);
+// Points the kernel's start arrays of (tensor, dim) at the caller's (a prelude shared by several
+// kernels) and returns how many it bound: 0 when the kernel reads no such array, -1 (nothing
+// changed) when the caller's differs from the kernel's in length or contents.
+int32_t rt_cpu_runner_bind_start(rt_cpu_runner *rn, int32_t tensor, int32_t dim, int64_t *start,
+                                 size_t bytes);
+// Fills the runner's current buffer of tensor `tensor` with v in its element type; false when
+// the kernel does not use that tensor.
+bool rt_cpu_runner_fill(rt_cpu_runner *rn, int32_t tensor, double v);
 // Runs the kernel once on the runner's buffers. Errors: RT_ERR_NOMEM (scratch).
 rt_status rt_cpu_runner_run(rt_cpu_runner *rn, rt_err *err);
 // Stores the current contents of the kernel's outputs into b (rounded to their dtypes).

@@ -1049,14 +1049,20 @@ static rt_status parse_directive(rt_parser *p) {
     return RT_OK;
 }
 
-static rt_status parse_file(rt_parser *p, const rt_size_binding *set, int32_t n_set) {
-    rt_op *op = p->op;
+// The 'size' lines at the head of a file, into p->op's sizes.
+static rt_status parse_sizes(rt_parser *p, const rt_size_binding *set, int32_t n_set) {
     RT_TRY(check_tok(p));
     while (at(p, "size"))
         RT_TRY(parse_size(p));
     RT_TRY(apply_bindings(p, set, n_set, false));
     if (!at(p, "def"))
-        return syntax(p, op->n_sizes ? "'size' or 'def'" : "'def'");
+        return syntax(p, p->op->n_sizes ? "'size' or 'def'" : "'def'");
+    return RT_OK;
+}
+
+// One 'def' at the current token into p->op (whose sizes are set), up to its closing '}'.
+static rt_status parse_def(rt_parser *p, const rt_size_binding *set, int32_t n_set) {
+    rt_op *op = p->op;
     op->loc = tok(p)->loc;
     RT_TRY(advance(p));
     if (tok(p)->kind != RT_TOK_IDENT)
@@ -1101,7 +1107,12 @@ static rt_status parse_file(rt_parser *p, const rt_size_binding *set, int32_t n_
     if (p->n_pending)
         return rt_fail(p->err, RT_ERR_SPEC, p->pending[0].e->loc, "unknown tensor or function '%s'",
                        p->pending[0].name);
-    RT_TRY(advance(p));
+    return advance(p);
+}
+
+static rt_status parse_file(rt_parser *p, const rt_size_binding *set, int32_t n_set) {
+    RT_TRY(parse_sizes(p, set, n_set));
+    RT_TRY(parse_def(p, set, n_set));
     if (tok(p)->kind != RT_TOK_EOF)
         return syntax(p, "end of file");
     return RT_OK;
@@ -1124,19 +1135,89 @@ rt_status rt_spec_parse(rt_arena *a, const char *text, const char *path, const r
     return RT_OK;
 }
 
+// A NUL byte before the end of the file's text is an error at its position.
+static rt_status check_text(const char *path, const char *text, size_t len, rt_err *err) {
+    size_t nul = strlen(text);
+    if (nul == len)
+        return RT_OK;
+    int32_t line = 1, col = 1;
+    for (size_t i = 0; i < nul; i++, col++)
+        if (text[i] == '\n')
+            line++, col = 0;
+    return rt_fail(err, RT_ERR_SYNTAX, rt_loc_make(path, line, col),
+                   "unexpected byte 0x00 (expected text)");
+}
+
+// A parser for the next def of a layer: a fresh op holding a copy of the file's sizes (a def may
+// add sizes of its own: a tree's node count), at the same token.
+static rt_status layer_next_parser(const rt_parser *head, rt_parser *p) {
+    *p = (rt_parser){.a = head->a,
+                     .err = head->err,
+                     .toks = head->toks,
+                     .n_toks = head->n_toks,
+                     .pos = head->pos};
+    p->op = rt_arena_calloc(head->a, 1, sizeof *p->op);
+    if (!p->op)
+        return NOMEM(p);
+    *p->op = (rt_op){.file = head->op->file, .n_sizes = head->op->n_sizes};
+    if (head->op->n_sizes) {
+        p->op->sizes = rt_arena_calloc(head->a, (size_t)head->op->n_sizes, sizeof(rt_size));
+        if (!p->op->sizes)
+            return NOMEM(p);
+        memcpy(p->op->sizes, head->op->sizes, (size_t)head->op->n_sizes * sizeof(rt_size));
+    }
+    p->cap_sizes = head->op->n_sizes;
+    return RT_OK;
+}
+
+rt_status rt_spec_parse_layer(rt_arena *a, const char *text, const char *path,
+                              const rt_size_binding *set, int32_t n_set, rt_layer **out,
+                              rt_err *err) {
+    if (!path)
+        path = "<input>";
+    rt_parser head = {.a = a, .err = err};
+    rt_layer *l = rt_arena_calloc(a, 1, sizeof *l);
+    head.op = rt_arena_calloc(a, 1, sizeof *head.op);
+    if (!l || !head.op)
+        return rt_fail(err, RT_ERR_NOMEM, RT_NOLOC, "out of memory");
+    if (!text)
+        return rt_fail(err, RT_ERR_IO, rt_loc_make(path, 0, 0), "no text");
+    head.op->file = path;
+    l->file = path;
+    RT_TRY(rt_spec_lex(a, text, path, &head.toks, &head.n_toks, err));
+    RT_TRY(parse_sizes(&head, set, n_set));
+    int32_t cap = 0;
+    do {
+        rt_parser p;
+        RT_TRY(layer_next_parser(&head, &p));
+        RT_TRY(parse_def(&p, set, n_set));
+        head.pos = p.pos;
+        // As in a file of one def, a stray token is reported before the def is checked.
+        if (!at(&head, "def") && tok(&head)->kind != RT_TOK_EOF)
+            return syntax(&head, l->n_ops ? "'def' or end of file" : "end of file");
+        RT_TRY(rt_spec_check(a, p.op, err));
+        GROW(&head, l->ops, l->n_ops, cap);
+        l->ops[l->n_ops++] = p.op;
+    } while (at(&head, "def"));
+    RT_TRY(rt_spec_layer_link(a, l, err));
+    *out = l;
+    return RT_OK;
+}
+
+rt_status rt_spec_load_layer(rt_arena *a, const char *path, const rt_size_binding *set,
+                             int32_t n_set, rt_layer **out, rt_err *err) {
+    char *text;
+    size_t len;
+    RT_TRY(rt_read_file(a, path, &text, &len, err));
+    RT_TRY(check_text(path, text, len, err));
+    return rt_spec_parse_layer(a, text, path, set, n_set, out, err);
+}
+
 rt_status rt_spec_load(rt_arena *a, const char *path, const rt_size_binding *set, int32_t n_set,
                        rt_op **out, rt_err *err) {
     char *text;
     size_t len;
     RT_TRY(rt_read_file(a, path, &text, &len, err));
-    size_t nul = strlen(text);
-    if (nul != len) {
-        int32_t line = 1, col = 1;
-        for (size_t i = 0; i < nul; i++, col++)
-            if (text[i] == '\n')
-                line++, col = 0;
-        return rt_fail(err, RT_ERR_SYNTAX, rt_loc_make(path, line, col),
-                       "unexpected byte 0x00 (expected text)");
-    }
+    RT_TRY(check_text(path, text, len, err));
     return rt_spec_parse(a, text, path, set, n_set, out, err);
 }

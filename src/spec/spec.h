@@ -265,6 +265,53 @@ rt_status rt_spec_parse(rt_arena *a, const char *text, const char *path, const r
 rt_status rt_spec_load(rt_arena *a, const char *path, const rt_size_binding *set, int32_t n_set,
                        rt_op **out, rt_err *err);
 
+// ---------------------------------------------------------------------------------------------
+// Layers: a file of several defs (spec-layer.c)
+// ---------------------------------------------------------------------------------------------
+
+// One tensor of a layer: a layer input (a parameter of some def that no earlier def outputs:
+// every def naming it shares it) or an output of one def (read by later defs of the layer,
+// which then own it as an intermediate, or not: a layer output).
+typedef struct rt_layer_tensor {
+    const char *name;
+    int32_t op, tensor; // where it is made: the producing def and its output's tensor index, or,
+                        // for a layer input, the first def that declares it and its parameter
+    bool is_input;      // a layer input
+    bool is_output;     // an output of a def that no later def reads (the layer's result)
+} rt_layer_tensor;
+
+typedef struct rt_layer {
+    const char *name; // the file's name without directory and '.spec'
+    const char *file;
+    int32_t n_ops; // the defs in file order: each a complete op, checked on its own
+    rt_op **ops;
+    int32_t n_tensors; // layer inputs and def outputs, in order of first appearance
+    rt_layer_tensor *tensors;
+    int32_t **tensor_of; // [op][tensor of op]: index into tensors, -1 for a temporary
+} rt_layer;
+
+// Parses a file of one or more defs sharing the 'size' lines at its head:
+//   file := { size_decl } def { def }
+// Each def is parsed and checked exactly as a file of one def would be (a file of one def gives
+// the same op and the same errors as rt_spec_parse). Then the chain is checked
+// (rt_spec_layer_link). Errors: those of rt_spec_parse, and RT_ERR_SPEC for the chain.
+rt_status rt_spec_parse_layer(rt_arena *a, const char *text, const char *path,
+                              const rt_size_binding *set, int32_t n_set, rt_layer **out,
+                              rt_err *err);
+// Reads path and calls rt_spec_parse_layer.
+rt_status rt_spec_load_layer(rt_arena *a, const char *path, const rt_size_binding *set,
+                             int32_t n_set, rt_layer **out, rt_err *err);
+// Links the defs of l by name and checks the chain, each error at the parameter or output that
+// breaks it: a parameter that names an output of a later def (used before its definition), an
+// output that an earlier def already outputs or reads as a layer input, and a parameter whose
+// dtype, rank or dim extents (size values, ragged extents: the same length tensor read at the
+// same outer dims) differ from the output it names or from the layer input's first declaration.
+// Tree parameters are not allowed in a layer of several defs. Fills l's tensors and tensor_of.
+rt_status rt_spec_layer_link(rt_arena *a, rt_layer *l, rt_err *err);
+// Whether extent a of op oa and extent b of op ob are the same: equal values where both are
+// constant (literals, bound sizes), else the same expression with length tensors named alike.
+bool rt_layer_extent_equal(const rt_op *oa, const rt_expr *a, const rt_op *ob, const rt_expr *b);
+
 // Expression helpers (spec-expr.c).
 const char *rt_bop_name(rt_bop op);
 const char *rt_fn_name(rt_fn fn);

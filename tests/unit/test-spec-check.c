@@ -28,6 +28,14 @@ static rt_op *load(rt_arena *a, const char *path) {
     return op;
 }
 
+// Index of op's tensor called name (-1: none).
+static int32_t rt_op_tensor_index_spec(const rt_op *op, const char *name) {
+    for (int32_t t = 0; t < op->n_tensors; t++)
+        if (!strcmp(op->tensors[t].name, name))
+            return t;
+    return -1;
+}
+
 static const char *text(rt_arena *a, const rt_op *op, const rt_stmt *st, const rt_tensor *t,
                         const rt_expr *e) {
     rt_buf b;
@@ -436,21 +444,71 @@ static void test_error_cases(void) {
         fclose(f);
         want[strcspn(want, "\n")] = '\0';
         rt_arena *a = rt_arena_new(1 << 16);
-        rt_op *op = NULL;
+        rt_layer *l = NULL;
         rt_err err = {0};
-        rt_status st = rt_spec_load(a, path, NULL, 0, &op, &err);
+        // Through the layer parser (what rtgen runs), which must fail a file of one def exactly
+        // as rt_spec_load does.
+        rt_status st = rt_spec_load_layer(a, path, NULL, 0, &l, &err);
         snprintf(got, sizeof got, "# expect: %d:%d: error: %s", err.where.line, err.where.col,
                  err.msg);
         if (st == RT_OK || strcmp(got, want) != 0)
             fprintf(stderr, "%s:\n  got  %s\n  want %s\n", path, got, want);
         RT_EXPECT(st == RT_ERR_SYNTAX || st == RT_ERR_SPEC);
         RT_EXPECT(strcmp(got, want) == 0);
+        if (strncmp(e->d_name, "layer-", 6) != 0) {
+            rt_op *op = NULL;
+            rt_err err1 = {0};
+            RT_EXPECT_EQ(rt_spec_load(a, path, NULL, 0, &op, &err1), st);
+            RT_EXPECT_STR(err1.msg, err.msg);
+            RT_EXPECT_EQ(err1.where.line, err.where.line);
+            RT_EXPECT_EQ(err1.where.col, err.where.col);
+        }
         rt_arena_free(a);
         n++;
     }
     if (d)
         closedir(d);
     RT_EXPECT(n >= 28);
+}
+
+// A layer (examples/layers/ffn.spec): three ops, linked by name. The shared length tensor and
+// the weights are layer inputs, H and G intermediates (not layer outputs), Y the layer's output;
+// each def's parameter points at the layer tensor its producer made; a size and a literal of
+// the same value are the same extent; a file of one def is a layer of one op.
+static void test_layer_link(void) {
+    rt_arena *a = rt_arena_new(1 << 16);
+    rt_layer *l = NULL;
+    rt_err err = {0};
+    RT_EXPECT_EQ(rt_spec_load_layer(a, "examples/layers/ffn.spec", NULL, 0, &l, &err), RT_OK);
+    if (l) {
+        RT_EXPECT_STR(l->name, "ffn");
+        RT_EXPECT_EQ(l->n_ops, 3);
+        RT_EXPECT_EQ(l->n_tensors, 8);
+        static const char *names[] = {"len", "X", "W1", "H", "bias1", "G", "W2", "Y"};
+        static const bool input[] = {1, 1, 1, 0, 1, 0, 1, 0}, output[] = {0, 0, 0, 0, 0, 0, 0, 1};
+        for (int32_t i = 0; i < l->n_tensors && i < 8; i++) {
+            RT_EXPECT_STR(l->tensors[i].name, names[i]);
+            RT_EXPECT_EQ(l->tensors[i].is_input, input[i]);
+            RT_EXPECT_EQ(l->tensors[i].is_output, output[i]);
+        }
+        // bias_gelu's H and len, ffn2's G: the layer tensors made by ffn1 and bias_gelu.
+        const rt_op *g = l->ops[1], *f2 = l->ops[2];
+        RT_EXPECT_EQ(l->tensor_of[1][rt_op_tensor_index_spec(g, "H")], 3);
+        RT_EXPECT_EQ(l->tensor_of[1][rt_op_tensor_index_spec(g, "len")], 0);
+        RT_EXPECT_EQ(l->tensor_of[2][rt_op_tensor_index_spec(f2, "G")], 5);
+        RT_EXPECT_EQ(l->tensors[3].op, 0);
+        RT_EXPECT_EQ(l->tensors[5].op, 1);
+    }
+    const char *same = "size M = 16\n"
+                       "def p(float(M, 4) X) -> (H) {\n  H(m, n) = X(m, n) * 2\n}\n"
+                       "def q(float(16, 4) H) -> (G) {\n  G(m, n) = H(m, n) + 1\n}\n";
+    RT_EXPECT_EQ(rt_spec_parse_layer(a, same, "same.spec", NULL, 0, &l, &err), RT_OK);
+    if (l)
+        RT_EXPECT(l->tensors[1].is_output == false && l->tensors[2].is_output);
+    RT_EXPECT_EQ(rt_spec_load_layer(a, "examples/matmul.spec", NULL, 0, &l, &err), RT_OK);
+    if (l)
+        RT_EXPECT(l->n_ops == 1 && l->n_tensors == 3 && l->tensors[2].is_output);
+    rt_arena_free(a);
 }
 
 // Every allocation failure becomes RT_ERR_NOMEM, never a crash.
@@ -544,6 +602,7 @@ int main(void) {
     test_shape_inference();
     test_axis_fusion();
     test_error_cases();
+    test_layer_link();
     test_nomem();
     test_mutations();
     return rt_test_finish("test-spec-check");

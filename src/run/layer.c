@@ -1,0 +1,388 @@
+// layer.c: a layer run end to end on a CPU (layer.h). Top of the run layer, above the single-op
+// pipeline (rtgen.c): each def's winner becomes a runner (rt_cpu_runner_new), whose buffers are
+// then pointed at the layer's own — one per layer tensor, so a producer writes straight into
+// what its reader reads — and whose start arrays are pointed at the layer's prelude: one array
+// per distinct ragged structure, computed once (rt_layout_compute) whatever the number of
+// kernels and tensors that read it. The run is checked against the interpreter's run of the
+// whole layer (rt_layer_interp_run) and timed per kernel and in total.
+#include "layer.h"
+#include "rtgen-int.h"
+#include "hal-cpu.h"
+
+#include <jansson.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define RT_LAYER_MAX_REPS 1000
+
+typedef struct rt_layer_run_ctx {
+    rt_arena *a;
+    const rt_layer *l;
+    rt_layer_bindings *lb;
+    rt_cpu_runner **rn; // [n_ops]
+    void **bufs;        // [n_tensors]: the layer's buffers (NULL: no kernel reads or writes it)
+    size_t *bytes;      // [n_tensors]
+    rt_layer_report *r;
+    rt_err *err;
+} rt_layer_run_ctx;
+
+static int cmp_double(const void *x, const void *y) {
+    double a = *(const double *)x, b = *(const double *)y;
+    return a < b ? -1 : a > b;
+}
+
+static double median_of(double *v, int32_t n) {
+    qsort(v, (size_t)n, sizeof *v, cmp_double);
+    return n ? v[n / 2] : 0;
+}
+
+// Whether dims 0..d of (oa, ta) and (ob, tb) have the same extents: the same ragged structure
+// up to dim d, hence the same start array of dim d.
+static bool same_structure(const rt_op *oa, const rt_tensor *ta, const rt_op *ob,
+                           const rt_tensor *tb, int32_t d) {
+    if (ta->n_dims <= d || tb->n_dims <= d)
+        return false;
+    for (int32_t k = 0; k <= d; k++)
+        if (!rt_layer_extent_equal(oa, ta->dims[k].extent, ob, tb->dims[k].extent))
+            return false;
+    return true;
+}
+
+// The prelude entry of (op k, tensor t, dim d), made (computed) when it is the first of its
+// structure.
+static rt_status prelude_entry(rt_layer_run_ctx *c, int32_t k, int32_t t, int32_t d, int32_t *out) {
+    rt_layer_report *r = c->r;
+    const rt_op *op = c->l->ops[k];
+    for (int32_t e = 0; e < r->n_prelude; e++) {
+        const rt_layer_prelude_entry *p = &r->prelude[e];
+        const rt_op *po = c->l->ops[p->op];
+        if (p->dim == d && same_structure(po, &po->tensors[p->tensor], op, &op->tensors[t], d)) {
+            *out = e;
+            return RT_OK;
+        }
+    }
+    rt_layout lay;
+    RT_TRY(rt_layout_compute(c->lb->ops[k], t, &lay, c->err));
+    rt_layer_prelude_entry *p = &r->prelude[r->n_prelude];
+    *p = (rt_layer_prelude_entry){
+        k, t, d, lay.start[d], (size_t)(lay.n_rows[d] + 1) * sizeof(int64_t), 0};
+    *out = r->n_prelude++;
+    return RT_OK;
+}
+
+// The prelude: every start array a kernel reads, computed once per structure and bound.
+static rt_status prelude_bind(rt_layer_run_ctx *c) {
+    const rt_layer *l = c->l;
+    int32_t cap = 0;
+    for (int32_t k = 0; k < l->n_ops; k++)
+        cap += l->ops[k]->n_tensors * RT_MAX_DIMS;
+    RT_ALLOC(c->a, c->r->prelude, cap, c->err);
+    for (int32_t k = 0; k < l->n_ops; k++) {
+        const rt_bindings *b = c->lb->ops[k];
+        for (int32_t t = 0; t < l->ops[k]->n_tensors; t++) {
+            for (int32_t d = 0; d < b->tensors[t].layout.n_dims; d++) {
+                if (!b->tensors[t].layout.start[d])
+                    continue;
+                int32_t e;
+                RT_TRY(prelude_entry(c, k, t, d, &e));
+                rt_layer_prelude_entry *p = &c->r->prelude[e];
+                int32_t n = rt_cpu_runner_bind_start(c->rn[k], t, d, p->start, p->bytes);
+                if (n < 0)
+                    return rt_fail(c->err, RT_ERR_BACKEND, RT_NOLOC,
+                                   "the start array of dim %d of %s in def %s differs from the "
+                                   "shared prelude's",
+                                   (int)d, l->ops[k]->tensors[t].name, l->ops[k]->name);
+                p->n_users += n;
+                c->r->n_start_bufs += n;
+            }
+        }
+    }
+    // Its time: every distinct array computed again, the best of a few repetitions.
+    double best = INFINITY;
+    for (int32_t rep = 0; rep < 5; rep++) {
+        double t0 = rt_cpu_now_ns();
+        for (int32_t e = 0; e < c->r->n_prelude; e++) {
+            const rt_layer_prelude_entry *p = &c->r->prelude[e];
+            rt_layout lay;
+            RT_TRY(rt_layout_compute(c->lb->ops[p->op], p->tensor, &lay, c->err));
+        }
+        best = fmin(best, rt_cpu_now_ns() - t0);
+    }
+    c->r->prelude_ns = c->r->n_prelude ? best : 0;
+    return RT_OK;
+}
+
+// One buffer per layer tensor that some kernel uses, bound in every kernel that uses it: layer
+// inputs start from the bound values, everything else from the poison.
+static rt_status buffers_bind(rt_layer_run_ctx *c) {
+    const rt_layer *l = c->l;
+    RT_ALLOC(c->a, c->bufs, l->n_tensors, c->err);
+    RT_ALLOC(c->a, c->bytes, l->n_tensors, c->err);
+    for (int32_t k = 0; k < l->n_ops; k++) {
+        const rt_op *op = l->ops[k];
+        for (int32_t t = 0; t < op->n_tensors; t++) {
+            int32_t i = l->tensor_of[k][t];
+            size_t n = rt_cpu_runner_bytes(c->rn[k], t);
+            if (i < 0 || n == 0)
+                continue;
+            if (!c->bufs[i]) {
+                char *p = rt_arena_alloc(c->a, n + 64);
+                if (!p)
+                    return rt_fail(c->err, RT_ERR_NOMEM, RT_NOLOC, "out of memory");
+                c->bufs[i] = (void *)rt_round_up((int64_t)(uintptr_t)p, 64);
+                c->bytes[i] = n;
+                if (l->tensors[i].is_input)
+                    memcpy(c->bufs[i], rt_cpu_runner_data(c->rn[k], t), n);
+            }
+            if (!rt_cpu_runner_bind(c->rn[k], t, c->bufs[i], c->bytes[i]))
+                return rt_fail(c->err, RT_ERR_BACKEND, RT_NOLOC,
+                               "the kernels disagree on the buffer of '%s' (%zu bytes in def %s, "
+                               "%zu before)",
+                               l->tensors[i].name, n, op->name, c->bytes[i]);
+            if (!l->tensors[i].is_input && l->tensors[i].op == k)
+                rt_cpu_runner_fill(c->rn[k], t, rt_cpu_poison_of(&op->tensors[t]));
+        }
+    }
+    return RT_OK;
+}
+
+// The layer's reference on the same lengths and inputs as lb: the interpreter's run of every
+// def in order, outputs poisoned first (as the profile's reference: elements an op does not
+// write hold the poison on both sides).
+static rt_status reference(rt_layer_run_ctx *c, uint64_t seed, rt_layer_bindings **out) {
+    const rt_layer *l = c->l;
+    rt_layer_bindings *ref = NULL;
+    RT_TRY(rt_layer_bindings_new(c->a, l, seed, &ref, c->err));
+    for (int32_t i = 0; i < l->n_tensors; i++) {
+        const rt_layer_tensor *lt = &l->tensors[i];
+        const rt_tensor_data *src = &c->lb->ops[lt->op]->tensors[lt->tensor];
+        if (!lt->is_input || !l->ops[lt->op]->tensors[lt->tensor].is_length)
+            continue;
+        int32_t *v;
+        RT_ALLOC(c->a, v, src->layout.elems, c->err);
+        for (int64_t e = 0; e < src->layout.elems; e++)
+            v[e] = (int32_t)src->data[e];
+        RT_TRY(rt_bindings_set_lengths(ref->ops[lt->op], lt->name, v, src->layout.elems, c->err));
+    }
+    RT_TRY(rt_layer_bindings_prepare(ref, c->err));
+    for (int32_t i = 0; i < l->n_tensors; i++) {
+        const rt_layer_tensor *lt = &l->tensors[i];
+        const rt_tensor_data *src = &c->lb->ops[lt->op]->tensors[lt->tensor];
+        if (lt->is_input && !l->ops[lt->op]->tensors[lt->tensor].is_length)
+            RT_TRY(rt_bindings_set_data(ref->ops[lt->op], lt->name, src->data, src->layout.elems,
+                                        c->err));
+    }
+    for (int32_t k = 0; k < l->n_ops; k++)
+        rt_cpu_poison_bindings(l->ops[k], ref->ops[k]);
+    RT_TRY(rt_layer_interp_run(ref, c->err));
+    *out = ref;
+    return RT_OK;
+}
+
+// Runs the kernels once in order, reads every def's outputs back into lb and compares them with
+// the reference.
+static rt_status check_run(rt_layer_run_ctx *c, uint64_t seed) {
+    const rt_layer *l = c->l;
+    rt_layer_report *r = c->r;
+    for (int32_t k = 0; k < l->n_ops; k++)
+        RT_TRY(rt_cpu_runner_run(c->rn[k], c->err));
+    rt_layer_bindings *ref = NULL;
+    RT_TRY(reference(c, seed, &ref));
+    r->checked = true;
+    r->correct = true;
+    for (int32_t k = 0; k < l->n_ops; k++) {
+        const rt_op *op = l->ops[k];
+        rt_layer_op_result *o = &r->ops[k];
+        rt_cpu_runner_outputs(c->rn[k], c->lb->ops[k]);
+        o->correct = true;
+        for (int32_t j = 0; j < op->n_outputs; j++) {
+            int32_t t = op->outputs[j];
+            const rt_tensor_data *got = &c->lb->ops[k]->tensors[t];
+            const rt_tensor_data *want = &ref->ops[k]->tensors[t];
+            rt_compare_result cr;
+            rt_compare_data(want->data, got->data, got->layout.elems, &cr);
+            o->max_abs_err = fmax(o->max_abs_err, cr.max_abs_err);
+            o->max_rel_err = fmax(o->max_rel_err, cr.max_rel_err);
+            o->nmse = fmax(o->nmse, cr.nmse);
+            if (rt_compare_accept(&cr, op->tensors[t].dtype))
+                continue;
+            o->correct = r->correct = false;
+            if (!r->why)
+                r->why = rt_arena_printf(c->a,
+                                         "def %s: output %s differs from the interpreter's: max "
+                                         "abs error %.3g at element %lld, nmse %.3g",
+                                         op->name, op->tensors[t].name, cr.max_abs_err,
+                                         (long long)cr.worst_index, cr.nmse);
+        }
+    }
+    return RT_OK;
+}
+
+// Times the layer: repetitions of the kernels in order, each kernel timed on its own too.
+static rt_status time_layer(rt_layer_run_ctx *c, double budget_ms) {
+    const rt_layer *l = c->l;
+    rt_layer_report *r = c->r;
+    double *total, **per;
+    RT_ALLOC(c->a, total, RT_LAYER_MAX_REPS, c->err);
+    RT_ALLOC(c->a, per, l->n_ops, c->err);
+    for (int32_t k = 0; k < l->n_ops; k++)
+        RT_ALLOC(c->a, per[k], RT_LAYER_MAX_REPS, c->err);
+    double start = rt_cpu_now_ns();
+    int32_t n = 0;
+    while (n < RT_LAYER_MAX_REPS && (n < 3 || (rt_cpu_now_ns() - start) * 1e-6 < budget_ms)) {
+        double t0 = rt_cpu_now_ns(), t = t0;
+        for (int32_t k = 0; k < l->n_ops; k++) {
+            RT_TRY(rt_cpu_runner_run(c->rn[k], c->err));
+            double now = rt_cpu_now_ns();
+            per[k][n] = now - t;
+            t = now;
+        }
+        total[n++] = t - t0;
+    }
+    r->reps = n;
+    r->median_ns = median_of(total, n);
+    r->min_ns = total[0];
+    for (int32_t k = 0; k < l->n_ops; k++)
+        r->ops[k].layer_median_ns = median_of(per[k], n);
+    return RT_OK;
+}
+
+// Fills the per-op results from the profiles; errors for a def that cannot run in a layer.
+static rt_status ops_begin(rt_layer_run_ctx *c, rt_cpu_report *const *cpu) {
+    const rt_layer *l = c->l;
+    rt_layer_report *r = c->r;
+    RT_ALLOC(c->a, r->ops, l->n_ops, c->err);
+    RT_ALLOC(c->a, c->rn, l->n_ops, c->err);
+    r->n_ops = l->n_ops;
+    for (int32_t k = 0; k < l->n_ops; k++) {
+        const rt_op *op = l->ops[k];
+        for (int32_t s = 0; s < op->n_stmts; s++)
+            if (op->stmts[s].op == RT_ASSIGN_ADD)
+                return rt_fail(c->err, RT_ERR_BACKEND, op->stmts[s].loc,
+                               "def %s accumulates into the caller's values ('+='), which a "
+                               "layer run does not support",
+                               op->name);
+        int32_t w = cpu[k]->winner;
+        if (w < 0)
+            return rt_fail(c->err, RT_ERR_BACKEND, RT_NOLOC,
+                           "def %s of layer %s has no winner to run: %s", op->name, l->name,
+                           cpu[k]->profiled ? "no candidate passed its check"
+                                            : "its candidates were not profiled");
+        r->ops[k] = (rt_layer_op_result){.op = op,
+                                         .cpu = cpu[k],
+                                         .winner = w,
+                                         .predicted_ns = cpu[k]->cands[w].predicted_ns,
+                                         .profiled_ns = cpu[k]->cands[w].median_ns,
+                                         .max_abs_err = -1,
+                                         .max_rel_err = -1,
+                                         .nmse = -1};
+        r->predicted_ns += r->ops[k].predicted_ns;
+    }
+    r->threads = cpu[0]->threads;
+    return RT_OK;
+}
+
+rt_status rt_layer_run(rt_arena *a, const rt_layer *l, rt_cpu_report *const *cpu,
+                       rt_layer_bindings *lb, const rt_layer_options *opt, rt_layer_report **out,
+                       rt_err *err) {
+    rt_layer_report *r;
+    RT_ALLOC(a, r, 1, err);
+    r->layer = l;
+    rt_layer_run_ctx c = {a, l, lb, NULL, NULL, NULL, r, err};
+    RT_TRY(ops_begin(&c, cpu));
+    RT_TRY(rt_layer_bindings_prepare(lb, err));
+    rt_status st = RT_OK;
+    for (int32_t k = 0; st == RT_OK && k < l->n_ops; k++)
+        st = rt_cpu_runner_new(cpu[k], -1, lb->ops[k], &c.rn[k], err);
+    if (st == RT_OK)
+        st = prelude_bind(&c);
+    if (st == RT_OK)
+        st = buffers_bind(&c);
+    if (st == RT_OK && opt->check)
+        st = check_run(&c, opt->seed);
+    if (st == RT_OK)
+        st = time_layer(&c, opt->budget_ms > 0 ? opt->budget_ms : 200);
+    for (int32_t k = 0; k < l->n_ops; k++)
+        rt_cpu_runner_free(c.rn[k]);
+    if (st != RT_OK)
+        return st;
+    *out = r;
+    return RT_OK;
+}
+
+void rt_layer_report_print(const rt_layer_report *r, rt_buf *out) {
+    rt_buf_printf(out, "layer %s: %d ops, kernels in order on %d threads\n", r->layer->name,
+                  (int)r->n_ops, (int)r->threads);
+    rt_buf_printf(out, "%-3s %-20s %-28s %12s %12s %12s %10s %s\n", "op", "def", "kernel",
+                  "predicted_us", "alone_us", "in_layer_us", "max_err", "check");
+    for (int32_t k = 0; k < r->n_ops; k++) {
+        const rt_layer_op_result *o = &r->ops[k];
+        rt_buf_printf(out, "%-3d %-20s %-28s %12.2f %12.2f %12.2f %10.2e %s\n", (int)k + 1,
+                      o->op->name, o->cpu->cands[o->winner].name, o->predicted_ns * 1e-3,
+                      o->profiled_ns * 1e-3, o->layer_median_ns * 1e-3, o->max_abs_err,
+                      !r->checked  ? "none"
+                      : o->correct ? "ok"
+                                   : "WRONG");
+    }
+    rt_buf_printf(out,
+                  "total: predicted %.2f us, measured %.2f us (median of %d runs, min %.2f us)\n",
+                  r->predicted_ns * 1e-3, r->median_ns * 1e-3, (int)r->reps, r->min_ns * 1e-3);
+    rt_buf_printf(out,
+                  "prelude: %d start arrays computed once for %d kernel buffers in %.2f us "
+                  "(%.2f%% of the layer)\n",
+                  (int)r->n_prelude, (int)r->n_start_bufs, r->prelude_ns * 1e-3,
+                  r->median_ns > 0 ? 100.0 * r->prelude_ns / (r->prelude_ns + r->median_ns) : 0.0);
+    if (r->checked)
+        rt_buf_printf(out, "layer check against the interpreter: %s%s\n",
+                      r->correct ? "ok" : "WRONG: ", r->correct ? "" : r->why);
+}
+
+static json_t *op_json(const rt_layer_op_result *o, bool checked) {
+    json_t *j = json_object();
+    if (!j)
+        return NULL;
+    json_object_set_new(j, "def", json_string(o->op->name));
+    json_object_set_new(j, "kernel", json_string(o->cpu->cands[o->winner].name));
+    json_object_set_new(j, "rank", json_integer(o->cpu->cands[o->winner].rank + 1));
+    json_object_set_new(j, "predicted_ns", json_real(o->predicted_ns));
+    json_object_set_new(j, "alone_median_ns", json_real(o->profiled_ns));
+    json_object_set_new(j, "in_layer_median_ns", json_real(o->layer_median_ns));
+    if (checked) {
+        json_object_set_new(j, "correct", json_boolean(o->correct));
+        json_object_set_new(j, "max_abs_err",
+                            json_real(isfinite(o->max_abs_err) ? o->max_abs_err : -1.0));
+        json_object_set_new(j, "max_rel_err",
+                            json_real(isfinite(o->max_rel_err) ? o->max_rel_err : -1.0));
+        json_object_set_new(j, "nmse", json_real(isfinite(o->nmse) ? o->nmse : -1.0));
+    }
+    return j;
+}
+
+void *rt_layer_report_to_json(const rt_layer_report *r) {
+    json_t *j = json_object(), *ops = json_array();
+    if (!j || !ops) {
+        json_decref(j);
+        json_decref(ops);
+        return NULL;
+    }
+    for (int32_t k = 0; k < r->n_ops; k++)
+        json_array_append_new(ops, op_json(&r->ops[k], r->checked));
+    json_object_set_new(j, "layer", json_string(r->layer->name));
+    json_object_set_new(j, "ran", json_true());
+    json_object_set_new(j, "threads", json_integer(r->threads));
+    json_object_set_new(j, "ops", ops);
+    json_object_set_new(j, "predicted_ns", json_real(r->predicted_ns));
+    json_object_set_new(j, "measured_median_ns", json_real(r->median_ns));
+    json_object_set_new(j, "measured_min_ns", json_real(r->min_ns));
+    json_object_set_new(j, "reps", json_integer(r->reps));
+    json_object_set_new(j, "prelude_arrays", json_integer(r->n_prelude));
+    json_object_set_new(j, "prelude_kernel_buffers", json_integer(r->n_start_bufs));
+    json_object_set_new(j, "prelude_ns", json_real(r->prelude_ns));
+    json_object_set_new(j, "checked", json_boolean(r->checked));
+    if (r->checked)
+        json_object_set_new(j, "correct", json_boolean(r->correct));
+    if (r->why)
+        json_object_set_new(j, "why", json_string(r->why));
+    return j;
+}

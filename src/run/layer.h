@@ -1,0 +1,79 @@
+// layer.h: running a layer — the defs of a multi-op spec (spec.h rt_layer) — end to end on a
+// CPU: each def's winning kernel (from the single-op pipeline, rtgen.h) in file order, on
+// buffers the layer owns (one per layer tensor: inputs, intermediates, outputs), with the
+// prelude of every ragged structure (the start arrays of layout.h) computed once and shared by
+// every kernel that reads it, checked against the layer's interpreter (rt_layer_interp_run) and
+// timed per op and in total.
+//
+//   rt_layer_bindings_new(a, layer, seed, &lb, err); ... per def: rt_perf_construct,
+//   rt_cpu_build_and_profile(a, op_k, dev, lb->ops[k], ...) -> cpu[k]
+//   rt_layer_run(a, layer, cpu, lb, &opt, &rep, err);
+//   rt_layer_report_print(rep, &buf); rt_layer_report_to_json(rep);
+#ifndef RT_LAYER_H
+#define RT_LAYER_H
+
+#include "rtgen.h"
+
+typedef struct rt_layer_options {
+    double budget_ms; // timing budget of the whole layer (0: 200): at least 3 repetitions
+    uint64_t seed;    // the reference's inputs (the same seed as lb's)
+    bool check;       // compare with the interpreter (the layer's reference)
+} rt_layer_options;
+
+// One shared start array of the prelude: dim `dim` of tensor `tensor` of def `op` is where it
+// was computed; every kernel reading a start array of the same ragged structure (the same
+// extents of dims 0..dim) reads this one.
+typedef struct rt_layer_prelude_entry {
+    int32_t op, tensor, dim;
+    int64_t *start;
+    size_t bytes;
+    int32_t n_users; // kernel buffers bound to it
+} rt_layer_prelude_entry;
+
+typedef struct rt_layer_op_result {
+    const rt_op *op;
+    const rt_cpu_report *cpu;
+    int32_t winner;         // index into cpu->cands
+    double predicted_ns;    // the model's, of the winner
+    double profiled_ns;     // the winner's median when profiled alone
+    double layer_median_ns; // its median inside the layer run
+    double max_abs_err;     // of its outputs against the layer's interpreter (-1: unchecked)
+    double max_rel_err, nmse;
+    bool correct; // every output accepted (rt_compare_accept)
+} rt_layer_op_result;
+
+typedef struct rt_layer_report {
+    const rt_layer *layer;
+    int32_t n_ops;
+    rt_layer_op_result *ops;
+    int32_t n_prelude; // distinct start arrays computed
+    rt_layer_prelude_entry *prelude;
+    int32_t n_start_bufs;     // kernel start buffers bound to them
+    double prelude_ns;        // computing them once (measured, the minimum of the repetitions)
+    double predicted_ns;      // sum over the ops
+    double min_ns, median_ns; // the whole layer: kernels in order, prelude not included
+    int32_t reps;
+    int32_t threads;
+    bool checked;    // compared with the interpreter
+    bool correct;    // every op's outputs accepted
+    const char *why; // the first rejected output, NULL when correct
+} rt_layer_report;
+
+// Runs the layer l on the winners of cpu[0..l->n_ops) (each profiled on lb->ops[k]; a def
+// without a winner is an RT_ERR_BACKEND error naming it): computes the prelude once, allocates
+// one buffer per layer tensor (inputs from lb's values, intermediates and outputs poisoned),
+// binds every kernel to them, runs the kernels in order once and (opt->check) compares every
+// def's outputs with the interpreter's run of the whole layer on the same inputs (bindings of
+// its own from opt->seed), then times the layer. Errors: RT_ERR_BACKEND (no winner, a buffer
+// the kernels disagree on, an output accumulated with '+='), RT_ERR_NOMEM, the interpreter's.
+rt_status rt_layer_run(rt_arena *a, const rt_layer *l, rt_cpu_report *const *cpu,
+                       rt_layer_bindings *lb, const rt_layer_options *opt, rt_layer_report **out,
+                       rt_err *err);
+
+// The per-op and total table for stdout.
+void rt_layer_report_print(const rt_layer_report *r, rt_buf *out);
+// The same as a jansson json_t * (void *: this header does not need jansson.h); the caller
+// owns it. NULL on out of memory.
+void *rt_layer_report_to_json(const rt_layer_report *r);
+
+#endif
