@@ -299,8 +299,11 @@ bool rt_gemm_detect_implicit(const rt_lower *l, int32_t si, rt_gemm *g) {
 bool rt_gemm_blocking(rt_lower *l, rt_gemm *g) {
     const rt_perf_cpu_plan *pl = &l->rp->cpu;
     const rt_perf_cpu_gemm *v = &pl->gemm;
-    if (pl->kind != RT_PERF_CPU_PLAN_GEMM || v->M != g->M || v->N != g->N || v->K != g->K ||
-        v->batch != g->batch || v->implicit != g->implicit || v->a_batch != g->a_batch)
+    if (g->tokens && pl->kind == RT_PERF_CPU_PLAN_GEMM && v->tokens)
+        g->M = v->M; // the expected rows; the actual ones are read at run time
+    if (pl->kind != RT_PERF_CPU_PLAN_GEMM || v->tokens != g->tokens || v->M != g->M ||
+        v->N != g->N || v->K != g->K || v->batch != g->batch || v->implicit != g->implicit ||
+        v->a_batch != g->a_batch)
         return false;
     g->mr = (int32_t)v->mr, g->nr = (int32_t)v->nr, g->kc = (int32_t)v->kc;
     g->mc = (int32_t)v->mc, g->nc = (int32_t)v->nc, g->ng = v->ng;
@@ -319,6 +322,7 @@ void rt_gemm_executed(rt_lower *l, const rt_gemm *g) {
     v->mr = g->mr, v->nr = g->nr, v->kc = g->kc, v->mc = g->mc, v->nc = g->nc, v->ng = g->ng;
     v->implicit = g->implicit;
     v->a_batch = g->a_batch;
+    v->tokens = g->tokens;
     v->b_prefetch = !g->implicit && g->bn == 1;
 }
 
@@ -388,7 +392,9 @@ bool rt_gemm_epi_detect(const rt_lower *l, const rt_gemm *g, rt_gemm_epi *epi) {
     int32_t si = g->stmt + 1, t = s->out;
     int64_t lo, hi;
     epi->stmt = -1;
-    epi->p = epi->q = -1;
+    epi->p = epi->q = epi->b0 = -1;
+    if (g->tokens)
+        return rt_gemm_epi_detect_tokens(l, g, epi);
     if (g->implicit || si >= op->n_stmts || s->n_lhs != 2 || s->lhs_vars[0] != g->m_var ||
         s->lhs_vars[1] != g->n_var || g->cm != g->N || l->extent[t][0] != g->M ||
         l->extent[t][1] != g->N)
@@ -447,6 +453,13 @@ static rt_status rt_gemm_epi_lower(rt_lower *l, const rt_gemm *g, const rt_gemm_
     l->var_of[epi->p] = u->epi_row;
     l->var_of[epi->q] = u->epi_col;
     l->pre = u->epi;
+    if (epi->b0 >= 0) {
+        // Token rows: (0, row) is the flat row's (b, i) in the packed layout.
+        l->var_of[epi->b0] = rt_kir_add_var(a, l->p, s2->vars[epi->b0].name, RT_KIR_I64);
+        if (l->var_of[epi->b0] < 0)
+            return rt_fail(l->err, RT_ERR_NOMEM, RT_NOLOC, "out of memory");
+        rt_let(l, u->epi, l->var_of[epi->b0], rt_i(l, 0));
+    }
     rt_epi_ctx ec = {l->op->stmts[g->stmt].out, u->epi_acc};
     rt_lx x = rt_tr_ctx(l);
     x.ops = &rt_tr_ops_epi;
@@ -456,7 +469,7 @@ static rt_status rt_gemm_epi_lower(rt_lower *l, const rt_gemm *g, const rt_gemm_
     rt_kir_expr *idx[RT_MAX_DIMS];
     for (int32_t d = 0; d < s2->n_lhs; d++) {
         int32_t v = s2->lhs_vars[d];
-        if (v != epi->p && v != epi->q)
+        if (v != epi->p && v != epi->q && v != epi->b0)
             return rt_fail(l->err, RT_ERR_SPEC, s2->loc, "output index outside its loop");
         idx[d] = rt_v(l, l->var_of[v]);
     }
@@ -725,6 +738,12 @@ rt_status rt_lower_gemm(rt_lower *l, const rt_gemm *g, const rt_gemm_epi *epi) {
                                "packs), blocks mc=%d nc=%d kc=%d, micro-kernel %dx%d",
                                (int)g->stmt, (long long)g->batch, (long long)g->M, (long long)g->N,
                                (long long)g->K, g->mc, g->nc, g->kc, g->mr, g->nr);
+    if (g->tokens)
+        what = rt_arena_printf(a,
+                               "statement %d: packed GEMM of token rows, sum(len) (expected "
+                               "%lld) x %lld x %lld, blocks mc=%d nc=%d kc=%d, micro-kernel %dx%d",
+                               (int)g->stmt, (long long)g->M, (long long)g->N, (long long)g->K,
+                               g->mc, g->nc, g->kc, g->mr, g->nr);
     l->p = rt_kir_add_phase(a, l->k, what ? what : "gemm", entries * mt * ng);
     if (!l->p)
         return rt_fail(l->err, RT_ERR_NOMEM, RT_NOLOC, "out of memory");
@@ -770,6 +789,8 @@ rt_status rt_lower_gemm(rt_lower *l, const rt_gemm *g, const rt_gemm_epi *epi) {
            rt_b(l, RT_KIR_MUL, rt_b(l, RT_KIR_MOD, item, rt_i(l, mt)), rt_i(l, g->mc)));
     rt_let(l, body, vmc,
            rt_b(l, RT_KIR_MIN, rt_i(l, g->mc), rt_b(l, RT_KIR_SUB, rt_i(l, g->M), rt_v(l, vi0))));
+    if (g->tokens) // the actual row blocks: this item's of the plan's, then every mt-th
+        body = rt_gemm_token_rows(l, g, body, item, mt, vi0, vmc);
     rt_kir_expr *jb_lo = rt_b(l, RT_KIR_MUL, rt_b(l, RT_KIR_DIV, item, rt_i(l, mt)), rt_i(l, bpg));
     rt_kir_node *lk = rt_kir_loop(a, body, vpk, rt_i(l, 0), rt_i(l, rt_ceil_div(g->K, g->kc)),
                                   RT_KIR_LOOP_SERIAL);

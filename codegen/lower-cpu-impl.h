@@ -108,6 +108,13 @@ typedef struct rt_gemm {
     int32_t gvar[4][8];     // groups: RT_GEMM_G_M, _N, _K, _BATCH
     int32_t n_gvar[4];
     int64_t ccoef[16]; // flat offset coefficient of each statement var in C
+    // Token-flattened (rt_gemm_detect_tokens, rt_perf_gemm_tokens_of): the rows are the (b, i)
+    // of packed ragged tensors, M the plan's expected sum(len); the actual one is read at run
+    // time from A's start array (tok_start_buf[tok_rows_at], rt_gemm_token_rows).
+    bool tokens;
+    int32_t tok_start_buf;
+    int64_t tok_rows_at;
+    int32_t tok_b_var, tok_i_var;
 } rt_gemm;
 
 enum { RT_GEMM_G_M, RT_GEMM_G_N, RT_GEMM_G_K, RT_GEMM_G_BATCH };
@@ -122,6 +129,7 @@ typedef struct rt_gemm_epi {
     int32_t stmt; // the fused statement, -1 when none
     int32_t p, q; // its vars over the rows and the columns
     bool keep_c;
+    int32_t b0; // token-flattened: its var b, bound to 0 (the row p is the flat one); else -1
 } rt_gemm_epi;
 
 // One kept var of the blocked nest: its constant range, its tile extent per level (levels
@@ -236,6 +244,12 @@ bool rt_gemm_blocking(rt_lower *l, rt_gemm *g);
 void rt_gemm_executed(rt_lower *l, const rt_gemm *g);
 bool rt_gemm_epi_detect(const rt_lower *l, const rt_gemm *g, rt_gemm_epi *epi);
 rt_status rt_lower_gemm(rt_lower *l, const rt_gemm *g, const rt_gemm_epi *epi);
+
+// lower-cpu-ragged.c
+bool rt_gemm_detect_tokens(const rt_lower *l, int32_t si, rt_gemm *g);
+rt_kir_block *rt_gemm_token_rows(rt_lower *l, const rt_gemm *g, rt_kir_block *body,
+                                 rt_kir_expr *item, int64_t mt, int32_t vi0, int32_t vmc);
+bool rt_gemm_epi_detect_tokens(const rt_lower *l, const rt_gemm *g, rt_gemm_epi *epi);
 
 // lower-cpu-pack.c
 void rt_gemm_pack(rt_lower *l, rt_kir_block *blk, const char *what, int32_t w, rt_kir_expr *valid,

@@ -702,7 +702,8 @@ rt_status rt_lower_cpu(rt_arena *a, const rt_op *op, const rt_device *dev, const
     if (!naive)
         l.done.kind = RT_PERF_CPU_PLAN_NEST;
     bool gemm = !naive && !trees && main_stmt >= 0 && p->cpu.kind == RT_PERF_CPU_PLAN_GEMM;
-    if (gemm && !(rt_gemm_detect(&l, main_stmt, &g) || rt_gemm_detect_implicit(&l, main_stmt, &g)))
+    if (gemm && !(rt_gemm_detect(&l, main_stmt, &g) || rt_gemm_detect_implicit(&l, main_stmt, &g) ||
+                  rt_gemm_detect_tokens(&l, main_stmt, &g)))
         gemm = false; // the kernel's header then says which plan was executed instead
     if (gemm && !rt_gemm_blocking(&l, &g))
         return rt_fail(err, RT_ERR_BACKEND, op->stmts[main_stmt].loc,
@@ -728,6 +729,8 @@ rt_status rt_lower_cpu(rt_arena *a, const rt_op *op, const rt_device *dev, const
                                          g.ak,        g.bk,
                                          g.bn,        g.cm,
                                          g.alpha,     op->stmts[main_stmt].op == RT_ASSIGN_ADD};
+        // Token rows: M at run time is sum(len), which the plan's M only estimates.
+        l.k->gemm.valid = l.k->gemm.valid && !g.tokens;
     } else {
         RT_TRY(rt_lower_general(&l, 0, op->n_stmts, !naive));
         l.k->flops = p ? p->flops : 0.0;

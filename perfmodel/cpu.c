@@ -628,12 +628,58 @@ void rt_perf_cpu_gemm_block(const rt_device *dev, int64_t batch, rt_perf_cpu_gem
     g->steps = steps;
 }
 
+// The groups of a token-flattened contraction (rt_perf_gemm_tokens_of): the fused (b.i) axis is
+// m, of the expected sum(len) rows (its extent: the model's bulk-padded axis), n and k single
+// axes; a plain GEMM (A's rows contiguous along k, W's strides as stored) of batch 1.
+static bool gemm_tokens(const rt_perf_model *m, rt_perf_cpu_gemm *g) {
+    rt_perf_gemm_tokens tk;
+    if (m->n_access != 3 || !rt_perf_gemm_tokens_of(m->op, &m->op->stmts[m->main_stmt], &tk))
+        return false;
+    memset(g, 0, sizeof *g);
+    int32_t xm = -1, xn = -1, xk = -1;
+    const rt_stmt *s = &m->op->stmts[m->main_stmt];
+    for (int32_t x = 0; x < s->n_axes && x < m->n_axes; x++) {
+        const rt_axis *ax = &s->axes[x];
+        int32_t first = ax->members[0], last = ax->members[ax->n_members - 1];
+        if (ax->n_members == 2 && first == tk.b_var && last == tk.i_var)
+            xm = x;
+        else if (ax->n_members == 1 && first == tk.n_var)
+            xn = x;
+        else if (ax->n_members == 1 && first == tk.k_var)
+            xk = x;
+        else
+            return false;
+    }
+    if (xm < 0 || xn < 0 || xk < 0 || m->n_axes != 3)
+        return false;
+    for (int32_t i = 0; i < 2; i++)
+        if (m->access[i].tensor == tk.ta)
+            g->in_a = i;
+    g->in_b = 1 - g->in_a;
+    if (m->access[g->in_b].tensor != tk.tw)
+        return false;
+    for (int32_t x = 0; x < RT_PERF_MAX_AXES; x++)
+        g->group[x] = -1;
+    g->group[xm] = RT_PERF_GEMM_M, g->group[xn] = RT_PERF_GEMM_N, g->group[xk] = RT_PERF_GEMM_K;
+    g->axis_m = xm, g->axis_n = xn, g->axis_k = xk;
+    g->M = rt_max64(1, m->axes[xm].extent);
+    g->N = tk.N, g->K = tk.K, g->batch = 1;
+    g->tokens = true;
+    g->b_prefetch = tk.wn == 1;
+    g->a_k_unit = true;
+    g->b_k_unit = tk.wk == 1 && tk.wn != 1;
+    g->a_bytes = (double)g->M * (double)g->K * 4;
+    g->b_bytes = (double)g->K * (double)g->N * 4;
+    g->c_bytes = (double)g->M * (double)g->N * 4;
+    return true;
+}
+
 // The packed GEMM codegen/lower-cpu.c compiles for p: the rTiles give the seeds (register tile
 // -> mr x nr, L1 -> kc, L2 -> mc, the level below -> nc; a group's tile is the product of its
 // axes' tiles, as the backend takes it), rt_perf_cpu_gemm_block the blocking.
 bool rt_perf_cpu_gemm_view(const rt_perf_model *m, const rt_rprog *p, rt_perf_cpu_gemm *g) {
     memset(g, 0, sizeof *g);
-    if (m->thread_level >= 0 || !gemm_groups(m, g))
+    if (m->thread_level >= 0 || !(gemm_groups(m, g) || gemm_tokens(m, g)))
         return false;
     int32_t top = m->top;
     int64_t t[RT_PERF_GEMM_GROUP_COUNT][RT_MAX_MEM_LEVELS];

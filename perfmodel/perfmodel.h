@@ -129,6 +129,9 @@ typedef struct rt_perf_cpu_gemm {
     int32_t group[RT_PERF_MAX_AXES];  // per model axis, its rt_perf_gemm_group
     double a_bytes, b_bytes, c_bytes; // the tensors behind A, B and C
     int64_t steps; // loop steps rt_perf_cpu_gemm_block took (rt_perf_model.steps)
+    bool tokens;   // token-flattened (rt_perf_gemm_tokens_of): M is the expected sum(len), the
+                   // backend reads the actual one at run time and spreads its row blocks over
+                   // the items cyclically (item i: row blocks i % mt, + mt, ...)
 } rt_perf_cpu_gemm;
 typedef enum rt_perf_cpu_win_pack {
     RT_PERF_CPU_WIN_PACK_NONE, // read in place
@@ -433,6 +436,22 @@ bool rt_perf_cpu_ukernel(const rt_device *dev, int32_t elem_bytes, int64_t mr, i
 // variables). False when the statement is not such a contraction or the device has a thread
 // level.
 bool rt_perf_cpu_gemm_view(const rt_perf_model *m, const rt_rprog *p, rt_perf_cpu_gemm *g);
+// A token-flattened contraction (CORA's proj, a ragged FFN): C(b, i, n) (+)= A(b, i, k) * W(k, n)
+// (W also as W(n, k)) times constants, where A and C are packed ragged tensors of dims
+// (b:B, len(b), D) of one length tensor and W is dense. In the packed layout (src/ref/layout.h)
+// element (b, i, d) of such a tensor sits at (start[1][b] + i) * D + d, so (b, i) is one row
+// index r = start[1][b] + i over [0, sum(len)): the contraction is a plain GEMM with
+// M = sum(len), known at run time only (start[1][B]). Decided here once, for the model
+// (rt_perf_cpu_gemm_view) and the CPU backend (codegen/lower-cpu-gemm.c rt_gemm_detect_tokens).
+typedef struct rt_perf_gemm_tokens {
+    int32_t b_var, i_var, k_var, n_var; // statement vars
+    int32_t ta, tw, len;                // A (ragged rows), W (dense), the length tensor
+    const rt_expr *ra, *rw;             // their reads
+    int64_t batch, K, N;                // B, A's row length, C's row length
+    int64_t wk, wn;                     // W's strides along k and n
+    double alpha;                       // the constant factors
+} rt_perf_gemm_tokens;
+bool rt_perf_gemm_tokens_of(const rt_op *op, const rt_stmt *s, rt_perf_gemm_tokens *out);
 // The blocking rule behind the view, for callers that seed it themselves (the backend's
 // implicit GEMMs): g->M, N, K and the rTile seeds mr, nr, kc, mc, nc in, the blocking and items
 // (batch x blocks) out. dev may be NULL (no cache or core counts).

@@ -143,12 +143,12 @@ void rt_perf_cpu_plan_text(const rt_perf_cpu_plan *pl, const rt_op *op, const rt
         const rt_perf_cpu_gemm *g = &pl->gemm;
         rt_buf_printf(out,
                       " M=%lld N=%lld K=%lld batch=%lld micro-kernel=%lldx%lld lanes=%lld "
-                      "kc=%lld mc=%lld nc=%lld ng=%lld items=%lld%s%s%s",
+                      "kc=%lld mc=%lld nc=%lld ng=%lld items=%lld%s%s%s%s",
                       (long long)g->M, (long long)g->N, (long long)g->K, (long long)g->batch,
                       (long long)g->mr, (long long)g->nr, (long long)pl->uk_lanes, (long long)g->kc,
                       (long long)g->mc, (long long)g->nc, (long long)g->ng, (long long)g->items,
                       g->implicit ? " implicit" : "", g->a_batch ? " batch-a" : "",
-                      g->b_prefetch ? " prefetch-b" : "");
+                      g->b_prefetch ? " prefetch-b" : "", g->tokens ? " tokens" : "");
     } else if (pl->kind == RT_PERF_CPU_PLAN_LOOPS) {
         loops_text(&pl->loops, s, pl->block_level, pl->top, out);
     }
@@ -184,4 +184,123 @@ uint64_t rt_perf_cpu_plan_key(const rt_perf_cpu_plan *pl) {
             if (lp->tiled[i] && lp->tile[i][lv] < lp->tile[i][lv - 1])
                 h = key_mix(key_mix(h, (uint64_t)lp->var[i] + 1000), (uint64_t)lp->tile[i][lv]);
     return key_mix(key_mix(h, (uint64_t)lp->win_pack), (uint64_t)lp->win_yu);
+}
+
+// ---------------------------------------------------------------------------------------------
+// Token-flattened contractions (rt_perf_gemm_tokens_of)
+// ---------------------------------------------------------------------------------------------
+
+// rhs = product of exactly two reads and numeric constants (divisions by a nonzero constant).
+static bool tokens_factors(const rt_expr *e, const rt_expr **reads, int32_t *n, double *alpha) {
+    if (e->kind == RT_EXPR_NUM) {
+        *alpha *= e->num;
+        return true;
+    }
+    if (e->kind == RT_EXPR_READ) {
+        if (*n >= 2)
+            return false;
+        reads[(*n)++] = e;
+        return true;
+    }
+    if (e->kind == RT_EXPR_BINARY && e->bop == RT_BOP_MUL)
+        return tokens_factors(e->args[0], reads, n, alpha) &&
+               tokens_factors(e->args[1], reads, n, alpha);
+    if (e->kind == RT_EXPR_BINARY && e->bop == RT_BOP_DIV && e->args[1]->kind == RT_EXPR_NUM &&
+        e->args[1]->num != 0) {
+        *alpha /= e->args[1]->num;
+        return tokens_factors(e->args[0], reads, n, alpha);
+    }
+    return false;
+}
+
+// Is tensor t an f32 (b:B, len(b), D) packed ragged tensor, len a length tensor read at dim 0?
+// Gives B, D and the length tensor.
+static bool tokens_tensor(const rt_op *op, int32_t t, int64_t *batch, int64_t *d, int32_t *len) {
+    const rt_tensor *tn = &op->tensors[t];
+    if (tn->n_dims != 3 || tn->dtype != RT_DTYPE_F32 || tn->has_pad || tn->dims[0].ragged ||
+        !tn->dims[1].ragged || tn->dims[2].ragged ||
+        !rt_expr_const_int(op, tn->dims[0].extent, batch) ||
+        !rt_expr_const_int(op, tn->dims[2].extent, d) || *batch < 1 || *d < 1)
+        return false;
+    const rt_expr *e = tn->dims[1].extent;
+    if (!e || e->kind != RT_EXPR_READ || e->n_args != 1 || e->args[0]->kind != RT_EXPR_DIMREF ||
+        e->args[0]->dim != 0 || e->tensor < 0 || e->tensor >= op->n_tensors ||
+        !op->tensors[e->tensor].is_length)
+        return false;
+    *len = e->tensor;
+    return true;
+}
+
+static bool tokens_index(const rt_expr *e, int32_t var) {
+    return e->kind == RT_EXPR_INDEX && e->var == var;
+}
+
+// Is var iv's range the constant [0, ext)?
+static bool tokens_range(const rt_op *op, const rt_ivar *iv, int64_t ext) {
+    int64_t lo, hi;
+    return iv->lo && iv->hi && rt_expr_const_int(op, iv->lo, &lo) && lo == 0 &&
+           rt_expr_const_int(op, iv->hi, &hi) && hi == ext;
+}
+
+bool rt_perf_gemm_tokens_of(const rt_op *op, const rt_stmt *s, rt_perf_gemm_tokens *out) {
+    memset(out, 0, sizeof *out);
+    if ((s->op != RT_ASSIGN_ADD_INIT && s->op != RT_ASSIGN_ADD) || s->n_preds > 0 || s->recursive ||
+        s->n_lhs != 3 || s->n_vars != 4)
+        return false;
+    int32_t bv = s->lhs_vars[0], iv = s->lhs_vars[1], nv = s->lhs_vars[2];
+    if (bv == iv || iv == nv || bv == nv)
+        return false;
+    int64_t bc, nc, lo;
+    int32_t len;
+    if (!tokens_tensor(op, s->out, &bc, &nc, &len))
+        return false;
+    const rt_expr *reads[2];
+    int32_t n = 0;
+    out->alpha = 1.0;
+    if (!tokens_factors(s->rhs, reads, &n, &out->alpha) || n != 2)
+        return false;
+    for (int32_t ia = 0; ia < 2; ia++) {
+        const rt_expr *ra = reads[ia], *rw = reads[1 - ia];
+        int64_t ba, ka;
+        int32_t la;
+        if (ra->tensor == s->out || rw->tensor == s->out || ra->n_args != 3 ||
+            !tokens_tensor(op, ra->tensor, &ba, &ka, &la) || la != len || ba != bc ||
+            !tokens_index(ra->args[0], bv) || !tokens_index(ra->args[1], iv) ||
+            ra->args[2]->kind != RT_EXPR_INDEX)
+            continue;
+        int32_t kv = ra->args[2]->var;
+        const rt_tensor *tw = &op->tensors[rw->tensor];
+        if (kv < 0 || kv >= s->n_vars || !s->vars[kv].is_reduce || tw->ragged || tw->has_pad ||
+            tw->dtype != RT_DTYPE_F32 || tw->n_dims != 2 || rw->n_args != 2)
+            continue;
+        int64_t e0, e1;
+        if (!rt_expr_const_int(op, tw->dims[0].extent, &e0) ||
+            !rt_expr_const_int(op, tw->dims[1].extent, &e1))
+            continue;
+        if (tokens_index(rw->args[0], kv) && tokens_index(rw->args[1], nv) && e0 == ka &&
+            e1 == nc) {
+            out->wk = e1, out->wn = 1;
+        } else if (tokens_index(rw->args[0], nv) && tokens_index(rw->args[1], kv) && e0 == nc &&
+                   e1 == ka) {
+            out->wk = 1, out->wn = e1;
+        } else {
+            continue;
+        }
+        // The ranges the dims imply: b over [0, B), k over [0, K), n over [0, N).
+        const rt_ivar *vb = &s->vars[bv], *vi = &s->vars[iv], *vk = &s->vars[kv],
+                      *vn = &s->vars[nv];
+        const rt_expr *ih = vi->hi;
+        if (!ih || ih->kind != RT_EXPR_READ || ih->tensor != len || ih->n_args != 1 ||
+            !tokens_index(ih->args[0], bv) || !vi->lo || !rt_expr_const_int(op, vi->lo, &lo) ||
+            lo != 0)
+            return false;
+        if (!tokens_range(op, vb, bc) || !tokens_range(op, vk, ka) || !tokens_range(op, vn, nc))
+            return false;
+        out->b_var = bv, out->i_var = iv, out->k_var = kv, out->n_var = nv;
+        out->ta = ra->tensor, out->tw = rw->tensor, out->len = len;
+        out->ra = ra, out->rw = rw;
+        out->batch = bc, out->K = ka, out->N = nc;
+        return true;
+    }
+    return false;
 }

@@ -480,17 +480,6 @@ static double stmt_vector_cycles(const rt_device *dev, const rt_op *op, const rt
            (inner + outer / (summed > 1 ? summed : 1) + (st->op != RT_ASSIGN_SET ? step : 0));
 }
 
-static double tensor_bytes(const rt_perf_model *m, const rt_tensor *t, int64_t dmax) {
-    double b = rt_dtype_bytes(t->dtype);
-    for (int32_t d = 0; d < t->n_dims; d++) {
-        int64_t v;
-        b *= t->dims[d].extent && rt_expr_const_int(m->op, t->dims[d].extent, &v)
-                 ? (double)v
-                 : (double)dmax / 2;
-    }
-    return b;
-}
-
 // The model's axes: the statement's canonical fused axes (dense, ragged, or a fused ragged axis
 // with bulk padding), then the variables reduced inside sums; *n_axes their count.
 static rt_status model_axes(rt_arena *a, rt_perf_model *m, const rt_stmt *st, var_info *vi,
@@ -552,9 +541,45 @@ static rt_status model_axes(rt_arena *a, rt_perf_model *m, const rt_stmt *st, va
     return RT_OK;
 }
 
+// Expected extent of a vloop bound or ragged dim extent e that reads a length tensor bound with a
+// distribution (its mean); 0 when e is not one.
+static double length_mean(const rt_op *op, const rt_perf_options *opt, const rt_expr *e) {
+    if (!e || e->kind != RT_EXPR_READ || e->tensor < 0 || e->tensor >= op->n_tensors)
+        return 0;
+    const rt_extent_dist *d = find_length(opt, op->tensors[e->tensor].name);
+    return d ? rt_extent_dist_mean(d) : 0;
+}
+
+// A fused statement's points and a tensor's bytes as stmt_points and tensor_bytes, with the
+// expected length where a vloop or a ragged dim reads a bound length tensor (a ragged FFN's
+// epilogue runs over sum(len) rows, not over B x dmax / 2).
+static double fused_points(const rt_op *op, const rt_stmt *st, const rt_perf_options *opt,
+                           int64_t dmax) {
+    double p = 1;
+    for (int32_t v = 0; v < st->n_vars; v++) {
+        int64_t ext;
+        double mean = length_mean(op, opt, st->vars[v].hi);
+        p *= const_range(op, &st->vars[v], &ext) ? (double)ext : mean > 0 ? mean : (double)dmax / 2;
+    }
+    return p;
+}
+
+static double fused_tensor_bytes(const rt_perf_model *m, const rt_tensor *t,
+                                 const rt_perf_options *opt, int64_t dmax) {
+    double b = rt_dtype_bytes(t->dtype);
+    for (int32_t d = 0; d < t->n_dims; d++) {
+        int64_t v;
+        double mean = length_mean(m->op, opt, t->dims[d].extent);
+        b *= t->dims[d].extent && rt_expr_const_int(m->op, t->dims[d].extent, &v) ? (double)v
+             : mean > 0                                                           ? mean
+                        : (double)dmax / 2;
+    }
+    return b;
+}
+
 // The statements other than the main one: their reads of operator inputs and writes of
 // outputs not counted yet, their FLOPs and vector cycles.
-static void model_fused(rt_perf_model *m, int32_t best, int64_t dmax) {
+static void model_fused(rt_perf_model *m, int32_t best, const rt_perf_options *opt, int64_t dmax) {
     const rt_op *op = m->op;
     const rt_device *dev = m->dev;
     bool counted[256] = {0};
@@ -573,16 +598,16 @@ static void model_fused(rt_perf_model *m, int32_t best, int64_t dmax) {
             int32_t t = orl.reads[i]->tensor;
             if (t < 256 && !counted[t] && op->tensors[t].role == RT_ROLE_INPUT) {
                 counted[t] = true;
-                m->extra_dram_bytes += tensor_bytes(m, &op->tensors[t], dmax);
+                m->extra_dram_bytes += fused_tensor_bytes(m, &op->tensors[t], opt, dmax);
             }
         }
         if (os->out >= 0 && os->out < 256 && !counted[os->out] &&
             op->tensors[os->out].role == RT_ROLE_OUTPUT) {
             counted[os->out] = true;
-            m->extra_dram_bytes += tensor_bytes(m, &op->tensors[os->out], dmax);
+            m->extra_dram_bytes += fused_tensor_bytes(m, &op->tensors[os->out], opt, dmax);
         }
         double ops = count_ops(os->rhs) + (os->op != RT_ASSIGN_SET ? 1 : 0);
-        double points = stmt_points(op, os, dmax);
+        double points = fused_points(op, os, opt, dmax);
         m->extra_flops += points * (ops < 1 ? 1 : ops);
         m->fused_vector_cycles +=
             stmt_vector_cycles(dev, op, os, rt_perf_cpu_expr_cycles(dev, os->rhs), points, dmax);
@@ -700,7 +725,7 @@ rt_status rt_perf_model_build(rt_arena *a, const rt_op *op, const rt_device *dev
     m->main_vector_cycles =
         stmt_vector_cycles(dev, op, st, m->main_expr_cycles, m->real_points, dmax);
 
-    model_fused(m, best, dmax);
+    model_fused(m, best, opt, dmax);
 
     RT_TRY(model_levels(m, opt, err));
     m->warm = rt_perf_cpu_warm(m);

@@ -783,6 +783,50 @@ static void test_costs_from_files(const rt_device *avx512) {
     RT_EXPECT_NEAR(c.sqrt_cycles, RT_CPU_COST_DEFAULT_SQRT_CYCLES, 1e-12);
 }
 
+// A token-flattened ragged FFN (rt_perf_gemm_tokens_of): the view is a plain GEMM of the
+// expected sum(len) rows ((b.i) fused), and the fused bias + GELU is priced over those rows: its
+// FLOPs double when every length doubles (before, every vloop counted RT_PERF_DEFAULT_MAX_LEN / 2).
+static void test_tokens_view(const rt_device *dev) {
+    const char *text =
+        "size B = 4\ndef f(int32(B) len, float(b:B, len(b), 64) X, float(64, 96) W, float(96) "
+        "bias) -> (Y) {\n t(b, i, n) +=! X(b, i, k) * W(k, n)\n"
+        " Y(b, i, n) = 0.5 * (t(b, i, n) + bias(n)) * (1 + erf((t(b, i, n) + bias(n)) * 0.7))\n}";
+    double extra[2] = {0, 0};
+    for (int32_t r = 0; r < 2; r++) {
+        rt_arena *a = rt_arena_new(1 << 20);
+        rt_err err = {0};
+        rt_op *op = NULL;
+        int64_t lens[4] = {3 * (r + 1), 1 * (r + 1), 0, 8 * (r + 1)};
+        rt_perf_length_dist d = {.tensor = "len"};
+        RT_EXPECT_EQ(rt_spec_parse(a, text, "tokens.spec", NULL, 0, &op, &err), RT_OK);
+        RT_EXPECT_EQ(rt_extent_dist_from_samples(a, lens, 4, (rt_loc){0}, &d.dist, &err), RT_OK);
+        rt_perf_options opt = {.lengths = &d, .n_lengths = 1};
+        rt_perf_model *m = NULL;
+        if (!op || rt_perf_model_build(a, op, dev, &opt, &m, &err) != RT_OK) {
+            RT_EXPECT(false);
+            rt_arena_free(a);
+            return;
+        }
+        rt_rprog p;
+        memset(&p, 0, sizeof p);
+        for (int32_t l = 1; l <= m->top; l++)
+            for (int32_t x = 0; x < m->n_axes; x++)
+                p.tile[l].shape[x] = 8;
+        rt_perf_cpu_gemm g;
+        RT_EXPECT(rt_perf_cpu_gemm_view(m, &p, &g));
+        RT_EXPECT(g.tokens);
+        RT_EXPECT(!g.implicit && !g.a_batch);
+        RT_EXPECT_EQ(g.M, 12 * (r + 1));
+        RT_EXPECT_EQ(g.N, 96);
+        RT_EXPECT_EQ(g.K, 64);
+        RT_EXPECT_EQ(g.batch, 1);
+        extra[r] = m->extra_flops;
+        rt_arena_free(a);
+    }
+    RT_EXPECT(extra[0] > 0);
+    RT_EXPECT_NEAR(extra[1], 2 * extra[0], 1e-9 * extra[1]);
+}
+
 int main(void) {
     rt_device dev;
     if (!load_dev("devices/x86-avx512.ini", &dev)) {
@@ -795,6 +839,7 @@ int main(void) {
     test_conv_view(&dev);
     test_gemm_balance(&dev);
     test_batched_view(&dev);
+    test_tokens_view(&dev);
     test_gemm_items(&dev);
     test_c_revisits(&dev);
     test_loops(&dev);
