@@ -8,7 +8,7 @@
 #   - with VEC=v4 (the plan's "128-bit loads"): the fragments read from shared memory 4 floats
 #     at a time — ld.shared.v4.f32 and no scalar ld.shared.f32, FMA / shared-load instructions
 #     at least 4 (m * n) / (m + n) — and the tiles copied with 128-bit global loads
-#     (ld.global[.nc].v4.f32); the ragged shape's step loop reads 128-bit fragments exactly when
+#     (ld.global[.nc].v4.f32 / .u32); the ragged shape's step loop reads 128-bit fragments exactly when
 #     its plan says so.
 # A ragged shape (1000 x 1000 x 999) keeps its guards: its step loop has setp on the indices.
 # Exit 77 (skip) without nvcc.
@@ -67,7 +67,8 @@ def counts(body):
         c["lds"] += x.startswith("ld.shared.")
         c["lds_v4"] += x.startswith("ld.shared.v4.f32")
         c["lds_f32"] += x.startswith("ld.shared.f32")
-        c["ldg_v4"] += bool(re.match(r"ld\.global(\.nc)?\.v4\.f32", x))
+        # a copy that only moves bits is loaded as .u32 / .b32 (nvcc: the B tile)
+        c["ldg_v4"] += bool(re.match(r"ld\.global(\.nc)?\.v4\.(f32|u32|b32)", x))
         c["setp"] += x.startswith("setp.")
         c["pred"] += x.startswith("@")
     return c
@@ -98,7 +99,7 @@ if vec == "v4":
     elif c["fma"] / c["lds"] < 4 * need:
         print(f"FAIL: {c['fma']} FMA / {c['lds']} 128-bit shared loads < {4 * need:.2f}"); ok = False
     if c["ldg_v4"] == 0:
-        print("FAIL: no 128-bit global load (ld.global.v4.f32) in the step loop"); ok = False
+        print("FAIL: no 128-bit global load (ld.global.v4) in the step loop"); ok = False
     # the ragged shape's plan reads 128-bit fragments where its register tile is a multiple of 4
     rv = "; 128-bit loads: shared" in open(ragged_cu).read()
     if rv != (r["lds_v4"] > 0 and r["lds_f32"] == 0):
