@@ -246,6 +246,45 @@ static bool rt_ge_long_serial(const rt_kir_node *n) {
            rt_kir_is_int(n->hi, &hi) && hi - lo > RT_GE_SERIAL_MAX_TRIPS;
 }
 
+// One side of a RT_KIR_N_MOVE4: a 128-bit access where the stride is 1 on a data or shared
+// buffer, else element by element.
+static bool rt_ge_vec_side(const rt_ge *g, int32_t buf, int64_t stride) {
+    rt_kir_buf_role r = g->k->bufs[buf].role;
+    return stride == 1 && (r == RT_KIR_BUF_DATA || r == RT_KIR_BUF_SHARED);
+}
+
+static void rt_ge_move4(rt_ge *g, const rt_kir_node *n, int ind) {
+    static const char *const comp[4] = {"x", "y", "z", "w"};
+    rt_buf *b = g->b;
+    const rt_gpu_dialect *d = g->d;
+    const char *dst = g->k->bufs[n->buf].name, *src = g->k->bufs[n->src_buf].name;
+    const char *di = rt_ge_str(g, n->index), *si = rt_ge_str(g, n->src_index);
+    rt_buf_linef(b, ind, "{");
+    if (rt_ge_vec_side(g, n->src_buf, n->src_stride)) {
+        if (d->vec_fns)
+            rt_buf_linef(b, ind + 1, "%s rt_v = vload4(0, &%s[%s]);", d->vec4, src, si);
+        else
+            rt_buf_linef(b, ind + 1, "%s rt_v = *(const %s *)(&%s[%s]);", d->vec4, d->vec4, src,
+                         si);
+    } else {
+        rt_buf_linef(b, ind + 1, "%s rt_v;", d->vec4);
+        for (int32_t i = 0; i < 4; i++)
+            rt_buf_linef(b, ind + 1, "rt_v.%s = %s[%s + %lld];", comp[i], src, si,
+                         (long long)(i * n->src_stride));
+    }
+    if (rt_ge_vec_side(g, n->buf, n->stride)) {
+        if (d->vec_fns)
+            rt_buf_linef(b, ind + 1, "vstore4(rt_v, 0, &%s[%s]);", dst, di);
+        else
+            rt_buf_linef(b, ind + 1, "*(%s *)(&%s[%s]) = rt_v;", d->vec4, dst, di);
+    } else {
+        for (int32_t i = 0; i < 4; i++)
+            rt_buf_linef(b, ind + 1, "%s[%s + %lld] = rt_v.%s;", dst, di,
+                         (long long)(i * n->stride), comp[i]);
+    }
+    rt_buf_linef(b, ind, "}");
+}
+
 static void rt_ge_node(rt_ge *g, const rt_kir_node *n, int ind) {
     rt_buf *b = g->b;
     const rt_kir_phase *p = g->p;
@@ -288,6 +327,9 @@ static void rt_ge_node(rt_ge *g, const rt_kir_node *n, int ind) {
         return;
     case RT_KIR_N_COMMENT:
         rt_buf_linef(b, ind, "// %s", n->text ? n->text : "");
+        return;
+    case RT_KIR_N_MOVE4:
+        rt_ge_move4(g, n, ind);
         return;
     case RT_KIR_N_PREFETCH: // a CPU cache hint
         rt_buf_linef(b, ind, "// prefetch %s[%s]", g->k->bufs[n->buf].name, rt_ge_str(g, n->index));
@@ -335,8 +377,9 @@ static void rt_ge_phase(rt_ge *g, int32_t pi) {
         if (kb->dim != pi)
             continue;
         if (kb->role == RT_KIR_BUF_SHARED)
-            rt_buf_linef(b, 1, "%s %s %s[%lld];", d->shared_qual, rt_ge_type(g, kb->type), kb->name,
-                         (long long)kb->elems);
+            rt_buf_linef(b, 1, "%s %s %s[%lld]%s%s;", d->shared_qual, rt_ge_type(g, kb->type),
+                         kb->name, (long long)kb->elems, kb->align16 ? " " : "",
+                         kb->align16 ? d->align16 : "");
         else if (kb->role == RT_KIR_BUF_LOCAL)
             rt_buf_linef(b, 1, "%s %s[%lld];", rt_ge_type(g, kb->type), kb->name,
                          (long long)kb->elems);

@@ -43,6 +43,8 @@ typedef struct rt_gpu_dialect {
     const char *unroll;              // pragma line asking for full unrolling
     const char *i64;                 // 64-bit signed integer type
     const char *vec4;                // 4-wide float vector type
+    bool vec_fns;                    // 128-bit accesses through vload4 / vstore4, not float4 casts
+    const char *align16;             // after a shared array's declarator: 16-byte alignment
     const char *inf;                 // +infinity of float
     const char *fn_qual;             // qualifiers of the helper functions of the prelude
     const char *fmod_f32;            // float remainder ("fmodf", "fmod")

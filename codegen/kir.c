@@ -845,6 +845,17 @@ static rt_status rt_kir_check_node(rt_kir_check *c, const rt_kir_node *n) {
         if (n->buf < 0 || n->buf >= c->k->n_bufs)
             return rt_kir_bad(c, "prefetch of an unknown buffer");
         return rt_kir_check_expr(c, n->index, true);
+    case RT_KIR_N_MOVE4:
+        for (int32_t i = 0; i < 2; i++) {
+            int32_t bf = i ? n->src_buf : n->buf;
+            int64_t st = i ? n->src_stride : n->stride;
+            if (bf < 0 || bf >= c->k->n_bufs || c->k->bufs[bf].type != RT_KIR_F32 || st < 1)
+                return rt_kir_bad(c, "4-element move between buffers that are not f32");
+            if (st == 1 && c->k->bufs[bf].role == RT_KIR_BUF_SHARED && !c->k->bufs[bf].align16)
+                return rt_kir_bad(c, "128-bit access to a shared array not 16-byte aligned");
+        }
+        RT_TRY(rt_kir_check_expr(c, n->index, true));
+        return rt_kir_check_expr(c, n->src_index, true);
     case RT_KIR_N_IF:
         RT_TRY(rt_kir_check_expr(c, n->cond, true));
         RT_TRY(rt_kir_check_block(c, &n->body));

@@ -86,6 +86,12 @@ typedef enum rt_kir_nkind {
     // A hint that the cache line of buf[index] will be read soon (CPU emitters; GPU emitters
     // print it as a comment). It never faults, even outside the buffer, and changes no result.
     RT_KIR_N_PREFETCH,
+    // Four elements moved at once (GPU staging, lower-gpu.c; the CPU emitters never see it):
+    // buf[index + i * stride] = src_buf[src_index + i * src_stride] for i < 4, both f32. A side
+    // of stride 1 on a data or shared buffer is one 128-bit access (the lowering proves its
+    // index a multiple of 4 and the buffer 16-byte aligned); a local buffer or another stride
+    // is accessed element by element.
+    RT_KIR_N_MOVE4,
     RT_KIR_NKIND_COUNT
 } rt_kir_nkind;
 
@@ -150,9 +156,12 @@ struct rt_kir_node {
     // STORE of an f32 buffer alone in a vector loop, at a unit stride: a non-temporal store where
     // the emitter can (a large output written once; the LLVM emitter, on 64-byte aligned rows).
     bool stream;
-    rt_kir_expr *cond; // IF
-    rt_kir_ukernel uk; // UKERNEL
-    const char *text;  // COPY, COMMENT (one line)
+    rt_kir_expr *cond;          // IF
+    rt_kir_ukernel uk;          // UKERNEL
+    const char *text;           // COPY, COMMENT (one line)
+    int32_t src_buf;            // MOVE4: source (buf, index: destination)
+    rt_kir_expr *src_index;     // MOVE4
+    int64_t stride, src_stride; // MOVE4: element steps of the destination and the source
     rt_kir_block body, else_body;
 };
 
@@ -183,6 +192,7 @@ typedef struct rt_kir_buf {
     int32_t dim;    // START: the ragged dim; TREE: the rt_kir_tree_field
     bool written;
     int64_t elems; // SHARED / LOCAL: array length in elements
+    bool align16;  // SHARED: declared 16-byte aligned (128-bit accesses, RT_KIR_N_MOVE4)
 } rt_kir_buf;
 
 // Level-by-level phases (CORTEX's linearized recursion): with `on`, the phase runs once per

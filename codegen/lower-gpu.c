@@ -44,10 +44,12 @@ typedef struct rt_gl {
     const rt_gpu_phase_plan *plan;                      // the phase being built (gpu-plan.h)
     int32_t bvar[RT_GL_MAX_DIMS], tvar[RT_GL_MAX_DIMS]; // per plan dim: block, thread coordinate
     int32_t sh_buf[RT_GL_MAX_READS];                    // per staged read: its shared array
-    int32_t lo_var[RT_GL_MAX_READS][RT_MAX_DIMS];       // and its data tile's origin per dim
-    int32_t *data_buf;                                  // per tensor
-    int32_t (*start_buf)[RT_MAX_DIMS];                  // per tensor and dim, -1 dense
-    int64_t (*extent)[RT_MAX_DIMS];                     // per tensor and dim, -1 ragged
+    int32_t frag_buf[RT_GL_MAX_READS];                  // and its register fragment, -1 none
+    rt_kir_expr *frag_e; // vec4 step: the register-tile element whose reads take fragments
+    int32_t lo_var[RT_GL_MAX_READS][RT_MAX_DIMS]; // and its data tile's origin per dim
+    int32_t *data_buf;                            // per tensor
+    int32_t (*start_buf)[RT_MAX_DIMS];            // per tensor and dim, -1 dense
+    int64_t (*extent)[RT_MAX_DIMS];               // per tensor and dim, -1 ragged
     int32_t **var_of; // per statement: stmt var -> phase var (-1 unbound)
     int32_t (*tree_buf)[RT_KIR_TREE_FIELD_COUNT]; // per tree parameter: its arrays (-1 unused)
     int32_t *tree_child;                          // per tree parameter: its CHILD buffer
@@ -249,6 +251,18 @@ static rt_status rt_gl_read(rt_lx *x, const rt_expr *e, rt_kir_expr **out) {
     if (si < 0)
         return rt_lx_load(x, e, idx, out);
     const rt_gpu_stage *sg = &l->plan->stage[si];
+    if (sg->frag >= 0 && l->frag_e && l->frag_buf[si] >= 0) {
+        // the element's register-tile index along the fragment's dim (as rt_gl_bind decomposes)
+        int64_t rstride = 1;
+        for (int32_t d = l->plan->n_dims - 1; d > sg->frag; d--)
+            rstride *= l->plan->dims[d].R;
+        rt_kir_expr *j =
+            rt_gl_umod(a, rt_gl_udiv(a, l->frag_e, rstride), l->plan->dims[sg->frag].R);
+        *out = rt_kir_load(a, l->k, l->frag_buf[si], j);
+        if (!*out)
+            x->oom = true;
+        return RT_OK;
+    }
     rt_kir_expr *off = rt_kir_int(a, 0);
     for (int32_t d = 0; d < sg->n_dims; d++) {
         rt_kir_expr *rel =
@@ -435,11 +449,20 @@ static rt_status rt_gl_bind(rt_gl *l, const rt_gpu_phase_plan *pl, rt_kir_block 
         const rt_gpu_dim *g = &pl->dims[d];
         rt_kir_expr *j = rt_gl_umod(a, rt_gl_udiv(a, e, rstride), g->R);
         rstride *= g->R;
+        // strided: t + j * nt; in chunks of 4: (j / 4) * nt * 4 + t * 4 + j % 4
+        rt_kir_expr *tv = rt_kir_var_ref(a, l->ph, l->tvar[d]);
+        rt_kir_expr *within =
+            g->chunk4
+                ? rt_kir_bin(
+                      a, RT_KIR_ADD,
+                      rt_kir_bin(a, RT_KIR_MUL, rt_gl_udiv(a, j, 4), rt_kir_int(a, g->nt * 4)),
+                      rt_kir_bin(a, RT_KIR_ADD, rt_kir_bin(a, RT_KIR_MUL, tv, rt_kir_int(a, 4)),
+                                 rt_gl_umod(a, j, 4)))
+                : rt_kir_bin(a, RT_KIR_ADD, tv, rt_kir_bin(a, RT_KIR_MUL, j, rt_kir_int(a, g->nt)));
         rt_kir_expr *lin = rt_kir_bin(
             a, RT_KIR_ADD,
             rt_kir_bin(a, RT_KIR_MUL, rt_kir_var_ref(a, l->ph, l->bvar[d]), rt_kir_int(a, g->T1)),
-            rt_kir_bin(a, RT_KIR_ADD, rt_kir_var_ref(a, l->ph, l->tvar[d]),
-                       rt_kir_bin(a, RT_KIR_MUL, j, rt_kir_int(a, g->nt))));
+            within);
         if (g->ragged) {
             rt_kir_expr *r = rt_gl_let(l, b, ts->vars[g->members[0]].name, lin);
             if (r)
@@ -590,9 +613,11 @@ static rt_status rt_gl_copies(rt_gl *l, const rt_gpu_phase_plan *pl, rt_kir_bloc
             if (r)
                 l->lo_var[i][d] = r->var;
         }
-        int64_t total = 1;
+        // a 128-bit copy (gvec) moves 4 elements of the tensor's innermost dim per item
+        int64_t vw = g->gvec ? 4 : 1, total = 1;
         for (int32_t d = 0; d < g->n_dims; d++)
             total *= g->span[d];
+        total /= vw;
         int64_t rounds = rt_ceil_div(total, pl->threads);
         int32_t cv = rt_kir_add_var(a, l->ph, "c", RT_KIR_I64);
         rt_kir_node *loop = cv >= 0 ? rt_kir_loop(a, cb, cv, rt_kir_int(a, 0),
@@ -614,9 +639,12 @@ static rt_status rt_gl_copies(rt_gl *l, const rt_gpu_phase_plan *pl, rt_kir_bloc
         }
         rt_kir_expr *gidx[RT_MAX_DIMS], *soff = rt_kir_int(a, 0), *rest = lv;
         for (int32_t d = g->n_dims - 1; d >= 0; d--) {
-            rt_kir_expr *o = d == 0 ? rest : rt_gl_umod(a, rest, g->span[d]);
+            int64_t sp = d == g->n_dims - 1 ? g->span[d] / vw : g->span[d];
+            rt_kir_expr *o = d == 0 ? rest : rt_gl_umod(a, rest, sp);
             if (d > 0)
-                rest = rt_gl_udiv(a, rest, g->span[d]);
+                rest = rt_gl_udiv(a, rest, sp);
+            if (d == g->n_dims - 1 && vw > 1)
+                o = rt_kir_bin(a, RT_KIR_MUL, o, rt_kir_int(a, vw));
             rt_kir_expr *ov = rt_gl_let(l, lb, "o", o);
             gidx[d] = rt_kir_bin(a, RT_KIR_ADD, rt_kir_var_ref(a, l->ph, l->lo_var[i][d]), ov);
             soff = rt_kir_bin(a, RT_KIR_ADD, soff,
@@ -624,6 +652,18 @@ static rt_status rt_gl_copies(rt_gl *l, const rt_gpu_phase_plan *pl, rt_kir_bloc
         }
         rt_kir_expr *valid;
         rt_kir_expr *off = rt_gl_offset(l, g->read->tensor, gidx, g->full ? NULL : &valid);
+        if (g->gvec) { // 4 elements of a full tile, 16-byte aligned (gpu-plan.c rt_gp_vec4_read)
+            rt_kir_node *mv = off && soff ? rt_kir_append(a, lb, RT_KIR_N_MOVE4) : NULL;
+            if (!mv)
+                return rt_gl_nomem(l);
+            mv->buf = l->sh_buf[i];
+            mv->index = soff;
+            mv->stride = g->stride[g->n_dims - 1];
+            mv->src_buf = l->data_buf[g->read->tensor];
+            mv->src_index = off;
+            mv->src_stride = 1;
+            continue;
+        }
         if (g->full) { // the plan proved every data tile inside the tensor: no guard
             rt_gl_store(l, lb, l->sh_buf[i], soff,
                         rt_kir_load(a, l->k, l->data_buf[g->read->tensor], off));
@@ -663,9 +703,64 @@ static rt_status rt_gl_acc_step(rt_gl *l, const rt_gpu_phase_plan *pl, rt_kir_bl
     }
     l->pre = body;
     rt_kir_expr *x;
-    RT_TRY(rt_gl_num(l, l->s->rhs, &x));
+    l->frag_e = l->staging && pl->vec4 ? rt_kir_var_ref(a, l->ph, ev) : NULL;
+    rt_status st = rt_gl_num(l, l->s->rhs, &x);
+    l->frag_e = NULL;
+    RT_TRY(st);
     rt_kir_expr *ei = rt_kir_var_ref(a, l->ph, ev);
     rt_gl_store(l, body, acc, ei, rt_gl_combine(a, l->s->op, rt_kir_load(a, l->k, acc, ei), x));
+    return RT_OK;
+}
+
+// vec4 plans: each staged read's register fragment of the current reduction iteration, read
+// from its shared tile 4 floats at a time: element j of the fragment's dim (chunk4) is at
+// (j / 4) * nt * 4 + t * 4 + j % 4 of the shared row, the other dims at the bound reduction
+// vars. rt_gl_read then takes the read from the fragment.
+static rt_status rt_gl_fragments(rt_gl *l, const rt_gpu_phase_plan *pl, rt_kir_block *b) {
+    rt_arena *a = l->a;
+    int32_t ti = pl->tstmt, pi = l->k->n_phases - 1;
+    for (int32_t i = 0; i < pl->n_stage; i++) {
+        const rt_gpu_stage *sg = &pl->stage[i];
+        const rt_gpu_dim *gd = &pl->dims[sg->frag];
+        const char *tname = l->op->tensors[sg->read->tensor].name;
+        int32_t fb = rt_kir_add_buf(a, l->k, rt_arena_printf(a, "frag_%s_p%d", tname, (int)pi),
+                                    RT_KIR_BUF_LOCAL, RT_KIR_F32, -1, pi);
+        int32_t qv = rt_kir_add_var(a, l->ph, "q", RT_KIR_I64);
+        if (fb < 0 || qv < 0)
+            return rt_gl_nomem(l);
+        l->k->bufs[fb].elems = gd->R;
+        l->k->bufs[fb].written = true;
+        l->frag_buf[i] = fb;
+        rt_kir_expr *off = rt_kir_int(a, 0);
+        for (int32_t d = 0; d < sg->n_dims; d++) {
+            if (d == sg->vdim)
+                continue;
+            rt_kir_expr *idx = rt_kir_bin(
+                a, RT_KIR_ADD, rt_kir_var_ref(a, l->ph, l->var_of[ti][sg->aff[d].var[0]]),
+                rt_kir_int(a, sg->aff[d].c0));
+            rt_kir_expr *rel =
+                rt_kir_bin(a, RT_KIR_SUB, idx, rt_kir_var_ref(a, l->ph, l->lo_var[i][d]));
+            off = rt_kir_bin(a, RT_KIR_ADD, off,
+                             rt_kir_bin(a, RT_KIR_MUL, rel, rt_kir_int(a, sg->stride[d])));
+        }
+        rt_kir_expr *q = rt_kir_var_ref(a, l->ph, qv);
+        off = rt_kir_bin(
+            a, RT_KIR_ADD, off,
+            rt_kir_bin(a, RT_KIR_ADD, rt_kir_bin(a, RT_KIR_MUL, q, rt_kir_int(a, gd->nt * 4)),
+                       rt_kir_bin(a, RT_KIR_MUL, rt_kir_var_ref(a, l->ph, l->tvar[sg->frag]),
+                                  rt_kir_int(a, 4))));
+        rt_kir_node *loop =
+            rt_kir_loop(a, b, qv, rt_kir_int(a, 0), rt_kir_int(a, gd->R / 4), RT_KIR_LOOP_UNROLL);
+        rt_kir_node *mv = loop && off ? rt_kir_append(a, &loop->body, RT_KIR_N_MOVE4) : NULL;
+        if (!mv)
+            return rt_gl_nomem(l);
+        mv->buf = fb;
+        mv->index = rt_kir_bin(a, RT_KIR_MUL, rt_kir_var_ref(a, l->ph, qv), rt_kir_int(a, 4));
+        mv->stride = 1;
+        mv->src_buf = l->sh_buf[i];
+        mv->src_index = off;
+        mv->src_stride = 1;
+    }
     return RT_OK;
 }
 
@@ -705,6 +800,8 @@ static rt_status rt_gl_staged_reduce(rt_gl *l, const rt_gpu_phase_plan *pl, rt_k
             return rt_gl_nomem(l);
         l->k->bufs[l->sh_buf[i]].elems = g->elems;
         l->k->bufs[l->sh_buf[i]].written = true;
+        l->k->bufs[l->sh_buf[i]].align16 = pl->vec4;
+        l->frag_buf[i] = -1;
     }
     // step loops
     int64_t lo_r[2 * RT_MAX_DIMS], hi_r[2 * RT_MAX_DIMS];
@@ -754,6 +851,8 @@ static rt_status rt_gl_staged_reduce(rt_gl *l, const rt_gpu_phase_plan *pl, rt_k
         l->var_of[ti][v] = rv;
         inner = &loop->body;
     }
+    if (pl->vec4)
+        RT_TRY(rt_gl_fragments(l, pl, inner));
     l->staging = true;
     RT_TRY(rt_gl_acc_step(l, pl, inner, acc, false));
     l->staging = false;

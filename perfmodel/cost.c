@@ -312,6 +312,9 @@ bool rt_perf_evaluate(const rt_perf_model *m, rt_rprog *p, const char **why) {
         int64_t active = p->threads_per_block * bpu;
         if (active < need)
             eff *= (double)active / (double)need;
+        // FMAs share the issue slots with the staged kernel's shared loads and copies, fewer
+        // with the plan's 128-bit loads (gpu-plan.h)
+        eff *= rt_gpu_plan_main_issue_share(p->gpu, m->main_stmt);
     } else if (!cpu_reg_eff(m, p, &eff, why)) {
         return false;
     }

@@ -354,6 +354,94 @@ static bool rt_gp_stage_tiles(rt_gp *g, rt_gpu_phase_plan *pl, const rt_stmt *s,
     return true;
 }
 
+// The plan dim whose single member is var v, -1 none.
+static int32_t rt_gp_dim_of_var(const rt_gpu_phase_plan *pl, int32_t v) {
+    for (int32_t d = 0; d < pl->n_dims; d++)
+        if (pl->dims[d].n_members == 1 && pl->dims[d].members[0] == v && !pl->dims[d].ragged)
+            return d;
+    return -1;
+}
+
+// Whether every origin of var v's tile (over the blocks or the reduction steps) is a multiple
+// of 4, and so is its tile.
+static bool rt_gp_origin4(const rt_gp *g, const rt_gpu_phase_plan *pl, const rt_stmt *s, int32_t v,
+                          const int64_t *T) {
+    int32_t d = rt_gp_dim_of_var(pl, v);
+    if (d >= 0)
+        return pl->dims[d].mlo[0] % 4 == 0 && pl->dims[d].T1 % 4 == 0;
+    int64_t lo;
+    return v < RT_GPU_PLAN_MAX_VARS && pl->red_T1[v] > 0 && T[v] % 4 == 0 &&
+           rt_expr_const_int(g->op, s->vars[v].lo, &lo) && lo % 4 == 0;
+}
+
+// Staged read st under the vec4 layout (rt_gpu_stage.vdim): false when it does not qualify —
+// every index a plain var (coefficient 1), exactly one of a spatial dim whose register tile is
+// a multiple of 4, the others reduction vars.
+static bool rt_gp_vec4_read(const rt_gp *g, const rt_gpu_phase_plan *pl, const rt_stmt *s,
+                            const int64_t *T, rt_gpu_stage *st) {
+    st->vdim = st->frag = -1;
+    for (int32_t d = 0; d < st->n_dims; d++) {
+        const rt_affine *af = &st->aff[d];
+        if (af->n_terms != 1 || af->coef[0] != 1)
+            return false;
+        int32_t pd = rt_gp_dim_of_var(pl, af->var[0]);
+        if (pd < 0) {
+            if (af->var[0] >= RT_GPU_PLAN_MAX_VARS || pl->red_T1[af->var[0]] <= 0)
+                return false;
+            continue;
+        }
+        if (st->frag >= 0 || pl->dims[pd].R % 4 != 0)
+            return false;
+        st->vdim = d;
+        st->frag = pd;
+    }
+    if (st->frag < 0)
+        return false;
+    // the layout: vdim innermost (rows padded to 4 and, transposed, by 4 more), then the other
+    // dims from the tensor's innermost outwards
+    int64_t row = rt_round_up(st->span[st->vdim], 4) + (st->vdim != st->n_dims - 1 ? 4 : 0);
+    st->stride[st->vdim] = 1;
+    int64_t stride = row;
+    for (int32_t d = st->n_dims - 1; d >= 0; d--) {
+        if (d == st->vdim)
+            continue;
+        st->stride[d] = stride;
+        stride *= st->span[d];
+    }
+    st->elems = stride;
+    // 128-bit copies: an unguarded tile whose rows start 16-byte aligned
+    const rt_tensor *tn = &g->op->tensors[st->read->tensor];
+    const rt_affine *in = &st->aff[st->n_dims - 1];
+    int64_t ext = 0;
+    st->gvec = st->full && tn->dims[st->n_dims - 1].extent &&
+               rt_expr_const_int(g->op, tn->dims[st->n_dims - 1].extent, &ext) && ext % 4 == 0 &&
+               in->c0 % 4 == 0 && st->span[st->n_dims - 1] % 4 == 0 &&
+               rt_gp_origin4(g, pl, s, in->var[0], T);
+    return true;
+}
+
+// The vec4 decision of a staged phase (gpu-plan.h): every staged read qualifies
+// (rt_gp_vec4_read) and the re-laid-out tiles fit cap; then the fragments' dims are chunked.
+// st[] keeps the scalar layout when it returns false.
+static bool rt_gp_vec4(rt_gp *g, rt_gpu_phase_plan *pl, const rt_stmt *s, const int64_t *T,
+                       rt_gpu_stage *st, int32_t n, int64_t cap) {
+    rt_gpu_stage v[RT_GPU_PLAN_MAX_READS];
+    int64_t bytes = 0;
+    for (int32_t i = 0; i < n; i++) {
+        v[i] = st[i];
+        if (!rt_gp_vec4_read(g, pl, s, T, &v[i]))
+            return false;
+        bytes += v[i].elems * 4;
+    }
+    if (bytes > cap)
+        return false;
+    for (int32_t i = 0; i < n; i++) {
+        st[i] = v[i];
+        pl->dims[st[i].frag].chunk4 = true;
+    }
+    return true;
+}
+
 // The staged reads of statement s (affine reads of dense float tensors) and their shared
 // arrays; false when s does not qualify or the tiles do not fit the block level.
 static bool rt_gp_plan_stage(rt_gp *g, rt_gpu_phase_plan *pl, const rt_stmt *s) {
@@ -398,8 +486,11 @@ static bool rt_gp_plan_stage(rt_gp *g, rt_gpu_phase_plan *pl, const rt_stmt *s) 
         g->oom = true;
         return false;
     }
-    for (int32_t i = 0; i < n; i++)
+    for (int32_t i = 0; i < n; i++) {
         st[i].full = rt_gp_stage_full(g, pl, s, T, &st[i]);
+        st[i].vdim = st[i].frag = -1;
+    }
+    pl->vec4 = rt_gp_vec4(g, pl, s, T, st, n, cap);
     memcpy(pl->stage, st, sizeof *st * (size_t)n);
     pl->n_stage = n;
     pl->red_exact = true;
@@ -572,7 +663,7 @@ static uint64_t rt_gp_key(const rt_gpu_plan *pl) {
             h = rt_gp_mix(h, (uint64_t)v[k]);
         for (int32_t d = 0; d < ph->n_dims; d++) {
             const rt_gpu_dim *gd = &ph->dims[d];
-            const int64_t w[] = {gd->n_members, gd->ragged, gd->T1, gd->R, gd->grid};
+            const int64_t w[] = {gd->n_members, gd->ragged, gd->T1, gd->R, gd->grid, gd->chunk4};
             for (size_t k = 0; k < sizeof w / sizeof w[0]; k++)
                 h = rt_gp_mix(h, (uint64_t)w[k]);
             for (int32_t k = 0; k < gd->n_members; k++)
@@ -581,8 +672,13 @@ static uint64_t rt_gp_key(const rt_gpu_plan *pl) {
         for (int32_t v2 = 0; ph->mode == RT_GPU_STAGED && v2 < RT_GPU_PLAN_MAX_VARS; v2++)
             h = rt_gp_mix(h, (uint64_t)ph->red_T1[v2]);
         h = rt_gp_mix(h, (uint64_t)ph->red_exact);
-        for (int32_t k = 0; k < ph->n_stage; k++)
-            h = rt_gp_mix(h, (uint64_t)ph->stage[k].full);
+        h = rt_gp_mix(h, (uint64_t)ph->vec4);
+        for (int32_t k = 0; k < ph->n_stage; k++) {
+            const rt_gpu_stage *sg = &ph->stage[k];
+            const int64_t w[] = {sg->full, sg->vdim, sg->frag, sg->gvec, sg->elems};
+            for (size_t j = 0; j < sizeof w / sizeof w[0]; j++)
+                h = rt_gp_mix(h, (uint64_t)w[j]);
+        }
     }
     return h;
 }
@@ -661,6 +757,12 @@ void rt_gpu_plan_print_phase(const rt_op *op, const rt_gpu_plan *pl, int32_t i, 
         else if (n_full > 0 || ph->red_exact)
             rt_buf_printf(out, "; full tiles in %d of %d reads%s", (int)n_full, (int)ph->n_stage,
                           ph->red_exact ? ", exact steps" : "");
+        if (ph->vec4) {
+            rt_buf_puts(out, "; 128-bit loads: shared");
+            for (int32_t k = 0; k < ph->n_stage; k++)
+                if (ph->stage[k].gvec)
+                    rt_buf_printf(out, ", global %s", op->tensors[ph->stage[k].read->tensor].name);
+        }
     }
     rt_buf_printf(out, "; register tile %lld%s", (long long)ph->Rtot,
                   ph->unroll ? " unrolled" : " in a loop");
@@ -703,4 +805,43 @@ double rt_gpu_plan_main_inflight_bytes(const rt_gpu_plan *pl, int32_t main_stmt,
     if (reduces && ph->mode != RT_GPU_TREE)
         per_thread *= 4;
     return (double)ph->threads * per_thread * eb;
+}
+
+double rt_gpu_plan_main_issue_share(const rt_gpu_plan *pl, int32_t main_stmt) {
+    const rt_gpu_phase_plan *ph = NULL;
+    for (int32_t i = 0; pl && i < pl->n_phases && !ph; i++)
+        if (pl->phases[i].from_prog && pl->phases[i].tstmt == main_stmt)
+            ph = &pl->phases[i];
+    if (!ph || ph->mode != RT_GPU_STAGED || ph->Rtot < 1 || ph->threads < 1)
+        return 1;
+    double iters = 1; // reduction iterations of one step
+    for (int32_t v = 0; v < RT_GPU_PLAN_MAX_VARS; v++)
+        if (ph->red_T1[v] > 0)
+            iters *= (double)ph->red_T1[v];
+    double fma = (double)ph->Rtot, lds = 0, copy = 0;
+    for (int32_t i = 0; i < ph->n_stage; i++) {
+        const rt_gpu_stage *sg = &ph->stage[i];
+        // distinct elements of the read over the register tile: the R of each dim it indexes
+        double elems = 1;
+        for (int32_t d = 0; d < ph->n_dims; d++) {
+            bool uses = false;
+            for (int32_t k = 0; k < sg->n_dims; k++)
+                for (int32_t t = 0; t < sg->aff[k].n_terms; t++)
+                    for (int32_t j = 0; j < ph->dims[d].n_members; j++)
+                        uses = uses || sg->aff[k].var[t] == ph->dims[d].members[j];
+            if (uses)
+                elems *= (double)ph->dims[d].R;
+        }
+        lds += sg->frag >= 0 ? elems / 4 : elems;
+        int64_t total = 1;
+        for (int32_t k = 0; k < sg->n_dims; k++)
+            total *= sg->span[k];
+        // per thread and step: a load and a store per element, or per 4 (a transposed
+        // 128-bit copy stores 4 scalars)
+        bool svec = sg->gvec && sg->vdim == sg->n_dims - 1;
+        double per = sg->gvec ? (double)rt_ceil_div(total / 4, ph->threads) * (svec ? 2 : 5)
+                              : (double)rt_ceil_div(total, ph->threads) * 2;
+        copy += per / iters;
+    }
+    return fma / (fma + lds + copy);
 }

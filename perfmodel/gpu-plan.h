@@ -44,6 +44,9 @@ typedef struct rt_gpu_dim {
     int64_t extent;               // dense: product of mext
     int64_t T1, R, nt, nb;        // block tile (nt * R), register tile, threads, blocks
     int32_t grid;                 // 0: part of grid x, 1: grid y, 2: grid z
+    // The register tile in chunks of 4 (vec4 plans, R % 4 == 0): thread t's element j lies at
+    // (j / 4) * nt * 4 + t * 4 + j % 4 of the block tile, else (strided) at t + j * nt.
+    bool chunk4;
 } rt_gpu_dim;
 
 // One staged read: a shared array holding the read's data tile of one reduction step.
@@ -56,6 +59,18 @@ typedef struct rt_gpu_stage {
     // Every block's data tile of every reduction step lies inside the tensor (the extents are
     // multiples of the tiles and no affine offset reaches outside): its copy reads unguarded.
     bool full;
+    // vec4 plans (rt_gpu_phase_plan.vec4): the tensor dim `vdim` (a spatial var's) is the
+    // shared array's innermost (stride 1; transposed when it is not the tensor's innermost,
+    // its rows then padded by 4 against bank conflicts), every other stride a multiple of 4,
+    // and plan dim `frag` (chunk4) reads its register-tile fragment with 128-bit shared loads;
+    // -1 both when the read is not vectorized.
+    int32_t vdim, frag;
+    // The copy moves 4 elements at once with 128-bit global loads (full tile, the tensor's
+    // innermost dim a plain var of tile, origin and row length multiples of 4, the tensor
+    // 16-byte aligned), and stores them with one 128-bit shared store where vdim is the
+    // tensor's innermost dim too (else 4 scalar stores down the transposed column). False: the
+    // scalar copy, element by element.
+    bool gvec;
 } rt_gpu_stage;
 
 typedef struct rt_gpu_phase_plan {
@@ -72,6 +87,9 @@ typedef struct rt_gpu_phase_plan {
     int64_t raster;        // grouped block order over the two innermost x dims: rows per group
     int64_t red_T1[RT_GPU_PLAN_MAX_VARS]; // staged: reduction step per var of tstmt
     bool red_exact; // staged: every reduction range is a multiple of its step (no ragged step)
+    // staged: 128-bit loads (rt_gp_vec4 in gpu-plan.c): chunked register tiles, fragments read
+    // from shared memory 4 floats at a time, global->shared copies 4 at a time where gvec.
+    bool vec4;
     int32_t n_stage;
     rt_gpu_stage *stage;
     int64_t row; // tree: threads per node (the longest row of the group's statements)
@@ -104,6 +122,11 @@ int64_t rt_gpu_plan_main_threads(const rt_gpu_plan *pl, int32_t main_stmt);
 // reads the global level's bandwidth curve at this times the blocks resident on a unit (cost.c).
 double rt_gpu_plan_main_inflight_bytes(const rt_gpu_plan *pl, int32_t main_stmt, int32_t elem_bytes,
                                        bool reduces);
+// Per reduction iteration, the FMA issue share of the phase tiled by the rProgram:
+// FMAs / (FMAs + shared-load instructions + copy instructions per iteration), where a 128-bit
+// load or store counts once for 4 elements (vec4 plans); 1 when pl has no staged phase. The
+// model scales the compute rate by it (cost.c): a GPU issues loads and FMAs from the same slots.
+double rt_gpu_plan_main_issue_share(const rt_gpu_plan *pl, int32_t main_stmt);
 // Shared-memory bytes of phase ph's staged tiles.
 int64_t rt_gpu_plan_smem_bytes(const rt_gpu_phase_plan *ph);
 // One line per phase ("phase 0: staged C; 160 threads x 1 blocks; m 96/6, n 80/8; ..."), the

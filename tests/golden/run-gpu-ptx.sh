@@ -5,7 +5,11 @@
 #   - no bounds checks: one setp and one predicated instruction (the loop's own branch), since
 #     every extent is a multiple of the block tile and the k step (the plan's "full tiles");
 #   - FMA / shared-load instructions at least the register tile's (m * n) / (m + n);
-#   - with VEC=v4, 128-bit shared loads (ld.shared.v4.f32) present.
+#   - with VEC=v4 (the plan's "128-bit loads"): the fragments read from shared memory 4 floats
+#     at a time — ld.shared.v4.f32 and no scalar ld.shared.f32, FMA / shared-load instructions
+#     at least 4 (m * n) / (m + n) — and the tiles copied with 128-bit global loads
+#     (ld.global[.nc].v4.f32 / .u32); the ragged shape's step loop reads 128-bit fragments exactly when
+#     its plan says so.
 # A ragged shape (1000 x 1000 x 999) keeps its guards: its step loop has setp on the indices.
 # Exit 77 (skip) without nvcc.
 #   run-gpu-ptx.sh RTGEN ROOT DEVICE.ini ARCH SIZE VEC OUTDIR
@@ -34,9 +38,9 @@ emit() {
 }
 emit full "$size" "$size" "$size" || exit 1
 emit ragged 1000 1000 999 || exit 1
-python3 - "$out/full.ptx" "$out/full/matmul.cu" "$out/ragged.ptx" "$vec" <<'PY' || fail=1
+python3 - "$out/full.ptx" "$out/full/matmul.cu" "$out/ragged.ptx" "$out/ragged/matmul.cu" "$vec" <<'PY' || fail=1
 import re, sys
-full_ptx, full_cu, ragged_ptx, vec = sys.argv[1:]
+full_ptx, full_cu, ragged_ptx, ragged_cu, vec = sys.argv[1:]
 
 def fma_loop(path):
     """The instructions of the innermost PTX loop holding the most FMAs: the lines between a
@@ -57,11 +61,14 @@ def fma_loop(path):
     return best[1] if best else []
 
 def counts(body):
-    c = {"fma": 0, "lds": 0, "lds_v4": 0, "setp": 0, "pred": 0}
+    c = {"fma": 0, "lds": 0, "lds_v4": 0, "lds_f32": 0, "ldg_v4": 0, "setp": 0, "pred": 0}
     for x in body:
         c["fma"] += x.startswith("fma.rn.f32")
         c["lds"] += x.startswith("ld.shared.")
         c["lds_v4"] += x.startswith("ld.shared.v4.f32")
+        c["lds_f32"] += x.startswith("ld.shared.f32")
+        # a copy that only moves bits is loaded as .u32 / .b32 (nvcc: the B tile)
+        c["ldg_v4"] += bool(re.match(r"ld\.global(\.nc)?\.v4\.(f32|u32|b32)", x))
         c["setp"] += x.startswith("setp.")
         c["pred"] += x.startswith("@")
     return c
@@ -83,8 +90,20 @@ elif c["fma"] / c["lds"] < need:
     print(f"FAIL: {c['fma']} FMA / {c['lds']} shared loads = {c['fma']/c['lds']:.2f} < {need:.2f}"); ok = False
 if c["setp"] > 1 or c["pred"] > 1:
     print(f"FAIL: bounds checks in the step loop ({c['setp']} setp, {c['pred']} predicated)"); ok = False
-if vec == "v4" and c["lds_v4"] == 0:
-    print("FAIL: no ld.shared.v4.f32 in the step loop"); ok = False
+if vec == "v4":
+    v = re.search(r"; 128-bit loads: shared((, global \w+)*);", hdr)
+    if not v or sorted(v.group(1).split(", global ")[1:]) != ["A", "B"]:
+        print("FAIL: the top-1's plan has no '128-bit loads: shared, global A, global B'"); ok = False
+    if c["lds_v4"] == 0 or c["lds_f32"] > 0:
+        print(f"FAIL: fragments not read 4 at a time ({c['lds_v4']} ld.shared.v4.f32, {c['lds_f32']} ld.shared.f32)"); ok = False
+    elif c["fma"] / c["lds"] < 4 * need:
+        print(f"FAIL: {c['fma']} FMA / {c['lds']} 128-bit shared loads < {4 * need:.2f}"); ok = False
+    if c["ldg_v4"] == 0:
+        print("FAIL: no 128-bit global load (ld.global.v4) in the step loop"); ok = False
+    # the ragged shape's plan reads 128-bit fragments where its register tile is a multiple of 4
+    rv = "; 128-bit loads: shared" in open(ragged_cu).read()
+    if rv != (r["lds_v4"] > 0 and r["lds_f32"] == 0):
+        print(f"FAIL: ragged shape: plan {'with' if rv else 'without'} 128-bit loads, step loop {r}"); ok = False
 if r["setp"] <= 1:
     print("FAIL: the ragged shape's step loop has no bounds checks (guards lost)"); ok = False
 sys.exit(0 if ok else 1)

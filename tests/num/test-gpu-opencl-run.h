@@ -34,7 +34,9 @@ static int32_t parse_sets(rt_arena *a, const char *text, rt_size_binding *out) {
     return n;
 }
 
-static int n_staged, n_runs;
+// n_vec_shared / n_vec_global: candidates reading register fragments from shared memory with
+// vload4 / copying tiles from global memory with vload4 (the plan's 128-bit loads).
+static int n_staged, n_runs, n_vec_shared, n_vec_global;
 
 static void run_case(rt_gpu_runtime *rt, const rt_device *ocl, const rt_device *dev, const gcase *c,
                      uint64_t seed) {
@@ -93,6 +95,8 @@ static void run_case(rt_gpu_runtime *rt, const rt_device *ocl, const rt_device *
         }
         for (int32_t i = 0; i < cand.kernel->n_phases; i++)
             n_staged += cand.kernel->phases[i].staged;
+        n_vec_shared += strstr(cand.source, "= vload4(0, &sh_") != NULL;
+        n_vec_global += strstr(cand.source, "= vload4(0, &t_") != NULL;
         bool ok = chk.n_outputs == op->n_outputs && chk.accepted;
         printf("%-14s %-28s %-10s rank %d: %d kernel(s) [%s], nmse %.2e, max rel %.2e%s\n", what,
                c->sets, strrchr(dev->path, '/') + 1, (int)rank, (int)cand.kernel->n_phases,
@@ -115,7 +119,8 @@ static int run_cases(const char *name, const gcase *cases, size_t n_cases) {
     for (int32_t d = 0; d < 2; d++)
         for (size_t i = 0; i < n_cases; i++)
             run_case(rt, &ocl, &devs[d], &cases[i], 1 + i);
-    printf("%d runs, %d staged kernels\n", n_runs, n_staged);
+    printf("%d runs, %d staged kernels, %d with 128-bit shared loads, %d with 128-bit copies\n",
+           n_runs, n_staged, n_vec_shared, n_vec_global);
     rt_arena_free(a);
     return rt_test_finish(name);
 }

@@ -4,28 +4,63 @@
 //     plans are merged during construction: top-K means K different kernels);
 //   - the lowering executes the candidate's plan: its header prints that plan, and a plan
 //     changed after construction changes the kernel (the lowering does not re-derive it);
-//   - the grouped block order comes from the device file (raster_group_blocks), not the arch.
+//   - the grouped block order comes from the device file (raster_group_blocks), not the arch;
+//   - 128-bit loads (vec4): the GEMM top-1 on h100 chunks its register tile, lays A out
+//     transposed with rows padded by 4, copies full aligned tiles 4 floats at a time and falls
+//     back to scalar copies where the tiles are not full; the model prices the decision (issue
+//     share); the lowering prints float4 accesses and declares its shared arrays aligned.
 #include "test.h"
 
 #include "gpu-plan.h"
 #include "gpu.h"
 
 #include <dirent.h>
+#include <math.h>
 #include <string.h>
 
 static const char *const gpu_devs[] = {
     "devices/a100.ini", "devices/h100.ini", "devices/v100.ini",   "devices/t4.ini",
     "devices/k80.ini",  "devices/mi50.ini", "devices/mi250x.ini", "devices/pocl-cpu.ini"};
 
-static rt_perf_result *construct(rt_arena *a, const char *spec, const rt_device *dev, int32_t k) {
+static rt_perf_result *construct_sized(rt_arena *a, const char *spec, const rt_device *dev,
+                                       int32_t k, const rt_size_binding *sets, int32_t n_sets) {
     rt_op *op = NULL;
     rt_perf_result *r = NULL;
     rt_perf_options popt = {.top_k = k};
     rt_err err = {0};
-    if (rt_spec_load(a, spec, NULL, 0, &op, &err) != RT_OK ||
+    if (rt_spec_load(a, spec, sets, n_sets, &op, &err) != RT_OK ||
         rt_perf_construct(a, op, dev, &popt, &r, &err) != RT_OK)
         return NULL;
     return r;
+}
+
+static rt_perf_result *construct(rt_arena *a, const char *spec, const rt_device *dev, int32_t k) {
+    return construct_sized(a, spec, dev, k, NULL, 0);
+}
+
+// A vec4 plan's invariants (gpu-plan.h): every staged read has a fragment dim that is chunked
+// with a register tile of a multiple of 4, stride 1 along vdim and multiples of 4 elsewhere,
+// 128-bit copies only of full tiles.
+static bool vec4_consistent(const rt_gpu_phase_plan *ph) {
+    if (!ph->vec4) {
+        for (int32_t d = 0; d < ph->n_dims; d++)
+            if (ph->dims[d].chunk4)
+                return false;
+        for (int32_t i = 0; i < ph->n_stage; i++)
+            if (ph->stage[i].frag >= 0 || ph->stage[i].gvec)
+                return false;
+        return true;
+    }
+    for (int32_t i = 0; i < ph->n_stage; i++) {
+        const rt_gpu_stage *sg = &ph->stage[i];
+        if (sg->frag < 0 || !ph->dims[sg->frag].chunk4 || ph->dims[sg->frag].R % 4 != 0 ||
+            sg->stride[sg->vdim] != 1 || (sg->gvec && !sg->full))
+            return false;
+        for (int32_t d = 0; d < sg->n_dims; d++)
+            if (d != sg->vdim && sg->stride[d] % 4 != 0)
+                return false;
+    }
+    return true;
 }
 
 static void test_candidates(void) {
@@ -57,6 +92,8 @@ static void test_candidates(void) {
                     fprintf(stderr, "%s %s rank %d: model %lld threads, plan %lld\n", spec,
                             gpu_devs[i], (int)c + 1, (long long)p->threads_per_block, (long long)t);
                 RT_EXPECT(t == 0 || t == p->threads_per_block);
+                for (int32_t ph = 0; ph < p->gpu->n_phases; ph++)
+                    RT_EXPECT(vec4_consistent(&p->gpu->phases[ph]));
                 for (int32_t o = 0; o < c; o++)
                     if (r->cands[o].gpu && r->cands[o].gpu->key == p->gpu->key) {
                         fprintf(stderr, "%s %s: ranks %d and %d share a plan\n", spec, gpu_devs[i],
@@ -112,8 +149,90 @@ static void test_lowering_executes_plan(void) {
     rt_arena_free(a);
 }
 
+static const rt_gpu_stage *stage_of(const rt_op *op, const rt_gpu_phase_plan *ph,
+                                    const char *tensor) {
+    for (int32_t i = 0; i < ph->n_stage; i++)
+        if (strcmp(op->tensors[ph->stage[i].read->tensor].name, tensor) == 0)
+            return &ph->stage[i];
+    return NULL;
+}
+
+static void test_vec4(void) {
+    rt_device dev;
+    rt_err err = {0};
+    RT_EXPECT_EQ(rt_hal_load_device("devices/h100.ini", &dev, &err), RT_OK);
+    rt_arena *a = rt_arena_new(1 << 20);
+    // examples/matmul.spec, 4096 x 4096 x 1024: the top-1 is 64x128x8 / 8x8 (tests/golden/rtiles.txt)
+    rt_perf_result *r = construct(a, "examples/matmul.spec", &dev, 1);
+    RT_EXPECT(r && r->cands[0].gpu);
+    if (!r || !r->cands[0].gpu) {
+        rt_arena_free(a);
+        return;
+    }
+    const rt_op *op = r->model->op;
+    const rt_gpu_phase_plan *ph = &r->cands[0].gpu->phases[0];
+    const rt_gpu_stage *sa = stage_of(op, ph, "A"), *sb = stage_of(op, ph, "B");
+    RT_EXPECT(ph->mode == RT_GPU_STAGED && ph->vec4 && sa && sb);
+    RT_EXPECT(ph->n_dims == 2 && ph->dims[0].T1 == 64 && ph->dims[0].R == 8 &&
+              ph->dims[1].T1 == 128 && ph->dims[1].R == 8);
+    RT_EXPECT(ph->dims[0].chunk4 && ph->dims[1].chunk4);
+    if (!sa || !sb || ph->n_dims != 2) {
+        rt_arena_free(a);
+        return;
+    }
+    // A(m, k) transposed: [k][m], rows of 64 + 4; B(k, n) as is: [k][n], rows of 128
+    RT_EXPECT(sa->vdim == 0 && sa->frag == 0 && sa->stride[0] == 1 && sa->stride[1] == 68 &&
+              sa->elems == 8 * 68);
+    RT_EXPECT(sb->vdim == 1 && sb->frag == 1 && sb->stride[1] == 1 && sb->stride[0] == 128 &&
+              sb->elems == 8 * 128);
+    RT_EXPECT(sa->gvec && sb->gvec && sa->full && sb->full);
+    // the model's issue share per k: 64 FMAs, 2 + 2 fragment loads, copies per step of 8 k
+    // (B: 2 loads + 2 stores; A: 1 load + 4 stores) against 16 scalar loads and 8 x 2 + 4 x 2
+    double share = rt_gpu_plan_main_issue_share(r->cands[0].gpu, r->model->main_stmt);
+    RT_EXPECT(fabs(share - 64.0 / (64 + 4 + (4 + 5) / 8.0)) < 1e-12);
+    rt_gpu_plan scalar = *r->cands[0].gpu;
+    rt_gpu_phase_plan sph = *ph;
+    rt_gpu_stage sst[2] = {ph->stage[0], ph->stage[1]};
+    sph.vec4 = false;
+    for (int32_t i = 0; i < 2; i++)
+        sst[i].frag = -1, sst[i].gvec = false;
+    sph.stage = sst;
+    scalar.phases = &sph;
+    double share1 = rt_gpu_plan_main_issue_share(&scalar, r->model->main_stmt);
+    RT_EXPECT(fabs(share1 - 64.0 / (64 + 16 + (16 + 8) / 8.0)) < 1e-12);
+    // the lowering: float4 fragment loads and copies, aligned shared arrays; a shared array not
+    // declared aligned is refused by the IR check
+    rt_gpu_kernel *k = NULL;
+    const char *src = NULL;
+    RT_EXPECT_EQ(rt_gpu_lower(a, op, &dev, r->model, &r->cands[0], NULL, &k, &err), RT_OK);
+    RT_EXPECT(k && rt_gpu_emit(a, k, &rt_gpu_dialect_cuda, &src, &err) == RT_OK);
+    RT_EXPECT(src && strstr(src, "float4 rt_v = *(const float4 *)(&sh_A_p0[") &&
+              strstr(src, "float4 rt_v = *(const float4 *)(&t_A[") &&
+              strstr(src, "*(float4 *)(&sh_B_p0[") &&
+              strstr(src, "__shared__ float sh_A_p0[544] __attribute__((aligned(16)));"));
+    for (int32_t i = 0; k && i < k->kir->n_bufs; i++)
+        k->kir->bufs[i].align16 = false;
+    RT_EXPECT(k && rt_kir_validate(k->kir, &err) == RT_ERR_BACKEND);
+    // 1000 x 1000 x 999: the tiles are not full, the copies scalar (guarded), the fragments
+    // still 128-bit where the register tile allows
+    rt_size_binding odd[3] = {{"M", 1000}, {"N", 1000}, {"K", 999}};
+    rt_perf_result *r2 = construct_sized(a, "examples/matmul.spec", &dev, 10, odd, 3);
+    int32_t n_vec = 0;
+    for (int32_t c = 0; r2 && c < r2->n_cands; c++) {
+        const rt_gpu_phase_plan *p2 = r2->cands[c].gpu ? &r2->cands[c].gpu->phases[0] : NULL;
+        if (!p2 || p2->mode != RT_GPU_STAGED)
+            continue;
+        n_vec += p2->vec4;
+        for (int32_t i = 0; i < p2->n_stage; i++)
+            RT_EXPECT(!p2->stage[i].gvec);
+    }
+    RT_EXPECT(n_vec > 0);
+    rt_arena_free(a);
+}
+
 int main(void) {
     test_candidates();
     test_lowering_executes_plan();
+    test_vec4();
     return rt_test_finish("test-gpu-plan");
 }
