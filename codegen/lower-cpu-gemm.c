@@ -303,7 +303,7 @@ bool rt_gemm_blocking(rt_lower *l, rt_gemm *g) {
         g->M = v->M; // the expected rows; the actual ones are read at run time
     if (pl->kind != RT_PERF_CPU_PLAN_GEMM || v->tokens != g->tokens || v->M != g->M ||
         v->N != g->N || v->K != g->K || v->batch != g->batch || v->implicit != g->implicit ||
-        v->a_batch != g->a_batch)
+        v->a_batch != g->a_batch || v->tri.on != g->tri.on)
         return false;
     g->mr = (int32_t)v->mr, g->nr = (int32_t)v->nr, g->kc = (int32_t)v->kc;
     g->mc = (int32_t)v->mc, g->nc = (int32_t)v->nc, g->ng = v->ng;
@@ -324,6 +324,7 @@ void rt_gemm_executed(rt_lower *l, const rt_gemm *g) {
     v->a_batch = g->a_batch;
     v->tokens = g->tokens;
     v->b_prefetch = !g->implicit && g->bn == 1;
+    v->tri = g->tri;
 }
 
 // A pack of the implicit GEMM that is a plain strided copy: rd reads a tensor without padding
@@ -585,6 +586,9 @@ typedef struct rt_gemm_operand {
 // moves along one dim of the read, or the per-element gather.
 static rt_status rt_gemm_pack_operand(rt_lower *l, rt_kir_block *blk, const rt_gemm *g,
                                       const rt_gemm_operand *op) {
+    if (g->tri.on && !op->is_b)
+        return rt_gemm_tri_pack_a(l, blk, g, op->v_valid, op->v_kcur, op->v_row0, op->v_k0,
+                                  op->dst0);
     static const char *const what[2][4] = {
         {"A block -> scratch, mr-tall k-major panels (L3 level; one in L1 at a time)",
          "A block -> scratch, mr-tall k-major panels of masked contiguous rows (L3 level; one in "
@@ -649,6 +653,9 @@ typedef struct rt_gemm_uk_at {
     int64_t a_elems;
     int32_t c_buf;
     rt_kir_expr *c_batch;
+    // Triangular GEMMs (-1 otherwise): the row panel's first k step in the block and its
+    // count (rt_gemm_tri_panel_k), the item's first and past-the-last k block.
+    int32_t ks, kn, pk_lo, pk_hi;
 } rt_gemm_uk_at;
 
 // The micro-kernel call on one mr x nr panel pair, with its epilogue on the last k block.
@@ -668,6 +675,13 @@ static rt_status rt_gemm_ukernel_call(rt_lower *l, rt_kir_block *blk, const rt_g
     u->uk.a_off = rt_b(l, RT_KIR_MUL, rows, rt_v(l, at->kc));
     u->uk.b_off =
         rt_b(l, RT_KIR_ADD, rt_i(l, at->a_elems), rt_b(l, RT_KIR_MUL, cols, rt_v(l, at->kc)));
+    if (at->ks >= 0) { // the panel's k steps [ks, ks + kn) of the block
+        u->uk.kc = rt_v(l, at->kn);
+        u->uk.a_off =
+            rt_b(l, RT_KIR_ADD, u->uk.a_off, rt_b(l, RT_KIR_MUL, rt_v(l, at->ks), rt_i(l, g->mr)));
+        u->uk.b_off =
+            rt_b(l, RT_KIR_ADD, u->uk.b_off, rt_b(l, RT_KIR_MUL, rt_v(l, at->ks), rt_i(l, g->nr)));
+    }
     u->uk.c_buf = at->c_buf;
     u->uk.c_off =
         rt_b(l, RT_KIR_ADD,
@@ -680,7 +694,8 @@ static rt_status rt_gemm_ukernel_call(rt_lower *l, rt_kir_block *blk, const rt_g
     u->uk.n_valid = rt_b(l, RT_KIR_MIN, rt_i(l, g->nr), rt_b(l, RT_KIR_SUB, rt_v(l, at->nc), cols));
     u->uk.accumulate = s->op == RT_ASSIGN_ADD ? rt_i(l, 1)
                        : g->K <= g->kc        ? rt_i(l, 0)
-                                              : rt_b(l, RT_KIR_GT, rt_v(l, at->pk), rt_i(l, 0));
+                                              : rt_b(l, RT_KIR_GT, rt_v(l, at->pk),
+                                              at->pk_lo >= 0 ? rt_v(l, at->pk_lo) : rt_i(l, 0));
     // Streaming stores: a single k block overwriting a C over half the largest cache (it
     // would evict most of it and is not read back by this phase).
     int64_t cache_bytes = rt_largest_cache_bytes(l->dev);
@@ -692,7 +707,9 @@ static rt_status rt_gemm_ukernel_call(rt_lower *l, rt_kir_block *blk, const rt_g
     if (epi->stmt >= 0) {
         u->uk.epi_row0 = rt_b(l, RT_KIR_ADD, rt_v(l, at->i0), rows);
         u->uk.epi_col0 = rt_b(l, RT_KIR_ADD, rt_v(l, at->j0), cols);
-        u->uk.epi_last = rt_b(l, RT_KIR_EQ, rt_v(l, at->pk), rt_i(l, rt_ceil_div(g->K, g->kc) - 1));
+        u->uk.epi_last = rt_b(l, RT_KIR_EQ, rt_v(l, at->pk),
+                              at->pk_hi >= 0 ? rt_b(l, RT_KIR_SUB, rt_v(l, at->pk_hi), rt_i(l, 1))
+                                             : rt_i(l, rt_ceil_div(g->K, g->kc) - 1));
         RT_LOWER_CHECK(l, u->uk.epi_row0 && u->uk.epi_col0 && u->uk.epi_last);
         RT_TRY(rt_gemm_epi_lower(l, g, epi, &u->uk));
     }
@@ -786,13 +803,19 @@ rt_status rt_lower_gemm(rt_lower *l, const rt_gemm *g, const rt_gemm_epi *epi) {
         item = rt_b(l, RT_KIR_MOD, item, rt_i(l, mt * ng));
     }
     rt_let(l, body, vi0,
-           rt_b(l, RT_KIR_MUL, rt_b(l, RT_KIR_MOD, item, rt_i(l, mt)), rt_i(l, g->mc)));
+           rt_b(l, RT_KIR_MUL,
+                rt_gemm_tri_row_block(l, g, rt_b(l, RT_KIR_MOD, item, rt_i(l, mt)), mt),
+                rt_i(l, g->mc)));
     rt_let(l, body, vmc,
            rt_b(l, RT_KIR_MIN, rt_i(l, g->mc), rt_b(l, RT_KIR_SUB, rt_i(l, g->M), rt_v(l, vi0))));
     if (g->tokens) // the actual row blocks: this item's of the plan's, then every mt-th
         body = rt_gemm_token_rows(l, g, body, item, mt, vi0, vmc);
     rt_kir_expr *jb_lo = rt_b(l, RT_KIR_MUL, rt_b(l, RT_KIR_DIV, item, rt_i(l, mt)), rt_i(l, bpg));
-    rt_kir_node *lk = rt_kir_loop(a, body, vpk, rt_i(l, 0), rt_i(l, rt_ceil_div(g->K, g->kc)),
+    int32_t vpl = -1, vph = -1;
+    if (g->tri.on) // only the k blocks the row block's range meets
+        rt_gemm_tri_kblocks(l, g, body, vi0, vmc, &vpl, &vph);
+    rt_kir_node *lk = rt_kir_loop(a, body, vpk, vpl >= 0 ? rt_v(l, vpl) : rt_i(l, 0),
+                                  vph >= 0 ? rt_v(l, vph) : rt_i(l, rt_ceil_div(g->K, g->kc)),
                                   RT_KIR_LOOP_SERIAL);
     RT_LOWER_CHECK(l, lk);
     if (!lk)
@@ -849,6 +872,9 @@ rt_status rt_lower_gemm(rt_lower *l, const rt_gemm *g, const rt_gemm_epi *epi) {
         return rt_fail(l->err, RT_ERR_NOMEM, RT_NOLOC, "out of memory");
     if (pf_next)
         rt_gemm_prefetch_next_b(l, g, &li->body, vip, buf_b, vjn, vpn);
+    int32_t vks = -1, vkn = -1;
+    if (g->tri.on) // the row panel's k steps
+        rt_gemm_tri_panel_k(l, g, &li->body, vip, vi0, vmc, vp0, vkc, &vks, &vkn);
     rt_kir_node *lj = rt_kir_loop(
         a, &li->body, vjp, rt_i(l, 0),
         rt_b(l, RT_KIR_DIV, rt_b(l, RT_KIR_ADD, rt_v(l, vnc), rt_i(l, g->nr - 1)), rt_i(l, g->nr)),
@@ -856,6 +882,7 @@ rt_status rt_lower_gemm(rt_lower *l, const rt_gemm *g, const rt_gemm_epi *epi) {
     RT_LOWER_CHECK(l, lj);
     if (!lj)
         return rt_fail(l->err, RT_ERR_NOMEM, RT_NOLOC, "out of memory");
-    rt_gemm_uk_at at = {vip, vjp, vkc, vi0, vj0, vmc, vnc, vpk, a_elems, buf_c, c_batch};
+    rt_gemm_uk_at at = {vip,     vjp,   vkc,     vi0, vj0, vmc, vnc, vpk,
+                        a_elems, buf_c, c_batch, vks, vkn, vpl, vph};
     return rt_gemm_ukernel_call(l, &lj->body, g, epi, &at);
 }

@@ -115,6 +115,10 @@ typedef struct rt_gemm {
     int32_t tok_start_buf;
     int64_t tok_rows_at;
     int32_t tok_b_var, tok_i_var;
+    // Triangular (affine) k range per row, tri.on (lower-cpu-tri.c): A's element of row m at
+    // the GEMM's k is A(m, k - tri_s m - tri_c) (ra), B plain.
+    rt_perf_tri_range tri;
+    int64_t tri_s, tri_c;
 } rt_gemm;
 
 enum { RT_GEMM_G_M, RT_GEMM_G_N, RT_GEMM_G_K, RT_GEMM_G_BATCH };
@@ -250,6 +254,15 @@ bool rt_gemm_detect_tokens(const rt_lower *l, int32_t si, rt_gemm *g);
 rt_kir_block *rt_gemm_token_rows(rt_lower *l, const rt_gemm *g, rt_kir_block *body,
                                  rt_kir_expr *item, int64_t mt, int32_t vi0, int32_t vmc);
 bool rt_gemm_epi_detect_tokens(const rt_lower *l, const rt_gemm *g, rt_gemm_epi *epi);
+// lower-cpu-tri.c
+bool rt_gemm_detect_tri(const rt_lower *l, int32_t si, rt_gemm *g);
+rt_kir_expr *rt_gemm_tri_row_block(rt_lower *l, const rt_gemm *g, rt_kir_expr *q, int64_t mt);
+void rt_gemm_tri_kblocks(rt_lower *l, const rt_gemm *g, rt_kir_block *blk, int32_t vi0, int32_t vmc,
+                         int32_t *vpk_lo, int32_t *vpk_hi);
+void rt_gemm_tri_panel_k(rt_lower *l, const rt_gemm *g, rt_kir_block *blk, int32_t vip, int32_t vi0,
+                         int32_t vmc, int32_t vp0, int32_t vkc, int32_t *vks, int32_t *vkn);
+rt_status rt_gemm_tri_pack_a(rt_lower *l, rt_kir_block *blk, const rt_gemm *g, int32_t vmc,
+                             int32_t vkc, int32_t vi0, int32_t vp0, int64_t dst0);
 
 // lower-cpu-pack.c
 void rt_gemm_pack(rt_lower *l, rt_kir_block *blk, const char *what, int32_t w, rt_kir_expr *valid,

@@ -702,8 +702,9 @@ rt_status rt_lower_cpu(rt_arena *a, const rt_op *op, const rt_device *dev, const
     if (!naive)
         l.done.kind = RT_PERF_CPU_PLAN_NEST;
     bool gemm = !naive && !trees && main_stmt >= 0 && p->cpu.kind == RT_PERF_CPU_PLAN_GEMM;
-    if (gemm && !(rt_gemm_detect(&l, main_stmt, &g) || rt_gemm_detect_implicit(&l, main_stmt, &g) ||
-                  rt_gemm_detect_tokens(&l, main_stmt, &g)))
+    if (gemm &&
+        !(rt_gemm_detect(&l, main_stmt, &g) || rt_gemm_detect_implicit(&l, main_stmt, &g) ||
+          rt_gemm_detect_tokens(&l, main_stmt, &g) || rt_gemm_detect_tri(&l, main_stmt, &g)))
         gemm = false; // the kernel's header then says which plan was executed instead
     if (gemm && !rt_gemm_blocking(&l, &g))
         return rt_fail(err, RT_ERR_BACKEND, op->stmts[main_stmt].loc,
@@ -720,15 +721,25 @@ rt_status rt_lower_cpu(rt_arena *a, const rt_op *op, const rt_device *dev, const
         RT_TRY(rt_lower_gemm(&l, &g, &epi));
         RT_TRY(rt_lower_general(&l, main_stmt + 1 + (epi.stmt >= 0), op->n_stmts, true));
         l.k->flops = 2.0 * (double)g.batch * (double)g.M * (double)g.N * (double)g.K;
+        if (g.tri.on) // the useful FLOPs: each row's k range
+            l.k->flops = 2.0 * (double)g.N *
+                         rt_perf_tri_sum(g.tri.lo0, g.tri.lo1, g.tri.hi0, g.tri.hi1, g.K, g.M);
         l.k->compute_bound = true;
-        // The random-vector check needs plain strides: an implicit GEMM has none.
-        l.k->gemm = (rt_kir_contraction){!g.implicit, g.ta,
-                                         g.tb,        op->stmts[main_stmt].out,
-                                         g.M,         g.N,
-                                         g.K,         g.am,
-                                         g.ak,        g.bk,
-                                         g.bn,        g.cm,
-                                         g.alpha,     op->stmts[main_stmt].op == RT_ASSIGN_ADD};
+        // The random-vector check needs plain strides: an implicit or triangular GEMM has none.
+        l.k->gemm = (rt_kir_contraction){!g.implicit && !g.tri.on,
+                                         g.ta,
+                                         g.tb,
+                                         op->stmts[main_stmt].out,
+                                         g.M,
+                                         g.N,
+                                         g.K,
+                                         g.am,
+                                         g.ak,
+                                         g.bk,
+                                         g.bn,
+                                         g.cm,
+                                         g.alpha,
+                                         op->stmts[main_stmt].op == RT_ASSIGN_ADD};
         // Token rows: M at run time is sum(len), which the plan's M only estimates.
         l.k->gemm.valid = l.k->gemm.valid && !g.tokens;
     } else {

@@ -679,8 +679,14 @@ static bool gemm_tokens(const rt_perf_model *m, rt_perf_cpu_gemm *g) {
 // axes' tiles, as the backend takes it), rt_perf_cpu_gemm_block the blocking.
 bool rt_perf_cpu_gemm_view(const rt_perf_model *m, const rt_rprog *p, rt_perf_cpu_gemm *g) {
     memset(g, 0, sizeof *g);
-    if (m->thread_level >= 0 || !(gemm_groups(m, g) || gemm_tokens(m, g)))
+    if (m->thread_level >= 0)
         return false;
+    // A triangular contraction first: its k axis may also look dense where it has one value.
+    if (!rt_perf_cpu_tri_groups(m, g)) {
+        memset(g, 0, sizeof *g);
+        if (!(gemm_groups(m, g) || gemm_tokens(m, g)))
+            return false;
+    }
     int32_t top = m->top;
     int64_t t[RT_PERF_GEMM_GROUP_COUNT][RT_MAX_MEM_LEVELS];
     for (int32_t gi = 0; gi < RT_PERF_GEMM_GROUP_COUNT; gi++)
@@ -695,6 +701,7 @@ bool rt_perf_cpu_gemm_view(const rt_perf_model *m, const rt_rprog *p, rt_perf_cp
     g->mc = top >= 2 ? t[RT_PERF_GEMM_M][top - 2] : 96;
     g->nc = top >= 3 ? t[RT_PERF_GEMM_N][top - 3] : 1024;
     rt_perf_cpu_gemm_block(m->dev, g->batch, g);
+    rt_perf_cpu_tri_block(m->dev, g);
     rt_perf_count_steps(m, g->steps);
     return true;
 }
@@ -800,6 +807,49 @@ static double span_cycles(const rt_perf_cpu_gemm *g, const gemm_costs *c, const 
     return total;
 }
 
+// Cycles of the items [i0, i1) of a triangular GEMM (g->tri), in the backend's order
+// (rt_perf_tri_row_block): an item runs only the k blocks its row block's range meets, packing A
+// (masked) and per column block B once per such block; its row panels' calls run only the k
+// steps of their rows' range (rt_perf_tri_sum over the panels), each call its fixed cost.
+static double tri_cycles(const rt_perf_cpu_gemm *g, const gemm_costs *c, const rt_perf_ukernel *uk,
+                         int64_t i0, int64_t i1, double *pack) {
+    int64_t mt = rt_ceil_div(g->M, g->mc), ntl = rt_ceil_div(g->N, g->nc);
+    int64_t ng = g->ng > 0 && g->ng <= ntl ? g->ng : ntl, bpg = rt_ceil_div(ntl, ng);
+    int64_t nkb = rt_ceil_div(g->K, g->kc);
+    const rt_perf_tri_range *r = &g->tri;
+    double fixed = uk->call_cycles - (double)g->kc * uk->cycles_per_k, total = 0;
+    for (int64_t i = i0; i < i1; i++) {
+        int64_t rb = rt_perf_tri_row_block(r, i % mt, mt), r0 = rb * g->mc;
+        int64_t mcur = rt_min64(g->mc, g->M - r0), lo, hi;
+        int32_t er = mcur < g->mc;
+        rt_perf_tri_rows_range(r, g->K, r0, r0 + mcur, &lo, &hi);
+        int64_t kb0 = rt_min64(lo / g->kc, nkb - 1);
+        int64_t kb1 = rt_max64(rt_ceil_div(hi, g->kc), kb0 + 1);
+        double last = g->K % g->kc && kb1 == nkb ? 1 : 0, nk = (double)(kb1 - kb0);
+        double a = (nk - last) * c->a_pack[er][0] + last * c->a_pack[er][1];
+        int64_t pan = rt_ceil_div(mcur, g->mr);
+        double steps = rt_perf_tri_sum(
+            r->lo0 + r->lo1 * (r0 + (r->lo1 < 0 ? g->mr - 1 : 0)), r->lo1 * g->mr,
+            r->hi0 + r->hi1 * (r0 + (r->hi1 >= 0 ? g->mr - 1 : 0)), r->hi1 * g->mr, g->K, pan);
+        int64_t cb0 = (i / mt) * bpg, cb1 = rt_min64(ntl, cb0 + bpg);
+        double cost = a, pk = a;
+        for (int64_t cb = cb0; cb < cb1; cb++) {
+            int32_t ec = g->N % g->nc && cb == ntl - 1;
+            int64_t width = ec ? g->N % g->nc : g->nc;
+            double cols = (double)rt_ceil_div(width, g->nr);
+            double calls = cols * ((double)pan * nk * fixed + steps * uk->cycles_per_k);
+            double bp = (nk - last) * c->b_pack[ec][0] + last * c->b_pack[ec][1];
+            double fetch = (nk - last) * c->b_fetch[ec][0] + last * c->b_fetch[ec][1];
+            cost += bp + (fetch > calls ? fetch : calls) +
+                    nk * 2.0 * (double)mcur * (double)width * 4.0 * c->c_cycles_per_byte;
+            pk += bp;
+        }
+        total += cost;
+        *pack += pk;
+    }
+    return total;
+}
+
 bool rt_perf_cpu_gemm_time(const rt_perf_model *m, const rt_perf_cpu_gemm *g, double *ns,
                            double *pack_ns, double *eff, const char **why) {
     const rt_device *dev = m->dev;
@@ -872,8 +922,10 @@ bool rt_perf_cpu_gemm_time(const rt_perf_model *m, const rt_perf_cpu_gemm *g, do
     for (int64_t t = 0; t < units; t++) {
         gemm_span sp = span_of(&gr, items * t / units, items * (t + 1) / units);
         double pack = 0;
-        double cyc = span_cycles(g, &c, &sp, me, ne, k_full, k_last > 0, &pack);
-        rt_perf_count_steps(m, 1);
+        double cyc = g->tri.on
+                         ? tri_cycles(g, &c, &uk, items * t / units, items * (t + 1) / units, &pack)
+                         : span_cycles(g, &c, &sp, me, ne, k_full, k_last > 0, &pack);
+        rt_perf_count_steps(m, g->tri.on ? items / units + 1 : 1);
         if (cyc > worst) {
             worst = cyc;
             worst_pack = pack;

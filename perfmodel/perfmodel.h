@@ -106,6 +106,15 @@ typedef enum rt_perf_gemm_group {
     RT_PERF_GEMM_GROUP_COUNT
 } rt_perf_gemm_group;
 
+// Triangular (affine) extents: row m of a GEMM reduces over k in [lo0 + lo1 m, hi0 + hi1 m)
+// intersected with [0, K) (perfmodel/cpu-tri.c). The packed GEMM then skips the k blocks outside
+// each row block's range and, within a block, each row panel's k steps outside its rows' range;
+// A's pack stores zeros outside each row's range (masked edge blocks).
+typedef struct rt_perf_tri_range {
+    bool on;
+    int64_t lo0, lo1, hi0, hi1;
+} rt_perf_tri_range;
+
 typedef struct rt_perf_cpu_gemm {
     int32_t axis_m, axis_n, axis_k; // model axes: the innermost of each group
     int32_t in_a, in_b;             // accesses holding m and n
@@ -128,10 +137,11 @@ typedef struct rt_perf_cpu_gemm {
                      // nr-wide panels are gathered, interleaved with shuffles up to 8 rows
     int32_t group[RT_PERF_MAX_AXES];  // per model axis, its rt_perf_gemm_group
     double a_bytes, b_bytes, c_bytes; // the tensors behind A, B and C
-    int64_t steps; // loop steps rt_perf_cpu_gemm_block took (rt_perf_model.steps)
-    bool tokens;   // token-flattened (rt_perf_gemm_tokens_of): M is the expected sum(len), the
-                   // backend reads the actual one at run time and spreads its row blocks over
-                   // the items cyclically (item i: row blocks i % mt, + mt, ...)
+    int64_t steps;         // loop steps rt_perf_cpu_gemm_block took (rt_perf_model.steps)
+    rt_perf_tri_range tri; // a triangular (affine) k range per row, tri.on (rt_perf_tri_detect)
+    bool tokens; // token-flattened (rt_perf_gemm_tokens_of): M is the expected sum(len), the
+                 // backend reads the actual one at run time and spreads its row blocks over
+                 // the items cyclically (item i: row blocks i % mt, + mt, ...)
 } rt_perf_cpu_gemm;
 typedef enum rt_perf_cpu_win_pack {
     RT_PERF_CPU_WIN_PACK_NONE, // read in place
@@ -466,6 +476,38 @@ int64_t rt_perf_member_tile(const rt_op *op, const rt_stmt *s, int32_t ax, int32
 // then empty: the caller keeps its peak-based estimate).
 bool rt_perf_cpu_gemm_time(const rt_perf_model *m, const rt_perf_cpu_gemm *g, double *ns,
                            double *pack_ns, double *eff, const char **why);
+
+// A triangular contraction (perfmodel/cpu-tri.c; examples/trmm.spec, bench/specs/
+// trmm_upper.spec): C(m, n) (+)= alpha * A(m, k) * B(k + s m + c, n), C and B dense f32 with
+// constant extents, A f32 read as A(m, k) (dense, or ragged: packed lower- or upper-triangular
+// storage), k over [lo(m), hi(m)) affine in m and not constant. In B's row coordinate
+// kk = k + s m + c (the GEMM's k, over [0, K) = B's rows) row m reduces over range; A's element
+// of (m, kk) is A(m, kk - s m - c).
+typedef struct rt_perf_tri {
+    int32_t m_var, n_var, k_var;
+    const rt_expr *ra, *rb; // the reads of A and B
+    int64_t M, N, K;
+    double alpha;
+    int64_t s, c;
+    rt_perf_tri_range range;
+} rt_perf_tri;
+bool rt_perf_tri_detect(const rt_op *op, int32_t si, rt_perf_tri *t);
+// Union of the k ranges of rows [m0, m1) (m1 > m0), within [0, K): [*lo, *hi), *hi >= *lo.
+void rt_perf_tri_rows_range(const rt_perf_tri_range *r, int64_t K, int64_t m0, int64_t m1,
+                            int64_t *lo, int64_t *hi);
+// Sum over j in [0, n) of |[lo0 + lo1 j, hi0 + hi1 j) within [0, K)| in O(1): the useful k steps
+// of n rows (r itself) or, with the coefficients of a panel index, of n panels.
+double rt_perf_tri_sum(int64_t lo0, int64_t lo1, int64_t hi0, int64_t hi1, int64_t K, int64_t n);
+// The model's view of a triangular main statement (rt_perf_cpu_gemm_view): groups, extents,
+// accesses, sizes and g->tri; false when it is not one.
+bool rt_perf_cpu_tri_groups(const rt_perf_model *m, rt_perf_cpu_gemm *g);
+// After rt_perf_cpu_gemm_block: rows of unequal work balanced over the cores (the backend pairs
+// row block j with row block mt - 1 - j in its item order, rt_perf_tri_row_block).
+void rt_perf_cpu_tri_block(const rt_device *dev, rt_perf_cpu_gemm *g);
+// The row block at item position q of mt: longest-first pairs, (mt - 1, 0), (mt - 2, 1), ...
+// for a growing range (lower), (0, mt - 1), ... for a shrinking one, so that any even run of
+// positions holds rows of equal total work.
+int64_t rt_perf_tri_row_block(const rt_perf_tri_range *r, int64_t q, int64_t mt);
 
 // The general CPU path (codegen/lower-cpu.c rt_tiled_plan, rt_lower_tiled): the modeled
 // statement's kept (non-reduction) variables in loop order, each tiled from the scale-out
