@@ -38,29 +38,6 @@ static bool rt_access_coefs(const rt_lower *l, const rt_stmt *s, int32_t t, rt_e
     return true;
 }
 
-// rhs = product of exactly two f32 reads and numeric constants.
-static bool rt_gemm_factors(const rt_expr *e, const rt_expr **reads, int32_t *n, double *alpha) {
-    if (e->kind == RT_EXPR_NUM) {
-        *alpha *= e->num;
-        return true;
-    }
-    if (e->kind == RT_EXPR_READ) {
-        if (*n >= 2)
-            return false;
-        reads[(*n)++] = e;
-        return true;
-    }
-    if (e->kind == RT_EXPR_BINARY && e->bop == RT_BOP_MUL)
-        return rt_gemm_factors(e->args[0], reads, n, alpha) &&
-               rt_gemm_factors(e->args[1], reads, n, alpha);
-    if (e->kind == RT_EXPR_BINARY && e->bop == RT_BOP_DIV && e->args[1]->kind == RT_EXPR_NUM &&
-        e->args[1]->num != 0) {
-        *alpha /= e->args[1]->num;
-        return rt_gemm_factors(e->args[0], reads, n, alpha);
-    }
-    return false;
-}
-
 // Groups of vars (in loop order) must flatten into one index: coef(v_j) = coef(v_last) *
 // product of the later extents, in every tensor that has them.
 static bool rt_gemm_group(const rt_lower *l, const rt_stmt *s, const int32_t *vars, int32_t n,
@@ -98,7 +75,7 @@ bool rt_gemm_detect(const rt_lower *l, int32_t si, rt_gemm *g) {
     const rt_expr *reads[2];
     int32_t n = 0;
     g->alpha = 1.0;
-    if (!rt_gemm_factors(s->rhs, reads, &n, &g->alpha) || n != 2)
+    if (!rt_expr_product_factors(s->rhs, reads, &n, &g->alpha) || n != 2)
         return false;
     int64_t ca[16], cb[16], cc[16], c0a, c0b, c0c;
     if (!rt_access_coefs(l, s, reads[0]->tensor, reads[0]->args, NULL, reads[0]->n_args, ca,
@@ -196,8 +173,8 @@ bool rt_gemm_detect_implicit(const rt_lower *l, int32_t si, rt_gemm *g) {
     const rt_expr *reads[2];
     int32_t n = 0;
     g->alpha = 1.0;
-    if (!rt_gemm_factors(s->rhs, reads, &n, &g->alpha) || n != 2 || reads[0]->tensor == s->out ||
-        reads[1]->tensor == s->out)
+    if (!rt_expr_product_factors(s->rhs, reads, &n, &g->alpha) || n != 2 ||
+        reads[0]->tensor == s->out || reads[1]->tensor == s->out)
         return false;
     int64_t c0c, ext[16];
     bool u0[16], u1[16], in_c[16];
@@ -729,6 +706,27 @@ static rt_kir_expr *rt_gemm_bind_batch(rt_lower *l, const rt_gemm *g, rt_kir_blo
     return c_batch;
 }
 
+// The phase's description: which GEMM, its blocks and micro-kernel (NULL: out of memory).
+static const char *rt_gemm_phase_what(rt_arena *a, const rt_gemm *g) {
+    if (g->tokens)
+        return rt_arena_printf(a,
+                               "statement %d: packed GEMM of token rows, sum(len) (expected "
+                               "%lld) x %lld x %lld, blocks mc=%d nc=%d kc=%d, micro-kernel %dx%d",
+                               (int)g->stmt, (long long)g->M, (long long)g->N, (long long)g->K,
+                               g->mc, g->nc, g->kc, g->mr, g->nr);
+    if (g->implicit)
+        return rt_arena_printf(a,
+                               "statement %d: implicit GEMM %lld x %lldx%lldx%lld (gathered "
+                               "packs), blocks mc=%d nc=%d kc=%d, micro-kernel %dx%d",
+                               (int)g->stmt, (long long)g->batch, (long long)g->M, (long long)g->N,
+                               (long long)g->K, g->mc, g->nc, g->kc, g->mr, g->nr);
+    return rt_arena_printf(a,
+                           "statement %d: packed GEMM %lldx%lldx%lld, blocks "
+                           "mc=%d nc=%d kc=%d, micro-kernel %dx%d",
+                           (int)g->stmt, (long long)g->M, (long long)g->N, (long long)g->K, g->mc,
+                           g->nc, g->kc, g->mr, g->nr);
+}
+
 rt_status rt_lower_gemm(rt_lower *l, const rt_gemm *g, const rt_gemm_epi *epi) {
     rt_arena *a = l->a;
     const rt_stmt *s = &l->op->stmts[g->stmt];
@@ -744,23 +742,7 @@ rt_status rt_lower_gemm(rt_lower *l, const rt_gemm *g, const rt_gemm_epi *epi) {
     int64_t ng = g->ng > 0 && g->ng <= nblk ? g->ng : nblk;
     int64_t bpg = rt_ceil_div(nblk, ng);
     ng = rt_ceil_div(nblk, bpg);
-    const char *what = rt_arena_printf(a,
-                                       "statement %d: packed GEMM %lldx%lldx%lld, blocks "
-                                       "mc=%d nc=%d kc=%d, micro-kernel %dx%d",
-                                       (int)g->stmt, (long long)g->M, (long long)g->N,
-                                       (long long)g->K, g->mc, g->nc, g->kc, g->mr, g->nr);
-    if (g->implicit)
-        what = rt_arena_printf(a,
-                               "statement %d: implicit GEMM %lld x %lldx%lldx%lld (gathered "
-                               "packs), blocks mc=%d nc=%d kc=%d, micro-kernel %dx%d",
-                               (int)g->stmt, (long long)g->batch, (long long)g->M, (long long)g->N,
-                               (long long)g->K, g->mc, g->nc, g->kc, g->mr, g->nr);
-    if (g->tokens)
-        what = rt_arena_printf(a,
-                               "statement %d: packed GEMM of token rows, sum(len) (expected "
-                               "%lld) x %lld x %lld, blocks mc=%d nc=%d kc=%d, micro-kernel %dx%d",
-                               (int)g->stmt, (long long)g->M, (long long)g->N, (long long)g->K,
-                               g->mc, g->nc, g->kc, g->mr, g->nr);
+    const char *what = rt_gemm_phase_what(a, g);
     l->p = rt_kir_add_phase(a, l->k, what ? what : "gemm", entries * mt * ng);
     if (!l->p)
         return rt_fail(l->err, RT_ERR_NOMEM, RT_NOLOC, "out of memory");

@@ -6,28 +6,6 @@
 
 #include <string.h>
 
-// rhs = product of exactly two f32 reads and numeric constants (codegen's rt_gemm_factors).
-static bool tri_factors(const rt_expr *e, const rt_expr **reads, int32_t *n, double *alpha) {
-    if (e->kind == RT_EXPR_NUM) {
-        *alpha *= e->num;
-        return true;
-    }
-    if (e->kind == RT_EXPR_READ) {
-        if (*n >= 2)
-            return false;
-        reads[(*n)++] = e;
-        return true;
-    }
-    if (e->kind == RT_EXPR_BINARY && e->bop == RT_BOP_MUL)
-        return tri_factors(e->args[0], reads, n, alpha) && tri_factors(e->args[1], reads, n, alpha);
-    if (e->kind == RT_EXPR_BINARY && e->bop == RT_BOP_DIV && e->args[1]->kind == RT_EXPR_NUM &&
-        e->args[1]->num != 0) {
-        *alpha /= e->args[1]->num;
-        return tri_factors(e->args[0], reads, n, alpha);
-    }
-    return false;
-}
-
 // e = c0 + c1 * var mv (every other term zero); a NULL e is 0.
 static bool tri_affine_in(const rt_op *op, const rt_expr *e, int32_t mv, int64_t *c0, int64_t *c1) {
     *c0 = *c1 = 0;
@@ -72,7 +50,7 @@ bool rt_perf_tri_detect(const rt_op *op, int32_t si, rt_perf_tri *t) {
     const rt_expr *reads[2];
     int32_t n = 0;
     t->alpha = 1.0;
-    if (!tri_factors(s->rhs, reads, &n, &t->alpha) || n != 2)
+    if (!rt_expr_product_factors(s->rhs, reads, &n, &t->alpha) || n != 2)
         return false;
     int32_t mv = s->lhs_vars[0], nv = s->lhs_vars[1], kv = -1;
     for (int32_t v = 0; v < s->n_vars; v++)

@@ -191,29 +191,6 @@ uint64_t rt_perf_cpu_plan_key(const rt_perf_cpu_plan *pl) {
 // Token-flattened contractions (rt_perf_gemm_tokens_of)
 // ---------------------------------------------------------------------------------------------
 
-// rhs = product of exactly two reads and numeric constants (divisions by a nonzero constant).
-static bool tokens_factors(const rt_expr *e, const rt_expr **reads, int32_t *n, double *alpha) {
-    if (e->kind == RT_EXPR_NUM) {
-        *alpha *= e->num;
-        return true;
-    }
-    if (e->kind == RT_EXPR_READ) {
-        if (*n >= 2)
-            return false;
-        reads[(*n)++] = e;
-        return true;
-    }
-    if (e->kind == RT_EXPR_BINARY && e->bop == RT_BOP_MUL)
-        return tokens_factors(e->args[0], reads, n, alpha) &&
-               tokens_factors(e->args[1], reads, n, alpha);
-    if (e->kind == RT_EXPR_BINARY && e->bop == RT_BOP_DIV && e->args[1]->kind == RT_EXPR_NUM &&
-        e->args[1]->num != 0) {
-        *alpha /= e->args[1]->num;
-        return tokens_factors(e->args[0], reads, n, alpha);
-    }
-    return false;
-}
-
 // Is tensor t an f32 (b:B, len(b), D) packed ragged tensor, len a length tensor read at dim 0?
 // Gives B, D and the length tensor.
 static bool tokens_tensor(const rt_op *op, int32_t t, int64_t *batch, int64_t *d, int32_t *len) {
@@ -258,7 +235,7 @@ bool rt_perf_gemm_tokens_of(const rt_op *op, const rt_stmt *s, rt_perf_gemm_toke
     const rt_expr *reads[2];
     int32_t n = 0;
     out->alpha = 1.0;
-    if (!tokens_factors(s->rhs, reads, &n, &out->alpha) || n != 2)
+    if (!rt_expr_product_factors(s->rhs, reads, &n, &out->alpha) || n != 2)
         return false;
     for (int32_t ia = 0; ia < 2; ia++) {
         const rt_expr *ra = reads[ia], *rw = reads[1 - ia];

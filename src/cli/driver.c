@@ -30,6 +30,15 @@ void rt_driver_options_init(rt_driver_options *o) {
 
 // --device, or the default device: a host.ini on the search path, else the detected host CPU
 // with its measured (first-use probe, cached) figures (rt_hal_host_device).
+// root as indented JSON text ending in a newline, in a; root is released. NULL: out of memory.
+static char *rt_driver_json_text(rt_arena *a, json_t *root) {
+    char *text = root ? json_dumps(root, JSON_INDENT(2)) : NULL;
+    json_decref(root);
+    char *copy = text ? rt_arena_printf(a, "%s\n", text) : NULL;
+    free(text);
+    return copy;
+}
+
 static rt_status rt_driver_load_device(const rt_driver_options *o, rt_device *dev, rt_err *err) {
     if (o->device_path)
         return rt_hal_load_device(o->device_path, dev, err);
@@ -283,12 +292,10 @@ static rt_status rt_driver_dry_run(rt_arena *a, const rt_driver_options *o, cons
         json_object_set_new(root, "lengths", lens);
         if (!o->ir_only)
             json_object_set_new(root, "device", (json_t *)rt_hal_device_to_json(dev));
-        char *text = json_dumps(root, JSON_INDENT(2));
-        json_decref(root);
+        const char *text = rt_driver_json_text(a, root);
         if (!text)
             return rt_fail(err, RT_ERR_NOMEM, RT_NOLOC, "out of memory");
-        fprintf(f, "%s\n", text);
-        free(text);
+        fputs(text, f);
         return RT_OK;
     }
     rt_buf b;
@@ -564,12 +571,7 @@ static rt_status rt_driver_construct(rt_arena *a, const rt_driver_options *o, co
     json_object_set_new(root, "kernels",
                         is_cpu ? (json_t *)rt_cpu_report_to_json(cpu)
                                : (json_t *)rt_gpu_report_to_json(&gpu, res));
-    char *text = json_dumps(root, JSON_INDENT(2));
-    json_decref(root);
-    if (!text)
-        return rt_fail(err, RT_ERR_NOMEM, RT_NOLOC, "out of memory");
-    char *report = rt_arena_printf(a, "%s\n", text);
-    free(text);
+    char *report = rt_driver_json_text(a, root);
     if (!report)
         return rt_fail(err, RT_ERR_NOMEM, RT_NOLOC, "out of memory");
     if (!failed || o->keep_failed)
@@ -653,12 +655,10 @@ static rt_status rt_driver_layer_dry_run(rt_arena *a, const rt_driver_options *o
         json_object_set_new(root, "ops", ops);
         if (!o->ir_only)
             json_object_set_new(root, "device", (json_t *)rt_hal_device_to_json(dev));
-        char *text = json_dumps(root, JSON_INDENT(2));
-        json_decref(root);
+        const char *text = rt_driver_json_text(a, root);
         if (!text)
             return rt_fail(err, RT_ERR_NOMEM, RT_NOLOC, "out of memory");
-        fprintf(f, "%s\n", text);
-        free(text);
+        fputs(text, f);
         return RT_OK;
     }
     rt_buf b;
@@ -770,11 +770,7 @@ static char *rt_driver_layer_json(rt_arena *a, const rt_driver_options *o, const
         json_array_append_new(defs, d);
     }
     json_object_set_new(root, "defs", defs);
-    char *text = json_dumps(root, JSON_INDENT(2));
-    json_decref(root);
-    char *report = text ? rt_arena_printf(a, "%s\n", text) : NULL;
-    free(text);
-    return report;
+    return rt_driver_json_text(a, root);
 }
 
 static rt_status rt_driver_layer_construct(rt_arena *a, const rt_driver_options *o,

@@ -289,6 +289,28 @@ static bool affine_rec(const rt_op *op, const rt_expr *e, int64_t scale, rt_affi
     }
 }
 
+bool rt_expr_product_factors(const rt_expr *e, const rt_expr **reads, int32_t *n, double *alpha) {
+    if (e->kind == RT_EXPR_NUM) {
+        *alpha *= e->num;
+        return true;
+    }
+    if (e->kind == RT_EXPR_READ) {
+        if (*n >= 2)
+            return false;
+        reads[(*n)++] = e;
+        return true;
+    }
+    if (e->kind == RT_EXPR_BINARY && e->bop == RT_BOP_MUL)
+        return rt_expr_product_factors(e->args[0], reads, n, alpha) &&
+               rt_expr_product_factors(e->args[1], reads, n, alpha);
+    if (e->kind == RT_EXPR_BINARY && e->bop == RT_BOP_DIV && e->args[1]->kind == RT_EXPR_NUM &&
+        e->args[1]->num != 0) {
+        *alpha /= e->args[1]->num;
+        return rt_expr_product_factors(e->args[0], reads, n, alpha);
+    }
+    return false;
+}
+
 bool rt_expr_affine(const rt_op *op, const rt_expr *e, rt_affine *out) {
     memset(out, 0, sizeof *out);
     if (!e || !affine_rec(op, e, 1, out))

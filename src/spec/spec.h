@@ -323,6 +323,10 @@ void rt_expr_print(const rt_op *op, const rt_stmt *stmt, const rt_tensor *tensor
 bool rt_expr_affine(const rt_op *op, const rt_expr *e, rt_affine *out);
 // Value of an expression made only of literals and bound sizes; false otherwise.
 bool rt_expr_const_int(const rt_op *op, const rt_expr *e, int64_t *out);
+// A product of reads and numeric constants (divisions by a nonzero constant included): its
+// reads, at most 2, appended to reads[*n], the constants multiplied into *alpha. A contraction's
+// rhs, as the packed GEMM's detections (codegen and perfmodel) take it.
+bool rt_expr_product_factors(const rt_expr *e, const rt_expr **reads, int32_t *n, double *alpha);
 bool rt_expr_equal(const rt_expr *a, const rt_expr *b);
 // Whether e reads a dimension of a tensor (a DIMREF: a ragged extent's length).
 bool rt_expr_mentions_dimref(const rt_expr *e);
