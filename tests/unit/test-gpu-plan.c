@@ -162,7 +162,8 @@ static void test_vec4(void) {
     rt_err err = {0};
     RT_EXPECT_EQ(rt_hal_load_device("devices/h100.ini", &dev, &err), RT_OK);
     rt_arena *a = rt_arena_new(1 << 20);
-    // examples/matmul.spec, 4096 x 4096 x 1024: the top-1 is 64x128x8 / 8x8 (tests/golden/rtiles.txt)
+    // examples/matmul.spec, 4096 x 4096 x 1024: the top-1 is 128x128x8 / 8x8, 256 threads
+    // (tests/golden/rtiles.txt)
     rt_perf_result *r = construct(a, "examples/matmul.spec", &dev, 1);
     RT_EXPECT(r && r->cands[0].gpu);
     if (!r || !r->cands[0].gpu) {
@@ -173,23 +174,24 @@ static void test_vec4(void) {
     const rt_gpu_phase_plan *ph = &r->cands[0].gpu->phases[0];
     const rt_gpu_stage *sa = stage_of(op, ph, "A"), *sb = stage_of(op, ph, "B");
     RT_EXPECT(ph->mode == RT_GPU_STAGED && ph->vec4 && sa && sb);
-    RT_EXPECT(ph->n_dims == 2 && ph->dims[0].T1 == 64 && ph->dims[0].R == 8 &&
-              ph->dims[1].T1 == 128 && ph->dims[1].R == 8);
+    RT_EXPECT(ph->n_dims == 2 && ph->dims[0].T1 == 128 && ph->dims[0].R == 8 &&
+              ph->dims[1].T1 == 128 && ph->dims[1].R == 8 && ph->threads == 256);
     RT_EXPECT(ph->dims[0].chunk4 && ph->dims[1].chunk4);
     if (!sa || !sb || ph->n_dims != 2) {
         rt_arena_free(a);
         return;
     }
-    // A(m, k) transposed: [k][m], rows of 64 + 4; B(k, n) as is: [k][n], rows of 128
-    RT_EXPECT(sa->vdim == 0 && sa->frag == 0 && sa->stride[0] == 1 && sa->stride[1] == 68 &&
-              sa->elems == 8 * 68);
+    // A(m, k) transposed: [k][m], rows of 128 + 4; B(k, n) as is: [k][n], rows of 128
+    RT_EXPECT(sa->vdim == 0 && sa->frag == 0 && sa->stride[0] == 1 && sa->stride[1] == 132 &&
+              sa->elems == 8 * 132);
     RT_EXPECT(sb->vdim == 1 && sb->frag == 1 && sb->stride[1] == 1 && sb->stride[0] == 128 &&
               sb->elems == 8 * 128);
     RT_EXPECT(sa->gvec && sb->gvec && sa->full && sb->full);
     // the model's issue share per k: 64 FMAs, 2 + 2 fragment loads, copies per step of 8 k
-    // (B: 2 loads + 2 stores; A: 1 load + 4 stores) against 16 scalar loads and 8 x 2 + 4 x 2
+    // of 256 threads (B: 1 load + 1 store; A: 1 load + 4 stores) against 16 scalar loads and
+    // 4 x 2 + 4 x 2
     double share = rt_gpu_plan_main_issue_share(r->cands[0].gpu, r->model->main_stmt);
-    RT_EXPECT(fabs(share - 64.0 / (64 + 4 + (4 + 5) / 8.0)) < 1e-12);
+    RT_EXPECT(fabs(share - 64.0 / (64 + 4 + (2 + 5) / 8.0)) < 1e-12);
     rt_gpu_plan scalar = *r->cands[0].gpu;
     rt_gpu_phase_plan sph = *ph;
     rt_gpu_stage sst[2] = {ph->stage[0], ph->stage[1]};
@@ -199,7 +201,7 @@ static void test_vec4(void) {
     sph.stage = sst;
     scalar.phases = &sph;
     double share1 = rt_gpu_plan_main_issue_share(&scalar, r->model->main_stmt);
-    RT_EXPECT(fabs(share1 - 64.0 / (64 + 16 + (16 + 8) / 8.0)) < 1e-12);
+    RT_EXPECT(fabs(share1 - 64.0 / (64 + 16 + (8 + 8) / 8.0)) < 1e-12);
     // the lowering: float4 fragment loads and copies, aligned shared arrays; a shared array not
     // declared aligned is refused by the IR check
     rt_gpu_kernel *k = NULL;
@@ -209,7 +211,7 @@ static void test_vec4(void) {
     RT_EXPECT(src && strstr(src, "float4 rt_v = *(const float4 *)(&sh_A_p0[") &&
               strstr(src, "float4 rt_v = *(const float4 *)(&t_A[") &&
               strstr(src, "*(float4 *)(&sh_B_p0[") &&
-              strstr(src, "__shared__ float sh_A_p0[544] __attribute__((aligned(16)));"));
+              strstr(src, "__shared__ float sh_A_p0[1056] __attribute__((aligned(16)));"));
     for (int32_t i = 0; k && i < k->kir->n_bufs; i++)
         k->kir->bufs[i].align16 = false;
     RT_EXPECT(k && rt_kir_validate(k->kir, &err) == RT_ERR_BACKEND);
