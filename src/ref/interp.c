@@ -1014,6 +1014,164 @@ rt_status rt_interp_run(const rt_op *op, rt_bindings *b, rt_err *err) {
 }
 
 // ---------------------------------------------------------------------------------------------
+// Useful arithmetic: the statements' points on the bound data
+// ---------------------------------------------------------------------------------------------
+
+// Whether e reads index var v anywhere (in an index, a length-tensor read, a condition).
+static bool rt_expr_uses_var(const rt_expr *e, int32_t v) {
+    if (!e)
+        return false;
+    if (e->kind == RT_EXPR_INDEX && e->var == v)
+        return true;
+    for (int32_t i = 0; i < e->n_args; i++)
+        if (rt_expr_uses_var(e->args[i], v))
+            return true;
+    return false;
+}
+
+// Whether a range of a reduced var of an RT_EXPR_SUM inside e depends on var v.
+static bool rt_sums_use_var(const rt_stmt *s, const rt_expr *e, int32_t v) {
+    if (!e)
+        return false;
+    if (e->kind == RT_EXPR_SUM)
+        for (int32_t i = 0; i < e->n_sum_vars; i++) {
+            const rt_ivar *iv = &s->vars[e->sum_vars[i]];
+            if (rt_expr_uses_var(iv->lo, v) || rt_expr_uses_var(iv->hi, v))
+                return true;
+        }
+    for (int32_t i = 0; i < e->n_args; i++)
+        if (rt_sums_use_var(s, e->args[i], v))
+            return true;
+    return false;
+}
+
+// Whether the points under list[k] (the ranges of list[k+1..n) and of the sums in body) or a
+// predicate depend on the value of var list[k]; when they do not, its range multiplies them.
+static bool rt_var_free(const rt_stmt *s, const int32_t *list, int32_t n, int32_t k,
+                        const rt_expr *body) {
+    int32_t v = list[k];
+    for (int32_t i = 0; i < s->n_preds; i++)
+        if (s->preds[i].var == v)
+            return false;
+    for (int32_t j = k + 1; j < n; j++) {
+        const rt_ivar *iv = &s->vars[list[j]];
+        if (rt_expr_uses_var(iv->lo, v) || rt_expr_uses_var(iv->hi, v))
+            return false;
+    }
+    return !rt_sums_use_var(s, body, v);
+}
+
+// Whether e reads a tensor that has no data yet (a range over other than length tensors).
+static bool rt_expr_reads_unlaid(const rt_bindings *b, const rt_expr *e) {
+    if (!e)
+        return false;
+    if (e->kind == RT_EXPR_READ && !b->tensors[e->tensor].laid_out)
+        return true;
+    for (int32_t i = 0; i < e->n_args; i++)
+        if (rt_expr_reads_unlaid(b, e->args[i]))
+            return true;
+    return false;
+}
+
+static bool rt_ranges_read_unlaid(const rt_op *op, const rt_bindings *b) {
+    for (int32_t si = 0; si < op->n_stmts; si++)
+        for (int32_t v = 0; v < op->stmts[si].n_vars; v++) {
+            const rt_ivar *iv = &op->stmts[si].vars[v];
+            if (rt_expr_reads_unlaid(b, iv->lo) || rt_expr_reads_unlaid(b, iv->hi))
+                return true;
+        }
+    return false;
+}
+
+static rt_status rt_count_expr(rt_eval *ev, const rt_expr *e, double *out);
+
+// Arithmetic of one point of the innermost loop: body's, plus one per point for an
+// accumulation (acc), at least min_flops (rt_count_loops's leaf).
+typedef struct rt_count_body {
+    const rt_expr *e;
+    double acc, min_flops;
+} rt_count_body;
+
+// Sum over the points of vars list[k..n) (predicates holding) of body's arithmetic; a var on
+// which nothing inside depends is not iterated: its trip count multiplies the rest.
+static rt_status rt_count_loops(rt_eval *ev, const int32_t *list, int32_t n, int32_t k,
+                                const rt_count_body *body, double *out) {
+    *out = 0.0;
+    if (k == n) {
+        RT_TRY(rt_count_expr(ev, body->e, out));
+        *out = fmax(*out + body->acc, body->min_flops);
+        return RT_OK;
+    }
+    int32_t v = list[k];
+    int64_t lo, hi;
+    RT_TRY(rt_var_range(ev, v, &lo, &hi));
+    if (hi <= lo)
+        return RT_OK;
+    if (rt_var_free(ev->stmt, list, n, k, body->e)) {
+        ev->vars[v] = lo;
+        RT_TRY(rt_count_loops(ev, list, n, k + 1, body, out));
+        *out *= (double)(hi - lo);
+        return RT_OK;
+    }
+    for (int64_t i = lo; i < hi; i++) {
+        ev->vars[v] = i;
+        bool ok;
+        RT_TRY(rt_preds_hold(ev, v, &ok));
+        double x = 0.0;
+        if (ok)
+            RT_TRY(rt_count_loops(ev, list, n, k + 1, body, &x));
+        *out += x;
+    }
+    return RT_OK;
+}
+
+// Arithmetic of e at the current vars: one per operator and function call (as the performance
+// model counts them), a sum's body and one addition per point of its reduced vars.
+static rt_status rt_count_expr(rt_eval *ev, const rt_expr *e, double *out) {
+    *out = 0.0;
+    if (!e || e->kind == RT_EXPR_READ || e->kind == RT_EXPR_NUM || e->kind == RT_EXPR_INDEX ||
+        e->kind == RT_EXPR_SIZE || e->kind == RT_EXPR_DIMREF || e->kind == RT_EXPR_CHILD)
+        return RT_OK;
+    if (e->kind == RT_EXPR_SUM) {
+        rt_count_body body = {e->n_args > 0 ? e->args[0] : NULL, 1.0, 0.0};
+        return rt_count_loops(ev, e->sum_vars, e->n_sum_vars, 0, &body, out);
+    }
+    *out = 1.0;
+    for (int32_t i = 0; i < e->n_args; i++) {
+        double x;
+        RT_TRY(rt_count_expr(ev, e->args[i], &x));
+        *out += x;
+    }
+    return RT_OK;
+}
+
+rt_status rt_interp_flops(const rt_op *op, rt_bindings *b, double *out, rt_err *err) {
+    *out = 0.0;
+    if (b->op != op)
+        return rt_fail(err, RT_ERR_USAGE, RT_NOLOC, "bindings belong to another operator");
+    // Sizes, trees and lengths fix the points; the other tensors' data only where a range
+    // reads one.
+    RT_TRY(rt_bindings_shape(b, err));
+    if (rt_ranges_read_unlaid(op, b))
+        RT_TRY(rt_bindings_prepare(b, err));
+    for (int32_t si = 0; si < op->n_stmts; si++) {
+        const rt_stmt *s = &op->stmts[si];
+        rt_eval ev = {op, b, s, NULL, NULL, NULL, err, {0}};
+        rt_eval_begin(&ev);
+        RT_ALLOC(b->arena, ev.vars, s->n_vars > 0 ? s->n_vars : 1, err);
+        for (int32_t k = 0; k < s->n_loops; k++)
+            if (s->loops[k] < 0 || s->loops[k] >= s->n_vars)
+                return rt_fail(err, RT_ERR_SPEC, s->loc, "loop over an unknown index variable");
+        // Every point does at least one operation (a copy: its store), as in the model.
+        rt_count_body body = {s->rhs, s->op != RT_ASSIGN_SET ? 1.0 : 0.0, 1.0};
+        double x;
+        RT_TRY(rt_count_loops(&ev, s->loops, s->n_loops, 0, &body, &x));
+        *out += x;
+    }
+    return RT_OK;
+}
+
+// ---------------------------------------------------------------------------------------------
 // Layers: the defs of a file in order, on data that flows from def to def
 // ---------------------------------------------------------------------------------------------
 

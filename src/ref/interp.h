@@ -25,6 +25,18 @@
 // division by zero, a negative extent.
 rt_status rt_interp_run(const rt_op *op, rt_bindings *b, rt_err *err);
 
+// The useful arithmetic of op on b's bound sizes, lengths and trees (fixes them, as
+// rt_bindings_count; lays out the data only where a range reads a tensor other than a length
+// tensor): over every statement, the sum over its iteration points -- ragged, affine
+// (triangular) and where-clause ranges and leaf/!leaf predicates as the interpreter runs them,
+// no padding -- of one operation per operator or function call of its right-hand side (as the
+// performance model counts them), one per accumulation ('+=!' and the like), a sum's body and
+// one addition per point of its reduced vars; at least one per point (a copy). What a
+// profile's GFLOP/s divide by the measured time. A var on which no inner range depends is
+// counted by its trip count, not iterated, so a dense 4096^3 GEMM takes microseconds.
+// Errors: those of rt_bindings_count, a var without a range (RT_ERR_SPEC).
+rt_status rt_interp_flops(const rt_op *op, rt_bindings *b, double *out, rt_err *err);
+
 // ---------------------------------------------------------------------------------------------
 // Layers (spec.h rt_layer): the defs in order, each on its own bindings, data flowing by name
 // ---------------------------------------------------------------------------------------------

@@ -93,9 +93,10 @@ typedef struct rt_cpu_cand {
     double compile_ms; // lowering + LLVM build + pass pipeline + JIT codegen
     double min_ns, median_ns;
     int32_t reps;
-    double gflops, gbps, peak_pct; // of the median; peak_pct of the report's peak_gflops
+    double gflops, gbps, peak_pct; // of the median: the report's flops and the operator's
+                                   // bytes over it; peak_pct of the report's peak_gflops
                                    // (compute_bound) or peak_gbps
-    bool compute_bound;            // the kernel's rate is its FLOP/s (else its bytes/s)
+    bool compute_bound;            // the model's bottleneck for it is compute (else a level)
     double max_abs_err, max_rel_err, nmse;
     const char *check;  // "interpreter", "random-vector", "naive-kernel", "none"
     double check_ns;    // the check of its first run's buffers, in its profiling child
@@ -116,8 +117,10 @@ typedef struct rt_cpu_report {
     double reference_ms; // computing the reference: the interpreter's or the naive kernel's
                          // outputs, or the random-vector check's alpha A (B t)
     double total_ms;
-    const char *ext;          // "c" or "ll": the primary source
-    bool ran;                 // the device's code runs on this host (JIT-compiled here)
+    double flops;    // profiled: the useful arithmetic of the bound data (rt_interp_flops), which
+                     // every candidate's GFLOP/s divide by its median
+    const char *ext; // "c" or "ll": the primary source
+    bool ran;        // the device's code runs on this host (JIT-compiled here)
     const char *target;       // the LLVM triple the code is built for; NULL: C only
     const char *note;         // NULL, or why only C was emitted
     const char *not_profiled; // NULL when profiled, else why not ("not this host (...)")

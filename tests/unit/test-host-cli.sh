@@ -108,7 +108,7 @@ avx2="--device=$src/devices/x86-avx2.ini --profile"
 report "$t/warm.spec" "$avx2"
 [ "$(peak_of)" = "mem.l3.bandwidth_gbps" ] || fail "warm relu: peak_of $(peak_of)"
 grep -Eq '^1 +rt_relu_c0 .* l3 ' "$t/table" || fail "warm relu: table column: $(grep rt_relu "$t/table")"
-grep -q '^peak% of: f32 512 GFLOP/s (nominal) for compute-bound kernels, l3 288 GB/s (nominal) for the others (the operator fits in half of it' "$t/table" ||
+grep -q '^peak% of: f32 512 GFLOP/s (nominal) where the model'"'"'s bottleneck is compute, l3 288 GB/s (nominal) for the others (the operator fits in half of it' "$t/table" ||
     fail "warm relu: $(grep '^peak%' "$t/table")"
 report "$t/cold.spec" "$avx2"
 [ "$(peak_of)" = "mem.dram.bandwidth_gbps" ] || fail "cold relu: peak_of $(peak_of)"
