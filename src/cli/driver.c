@@ -273,6 +273,35 @@ static void rt_driver_length_stats(rt_bindings *b, const char *name, int64_t *n,
     *mean = *n ? sum / (double)*n : 0.0;
 }
 
+static rt_bindings *rt_driver_layer_origin(const rt_layer *l, rt_layer_bindings *lb,
+                                           const char *name);
+
+// The end of a --dry-run's text: one line per --lengths tensor (its values from the bindings of
+// the op, or of the layer l, that hold it), the device, then all of b to f.
+static rt_status rt_driver_dry_run_finish(const rt_driver_options *o, const rt_device *dev,
+                                          const rt_layer *l, rt_layer_bindings *llb,
+                                          rt_bindings *ob, rt_buf *b, FILE *f, rt_err *err) {
+    for (int32_t i = 0; i < o->n_lengths; i++) {
+        int64_t n, lo, hi;
+        double mean;
+        const char *name = o->lengths[i].name;
+        rt_driver_length_stats(l ? rt_driver_layer_origin(l, llb, name) : ob, name, &n, &lo, &mean,
+                               &hi);
+        rt_buf_linef(b, 0,
+                     "lengths %s: %lld values from %s (seed %llu): min %lld, mean %.1f, max %lld",
+                     name, (long long)n, o->lengths[i].path, (unsigned long long)o->seed,
+                     (long long)lo, mean, (long long)hi);
+    }
+    if (!o->ir_only) {
+        rt_buf_puts(b, "\n");
+        rt_hal_print_device(dev, b);
+    }
+    if (b->oom)
+        return rt_fail(err, RT_ERR_NOMEM, RT_NOLOC, "out of memory");
+    fputs(b->data ? b->data : "", f);
+    return RT_OK;
+}
+
 static rt_status rt_driver_dry_run(rt_arena *a, const rt_driver_options *o, const rt_op *op,
                                    const rt_device *dev, rt_bindings *lb, FILE *f, rt_err *err) {
     if (o->json) {
@@ -301,23 +330,7 @@ static rt_status rt_driver_dry_run(rt_arena *a, const rt_driver_options *o, cons
     rt_buf b;
     rt_buf_init(&b, a);
     rt_op_print(op, &b);
-    for (int32_t i = 0; i < o->n_lengths; i++) {
-        int64_t n, lo, hi;
-        double mean;
-        rt_driver_length_stats(lb, o->lengths[i].name, &n, &lo, &mean, &hi);
-        rt_buf_linef(&b, 0,
-                     "lengths %s: %lld values from %s (seed %llu): min %lld, mean %.1f, max %lld",
-                     o->lengths[i].name, (long long)n, o->lengths[i].path,
-                     (unsigned long long)o->seed, (long long)lo, mean, (long long)hi);
-    }
-    if (!o->ir_only) {
-        rt_buf_puts(&b, "\n");
-        rt_hal_print_device(dev, &b);
-    }
-    if (b.oom)
-        return rt_fail(err, RT_ERR_NOMEM, RT_NOLOC, "out of memory");
-    fputs(b.data ? b.data : "", f);
-    return RT_OK;
+    return rt_driver_dry_run_finish(o, dev, NULL, NULL, lb, &b, f, err);
 }
 
 static rt_status rt_driver_interpret(rt_arena *a, const rt_op *op, rt_bindings *b, FILE *f,
@@ -667,24 +680,7 @@ static rt_status rt_driver_layer_dry_run(rt_arena *a, const rt_driver_options *o
         rt_buf_linef(&b, 0, "# layer %s, def %d of %d", l->name, (int)k + 1, (int)l->n_ops);
         rt_op_print(l->ops[k], &b);
     }
-    for (int32_t i = 0; i < o->n_lengths; i++) {
-        int64_t n, lo, hi;
-        double mean;
-        rt_driver_length_stats(rt_driver_layer_origin(l, lb, o->lengths[i].name),
-                               o->lengths[i].name, &n, &lo, &mean, &hi);
-        rt_buf_linef(&b, 0,
-                     "lengths %s: %lld values from %s (seed %llu): min %lld, mean %.1f, max %lld",
-                     o->lengths[i].name, (long long)n, o->lengths[i].path,
-                     (unsigned long long)o->seed, (long long)lo, mean, (long long)hi);
-    }
-    if (!o->ir_only) {
-        rt_buf_puts(&b, "\n");
-        rt_hal_print_device(dev, &b);
-    }
-    if (b.oom)
-        return rt_fail(err, RT_ERR_NOMEM, RT_NOLOC, "out of memory");
-    fputs(b.data ? b.data : "", f);
-    return RT_OK;
+    return rt_driver_dry_run_finish(o, dev, l, lb, NULL, &b, f, err);
 }
 
 // --interpret of a layer: the defs in order on one chain of data, each def's outputs printed.
