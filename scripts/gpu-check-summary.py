@@ -109,12 +109,18 @@ def analyse(rec, peak):
     a = {"statuses": st, "n": len(kern), "ok": len(ok)}
     if win and win.get("kernel_median_ns"):
         ns = win["kernel_median_ns"]
-        flops = cands[win["rank"] - 1].get("flops") if len(cands) >= win["rank"] else None
         a["win_rank"], a["win_ns"] = win["rank"], ns
         a["timer"] = win.get("kernel_timed_with", "")
         a["check"] = win.get("check", "")
-        ragged = any(ax.get("ragged") for ax in (rep.get("construction") or {}).get("axes") or [])
-        if flops and not ragged:  # a ragged op's report holds the model's expected FLOPs only
+        # The useful FLOPs of the bound data (ragged lengths, triangles: no padding), which
+        # rtgen reports per timed kernel; reports without them (older rtgen) hold the plan's
+        # FLOPs, exact for dense ops only.
+        flops = win.get("flops")
+        if not flops:
+            ragged = any(ax.get("ragged") for ax in (rep.get("construction") or {}).get("axes") or [])
+            plan = cands[win["rank"] - 1].get("flops") if len(cands) >= win["rank"] else None
+            flops = plan if not ragged else None
+        if flops:
             a["gflops"] = flops / ns
             if peak:
                 a["peak_pct"] = 100.0 * a["gflops"] / peak
@@ -200,7 +206,7 @@ def main():
              f"{sum(1 for t in top1s if t <= 1.10)}/{len(top1s)} ops.")
     L.append("")
     L.append("Ratios are rtgen's winner over the peer in GFLOP/s (> 1: rtgen faster); ragged ops "
-             "show no GFLOP/s (their report holds the model's expected FLOPs, not the bound data's). "
+             "count the useful FLOPs of the bound lengths (no padding). "
              "Timers: " + ", ".join(sorted({a.get('timer', '') for a in an} - {''})) + ".")
     L.append("")
     L.append("## Failures and non-ok candidates")

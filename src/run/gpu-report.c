@@ -108,7 +108,9 @@ static rt_status rt_gr_prepare(void *ctx, bool *measure, rt_err *err) {
     if (g->n <= 0)
         return RT_OK;
     RT_TRY(rt_gp_loop_prepare(&L->gp, measure, err));
-    return RT_OK;
+    // GFLOP/s divide the arithmetic of the bound data (ragged lengths, triangles), counted once:
+    // not the plan's FLOPs, which take the model's expected lengths.
+    return rt_interp_flops(L->opt->b->op, L->opt->b, &g->flops, err);
 }
 
 static rt_status rt_gr_measure(void *ctx, int32_t i, double best_ns, rt_run_measure *m,
@@ -194,6 +196,10 @@ void *rt_gpu_report_to_json(const rt_gpu_report *g, const rt_perf_result *res) {
         if (r && r->status == RT_GPU_CAND_OK) { // the kernel alone: what ranks
             json_object_set_new(j, "kernel_min_ns", json_real(r->timing.min_ns));
             json_object_set_new(j, "kernel_median_ns", json_real(r->timing.median_ns));
+            if (g->flops > 0 && r->timing.median_ns > 0) {
+                json_object_set_new(j, "flops", json_real(g->flops));
+                json_object_set_new(j, "gflops", json_real(g->flops / r->timing.median_ns));
+            }
             json_object_set_new(j, "kernel_reps", json_integer(r->timing.reps));
             json_object_set_new(j, "kernel_warmup", json_integer(r->timing.warmup));
             json_object_set_new(j, "kernel_timed_with", json_string(r->timing.method));
@@ -235,6 +241,13 @@ void rt_gpu_report_print(const rt_gpu_report *g, const rt_perf_result *res, rt_b
         if (g->reason[i])
             rt_buf_linef(out, 0, "rank %d %s: %s", (int)g->cands[i].rank, g->status[i],
                          g->reason[i]);
+    if (g->flops > 0 && g->winner >= 0) {
+        double ns = g->res[g->winner].timing.median_ns;
+        rt_buf_linef(out, 0,
+                     "winner: %.4g useful FLOPs of the bound data (no padding) in %.2f us: %.1f "
+                     "GFLOP/s",
+                     g->flops, ns / 1e3, g->flops / ns);
+    }
     if (timed)
         rt_buf_linef(out, 0,
                      "timing: kernel_*_us are all phases on device-resident buffers, %d "

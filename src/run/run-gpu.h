@@ -182,6 +182,7 @@ typedef struct rt_gpu_report {
     int32_t winner;           // lowest kernel median among "ok", -1 when none
     const char *not_profiled; // why nothing ran (no GPU, other target, too large)
     const char *ext;
+    double flops; // useful FLOPs of the bound data (rt_interp_flops) when profiled, else 0
 } rt_gpu_report;
 
 // Emits every candidate of res in opt->target, compiles them when that is dev's own target, and

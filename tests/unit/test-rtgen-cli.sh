@@ -131,6 +131,18 @@ $(cat "$t/stderr")"
     last_err "rtgen: error: no candidate of matmul passed its check (2 wrong); nothing was written (--keep-failed writes them as matmul.failed.*)"
     files "$t/o9" ""
     grep -q "kernel:" "$t/stdout" && fail "a failed GPU profile names a kernel: $(cat "$t/stdout")"
+    # GFLOP/s of a ragged GPU kernel divide the useful FLOPs of the bound lengths (0, 1, 7, 13):
+    # H * D * sum(len^2) points of a product, a scale and an accumulation, 2*64*219*3 = 84096
+    # (not the model's expected lengths of the plan).
+    printf '0\n1\n7\n13\n' >"$t/len4"
+    "$rtgen" --device=devices/pocl-cpu.ini --top-k=1 --lengths "len=$t/len4" --set B=4 --set H=2 \
+        --json -o "$t/o10" examples/qkt.spec >"$t/q.json" 2>"$t/stderr" || fail "qkt on PoCL: $(cat "$t/stderr")"
+    grep -q '"flops": 84096\.0\?,' "$t/q.json" || fail "qkt on PoCL: useful FLOPs: $(grep -o '"flops": [^,]*' "$t/q.json")"
+    grep -q '"gflops": ' "$t/q.json" || fail "qkt on PoCL: no gflops"
+    "$rtgen" --device=devices/pocl-cpu.ini --top-k=1 --lengths "len=$t/len4" --set B=4 --set H=2 \
+        -o "$t/o11" examples/qkt.spec >"$t/stdout" 2>"$t/stderr" || fail "qkt on PoCL: $(cat "$t/stderr")"
+    grep -Eq '^winner: 8\.41e\+04 useful FLOPs of the bound data \(no padding\) in [0-9.]+ us: [0-9.]+ GFLOP/s$' "$t/stdout" ||
+        fail "qkt on PoCL: winner line: $(grep '^winner' "$t/stdout")"
 fi
 
 if [ "$fails" -ne 0 ]; then
