@@ -47,7 +47,10 @@ def f32_peak(calib, device):
         return cal.getfloat("compute", "f32_gflops"), label
     dev = read_ini(device)
     if dev and dev.has_option("compute", "f32_gflops"):
-        return dev.getfloat("compute", "f32_gflops"), "nominal (device file; rtcalib failed)"
+        src = dev.get("compute", "source", fallback="")
+        if "measured" in src and "f32_gflops" in src.split("--")[0]:
+            return dev.getfloat("compute", "f32_gflops"), "measured (rtcalib, the device file's)"
+        return dev.getfloat("compute", "f32_gflops"), "nominal (device file; rtcalib not run or failed)"
     return None, "unknown"
 
 

@@ -2,12 +2,13 @@
 # gpu-check.sh: the whole GPU story in one command, for the day a GPU machine is lent.
 #
 #   scripts/gpu-check.sh [--dry-run] [--device=FILE.ini] [--ops=FILE] [--only=a,b] [--bin=DIR]
-#                        [--budget-s=S] OUTDIR
+#                        [--budget-s=S] [--no-calib] OUTDIR
 #
 # Steps, each bounded in time, in this order:
 #   1. facts: the GPU, driver and toolkit (nvidia-smi, nvcc), the CPU, rtgen's version;
 #   2. rtcalib's GPU probes run for real on the device, writing a measured INI (calib.ini),
-#      diffed against the device file (calib.diff);
+#      diffed against the device file (calib.diff); --no-calib skips it (a rerun on a device
+#      whose file rtcalib already measured: the summary then takes the FP32 peak from the file);
 #   3. every op of scripts/gpu-check.ops: rtgen --json (top-K compiled, run, checked against
 #      the reference with fresh random inputs and poisoned outputs, kernel-only timing, winner);
 #   4. the peers on every GEMM shape of step 3: cuBLAS SGEMM (bench/gpu-peer-cublas, dlopen'd
@@ -31,7 +32,8 @@ ops=$root/scripts/gpu-check.ops
 only=""
 bin=""
 budget=420
-out=""
+calib=1
+out=""""
 for a in "$@"; do
     case $a in
     --dry-run) dry=1 ;;
@@ -40,11 +42,12 @@ for a in "$@"; do
     --only=*) only=${a#--only=} ;;
     --bin=*) bin=${a#--bin=} ;;
     --budget-s=*) budget=${a#--budget-s=} ;;
+    --no-calib) calib=0 ;;
     -*) echo "gpu-check: unknown option $a" >&2; exit 2 ;;
     *) [ -z "$out" ] || { echo "gpu-check: one OUTDIR" >&2; exit 2; }; out=$a ;;
     esac
 done
-[ -n "$out" ] || { echo "usage: gpu-check.sh [--dry-run] [--device=F] [--ops=F] [--only=a,b] [--bin=DIR] [--budget-s=S] OUTDIR" >&2; exit 2; }
+[ -n "$out" ] || { echo "usage: gpu-check.sh [--dry-run] [--device=F] [--ops=F] [--only=a,b] [--bin=DIR] [--budget-s=S] [--no-calib] OUTDIR" >&2; exit 2; }
 if [ -n "$bin" ]; then
     rtgen=$bin/rtgen rtcalib=$bin/rtcalib peer=$bin/gpu-peer-cublas
     [ -x "$peer" ] || peer=$bin/bench/gpu-peer-cublas # a build folder
@@ -97,17 +100,22 @@ say "facts: $(sed -n 2,3p "$out/facts.txt" | tr '\n' ' ')"
 # --- 2. rtcalib on the device ---------------------------------------------------------------
 cq=""
 [ $dry = 1 ] && cq=--quick
-say "rtcalib $cq --device=${dev#"$root"/}"
-timeout 90 "$rtcalib" --device="$dev" $cq -o "$out/calib.ini" >"$tmp/calib.txt" 2>&1
-rc=$?
-cat "$tmp/calib.txt" >>"$log"
-echo "rtcalib exit $rc" >"$tmp/calib.rc"
-if [ -f "$out/calib.ini" ]; then
-    diff -u "$dev" "$out/calib.ini" >"$out/calib.diff"
+if [ $calib = 0 ]; then
+    say "rtcalib: skipped (--no-calib)"
+    echo "rtcalib skipped (--no-calib): the device file's own figures are used" >"$out/calib.diff"
 else
-    echo "rtcalib wrote no INI (exit $rc)" >"$out/calib.diff"
+    say "rtcalib $cq --device=${dev#"$root"/}"
+    timeout 90 "$rtcalib" --device="$dev" $cq -o "$out/calib.ini" >"$tmp/calib.txt" 2>&1
+    rc=$?
+    cat "$tmp/calib.txt" >>"$log"
+    echo "rtcalib exit $rc" >"$tmp/calib.rc"
+    if [ -f "$out/calib.ini" ]; then
+        diff -u "$dev" "$out/calib.ini" >"$out/calib.diff"
+    else
+        echo "rtcalib wrote no INI (exit $rc)" >"$out/calib.diff"
+    fi
+    say "rtcalib exit $rc"
 fi
-say "rtcalib exit $rc"
 
 # --- 3. the ops -----------------------------------------------------------------------------
 : >"$tmp/ops.list"

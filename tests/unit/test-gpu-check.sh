@@ -38,4 +38,13 @@ grep -q '^FP32 peak: [0-9]* GFLOP/s, measured (rtcalib)' "$out/r/report.md" ||
 grep -q '^# gpu-peer-cublas exit 3 gpu-peer-cublas: no CUDA driver' "$out/r/peers.txt" ||
     fail "peers.txt: the cuBLAS peer does not say why it did not run"
 grep -q '^mode: dry run (PoCL)' "$out/r/facts.txt" || fail "facts.txt: no mode line"
-echo "ok: gpu-check --dry-run, $(echo "$ops" | wc -l) ops"
+# --no-calib: no rtcalib run, no calib.ini; the peak is the device file's, labelled by its source
+# (pocl-cpu.ini's f32 figure is the spec's: nominal).
+sh "$root/scripts/gpu-check.sh" --dry-run --no-calib --only=relu --bin="$build" "$out/n" >"$out/console" 2>&1 ||
+    fail "gpu-check.sh --dry-run --no-calib: exit $?: $(tail -n 5 "$out/console")"
+[ ! -e "$out/n/calib.ini" ] || fail "--no-calib wrote calib.ini"
+grep -q '^rtcalib skipped (--no-calib)' "$out/n/calib.diff" || fail "--no-calib: calib.diff: $(cat "$out/n/calib.diff")"
+grep -q '^FP32 peak: [0-9]* GFLOP/s, nominal (device file; rtcalib not run or failed)' "$out/n/report.md" ||
+    fail "--no-calib: the FP32 peak line: $(grep '^FP32 peak' "$out/n/report.md")"
+grep -Eq "^\| relu \| 0 \| ([1-9][0-9]*)/\1 \|" "$out/n/report.md" || fail "--no-calib: no relu row"
+echo "ok: gpu-check --dry-run, $(echo "$ops" | wc -l) ops; --no-calib"
