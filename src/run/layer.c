@@ -37,10 +37,8 @@ static double median_of(double *v, int32_t n) {
     return n ? v[n / 2] : 0;
 }
 
-// Whether dims 0..d of (oa, ta) and (ob, tb) have the same extents: the same ragged structure
-// up to dim d, hence the same start array of dim d.
-static bool same_structure(const rt_op *oa, const rt_tensor *ta, const rt_op *ob,
-                           const rt_tensor *tb, int32_t d) {
+bool rt_layer_same_structure(const rt_op *oa, const rt_tensor *ta, const rt_op *ob,
+                             const rt_tensor *tb, int32_t d) {
     if (ta->n_dims <= d || tb->n_dims <= d)
         return false;
     for (int32_t k = 0; k <= d; k++)
@@ -57,7 +55,8 @@ static rt_status prelude_entry(rt_layer_run_ctx *c, int32_t k, int32_t t, int32_
     for (int32_t e = 0; e < r->n_prelude; e++) {
         const rt_layer_prelude_entry *p = &r->prelude[e];
         const rt_op *po = c->l->ops[p->op];
-        if (p->dim == d && same_structure(po, &po->tensors[p->tensor], op, &op->tensors[t], d)) {
+        if (p->dim == d &&
+            rt_layer_same_structure(po, &po->tensors[p->tensor], op, &op->tensors[t], d)) {
             *out = e;
             return RT_OK;
         }
