@@ -48,11 +48,26 @@ has "$t/stdout" "^total: predicted $num us, measured $num us \\(median of [0-9]+
 has "$t/stdout" "^prelude: 1 start arrays computed once for [0-9]+ kernel buffers in $num us \\($num% of the layer\\)\$"
 has "$t/stdout" '^layer check against the interpreter: ok$'
 got=$(LC_ALL=C ls -A "$t/o" | tr '\n' ' ')
-want="bias_gelu.ll ffn.json ffn1.ll ffn2.ll "
+want="bias_gelu.c bias_gelu.ll ffn.c ffn.h ffn.json ffn1.c ffn1.ll ffn2.c ffn2.ll "
 [ "$got" = "$want" ] || fail "files: '$got', expected '$want'"
+has "$t/stdout" "^entry point: $t/o/ffn.c, ffn.h \\(compile with the defs' C kernels <def>.c\\)\$"
+# The entry point calls the winners' C kernels (written next to the .ll), in order.
+has "$t/o/ffn.c" '^// rtgen [0-9.]+: layer ffn \(examples/layers/ffn.spec\), 3 defs run in order by rt_layer_ffn\(\):$'
+has "$t/o/ffn.h" '^int rt_layer_ffn\(const int32_t \*len, const float \*X, const float \*W1, const float \*bias1, const float \*W2, float \*Y\);$'
+for d in ffn1 bias_gelu ffn2; do
+    k=$(sed -n "s/^void \(rt_${d}_c[0-9]*\)(void \*\*args) {\$/\1/p" "$t/o/$d.c")
+    [ -n "$k" ] && grep -q "^        $k(args);\$" "$t/o/ffn.c" || fail "ffn.c does not call $d.c's kernel '$k'"
+done
 has "$t/o/ffn.json" '"prelude_arrays": 1,'
 has "$t/o/ffn.json" '"correct": true'
 [ "$(grep -c '"in_layer_median_ns"' "$t/o/ffn.json")" -eq 3 ] || fail "JSON: 3 ops expected"
+
+# A def named like the layer: its <def>.c would be the entry point's <layer>.c; refused at once.
+mkdir -p "$t/named"
+sed 's/^def ffn2(/def ffn(/' $spec >"$t/named/ffn.spec"
+run 1 --top-k=1 -o "$t/o5" $lens "$t/named/ffn.spec"
+has "$t/stderr" "^$t/named/ffn.spec:[0-9]+:[0-9]+: error: def ffn has the layer's name: its kernel ffn.c would overwrite the layer's entry point ffn.c; rename the def or the file\$"
+[ ! -e "$t/o5" ] || fail "a refused layer wrote $(ls -A "$t/o5")"
 
 # --json, two candidates per def: the same report on stdout, the others' sources as rank files.
 run 0 --json --top-k=2 -o "$t/oj" $lens $spec
