@@ -165,13 +165,18 @@ static rt_status reference(rt_layer_run_ctx *c, uint64_t seed, rt_layer_bindings
         RT_TRY(rt_bindings_set_lengths(ref->ops[lt->op], lt->name, v, src->layout.elems, c->err));
     }
     RT_TRY(rt_layer_bindings_prepare(ref, c->err));
-    for (int32_t i = 0; i < l->n_tensors; i++) {
-        const rt_layer_tensor *lt = &l->tensors[i];
-        const rt_tensor_data *src = &c->lb->ops[lt->op]->tensors[lt->tensor];
-        if (lt->is_input && !l->ops[lt->op]->tensors[lt->tensor].is_length)
-            RT_TRY(rt_bindings_set_data(ref->ops[lt->op], lt->name, src->data, src->layout.elems,
-                                        c->err));
-    }
+    // Every def that declares a layer input gets lb's values (prepare gave the later ones the
+    // generated values of ref's own seed).
+    for (int32_t k = 0; k < l->n_ops; k++)
+        for (int32_t t = 0; t < l->ops[k]->n_tensors; t++) {
+            int32_t i = l->tensor_of[k][t];
+            if (i < 0 || !l->tensors[i].is_input || l->ops[k]->tensors[t].is_length)
+                continue;
+            const rt_layer_tensor *lt = &l->tensors[i];
+            const rt_tensor_data *src = &c->lb->ops[lt->op]->tensors[lt->tensor];
+            RT_TRY(rt_bindings_set_data(ref->ops[k], l->ops[k]->tensors[t].name, src->data,
+                                        src->layout.elems, c->err));
+        }
     for (int32_t k = 0; k < l->n_ops; k++)
         rt_cpu_poison_bindings(l->ops[k], ref->ops[k]);
     RT_TRY(rt_layer_interp_run(ref, c->err));
