@@ -1,5 +1,6 @@
 // test-layer-emit.c: the layer's entry point as C (layer-emit.h), end to end. For each layer
-// (examples/layers/ffn.spec and the transformer encoder layers, at small sizes) the defs are
+// (examples/layers/ffn.spec and the four transformer encoder layers — CORA's and BERT-base's
+// configurations, each also causal — at small sizes) the defs are
 // constructed and profiled on one ragged batch, the layer is run by the library (rt_layer_run,
 // checked against the interpreter), and <layer>.c + <layer>.h are emitted next to the winners'
 // C. Those files and a driver written here (it includes <layer>.h, reads the lengths and inputs,
@@ -250,9 +251,8 @@ static void emit_case_run(const rt_device *dev, const emit_case *ec, const char 
         {0, 1, 11, 2}, // an empty sequence, one longer than any profiled
     };
     char dir[1024], out[1100];
-    snprintf(dir, sizeof dir, "%s/%s", tmp, ec->spec + strlen(ec->spec) - 8);
-    for (char *p = dir + strlen(tmp) + 1; *p; p++)
-        *p = *p == '/' || *p == '.' ? '_' : *p;
+    const char *base = strrchr(ec->spec, '/');
+    snprintf(dir, sizeof dir, "%s/%s", tmp, base ? base + 1 : ec->spec);
     snprintf(out, sizeof out, "%s/out.bin", dir);
     mkdir(dir, 0700);
     rt_status st = rt_spec_load_layer(a, ec->spec, ec->sets, ec->n_sets, &l, &err);
@@ -316,6 +316,19 @@ int main(void) {
         return 1;
     static const emit_case cases[] = {
         {"examples/layers/ffn.spec", {{"B", NB}, {"D", 24}, {"F", 40}}, 3},
+        // the encoder layers at small sizes, each file with other heads and widths
+        {"examples/layers/cora_encoder.spec",
+         {{"B", NB}, {"M", 32}, {"H", 2}, {"D", 16}, {"F", 48}},
+         5},
+        {"examples/layers/cora_encoder_causal.spec",
+         {{"B", NB}, {"M", 32}, {"H", 2}, {"D", 16}, {"F", 48}},
+         5},
+        {"examples/layers/bert_encoder.spec",
+         {{"B", NB}, {"M", 24}, {"H", 3}, {"D", 8}, {"F", 40}},
+         5},
+        {"examples/layers/bert_encoder_causal.spec",
+         {{"B", NB}, {"M", 24}, {"H", 3}, {"D", 8}, {"F", 40}},
+         5},
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++)
         emit_case_run(&dev, &cases[i], tmp);
