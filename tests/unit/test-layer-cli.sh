@@ -62,6 +62,21 @@ has "$t/o/ffn.json" '"prelude_arrays": 1,'
 has "$t/o/ffn.json" '"correct": true'
 [ "$(grep -c '"in_layer_median_ns"' "$t/o/ffn.json")" -eq 3 ] || fail "JSON: 3 ops expected"
 
+# The encoder layers (11 defs each) at small sizes: run, checked against the interpreter, and the
+# written entry point compiles with the defs' C kernels.
+small="--set B=4 --set M=32 --set H=2 --set D=16 --set F=48 --lengths len=tests/data/lens-encoder.txt"
+for e in cora_encoder cora_encoder_causal bert_encoder bert_encoder_causal; do
+    run 0 --top-k=1 -o "$t/$e" $small examples/layers/$e.spec
+    has "$t/stdout" "^layer $e: 11 ops, kernels in order on [0-9]+ threads\$"
+    has "$t/stdout" '^layer check against the interpreter: ok$'
+    run 0 --interpret $small examples/layers/$e.spec
+    has "$t/stdout" '^Y float elems=736 '
+done
+if command -v "${CC:-cc}" >/dev/null 2>&1; then
+    (cd "$t/bert_encoder_causal" && "${CC:-cc}" -O2 -fopenmp -c ./*.c) >"$t/cc.log" 2>&1 ||
+        fail "the written bert_encoder_causal.c and kernels do not compile: $(cat "$t/cc.log")"
+fi
+
 # A def named like the layer: its <def>.c would be the entry point's <layer>.c; refused at once.
 mkdir -p "$t/named"
 sed 's/^def ffn2(/def ffn(/' $spec >"$t/named/ffn.spec"
