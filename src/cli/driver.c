@@ -10,6 +10,7 @@
 #include "perfmodel.h"
 #include "rtgen.h"
 #include "layer.h"
+#include "layer-emit.h"
 #include "run-gpu.h"
 #include "hal-gpu.h"
 
@@ -716,13 +717,20 @@ static rt_status rt_driver_layer_op(rt_arena *a, const rt_driver_options *o, con
     return RT_OK;
 }
 
-// Writes DIR/<layer>.json and every def's sources (<op>.<ext> for its winner or top-1,
-// <op>.rankN.<ext> for the others), all or nothing.
+// Writes DIR/<layer>.json, every def's sources (<op>.<ext> for its winner or top-1,
+// <op>.rankN.<ext> for the others), the winners' C (<op>.c, where the primary source is .ll)
+// and the layer's entry point calling them (<layer>.c, <layer>.h: layer-emit.h), all or nothing.
 static rt_status rt_driver_layer_write(rt_arena *a, const rt_driver_options *o, const rt_layer *l,
                                        rt_cpu_report *const *cpu, const char *report, rt_err *err) {
+    rt_layer_c lc;
+    RT_TRY(rt_layer_emit_c(a, l, cpu, NULL, &lc, err));
     rt_driver_out out;
     RT_TRY(rt_driver_out_begin(a, o->out_dir, &out, err));
     rt_status st = rt_driver_out_add(a, &out, rt_arena_printf(a, "%s.json", l->name), report, err);
+    if (st == RT_OK)
+        st = rt_driver_out_add(a, &out, lc.c_name, lc.c_text, err);
+    if (st == RT_OK)
+        st = rt_driver_out_add(a, &out, lc.h_name, lc.h_text, err);
     for (int32_t k = 0; st == RT_OK && k < l->n_ops; k++) {
         const rt_cpu_report *c = cpu[k];
         int32_t best = c->winner >= 0 ? c->winner : 0;
@@ -734,6 +742,9 @@ static rt_status rt_driver_layer_write(rt_arena *a, const rt_driver_options *o, 
             st = !name || !src ? rt_fail(err, RT_ERR_NOMEM, RT_NOLOC, "out of memory")
                                : rt_driver_out_add(a, &out, name, src, err);
         }
+        if (st == RT_OK && strcmp(c->ext, "c") != 0) // the C that <layer>.c calls
+            st = rt_driver_out_add(a, &out, rt_arena_printf(a, "%s.c", l->ops[k]->name),
+                                   c->cands[best].c_source, err);
     }
     if (st == RT_OK)
         st = rt_driver_out_commit(&out, err);
@@ -777,6 +788,7 @@ static rt_status rt_driver_layer_construct(rt_arena *a, const rt_driver_options 
                        "layer %s: layers of several defs run on CPU devices only (the device "
                        "'%s' is of class %s)",
                        l->name, dev->name, rt_devclass_name(dev->devclass));
+    RT_TRY(rt_layer_emit_check_names(l, err)); // before anything is constructed
     rt_perf_result **res;
     rt_cpu_report **cpu;
     RT_ALLOC(a, res, l->n_ops, err);
@@ -812,6 +824,8 @@ static rt_status rt_driver_layer_construct(rt_arena *a, const rt_driver_options 
     }
     fputs(table.data ? table.data : "", f);
     fprintf(f, "kernels: %s/<def>.%s for each def\n", o->out_dir, cpu[0]->ext);
+    fprintf(f, "entry point: %s/%s.c, %s.h (compile with the defs' %s<def>.c)\n", o->out_dir,
+            l->name, l->name, strcmp(cpu[0]->ext, "c") ? "C kernels " : "");
     fprintf(f, "report: %s/%s.json\n", o->out_dir, l->name);
     return RT_OK;
 }

@@ -37,10 +37,8 @@ static double median_of(double *v, int32_t n) {
     return n ? v[n / 2] : 0;
 }
 
-// Whether dims 0..d of (oa, ta) and (ob, tb) have the same extents: the same ragged structure
-// up to dim d, hence the same start array of dim d.
-static bool same_structure(const rt_op *oa, const rt_tensor *ta, const rt_op *ob,
-                           const rt_tensor *tb, int32_t d) {
+bool rt_layer_same_structure(const rt_op *oa, const rt_tensor *ta, const rt_op *ob,
+                             const rt_tensor *tb, int32_t d) {
     if (ta->n_dims <= d || tb->n_dims <= d)
         return false;
     for (int32_t k = 0; k <= d; k++)
@@ -57,7 +55,8 @@ static rt_status prelude_entry(rt_layer_run_ctx *c, int32_t k, int32_t t, int32_
     for (int32_t e = 0; e < r->n_prelude; e++) {
         const rt_layer_prelude_entry *p = &r->prelude[e];
         const rt_op *po = c->l->ops[p->op];
-        if (p->dim == d && same_structure(po, &po->tensors[p->tensor], op, &op->tensors[t], d)) {
+        if (p->dim == d &&
+            rt_layer_same_structure(po, &po->tensors[p->tensor], op, &op->tensors[t], d)) {
             *out = e;
             return RT_OK;
         }
@@ -166,13 +165,18 @@ static rt_status reference(rt_layer_run_ctx *c, uint64_t seed, rt_layer_bindings
         RT_TRY(rt_bindings_set_lengths(ref->ops[lt->op], lt->name, v, src->layout.elems, c->err));
     }
     RT_TRY(rt_layer_bindings_prepare(ref, c->err));
-    for (int32_t i = 0; i < l->n_tensors; i++) {
-        const rt_layer_tensor *lt = &l->tensors[i];
-        const rt_tensor_data *src = &c->lb->ops[lt->op]->tensors[lt->tensor];
-        if (lt->is_input && !l->ops[lt->op]->tensors[lt->tensor].is_length)
-            RT_TRY(rt_bindings_set_data(ref->ops[lt->op], lt->name, src->data, src->layout.elems,
-                                        c->err));
-    }
+    // Every def that declares a layer input gets lb's values (prepare gave the later ones the
+    // generated values of ref's own seed).
+    for (int32_t k = 0; k < l->n_ops; k++)
+        for (int32_t t = 0; t < l->ops[k]->n_tensors; t++) {
+            int32_t i = l->tensor_of[k][t];
+            if (i < 0 || !l->tensors[i].is_input || l->ops[k]->tensors[t].is_length)
+                continue;
+            const rt_layer_tensor *lt = &l->tensors[i];
+            const rt_tensor_data *src = &c->lb->ops[lt->op]->tensors[lt->tensor];
+            RT_TRY(rt_bindings_set_data(ref->ops[k], l->ops[k]->tensors[t].name, src->data,
+                                        src->layout.elems, c->err));
+        }
     for (int32_t k = 0; k < l->n_ops; k++)
         rt_cpu_poison_bindings(l->ops[k], ref->ops[k]);
     RT_TRY(rt_layer_interp_run(ref, c->err));

@@ -70,6 +70,11 @@ rt_status rt_layer_run(rt_arena *a, const rt_layer *l, rt_cpu_report *const *cpu
                        rt_layer_bindings *lb, const rt_layer_options *opt, rt_layer_report **out,
                        rt_err *err);
 
+// Whether dims 0..d of (oa, ta) and (ob, tb) have the same extents: the same ragged structure
+// up to dim d, hence the same start array of dim d (one prelude array serves both).
+bool rt_layer_same_structure(const rt_op *oa, const rt_tensor *ta, const rt_op *ob,
+                             const rt_tensor *tb, int32_t d);
+
 // The per-op and total table for stdout.
 void rt_layer_report_print(const rt_layer_report *r, rt_buf *out);
 // The same as a jansson json_t * (void *: this header does not need jansson.h); the caller

@@ -72,6 +72,10 @@ bool rt_cpu_check_candidate(const rt_op *op, const rt_kir_kernel *k, const rt_cp
 bool rt_cpu_check_inputs(const rt_op *op, const rt_kir_kernel *k, const rt_cpu_data *d,
                          const rt_bindings *b, char *why, size_t why_size);
 
+// The lowered kernel of candidate i of r (its buffers in the order of the emitted entry's args),
+// NULL when i is out of range. The layer's emitted C (layer-emit.c) binds them.
+const rt_kir_kernel *rt_cpu_report_kernel(const rt_cpu_report *r, int32_t i);
+
 // Applies fault f (rtgen.h) to the buffers of a candidate's first run, after it ran.
 void rt_cpu_fault_apply(rt_cpu_fault f, const rt_op *op, const rt_kir_kernel *k,
                         const rt_cpu_data *d);

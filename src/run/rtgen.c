@@ -953,6 +953,11 @@ const char *rt_cpu_report_source(const rt_cpu_report *r, int32_t i, const char *
     return c ? r->cands[i].c_source : r->cands[i].ll_source;
 }
 
+const rt_kir_kernel *rt_cpu_report_kernel(const rt_cpu_report *r, int32_t i) {
+    const rt_cpu_impl *im = r->impl;
+    return i >= 0 && i < r->n ? im->kernels[i] : NULL;
+}
+
 void *rt_cpu_report_to_json(const rt_cpu_report *r) {
     json_t *arr = json_array();
     if (!arr)

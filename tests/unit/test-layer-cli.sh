@@ -48,11 +48,41 @@ has "$t/stdout" "^total: predicted $num us, measured $num us \\(median of [0-9]+
 has "$t/stdout" "^prelude: 1 start arrays computed once for [0-9]+ kernel buffers in $num us \\($num% of the layer\\)\$"
 has "$t/stdout" '^layer check against the interpreter: ok$'
 got=$(LC_ALL=C ls -A "$t/o" | tr '\n' ' ')
-want="bias_gelu.ll ffn.json ffn1.ll ffn2.ll "
+want="bias_gelu.c bias_gelu.ll ffn.c ffn.h ffn.json ffn1.c ffn1.ll ffn2.c ffn2.ll "
 [ "$got" = "$want" ] || fail "files: '$got', expected '$want'"
+has "$t/stdout" "^entry point: $t/o/ffn.c, ffn.h \\(compile with the defs' C kernels <def>.c\\)\$"
+# The entry point calls the winners' C kernels (written next to the .ll), in order.
+has "$t/o/ffn.c" '^// rtgen [0-9.]+: layer ffn \(examples/layers/ffn.spec\), 3 defs run in order by rt_layer_ffn\(\):$'
+has "$t/o/ffn.h" '^int rt_layer_ffn\(const int32_t \*len, const float \*X, const float \*W1, const float \*bias1, const float \*W2, float \*Y\);$'
+for d in ffn1 bias_gelu ffn2; do
+    k=$(sed -n "s/^void \(rt_${d}_c[0-9]*\)(void \*\*args) {\$/\1/p" "$t/o/$d.c")
+    [ -n "$k" ] && grep -q "^        $k(args);\$" "$t/o/ffn.c" || fail "ffn.c does not call $d.c's kernel '$k'"
+done
 has "$t/o/ffn.json" '"prelude_arrays": 1,'
 has "$t/o/ffn.json" '"correct": true'
 [ "$(grep -c '"in_layer_median_ns"' "$t/o/ffn.json")" -eq 3 ] || fail "JSON: 3 ops expected"
+
+# The encoder layers (11 defs each) at small sizes: run, checked against the interpreter, and the
+# written entry point compiles with the defs' C kernels.
+small="--set B=4 --set M=32 --set H=2 --set D=16 --set F=48 --lengths len=tests/data/lens-encoder.txt"
+for e in cora_encoder cora_encoder_causal bert_encoder bert_encoder_causal; do
+    run 0 --top-k=1 -o "$t/$e" $small examples/layers/$e.spec
+    has "$t/stdout" "^layer $e: 11 ops, kernels in order on [0-9]+ threads\$"
+    has "$t/stdout" '^layer check against the interpreter: ok$'
+    run 0 --interpret $small examples/layers/$e.spec
+    has "$t/stdout" '^Y float elems=736 '
+done
+if command -v "${CC:-cc}" >/dev/null 2>&1; then
+    (cd "$t/bert_encoder_causal" && "${CC:-cc}" -O2 -fopenmp -c ./*.c) >"$t/cc.log" 2>&1 ||
+        fail "the written bert_encoder_causal.c and kernels do not compile: $(cat "$t/cc.log")"
+fi
+
+# A def named like the layer: its <def>.c would be the entry point's <layer>.c; refused at once.
+mkdir -p "$t/named"
+sed 's/^def ffn2(/def ffn(/' $spec >"$t/named/ffn.spec"
+run 1 --top-k=1 -o "$t/o5" $lens "$t/named/ffn.spec"
+has "$t/stderr" "^$t/named/ffn.spec:[0-9]+:[0-9]+: error: def ffn has the layer's name: its kernel ffn.c would overwrite the layer's entry point ffn.c; rename the def or the file\$"
+[ ! -e "$t/o5" ] || fail "a refused layer wrote $(ls -A "$t/o5")"
 
 # --json, two candidates per def: the same report on stdout, the others' sources as rank files.
 run 0 --json --top-k=2 -o "$t/oj" $lens $spec
