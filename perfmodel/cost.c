@@ -50,6 +50,91 @@ static double gpu_inflight_bytes(const rt_perf_model *m, const rt_device *dev, c
     return rt_gpu_plan_main_inflight_bytes(p->gpu, m->main_stmt, eb, reduces) * (double)resident;
 }
 
+// Elements between the addresses of neighbours along axis x in access acc (its row-major
+// storage); *irregular when a dim that is not affine involves x.
+static double gpu_axis_stride(const rt_perf_access *acc, int32_t x, bool *irregular) {
+    double stride = 0, inner = 1;
+    for (int32_t d = acc->n_dims - 1; d >= 0; d--) {
+        if (acc->coef[d][x] != 0) {
+            *irregular = *irregular || !acc->affine[d];
+            stride += (double)acc->coef[d][x] * inner;
+        }
+        inner *= acc->dim_extent[d] > 0 ? (double)acc->dim_extent[d] : 1;
+    }
+    return stride;
+}
+
+// A regtile phase (gpu-plan.h) has no shared memory: every register-tile element is a global
+// load instruction, served by the unit's L1 (on NVIDIA the same SRAM as shared memory, the
+// device file's level 1) in sectors of the global level's transaction size. The threads of a
+// block run along its axes strided (thread t's element j at t + j * threads), the last spatial
+// axis with more than one thread fastest, so a warp's lanes walk that axis, then the one
+// before it. Per read: sectors per warp load against the 32 lanes' useful bytes, at least 1
+// (the L1 returns one 128-byte wavefront per clock, a broadcast no faster); *l1_factor is
+// their mean weighted by the register data tile. *issue_share is the FMAs' share of the issue
+// slots per register-tile iteration against one load per element of the inputs' data tiles,
+// and for a read whose index is a window (two axes in one dim, y + r - 1: it may leave the
+// tensor) the bounds test the kernel runs before it: two compares per window dim and a select.
+// A conv3x3 of 32x28x28 on one H100 block measured 744 us with lanes down y (every lane its
+// own sector) and 241 us with lanes along x, where shared-memory pricing had said 62 for both.
+static void gpu_regtile_reads(const rt_perf_model *m, const rt_rprog *p, double *l1_factor,
+                              double *issue_share) {
+    const rt_device *dev = m->dev;
+    const rt_rtile *blk = &p->tile[m->block_level], *th = &p->tile[m->thread_level];
+    int32_t fast = -1, next = -1;
+    for (int32_t x = m->n_axes - 1; x >= 0; x--) {
+        if (m->axes[x].is_reduce || th->shape[x] < 1 || blk->shape[x] / th->shape[x] <= 1)
+            continue;
+        if (fast < 0)
+            fast = x;
+        else if (next < 0)
+            next = x;
+    }
+    const double warp = dev->lanes > 0 ? (double)dev->lanes : 32;
+    double sector = dev->level[0].transaction_bytes > 0 ? dev->level[0].transaction_bytes : 32;
+    double fma = 1, loads = 0, wsum = 0, fsum = 0;
+    for (int32_t x = 0; x < m->n_axes; x++)
+        fma *= (double)p->tile[m->top].shape[x];
+    for (int32_t i = 0; i < m->n_access; i++) {
+        const rt_perf_access *acc = &m->access[i];
+        double elems = 1;
+        for (int32_t d = 0; d < acc->n_dims; d++)
+            elems *= (double)p->tile[m->top].data[i][d];
+        double factor = 1;
+        if (!acc->is_output && fast >= 0) {
+            double nt = (double)(blk->shape[fast] / th->shape[fast]);
+            double lanes = nt < warp ? nt : warp;
+            bool irr = false;
+            double st = gpu_axis_stride(acc, fast, &irr);
+            double eb = acc->elem_bytes > 0 ? acc->elem_bytes : 4;
+            double sec = st == 0 ? 1 : irr ? lanes : ceil(lanes * st * eb / sector);
+            sec = sec > lanes ? lanes : sec;
+            double groups = ceil(warp / lanes);
+            if (next >= 0) {
+                double nn = (double)(blk->shape[next] / th->shape[next]);
+                groups = groups > nn ? nn : groups;
+                bool irr2 = false;
+                if (gpu_axis_stride(acc, next, &irr2) == 0 && !irr2)
+                    groups = 1; // the read does not move along the next axis: same sectors
+            }
+            factor = sec * groups * sector / (warp * eb);
+            factor = factor < 1 ? 1 : factor;
+            int32_t windows = 0;
+            for (int32_t d = 0; d < acc->n_dims; d++) {
+                int32_t terms = 0;
+                for (int32_t x = 0; x < m->n_axes; x++)
+                    terms += acc->coef[d][x] != 0;
+                windows += acc->affine[d] && terms > 1;
+            }
+            loads += elems * (1 + (windows > 0 ? 2.0 * windows + 1 : 0));
+        }
+        wsum += elems;
+        fsum += elems * factor;
+    }
+    *l1_factor = wsum > 0 ? fsum / wsum : 1;
+    *issue_share = fma / (fma + loads);
+}
+
 static int64_t ceil_pos(double v) {
     int64_t r = (int64_t)ceil(v - 1e-9);
     return r < 1 ? 1 : r;
@@ -277,6 +362,12 @@ bool rt_perf_evaluate(const rt_perf_model *m, rt_rprog *p, const char **why) {
     p->wave_eff = (double)p->blocks / (double)(units * waves);
     int64_t units_used = rt_min64(units, p->blocks);
     double inflight_bytes = gpu_inflight_bytes(m, dev, p, bpu, units);
+    double l1_factor = 1, issue_share = 1;
+    if (m->thread_level >= 0) {
+        issue_share = rt_gpu_plan_main_issue_share(p->gpu, m->main_stmt);
+        if (rt_gpu_plan_main_mode(p->gpu, m->main_stmt) == RT_GPU_REGTILE)
+            gpu_regtile_reads(m, p, &l1_factor, &issue_share);
+    }
 
     // Memory levels: traffic into level l comes from level l-1, except into a warm CPU's last-
     // level cache (rt_perf_cpu_warm), which already holds the operator's tensors.
@@ -292,6 +383,8 @@ bool rt_perf_evaluate(const rt_perf_model *m, rt_rprog *p, const char **why) {
                 ? gpu_inflight_gbps(&dev->level[0], inflight_bytes)
                 : rt_hal_level_gbps(&dev->level[l - 1], t->traffic_bytes / (double)units_used);
         t->time_ns = gbps > 0 && !(m->warm && l == 1) ? t->traffic_bytes / (gbps * p->wave_eff) : 0;
+        if (l == top)
+            t->time_ns *= l1_factor; // a regtile kernel's loads through the L1 (sectors)
         if (t->time_ns > worst) {
             worst = t->time_ns;
             p->bottleneck = l - 1; // the level whose bandwidth binds
@@ -313,8 +406,9 @@ bool rt_perf_evaluate(const rt_perf_model *m, rt_rprog *p, const char **why) {
         if (active < need)
             eff *= (double)active / (double)need;
         // FMAs share the issue slots with the staged kernel's shared loads and copies, fewer
-        // with the plan's 128-bit loads (gpu-plan.h)
-        eff *= rt_gpu_plan_main_issue_share(p->gpu, m->main_stmt);
+        // with the plan's 128-bit loads (gpu-plan.h), or with a regtile kernel's global loads
+        // and their bounds tests (gpu_regtile_reads)
+        eff *= issue_share;
     } else if (!cpu_reg_eff(m, p, &eff, why)) {
         return false;
     }

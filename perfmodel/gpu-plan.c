@@ -777,6 +777,13 @@ int64_t rt_gpu_plan_main_threads(const rt_gpu_plan *pl, int32_t main_stmt) {
     return 0;
 }
 
+rt_gpu_mode rt_gpu_plan_main_mode(const rt_gpu_plan *pl, int32_t main_stmt) {
+    for (int32_t i = 0; pl && i < pl->n_phases; i++)
+        if (pl->phases[i].from_prog && pl->phases[i].tstmt == main_stmt)
+            return pl->phases[i].mode;
+    return RT_GPU_MODE_COUNT;
+}
+
 double rt_gpu_plan_main_inflight_bytes(const rt_gpu_plan *pl, int32_t main_stmt, int32_t elem_bytes,
                                        bool reduces) {
     const rt_gpu_phase_plan *ph = NULL;

@@ -127,6 +127,10 @@ double rt_gpu_plan_main_inflight_bytes(const rt_gpu_plan *pl, int32_t main_stmt,
 // load or store counts once for 4 elements (vec4 plans); 1 when pl has no staged phase. The
 // model scales the compute rate by it (cost.c): a GPU issues loads and FMAs from the same slots.
 double rt_gpu_plan_main_issue_share(const rt_gpu_plan *pl, int32_t main_stmt);
+// Mode of the phase tiled by the rProgram (the one of main statement main_stmt);
+// RT_GPU_MODE_COUNT when pl is NULL or has none. The model prices a regtile phase's reads as
+// the global loads they are (cost.c).
+rt_gpu_mode rt_gpu_plan_main_mode(const rt_gpu_plan *pl, int32_t main_stmt);
 // Shared-memory bytes of phase ph's staged tiles.
 int64_t rt_gpu_plan_smem_bytes(const rt_gpu_phase_plan *ph);
 // One line per phase ("phase 0: staged C; 160 threads x 1 blocks; m 96/6, n 80/8; ..."), the

@@ -8,7 +8,8 @@
 //   - 128-bit loads (vec4): the GEMM top-1 on h100 chunks its register tile, lays A out
 //     transposed with rows padded by 4, copies full aligned tiles 4 floats at a time and falls
 //     back to scalar copies where the tiles are not full; the model prices the decision (issue
-//     share); the lowering prints float4 accesses and declares its shared arrays aligned.
+//     share); the lowering prints float4 accesses and declares its shared arrays aligned;
+//   - regtile reads priced as global loads: sectors per warp through the L1, issue slots.
 #include "test.h"
 
 #include "gpu-plan.h"
@@ -232,9 +233,45 @@ static void test_vec4(void) {
     rt_arena_free(a);
 }
 
+// Regtile reads priced as the global loads they are (cost.c gpu_regtile_reads): conv3x3 of
+// 32x28x28 on h100, one block of 448 threads. Measured on the H100 (GPU check 2026-11-27):
+// regtile with the 28-wide register tile along x (lanes down y, every lane its own sector)
+// 744 us, along y (lanes along x) 241 us, staged 92-99 us; priced as shared-memory loads the
+// two regtile kernels had ranked first (62 and 64 us).
+static void test_regtile_reads(void) {
+    rt_device dev;
+    rt_err err = {0};
+    RT_EXPECT_EQ(rt_hal_load_device("devices/h100.ini", &dev, &err), RT_OK);
+    rt_arena *a = rt_arena_new(1 << 20);
+    rt_size_binding sz[4] = {{"C", 32}, {"F", 32}, {"H", 28}, {"W", 28}};
+    rt_perf_result *r = construct_sized(a, "bench/specs/conv3x3.spec", &dev, 200, sz, 4);
+    RT_EXPECT(r != NULL);
+    double down_y = 0, along_x = 0, staged = 0;
+    for (int32_t c = 0; r && c < r->n_cands; c++) {
+        const rt_rprog *p = &r->cands[c];
+        const rt_gpu_phase_plan *ph = p->gpu ? &p->gpu->phases[0] : NULL;
+        if (!ph || p->blocks != 1 || p->threads_per_block != 448)
+            continue;
+        const int64_t *t = p->tile[r->model->thread_level].shape; // n f y x c r s
+        if (ph->mode == RT_GPU_STAGED && (staged == 0 || p->predicted_ns < staged))
+            staged = p->predicted_ns;
+        if (ph->mode == RT_GPU_REGTILE && t[3] == 28 && t[2] == 1 &&
+            (down_y == 0 || p->predicted_ns < down_y))
+            down_y = p->predicted_ns;
+        if (ph->mode == RT_GPU_REGTILE && t[2] == 28 && t[3] == 1 &&
+            (along_x == 0 || p->predicted_ns < along_x))
+            along_x = p->predicted_ns;
+    }
+    RT_EXPECT(down_y > 0 && along_x > 0 && staged > 0);
+    RT_EXPECT(staged < along_x);
+    RT_EXPECT(along_x * 1.3 < down_y);
+    rt_arena_free(a);
+}
+
 int main(void) {
     test_candidates();
     test_lowering_executes_plan();
     test_vec4();
+    test_regtile_reads();
     return rt_test_finish("test-gpu-plan");
 }
