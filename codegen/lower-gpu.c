@@ -167,6 +167,8 @@ static rt_status rt_gl_buffers(rt_gl *l, rt_gpu_kernel *gk) {
         rt_kir_type ty;
         switch (tn->dtype) {
         case RT_DTYPE_F32:
+        case RT_DTYPE_F16: // computed in float; the emitter converts at loads and stores
+        case RT_DTYPE_BF16:
             ty = RT_KIR_F32;
             break;
         case RT_DTYPE_F64:
