@@ -416,6 +416,12 @@ static void rt_ge_phase(rt_ge *g, int32_t pi) {
     if (p->levels.on) // the level of this launch: one launch per level (rt_gpu_phase_steps)
         rt_buf_printf(b, "%sint rt_level", first ? "" : ",\n    ");
     rt_buf_puts(b, ") {\n");
+    if (gp->body) { // the matrix-instruction GEMM (lower-gpu-mma.c)
+        rt_buf_puts(b, gp->body);
+        rt_buf_linef(b, 0, "}");
+        rt_buf_linef(b, 0, "%s", "");
+        return;
+    }
     for (int32_t i = 0; i < k->n_bufs; i++) {
         const rt_kir_buf *kb = &k->bufs[i];
         if (kb->dim != pi)
@@ -487,6 +493,16 @@ rt_status rt_gpu_emit(rt_arena *a, const rt_gpu_kernel *k, const rt_gpu_dialect 
         rt_buf_puts(&b, d->f16_prelude);
     if (has16[1])
         rt_buf_puts(&b, d->bf16_prelude);
+    bool mma = false;
+    for (int32_t i = 0; i < k->n_phases; i++)
+        mma |= k->phases[i].body != NULL;
+    if (mma && d != &rt_gpu_dialect_cuda)
+        return rt_fail(err, RT_ERR_BACKEND, RT_NOLOC,
+                       "kernel %s runs on matrix instructions (WMMA), which only the cuda target "
+                       "prints (got %s)",
+                       k->kir->name, d->target);
+    if (mma)
+        rt_buf_puts(&b, "#include <mma.h>\nusing namespace nvcuda;\n");
     const char *it = k->idx32 ? "int" : d->i64;
     rt_buf_linef(&b, 0, "%s %s rt_floordiv(%s a, %s b) {", d->fn_qual, it, it, it);
     rt_buf_linef(&b, 1, "%s q = a / b;", it);

@@ -107,6 +107,10 @@ typedef struct rt_gpu_phase {
     // grid_x is then the bound for all the tree's nodes.
     bool by_level;
     int64_t row; // by_level: threads per node (elements of the output at one node)
+    // The matrix-instruction GEMM (lower-gpu-mma.c): the kernel's whole body as CUDA text,
+    // printed in place of the kernel IR's (whose phase then holds only its launch shape); NULL
+    // for every other phase.
+    const char *body;
 } rt_gpu_phase;
 
 typedef struct rt_gpu_lower_options {
@@ -134,6 +138,14 @@ typedef struct rt_gpu_kernel {
 rt_status rt_gpu_lower(rt_arena *a, const rt_op *op, const rt_device *dev, const rt_perf_model *m,
                        const rt_rprog *p, const rt_gpu_lower_options *opt, rt_gpu_kernel **out,
                        rt_err *err);
+
+// The CUDA body of a phase planned on matrix instructions (pl->mma.on, gpu-plan.h): WMMA
+// fragments over the plan's block tile, threads and k step; data_buf[t] is tensor t's buffer in
+// k. Errors: RT_ERR_BACKEND for a phase without such a plan, RT_ERR_NOMEM.
+struct rt_gpu_phase_plan;
+rt_status rt_gpu_mma_body(rt_arena *a, const rt_op *op, const struct rt_gpu_phase_plan *pl,
+                          const rt_kir_kernel *k, const int32_t *data_buf, const char **out,
+                          rt_err *err);
 
 // ---------------------------------------------------------------------------------------------
 // Emitter (emit-gpu.c)
