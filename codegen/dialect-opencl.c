@@ -2,7 +2,9 @@
 // kernel; this table only says how OpenCL spells them): __kernel with a required work-group
 // size, __global buffers, __local arrays, get_local_id / get_group_id, barrier(), overloaded
 // math. This is how the tile programs of CUDA and HIP devices run on PoCL for the numerical
-// checks (--emit=opencl), and the native target of opencl devices.
+// checks (--emit=opencl), and the native target of opencl devices. 16-bit floats use core
+// OpenCL only (no cl_khr_fp16): half buffers through vload_half / vstore_half_rte, bfloat16 as
+// ushort widened by a shift and narrowed by the host's rounding (hal-gpu.c).
 #include "gpu.h"
 
 // clang-format off
@@ -29,5 +31,17 @@ const rt_gpu_dialect rt_gpu_dialect_opencl = {
     .fmod_f32          = "fmod",
     .fn_f32 = {"exp", "log", "sqrt", "rsqrt", "tanh", NULL, "erf", "fabs", "fmax", "fmin"},
     .fn_f64 = {"exp", "log", "sqrt", "rsqrt", "tanh", NULL, "erf", "fabs", "fmax", "fmin"},
+    .f16_type          = "half",
+    .f16_prelude       = "#define rt_ld_f16(p, i) vload_half((i), (p))\n"
+                         "#define rt_st_f16(p, i, v) vstore_half_rte((v), (i), (p))\n",
+    .bf16_type         = "ushort",
+    .bf16_prelude      = "static inline ushort rt_f32_to_bf16(float f) {\n"
+                         "    uint x = as_uint(f);\n"
+                         "    if ((x & 0x7fffffffu) > 0x7f800000u)\n"
+                         "        return (ushort)((x >> 16) | 0x40u);\n"
+                         "    return (ushort)((x + 0x7fffu + ((x >> 16) & 1u)) >> 16);\n"
+                         "}\n"
+                         "#define rt_ld_bf16(p, i) as_float((uint)(p)[i] << 16)\n"
+                         "#define rt_st_bf16(p, i, v) ((p)[i] = rt_f32_to_bf16(v))\n",
 };
 // clang-format on

@@ -84,6 +84,19 @@ static const char *rt_ge_type(const rt_ge *g, rt_kir_type t) {
     }
 }
 
+// The element type in device memory of kir buffer buf: half / bfloat16 for a data buffer of
+// such a tensor (the IR computes in float; rt_ld_* / rt_st_* of the prelude convert), else
+// RT_DTYPE_COUNT (the buffer's own kir type).
+static rt_dtype rt_ge_mem_dtype(const rt_gpu_kernel *gk, int32_t buf) {
+    for (int32_t i = 0; i < gk->n_bufs; i++) {
+        const rt_gpu_buffer *gb = &gk->bufs[i];
+        if (gb->kir_buf == buf && !gb->is_start && !gb->is_tree &&
+            (gb->dtype == RT_DTYPE_F16 || gb->dtype == RT_DTYPE_BF16))
+            return gb->dtype;
+    }
+    return RT_DTYPE_COUNT;
+}
+
 static void rt_ge_float(rt_ge *g, rt_buf *b, rt_kir_type t, double v) {
     bool f32 = t == RT_KIR_F32;
     if (isinf(v)) {
@@ -129,11 +142,17 @@ static void rt_ge_expr(rt_ge *g, rt_buf *b, const rt_kir_expr *e) {
     case RT_KIR_E_FVAR:
         rt_buf_puts(b, g->p->vars[e->var].name);
         return;
-    case RT_KIR_E_LOAD:
-        rt_buf_printf(b, "%s[", g->k->bufs[e->buf].name);
+    case RT_KIR_E_LOAD: {
+        rt_dtype mt = rt_ge_mem_dtype(g->gk, e->buf);
+        if (mt != RT_DTYPE_COUNT)
+            rt_buf_printf(b, "%s(%s, ", mt == RT_DTYPE_F16 ? "rt_ld_f16" : "rt_ld_bf16",
+                          g->k->bufs[e->buf].name);
+        else
+            rt_buf_printf(b, "%s[", g->k->bufs[e->buf].name);
         rt_ge_expr(g, b, e->args[0]);
-        rt_buf_puts(b, "]");
+        rt_buf_puts(b, mt != RT_DTYPE_COUNT ? ")" : "]");
         return;
+    }
     case RT_KIR_E_NEG:
         rt_buf_puts(b, "(-");
         rt_ge_expr(g, b, e->args[0]);
@@ -248,9 +267,31 @@ static bool rt_ge_long_serial(const rt_kir_node *n) {
 
 // One side of a RT_KIR_N_MOVE4: a 128-bit access where the stride is 1 on a data or shared
 // buffer, else element by element.
+// 16-bit float buffers go element by element (converting).
 static bool rt_ge_vec_side(const rt_ge *g, int32_t buf, int64_t stride) {
     rt_kir_buf_role r = g->k->bufs[buf].role;
-    return stride == 1 && (r == RT_KIR_BUF_DATA || r == RT_KIR_BUF_SHARED);
+    return stride == 1 && (r == RT_KIR_BUF_DATA || r == RT_KIR_BUF_SHARED) &&
+           rt_ge_mem_dtype(g->gk, buf) == RT_DTYPE_COUNT;
+}
+
+// Element `idx + off` of buf as a float expression, and a store of `val` to it.
+static const char *rt_ge_elem_ld(const rt_ge *g, int32_t buf, const char *idx, int64_t off) {
+    rt_dtype mt = rt_ge_mem_dtype(g->gk, buf);
+    const char *name = g->k->bufs[buf].name;
+    if (mt == RT_DTYPE_COUNT)
+        return rt_arena_printf(g->b->arena, "%s[%s + %lld]", name, idx, (long long)off);
+    return rt_arena_printf(g->b->arena, "%s(%s, %s + %lld)",
+                           mt == RT_DTYPE_F16 ? "rt_ld_f16" : "rt_ld_bf16", name, idx,
+                           (long long)off);
+}
+static void rt_ge_elem_st(rt_ge *g, int ind, int32_t buf, const char *idx, const char *val) {
+    rt_dtype mt = rt_ge_mem_dtype(g->gk, buf);
+    const char *name = g->k->bufs[buf].name;
+    if (mt == RT_DTYPE_COUNT)
+        rt_buf_linef(g->b, ind, "%s[%s] = %s;", name, idx, val);
+    else
+        rt_buf_linef(g->b, ind, "%s(%s, %s, %s);", mt == RT_DTYPE_F16 ? "rt_st_f16" : "rt_st_bf16",
+                     name, idx, val);
 }
 
 static void rt_ge_move4(rt_ge *g, const rt_kir_node *n, int ind) {
@@ -269,8 +310,8 @@ static void rt_ge_move4(rt_ge *g, const rt_kir_node *n, int ind) {
     } else {
         rt_buf_linef(b, ind + 1, "%s rt_v;", d->vec4);
         for (int32_t i = 0; i < 4; i++)
-            rt_buf_linef(b, ind + 1, "rt_v.%s = %s[%s + %lld];", comp[i], src, si,
-                         (long long)(i * n->src_stride));
+            rt_buf_linef(b, ind + 1, "rt_v.%s = %s;", comp[i],
+                         rt_ge_elem_ld(g, n->src_buf, si, i * n->src_stride));
     }
     if (rt_ge_vec_side(g, n->buf, n->stride)) {
         if (d->vec_fns)
@@ -279,8 +320,9 @@ static void rt_ge_move4(rt_ge *g, const rt_kir_node *n, int ind) {
             rt_buf_linef(b, ind + 1, "*(%s *)(&%s[%s]) = rt_v;", d->vec4, dst, di);
     } else {
         for (int32_t i = 0; i < 4; i++)
-            rt_buf_linef(b, ind + 1, "%s[%s + %lld] = rt_v.%s;", dst, di,
-                         (long long)(i * n->stride), comp[i]);
+            rt_ge_elem_st(g, ind + 1, n->buf,
+                          rt_arena_printf(b->arena, "%s + %lld", di, (long long)(i * n->stride)),
+                          rt_arena_printf(b->arena, "rt_v.%s", comp[i]));
     }
     rt_buf_linef(b, ind, "}");
 }
@@ -306,8 +348,7 @@ static void rt_ge_node(rt_ge *g, const rt_kir_node *n, int ind) {
         rt_buf_linef(b, ind, "%s = %s;", p->vars[n->var].name, rt_ge_str(g, n->value));
         return;
     case RT_KIR_N_STORE:
-        rt_buf_linef(b, ind, "%s[%s] = %s;", g->k->bufs[n->buf].name, rt_ge_str(g, n->index),
-                     rt_ge_str(g, n->value));
+        rt_ge_elem_st(g, ind, n->buf, rt_ge_str(g, n->index), rt_ge_str(g, n->value));
         return;
     case RT_KIR_N_IF:
         rt_buf_linef(b, ind, "if (%s) {", rt_ge_str(g, n->cond));
@@ -364,14 +405,23 @@ static void rt_ge_phase(rt_ge *g, int32_t pi) {
     for (int32_t i = 0; i < g->gk->n_bufs; i++) {
         const rt_gpu_buffer *gb = &g->gk->bufs[i];
         const rt_kir_buf *kb = &k->bufs[gb->kir_buf];
+        rt_dtype mt = rt_ge_mem_dtype(g->gk, gb->kir_buf);
+        const char *ty = mt == RT_DTYPE_F16    ? d->f16_type
+                         : mt == RT_DTYPE_BF16 ? d->bf16_type
+                                               : rt_ge_type(g, kb->type);
         rt_buf_printf(b, "%s%s%s%s *%s %s", first ? "" : ",\n    ", d->global_qual,
-                      kb->written ? "" : "const ", rt_ge_type(g, kb->type), d->restrict_kw,
-                      kb->name);
+                      kb->written ? "" : "const ", ty, d->restrict_kw, kb->name);
         first = false;
     }
     if (p->levels.on) // the level of this launch: one launch per level (rt_gpu_phase_steps)
         rt_buf_printf(b, "%sint rt_level", first ? "" : ",\n    ");
     rt_buf_puts(b, ") {\n");
+    if (gp->body) { // the matrix-instruction GEMM (lower-gpu-mma.c)
+        rt_buf_puts(b, gp->body);
+        rt_buf_linef(b, 0, "}");
+        rt_buf_linef(b, 0, "%s", "");
+        return;
+    }
     for (int32_t i = 0; i < k->n_bufs; i++) {
         const rt_kir_buf *kb = &k->bufs[i];
         if (kb->dim != pi)
@@ -433,6 +483,26 @@ rt_status rt_gpu_emit(rt_arena *a, const rt_gpu_kernel *k, const rt_gpu_dialect 
         h += n + (nl ? 1 : 0);
     }
     rt_buf_puts(&b, d->prelude);
+    bool has16[2] = {false, false};
+    for (int32_t i = 0; i < k->n_bufs; i++) {
+        rt_dtype mt = rt_ge_mem_dtype(k, k->bufs[i].kir_buf);
+        has16[0] |= mt == RT_DTYPE_F16;
+        has16[1] |= mt == RT_DTYPE_BF16;
+    }
+    if (has16[0])
+        rt_buf_puts(&b, d->f16_prelude);
+    if (has16[1])
+        rt_buf_puts(&b, d->bf16_prelude);
+    bool mma = false;
+    for (int32_t i = 0; i < k->n_phases; i++)
+        mma |= k->phases[i].body != NULL;
+    if (mma && d != &rt_gpu_dialect_cuda)
+        return rt_fail(err, RT_ERR_BACKEND, RT_NOLOC,
+                       "kernel %s runs on matrix instructions (WMMA), which only the cuda target "
+                       "prints (got %s)",
+                       k->kir->name, d->target);
+    if (mma)
+        rt_buf_puts(&b, "#include <mma.h>\nusing namespace nvcuda;\n");
     const char *it = k->idx32 ? "int" : d->i64;
     rt_buf_linef(&b, 0, "%s %s rt_floordiv(%s a, %s b) {", d->fn_qual, it, it, it);
     rt_buf_linef(&b, 1, "%s q = a / b;", it);

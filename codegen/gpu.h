@@ -50,6 +50,12 @@ typedef struct rt_gpu_dialect {
     const char *fmod_f32;            // float remainder ("fmodf", "fmod")
     const char *fn_f32[RT_FN_COUNT]; // math functions of float (NULL: printed as an expression)
     const char *fn_f64[RT_FN_COUNT]; // of double
+    // 16-bit float buffers (half, bfloat16): the element type of a kernel argument, and the
+    // prelude lines (headers, helpers) defining rt_ld_f16(p, i) / rt_st_f16(p, i, v) (and
+    // rt_ld_bf16 / rt_st_bf16): a float from element i, float v stored rounded to nearest even.
+    // Arithmetic stays in float; only loads and stores convert.
+    const char *f16_type, *f16_prelude;
+    const char *bf16_type, *bf16_prelude;
 } rt_gpu_dialect;
 
 extern const rt_gpu_dialect rt_gpu_dialect_cuda;
@@ -101,6 +107,10 @@ typedef struct rt_gpu_phase {
     // grid_x is then the bound for all the tree's nodes.
     bool by_level;
     int64_t row; // by_level: threads per node (elements of the output at one node)
+    // The matrix-instruction GEMM (lower-gpu-mma.c): the kernel's whole body as CUDA text,
+    // printed in place of the kernel IR's (whose phase then holds only its launch shape); NULL
+    // for every other phase.
+    const char *body;
 } rt_gpu_phase;
 
 typedef struct rt_gpu_lower_options {
@@ -124,10 +134,18 @@ typedef struct rt_gpu_kernel {
 // Lowers rProgram p of op (built by model m) for GPU device dev. p == NULL lowers a naive
 // program (one element per thread, 256 threads per block, no staging) used as a baseline.
 // Errors: RT_ERR_BACKEND at the construct the GPU backend does not support (recursion over trees,
-// half/bfloat16/int8 tensors, a run-time size), RT_ERR_NOMEM.
+// int8 tensors, a run-time size), RT_ERR_NOMEM.
 rt_status rt_gpu_lower(rt_arena *a, const rt_op *op, const rt_device *dev, const rt_perf_model *m,
                        const rt_rprog *p, const rt_gpu_lower_options *opt, rt_gpu_kernel **out,
                        rt_err *err);
+
+// The CUDA body of a phase planned on matrix instructions (pl->mma.on, gpu-plan.h): WMMA
+// fragments over the plan's block tile, threads and k step; data_buf[t] is tensor t's buffer in
+// k. Errors: RT_ERR_BACKEND for a phase without such a plan, RT_ERR_NOMEM.
+struct rt_gpu_phase_plan;
+rt_status rt_gpu_mma_body(rt_arena *a, const rt_op *op, const struct rt_gpu_phase_plan *pl,
+                          const rt_kir_kernel *k, const int32_t *data_buf, const char **out,
+                          rt_err *err);
 
 // ---------------------------------------------------------------------------------------------
 // Emitter (emit-gpu.c)

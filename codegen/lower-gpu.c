@@ -167,6 +167,8 @@ static rt_status rt_gl_buffers(rt_gl *l, rt_gpu_kernel *gk) {
         rt_kir_type ty;
         switch (tn->dtype) {
         case RT_DTYPE_F32:
+        case RT_DTYPE_F16: // computed in float; the emitter converts at loads and stores
+        case RT_DTYPE_BF16:
             ty = RT_KIR_F32;
             break;
         case RT_DTYPE_F64:
@@ -1084,8 +1086,11 @@ static rt_status rt_gl_phase(rt_gl *l, const rt_gpu_phase_plan *pl, rt_gpu_phase
         for (int32_t v = 0; v < op->stmts[i].n_vars; v++)
             l->var_of[i][v] = -1;
     rt_kir_block *b = &l->ph->body;
-    rt_gl_coords(l, pl, b);
-    if (pl->mode == RT_GPU_DIRECT) {
+    if (!pl->mma.on)
+        rt_gl_coords(l, pl, b);
+    if (pl->mma.on) { // matrix instructions: the body is lower-gpu-mma.c's
+        RT_TRY(rt_gpu_mma_body(a, op, pl, l->k, l->data_buf, &gp->body, l->err));
+    } else if (pl->mode == RT_GPU_DIRECT) {
         int32_t ev = rt_kir_add_var(a, l->ph, "e", RT_KIR_I64);
         rt_kir_node *el = ev >= 0
                               ? rt_kir_loop(a, b, ev, rt_kir_int(a, 0), rt_kir_int(a, pl->Rtot),
@@ -1116,6 +1121,7 @@ static rt_status rt_gl_phase(rt_gl *l, const rt_gpu_phase_plan *pl, rt_gpu_phase
     gp->what = l->ph->what;
     for (int32_t i = 0; i < pl->n_stage; i++)
         gp->smem_bytes += pl->stage[i].elems * 4;
+    gp->smem_bytes += pl->mma.on ? pl->mma.smem_bytes : 0;
     for (int32_t d = 0; d < pl->n_dims; d++) {
         const rt_gpu_dim *g = &pl->dims[d];
         if (g->grid > 0) {

@@ -3,6 +3,7 @@
 #include "gpu-plan.h"
 #include "spec-eval.h"
 
+#include <stdio.h>
 #include <string.h>
 
 // ORDER rt_gpu_mode
@@ -600,6 +601,118 @@ static rt_status rt_gp_group(rt_gp *g, rt_gpu_phase_plan *plans, int32_t *n_out)
     return RT_OK;
 }
 
+// ---------------------------------------------------------------------------------------------
+// Matrix instructions (rt_gpu_mma, gpu-plan.h)
+// ---------------------------------------------------------------------------------------------
+
+#define RT_GP_MMA_FRAG 16 // WMMA m16n16k16
+#define RT_GP_MMA_PAD  8  // 16-bit elements after each shared row (16 B: WMMA's ldm rule)
+
+// Read e is tensor[x][y] (or [y][x]) of a dense 2-d 16-bit float tensor with plain vars x, y
+// over [0, extent) of the statement, the tensor's whole extent.
+static bool rt_gp_mma_read(const rt_gp *g, const rt_stmt *s, const rt_expr *e, rt_dtype dt) {
+    const rt_tensor *tn = e->kind == RT_EXPR_READ ? &g->op->tensors[e->tensor] : NULL;
+    if (!tn || tn->dtype != dt || tn->ragged || tn->has_pad || tn->n_dims != 2 || e->n_args != 2)
+        return false;
+    for (int32_t d = 0; d < 2; d++) {
+        const rt_expr *ix = e->args[d];
+        int64_t lo, hi, ext;
+        if (ix->kind != RT_EXPR_INDEX || !rt_expr_const_int(g->op, s->vars[ix->var].lo, &lo) ||
+            !rt_expr_const_int(g->op, s->vars[ix->var].hi, &hi) ||
+            !rt_expr_const_int(g->op, tn->dims[d].extent, &ext) || lo != 0 || hi != ext)
+            return false;
+    }
+    return e->args[0]->var != e->args[1]->var;
+}
+
+static bool rt_gp_mma_has_var(const rt_expr *e, int32_t v) {
+    return e->args[0]->var == v || e->args[1]->var == v;
+}
+
+// The warp grid: wgm x wgn warps whose tiles of whole fragments cover the block tile, the
+// squarest warp tile (most reuse of each loaded fragment); false when none exists.
+static bool rt_gp_mma_warps(rt_gpu_mma *mm, int64_t T1m, int64_t T1n, int64_t threads) {
+    int64_t W = threads / 32, fm = T1m / RT_GP_MMA_FRAG, fn = T1n / RT_GP_MMA_FRAG, best = -1;
+    if (threads % 32 != 0 || W < 1)
+        return false;
+    for (int64_t wgm = 1; wgm <= W; wgm++) {
+        int64_t wgn = W / wgm;
+        if (W % wgm != 0 || fm % wgm != 0 || fn % wgn != 0)
+            continue;
+        int64_t wm = T1m / wgm, wn = T1n / wgn, d = wm > wn ? wm - wn : wn - wm;
+        if (best < 0 || d < best) {
+            best = d;
+            mm->wgm = wgm;
+            mm->wgn = wgn;
+            mm->wm = wm;
+            mm->wn = wn;
+        }
+    }
+    return best >= 0;
+}
+
+// Whether phase pl runs on matrix instructions, and how (pl->mma).
+static void rt_gp_mma(rt_gp *g, rt_gpu_phase_plan *pl) {
+    const rt_stmt *s = &g->op->stmts[pl->tstmt];
+    const rt_expr *r = s->rhs;
+    int arch = 0;
+    rt_gpu_mma mm = {.on = false};
+    if (!g->m || !g->m->use_mma || !pl->from_prog || pl->mode != RT_GPU_REGTILE || pl->epi >= 0 ||
+        g->dev->devclass != RT_DEVCLASS_CUDA || sscanf(g->dev->arch, "sm_%d", &arch) != 1 ||
+        arch < 80 || s->op != RT_ASSIGN_ADD_INIT || s->n_lhs != 2 || s->n_vars != 3 ||
+        s->n_preds != 0 || pl->n_dims != 2 || r->kind != RT_EXPR_BINARY || r->bop != RT_BOP_MUL ||
+        g->op->tensors[s->out].dtype != RT_DTYPE_F32 || g->op->tensors[s->out].n_dims != 2)
+        return;
+    rt_dtype dt = g->op->tensors[r->args[0]->kind == RT_EXPR_READ ? r->args[0]->tensor : 0].dtype;
+    if ((dt != RT_DTYPE_F16 && dt != RT_DTYPE_BF16) || !rt_gp_mma_read(g, s, r->args[0], dt) ||
+        !rt_gp_mma_read(g, s, r->args[1], dt))
+        return;
+    mm.vk = 2;
+    mm.vm = s->lhs_vars[0];
+    mm.vn = s->lhs_vars[1];
+    const rt_expr *ea = r->args[0], *eb = r->args[1];
+    if (!rt_gp_mma_has_var(ea, mm.vm)) { // B * A
+        ea = r->args[1];
+        eb = r->args[0];
+    }
+    if (!rt_gp_mma_has_var(ea, mm.vm) || !rt_gp_mma_has_var(ea, mm.vk) ||
+        !rt_gp_mma_has_var(eb, mm.vn) || !rt_gp_mma_has_var(eb, mm.vk))
+        return;
+    mm.a = ea->tensor;
+    mm.b = eb->tensor;
+    if (mm.a == mm.b)
+        return;
+    int64_t T[RT_GPU_PLAN_MAX_VARS];
+    int64_t red_T1[RT_GPU_PLAN_MAX_VARS];
+    memcpy(red_T1, pl->red_T1, sizeof red_T1);
+    bool tiles = rt_gp_stage_tiles(g, pl, s, T);
+    memcpy(pl->red_T1, red_T1, sizeof red_T1); // the plan's reduction steps stay the staged ones
+    if (!tiles)
+        return;
+    mm.dm = rt_gp_dim_of_var(pl, mm.vm);
+    mm.dn = rt_gp_dim_of_var(pl, mm.vn);
+    if (mm.dm < 0 || mm.dn < 0 || pl->dims[mm.dm].grid != 0 || pl->dims[mm.dn].grid != 0)
+        return;
+    int64_t T1m = pl->dims[mm.dm].T1, T1n = pl->dims[mm.dn].T1;
+    mm.ks = T[mm.vk];
+    if (T1m % RT_GP_MMA_FRAG || T1n % RT_GP_MMA_FRAG || mm.ks % RT_GP_MMA_FRAG ||
+        !rt_gp_mma_warps(&mm, T1m, T1n, pl->threads))
+        return;
+    if (!rt_expr_const_int(g->op, s->vars[mm.vm].hi, &mm.M) ||
+        !rt_expr_const_int(g->op, s->vars[mm.vn].hi, &mm.N) ||
+        !rt_expr_const_int(g->op, s->vars[mm.vk].hi, &mm.K))
+        return;
+    mm.full = mm.M % T1m == 0 && mm.N % T1n == 0 && mm.K % mm.ks == 0;
+    mm.smem_bytes = (T1m * (mm.ks + RT_GP_MMA_PAD) + mm.ks * (T1n + RT_GP_MMA_PAD)) * 2 +
+                    (mm.full ? 0 : (pl->threads / 32) * RT_GP_MMA_FRAG * RT_GP_MMA_FRAG * 4);
+    const rt_mem_level *lv = &g->dev->level[g->m->block_level];
+    int64_t cap = lv->tile_capacity_bytes > 0 ? lv->tile_capacity_bytes : lv->capacity_bytes;
+    if (mm.smem_bytes > cap)
+        return;
+    mm.on = true;
+    pl->mma = mm;
+}
+
 // A single contraction, or one followed by an '=' epilogue over the same element (pl->epi).
 static bool rt_gp_single(rt_gp *g, rt_gpu_phase_plan *pl, const rt_stmt *t) {
     if (pl->first != pl->tstmt)
@@ -637,6 +750,8 @@ static void rt_gp_mode(rt_gp *g, rt_gpu_phase_plan *pl) {
         pl->mode = RT_GPU_STAGED;
     if (pl->mode == RT_GPU_DIRECT)
         pl->epi = -1;
+    if (pl->mode == RT_GPU_REGTILE && pl->from_prog)
+        rt_gp_mma(g, pl);
     pl->unroll = pl->mode != RT_GPU_DIRECT || pl->Rtot <= 16;
     // Grouped block order (L2 reuse) where the device file gives its group width.
     int32_t nx = 0;
@@ -673,6 +788,10 @@ static uint64_t rt_gp_key(const rt_gpu_plan *pl) {
             h = rt_gp_mix(h, (uint64_t)ph->red_T1[v2]);
         h = rt_gp_mix(h, (uint64_t)ph->red_exact);
         h = rt_gp_mix(h, (uint64_t)ph->vec4);
+        const rt_gpu_mma *mm = &ph->mma;
+        const int64_t mw[] = {mm->on, mm->a, mm->wgm, mm->wgn, mm->ks, mm->full};
+        for (size_t k = 0; k < sizeof mw / sizeof mw[0]; k++)
+            h = rt_gp_mix(h, (uint64_t)mw[k]);
         for (int32_t k = 0; k < ph->n_stage; k++) {
             const rt_gpu_stage *sg = &ph->stage[k];
             const int64_t w[] = {sg->full, sg->vdim, sg->frag, sg->gvec, sg->elems};
@@ -763,6 +882,16 @@ void rt_gpu_plan_print_phase(const rt_op *op, const rt_gpu_plan *pl, int32_t i, 
                 if (ph->stage[k].gvec)
                     rt_buf_printf(out, ", global %s", op->tensors[ph->stage[k].read->tensor].name);
         }
+    }
+    if (ph->mma.on) {
+        const rt_gpu_mma *mm = &ph->mma;
+        rt_buf_printf(out,
+                      "; mma: wmma 16x16x16 %s, f32 accumulate; warps %lldx%lld, warp tile "
+                      "%lldx%lld; k step %lld; shared %lld B%s",
+                      rt_dtype_name(op->tensors[mm->a].dtype), (long long)mm->wgm,
+                      (long long)mm->wgn, (long long)mm->wm, (long long)mm->wn, (long long)mm->ks,
+                      (long long)mm->smem_bytes, mm->full ? "; full tiles" : "; guarded edges");
+        return;
     }
     rt_buf_printf(out, "; register tile %lld%s", (long long)ph->Rtot,
                   ph->unroll ? " unrolled" : " in a loop");

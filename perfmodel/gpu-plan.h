@@ -73,6 +73,26 @@ typedef struct rt_gpu_stage {
     bool gvec;
 } rt_gpu_stage;
 
+// The matrix-instruction form of a phase (codegen/lower-gpu-mma.c executes it): a half or
+// bfloat16 GEMM C(m, n) +=! A(.m.k.) * B(.k.n.) with a float C, on a CUDA device of sm_80 or
+// newer where the model prices matrix instructions (use_mma). The block tile and the threads are
+// the phase's (the rProgram's); the block's warps tile it in a wgm x wgn grid of warp tiles
+// wm x wn of WMMA 16x16x16 fragments (f32 accumulate); A's and B's tiles of one k step (the
+// rProgram's block-level k tile) are staged in shared memory as 16-bit values; edges are
+// guarded (zero-filled copies, a checked store) unless `full`.
+typedef struct rt_gpu_mma {
+    bool on;
+    int32_t a, b;       // tensors read as A and B
+    int32_t vm, vn, vk; // the statement's vars m, n, k
+    int32_t dm, dn;     // the plan dims of m and n
+    int64_t wgm, wgn;   // warps along m and n (wgm * wgn * 32 = threads)
+    int64_t wm, wn;     // warp tile (multiples of 16)
+    int64_t ks;         // k step (a multiple of 16)
+    int64_t M, N, K;    // extents
+    bool full;          // M, N, K multiples of the block tile and k step: no guards
+    int64_t smem_bytes; // the staged A and B tiles (and the edge store's scratch)
+} rt_gpu_mma;
+
 typedef struct rt_gpu_phase_plan {
     int32_t first, n_stmts; // statements run by the phase (a tree group: si and its group)
     int32_t tstmt;          // tiling statement: its LHS vars are the spatial dims
@@ -92,7 +112,8 @@ typedef struct rt_gpu_phase_plan {
     bool vec4;
     int32_t n_stage;
     rt_gpu_stage *stage;
-    int64_t row; // tree: threads per node (the longest row of the group's statements)
+    int64_t row;    // tree: threads per node (the longest row of the group's statements)
+    rt_gpu_mma mma; // matrix instructions (rt_gp_mma), mma.on false: scalar FMAs
 } rt_gpu_phase_plan;
 
 typedef struct rt_gpu_plan {

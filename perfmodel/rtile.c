@@ -614,6 +614,32 @@ static void model_fused(rt_perf_model *m, int32_t best, const rt_perf_options *o
     }
 }
 
+// The type the matrix units would multiply in: the output's, or a 16-bit float (or int8) that
+// every tensor read of the main statement has (a half GEMM into a float C accumulates in f32).
+static rt_dtype model_mma_dtype(const rt_perf_model *m) {
+    const rt_op *op = m->op;
+    const rt_expr *stack[64];
+    int32_t sp = 0;
+    rt_dtype in = RT_DTYPE_COUNT;
+    stack[sp++] = op->stmts[m->main_stmt].rhs;
+    while (sp > 0) {
+        const rt_expr *e = stack[--sp];
+        if (e->kind == RT_EXPR_READ) {
+            rt_dtype t = op->tensors[e->tensor].dtype;
+            if (op->tensors[e->tensor].is_length || op->tensors[e->tensor].is_index)
+                continue;
+            if (in != RT_DTYPE_COUNT && in != t)
+                return m->dtype;
+            in = t;
+            continue;
+        }
+        for (int32_t i = 0; i < e->n_args && sp < 64; i++)
+            stack[sp++] = e->args[i];
+    }
+    bool narrow = in == RT_DTYPE_F16 || in == RT_DTYPE_BF16 || in == RT_DTYPE_I8;
+    return narrow && (m->dtype == RT_DTYPE_F32 || m->dtype == RT_DTYPE_I32) ? in : m->dtype;
+}
+
 // Level roles (from level properties only), whether the matrix units run it, and the peak.
 static rt_status model_levels(rt_perf_model *m, const rt_perf_options *opt, rt_err *err) {
     const rt_device *dev = m->dev;
@@ -634,11 +660,11 @@ static rt_status model_levels(rt_perf_model *m, const rt_perf_options *opt, rt_e
     bool has_red = false;
     for (int32_t x = 0; x < na; x++)
         has_red = has_red || m->axes[x].is_reduce;
-    m->use_mma =
-        !(opt && opt->no_mma) && has_red &&
-        (m->dtype == RT_DTYPE_F16 || m->dtype == RT_DTYPE_BF16 || m->dtype == RT_DTYPE_I8) &&
-        dev->mma_gflops[m->dtype] > 0 && dev->mma_m > 0 && dev->mma_n > 0 && dev->mma_k > 0;
-    m->peak_gflops = rt_hal_peak_gflops(dev, m->dtype, m->use_mma);
+    rt_dtype mt = model_mma_dtype(m);
+    m->use_mma = !(opt && opt->no_mma) && has_red &&
+                 (mt == RT_DTYPE_F16 || mt == RT_DTYPE_BF16 || mt == RT_DTYPE_I8) &&
+                 dev->mma_gflops[mt] > 0 && dev->mma_m > 0 && dev->mma_n > 0 && dev->mma_k > 0;
+    m->peak_gflops = rt_hal_peak_gflops(dev, m->use_mma ? mt : m->dtype, m->use_mma);
     if (!(m->peak_gflops > 0))
         m->peak_gflops = rt_hal_peak_gflops(dev, RT_DTYPE_F32, false);
     if (!(m->peak_gflops > 0))

@@ -1,0 +1,214 @@
+// lower-gpu-mma.c: the matrix-instruction form of a GEMM phase (perfmodel/gpu-plan.h,
+// rt_gpu_mma; decided by the plan, derived again nowhere here), printed as the CUDA body of the
+// phase's kernel. A half or bfloat16 C(m, n) +=! A * B with a float C runs as a staged tile
+// program over the rProgram's block tile, threads and k step:
+//   - block b covers C rows m0 .. m0 + T1m and columns n0 .. n0 + T1n (n fastest over blocks);
+//   - per k step, the block copies A's T1m x ks tile and B's ks x T1n tile into shared memory
+//     as 16-bit values (rows padded by 8 elements: WMMA's ldm is a multiple of 8 and the
+//     fragment rows start 32-byte aligned), 8 elements per 128-bit access where the tile is
+//     full and the tensor's innermost dim runs along the shared row, else element by element,
+//     zero beyond M, N or K (guarded edges);
+//   - warp w owns the warp tile (w / wgn, w % wgn) of wm x wn: (wm / 16) x (wn / 16) WMMA
+//     16x16x16 accumulator fragments of float, and per 16 of the k step loads its A and B
+//     fragments from shared memory and issues mma_sync on each pair (nvcuda::wmma, which NVRTC
+//     lowers to mma.sync on sm_80 and sm_90);
+//   - the store writes each fragment straight to C (store_matrix_sync) where the tiles are full,
+//     else through a 16x16 float scratch per warp, element by element inside M x N.
+// Only CUDA spells it (the emitter refuses other dialects for such a phase); AMD's MFMA is not
+// lowered.
+#include "gpu.h"
+#include "gpu-plan.h"
+
+#include <string.h>
+
+// The stride of var v in the read of `tensor` (a dense row-major 2-d tensor indexed by two plain
+// vars over its whole extent, rt_gp_mma_read): 1 for the inner index, else the inner extent.
+static int64_t rt_gm_stride(const rt_op *op, const rt_stmt *s, int32_t tensor, int32_t v) {
+    const rt_expr *r = s->rhs;
+    const rt_expr *e = r->args[0]->tensor == tensor ? r->args[0] : r->args[1];
+    int64_t ext1 = 0;
+    if (!rt_expr_const_int(op, s->vars[e->args[1]->var].hi, &ext1))
+        return -1;
+    return e->args[1]->var == v ? 1 : ext1;
+}
+
+// One tile copy global -> shared: rows x cols of tensor `src` (element (r, c) at r * sr + c * sc
+// from row0, col0) into shared array `dst` of row length ld; bounds rmax, cmax unless full.
+typedef struct rt_gm_copy {
+    const char *dst, *src, *zero;
+    int64_t rows, cols, ld, sr, sc, rmax, cmax;
+    const char *row0, *col0;
+} rt_gm_copy;
+
+static void rt_gm_copy_tile(rt_buf *b, const rt_gm_copy *c, bool full, int64_t threads) {
+    if (full && c->sc == 1 && c->cols % 8 == 0 && c->sr % 8 == 0) { // 128-bit, 8 per access
+        int64_t n = c->rows * c->cols / 8, per = c->cols / 8;
+        rt_buf_linef(b, 2, "#pragma unroll");
+        rt_buf_linef(b, 2, "for (int e = tid; e < %lld; e += %lld) {", (long long)n,
+                     (long long)threads);
+        rt_buf_linef(b, 3, "int r = e / %lld, c = (e %% %lld) * 8;", (long long)per,
+                     (long long)per);
+        rt_buf_linef(b, 3,
+                     "*(uint4 *)&%s[r * %lld + c] = *(const uint4 *)&%s[(long long)(%s + r) * "
+                     "%lldLL + (%s + c)];",
+                     c->dst, (long long)c->ld, c->src, c->row0, (long long)c->sr, c->col0);
+        rt_buf_linef(b, 2, "}");
+        return;
+    }
+    // element by element, the tensor's stride-1 dim fastest over the threads (coalesced)
+    bool col_fast = c->sc == 1;
+    int64_t n = c->rows * c->cols, fast = col_fast ? c->cols : c->rows;
+    rt_buf_linef(b, 2, "#pragma unroll 4");
+    rt_buf_linef(b, 2, "for (int e = tid; e < %lld; e += %lld) {", (long long)n,
+                 (long long)threads);
+    if (col_fast)
+        rt_buf_linef(b, 3, "int r = e / %lld, c = e %% %lld;", (long long)fast, (long long)fast);
+    else
+        rt_buf_linef(b, 3, "int c = e / %lld, r = e %% %lld;", (long long)fast, (long long)fast);
+    rt_buf_linef(b, 3, "int gr = %s + r, gc = %s + c;", c->row0, c->col0);
+    const char *ld =
+        rt_arena_printf(b->arena, "%s[(long long)gr * %lldLL + (long long)gc * %lldLL]", c->src,
+                        (long long)c->sr, (long long)c->sc);
+    if (full)
+        rt_buf_linef(b, 3, "%s[r * %lld + c] = %s;", c->dst, (long long)c->ld, ld);
+    else
+        rt_buf_linef(b, 3, "%s[r * %lld + c] = (gr < %lld && gc < %lld) ? %s : %s;", c->dst,
+                     (long long)c->ld, (long long)c->rmax, (long long)c->cmax, ld, c->zero);
+    rt_buf_linef(b, 2, "}");
+}
+
+// The store of the accumulators to C (float, dims in LHS order: row m, column n).
+static void rt_gm_store(rt_buf *b, const rt_gpu_mma *mm, const char *cname, int64_t fm,
+                        int64_t fn) {
+    rt_buf_linef(b, 1, "#pragma unroll");
+    rt_buf_linef(b, 1, "for (int i = 0; i < %lld; ++i) {", (long long)fm);
+    rt_buf_linef(b, 2, "#pragma unroll");
+    rt_buf_linef(b, 2, "for (int j = 0; j < %lld; ++j) {", (long long)fn);
+    rt_buf_linef(b, 3, "int gm = m0 + wy * %lld + i * 16, gn = n0 + wx * %lld + j * 16;",
+                 (long long)mm->wm, (long long)mm->wn);
+    if (mm->full) {
+        rt_buf_linef(b, 3,
+                     "wmma::store_matrix_sync(&%s[(long long)gm * %lldLL + gn], acc[i][j], %lld, "
+                     "wmma::mem_row_major);",
+                     cname, (long long)mm->N, (long long)mm->N);
+    } else {
+        rt_buf_linef(b, 3, "float *cs = &rt_Cs[warp * 256];");
+        rt_buf_linef(b, 3, "wmma::store_matrix_sync(cs, acc[i][j], 16, wmma::mem_row_major);");
+        rt_buf_linef(b, 3, "__syncwarp();");
+        rt_buf_linef(b, 3, "#pragma unroll");
+        rt_buf_linef(b, 3, "for (int e = lane; e < 256; e += 32) {");
+        rt_buf_linef(b, 4, "int r = gm + e / 16, c = gn + e %% 16;");
+        rt_buf_linef(b, 4, "if (r < %lld && c < %lld)", (long long)mm->M, (long long)mm->N);
+        rt_buf_linef(b, 5, "%s[(long long)r * %lldLL + c] = cs[e];", cname, (long long)mm->N);
+        rt_buf_linef(b, 3, "}");
+        rt_buf_linef(b, 3, "__syncwarp();");
+    }
+    rt_buf_linef(b, 2, "}");
+    rt_buf_linef(b, 1, "}");
+}
+
+rt_status rt_gpu_mma_body(rt_arena *a, const rt_op *op, const struct rt_gpu_phase_plan *pl,
+                          const rt_kir_kernel *k, const int32_t *data_buf, const char **out,
+                          rt_err *err) {
+    const rt_gpu_mma *mm = &pl->mma;
+    const char *tensor_names[3] = {k->bufs[data_buf[mm->a]].name, k->bufs[data_buf[mm->b]].name,
+                                   k->bufs[data_buf[op->stmts[pl->tstmt].out]].name};
+    const rt_stmt *s = &op->stmts[pl->tstmt];
+    if (!mm->on || pl->n_dims != 2)
+        return rt_fail(err, RT_ERR_BACKEND, s->loc, "phase has no matrix-instruction plan");
+    bool bf = op->tensors[mm->a].dtype == RT_DTYPE_BF16;
+    const char *ty = bf ? "__nv_bfloat16" : "__half";
+    const char *zero = bf ? "__float2bfloat16_rn(0.0f)" : "__float2half_rn(0.0f)";
+    int64_t T1m = pl->dims[mm->dm].T1, T1n = pl->dims[mm->dn].T1, nbn = pl->dims[mm->dn].nb;
+    int64_t lda = mm->ks + 8, ldb = T1n + 8, fm = mm->wm / 16, fn = mm->wn / 16;
+    int64_t sam = rt_gm_stride(op, s, mm->a, mm->vm), sak = rt_gm_stride(op, s, mm->a, mm->vk);
+    int64_t sbk = rt_gm_stride(op, s, mm->b, mm->vk), sbn = rt_gm_stride(op, s, mm->b, mm->vn);
+    if (sam < 1 || sak < 1 || sbk < 1 || sbn < 1)
+        return rt_fail(err, RT_ERR_BACKEND, s->loc, "matrix-instruction GEMM of a run-time size");
+    rt_buf b;
+    rt_buf_init(&b, a);
+    rt_buf_linef(&b, 1,
+                 "// matrix instructions: %lldx%lld warps of %lldx%lld WMMA tiles, k step %lld",
+                 (long long)mm->wgm, (long long)mm->wgn, (long long)mm->wm, (long long)mm->wn,
+                 (long long)mm->ks);
+    rt_buf_linef(&b, 1, "__shared__ %s rt_As[%lld] __attribute__((aligned(32)));", ty,
+                 (long long)(T1m * lda));
+    rt_buf_linef(&b, 1, "__shared__ %s rt_Bs[%lld] __attribute__((aligned(32)));", ty,
+                 (long long)(mm->ks * ldb));
+    if (!mm->full)
+        rt_buf_linef(&b, 1, "__shared__ float rt_Cs[%lld] __attribute__((aligned(32)));",
+                     (long long)(pl->threads / 32 * 256));
+    rt_buf_linef(&b, 1, "int tid = threadIdx.x, warp = tid / 32, lane = tid %% 32;");
+    rt_buf_linef(&b, 1, "int wy = warp / %lld, wx = warp %% %lld;", (long long)mm->wgn,
+                 (long long)mm->wgn);
+    rt_buf_linef(&b, 1,
+                 "int m0 = (int)(blockIdx.x / %lld) * %lld, n0 = (int)(blockIdx.x %% %lld) * %lld;",
+                 (long long)nbn, (long long)T1m, (long long)nbn, (long long)T1n);
+    rt_buf_linef(&b, 1, "(void)lane;");
+    rt_buf_linef(&b, 1, "wmma::fragment<wmma::accumulator, 16, 16, 16, float> acc[%lld][%lld];",
+                 (long long)fm, (long long)fn);
+    rt_buf_linef(&b, 1, "#pragma unroll");
+    rt_buf_linef(&b, 1, "for (int i = 0; i < %lld; ++i)", (long long)fm);
+    rt_buf_linef(&b, 2, "#pragma unroll");
+    rt_buf_linef(&b, 2, "for (int j = 0; j < %lld; ++j)", (long long)fn);
+    rt_buf_linef(&b, 3, "wmma::fill_fragment(acc[i][j], 0.0f);");
+    rt_buf_linef(&b, 1, "for (int k0 = 0; k0 < %lld; k0 += %lld) {", (long long)mm->K,
+                 (long long)mm->ks);
+    // A tile: rows m, columns k; B tile: rows k, columns n
+    rt_gm_copy ca = {.dst = "rt_As",
+                     .src = tensor_names[0],
+                     .zero = zero,
+                     .rows = T1m,
+                     .cols = mm->ks,
+                     .ld = lda,
+                     .sr = sam,
+                     .sc = sak,
+                     .rmax = mm->M,
+                     .cmax = mm->K,
+                     .row0 = "m0",
+                     .col0 = "k0"};
+    rt_gm_copy cb = {.dst = "rt_Bs",
+                     .src = tensor_names[1],
+                     .zero = zero,
+                     .rows = mm->ks,
+                     .cols = T1n,
+                     .ld = ldb,
+                     .sr = sbk,
+                     .sc = sbn,
+                     .rmax = mm->K,
+                     .cmax = mm->N,
+                     .row0 = "k0",
+                     .col0 = "n0"};
+    rt_gm_copy_tile(&b, &ca, mm->full, pl->threads);
+    rt_gm_copy_tile(&b, &cb, mm->full, pl->threads);
+    rt_buf_linef(&b, 2, "__syncthreads();");
+    rt_buf_linef(&b, 2, "#pragma unroll");
+    rt_buf_linef(&b, 2, "for (int kk = 0; kk < %lld; kk += 16) {", (long long)mm->ks);
+    rt_buf_linef(&b, 3, "wmma::fragment<wmma::matrix_a, 16, 16, 16, %s, wmma::row_major> fa[%lld];",
+                 ty, (long long)fm);
+    rt_buf_linef(&b, 3, "wmma::fragment<wmma::matrix_b, 16, 16, 16, %s, wmma::row_major> fb[%lld];",
+                 ty, (long long)fn);
+    rt_buf_linef(&b, 3, "#pragma unroll");
+    rt_buf_linef(&b, 3, "for (int i = 0; i < %lld; ++i)", (long long)fm);
+    rt_buf_linef(&b, 4,
+                 "wmma::load_matrix_sync(fa[i], &rt_As[(wy * %lld + i * 16) * %lld + kk], %lld);",
+                 (long long)mm->wm, (long long)lda, (long long)lda);
+    rt_buf_linef(&b, 3, "#pragma unroll");
+    rt_buf_linef(&b, 3, "for (int j = 0; j < %lld; ++j)", (long long)fn);
+    rt_buf_linef(&b, 4,
+                 "wmma::load_matrix_sync(fb[j], &rt_Bs[kk * %lld + wx * %lld + j * 16], %lld);",
+                 (long long)ldb, (long long)mm->wn, (long long)ldb);
+    rt_buf_linef(&b, 3, "#pragma unroll");
+    rt_buf_linef(&b, 3, "for (int i = 0; i < %lld; ++i)", (long long)fm);
+    rt_buf_linef(&b, 4, "#pragma unroll");
+    rt_buf_linef(&b, 4, "for (int j = 0; j < %lld; ++j)", (long long)fn);
+    rt_buf_linef(&b, 5, "wmma::mma_sync(acc[i][j], fa[i], fb[j], acc[i][j]);");
+    rt_buf_linef(&b, 2, "}");
+    rt_buf_linef(&b, 2, "__syncthreads();");
+    rt_buf_linef(&b, 1, "}");
+    rt_gm_store(&b, mm, tensor_names[2], fm, fn);
+    if (b.oom)
+        return rt_fail(err, RT_ERR_NOMEM, RT_NOLOC, "out of memory");
+    *out = b.data;
+    return RT_OK;
+}

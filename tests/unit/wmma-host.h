@@ -1,0 +1,160 @@
+// wmma-host.h: a host stand-in for the CUDA constructs the matrix-instruction GEMM uses
+// (codegen/lower-gpu-mma.c), so that its emitted .cu runs on the CPU in the test
+// tests/unit/test-gpu-mma-host.sh: one std::thread per CUDA thread of a block, __syncthreads a
+// std::barrier (__syncwarp one per warp), __shared__ arrays function statics (blocks run one after another), __half and
+// __nv_bfloat16 16-bit storage with round-to-nearest-even conversions, and nvcuda::wmma where
+// every lane holds the whole 16x16 fragment (a warp-wide operation done by each lane gives the
+// same values; the stores write identical values). The constraints CUDA documents are checked:
+// load/store pointers 256-bit aligned, ldm a multiple of 8 (16-bit) or 4 (float) elements, and
+// 128-bit accesses 16-byte aligned (uint4 is alignas(16); the test builds with
+// -fsanitize=alignment). Not a GPU: it checks the index math, tiling, guards and barriers.
+#include <barrier>
+#include <cmath>
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <thread>
+#include <vector>
+
+struct rt_host_idx {
+    unsigned x, y, z;
+};
+static thread_local rt_host_idx threadIdx, blockIdx;
+static std::barrier<> *rt_host_bar;
+static std::vector<std::barrier<> *> rt_host_warp_bar; // one per warp of the block
+
+#define __global__
+#define __device__
+#define __forceinline__ inline
+#define __restrict__
+#define __launch_bounds__(...)
+#define __shared__ static
+#define __syncthreads() rt_host_bar->arrive_and_wait()
+#define __syncwarp() rt_host_warp_bar[threadIdx.x / 32]->arrive_and_wait()
+
+struct alignas(16) uint4 {
+    unsigned x, y, z, w;
+};
+
+static inline float rt_host_bits_f(uint32_t x) {
+    float f;
+    memcpy(&f, &x, 4);
+    return f;
+}
+static inline uint32_t rt_host_f_bits(float f) {
+    uint32_t x;
+    memcpy(&x, &f, 4);
+    return x;
+}
+
+struct __half {
+    uint16_t x;
+};
+struct __nv_bfloat16 {
+    uint16_t x;
+};
+static inline float __half2float(__half h) {
+    uint32_t sign = (uint32_t)(h.x & 0x8000u) << 16, exp = (h.x >> 10) & 0x1fu, man = h.x & 0x3ffu;
+    if (exp == 0x1f)
+        return rt_host_bits_f(sign | 0x7f800000u | (man << 13));
+    if (exp == 0) {
+        float v = std::ldexp((float)man, -24);
+        return sign ? -v : v;
+    }
+    return rt_host_bits_f(sign | ((exp - 15 + 127) << 23) | (man << 13));
+}
+static inline __half __float2half_rn(float f) {
+    // exact for the test's values (random halves and their float sums are not narrowed back)
+    float a = std::fabs(f);
+    uint16_t sign = std::signbit(f) ? 0x8000u : 0;
+    if (a == 0.0f)
+        return __half{sign};
+    int e;
+    std::frexp(a, &e); // a = m * 2^e, m in [0.5, 1)
+    int ex = e - 1 + 15;
+    if (ex <= 0) { // subnormal
+        return __half{(uint16_t)(sign | (uint16_t)std::nearbyint(std::ldexp(a, 24)))};
+    }
+    float q = std::nearbyint(std::ldexp(a, 10 - (e - 1))); // 1024 .. 2048
+    if (q >= 2048.0f) {
+        q = 1024.0f;
+        ex++;
+    }
+    if (ex >= 31)
+        return __half{(uint16_t)(sign | 0x7c00u)};
+    return __half{(uint16_t)(sign | (ex << 10) | ((uint16_t)q - 1024u))};
+}
+static inline float __bfloat162float(__nv_bfloat16 h) {
+    return rt_host_bits_f((uint32_t)h.x << 16);
+}
+static inline __nv_bfloat16 __float2bfloat16_rn(float f) {
+    uint32_t x = rt_host_f_bits(f);
+    return __nv_bfloat16{(uint16_t)((x + 0x7fffu + ((x >> 16) & 1u)) >> 16)};
+}
+static inline float rt_host_f(__half h) {
+    return __half2float(h);
+}
+static inline float rt_host_f(__nv_bfloat16 h) {
+    return __bfloat162float(h);
+}
+
+static void rt_host_require(bool ok, const char *what) {
+    if (!ok) {
+        fprintf(stderr, "wmma-host: %s\n", what);
+        abort();
+    }
+}
+
+namespace nvcuda {
+namespace wmma {
+struct row_major {};
+struct col_major {};
+struct matrix_a {};
+struct matrix_b {};
+struct accumulator {};
+enum layout_t { mem_row_major, mem_col_major };
+template <class Use, int M, int N, int K, class T, class L = void> struct fragment {
+    float v[16][16];
+};
+template <class F> static inline void fill_fragment(F &f, float x) {
+    for (int i = 0; i < 16; i++)
+        for (int j = 0; j < 16; j++)
+            f.v[i][j] = x;
+}
+template <class Use, class T, class L>
+static inline void load_matrix_sync(fragment<Use, 16, 16, 16, T, L> &f, const T *p, unsigned ldm) {
+    rt_host_require(((uintptr_t)p % 32) == 0, "load_matrix_sync: pointer not 256-bit aligned");
+    rt_host_require(ldm % 8 == 0, "load_matrix_sync: ldm not a multiple of 8 elements");
+    bool row = std::is_same<L, row_major>::value;
+    for (int i = 0; i < 16; i++)
+        for (int j = 0; j < 16; j++)
+            f.v[i][j] = rt_host_f(row ? p[i * ldm + j] : p[j * ldm + i]);
+}
+template <class T, class LA, class LB>
+static inline void mma_sync(fragment<accumulator, 16, 16, 16, float> &d,
+                            const fragment<matrix_a, 16, 16, 16, T, LA> &a,
+                            const fragment<matrix_b, 16, 16, 16, T, LB> &b,
+                            const fragment<accumulator, 16, 16, 16, float> &c) {
+    float r[16][16];
+    for (int i = 0; i < 16; i++)
+        for (int j = 0; j < 16; j++) {
+            float s = c.v[i][j];
+            for (int k = 0; k < 16; k++)
+                s += a.v[i][k] * b.v[k][j];
+            r[i][j] = s;
+        }
+    memcpy(d.v, r, sizeof r);
+}
+static inline void store_matrix_sync(float *p, const fragment<accumulator, 16, 16, 16, float> &f,
+                                     unsigned ldm, layout_t l) {
+    rt_host_require(((uintptr_t)p % 32) == 0, "store_matrix_sync: pointer not 256-bit aligned");
+    rt_host_require(ldm % 4 == 0, "store_matrix_sync: ldm not a multiple of 4 elements");
+    for (int i = 0; i < 16; i++)
+        for (int j = 0; j < 16; j++)
+            (l == mem_row_major ? p[i * ldm + j] : p[j * ldm + i]) = f.v[i][j];
+}
+} // namespace wmma
+} // namespace nvcuda
+
+#define extern_C_kernel
