@@ -177,6 +177,15 @@ static void rt_c_ukernel(rt_cemit *c, const rt_kir_ukernel *u, int ind) {
     rt_buf_printf(b, "%*sfloat *uc = %s + ", 4 * (ind + 1), "", c->k->bufs[u->c_buf].name);
     rt_c_expr(c, u->c_off);
     rt_buf_puts(b, ";\n");
+    // C's row stride: the constant, or a run-time one bound to uldc (a ragged GEMM's entry).
+    char ld[32] = "uldc";
+    if (u->ldc_rt) {
+        rt_buf_printf(b, "%*sconst int64_t uldc = ", 4 * (ind + 1), "");
+        rt_c_expr(c, u->ldc_rt);
+        rt_buf_puts(b, ";\n");
+    } else {
+        snprintf(ld, sizeof ld, "%lld", (long long)u->ldc);
+    }
     rt_buf_printf(b, "%*sconst int64_t umv = ", 4 * (ind + 1), "");
     rt_c_expr(c, u->m_valid);
     rt_buf_puts(b, ", unv = ");
@@ -193,10 +202,9 @@ static void rt_c_ukernel(rt_cemit *c, const rt_kir_ukernel *u, int ind) {
         rt_buf_linef(b, ind + 3, "for (int64_t uj = 0; uj < unv; uj++) {");
         rt_buf_printf(b, "%*s%s = (", 4 * (ind + 4), "", v[u->epi_acc].name);
         rt_c_expr(c, u->accumulate);
-        rt_buf_printf(b, " ? uc[ui * %lld + uj] : 0.0f) + uacc[ui][uj];\n", (long long)u->ldc);
+        rt_buf_printf(b, " ? uc[ui * %s + uj] : 0.0f) + uacc[ui][uj];\n", ld);
         if (u->epi_keep_c)
-            rt_buf_linef(b, ind + 4, "uc[ui * %lld + uj] = %s;", (long long)u->ldc,
-                         v[u->epi_acc].name);
+            rt_buf_linef(b, ind + 4, "uc[ui * %s + uj] = %s;", ld, v[u->epi_acc].name);
         rt_buf_printf(b, "%*s%s = ", 4 * (ind + 4), "", v[u->epi_row].name);
         rt_c_expr(c, u->epi_row0);
         rt_buf_puts(b, " + ui;\n");
@@ -211,11 +219,11 @@ static void rt_c_ukernel(rt_cemit *c, const rt_kir_ukernel *u, int ind) {
     rt_buf_puts(b, ") {\n");
     rt_buf_linef(b, ind + 2, "for (int64_t ui = 0; ui < umv; ui++)");
     rt_buf_linef(b, ind + 3, "for (int64_t uj = 0; uj < unv; uj++)");
-    rt_buf_linef(b, ind + 4, "uc[ui * %lld + uj] += uacc[ui][uj];", (long long)u->ldc);
+    rt_buf_linef(b, ind + 4, "uc[ui * %s + uj] += uacc[ui][uj];", ld);
     rt_buf_linef(b, ind + 1, "} else {");
     rt_buf_linef(b, ind + 2, "for (int64_t ui = 0; ui < umv; ui++)");
     rt_buf_linef(b, ind + 3, "for (int64_t uj = 0; uj < unv; uj++)");
-    rt_buf_linef(b, ind + 4, "uc[ui * %lld + uj] = uacc[ui][uj];", (long long)u->ldc);
+    rt_buf_linef(b, ind + 4, "uc[ui * %s + uj] = uacc[ui][uj];", ld);
     rt_buf_linef(b, ind + 1, "}");
     rt_buf_linef(b, ind, "}");
 }

@@ -459,16 +459,23 @@ static void rt_l_prefetch(rt_lemit *l, LLVMTypeRef t, LLVMValueRef base, LLVMVal
 // Prefetch for writing of an mr x nr tile at buf[off + i*ld + j] (every 64-byte line of its
 // rows: one hint per 16 floats and one at the row's end), so that its misses overlap the
 // micro-kernel's FMAs instead of stalling its stores.
-static void rt_l_pf_tile(rt_lemit *l, int32_t buf, LLVMValueRef off, int64_t ld, int32_t mr,
+static void rt_l_pf_tile(rt_lemit *l, int32_t buf, LLVMValueRef off, LLVMValueRef ld, int32_t mr,
                          int32_t nr) {
     LLVMTypeRef t = rt_l_type(l, l->k->bufs[buf].type);
     int32_t lines = nr / 16;
     for (int32_t i = 0; i < mr; i++)
         for (int32_t j = 0; j <= lines; j++) {
             int64_t col = j < lines ? 16 * (int64_t)j : nr - 1;
-            LLVMValueRef idx = LLVMBuildAdd(l->b, off, rt_l_i64(l, (int64_t)i * ld + col), "");
+            LLVMValueRef at = LLVMBuildAdd(l->b, LLVMBuildMul(l->b, rt_l_i64(l, i), ld, ""),
+                                           rt_l_i64(l, col), "");
+            LLVMValueRef idx = LLVMBuildAdd(l->b, off, at, "");
             rt_l_prefetch(l, t, l->bufs[buf], idx, 1, 3);
         }
+}
+
+// C's row stride of micro-kernel u: its constant ldc, or the run-time one (ldc_rt).
+static LLVMValueRef rt_l_uk_ldc(rt_lemit *l, const rt_kir_ukernel *u) {
+    return u->ldc_rt ? rt_l_expr(l, u->ldc_rt) : rt_l_i64(l, u->ldc);
 }
 
 // One row ii of a micro-kernel epilogue (kir.h): for j < hi, marked for vectorization, the
@@ -494,7 +501,7 @@ static void rt_l_epi_row(rt_lemit *l, const rt_kir_ukernel *u, LLVMValueRef ii, 
     LLVMValueRef cp = rt_l_addr(
         l, u->c_buf,
         LLVMBuildNSWAdd(b, c_off,
-                        LLVMBuildNSWAdd(b, LLVMBuildNSWMul(b, ii, rt_l_i64(l, u->ldc), ""), jj, ""),
+                        LLVMBuildNSWAdd(b, LLVMBuildNSWMul(b, ii, rt_l_uk_ldc(l, u), ""), jj, ""),
                         ""));
     LLVMValueRef f = tv;
     if (!LLVMIsAConstantInt(accum) || LLVMConstIntGetZExtValue(accum) != 0) {
@@ -593,7 +600,7 @@ static void rt_l_uk_edge(rt_lemit *l, const rt_kir_ukernel *u, const LLVMValueRe
     LLVMValueRef tv =
         LLVMBuildLoad2(b, l->f32, LLVMBuildInBoundsGEP2(b, l->f32, l->uk_tmp, &tidx, 1, ""), "");
     LLVMValueRef cidx = LLVMBuildNSWAdd(
-        b, c_off, LLVMBuildNSWAdd(b, LLVMBuildNSWMul(b, ii, rt_l_i64(l, u->ldc), ""), jj, ""), "");
+        b, c_off, LLVMBuildNSWAdd(b, LLVMBuildNSWMul(b, ii, rt_l_uk_ldc(l, u), ""), jj, ""), "");
     LLVMValueRef cp = rt_l_addr(l, u->c_buf, cidx);
     LLVMValueRef old = LLVMBuildLoad2(b, l->f32, cp, "");
     LLVMValueRef base = LLVMBuildSelect(b, accum, old, LLVMConstReal(l->f32, 0.0), "");
@@ -627,12 +634,13 @@ static void rt_l_ukernel(rt_lemit *l, const rt_kir_ukernel *u) {
     bool zero_c = rt_kir_is_int(u->accumulate, &acc0) && acc0 == 0; // the call starts from 0
     bool c_untouched = epi && !u->epi_keep_c && zero_c;
     if (!u->stream && !c_untouched)
-        rt_l_pf_tile(l, u->c_buf, c_off, u->ldc, mr, u->nr);
+        rt_l_pf_tile(l, u->c_buf, c_off, rt_l_uk_ldc(l, u), mr, u->nr);
     if (epi && u->epi_pf_buf >= 0) {
         LLVMBasicBlockRef bpf = rt_l_block(l, "uk.pf"), bgo = rt_l_block(l, "uk.go");
         LLVMBuildCondBr(b, rt_l_truth(l, u->epi_last), bpf, bgo);
         LLVMPositionBuilderAtEnd(b, bpf);
-        rt_l_pf_tile(l, u->epi_pf_buf, rt_l_expr(l, u->epi_pf_off), u->epi_pf_ld, mr, u->nr);
+        rt_l_pf_tile(l, u->epi_pf_buf, rt_l_expr(l, u->epi_pf_off), rt_l_i64(l, u->epi_pf_ld), mr,
+                     u->nr);
         LLVMBuildBr(b, bgo);
         LLVMPositionBuilderAtEnd(b, bgo);
     }
@@ -705,6 +713,7 @@ static void rt_l_ukernel(rt_lemit *l, const rt_kir_ukernel *u) {
         LLVMBuildBr(b, bend);
         LLVMPositionBuilderAtEnd(b, bplain);
     }
+    LLVMValueRef ldc = rt_l_uk_ldc(l, u); // dominates the full tile's stores below
     LLVMValueRef full = LLVMBuildAnd(b, LLVMBuildICmp(b, LLVMIntEQ, mv, rt_l_i64(l, mr), ""),
                                      LLVMBuildICmp(b, LLVMIntEQ, nvv, rt_l_i64(l, u->nr), ""), "");
     LLVMBasicBlockRef bfull = rt_l_block(l, "uk.full"), bpart = rt_l_block(l, "uk.edge");
@@ -717,7 +726,7 @@ static void rt_l_ukernel(rt_lemit *l, const rt_kir_ukernel *u) {
     // Streaming: overwrites of a 64-byte aligned tile (ldc keeps every row aligned) take
     // non-temporal stores; the phase ends with a fence (rt_l_phase).
     LLVMBasicBlockRef bnt = NULL, bst = bset;
-    if (u->stream && u->ldc % 16 == 0) {
+    if (u->stream && !u->ldc_rt && u->ldc % 16 == 0) {
         LLVMPositionBuilderAtEnd(b, bset);
         bnt = rt_l_block(l, "uk.nt");
         bst = rt_l_block(l, "uk.st");
@@ -732,8 +741,9 @@ static void rt_l_ukernel(rt_lemit *l, const rt_kir_ukernel *u) {
         LLVMPositionBuilderAtEnd(b, pass == 0 ? badd : pass == 1 ? bst : bnt);
         for (int32_t i = 0; i < mr; i++)
             for (int32_t j = 0; j < nv; j++) {
-                LLVMValueRef idx = LLVMBuildNSWAdd(
-                    b, c_off, rt_l_i64(l, (int64_t)i * u->ldc + (int64_t)vl * j), "");
+                LLVMValueRef at = LLVMBuildNSWAdd(b, LLVMBuildNSWMul(b, rt_l_i64(l, i), ldc, ""),
+                                                  rt_l_i64(l, (int64_t)vl * j), "");
+                LLVMValueRef idx = LLVMBuildNSWAdd(b, c_off, at, "");
                 LLVMValueRef p = rt_l_addr(l, u->c_buf, idx);
                 LLVMValueRef v = acc[i * nv + j];
                 if (pass == 0) {

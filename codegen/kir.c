@@ -875,6 +875,8 @@ static rt_status rt_kir_check_node(rt_kir_check *c, const rt_kir_node *n) {
         RT_TRY(rt_kir_check_expr(c, u->a_off, true));
         RT_TRY(rt_kir_check_expr(c, u->b_off, true));
         RT_TRY(rt_kir_check_expr(c, u->c_off, true));
+        if (u->ldc_rt)
+            RT_TRY(rt_kir_check_expr(c, u->ldc_rt, true));
         RT_TRY(rt_kir_check_expr(c, u->m_valid, true));
         RT_TRY(rt_kir_check_expr(c, u->n_valid, true));
         RT_TRY(rt_kir_check_expr(c, u->accumulate, true));

@@ -124,6 +124,7 @@ typedef struct rt_kir_ukernel {
     int32_t c_buf;
     rt_kir_expr *c_off;
     int64_t ldc;
+    rt_kir_expr *ldc_rt; // I64 row stride of C known at run time (a ragged GEMM's); NULL: ldc
     rt_kir_expr *m_valid, *n_valid, *accumulate;
     // Streaming (non-temporal) stores of full tiles that overwrite C, for GEMMs with a single
     // k block whose C is far larger than the caches (C is written once and never read back).

@@ -278,9 +278,11 @@ bool rt_gemm_blocking(rt_lower *l, rt_gemm *g) {
     const rt_perf_cpu_gemm *v = &pl->gemm;
     if (g->tokens && pl->kind == RT_PERF_CPU_PLAN_GEMM && v->tokens)
         g->M = v->M; // the expected rows; the actual ones are read at run time
-    if (pl->kind != RT_PERF_CPU_PLAN_GEMM || v->tokens != g->tokens || v->M != g->M ||
-        v->N != g->N || v->K != g->K || v->batch != g->batch || v->implicit != g->implicit ||
-        v->a_batch != g->a_batch || v->tri.on != g->tri.on)
+    if (g->rentry && pl->kind == RT_PERF_CPU_PLAN_GEMM && v->rentry)
+        g->M = v->M, g->N = v->N, g->K = v->K; // the longest entry's; each entry's at run time
+    if (pl->kind != RT_PERF_CPU_PLAN_GEMM || v->tokens != g->tokens || v->rentry != g->rentry ||
+        v->M != g->M || v->N != g->N || v->K != g->K || v->batch != g->batch ||
+        v->implicit != g->implicit || v->a_batch != g->a_batch || v->tri.on != g->tri.on)
         return false;
     g->mr = (int32_t)v->mr, g->nr = (int32_t)v->nr, g->kc = (int32_t)v->kc;
     g->mc = (int32_t)v->mc, g->nc = (int32_t)v->nc, g->ng = v->ng;
@@ -300,6 +302,7 @@ void rt_gemm_executed(rt_lower *l, const rt_gemm *g) {
     v->implicit = g->implicit;
     v->a_batch = g->a_batch;
     v->tokens = g->tokens;
+    v->rentry = g->rentry;
     v->b_prefetch = !g->implicit && g->bn == 1;
     v->tri = g->tri;
 }

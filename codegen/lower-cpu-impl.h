@@ -119,6 +119,10 @@ typedef struct rt_gemm {
     // the GEMM's k is A(m, k - tri_s m - tri_c) (ra), B plain.
     rt_perf_tri_range tri;
     int64_t tri_s, tri_c;
+    // One GEMM per batch entry at its own extents (lower-cpu-rentry.c): M, N, K the plan's
+    // (the longest entry's), batch the entries; re the statement's form.
+    bool rentry;
+    rt_perf_gemm_rentry re;
 } rt_gemm;
 
 enum { RT_GEMM_G_M, RT_GEMM_G_N, RT_GEMM_G_K, RT_GEMM_G_BATCH };
@@ -254,6 +258,9 @@ bool rt_gemm_detect_tokens(const rt_lower *l, int32_t si, rt_gemm *g);
 rt_kir_block *rt_gemm_token_rows(rt_lower *l, const rt_gemm *g, rt_kir_block *body,
                                  rt_kir_expr *item, int64_t mt, int32_t vi0, int32_t vmc);
 bool rt_gemm_epi_detect_tokens(const rt_lower *l, const rt_gemm *g, rt_gemm_epi *epi);
+// lower-cpu-rentry.c
+bool rt_gemm_detect_rentry(const rt_lower *l, int32_t si, rt_gemm *g);
+rt_status rt_lower_gemm_rentry(rt_lower *l, const rt_gemm *g);
 // lower-cpu-tri.c
 bool rt_gemm_detect_tri(const rt_lower *l, int32_t si, rt_gemm *g);
 rt_kir_expr *rt_gemm_tri_row_block(rt_lower *l, const rt_gemm *g, rt_kir_expr *q, int64_t mt);
@@ -268,6 +275,12 @@ rt_status rt_gemm_tri_pack_a(rt_lower *l, rt_kir_block *blk, const rt_gemm *g, i
 void rt_gemm_pack(rt_lower *l, rt_kir_block *blk, const char *what, int32_t w, rt_kir_expr *valid,
                   rt_kir_expr *kcur, int32_t src, rt_kir_expr *base, int64_t s_row, int64_t s_k,
                   double alpha, rt_kir_expr *dst0);
+// rt_gemm_pack with strides known at run time (e_row, e_k; s_row, s_k: their constant values,
+// 0 where they have none, for the choice of the copy's form only).
+void rt_gemm_pack_strided(rt_lower *l, rt_kir_block *blk, const char *what, int32_t w,
+                          rt_kir_expr *valid, rt_kir_expr *kcur, int32_t src, rt_kir_expr *base,
+                          int64_t s_row, int64_t s_k, rt_kir_expr *e_row, rt_kir_expr *e_k,
+                          double alpha, rt_kir_expr *dst0);
 void rt_gemm_unflatten(rt_lower *l, rt_kir_block *blk, rt_kir_expr *x, const int32_t *vars,
                        int32_t n);
 rt_status rt_gemm_pack_affine(rt_lower *l, rt_kir_block *blk, const rt_gemm_pack_desc *pd);

@@ -20,7 +20,8 @@ static rt_kir_expr *rt_gemm_pack_dst(rt_lower *l, rt_kir_expr *dst0, int32_t vp,
 static void rt_gemm_pack_panels(rt_lower *l, rt_kir_block *blk, int32_t w, rt_kir_expr *plo,
                                 rt_kir_expr *phi, bool guarded, rt_kir_expr *valid,
                                 rt_kir_expr *kcur, int32_t src, rt_kir_expr *base, int64_t s_row,
-                                int64_t s_k, double alpha, rt_kir_expr *dst0, const int32_t *vars) {
+                                int64_t s_k, rt_kir_expr *e_row, rt_kir_expr *e_k, double alpha,
+                                rt_kir_expr *dst0, const int32_t *vars) {
     rt_arena *a = l->a;
     int32_t vp = vars[0], vk = vars[1], vr = vars[2], vrow = vars[3];
     rt_kir_node *lp = rt_kir_loop(a, blk, vp, plo, phi, RT_KIR_LOOP_SERIAL);
@@ -45,11 +46,12 @@ static void rt_gemm_pack_panels(rt_lower *l, rt_kir_block *blk, int32_t w, rt_ki
                       rt_i(l, w)));
         rt_kir_expr *srow =
             rt_b(l, RT_KIR_ADD, base,
-                 rt_b(l, RT_KIR_ADD, rt_b(l, RT_KIR_MUL, rt_v(l, vp), rt_i(l, (int64_t)w * s_row)),
+                 rt_b(l, RT_KIR_ADD,
+                      rt_b(l, RT_KIR_MUL, rt_v(l, vp), rt_b(l, RT_KIR_MUL, rt_i(l, w), e_row)),
                       rt_v(l, vk)));
         for (int32_t r = 0; r < w; r++) {
-            rt_kir_expr *v =
-                rt_kir_load(a, l->k, src, rt_b(l, RT_KIR_ADD, srow, rt_i(l, (int64_t)r * s_row)));
+            rt_kir_expr *v = rt_kir_load(
+                a, l->k, src, rt_b(l, RT_KIR_ADD, srow, rt_b(l, RT_KIR_MUL, rt_i(l, r), e_row)));
             if (alpha != 1.0)
                 v = rt_b(l, RT_KIR_MUL, v, rt_kir_flt(a, RT_KIR_F32, alpha));
             rt_kir_node *st = rt_kir_append(a, &lv->body, RT_KIR_N_STORE);
@@ -74,8 +76,8 @@ static void rt_gemm_pack_panels(rt_lower *l, rt_kir_block *blk, int32_t w, rt_ki
            rt_b(l, RT_KIR_ADD, rt_b(l, RT_KIR_MUL, rt_v(l, vp), rt_i(l, w)), rt_v(l, vr)));
     rt_kir_expr *dst = rt_gemm_pack_dst(l, dst0, vp, vk, vr, kcur, w);
     rt_kir_expr *sidx = rt_b(l, RT_KIR_ADD, base,
-                             rt_b(l, RT_KIR_ADD, rt_b(l, RT_KIR_MUL, rt_v(l, vrow), rt_i(l, s_row)),
-                                  rt_b(l, RT_KIR_MUL, rt_v(l, vk), rt_i(l, s_k))));
+                             rt_b(l, RT_KIR_ADD, rt_b(l, RT_KIR_MUL, rt_v(l, vrow), e_row),
+                                  rt_b(l, RT_KIR_MUL, rt_v(l, vk), e_k)));
     rt_kir_expr *v = rt_kir_load(a, l->k, src, sidx);
     if (alpha != 1.0)
         v = rt_b(l, RT_KIR_MUL, v, rt_kir_flt(a, RT_KIR_F32, alpha));
@@ -122,6 +124,14 @@ static rt_kir_node *rt_gemm_copy_node(rt_lower *l, rt_kir_block *blk, const char
 void rt_gemm_pack(rt_lower *l, rt_kir_block *blk, const char *what, int32_t w, rt_kir_expr *valid,
                   rt_kir_expr *kcur, int32_t src, rt_kir_expr *base, int64_t s_row, int64_t s_k,
                   double alpha, rt_kir_expr *dst0) {
+    rt_gemm_pack_strided(l, blk, what, w, valid, kcur, src, base, s_row, s_k, rt_i(l, s_row),
+                         rt_i(l, s_k), alpha, dst0);
+}
+
+void rt_gemm_pack_strided(rt_lower *l, rt_kir_block *blk, const char *what, int32_t w,
+                          rt_kir_expr *valid, rt_kir_expr *kcur, int32_t src, rt_kir_expr *base,
+                          int64_t s_row, int64_t s_k, rt_kir_expr *e_row, rt_kir_expr *e_k,
+                          double alpha, rt_kir_expr *dst0) {
     rt_arena *a = l->a;
     rt_kir_node *copy = rt_gemm_copy_node(l, blk, what);
     if (!copy)
@@ -132,9 +142,9 @@ void rt_gemm_pack(rt_lower *l, rt_kir_block *blk, const char *what, int32_t w, r
     rt_kir_expr *full = rt_b(l, RT_KIR_DIV, valid, rt_i(l, w));
     rt_kir_expr *all = rt_b(l, RT_KIR_DIV, rt_b(l, RT_KIR_ADD, valid, rt_i(l, w - 1)), rt_i(l, w));
     rt_gemm_pack_panels(l, &copy->body, w, rt_i(l, 0), full, false, valid, kcur, src, base, s_row,
-                        s_k, alpha, dst0, vars);
+                        s_k, e_row, e_k, alpha, dst0, vars);
     rt_gemm_pack_panels(l, &copy->body, w, full, all, true, valid, kcur, src, base, s_row, s_k,
-                        alpha, dst0, vars);
+                        e_row, e_k, alpha, dst0, vars);
 }
 
 // Binds the statement vars vars[0..n) (outer first, each over [0, hi)) to the digits of the

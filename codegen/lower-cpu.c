@@ -704,7 +704,8 @@ rt_status rt_lower_cpu(rt_arena *a, const rt_op *op, const rt_device *dev, const
     bool gemm = !naive && !trees && main_stmt >= 0 && p->cpu.kind == RT_PERF_CPU_PLAN_GEMM;
     if (gemm &&
         !(rt_gemm_detect(&l, main_stmt, &g) || rt_gemm_detect_implicit(&l, main_stmt, &g) ||
-          rt_gemm_detect_tokens(&l, main_stmt, &g) || rt_gemm_detect_tri(&l, main_stmt, &g)))
+          rt_gemm_detect_tokens(&l, main_stmt, &g) || rt_gemm_detect_tri(&l, main_stmt, &g) ||
+          rt_gemm_detect_rentry(&l, main_stmt, &g)))
         gemm = false; // the kernel's header then says which plan was executed instead
     if (gemm && !rt_gemm_blocking(&l, &g))
         return rt_fail(err, RT_ERR_BACKEND, op->stmts[main_stmt].loc,
@@ -716,9 +717,13 @@ rt_status rt_lower_cpu(rt_arena *a, const rt_op *op, const rt_device *dev, const
     } else if (gemm) {
         rt_gemm_executed(&l, &g);
         RT_TRY(rt_lower_general(&l, 0, main_stmt, true));
-        rt_gemm_epi epi;
-        rt_gemm_epi_detect(&l, &g, &epi);
-        RT_TRY(rt_lower_gemm(&l, &g, &epi));
+        rt_gemm_epi epi = {-1, -1, -1, false, -1};
+        if (g.rentry) {
+            RT_TRY(rt_lower_gemm_rentry(&l, &g));
+        } else {
+            rt_gemm_epi_detect(&l, &g, &epi);
+            RT_TRY(rt_lower_gemm(&l, &g, &epi));
+        }
         RT_TRY(rt_lower_general(&l, main_stmt + 1 + (epi.stmt >= 0), op->n_stmts, true));
         l.k->flops = 2.0 * (double)g.batch * (double)g.M * (double)g.N * (double)g.K;
         if (g.tri.on) // the useful FLOPs: each row's k range
@@ -742,6 +747,10 @@ rt_status rt_lower_cpu(rt_arena *a, const rt_op *op, const rt_device *dev, const
                                          op->stmts[main_stmt].op == RT_ASSIGN_ADD};
         // Token rows: M at run time is sum(len), which the plan's M only estimates.
         l.k->gemm.valid = l.k->gemm.valid && !g.tokens;
+        if (g.rentry) { // per-entry extents: the plan's FLOPs, no plain strides to check with
+            l.k->flops = p ? p->flops : 0.0;
+            l.k->gemm.valid = false;
+        }
     } else {
         RT_TRY(rt_lower_general(&l, 0, op->n_stmts, !naive));
         l.k->flops = p ? p->flops : 0.0;

@@ -684,7 +684,7 @@ bool rt_perf_cpu_gemm_view(const rt_perf_model *m, const rt_rprog *p, rt_perf_cp
     // A triangular contraction first: its k axis may also look dense where it has one value.
     if (!rt_perf_cpu_tri_groups(m, g)) {
         memset(g, 0, sizeof *g);
-        if (!(gemm_groups(m, g) || gemm_tokens(m, g)))
+        if (!(gemm_groups(m, g) || gemm_tokens(m, g) || rt_perf_cpu_rentry_groups(m, g)))
             return false;
     }
     int32_t top = m->top;
@@ -702,6 +702,7 @@ bool rt_perf_cpu_gemm_view(const rt_perf_model *m, const rt_rprog *p, rt_perf_cp
     g->nc = top >= 3 ? t[RT_PERF_GEMM_N][top - 3] : 1024;
     rt_perf_cpu_gemm_block(m->dev, g->batch, g);
     rt_perf_cpu_tri_block(m->dev, g);
+    rt_perf_cpu_rentry_block(m->dev, g);
     rt_perf_count_steps(m, g->steps);
     return true;
 }
@@ -759,6 +760,11 @@ static double pack_cycles(const rt_device *dev, const rt_perf_cpu_gemm *g, bool 
         bw = l2_gbps > 0 ? e * 4 / l2_gbps * ghz : 0;
     }
     return slots > bw ? slots : bw;
+}
+
+double rt_perf_cpu_pack_cycles(const rt_device *dev, const rt_perf_cpu_gemm *g, bool is_b,
+                               int64_t rows, int64_t kcur, double ghz) {
+    return pack_cycles(dev, g, is_b, rows, kcur, ghz, NULL);
 }
 
 // Per-thread cost of the packed GEMM as the backend runs it: work item i is row block i % mt
@@ -857,6 +863,8 @@ bool rt_perf_cpu_gemm_time(const rt_perf_model *m, const rt_perf_cpu_gemm *g, do
     *why = "";
     if (!(ghz > 0))
         return false; // no clock: the caller keeps the peak-based estimate
+    if (g->rentry)
+        return rt_perf_cpu_rentry_time(m, g, ns, pack_ns, eff);
     int64_t k_full = g->K / g->kc, k_last = g->K % g->kc;
     // The backend compiles the block it chose whatever the register file: one that does not
     // fit runs with spills, which the micro-kernel's step cost includes.

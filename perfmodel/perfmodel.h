@@ -142,6 +142,9 @@ typedef struct rt_perf_cpu_gemm {
     bool tokens; // token-flattened (rt_perf_gemm_tokens_of): M is the expected sum(len), the
                  // backend reads the actual one at run time and spreads its row blocks over
                  // the items cyclically (item i: row blocks i % mt, + mt, ...)
+    bool rentry; // one GEMM per batch entry at its own extents (rt_perf_gemm_rentry_of): M, N,
+                 // K are the longest entry's, batch the entries; the backend's items split
+                 // the work list of (entry, row block) units by cost (cpu-rentry.c)
 } rt_perf_cpu_gemm;
 typedef enum rt_perf_cpu_win_pack {
     RT_PERF_CPU_WIN_PACK_NONE, // read in place
@@ -466,6 +469,36 @@ bool rt_perf_gemm_tokens_of(const rt_op *op, const rt_stmt *s, rt_perf_gemm_toke
 // implicit GEMMs): g->M, N, K and the rTile seeds mr, nr, kc, mc, nc in, the blocking and items
 // (batch x blocks) out. dev may be NULL (no cache or core counts).
 void rt_perf_cpu_gemm_block(const rt_device *dev, int64_t batch, rt_perf_cpu_gemm *g);
+
+// A contraction over a ragged batch whose every entry is its own GEMM (perfmodel/cpu-rentry.c,
+// codegen/lower-cpu-rentry.c): C (+)= alpha * A * B where every dim of A, B and C is indexed by
+// one statement var, the batch vars (stored, read by both: b and h of attention scores) have
+// constant ranges, and m (stored, A's), n (C's innermost dim, B's) and k (reduced) each range
+// over a constant or over len(x) of a length tensor at a batch var, one of them ragged. Inside
+// one entry every dim within a GEMM var's dim has an extent the batch vars decide, so that the
+// entry's A, B and C are strided matrices (row strides known at run time).
+#define RT_PERF_RENTRY_MAX_BATCH 4
+typedef struct rt_perf_gemm_rentry {
+    int32_t m_var, n_var, k_var;
+    int32_t n_batch, batch_var[RT_PERF_RENTRY_MAX_BATCH]; // in loop order
+    int64_t batch_ext[RT_PERF_RENTRY_MAX_BATCH], entries;
+    const rt_expr *ra, *rb; // A holds m, B holds n
+    double alpha;
+    int64_t ext[3]; // per m, n, k: its constant extent, -1 when ragged
+    int32_t len[3]; // ragged: the length tensor of its range, read at batch var len_b
+    int32_t len_b[3];
+} rt_perf_gemm_rentry;
+bool rt_perf_gemm_rentry_of(const rt_op *op, const rt_stmt *s, rt_perf_gemm_rentry *out);
+// The model's groups of such a contraction (g->rentry), its blocks and work items, and the
+// busiest thread's time over the length distributions (rt_perf_cpu_gemm_time calls it).
+bool rt_perf_cpu_rentry_groups(const rt_perf_model *m, rt_perf_cpu_gemm *g);
+void rt_perf_cpu_rentry_block(const rt_device *dev, rt_perf_cpu_gemm *g);
+int64_t rt_perf_cpu_rentry_items(const rt_device *dev);
+bool rt_perf_cpu_rentry_time(const rt_perf_model *m, const rt_perf_cpu_gemm *g, double *ns,
+                             double *pack_ns, double *eff);
+// Cycles of packing one rows x kcur block of A or B of g (cpu.c).
+double rt_perf_cpu_pack_cycles(const rt_device *dev, const rt_perf_cpu_gemm *g, bool is_b,
+                               int64_t rows, int64_t kcur, double ghz);
 
 // Tile of statement var v in a tile of `tile` points over the fused model axis ax, as the CPU
 // backend splits it: the members are filled from the innermost (whole rows of the inner

@@ -143,13 +143,13 @@ void rt_perf_cpu_plan_text(const rt_perf_cpu_plan *pl, const rt_op *op, const rt
         const rt_perf_cpu_gemm *g = &pl->gemm;
         rt_buf_printf(out,
                       " M=%lld N=%lld K=%lld batch=%lld micro-kernel=%lldx%lld lanes=%lld "
-                      "kc=%lld mc=%lld nc=%lld ng=%lld items=%lld%s%s%s%s%s",
+                      "kc=%lld mc=%lld nc=%lld ng=%lld items=%lld%s%s%s%s%s%s",
                       (long long)g->M, (long long)g->N, (long long)g->K, (long long)g->batch,
                       (long long)g->mr, (long long)g->nr, (long long)pl->uk_lanes, (long long)g->kc,
                       (long long)g->mc, (long long)g->nc, (long long)g->ng, (long long)g->items,
                       g->implicit ? " implicit" : "", g->a_batch ? " batch-a" : "",
                       g->b_prefetch ? " prefetch-b" : "", g->tri.on ? " triangular" : "",
-                      g->tokens ? " tokens" : "");
+                      g->tokens ? " tokens" : "", g->rentry ? " per-entry" : "");
     } else if (pl->kind == RT_PERF_CPU_PLAN_LOOPS) {
         loops_text(&pl->loops, s, pl->block_level, pl->top, out);
     }

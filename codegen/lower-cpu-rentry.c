@@ -1,0 +1,344 @@
+// lower-cpu-rentry.c: a contraction over a ragged batch whose every entry is its own GEMM
+// (perfmodel.h rt_perf_gemm_rentry_of: attention scores and attention x V over len(b) x len(b)
+// per batch entry and head, the variable-size batched GEMM) on the packed micro-kernel. The
+// batch vars become a work list of GEMMs with their actual extents: entry e's M, N and K are
+// read from the length tensors at run time, its A, B and C are strided matrices whose base
+// offsets and row strides come from the layout (src/ref/layout.h: start arrays, the lengths).
+// A work unit is one entry's block of mc rows (packs of A and B at the entry's strides, masked
+// edge panels, C stored at a run-time row stride, alpha folded into A's pack); the units, in
+// entry order, get a cost (their multiply-adds plus their packing), and work item i of the
+// plan's n runs the units whose first cost falls in [i W / n, (i + 1) W / n) of the total W.
+// The pool gives each thread a contiguous run of items (hal-cpu.c), so every thread gets an
+// equal share of the cost, within one unit, at any thread count.
+#include "lower-cpu-impl.h"
+
+#include <string.h>
+
+bool rt_gemm_detect_rentry(const rt_lower *l, int32_t si, rt_gemm *g) {
+    memset(g, 0, sizeof *g);
+    g->stmt = si;
+    g->batch = 1;
+    rt_perf_gemm_rentry *r = &g->re;
+    if (!rt_perf_gemm_rentry_of(l->op, &l->op->stmts[si], r))
+        return false;
+    for (int32_t i = 0; i < 3; i++)
+        if (r->len[i] >= 0 && l->data_buf[r->len[i]] < 0)
+            return false;
+    g->rentry = true;
+    g->alpha = r->alpha;
+    g->ra = r->ra, g->rb = r->rb;
+    g->ta = r->ra->tensor, g->tb = r->rb->tensor;
+    g->m_var = r->m_var, g->n_var = r->n_var, g->k_var = r->k_var;
+    g->batch = r->entries;
+    g->M = g->N = g->K = -1; // the plan's (the longest entry's); each entry's at run time
+    return true;
+}
+
+// A fresh i64 phase var bound to v in blk; a constant stays a constant (no var).
+static rt_kir_expr *rt_re_let(rt_lower *l, rt_kir_block *blk, const char *name, rt_kir_expr *v) {
+    int64_t c;
+    if (!v || rt_kir_is_int(v, &c))
+        return v;
+    int32_t var = rt_kir_add_var(l->a, l->p, name, RT_KIR_I64);
+    RT_LOWER_CHECK(l, var >= 0);
+    if (var < 0)
+        return NULL;
+    rt_let(l, blk, var, v);
+    return rt_v(l, var);
+}
+
+// An i64 var named name, assigned v in blk (a running sum: assigned again later).
+static int32_t rt_re_var(rt_lower *l, rt_kir_block *blk, const char *name, rt_kir_expr *v) {
+    int32_t var = rt_kir_add_var(l->a, l->p, name, RT_KIR_I64);
+    RT_LOWER_CHECK(l, var >= 0);
+    if (var >= 0 && v)
+        rt_let(l, blk, var, v);
+    return var;
+}
+
+// The entry's extents in blk (the batch vars bound): M, N, K (constants or len(b) loads).
+typedef struct rt_re_entry {
+    rt_kir_expr *ext[3]; // M, N, K
+    rt_kir_expr *cost;   // the entry's units' total cost
+    rt_kir_expr *kp;     // K + 1 (an empty K still costs its stores)
+} rt_re_entry;
+
+// Cost of a unit of `rows` rows: its multiply-adds and A's pack (rows x (N + 1) x (K + 1)),
+// B's pack and a constant: never zero, so that every unit has an owner.
+static rt_kir_expr *rt_re_unit_cost(rt_lower *l, const rt_re_entry *en, rt_kir_expr *rows) {
+    rt_kir_expr *nk = rt_b(l, RT_KIR_MUL, rt_b(l, RT_KIR_ADD, en->ext[1], rt_i(l, 1)), en->kp);
+    return rt_b(l, RT_KIR_ADD, rt_b(l, RT_KIR_MUL, rows, nk), rt_b(l, RT_KIR_ADD, nk, rt_i(l, 64)));
+}
+
+static void rt_re_bind_entry(rt_lower *l, const rt_gemm *g, rt_kir_block *blk, rt_kir_expr *e,
+                             rt_re_entry *en) {
+    const rt_perf_gemm_rentry *r = &g->re;
+    rt_gemm_unflatten(l, blk, e, r->batch_var, r->n_batch);
+    static const char *const names[3] = {"m_len", "n_len", "k_len"};
+    for (int32_t i = 0; i < 3; i++) {
+        rt_kir_expr *x = rt_i(l, r->ext[i]);
+        if (r->len[i] >= 0)
+            x = rt_kir_cast(
+                l->a, RT_KIR_I64,
+                rt_kir_load(l->a, l->k, l->data_buf[r->len[i]], rt_v(l, l->var_of[r->len_b[i]])));
+        en->ext[i] = rt_re_let(l, blk, names[i], x);
+    }
+    en->kp = rt_b(l, RT_KIR_ADD, en->ext[2], rt_i(l, 1));
+    // The sum of the units' costs: all M rows, and per row block the rest.
+    rt_kir_expr *nb =
+        rt_b(l, RT_KIR_DIV, rt_b(l, RT_KIR_ADD, en->ext[0], rt_i(l, g->mc - 1)), rt_i(l, g->mc));
+    rt_kir_expr *nk = rt_b(l, RT_KIR_MUL, rt_b(l, RT_KIR_ADD, en->ext[1], rt_i(l, 1)), en->kp);
+    en->cost = rt_re_let(l, blk, "e_cost",
+                         rt_b(l, RT_KIR_ADD, rt_b(l, RT_KIR_MUL, en->ext[0], nk),
+                              rt_b(l, RT_KIR_MUL, nb, rt_b(l, RT_KIR_ADD, nk, rt_i(l, 64)))));
+}
+
+// Tensor t as the entry's matrix: its offset at the GEMM vars 0 (the batch vars bound) and the
+// stride of each of rv, kv (the product of the extents inside its dim, which only the batch
+// vars decide: rt_perf_gemm_rentry_of checked the layout).
+static void rt_re_matrix(rt_lower *l, const rt_gemm *g, rt_kir_block *blk, int32_t t,
+                         const int32_t *vars, int32_t rv, int32_t kv, rt_kir_expr **base,
+                         rt_kir_expr **s_row, rt_kir_expr **s_k) {
+    const rt_tensor *tn = &l->op->tensors[t];
+    rt_kir_expr *idx[RT_MAX_DIMS], *inner = rt_i(l, 1);
+    *s_row = *s_k = rt_i(l, 0);
+    for (int32_t d = tn->n_dims - 1; d >= 0; d--) {
+        bool batch = vars[d] != g->m_var && vars[d] != g->n_var && vars[d] != g->k_var;
+        idx[d] = batch ? rt_v(l, l->var_of[vars[d]]) : rt_i(l, 0);
+        if (vars[d] == rv)
+            *s_row = inner;
+        if (vars[d] == kv)
+            *s_k = inner;
+        rt_kir_expr *ext = rt_i(l, l->extent[t][d]);
+        if (tn->dims[d].ragged) { // len(x) with dim x indexed by a batch var
+            const rt_expr *e = tn->dims[d].extent;
+            ext = rt_kir_cast(l->a, RT_KIR_I64,
+                              rt_kir_load(l->a, l->k, l->data_buf[e->tensor],
+                                          rt_v(l, l->var_of[vars[e->args[0]->dim]])));
+        }
+        inner = rt_b(l, RT_KIR_MUL, inner, ext);
+    }
+    *base = rt_re_let(l, blk, "base", rt_tr_offset(l, t, idx, NULL));
+    *s_row = rt_re_let(l, blk, "ld", *s_row);
+    *s_k = kv >= 0 ? rt_re_let(l, blk, "ldk", *s_k) : *s_k;
+}
+
+static int64_t rt_re_const(rt_kir_expr *e) {
+    int64_t c = 0;
+    return e && rt_kir_is_int(e, &c) ? c : 0;
+}
+
+// Where a unit works: the entry's matrices and extents, the unit's first row and rows.
+typedef struct rt_re_unit {
+    rt_re_entry en;
+    rt_kir_expr *a0, *am, *ak, *b0, *bn, *bk, *c0, *ldc;
+    int32_t vi0, vmc;
+    int64_t a_elems;
+} rt_re_unit;
+
+// A loop over [lo, hi) in blk with a fresh var; NULL (oom set) when out of memory.
+static rt_kir_node *rt_re_loop(rt_lower *l, rt_kir_block *blk, const char *name, int32_t *var,
+                               rt_kir_expr *lo, rt_kir_expr *hi) {
+    *var = rt_kir_add_var(l->a, l->p, name, RT_KIR_I64);
+    rt_kir_node *n = *var >= 0 ? rt_kir_loop(l->a, blk, *var, lo, hi, RT_KIR_LOOP_SERIAL) : NULL;
+    RT_LOWER_CHECK(l, n);
+    return n;
+}
+
+static rt_kir_expr *rt_re_ceil(rt_lower *l, rt_kir_expr *x, int64_t d) {
+    return rt_b(l, RT_KIR_DIV, rt_b(l, RT_KIR_ADD, x, rt_i(l, d - 1)), rt_i(l, d));
+}
+
+// The micro-kernels of one B block: row panels outside, column panels inside (as
+// rt_lower_gemm), C at the entry's run-time row stride.
+static void rt_re_tiles(rt_lower *l, const rt_gemm *g, rt_kir_block *blk, const rt_re_unit *u,
+                        int32_t vpk, int32_t vkc, int32_t vj0, int32_t vnc) {
+    const rt_stmt *s = &l->op->stmts[g->stmt];
+    int32_t vip, vjp;
+    rt_kir_node *li =
+        rt_re_loop(l, blk, "ir", &vip, rt_i(l, 0), rt_re_ceil(l, rt_v(l, u->vmc), g->mr));
+    rt_kir_node *lj =
+        li ? rt_re_loop(l, &li->body, "jr", &vjp, rt_i(l, 0), rt_re_ceil(l, rt_v(l, vnc), g->nr))
+           : NULL;
+    rt_kir_node *n = lj ? rt_kir_append(l->a, &lj->body, RT_KIR_N_UKERNEL) : NULL;
+    RT_LOWER_CHECK(l, n);
+    if (!n)
+        return;
+    rt_kir_ukernel *uk = &n->uk;
+    rt_kir_expr *rows = rt_b(l, RT_KIR_MUL, rt_v(l, vip), rt_i(l, g->mr));
+    rt_kir_expr *cols = rt_b(l, RT_KIR_MUL, rt_v(l, vjp), rt_i(l, g->nr));
+    uk->mr = g->mr;
+    uk->nr = g->nr;
+    uk->vl = (int32_t)l->rp->cpu.uk_lanes;
+    uk->kc = rt_v(l, vkc);
+    uk->a_off = rt_b(l, RT_KIR_MUL, rows, rt_v(l, vkc));
+    uk->b_off = rt_b(l, RT_KIR_ADD, rt_i(l, u->a_elems), rt_b(l, RT_KIR_MUL, cols, rt_v(l, vkc)));
+    uk->c_buf = l->data_buf[s->out];
+    rt_kir_expr *row = rt_b(l, RT_KIR_ADD, rt_v(l, u->vi0), rows);
+    uk->c_off = rt_b(l, RT_KIR_ADD, u->c0,
+                     rt_b(l, RT_KIR_ADD, rt_b(l, RT_KIR_MUL, row, u->ldc),
+                          rt_b(l, RT_KIR_ADD, rt_v(l, vj0), cols)));
+    uk->ldc = rt_re_const(u->ldc);
+    uk->ldc_rt = uk->ldc > 0 ? NULL : u->ldc;
+    uk->m_valid = rt_b(l, RT_KIR_MIN, rt_i(l, g->mr), rt_b(l, RT_KIR_SUB, rt_v(l, u->vmc), rows));
+    uk->n_valid = rt_b(l, RT_KIR_MIN, rt_i(l, g->nr), rt_b(l, RT_KIR_SUB, rt_v(l, vnc), cols));
+    // '+=!' overwrites on the entry's first k block (its only one when K = 0: zeros).
+    uk->accumulate =
+        s->op == RT_ASSIGN_ADD ? rt_i(l, 1) : rt_b(l, RT_KIR_GT, rt_v(l, vpk), rt_i(l, 0));
+    uk->epi_pf_buf = -1;
+    RT_LOWER_CHECK(l, uk->a_off && uk->b_off && uk->c_off && uk->m_valid && uk->n_valid &&
+                          uk->accumulate);
+}
+
+// One unit: rows [i0, i0 + mcur) of the entry, per k block (at least one) A's pack, then per
+// column block B's pack and the micro-kernels.
+static void rt_re_unit_body(rt_lower *l, const rt_gemm *g, rt_kir_block *blk, const rt_re_unit *u) {
+    int32_t buf_a = l->data_buf[g->ta], buf_b = l->data_buf[g->tb];
+    rt_kir_expr *K = u->en.ext[2], *N = u->en.ext[1];
+    int32_t vpk, vjb;
+    rt_kir_node *lk = rt_re_loop(l, blk, "pk", &vpk, rt_i(l, 0),
+                                 rt_b(l, RT_KIR_MAX, rt_i(l, 1), rt_re_ceil(l, K, g->kc)));
+    if (!lk)
+        return;
+    rt_kir_block *kb = &lk->body;
+    int32_t vp0 = rt_re_var(l, kb, "p0", rt_b(l, RT_KIR_MUL, rt_v(l, vpk), rt_i(l, g->kc)));
+    int32_t vkc = rt_re_var(
+        l, kb, "kcur", rt_b(l, RT_KIR_MIN, rt_i(l, g->kc), rt_b(l, RT_KIR_SUB, K, rt_v(l, vp0))));
+    if (vp0 < 0 || vkc < 0)
+        return;
+    rt_kir_expr *abase = rt_b(l, RT_KIR_ADD, u->a0,
+                              rt_b(l, RT_KIR_ADD, rt_b(l, RT_KIR_MUL, rt_v(l, u->vi0), u->am),
+                                   rt_b(l, RT_KIR_MUL, rt_v(l, vp0), u->ak)));
+    rt_gemm_pack_strided(l, kb, "A block of the entry -> scratch, mr-tall k-major panels", g->mr,
+                         rt_v(l, u->vmc), rt_v(l, vkc), buf_a, abase, rt_re_const(u->am),
+                         rt_re_const(u->ak), u->am, u->ak, g->alpha, rt_i(l, 0));
+    rt_kir_node *lb = rt_re_loop(l, kb, "jb", &vjb, rt_i(l, 0), rt_re_ceil(l, N, g->nc));
+    if (!lb)
+        return;
+    rt_kir_block *jbb = &lb->body;
+    int32_t vj0 = rt_re_var(l, jbb, "j0", rt_b(l, RT_KIR_MUL, rt_v(l, vjb), rt_i(l, g->nc)));
+    int32_t vnc = rt_re_var(
+        l, jbb, "ncur", rt_b(l, RT_KIR_MIN, rt_i(l, g->nc), rt_b(l, RT_KIR_SUB, N, rt_v(l, vj0))));
+    if (vj0 < 0 || vnc < 0)
+        return;
+    rt_kir_expr *bbase = rt_b(l, RT_KIR_ADD, u->b0,
+                              rt_b(l, RT_KIR_ADD, rt_b(l, RT_KIR_MUL, rt_v(l, vj0), u->bn),
+                                   rt_b(l, RT_KIR_MUL, rt_v(l, vp0), u->bk)));
+    rt_gemm_pack_strided(l, jbb, "B block of the entry -> scratch, nr-wide k-major panels", g->nr,
+                         rt_v(l, vnc), rt_v(l, vkc), buf_b, bbase, rt_re_const(u->bn),
+                         rt_re_const(u->bk), u->bn, u->bk, 1.0, rt_i(l, u->a_elems));
+    rt_re_tiles(l, g, jbb, u, vpk, vkc, vj0, vnc);
+}
+
+// An if (cond) node in blk; its body (NULL: out of memory).
+static rt_kir_block *rt_re_if(rt_lower *l, rt_kir_block *blk, rt_kir_expr *cond) {
+    rt_kir_node *n = rt_kir_append(l->a, blk, RT_KIR_N_IF);
+    RT_LOWER_CHECK(l, n && cond);
+    if (!n)
+        return NULL;
+    n->cond = cond;
+    return &n->body;
+}
+
+static void rt_re_read_vars(const rt_expr *r, int32_t *vars) {
+    for (int32_t d = 0; d < r->n_args; d++)
+        vars[d] = r->args[d]->var;
+}
+
+// The units of one entry (its extents en bound in blk): those whose first cost, counted from
+// the entry's (var vs), is in [lo, hi) run.
+static void rt_re_entry_units(rt_lower *l, const rt_gemm *g, rt_kir_block *blk,
+                              const rt_re_entry *en, int32_t vs, rt_kir_expr *lo, rt_kir_expr *hi,
+                              int64_t a_elems) {
+    const rt_stmt *s = &l->op->stmts[g->stmt];
+    rt_re_unit u = {.en = *en, .a_elems = a_elems};
+    int32_t va[RT_MAX_DIMS], vb[RT_MAX_DIMS];
+    rt_re_read_vars(g->ra, va);
+    rt_re_read_vars(g->rb, vb);
+    rt_kir_expr *unused;
+    rt_re_matrix(l, g, blk, g->ta, va, g->m_var, g->k_var, &u.a0, &u.am, &u.ak);
+    rt_re_matrix(l, g, blk, g->tb, vb, g->n_var, g->k_var, &u.b0, &u.bn, &u.bk);
+    rt_re_matrix(l, g, blk, s->out, s->lhs_vars, g->m_var, -1, &u.c0, &u.ldc, &unused);
+    int32_t vsu = rt_re_var(l, blk, "u_cost0", rt_v(l, vs)), vrb;
+    rt_kir_node *lr =
+        vsu >= 0 ? rt_re_loop(l, blk, "rb", &vrb, rt_i(l, 0), rt_re_ceil(l, en->ext[0], g->mc))
+                 : NULL;
+    if (!lr)
+        return;
+    rt_kir_block *rb = &lr->body;
+    u.vi0 = rt_re_var(l, rb, "i0", rt_b(l, RT_KIR_MUL, rt_v(l, vrb), rt_i(l, g->mc)));
+    if (u.vi0 < 0)
+        return;
+    u.vmc = rt_re_var(
+        l, rb, "mcur",
+        rt_b(l, RT_KIR_MIN, rt_i(l, g->mc), rt_b(l, RT_KIR_SUB, en->ext[0], rt_v(l, u.vi0))));
+    if (u.vmc < 0)
+        return;
+    rt_kir_expr *mine = rt_b(l, RT_KIR_AND, rt_b(l, RT_KIR_GE, rt_v(l, vsu), lo),
+                             rt_b(l, RT_KIR_LT, rt_v(l, vsu), hi));
+    rt_kir_block *ub = rt_re_if(l, rb, mine);
+    if (ub)
+        rt_re_unit_body(l, g, ub, &u);
+    rt_let(l, rb, vsu, rt_b(l, RT_KIR_ADD, rt_v(l, vsu), rt_re_unit_cost(l, en, rt_v(l, u.vmc))));
+}
+
+// A loop over the entries in blk with the entry's extents and cost bound in its body.
+static rt_kir_block *rt_re_entries(rt_lower *l, const rt_gemm *g, rt_kir_block *blk,
+                                   rt_re_entry *en) {
+    int32_t ve;
+    rt_kir_node *n = rt_re_loop(l, blk, "entry", &ve, rt_i(l, 0), rt_i(l, g->batch));
+    if (!n)
+        return NULL;
+    rt_re_bind_entry(l, g, &n->body, rt_v(l, ve), en);
+    return l->oom ? NULL : &n->body;
+}
+
+rt_status rt_lower_gemm_rentry(rt_lower *l, const rt_gemm *g) {
+    rt_arena *a = l->a;
+    const rt_stmt *s = &l->op->stmts[g->stmt];
+    int64_t items = rt_max64(1, l->rp->cpu.gemm.items);
+    const char *what = rt_arena_printf(
+        a,
+        "statement %d: packed GEMM per entry of %lld (each at its own extents, at most "
+        "%lldx%lldx%lld), work units of mc=%d rows split by cost over %lld items, nc=%d kc=%d, "
+        "micro-kernel %dx%d",
+        (int)g->stmt, (long long)g->batch, (long long)g->M, (long long)g->N, (long long)g->K, g->mc,
+        (long long)items, g->nc, g->kc, g->mr, g->nr);
+    l->p = rt_kir_add_phase(a, l->k, what ? what : "gemm", items);
+    if (!l->p)
+        return rt_fail(l->err, RT_ERR_NOMEM, RT_NOLOC, "out of memory");
+    l->done.gemm.items = items;
+    RT_TRY(rt_lower_begin_stmt(l, s));
+    int64_t a_elems = rt_round_up((int64_t)g->mc * g->kc, 16);
+    l->p->scratch_bytes = (a_elems + rt_round_up(g->nc, g->nr) * g->kc) * 4;
+    if (l->p->scratch_bytes > l->k->scratch_bytes)
+        l->k->scratch_bytes = l->p->scratch_bytes;
+    rt_kir_block *body = &l->p->body;
+    rt_re_entry en;
+    // The total cost W, then this item's share [lo, hi) of it.
+    int32_t vw = rt_re_var(l, body, "w_total", rt_i(l, 0));
+    rt_kir_block *e1 = vw >= 0 ? rt_re_entries(l, g, body, &en) : NULL;
+    if (!e1)
+        return rt_fail(l->err, RT_ERR_NOMEM, RT_NOLOC, "out of memory");
+    rt_let(l, e1, vw, rt_b(l, RT_KIR_ADD, rt_v(l, vw), en.cost));
+    rt_kir_expr *item = rt_v(l, l->p->item_var);
+    rt_kir_expr *lo =
+        rt_re_let(l, body, "w_lo", rt_re_ceil(l, rt_b(l, RT_KIR_MUL, item, rt_v(l, vw)), items));
+    rt_kir_expr *hi = rt_re_let(
+        l, body, "w_hi",
+        rt_re_ceil(l, rt_b(l, RT_KIR_MUL, rt_b(l, RT_KIR_ADD, item, rt_i(l, 1)), rt_v(l, vw)),
+                   items));
+    int32_t vs = rt_re_var(l, body, "e_cost0", rt_i(l, 0));
+    rt_kir_block *e2 = vs >= 0 ? rt_re_entries(l, g, body, &en) : NULL;
+    if (!e2)
+        return rt_fail(l->err, RT_ERR_NOMEM, RT_NOLOC, "out of memory");
+    rt_kir_expr *meets = rt_b(l, RT_KIR_AND, rt_b(l, RT_KIR_LT, rt_v(l, vs), hi),
+                              rt_b(l, RT_KIR_GT, rt_b(l, RT_KIR_ADD, rt_v(l, vs), en.cost), lo));
+    rt_kir_block *eb = rt_re_if(l, e2, meets);
+    if (eb)
+        rt_re_entry_units(l, g, eb, &en, vs, lo, hi, a_elems);
+    rt_let(l, e2, vs, rt_b(l, RT_KIR_ADD, rt_v(l, vs), en.cost));
+    if (l->oom)
+        return rt_fail(l->err, RT_ERR_NOMEM, RT_NOLOC, "out of memory");
+    return RT_OK;
+}

@@ -1,0 +1,320 @@
+// cpu-rentry.c: contractions over a ragged batch whose every entry is its own GEMM (CORA's
+// per-entry operators: attention scores Q.K^T and attention x V over len(b) x len(b) per batch
+// entry and head, the variable-size batched GEMM): their detection from the statement (one rule
+// for the model and codegen/lower-cpu-rentry.c), the model's groups and the time of the plan the
+// backend executes (a work list of per-entry GEMMs split over the threads by cost).
+#include "perfmodel.h"
+
+#include <string.h>
+
+// Is e a read of a length tensor at one batch var (len(b))? Gives the tensor and the var.
+static bool rentry_len_read(const rt_op *op, const rt_expr *e, const bool *is_batch, int32_t *len,
+                            int32_t *bv) {
+    if (!e || e->kind != RT_EXPR_READ || e->n_args != 1 || e->tensor < 0 ||
+        e->tensor >= op->n_tensors || !op->tensors[e->tensor].is_length ||
+        e->args[0]->kind != RT_EXPR_INDEX || e->args[0]->var < 0 || !is_batch[e->args[0]->var])
+        return false;
+    *len = e->tensor;
+    *bv = e->args[0]->var;
+    return true;
+}
+
+// Every dim of tensor t indexed by one of vars[0..n) (one var per dim, each at most once).
+static bool rentry_plain(const rt_op *op, int32_t t, const int32_t *vars, int32_t n) {
+    const rt_tensor *tn = &op->tensors[t];
+    if (tn->dtype != RT_DTYPE_F32 || tn->has_pad || n != tn->n_dims)
+        return false;
+    for (int32_t d = 0; d < n; d++)
+        for (int32_t e = 0; e < d; e++)
+            if (vars[d] == vars[e] || vars[d] < 0)
+                return false;
+    return true;
+}
+
+// Within one entry (the batch vars fixed) the offset of t at vars is affine in the GEMM vars:
+// every dim inside a dim indexed by a GEMM var has an extent that only the batch vars decide
+// (a constant, or len(x) with dim x indexed by a batch var), so that the rows of a ragged dim
+// under one entry are equally long and consecutive (src/ref/layout.h).
+static bool rentry_layout_ok(const rt_op *op, int32_t t, const int32_t *vars,
+                             const bool *is_batch) {
+    const rt_tensor *tn = &op->tensors[t];
+    int32_t first = tn->n_dims;
+    for (int32_t d = 0; d < tn->n_dims && first == tn->n_dims; d++)
+        if (!is_batch[vars[d]])
+            first = d;
+    for (int32_t d = first + 1; d < tn->n_dims; d++) {
+        const rt_expr *e = tn->dims[d].extent;
+        int64_t c;
+        if (!tn->dims[d].ragged) {
+            if (!rt_expr_const_int(op, e, &c))
+                return false;
+            continue;
+        }
+        if (!e || e->kind != RT_EXPR_READ || e->n_args != 1 || e->tensor < 0 ||
+            !op->tensors[e->tensor].is_length || e->args[0]->kind != RT_EXPR_DIMREF ||
+            e->args[0]->dim < 0 || e->args[0]->dim >= d || !is_batch[vars[e->args[0]->dim]])
+            return false;
+    }
+    return true;
+}
+
+static void rentry_read_vars(const rt_expr *r, int32_t *vars) {
+    for (int32_t d = 0; d < r->n_args && d < RT_MAX_DIMS; d++)
+        vars[d] = r->args[d]->kind == RT_EXPR_INDEX ? r->args[d]->var : -1;
+}
+
+static bool rentry_uses(const rt_expr *r, int32_t v) {
+    for (int32_t d = 0; d < r->n_args; d++)
+        if (r->args[d]->kind == RT_EXPR_INDEX && r->args[d]->var == v)
+            return true;
+    return false;
+}
+
+// The vars' roles: batch (stored, read by both), m (stored, A's), n (C's innermost, B's), k.
+static bool rentry_roles(const rt_op *op, const rt_stmt *s, const rt_expr *const *reads, bool *is_b,
+                         rt_perf_gemm_rentry *out) {
+    bool in_c[16] = {false};
+    for (int32_t d = 0; d < s->n_lhs; d++)
+        in_c[s->lhs_vars[d]] = true;
+    int32_t inner = s->lhs_vars[s->n_lhs - 1];
+    int32_t ib = rentry_uses(reads[0], inner) ? 0 : 1;
+    out->ra = reads[1 - ib], out->rb = reads[ib];
+    out->m_var = out->n_var = out->k_var = -1;
+    for (int32_t i = 0; i < s->n_loops; i++) {
+        int32_t v = s->loops[i];
+        int64_t lo;
+        bool ua = rentry_uses(out->ra, v), ub = rentry_uses(out->rb, v);
+        if (!s->vars[v].lo || !rt_expr_const_int(op, s->vars[v].lo, &lo) || lo != 0)
+            return false;
+        if (s->vars[v].is_reduce && ua && ub && !in_c[v] && out->k_var < 0)
+            out->k_var = v;
+        else if (in_c[v] && ua && ub && out->n_batch < RT_PERF_RENTRY_MAX_BATCH)
+            is_b[v] = true, out->batch_var[out->n_batch++] = v;
+        else if (in_c[v] && ua && !ub && out->m_var < 0)
+            out->m_var = v;
+        else if (in_c[v] && ub && !ua && v == inner && out->n_var < 0)
+            out->n_var = v;
+        else
+            return false;
+    }
+    return out->m_var >= 0 && out->n_var >= 0 && out->k_var >= 0 && out->n_batch > 0;
+}
+
+bool rt_perf_gemm_rentry_of(const rt_op *op, const rt_stmt *s, rt_perf_gemm_rentry *out) {
+    memset(out, 0, sizeof *out);
+    if ((s->op != RT_ASSIGN_ADD_INIT && s->op != RT_ASSIGN_ADD) || s->n_preds > 0 || s->recursive ||
+        s->n_vars > 16 || s->n_loops != s->n_vars || s->n_lhs < 2)
+        return false;
+    const rt_expr *reads[2];
+    int32_t n = 0;
+    out->alpha = 1.0;
+    if (!rt_expr_product_factors(s->rhs, reads, &n, &out->alpha) || n != 2 ||
+        reads[0]->tensor == s->out || reads[1]->tensor == s->out)
+        return false;
+    bool is_b[16] = {false};
+    if (!rentry_roles(op, s, reads, is_b, out))
+        return false;
+    int32_t va[RT_MAX_DIMS], vb[RT_MAX_DIMS];
+    rentry_read_vars(out->ra, va);
+    rentry_read_vars(out->rb, vb);
+    if (!rentry_plain(op, out->ra->tensor, va, out->ra->n_args) ||
+        !rentry_plain(op, out->rb->tensor, vb, out->rb->n_args) ||
+        !rentry_plain(op, s->out, s->lhs_vars, s->n_lhs) ||
+        !rentry_layout_ok(op, out->ra->tensor, va, is_b) ||
+        !rentry_layout_ok(op, out->rb->tensor, vb, is_b) ||
+        !rentry_layout_ok(op, s->out, s->lhs_vars, is_b))
+        return false;
+    out->entries = 1;
+    for (int32_t i = 0; i < out->n_batch; i++) {
+        int64_t hi;
+        if (!rt_expr_const_int(op, s->vars[out->batch_var[i]].hi, &hi) || hi < 1)
+            return false;
+        out->batch_ext[i] = hi;
+        out->entries *= hi;
+    }
+    const int32_t gv[3] = {out->m_var, out->n_var, out->k_var};
+    bool ragged = false;
+    for (int32_t g = 0; g < 3; g++) {
+        const rt_expr *hi = s->vars[gv[g]].hi;
+        out->len[g] = out->len_b[g] = -1;
+        if (rt_expr_const_int(op, hi, &out->ext[g]) && out->ext[g] >= 1)
+            continue;
+        if (!rentry_len_read(op, hi, is_b, &out->len[g], &out->len_b[g]))
+            return false;
+        out->ext[g] = -1;
+        ragged = true;
+    }
+    return ragged; // all-dense batches are the implicit GEMM's
+}
+
+bool rt_perf_cpu_rentry_groups(const rt_perf_model *m, rt_perf_cpu_gemm *g) {
+    rt_perf_gemm_rentry r;
+    if (m->n_access != 3 || !rt_perf_gemm_rentry_of(m->op, &m->op->stmts[m->main_stmt], &r))
+        return false;
+    const rt_stmt *s = &m->op->stmts[m->main_stmt];
+    memset(g, 0, sizeof *g);
+    for (int32_t x = 0; x < RT_PERF_MAX_AXES; x++)
+        g->group[x] = -1;
+    g->axis_m = g->axis_n = g->axis_k = -1;
+    for (int32_t x = 0; x < s->n_axes && x < m->n_axes; x++) {
+        if (s->axes[x].n_members != 1)
+            return false;
+        int32_t v = s->axes[x].members[0];
+        int32_t grp = v == r.m_var   ? RT_PERF_GEMM_M
+                      : v == r.n_var ? RT_PERF_GEMM_N
+                      : v == r.k_var ? RT_PERF_GEMM_K
+                                     : RT_PERF_GEMM_BATCH;
+        g->group[x] = grp;
+        if (grp != RT_PERF_GEMM_BATCH)
+            *(grp == RT_PERF_GEMM_M   ? &g->axis_m
+              : grp == RT_PERF_GEMM_N ? &g->axis_n
+                                      : &g->axis_k) = x;
+    }
+    if (g->axis_m < 0 || g->axis_n < 0 || g->axis_k < 0)
+        return false;
+    g->in_a = g->in_b = -1;
+    for (int32_t i = 0; i < 2; i++) {
+        if (m->access[i].tensor == r.ra->tensor)
+            g->in_a = i;
+        if (m->access[i].tensor == r.rb->tensor)
+            g->in_b = i;
+    }
+    if (g->in_a < 0 || g->in_b < 0 || g->in_a == g->in_b)
+        return false;
+    // Blocks sized for the longest entry; the backend runs each entry at its own extents.
+    g->M = rt_max64(1, m->axes[g->axis_m].extent);
+    g->N = rt_max64(1, m->axes[g->axis_n].extent);
+    g->K = rt_max64(1, m->axes[g->axis_k].extent);
+    g->batch = r.entries;
+    g->rentry = true;
+    // A's and B's panels read along k where k is the read's innermost dim.
+    g->a_k_unit = r.ra->args[r.ra->n_args - 1]->var == r.k_var;
+    g->b_k_unit = r.rb->args[r.rb->n_args - 1]->var == r.k_var;
+    double mean[3];
+    const int32_t ax[3] = {g->axis_m, g->axis_n, g->axis_k};
+    for (int32_t i = 0; i < 3; i++)
+        mean[i] = m->axes[ax[i]].ragged ? rt_extent_dist_mean(&m->axes[ax[i]].dist)
+                                        : (double)m->axes[ax[i]].extent;
+    double e = (double)r.entries;
+    g->a_bytes = 4.0 * e * mean[0] * mean[2];
+    g->b_bytes = 4.0 * e * mean[2] * mean[1];
+    g->c_bytes = 4.0 * e * mean[0] * mean[1];
+    return true;
+}
+
+// Work items of the per-entry plan: a multiple of every small thread count, so that the
+// cost ranges (the backend's split) fall evenly at 1, 2, 4 ... 64 threads.
+int64_t rt_perf_cpu_rentry_items(const rt_device *dev) {
+    int64_t units = dev && dev->units > 0 ? dev->units : 1;
+    return 64 * rt_ceil_div(units, 16);
+}
+
+// The per-entry plan's blocks: the dense rule for the longest entry, row blocks of at most 128
+// rows (a work unit is one entry's row block: the threads' shares differ by one unit at most).
+void rt_perf_cpu_rentry_block(const rt_device *dev, rt_perf_cpu_gemm *g) {
+    if (!g->rentry)
+        return;
+    g->mc = rt_max64(g->mr, rt_min64(g->mc, rt_round_up(128, g->mr)));
+    g->ng = 1;
+    g->items = rt_perf_cpu_rentry_items(dev);
+}
+
+// Cycles of one entry's row block of r rows (packing share in *pack): per k block of the
+// entry's Ke (one empty block when Ke = 0, which zeroes C) A's pack, then per column block B's
+// pack and the micro-kernel calls.
+static double rentry_row_block(const rt_perf_model *m, const rt_perf_cpu_gemm *g, int64_t r,
+                               int64_t Ne, int64_t Ke, double ghz, double *pack) {
+    const rt_device *dev = m->dev;
+    int64_t nkb = rt_max64(1, rt_ceil_div(Ke, g->kc)), ncb = rt_ceil_div(Ne, g->nc);
+    double cyc = 0, pk = 0;
+    for (int32_t last = 0; last < 2; last++) {
+        int64_t kk = last ? Ke - (nkb - 1) * g->kc : rt_min64(g->kc, Ke);
+        int64_t times = last ? 1 : nkb - 1;
+        if (times == 0)
+            continue;
+        rt_perf_ukernel uk;
+        (void)rt_perf_cpu_ukernel(dev, 4, g->mr, g->nr, rt_max64(1, kk), &uk);
+        double blk = rt_perf_cpu_pack_cycles(dev, g, false, r, kk, ghz), bp = blk;
+        for (int32_t lc = 0; lc < 2 && ncb > 0; lc++) {
+            int64_t c = lc ? Ne - (ncb - 1) * g->nc : g->nc, ct = lc ? 1 : ncb - 1;
+            double b = rt_perf_cpu_pack_cycles(dev, g, true, c, kk, ghz);
+            blk += (double)ct *
+                   (b + (double)(rt_ceil_div(r, g->mr) * rt_ceil_div(c, g->nr)) * uk.call_cycles);
+            bp += (double)ct * b;
+        }
+        cyc += (double)times * blk;
+        pk += (double)times * bp;
+    }
+    *pack = pk;
+    return cyc;
+}
+
+// Cycles of one entry of extents (Me, Ne, Ke), of its packing, and of its largest unit.
+static double rentry_entry(const rt_perf_model *m, const rt_perf_cpu_gemm *g, const int64_t *e,
+                           double ghz, double *pack, double *unit) {
+    int64_t nb = rt_ceil_div(e[0], g->mc);
+    *pack = *unit = 0;
+    if (nb == 0)
+        return 0;
+    double p_full, p_last;
+    double full = rentry_row_block(m, g, rt_min64(g->mc, e[0]), e[1], e[2], ghz, &p_full);
+    double last = rentry_row_block(m, g, e[0] - (nb - 1) * g->mc, e[1], e[2], ghz, &p_last);
+    *pack = (double)(nb - 1) * p_full + p_last;
+    *unit = full;
+    return (double)(nb - 1) * full + last;
+}
+
+// Expectation over the entries: the ragged extents of one length source (the axes' group) move
+// together, different sources independently; dense extents are constants.
+bool rt_perf_cpu_rentry_time(const rt_perf_model *m, const rt_perf_cpu_gemm *g, double *ns,
+                             double *pack_ns, double *eff) {
+    const rt_device *dev = m->dev;
+    double ghz = rt_perf_cpu_ghz(dev);
+    const int32_t ax[3] = {g->axis_m, g->axis_n, g->axis_k};
+    const rt_extent_dist *src[3];
+    int32_t n_src = 0, src_of[3];
+    for (int32_t i = 0; i < 3; i++) {
+        const rt_perf_axis *a = &m->axes[ax[i]];
+        src_of[i] = -1;
+        if (!a->ragged || a->dist.n < 1)
+            continue;
+        for (int32_t j = 0; j < i && src_of[i] < 0; j++)
+            if (src_of[j] >= 0 && a->group >= 0 && m->axes[ax[j]].group == a->group)
+                src_of[i] = src_of[j];
+        if (src_of[i] < 0) {
+            src[n_src] = &a->dist;
+            src_of[i] = n_src++;
+        }
+    }
+    int32_t at[3] = {0, 0, 0};
+    double total = 0, pack = 0, unit = 0;
+    for (;;) {
+        int64_t e[3];
+        double w = 1;
+        for (int32_t i = 0; i < 3; i++)
+            e[i] = src_of[i] < 0 ? m->axes[ax[i]].extent : src[src_of[i]]->values[at[src_of[i]]];
+        for (int32_t s = 0; s < n_src; s++)
+            w *= src[s]->weights[at[s]];
+        double p, u, c = rentry_entry(m, g, e, ghz, &p, &u);
+        total += w * c;
+        pack += w * p;
+        unit = u > unit ? u : unit;
+        rt_perf_count_steps(m, 1);
+        int32_t s = 0;
+        while (s < n_src && ++at[s] == src[s]->n)
+            at[s++] = 0;
+        if (s == n_src)
+            break;
+    }
+    int64_t units = dev->units > 0 ? dev->units : 1;
+    double entries = (double)g->batch;
+    // The work list's walk: every item visits every entry twice (its cost, then its units).
+    double walk = 8.0 * (double)g->items * entries / (double)units;
+    double busiest = entries * total / (double)units + unit + walk;
+    rt_perf_ukernel uk;
+    (void)rt_perf_cpu_ukernel(dev, 4, g->mr, g->nr, g->kc, &uk);
+    *eff = uk.eff;
+    *ns = busiest / ghz;
+    *pack_ns = entries * pack / (double)units / ghz;
+    return true;
+}

@@ -1,0 +1,141 @@
+// test-cpu-ragged-entry.c: contractions over a ragged batch whose every entry is its own GEMM
+// (codegen/lower-cpu-rentry.c) on the packed micro-kernel: attention scores Q.K^T over
+// len(b) x len(b) per batch entry and head (K read as (b, j, h, d), the 0.125 scale), attention
+// x V (the reduction over j = len(b)) and the variable-size batched GEMM (M, N, K per entry from
+// three length tensors). Lengths 0, 1, primes, all equal, one long plus many short; lengths
+// bound at run time that differ from the planned ones; '+=' onto an output. Every top-K
+// candidate must run the per-entry GEMM and come out "ok" against the reference interpreter.
+#include "test.h"
+#include "num-host.h"
+
+#include "rtgen.h"
+
+#include <stdio.h>
+#include <string.h>
+
+#define MAX_B 40
+#define MAX_L 3
+
+typedef struct ecase {
+    const char *text;
+    int32_t n;                     // batch (every length tensor's extent)
+    int32_t n_len;                 // length tensors, named as in names[]
+    int32_t lens[MAX_L][MAX_B];    // bound at run time
+    int32_t planned[MAX_L][MAX_B]; // the model's distribution (all 0: the bound lengths)
+} ecase;
+
+static const char *const names[2][MAX_L] = {{"len"}, {"Ml", "Nl", "Kl"}};
+
+static bool any_planned(const ecase *c, int32_t t) {
+    for (int32_t i = 0; i < c->n; i++)
+        if (c->planned[t][i] != 0)
+            return true;
+    return false;
+}
+
+static void run_case(const rt_device *dev, const ecase *c, uint64_t seed) {
+    rt_arena *a = rt_arena_new(1 << 20);
+    rt_err err = {0};
+    rt_op *op = NULL;
+    rt_perf_result *perf = NULL;
+    rt_bindings *b = NULL;
+    rt_cpu_report *rep = NULL;
+    rt_perf_options popt = {.top_k = 4};
+    rt_cpu_options copt = {
+        .profile = true, .budget_ms = 1, .threads = 2, .interp_max_points = (int64_t)1 << 27};
+    const char *const *nm = names[c->n_len == 1 ? 0 : 1];
+    rt_perf_length_dist d[MAX_L];
+    rt_status st = rt_spec_parse(a, c->text, "entry.spec", NULL, 0, &op, &err);
+    for (int32_t t = 0; t < c->n_len && st == RT_OK; t++) {
+        int64_t samples[MAX_B];
+        bool planned = any_planned(c, t);
+        for (int32_t i = 0; i < c->n; i++)
+            samples[i] = planned ? c->planned[t][i] : c->lens[t][i];
+        d[t].tensor = nm[t];
+        st = rt_extent_dist_from_samples(a, samples, c->n, (rt_loc){0}, &d[t].dist, &err);
+    }
+    popt.lengths = d;
+    popt.n_lengths = c->n_len;
+    if (st == RT_OK)
+        st = rt_perf_construct(a, op, dev, &popt, &perf, &err);
+    if (st == RT_OK)
+        st = rt_bindings_new(a, op, seed, &b, &err);
+    for (int32_t t = 0; t < c->n_len && st == RT_OK; t++)
+        st = rt_bindings_set_lengths(b, nm[t], c->lens[t], c->n, &err);
+    if (st == RT_OK)
+        st = rt_cpu_build_and_profile(a, op, dev, b, perf, &copt, &rep, &err);
+    if (st != RT_OK) {
+        char msg[1024];
+        rt_err_format(&err, "test", true, msg, sizeof msg);
+        fprintf(stderr, "case %llu: %s\n%s\n", (unsigned long long)seed, msg, c->text);
+        RT_EXPECT(0);
+        rt_arena_free(a);
+        return;
+    }
+    RT_EXPECT(rep->n >= 1);
+    for (int32_t i = 0; i < rep->n; i++) {
+        const rt_cpu_cand *cd = &rep->cands[i];
+        bool entry = strstr(cd->summary, "packed GEMM per entry") != NULL;
+        if (cd->status != RT_CPU_CAND_OK || !entry)
+            fprintf(stderr, "case %llu candidate %d (%s): %s, max abs err %g\n%s\n",
+                    (unsigned long long)seed, (int)i, cd->summary,
+                    rt_cpu_cand_status_name(cd->status), cd->max_abs_err, c->text);
+        RT_EXPECT_EQ(cd->status, RT_CPU_CAND_OK);
+        RT_EXPECT_STR(cd->check, "interpreter");
+        RT_EXPECT(entry);
+    }
+    rt_arena_free(a);
+}
+
+#define QKT(B, H, D)                                                                               \
+    "size B = " #B "\nsize H = " #H "\nsize D = " #D "\n"                                          \
+    "def qkt(int32(B) len, float(b:B, len(b), H, D) Q, float(b:B, len(b), H, D) K) -> (S) {\n"     \
+    "    S(b, h, i, j) +=! Q(b, i, h, d) * K(b, j, h, d) * 0.125\n}"
+#define ATTNV(B, H, D)                                                                             \
+    "size B = " #B "\nsize H = " #H "\nsize D = " #D "\n"                                          \
+    "def attn_v(int32(B) len, float(b:B, H, i:len(b), len(b)) P, float(b:B, len(b), H, D) V) "     \
+    "-> (O) {\n    O(b, i, h, d) +=! P(b, h, i, j) * V(b, j, h, d)\n}"
+#define VGEMM(B)                                                                                   \
+    "size B = " #B "\n"                                                                            \
+    "def vgemm(int32(B) Ml, int32(B) Nl, int32(B) Kl,\n"                                           \
+    "          float(b:B, Ml(b), Kl(b)) A, float(b:B, Kl(b), Nl(b)) Bt) -> (C) {\n"                \
+    "    C(b, m, n) +=! A(b, m, k) * Bt(b, k, n)\n}"
+
+int main(void) {
+    rt_device dev;
+    if (!rt_num_host(&dev))
+        return 77;
+    static const ecase cases[] = {
+        // qkt: lengths 0, 1 and primes; a prime head size.
+        {QKT(8, 3, 37), 8, 1, {{5, 0, 1, 13, 7, 3, 0, 31}}, {{0}}},
+        // All equal, a multiple of the micro-kernel.
+        {QKT(4, 2, 64), 4, 1, {{48, 48, 48, 48}}, {{0}}},
+        // One long plus many short: several row and column blocks in one entry.
+        {QKT(12, 2, 16), 12, 1, {{401, 1, 2, 1, 3, 0, 1, 2, 5, 1, 1, 1}}, {{0}}},
+        // Bound lengths longer and shorter than planned.
+        {QKT(4, 2, 8), 4, 1, {{90, 0, 61, 2}}, {{1, 2, 1, 1}}},
+        // attn_v: the reduction over len(b), primes, 0 and 1.
+        {ATTNV(8, 3, 29), 8, 1, {{5, 0, 1, 13, 7, 3, 0, 31}}, {{0}}},
+        // A long reduction (several k blocks) beside short ones.
+        {ATTNV(6, 2, 16), 6, 1, {{700, 1, 0, 2, 3, 1}}, {{0}}},
+        // vgemm: M, N, K of their own per entry, zeros anywhere (K = 0: C must be zeroed).
+        {VGEMM(6),
+         6,
+         3,
+         {{7, 0, 13, 1, 20, 5}, {11, 4, 0, 1, 33, 6}, {3, 9, 5, 1, 0, 300}},
+         {{0}, {0}, {0}}},
+        // All equal.
+        {VGEMM(3), 3, 3, {{32, 32, 32}, {48, 48, 48}, {16, 16, 16}}, {{0}, {0}, {0}}},
+        // '+=' onto the caller's output.
+        {"size B = 4\ndef f(int32(B) len, float(b:B, len(b), 2, 17) Q, float(b:B, len(b), 2, 17) K)"
+         " -> (float(b:B, 2, len(b), len(b)) S) {\n"
+         "    S(b, h, i, j) += Q(b, i, h, d) * K(b, j, h, d)\n}",
+         4,
+         1,
+         {{3, 0, 19, 1}},
+         {{0}}},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof *cases; i++)
+        run_case(&dev, &cases[i], 1 + i);
+    return rt_test_finish("test-cpu-ragged-entry");
+}
