@@ -1,7 +1,7 @@
 #!/bin/sh
 # The matrix-instruction GEMM (codegen/lower-gpu-mma.c) run on the host: no GPU here and PoCL
 # has no WMMA, so the emitted .cu of each "mma" candidate is compiled by the host C++ compiler
-# against tests/unit/wmma-host.h (threads as std::threads, __syncthreads a barrier, WMMA
+# against tests/unit/wmma-host.hpp (threads as std::threads, __syncthreads a barrier, WMMA
 # fragments per lane, CUDA's alignment rules checked, -fsanitize=alignment for the 128-bit
 # copies) and its C compared with a double reference (wmma-host-main.cpp). Shapes: full tiles
 # and guarded edges, half and bfloat16, on h100.ini (sm_90) and a100.ini (sm_80); the top-3 of

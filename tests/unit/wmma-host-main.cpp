@@ -1,9 +1,9 @@
 // wmma-host-main.cpp: runs an emitted matrix-instruction GEMM kernel (included as RT_KERNEL_FILE,
-// kernel RT_KERNEL, RT_THREADS threads x RT_BLOCKS blocks) on the host stand-in wmma-host.h over
+// kernel RT_KERNEL, RT_THREADS threads x RT_BLOCKS blocks) on the host stand-in wmma-host.hpp over
 // random 16-bit A (M x K) and B (K x N) of type RT_T16, and compares C with a double reference:
 // exits 1 on the first element off by more than 1e-4 * (1 + sum |a b|). Poisoned C (NaN) catches
 // unwritten elements. Part of tests/unit/test-gpu-mma-host.sh.
-#include "wmma-host.h"
+#include "wmma-host.hpp"
 #include RT_KERNEL_FILE
 
 #include <memory>

@@ -1,4 +1,4 @@
-// wmma-host.h: a host stand-in for the CUDA constructs the matrix-instruction GEMM uses
+// wmma-host.hpp: a host stand-in for the CUDA constructs the matrix-instruction GEMM uses
 // (codegen/lower-gpu-mma.c), so that its emitted .cu runs on the CPU in the test
 // tests/unit/test-gpu-mma-host.sh: one std::thread per CUDA thread of a block, __syncthreads a
 // std::barrier (__syncwarp one per warp), __shared__ arrays function statics (blocks run one after another), __half and
