@@ -588,12 +588,17 @@ static rt_status rt_gl_direct_stmt(rt_gl *l, rt_kir_block *b, int32_t n_prefix) 
     return RT_OK;
 }
 
-// The cooperative copy of every staged read's data tile for the current reduction step.
+// The cooperative copy of every staged read's data tile for the current reduction step; in the
+// interior of an edge split (rt_gpu_phase_plan.split), with the interior's guards and widths.
 static rt_status rt_gl_copies(rt_gl *l, const rt_gpu_phase_plan *pl, rt_kir_block *b,
-                              const int32_t *base_var, const int64_t *T) {
+                              const int32_t *base_var, const int64_t *T, bool interior) {
     rt_arena *a = l->a;
     for (int32_t i = 0; i < pl->n_stage; i++) {
-        const rt_gpu_stage *g = &pl->stage[i];
+        const rt_gpu_stage *sg = &pl->stage[i];
+        rt_gpu_stage gi = *sg; // the read as this copy moves it
+        gi.full = interior ? sg->ifull : sg->full;
+        gi.gvec = interior ? sg->igvec : sg->gvec;
+        const rt_gpu_stage *g = &gi;
         const rt_tensor *tn = &l->op->tensors[g->read->tensor];
         rt_kir_node *cp = rt_kir_append(a, b, RT_KIR_N_COPY);
         if (!cp)
@@ -725,8 +730,11 @@ static rt_status rt_gl_fragments(rt_gl *l, const rt_gpu_phase_plan *pl, rt_kir_b
         const rt_gpu_stage *sg = &pl->stage[i];
         const rt_gpu_dim *gd = &pl->dims[sg->frag];
         const char *tname = l->op->tensors[sg->read->tensor].name;
-        int32_t fb = rt_kir_add_buf(a, l->k, rt_arena_printf(a, "frag_%s_p%d", tname, (int)pi),
-                                    RT_KIR_BUF_LOCAL, RT_KIR_F32, -1, pi);
+        int32_t fb =
+            l->frag_buf[i] >= 0
+                ? l->frag_buf[i]
+                : rt_kir_add_buf(a, l->k, rt_arena_printf(a, "frag_%s_p%d", tname, (int)pi),
+                                 RT_KIR_BUF_LOCAL, RT_KIR_F32, -1, pi);
         int32_t qv = rt_kir_add_var(a, l->ph, "q", RT_KIR_I64);
         if (fb < 0 || qv < 0)
             return rt_gl_nomem(l);
@@ -766,57 +774,33 @@ static rt_status rt_gl_fragments(rt_gl *l, const rt_gpu_phase_plan *pl, rt_kir_b
     return RT_OK;
 }
 
-// The staged reduction of a register-tile phase: per reduction step, the cooperative copies of
-// the staged reads' data tiles into shared memory, a barrier, the step's loops over the shared
-// tiles into the accumulators acc, a barrier.
-static rt_status rt_gl_staged_reduce(rt_gl *l, const rt_gpu_phase_plan *pl, rt_kir_block *b,
-                                     const int32_t *red, int32_t nr, int32_t acc) {
+// The reduction steps of a staged phase over steps [first, ...) of red[0..nr) — first applies
+// to the plan's split_var (NULL: 0) — each step: the cooperative copies of the staged reads'
+// data tiles into shared memory, a barrier, the step's loops over the shared tiles into the
+// accumulators acc, a barrier. interior: an edge split's interior (rt_gpu_phase_plan.split),
+// whose steps are the full ones (split_steps of split_var) and whose step loops are exact.
+static rt_status rt_gl_steps(rt_gl *l, const rt_gpu_phase_plan *pl, rt_kir_block *b,
+                             const int32_t *red, int32_t nr, int32_t acc, int32_t *base_var,
+                             int64_t *T, bool interior, rt_kir_expr *first) {
     rt_arena *a = l->a;
     int32_t ti = pl->tstmt;
     const rt_stmt *s = l->s;
     rt_kir_block *inner = b;
-    int32_t base_var[64];
-    int64_t T[64];
-    for (int32_t d = 0; d < pl->n_dims; d++) {
-        const rt_gpu_dim *g = &pl->dims[d];
-        int32_t v = g->members[0];
-        rt_kir_expr *bv =
-            rt_gl_let(l, b, rt_arena_printf(a, "base_%s", s->vars[v].name),
-                      rt_kir_bin(a, RT_KIR_ADD,
-                                 rt_kir_bin(a, RT_KIR_MUL, rt_kir_var_ref(a, l->ph, l->bvar[d]),
-                                            rt_kir_int(a, g->T1)),
-                                 rt_kir_int(a, g->mlo[0])));
-        if (!bv)
-            return rt_gl_nomem(l);
-        base_var[v] = bv->var;
-        T[v] = g->T1;
-    }
-    for (int32_t i = 0; i < pl->n_stage; i++) {
-        const rt_gpu_stage *g = &pl->stage[i];
-        l->sh_buf[i] =
-            rt_kir_add_buf(a, l->k,
-                           rt_arena_printf(a, "sh_%s_p%d", l->op->tensors[g->read->tensor].name,
-                                           (int)(l->k->n_phases - 1)),
-                           RT_KIR_BUF_SHARED, RT_KIR_F32, -1, l->k->n_phases - 1);
-        if (l->sh_buf[i] < 0)
-            return rt_gl_nomem(l);
-        l->k->bufs[l->sh_buf[i]].elems = g->elems;
-        l->k->bufs[l->sh_buf[i]].written = true;
-        l->k->bufs[l->sh_buf[i]].align16 = pl->vec4;
-        l->frag_buf[i] = -1;
-    }
-    // step loops
+    bool exact = pl->red_exact || interior;
     int64_t lo_r[2 * RT_MAX_DIMS], hi_r[2 * RT_MAX_DIMS];
     for (int32_t i = 0; i < nr; i++) {
         int32_t v = red[i];
         rt_expr_const_int(l->op, s->vars[v].lo, &lo_r[i]);
         rt_expr_const_int(l->op, s->vars[v].hi, &hi_r[i]);
         int64_t steps = rt_ceil_div(hi_r[i] - lo_r[i], pl->red_T1[v]);
+        if (interior && v == pl->split_var)
+            steps = pl->split_steps;
+        rt_kir_expr *from = first && v == pl->split_var ? first : rt_kir_int(a, 0);
         int32_t cv =
             rt_kir_add_var(a, l->ph, rt_arena_printf(a, "step_%s", s->vars[v].name), RT_KIR_I64);
-        rt_kir_node *loop = cv >= 0 ? rt_kir_loop(a, inner, cv, rt_kir_int(a, 0),
-                                                  rt_kir_int(a, steps), RT_KIR_LOOP_SERIAL)
-                                    : NULL;
+        rt_kir_node *loop =
+            cv >= 0 ? rt_kir_loop(a, inner, cv, from, rt_kir_int(a, steps), RT_KIR_LOOP_SERIAL)
+                    : NULL;
         if (!loop)
             return rt_gl_nomem(l);
         inner = &loop->body;
@@ -831,19 +815,20 @@ static rt_status rt_gl_staged_reduce(rt_gl *l, const rt_gpu_phase_plan *pl, rt_k
         base_var[v] = r0->var;
         T[v] = pl->red_T1[v];
     }
-    RT_TRY(rt_gl_copies(l, pl, inner, base_var, T));
+    RT_TRY(rt_gl_copies(l, pl, inner, base_var, T, interior));
     RT_GL_CHECK(l, rt_kir_append(a, inner, RT_KIR_N_BARRIER));
     rt_kir_block *after = inner;
     for (int32_t i = 0; i < nr; i++) {
         int32_t v = red[i];
         int32_t rv = rt_kir_add_var(a, l->ph, s->vars[v].name, RT_KIR_I64);
         int64_t T1 = pl->red_T1[v];
-        // exact steps (the plan's red_exact): T1 iterations, no bound; the innermost unrolled
+        // exact steps (the plan's red_exact, an interior's full steps): T1 iterations, no
+        // bound; the innermost unrolled
         rt_kir_expr *end =
             rt_kir_bin(a, RT_KIR_ADD, rt_kir_var_ref(a, l->ph, base_var[v]), rt_kir_int(a, T1));
-        if (!pl->red_exact)
+        if (!exact)
             end = rt_kir_bin(a, RT_KIR_MIN, end, rt_kir_int(a, hi_r[i]));
-        bool unroll = pl->red_exact && i == nr - 1 && T1 * pl->Rtot <= RT_GL_MAX_UNROLLED_FMAS;
+        bool unroll = exact && i == nr - 1 && T1 * pl->Rtot <= RT_GL_MAX_UNROLLED_FMAS;
         rt_kir_node *loop = rv >= 0
                                 ? rt_kir_loop(a, inner, rv, rt_kir_var_ref(a, l->ph, base_var[v]),
                                               end, unroll ? RT_KIR_LOOP_UNROLL : RT_KIR_LOOP_SERIAL)
@@ -860,6 +845,69 @@ static rt_status rt_gl_staged_reduce(rt_gl *l, const rt_gpu_phase_plan *pl, rt_k
     l->staging = false;
     RT_GL_CHECK(l, rt_kir_append(a, after, RT_KIR_N_BARRIER));
     return RT_OK;
+}
+
+// The staged reduction of a register-tile phase (rt_gl_steps), its shared arrays; with an edge
+// split (the plan's split), `interior` is whether the block's tile lies inside every extent:
+//   if (interior) { full steps, interior copies }
+//   [else] { every step (interior blocks: from split_steps on), guarded copies }
+// — the else where no reduction range has a partial step (split_var -1).
+static rt_status rt_gl_staged_reduce(rt_gl *l, const rt_gpu_phase_plan *pl, rt_kir_block *b,
+                                     const int32_t *red, int32_t nr, int32_t acc) {
+    rt_arena *a = l->a;
+    const rt_stmt *s = l->s;
+    int32_t base_var[64];
+    int64_t T[64];
+    rt_kir_expr *interior = rt_kir_int(a, 1);
+    for (int32_t d = 0; d < pl->n_dims; d++) {
+        const rt_gpu_dim *g = &pl->dims[d];
+        int32_t v = g->members[0];
+        rt_kir_expr *bv =
+            rt_gl_let(l, b, rt_arena_printf(a, "base_%s", s->vars[v].name),
+                      rt_kir_bin(a, RT_KIR_ADD,
+                                 rt_kir_bin(a, RT_KIR_MUL, rt_kir_var_ref(a, l->ph, l->bvar[d]),
+                                            rt_kir_int(a, g->T1)),
+                                 rt_kir_int(a, g->mlo[0])));
+        if (!bv)
+            return rt_gl_nomem(l);
+        base_var[v] = bv->var;
+        T[v] = g->T1;
+        if (pl->split && g->nb_full < g->nb)
+            interior = rt_kir_bin(a, RT_KIR_AND, interior,
+                                  rt_kir_bin(a, RT_KIR_LT, rt_kir_var_ref(a, l->ph, l->bvar[d]),
+                                             rt_kir_int(a, g->nb_full)));
+    }
+    for (int32_t i = 0; i < pl->n_stage; i++) {
+        const rt_gpu_stage *g = &pl->stage[i];
+        l->sh_buf[i] =
+            rt_kir_add_buf(a, l->k,
+                           rt_arena_printf(a, "sh_%s_p%d", l->op->tensors[g->read->tensor].name,
+                                           (int)(l->k->n_phases - 1)),
+                           RT_KIR_BUF_SHARED, RT_KIR_F32, -1, l->k->n_phases - 1);
+        if (l->sh_buf[i] < 0)
+            return rt_gl_nomem(l);
+        l->k->bufs[l->sh_buf[i]].elems = g->elems;
+        l->k->bufs[l->sh_buf[i]].written = true;
+        l->k->bufs[l->sh_buf[i]].align16 = pl->vec4;
+        l->frag_buf[i] = -1;
+    }
+    if (!pl->split)
+        return rt_gl_steps(l, pl, b, red, nr, acc, base_var, T, false, NULL);
+    int64_t always = 0;
+    bool all = rt_kir_is_int(interior, &always) && always; // no spatial edge: one path
+    rt_kir_expr *in_var = all ? interior : rt_gl_let(l, b, "interior", interior);
+    rt_kir_node *in = all ? NULL : rt_gl_if(l, b, in_var);
+    if (!all && !in)
+        return rt_gl_nomem(l);
+    RT_TRY(rt_gl_steps(l, pl, all ? b : &in->body, red, nr, acc, base_var, T, true, NULL));
+    if (pl->split_var < 0) // the edge blocks: every step, guarded
+        return all ? RT_OK
+                   : rt_gl_steps(l, pl, &in->else_body, red, nr, acc, base_var, T, false, NULL);
+    // the partial step of every block and the full steps of the edge blocks, guarded
+    rt_kir_expr *first =
+        all ? rt_kir_int(a, pl->split_steps)
+            : rt_kir_select(a, in_var, rt_kir_int(a, pl->split_steps), rt_kir_int(a, 0));
+    return rt_gl_steps(l, pl, b, red, nr, acc, base_var, T, false, first);
 }
 
 // The plain reduction of a register-tile phase: loops over the reduction vars reading global

@@ -274,15 +274,17 @@ static bool rt_gp_stage_read(rt_gp *g, const rt_stmt *s, const rt_expr *e, const
 }
 
 // The first and last origin of var v's tile over the blocks (spatial) or reduction steps of
-// phase pl; false when v has neither.
+// phase pl — interior: over the blocks and steps whose tile lies inside the range; false when
+// v has neither (or, interior, none such).
 static bool rt_gp_var_origins(const rt_gp *g, const rt_gpu_phase_plan *pl, const rt_stmt *s,
-                              int32_t v, int64_t *first, int64_t *last) {
+                              int32_t v, bool interior, int64_t *first, int64_t *last) {
     for (int32_t d = 0; d < pl->n_dims; d++) {
         const rt_gpu_dim *gd = &pl->dims[d];
         if (gd->n_members == 1 && gd->members[0] == v && !gd->ragged) {
+            int64_t nb = interior ? gd->extent / gd->T1 : gd->nb;
             *first = gd->mlo[0];
-            *last = gd->mlo[0] + (gd->nb - 1) * gd->T1;
-            return true;
+            *last = gd->mlo[0] + (nb - 1) * gd->T1;
+            return nb >= 1;
         }
     }
     int64_t lo, hi;
@@ -290,16 +292,17 @@ static bool rt_gp_var_origins(const rt_gp *g, const rt_gpu_phase_plan *pl, const
         !rt_expr_const_int(g->op, s->vars[v].lo, &lo) ||
         !rt_expr_const_int(g->op, s->vars[v].hi, &hi) || hi <= lo)
         return false;
+    int64_t steps = interior ? (hi - lo) / pl->red_T1[v] : rt_ceil_div(hi - lo, pl->red_T1[v]);
     *first = lo;
-    *last = lo + (rt_ceil_div(hi - lo, pl->red_T1[v]) - 1) * pl->red_T1[v];
-    return true;
+    *last = lo + (steps - 1) * pl->red_T1[v];
+    return steps >= 1;
 }
 
 // Whether staged read st's data tile (as the lowering's copy places it: per dim, the origin
 // c0 + sum c * (origin of var + (c < 0 ? T - 1 : 0)) and span elements) lies inside its tensor
-// for every block and reduction step.
+// for every block and reduction step (interior: every interior block and full step).
 static bool rt_gp_stage_full(const rt_gp *g, const rt_gpu_phase_plan *pl, const rt_stmt *s,
-                             const int64_t *T, const rt_gpu_stage *st) {
+                             const int64_t *T, const rt_gpu_stage *st, bool interior) {
     const rt_tensor *tn = &g->op->tensors[st->read->tensor];
     for (int32_t d = 0; d < st->n_dims; d++) {
         int64_t ext;
@@ -309,7 +312,7 @@ static bool rt_gp_stage_full(const rt_gp *g, const rt_gpu_phase_plan *pl, const 
         for (int32_t t = 0; t < st->aff[d].n_terms; t++) {
             int32_t v = st->aff[d].var[t];
             int64_t c = st->aff[d].coef[t], first, last;
-            if (!rt_gp_var_origins(g, pl, s, v, &first, &last))
+            if (!rt_gp_var_origins(g, pl, s, v, interior, &first, &last))
                 return false;
             int64_t adj = c < 0 ? T[v] - 1 : 0;
             int64_t x = c * (first + adj), y = c * (last + adj);
@@ -375,6 +378,20 @@ static bool rt_gp_origin4(const rt_gp *g, const rt_gpu_phase_plan *pl, const rt_
            rt_expr_const_int(g->op, s->vars[v].lo, &lo) && lo % 4 == 0;
 }
 
+// Whether every row of staged read st's data tile starts 16-byte aligned in its tensor and
+// holds a multiple of 4 elements: the tensor's innermost extent (its row length), the
+// innermost index's offset and every origin of its var multiples of 4 (a 128-bit copy's rule).
+static bool rt_gp_aligned4(const rt_gp *g, const rt_gpu_phase_plan *pl, const rt_stmt *s,
+                           const int64_t *T, const rt_gpu_stage *st) {
+    const rt_tensor *tn = &g->op->tensors[st->read->tensor];
+    const rt_affine *in = &st->aff[st->n_dims - 1];
+    int64_t ext = 0;
+    return in->n_terms == 1 && tn->dims[st->n_dims - 1].extent &&
+           rt_expr_const_int(g->op, tn->dims[st->n_dims - 1].extent, &ext) && ext % 4 == 0 &&
+           in->c0 % 4 == 0 && st->span[st->n_dims - 1] % 4 == 0 &&
+           rt_gp_origin4(g, pl, s, in->var[0], T);
+}
+
 // Staged read st under the vec4 layout (rt_gpu_stage.vdim): false when it does not qualify —
 // every index a plain var (coefficient 1), exactly one of a spatial dim whose register tile is
 // a multiple of 4, the others reduction vars.
@@ -411,13 +428,7 @@ static bool rt_gp_vec4_read(const rt_gp *g, const rt_gpu_phase_plan *pl, const r
     }
     st->elems = stride;
     // 128-bit copies: an unguarded tile whose rows start 16-byte aligned
-    const rt_tensor *tn = &g->op->tensors[st->read->tensor];
-    const rt_affine *in = &st->aff[st->n_dims - 1];
-    int64_t ext = 0;
-    st->gvec = st->full && tn->dims[st->n_dims - 1].extent &&
-               rt_expr_const_int(g->op, tn->dims[st->n_dims - 1].extent, &ext) && ext % 4 == 0 &&
-               in->c0 % 4 == 0 && st->span[st->n_dims - 1] % 4 == 0 &&
-               rt_gp_origin4(g, pl, s, in->var[0], T);
+    st->gvec = st->full && rt_gp_aligned4(g, pl, s, T, st);
     return true;
 }
 
@@ -441,6 +452,55 @@ static bool rt_gp_vec4(rt_gp *g, rt_gpu_phase_plan *pl, const rt_stmt *s, const 
         pl->dims[st[i].frag].chunk4 = true;
     }
     return true;
+}
+
+// The interior/edge split of staged phase pl (rt_gpu_phase_plan.split), decided once here:
+// when a spatial extent or a reduction range is not a multiple of its tile, the interior blocks
+// (every tile inside its extent) run the full reduction steps without bounds checks — 128-bit
+// copies where the tensor's rows keep 16-byte alignment, decided per read (rt_gp_aligned4) —
+// and only the edge blocks and the last, partial step run the guarded code. Planned where it
+// removes a guard (a read whose interior tiles are full though its tiles are not, or an inexact
+// step), at most one reduction range has a partial step and an interior block and full step
+// exist. Not priced by the model (cost.c reads the plan's guarded copies as before).
+static void rt_gp_edge_split(const rt_gp *g, rt_gpu_phase_plan *pl, const rt_stmt *s,
+                             const int64_t *T) {
+    pl->split = false;
+    pl->split_var = -1;
+    pl->split_steps = 0;
+    bool spatial_edge = false, gain = !pl->red_exact;
+    for (int32_t d = 0; d < pl->n_dims; d++) {
+        rt_gpu_dim *gd = &pl->dims[d];
+        gd->nb_full = gd->ragged ? 0 : gd->extent / gd->T1;
+        spatial_edge = spatial_edge || gd->nb_full != gd->nb;
+    }
+    for (int32_t v = 0; v < s->n_vars && v < RT_GPU_PLAN_MAX_VARS; v++) {
+        int64_t lo, hi;
+        if (pl->red_T1[v] <= 0 || !rt_expr_const_int(g->op, s->vars[v].lo, &lo) ||
+            !rt_expr_const_int(g->op, s->vars[v].hi, &hi) || (hi - lo) % pl->red_T1[v] == 0)
+            continue;
+        if (pl->split_var >= 0)
+            return; // two partial steps: the guarded code would not be one range of steps
+        pl->split_var = v;
+        pl->split_steps = (hi - lo) / pl->red_T1[v];
+    }
+    for (int32_t i = 0; i < pl->n_stage; i++) {
+        rt_gpu_stage *st = &pl->stage[i];
+        st->ifull = st->full || rt_gp_stage_full(g, pl, s, T, st, true);
+        st->igvec = st->gvec || (pl->vec4 && st->ifull && rt_gp_aligned4(g, pl, s, T, st));
+        gain = gain || st->ifull != st->full;
+    }
+    for (int32_t d = 0; d < pl->n_dims; d++)
+        if (pl->dims[d].nb_full < 1)
+            gain = false; // no interior block
+    if (pl->split_var >= 0 && pl->split_steps < 1)
+        gain = false; // no full step
+    pl->split = gain && (spatial_edge || pl->split_var >= 0);
+    for (int32_t i = 0; !pl->split && i < pl->n_stage; i++) {
+        pl->stage[i].ifull = pl->stage[i].full;
+        pl->stage[i].igvec = pl->stage[i].gvec;
+    }
+    if (!pl->split)
+        pl->split_var = -1, pl->split_steps = 0;
 }
 
 // The staged reads of statement s (affine reads of dense float tensors) and their shared
@@ -488,7 +548,7 @@ static bool rt_gp_plan_stage(rt_gp *g, rt_gpu_phase_plan *pl, const rt_stmt *s) 
         return false;
     }
     for (int32_t i = 0; i < n; i++) {
-        st[i].full = rt_gp_stage_full(g, pl, s, T, &st[i]);
+        st[i].full = rt_gp_stage_full(g, pl, s, T, &st[i], false);
         st[i].vdim = st[i].frag = -1;
     }
     pl->vec4 = rt_gp_vec4(g, pl, s, T, st, n, cap);
@@ -501,6 +561,7 @@ static bool rt_gp_plan_stage(rt_gp *g, rt_gpu_phase_plan *pl, const rt_stmt *s) 
             rt_expr_const_int(g->op, s->vars[v].hi, &hi) && (hi - lo) % pl->red_T1[v] != 0)
             pl->red_exact = false;
     }
+    rt_gp_edge_split(g, pl, s, T);
     return true;
 }
 
@@ -792,9 +853,13 @@ static uint64_t rt_gp_key(const rt_gpu_plan *pl) {
         const int64_t mw[] = {mm->on, mm->a, mm->wgm, mm->wgn, mm->ks, mm->full};
         for (size_t k = 0; k < sizeof mw / sizeof mw[0]; k++)
             h = rt_gp_mix(h, (uint64_t)mw[k]);
+        h = rt_gp_mix(h, (uint64_t)ph->split);
+        h = rt_gp_mix(h, (uint64_t)ph->split_var);
+        h = rt_gp_mix(h, (uint64_t)ph->split_steps);
         for (int32_t k = 0; k < ph->n_stage; k++) {
             const rt_gpu_stage *sg = &ph->stage[k];
-            const int64_t w[] = {sg->full, sg->vdim, sg->frag, sg->gvec, sg->elems};
+            const int64_t w[] = {sg->full,  sg->vdim,  sg->frag, sg->gvec,
+                                 sg->elems, sg->ifull, sg->igvec};
             for (size_t j = 0; j < sizeof w / sizeof w[0]; j++)
                 h = rt_gp_mix(h, (uint64_t)w[j]);
         }
@@ -831,6 +896,25 @@ int64_t rt_gpu_plan_smem_bytes(const rt_gpu_phase_plan *ph) {
     for (int32_t s = 0; s < ph->n_stage; s++)
         bytes += ph->stage[s].elems * 4;
     return bytes;
+}
+
+// "; edge split: interior m 15/16, n 15/16 blocks, k 41/42 steps, unguarded A, B": the interior
+// blocks and full steps of each tiled dim and reduction var, and the reads they copy unguarded.
+static void rt_gp_print_split(const rt_op *op, const rt_gpu_phase_plan *ph, rt_buf *out) {
+    const rt_stmt *t = &op->stmts[ph->tstmt];
+    rt_buf_puts(out, "; edge split: interior");
+    for (int32_t d = 0; d < ph->n_dims; d++)
+        rt_buf_printf(out, "%s %s %lld/%lld", d ? "," : "", t->vars[ph->dims[d].members[0]].name,
+                      (long long)ph->dims[d].nb_full, (long long)ph->dims[d].nb);
+    rt_buf_puts(out, " blocks");
+    if (ph->split_var >= 0)
+        rt_buf_printf(out, ", %s %lld/%lld steps", t->vars[ph->split_var].name,
+                      (long long)ph->split_steps, (long long)ph->split_steps + 1);
+    rt_buf_puts(out, ", unguarded");
+    for (int32_t k = 0, n = 0; k < ph->n_stage; k++)
+        if (ph->stage[k].ifull)
+            rt_buf_printf(out, "%s %s", n++ ? "," : "",
+                          op->tensors[ph->stage[k].read->tensor].name);
 }
 
 void rt_gpu_plan_print_phase(const rt_op *op, const rt_gpu_plan *pl, int32_t i, rt_buf *out) {
@@ -876,11 +960,14 @@ void rt_gpu_plan_print_phase(const rt_op *op, const rt_gpu_plan *pl, int32_t i, 
         else if (n_full > 0 || ph->red_exact)
             rt_buf_printf(out, "; full tiles in %d of %d reads%s", (int)n_full, (int)ph->n_stage,
                           ph->red_exact ? ", exact steps" : "");
+        if (ph->split)
+            rt_gp_print_split(op, ph, out);
         if (ph->vec4) {
             rt_buf_puts(out, "; 128-bit loads: shared");
             for (int32_t k = 0; k < ph->n_stage; k++)
-                if (ph->stage[k].gvec)
-                    rt_buf_printf(out, ", global %s", op->tensors[ph->stage[k].read->tensor].name);
+                if (ph->stage[k].gvec || ph->stage[k].igvec)
+                    rt_buf_printf(out, ", global %s%s", op->tensors[ph->stage[k].read->tensor].name,
+                                  ph->stage[k].gvec ? "" : " interior");
         }
     }
     if (ph->mma.on) {

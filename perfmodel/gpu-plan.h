@@ -47,6 +47,9 @@ typedef struct rt_gpu_dim {
     // The register tile in chunks of 4 (vec4 plans, R % 4 == 0): thread t's element j lies at
     // (j / 4) * nt * 4 + t * 4 + j % 4 of the block tile, else (strided) at t + j * nt.
     bool chunk4;
+    // Blocks whose tile lies entirely inside the extent (extent / T1): the interior blocks of
+    // an edge split (rt_gpu_phase_plan.split); nb where the extent is a multiple of the tile.
+    int64_t nb_full;
 } rt_gpu_dim;
 
 // One staged read: a shared array holding the read's data tile of one reduction step.
@@ -71,6 +74,11 @@ typedef struct rt_gpu_stage {
     // tensor's innermost dim too (else 4 scalar stores down the transposed column). False: the
     // scalar copy, element by element.
     bool gvec;
+    // Edge split (rt_gpu_phase_plan.split): the data tile of every interior block and full
+    // reduction step lies inside the tensor (ifull: copied unguarded there), and those copies
+    // move 4 elements at once under gvec's alignment rules (igvec). Equal to full and gvec
+    // without a split.
+    bool ifull, igvec;
 } rt_gpu_stage;
 
 // The matrix-instruction form of a phase (codegen/lower-gpu-mma.c executes it): a half or
@@ -112,6 +120,15 @@ typedef struct rt_gpu_phase_plan {
     bool vec4;
     int32_t n_stage;
     rt_gpu_stage *stage;
+    // staged: the interior/edge split (rt_gp_edge_split in gpu-plan.c). Interior blocks (block
+    // index below nb_full in every dim) run the full reduction steps (split_steps of var
+    // split_var, every step of the others) with unguarded copies of the ifull reads (128-bit
+    // where igvec) and exact, unrolled step loops; the rest — edge blocks, and the last,
+    // partial step of split_var (-1: none, every reduction range a multiple of its step) — runs
+    // the guarded code.
+    bool split;
+    int32_t split_var;
+    int64_t split_steps;
     int64_t row;    // tree: threads per node (the longest row of the group's statements)
     rt_gpu_mma mma; // matrix instructions (rt_gp_mma), mma.on false: scalar FMAs
 } rt_gpu_phase_plan;

@@ -10,7 +10,12 @@
 #     at least 4 (m * n) / (m + n) — and the tiles copied with 128-bit global loads
 #     (ld.global[.nc].v4.f32 / .u32); the ragged shape's step loop reads 128-bit fragments exactly when
 #     its plan says so.
-# A ragged shape (1000 x 1000 x 999) keeps its guards: its step loop has setp on the indices.
+# A ragged shape (1000 x 1000 x 999, no extent a multiple of the tiles) is split (the plan's
+# "edge split"): the interior blocks' step loop (a loop holding FMAs and a barrier) has no
+# bounds check — every setp and predicated instruction in it is a loop's own back branch, no
+# selp — and where the plan says "global B interior" (B's rows of 1000 floats keep 16-byte
+# alignment; A's of 999 do not) it copies with 128-bit global loads and reads 128-bit
+# fragments; the edge blocks' step loop keeps its guards.
 # Exit 77 (skip) without nvcc.
 #   run-gpu-ptx.sh RTGEN ROOT DEVICE.ini ARCH SIZE VEC OUTDIR
 set -u
@@ -60,6 +65,45 @@ def fma_loop(path):
                 break
     return best[1] if best else []
 
+def step_loops(path):
+    """Every PTX loop holding FMAs and a barrier (a reduction step loop), as its lines."""
+    lines = [l.strip() for l in open(path)]
+    loops = []
+    for i, l in enumerate(lines):
+        m = re.match(r"^(\$L__\w+):$", l)
+        if not m:
+            continue
+        last = None
+        for j in range(i + 1, len(lines)):
+            if re.search(r"\bbra(\.uni)?\s+" + re.escape(m.group(1)) + ";", lines[j]):
+                last = j
+        if last is None:
+            continue
+        body = [x for x in lines[i:last + 1] if x and not x.startswith("//")]
+        if any(x.startswith("fma.rn.f32") for x in body) and any(x.startswith("bar.sync") for x in body):
+            loops.append(body)
+    return loops
+
+def guards(body):
+    """Bounds checks in a loop: setp not feeding a back branch of a loop inside it, predicated
+    instructions other than those back branches, selp."""
+    seen, back, n = set(), set(), 0
+    for x in body:
+        m = re.match(r"^(\$L__\w+):$", x)
+        if m:
+            seen.add(m.group(1))
+            continue
+        m = re.match(r"^@!?(%p\d+)\s+bra(\.uni)?\s+(\$L__\w+);", x)
+        if m and m.group(3) in seen:
+            back.add(m.group(1))
+        elif x.startswith("@") or x.startswith("selp."):
+            n += 1
+    for x in body:
+        m = re.match(r"^setp\.\S+\s+(%p\d+)", x)
+        if m and m.group(1) not in back:
+            n += 1
+    return n
+
 def counts(body):
     c = {"fma": 0, "lds": 0, "lds_v4": 0, "lds_f32": 0, "ldg_v4": 0, "setp": 0, "pred": 0}
     for x in body:
@@ -81,8 +125,7 @@ if not m or "; full tiles;" not in hdr:
 rm, rn = int(m.group(1)), int(m.group(2))
 need = rm * rn / (rm + rn)
 c = counts(fma_loop(full_ptx))
-r = counts(fma_loop(ragged_ptx))
-print(f"full: register tile {rm}x{rn}, step loop {c}; ragged 1000x1000x999: {r}")
+print(f"full: register tile {rm}x{rn}, step loop {c}")
 ok = True
 if c["fma"] == 0 or c["lds"] == 0:
     print("FAIL: no step loop with FMAs and shared loads"); ok = False
@@ -100,12 +143,29 @@ if vec == "v4":
         print(f"FAIL: {c['fma']} FMA / {c['lds']} 128-bit shared loads < {4 * need:.2f}"); ok = False
     if c["ldg_v4"] == 0:
         print("FAIL: no 128-bit global load (ld.global.v4) in the step loop"); ok = False
-    # the ragged shape's plan reads 128-bit fragments where its register tile is a multiple of 4
-    rv = "; 128-bit loads: shared" in open(ragged_cu).read()
-    if rv != (r["lds_v4"] > 0 and r["lds_f32"] == 0):
-        print(f"FAIL: ragged shape: plan {'with' if rv else 'without'} 128-bit loads, step loop {r}"); ok = False
-if r["setp"] <= 1:
-    print("FAIL: the ragged shape's step loop has no bounds checks (guards lost)"); ok = False
+# The ragged shape: an edge split, the interior's step loop without guards (128-bit loads where
+# its plan says), the edge's with them.
+rhdr = open(ragged_cu).read()
+loops = [(guards(b), counts(b)) for b in step_loops(ragged_ptx)]
+print(f"ragged step loops (guards, counts): {loops}")
+if "; edge split: interior " not in rhdr:
+    print("FAIL: the ragged shape's top-1 has no edge split in its plan"); ok = False
+inner = [c for g, c in loops if g == 0]
+edge = [c for g, c in loops if g > 0]
+if len(inner) != 1:
+    print(f"FAIL: ragged shape: {len(inner)} step loops without bounds checks (expected the interior's)"); ok = False
+if not edge:
+    print("FAIL: the ragged shape's edge step loop has no bounds checks (guards lost)"); ok = False
+if vec == "v4" and len(inner) == 1:
+    c1 = inner[0]
+    rv = "; 128-bit loads: shared" in rhdr
+    if rv != (c1["lds_v4"] > 0 and c1["lds_f32"] == 0):
+        print(f"FAIL: ragged shape: plan {'with' if rv else 'without'} 128-bit loads, interior step loop {c1}"); ok = False
+    gv = re.search(r", global B interior\b", rhdr) is not None
+    if gv != (c1["ldg_v4"] > 0):
+        print(f"FAIL: ragged shape: plan {'with' if gv else 'without'} interior 128-bit copies of B, interior step loop {c1}"); ok = False
+    if re.search(r", global A", rhdr):
+        print("FAIL: ragged shape: A's rows of 999 floats are not 16-byte aligned, yet copied 128-bit"); ok = False
 sys.exit(0 if ok else 1)
 PY
 exit $fail

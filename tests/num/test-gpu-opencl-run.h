@@ -35,8 +35,9 @@ static int32_t parse_sets(rt_arena *a, const char *text, rt_size_binding *out) {
 }
 
 // n_vec_shared / n_vec_global: candidates reading register fragments from shared memory with
-// vload4 / copying tiles from global memory with vload4 (the plan's 128-bit loads).
-static int n_staged, n_runs, n_vec_shared, n_vec_global;
+// vload4 / copying tiles from global memory with vload4 (the plan's 128-bit loads); n_split:
+// candidates whose plan splits interior from edge blocks (the plan's "edge split").
+static int n_staged, n_runs, n_vec_shared, n_vec_global, n_split;
 
 static void run_case(rt_gpu_runtime *rt, const rt_device *ocl, const rt_device *dev, const gcase *c,
                      uint64_t seed) {
@@ -97,6 +98,7 @@ static void run_case(rt_gpu_runtime *rt, const rt_device *ocl, const rt_device *
             n_staged += cand.kernel->phases[i].staged;
         n_vec_shared += strstr(cand.source, "= vload4(0, &sh_") != NULL;
         n_vec_global += strstr(cand.source, "= vload4(0, &t_") != NULL;
+        n_split += strstr(cand.source, "; edge split: interior ") != NULL;
         bool ok = chk.n_outputs == op->n_outputs && chk.accepted;
         printf("%-14s %-28s %-10s rank %d: %d kernel(s) [%s], nmse %.2e, max rel %.2e%s\n", what,
                c->sets, strrchr(dev->path, '/') + 1, (int)rank, (int)cand.kernel->n_phases,
@@ -107,7 +109,7 @@ static void run_case(rt_gpu_runtime *rt, const rt_device *ocl, const rt_device *
 }
 
 // Runs cases on PoCL for the v100 and mi50 tile programs; 77 when no OpenCL device matches.
-static int run_cases(const char *name, const gcase *cases, size_t n_cases) {
+static inline int run_cases(const char *name, const gcase *cases, size_t n_cases) {
     rt_device ocl, devs[2];
     rt_arena *a = rt_arena_new(1 << 16);
     rt_gpu_runtime *rt = NULL;

@@ -10,6 +10,10 @@
 //     back to scalar copies where the tiles are not full; the model prices the decision (issue
 //     share); the lowering prints float4 accesses and declares its shared arrays aligned;
 //   - regtile reads priced as global loads: sectors per warp through the L1, issue slots.
+//   - the interior/edge split (issue 22): at 1000 x 1000 x 999 the top-1 on h100 runs its
+//     interior blocks' full steps unguarded, B (rows of 1000 floats) copied 128-bit there and
+//     A (rows of 999) not; the lowering executes it (an interior branch, then the guarded
+//     steps); full shapes are not split.
 #include "test.h"
 
 #include "gpu-plan.h"
@@ -268,10 +272,69 @@ static void test_regtile_reads(void) {
     rt_arena_free(a);
 }
 
+// The interior/edge split at 1000 x 1000 x 999 on h100 (the shape of the GPU check's
+// gemm_odd): the plan, its line, and the kernel the lowering prints from it.
+static void test_edge_split(void) {
+    rt_device dev;
+    rt_err err = {0};
+    RT_EXPECT_EQ(rt_hal_load_device("devices/h100.ini", &dev, &err), RT_OK);
+    rt_arena *a = rt_arena_new(1 << 20);
+    rt_size_binding odd[3] = {{"M", 1000}, {"N", 1000}, {"K", 999}};
+    rt_perf_result *r = construct_sized(a, "examples/matmul.spec", &dev, 1, odd, 3);
+    RT_EXPECT(r && r->cands[0].gpu);
+    if (!r || !r->cands[0].gpu) {
+        rt_arena_free(a);
+        return;
+    }
+    const rt_op *op = r->model->op;
+    const rt_gpu_phase_plan *ph = &r->cands[0].gpu->phases[0];
+    const rt_gpu_stage *sa = stage_of(op, ph, "A"), *sb = stage_of(op, ph, "B");
+    // the top-1 (64x64x24 / 8x8): 16 blocks per dim, 15 of them whole; 42 k steps, 41 whole
+    RT_EXPECT(ph->mode == RT_GPU_STAGED && ph->vec4 && ph->split && sa && sb);
+    RT_EXPECT(ph->n_dims == 2 && ph->dims[0].T1 == 64 && ph->dims[1].T1 == 64 &&
+              ph->dims[0].nb == 16 && ph->dims[0].nb_full == 15 && ph->dims[1].nb_full == 15);
+    RT_EXPECT(ph->split_var == 2 && ph->split_steps == 999 / ph->red_T1[2] && ph->red_T1[2] == 24 &&
+              !ph->red_exact);
+    if (!sa || !sb) {
+        rt_arena_free(a);
+        return;
+    }
+    RT_EXPECT(!sa->full && !sb->full && !sa->gvec && !sb->gvec);
+    RT_EXPECT(sa->ifull && sb->ifull && sb->igvec && !sa->igvec); // 1000 floats a row, 999
+    rt_buf line;
+    rt_buf_init(&line, a);
+    rt_gpu_plan_print_phase(op, r->cands[0].gpu, 0, &line);
+    RT_EXPECT(line.data && strstr(line.data, "; edge split: interior m 15/16, n 15/16 blocks, "
+                                             "k 41/42 steps, unguarded B, A; 128-bit loads: "
+                                             "shared, global B interior;"));
+    rt_gpu_kernel *k = NULL;
+    const char *src = NULL;
+    RT_EXPECT_EQ(rt_gpu_lower(a, op, &dev, r->model, &r->cands[0], NULL, &k, &err), RT_OK);
+    RT_EXPECT(k && rt_gpu_emit(a, k, &rt_gpu_dialect_cuda, &src, &err) == RT_OK);
+    const char *in = src ? strstr(src, "if (interior) {") : NULL;
+    const char *edge =
+        in ? strstr(in, "for (step_k_1 = (interior ? 41 : 0); step_k_1 < 42;") : NULL;
+    RT_EXPECT(in && edge && strstr(src, "interior = ((b_pair_o < 15) && (b_pair_i < 15));"));
+    if (in && edge) {
+        // interior: B 128-bit, A scalar and unguarded, exact k steps; edge: the guards
+        const char *ldg_b = strstr(in, "float4 rt_v = *(const float4 *)(&t_B[");
+        const char *ld_a = strstr(in, "] = t_A[");
+        const char *kloop = strstr(in, "for (k = base_k; k < (base_k + 24); ++k) {");
+        RT_EXPECT(ldg_b && ldg_b < edge && ld_a && ld_a < edge && kloop && kloop < edge);
+        RT_EXPECT(strstr(src, "(const float4 *)(&t_A[") == NULL);
+        RT_EXPECT(strstr(edge, "< 999)) && (((lo_B1_1 + o_4) >= 0)") != NULL);
+    }
+    // a shape of whole tiles is not split
+    rt_perf_result *r2 = construct(a, "examples/matmul.spec", &dev, 1);
+    RT_EXPECT(r2 && r2->cands[0].gpu && !r2->cands[0].gpu->phases[0].split);
+    rt_arena_free(a);
+}
+
 int main(void) {
     test_candidates();
     test_lowering_executes_plan();
     test_vec4();
     test_regtile_reads();
+    test_edge_split();
     return rt_test_finish("test-gpu-plan");
 }
