@@ -286,6 +286,30 @@ static bool nest_and_fit(const rt_perf_model *m, rt_rprog *p, const char **why) 
     return true;
 }
 
+// Blocks resident on one unit at a time: the least of the device's block and thread limits,
+// its register file and each explicitly managed per-unit level (shared memory) over the block's
+// footprint there; 1 without a thread level; 0 when no block fits.
+static int64_t gpu_blocks_per_unit(const rt_perf_model *m, const rt_rprog *p, int32_t top) {
+    const rt_device *dev = m->dev;
+    if (m->thread_level < 0)
+        return 1;
+    int64_t bpu = INT64_MAX;
+    if (dev->max_blocks_per_unit > 0)
+        bpu = rt_min64(bpu, dev->max_blocks_per_unit);
+    if (dev->max_threads_per_unit > 0)
+        bpu = rt_min64(bpu, dev->max_threads_per_unit / p->threads_per_block);
+    if (dev->regs_per_unit > 0 && p->regs_per_thread > 0)
+        bpu = rt_min64(bpu,
+                       dev->regs_per_unit / (p->threads_per_block * (int64_t)p->regs_per_thread));
+    for (int32_t l = 1; l < top; l++) {
+        const rt_mem_level *lv = &dev->level[l];
+        if (lv->scope == RT_MEM_SCOPE_UNIT && lv->managed == RT_MEM_EXPLICIT &&
+            p->tile[l].footprint_bytes > 0)
+            bpu = rt_min64(bpu, lv->capacity_bytes / p->tile[l].footprint_bytes);
+    }
+    return bpu == INT64_MAX ? 1 : bpu;
+}
+
 bool rt_perf_evaluate(const rt_perf_model *m, rt_rprog *p, const char **why) {
     const rt_device *dev = m->dev;
     int32_t top = m->top;
@@ -331,28 +355,10 @@ bool rt_perf_evaluate(const rt_perf_model *m, rt_rprog *p, const char **why) {
             one[y] = y == x ? blk->shape[x] : m->axes[y].extent;
         p->grid[x] = m->axes[x].is_reduce ? 1 : ceil_pos(rt_perf_tile_count(m, one, true));
     }
-    int64_t bpu = 1;
-    if (m->thread_level >= 0) {
-        bpu = INT64_MAX;
-        if (dev->max_blocks_per_unit > 0)
-            bpu = rt_min64(bpu, dev->max_blocks_per_unit);
-        if (dev->max_threads_per_unit > 0)
-            bpu = rt_min64(bpu, dev->max_threads_per_unit / p->threads_per_block);
-        if (dev->regs_per_unit > 0 && p->regs_per_thread > 0)
-            bpu = rt_min64(bpu, dev->regs_per_unit /
-                                    (p->threads_per_block * (int64_t)p->regs_per_thread));
-        for (int32_t l = 1; l < top; l++) {
-            const rt_mem_level *lv = &dev->level[l];
-            if (lv->scope == RT_MEM_SCOPE_UNIT && lv->managed == RT_MEM_EXPLICIT &&
-                p->tile[l].footprint_bytes > 0)
-                bpu = rt_min64(bpu, lv->capacity_bytes / p->tile[l].footprint_bytes);
-        }
-        if (bpu == INT64_MAX)
-            bpu = 1;
-        if (bpu < 1) {
-            *why = "no block fits on one unit";
-            return false;
-        }
+    int64_t bpu = gpu_blocks_per_unit(m, p, top);
+    if (bpu < 1) {
+        *why = "no block fits on one unit";
+        return false;
     }
     p->blocks_per_unit = bpu;
     int64_t units = dev->units > 0 ? dev->units : 1;
