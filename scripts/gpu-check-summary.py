@@ -93,14 +93,31 @@ def op_summary(name, spec, k, args, tmp):
     return rec
 
 
-def shape_of(args):
+def shape_of(spec, args):
+    """The GEMM shape of an fp32 matmul op (the peers run fp32 SGEMM), else None."""
+    if not spec.endswith("matmul.spec"):
+        return None
     d = dict(re.findall(r"--set (\w+)=(\d+)", args))
     if all(x in d for x in "MNK"):
         return (int(d["M"]), int(d["N"]), int(d["K"]), 1)
     return None
 
 
-def analyse(rec, peak):
+def mma_peak(rep, win_rank, device):
+    """For a winner whose plan runs matrix instructions ("mma: wmma 16x16x16 half" in its GPU
+    plan): that peak of the device file (mma_f16_gflops, mma_bf16_gflops) and its key, else
+    (None, None)."""
+    cands = (rep.get("construction") or {}).get("candidates") or []
+    plan = " ".join(cands[win_rank - 1].get("gpu_plan") or []) if len(cands) >= win_rank else ""
+    m = re.search(r"mma: wmma \S+ (half|bfloat16)", plan)
+    key = {"half": "mma_f16_gflops", "bfloat16": "mma_bf16_gflops"}.get(m.group(1)) if m else None
+    dev = read_ini(device)
+    if not key or not dev or not dev.has_option("compute", key):
+        return None, None
+    return dev.getfloat("compute", key), key
+
+
+def analyse(rec, peak, device=None):
     rep = rec["report"] or {}
     kern = rep.get("kernels") or []
     cands = (rep.get("construction") or {}).get("candidates") or []
@@ -125,8 +142,9 @@ def analyse(rec, peak):
             flops = plan if not ragged else None
         if flops:
             a["gflops"] = flops / ns
-            if peak:
-                a["peak_pct"] = 100.0 * a["gflops"] / peak
+            mpeak, a["peak_key"] = mma_peak(rep, win["rank"], device)
+            if mpeak or peak:
+                a["peak_pct"] = 100.0 * a["gflops"] / (mpeak or peak)
     if ok:
         pred = [kd["predicted_ns"] for kd in ok]
         meas = [kd["kernel_median_ns"] for kd in ok]
@@ -176,18 +194,18 @@ def main():
         pass
     L.append(f"FP32 peak: {fmt(peak, '{:.0f}')} GFLOP/s, {peak_label}. Check wall time {o.seconds} s.")
     L.append("")
-    L.append("| op | exit | candidates ok/n | statuses | winner | kernel ms | GFLOP/s | % FP32 peak "
+    L.append("| op | exit | candidates ok/n | statuses | winner | kernel ms | GFLOP/s | % peak "
              "| cuBLAS ratio | torch ratio | Triton ratio | tau | top-1/best | pred/meas top-1 |")
     L.append("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|")
     taus, top1s = [], []
-    an = [analyse(r, peak) for r in recs]  # once per op: the tables below read it
+    an = [analyse(r, peak, o.device) for r in recs]  # once per op: the tables below read it
     for r, a in zip(recs, an):
         if r["exit"] != 0:
             bad.append(f"{r['name']}: rtgen exit {r['exit']}")
         if a["statuses"].get("wrong"):
             bad.append(f"{r['name']}: {a['statuses']['wrong']} wrong candidate(s)")
         ratios = {}
-        shp = shape_of(r["args"])
+        shp = shape_of(r["spec"], r["args"])
         if shp and shp in peers and a.get("gflops"):
             for p, (g, okp) in peers[shp].items():
                 ratios[p] = a["gflops"] / g if g > 0 else None
@@ -208,8 +226,12 @@ def main():
              f"top-1 within 10 % of the best measured on "
              f"{sum(1 for t in top1s if t <= 1.10)}/{len(top1s)} ops.")
     L.append("")
-    L.append("Ratios are rtgen's winner over the peer in GFLOP/s (> 1: rtgen faster); ragged ops "
-             "count the useful FLOPs of the bound lengths (no padding). "
+    mk = sorted({(r["name"], a["peak_key"]) for r, a in zip(recs, an) if a.get("peak_key")})
+    L.append("Ratios are rtgen's winner over the peer in GFLOP/s (> 1: rtgen faster), for the fp32 "
+             "matmul ops only (the peers are fp32 SGEMM); ragged ops count the useful FLOPs of the "
+             "bound lengths (no padding). % peak is of the FP32 peak above"
+             + ("; for " + ", ".join(f"{n} of the device file's {k}" for n, k in mk) if mk else "")
+             + ". "
              "Timers: " + ", ".join(sorted({a.get('timer', '') for a in an} - {''})) + ".")
     L.append("")
     L.append("## Failures and non-ok candidates")
