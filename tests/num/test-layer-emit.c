@@ -305,15 +305,20 @@ int main(void) {
     rt_device dev;
     if (!rt_num_host(&dev))
         return 77;
-    char cmd[256];
+    char cmd[640];
     snprintf(cmd, sizeof cmd, "%s --version >/dev/null 2>&1", cc_path());
     if (run_cmd(cmd) != 0) {
         fprintf(stderr, "no C compiler (%s)\n", cc_path());
         return 77;
     }
-    char tmp[] = "/tmp/rt-layer-emit-XXXXXX";
-    if (!mkdtemp(tmp))
+    // The scratch folder ($TMPDIR, else /tmp): the emitted C, its objects and the drivers.
+    const char *td = getenv("TMPDIR");
+    char tmp[512];
+    snprintf(tmp, sizeof tmp, "%s/rt-layer-emit-XXXXXX", td && *td ? td : "/tmp");
+    if (!mkdtemp(tmp)) {
+        perror(tmp);
         return 1;
+    }
     static const emit_case cases[] = {
         {"examples/layers/ffn.spec", {{"B", NB}, {"D", 24}, {"F", 40}}, 3},
         // the encoder layers at small sizes, each file with other heads and widths
