@@ -5,47 +5,20 @@
 // the shared ones, '+=' onto an output, size 1, primes, several k blocks and several row and
 // column blocks per entry. Every top-K candidate must run the batched GEMM path and come out
 // "ok" against the reference interpreter in its child.
-#include "test.h"
+#include "cpu-case.h"
 #include "num-host.h"
-
-#include "rtgen.h"
-
-#include <stdio.h>
-#include <string.h>
 
 static void run_case(const rt_device *dev, const char *text, uint64_t seed) {
     rt_arena *a = rt_arena_new(1 << 20);
-    rt_err err = {0};
-    rt_op *op = NULL;
-    rt_perf_result *perf = NULL;
-    rt_bindings *b = NULL;
-    rt_cpu_report *rep = NULL;
-    rt_perf_options popt = {.top_k = 2};
-    rt_cpu_options copt = {
-        .profile = true, .budget_ms = 1, .threads = 2, .interp_max_points = (int64_t)1 << 26};
-    if (rt_spec_parse(a, text, "batched.spec", NULL, 0, &op, &err) != RT_OK ||
-        rt_perf_construct(a, op, dev, &popt, &perf, &err) != RT_OK ||
-        rt_bindings_new(a, op, seed, &b, &err) != RT_OK ||
-        rt_cpu_build_and_profile(a, op, dev, b, perf, &copt, &rep, &err) != RT_OK) {
-        char msg[1024];
-        rt_err_format(&err, "test", true, msg, sizeof msg);
-        fprintf(stderr, "case %llu: %s\n%s\n", (unsigned long long)seed, msg, text);
-        RT_EXPECT(0);
-        rt_arena_free(a);
-        return;
-    }
-    RT_EXPECT(rep->n >= 1);
-    for (int32_t i = 0; i < rep->n; i++) {
-        const rt_cpu_cand *cd = &rep->cands[i];
-        bool gemm = strstr(cd->summary, "implicit GEMM") != NULL;
-        if (cd->status != RT_CPU_CAND_OK || !gemm)
-            fprintf(stderr, "case %llu candidate %d (%s): %s, max abs err %g\n%s\n",
-                    (unsigned long long)seed, (int)i, cd->summary,
-                    rt_cpu_cand_status_name(cd->status), cd->max_abs_err, text);
-        RT_EXPECT_EQ(cd->status, RT_CPU_CAND_OK);
-        RT_EXPECT_STR(cd->check, "interpreter");
-        RT_EXPECT(gemm);
-    }
+    cpu_case c = {.text = text,
+                  .file = "batched.spec",
+                  .top_k = 2,
+                  .seed = seed,
+                  .interp_max_points = (int64_t)1 << 26};
+    if (cpu_case_build(a, dev, &c))
+        for (int32_t i = 0; i < c.rep->n; i++)
+            cpu_case_expect(&c, i, strstr(c.rep->cands[i].summary, "implicit GEMM") != NULL,
+                            "interpreter");
     rt_arena_free(a);
 }
 

@@ -9,6 +9,7 @@
 // general path. Last, the packed GEMM's blocking must be the perfmodel's own view of it
 // (rt_perf_cpu_gemm_view: one rule).
 #include "test.h"
+#include "cpu-case.h"
 #include "num-host.h"
 
 #include "emit.h"
@@ -25,44 +26,28 @@ typedef struct conv_case {
     bool large;    // too large to interpret: checked with two random vectors instead (vcheck.h)
 } conv_case;
 
-static void run_case(const rt_device *dev, const conv_case *c, uint64_t seed) {
+static void run_case(const rt_device *dev, const conv_case *cc, uint64_t seed) {
     rt_arena *a = rt_arena_new(1 << 20);
     rt_err err = {0};
-    rt_op *op = NULL;
-    rt_perf_result *perf = NULL;
-    rt_bindings *b = NULL, *b2 = NULL;
-    rt_cpu_report *rep = NULL;
-    rt_perf_options popt = {.top_k = 2};
-    rt_cpu_options copt = {.profile = true, .budget_ms = 1, .threads = 2};
-    if (rt_spec_parse(a, c->text, "conv.spec", NULL, 0, &op, &err) != RT_OK ||
-        rt_perf_construct(a, op, dev, &popt, &perf, &err) != RT_OK ||
-        rt_bindings_new(a, op, seed, &b, &err) != RT_OK ||
-        rt_cpu_build_and_profile(a, op, dev, b, perf, &copt, &rep, &err) != RT_OK) {
-        char msg[1024];
-        rt_err_format(&err, "test", true, msg, sizeof msg);
-        fprintf(stderr, "case %llu: %s\n%s\n", (unsigned long long)seed, msg, c->text);
-        RT_EXPECT(0);
+    rt_bindings *b2 = NULL;
+    cpu_case c = {.text = cc->text, .file = "conv.spec", .top_k = 2, .seed = seed};
+    if (!cpu_case_build(a, dev, &c)) {
         rt_arena_free(a);
         return;
     }
-    RT_EXPECT(rep->n >= 1);
-    for (int32_t i = 0; i < rep->n; i++) {
-        const rt_cpu_cand *cd = &rep->cands[i];
-        if (cd->status != RT_CPU_CAND_OK ||
-            (strstr(cd->summary, "implicit GEMM") != NULL) != c->implicit)
-            fprintf(stderr, "case %llu candidate %d (%s): %s, max abs err %g, nmse %g\n",
-                    (unsigned long long)seed, (int)i, cd->summary,
-                    rt_cpu_cand_status_name(cd->status), cd->max_abs_err, cd->nmse);
-        RT_EXPECT_EQ(cd->status, RT_CPU_CAND_OK);
-        RT_EXPECT_STR(cd->check, c->large ? "random-vector" : "interpreter");
-        RT_EXPECT_EQ(strstr(cd->summary, "implicit GEMM") != NULL, c->implicit);
-    }
+    rt_cpu_report *rep = c.rep;
+    const rt_op *op = c.op;
+    const rt_bindings *b = c.b;
+    for (int32_t i = 0; i < rep->n; i++)
+        cpu_case_expect(&c, i,
+                        (strstr(rep->cands[i].summary, "implicit GEMM") != NULL) == cc->implicit,
+                        cc->large ? "random-vector" : "interpreter");
     // The winner in-process on a second set of the same inputs gives the same outputs.
     RT_EXPECT(rep->winner >= 0);
     if (rep->winner >= 0 && rt_bindings_new(a, op, seed, &b2, &err) == RT_OK &&
         rt_cpu_run_winner(rep, b2, &err) == RT_OK) {
         for (int32_t t = 0; t < op->n_tensors; t++) {
-            if (op->tensors[t].role != RT_ROLE_OUTPUT || c->large)
+            if (op->tensors[t].role != RT_ROLE_OUTPUT || cc->large)
                 continue;
             rt_compare_result cr;
             rt_compare_data(b->tensors[t].data, b2->tensors[t].data, b->tensors[t].layout.elems,

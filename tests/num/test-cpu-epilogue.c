@@ -5,13 +5,8 @@
 // GEMM, and a statement that reads C at two index orders (not fused, still right). Every top-K
 // candidate is checked against the reference interpreter in its child; the fused ones must have
 // no phase of their own for the fused statement.
-#include "test.h"
+#include "cpu-case.h"
 #include "num-host.h"
-
-#include "rtgen.h"
-
-#include <stdio.h>
-#include <string.h>
 
 typedef struct epi_case {
     const char *text;
@@ -20,40 +15,16 @@ typedef struct epi_case {
 
 static void run_case(const rt_device *dev, const epi_case *c, uint64_t seed) {
     rt_arena *a = rt_arena_new(1 << 20);
-    rt_err err = {0};
-    rt_op *op = NULL;
-    rt_perf_result *perf = NULL;
-    rt_bindings *b = NULL;
-    rt_cpu_report *rep = NULL;
-    rt_perf_options popt = {.top_k = 3};
-    rt_cpu_options copt = {.profile = true, .budget_ms = 1, .threads = 2};
-    if (rt_spec_parse(a, c->text, "epi.spec", NULL, 0, &op, &err) != RT_OK ||
-        rt_perf_construct(a, op, dev, &popt, &perf, &err) != RT_OK ||
-        rt_bindings_new(a, op, seed, &b, &err) != RT_OK ||
-        rt_cpu_build_and_profile(a, op, dev, b, perf, &copt, &rep, &err) != RT_OK) {
-        char msg[1024];
-        rt_err_format(&err, "test", true, msg, sizeof msg);
-        fprintf(stderr, "case %llu: %s\n%s\n", (unsigned long long)seed, msg, c->text);
-        RT_EXPECT(0);
-        rt_arena_free(a);
-        return;
-    }
-    RT_EXPECT(rep->n >= 1);
-    for (int32_t i = 0; i < rep->n; i++) {
-        const rt_cpu_cand *cd = &rep->cands[i];
-        bool gemm = strstr(cd->summary, "packed GEMM") != NULL;
-        // The fused statement (the second one) has no phase: the kernel is one phase per
-        // statement other than it.
-        bool fused = gemm && cd->c_source && !strstr(cd->c_source, "statement 1,");
-        if (cd->status != RT_CPU_CAND_OK || fused != c->fused)
-            fprintf(stderr, "case %llu candidate %d (%s): %s, fused %d, max abs err %g\n",
-                    (unsigned long long)seed, (int)i, cd->summary,
-                    rt_cpu_cand_status_name(cd->status), (int)fused, cd->max_abs_err);
-        RT_EXPECT_EQ(cd->status, RT_CPU_CAND_OK);
-        RT_EXPECT_STR(cd->check, "interpreter");
-        RT_EXPECT(gemm);
-        RT_EXPECT_EQ(fused, c->fused);
-    }
+    cpu_case cc = {.text = c->text, .file = "epi.spec", .top_k = 3, .seed = seed};
+    if (cpu_case_build(a, dev, &cc))
+        for (int32_t i = 0; i < cc.rep->n; i++) {
+            const rt_cpu_cand *cd = &cc.rep->cands[i];
+            bool gemm = strstr(cd->summary, "packed GEMM") != NULL;
+            // The fused statement (the second one) has no phase: the kernel is one phase per
+            // statement other than it.
+            bool fused = gemm && cd->c_source && !strstr(cd->c_source, "statement 1,");
+            cpu_case_expect(&cc, i, gemm && fused == c->fused, "interpreter");
+        }
     rt_arena_free(a);
 }
 

@@ -6,13 +6,8 @@
 // kept as an output beside the epilogue's; and lengths bound at run time that differ from the
 // ones the model planned for (more and fewer rows than its row blocks). Every top-K candidate
 // must run the token GEMM and come out "ok" against the reference interpreter in its child.
-#include "test.h"
+#include "cpu-case.h"
 #include "num-host.h"
-
-#include "rtgen.h"
-
-#include <stdio.h>
-#include <string.h>
 
 #define MAX_B 32
 
@@ -23,49 +18,23 @@ typedef struct rcase {
     int32_t planned[MAX_B]; // the model's distribution (all 0: the bound lengths)
 } rcase;
 
-static void run_case(const rt_device *dev, const rcase *c, uint64_t seed) {
+static void run_case(const rt_device *dev, const rcase *r, uint64_t seed) {
     rt_arena *a = rt_arena_new(1 << 20);
-    rt_err err = {0};
-    rt_op *op = NULL;
-    rt_perf_result *perf = NULL;
-    rt_bindings *b = NULL;
-    rt_cpu_report *rep = NULL;
-    rt_perf_options popt = {.top_k = 3};
-    rt_cpu_options copt = {
-        .profile = true, .budget_ms = 1, .threads = 2, .interp_max_points = (int64_t)1 << 26};
-    int64_t samples[MAX_B];
     bool planned = false;
-    for (int32_t i = 0; i < c->n; i++)
-        planned = planned || c->planned[i] != 0;
-    for (int32_t i = 0; i < c->n; i++)
-        samples[i] = planned ? c->planned[i] : c->lens[i];
-    rt_perf_length_dist d = {.tensor = "len"};
-    if (rt_spec_parse(a, c->text, "ragged.spec", NULL, 0, &op, &err) != RT_OK ||
-        rt_extent_dist_from_samples(a, samples, c->n, (rt_loc){0}, &d.dist, &err) != RT_OK ||
-        (popt.lengths = &d, popt.n_lengths = 1,
-         rt_perf_construct(a, op, dev, &popt, &perf, &err) != RT_OK) ||
-        rt_bindings_new(a, op, seed, &b, &err) != RT_OK ||
-        rt_bindings_set_lengths(b, "len", c->lens, c->n, &err) != RT_OK ||
-        rt_cpu_build_and_profile(a, op, dev, b, perf, &copt, &rep, &err) != RT_OK) {
-        char msg[1024];
-        rt_err_format(&err, "test", true, msg, sizeof msg);
-        fprintf(stderr, "case %llu: %s\n%s\n", (unsigned long long)seed, msg, c->text);
-        RT_EXPECT(0);
-        rt_arena_free(a);
-        return;
-    }
-    RT_EXPECT(rep->n >= 1);
-    for (int32_t i = 0; i < rep->n; i++) {
-        const rt_cpu_cand *cd = &rep->cands[i];
-        bool tokens = strstr(cd->summary, "GEMM of token rows") != NULL;
-        if (cd->status != RT_CPU_CAND_OK || !tokens)
-            fprintf(stderr, "case %llu candidate %d (%s): %s, max abs err %g\n%s\n",
-                    (unsigned long long)seed, (int)i, cd->summary,
-                    rt_cpu_cand_status_name(cd->status), cd->max_abs_err, c->text);
-        RT_EXPECT_EQ(cd->status, RT_CPU_CAND_OK);
-        RT_EXPECT_STR(cd->check, "interpreter");
-        RT_EXPECT(tokens);
-    }
+    for (int32_t i = 0; i < r->n; i++)
+        planned = planned || r->planned[i] != 0;
+    cpu_case c = {.text = r->text,
+                  .file = "ragged.spec",
+                  .top_k = 3,
+                  .seed = seed,
+                  .interp_max_points = (int64_t)1 << 26,
+                  .lens = r->lens,
+                  .planned = planned ? r->planned : NULL,
+                  .n_lens = r->n};
+    if (cpu_case_build(a, dev, &c))
+        for (int32_t i = 0; i < c.rep->n; i++)
+            cpu_case_expect(&c, i, strstr(c.rep->cands[i].summary, "GEMM of token rows") != NULL,
+                            "interpreter");
     rt_arena_free(a);
 }
 

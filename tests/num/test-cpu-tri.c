@@ -5,54 +5,28 @@
 // multiples of the blocks, over several row and k blocks (K above the largest kc). Every top-K
 // candidate must run the packed GEMM with its triangular plan and come out "ok" against the
 // reference interpreter in its child.
-#include "test.h"
+#include "cpu-case.h"
 #include "num-host.h"
-
-#include "rtgen.h"
-
-#include <stdio.h>
-#include <string.h>
 
 static void run_case(const rt_device *dev, const char *text, const char *sets, uint64_t seed) {
     rt_arena *a = rt_arena_new(1 << 20);
-    rt_err err = {0};
-    rt_op *op = NULL;
-    rt_perf_result *perf = NULL;
-    rt_bindings *b = NULL;
-    rt_cpu_report *rep = NULL;
-    rt_perf_options popt = {.top_k = 4};
-    rt_cpu_options copt = {
-        .profile = true, .budget_ms = 1, .threads = 2, .interp_max_points = (int64_t)1 << 26};
     char spec[2048];
     snprintf(spec, sizeof spec, "%s%s", sets, text);
-    if (rt_spec_parse(a, spec, "tri.spec", NULL, 0, &op, &err) != RT_OK ||
-        rt_perf_construct(a, op, dev, &popt, &perf, &err) != RT_OK ||
-        rt_bindings_new(a, op, seed, &b, &err) != RT_OK ||
-        rt_cpu_build_and_profile(a, op, dev, b, perf, &copt, &rep, &err) != RT_OK) {
-        char msg[1024];
-        rt_err_format(&err, "test", true, msg, sizeof msg);
-        fprintf(stderr, "case %llu: %s\n%s\n", (unsigned long long)seed, msg, spec);
-        RT_EXPECT(0);
-        rt_arena_free(a);
-        return;
-    }
-    RT_EXPECT(rep->n >= 1);
-    for (int32_t i = 0; i < rep->n; i++) {
-        const rt_cpu_cand *cd = &rep->cands[i];
-        // The kernel's header names the plan it executed: the triangular packed GEMM.
-        const char *plan = cd->ll_source ? strstr(cd->ll_source, "; plan: gemm ") : NULL;
-        const char *eol = plan ? strchr(plan, '\n') : NULL;
-        const char *tri = plan ? strstr(plan, " triangular") : NULL;
-        bool ok = cd->status == RT_CPU_CAND_OK && strstr(cd->summary, "packed GEMM") && tri &&
-                  eol && tri < eol;
-        if (!ok)
-            fprintf(stderr, "case %llu candidate %d (%s): %s, max abs err %g\n%s\n",
-                    (unsigned long long)seed, (int)i, cd->summary,
-                    rt_cpu_cand_status_name(cd->status), cd->max_abs_err, spec);
-        RT_EXPECT_EQ(cd->status, RT_CPU_CAND_OK);
-        RT_EXPECT_STR(cd->check, "interpreter");
-        RT_EXPECT(ok);
-    }
+    cpu_case c = {.text = spec,
+                  .file = "tri.spec",
+                  .top_k = 4,
+                  .seed = seed,
+                  .interp_max_points = (int64_t)1 << 26};
+    if (cpu_case_build(a, dev, &c))
+        for (int32_t i = 0; i < c.rep->n; i++) {
+            const rt_cpu_cand *cd = &c.rep->cands[i];
+            // The kernel's header names the plan it executed: the triangular packed GEMM.
+            const char *plan = cd->ll_source ? strstr(cd->ll_source, "; plan: gemm ") : NULL;
+            const char *eol = plan ? strchr(plan, '\n') : NULL;
+            const char *tri = plan ? strstr(plan, " triangular") : NULL;
+            cpu_case_expect(&c, i, strstr(cd->summary, "packed GEMM") && tri && eol && tri < eol,
+                            "interpreter");
+        }
     rt_arena_free(a);
 }
 
