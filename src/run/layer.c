@@ -16,7 +16,7 @@
 
 #define RT_LAYER_MAX_REPS 1000
 
-typedef struct rt_layer_run_ctx {
+struct rt_layer_runner {
     rt_arena *a;
     const rt_layer *l;
     rt_layer_bindings *lb;
@@ -24,8 +24,9 @@ typedef struct rt_layer_run_ctx {
     void **bufs;        // [n_tensors]: the layer's buffers (NULL: no kernel reads or writes it)
     size_t *bytes;      // [n_tensors]
     rt_layer_report *r;
-    rt_err *err;
-} rt_layer_run_ctx;
+    rt_err *err; // the current call's
+};
+typedef struct rt_layer_runner rt_layer_run_ctx;
 
 static int cmp_double(const void *x, const void *y) {
     double a = *(const double *)x, b = *(const double *)y;
@@ -287,31 +288,74 @@ static rt_status ops_begin(rt_layer_run_ctx *c, rt_cpu_report *const *cpu) {
     return RT_OK;
 }
 
-rt_status rt_layer_run(rt_arena *a, const rt_layer *l, rt_cpu_report *const *cpu,
-                       rt_layer_bindings *lb, const rt_layer_options *opt, rt_layer_report **out,
-                       rt_err *err) {
-    rt_layer_report *r;
-    RT_ALLOC(a, r, 1, err);
-    r->layer = l;
-    rt_layer_run_ctx c = {a, l, lb, NULL, NULL, NULL, r, err};
-    RT_TRY(ops_begin(&c, cpu));
+void rt_layer_runner_free(rt_layer_runner *rn) {
+    if (!rn || !rn->rn)
+        return;
+    for (int32_t k = 0; k < rn->l->n_ops; k++)
+        rt_cpu_runner_free(rn->rn[k]);
+    rn->rn = NULL;
+}
+
+rt_status rt_layer_runner_new(rt_arena *a, const rt_layer *l, rt_cpu_report *const *cpu,
+                              rt_layer_bindings *lb, rt_layer_runner **out, rt_err *err) {
+    rt_layer_runner *c;
+    RT_ALLOC(a, c, 1, err);
+    RT_ALLOC(a, c->r, 1, err);
+    *c = (rt_layer_runner){a, l, lb, NULL, NULL, NULL, c->r, err};
+    c->r->layer = l;
+    RT_TRY(ops_begin(c, cpu));
     RT_TRY(rt_layer_bindings_prepare(lb, err));
     rt_status st = RT_OK;
     for (int32_t k = 0; st == RT_OK && k < l->n_ops; k++)
-        st = rt_cpu_runner_new(cpu[k], -1, lb->ops[k], &c.rn[k], err);
+        st = rt_cpu_runner_new(cpu[k], -1, lb->ops[k], &c->rn[k], err);
     if (st == RT_OK)
-        st = prelude_bind(&c);
+        st = prelude_bind(c);
     if (st == RT_OK)
-        st = buffers_bind(&c);
-    if (st == RT_OK && opt->check)
-        st = check_run(&c, opt->seed);
+        st = buffers_bind(c);
+    if (st != RT_OK) {
+        rt_layer_runner_free(c);
+        return st;
+    }
+    *out = c;
+    return RT_OK;
+}
+
+rt_status rt_layer_runner_run(rt_layer_runner *rn, int32_t k, rt_err *err) {
+    if (k >= 0)
+        return rt_cpu_runner_run(rn->rn[k], err);
+    for (int32_t i = 0; i < rn->l->n_ops; i++)
+        RT_TRY(rt_cpu_runner_run(rn->rn[i], err));
+    return RT_OK;
+}
+
+void *rt_layer_runner_data(rt_layer_runner *rn, const char *name, size_t *bytes) {
+    for (int32_t i = 0; i < rn->l->n_tensors; i++)
+        if (!strcmp(rn->l->tensors[i].name, name)) {
+            if (bytes)
+                *bytes = rn->bytes[i];
+            return rn->bufs[i];
+        }
+    return NULL;
+}
+
+const rt_layer_report *rt_layer_runner_report(const rt_layer_runner *rn) {
+    return rn->r;
+}
+
+rt_status rt_layer_run(rt_arena *a, const rt_layer *l, rt_cpu_report *const *cpu,
+                       rt_layer_bindings *lb, const rt_layer_options *opt, rt_layer_report **out,
+                       rt_err *err) {
+    rt_layer_runner *c;
+    RT_TRY(rt_layer_runner_new(a, l, cpu, lb, &c, err));
+    rt_status st = RT_OK;
+    if (opt->check)
+        st = check_run(c, opt->seed);
     if (st == RT_OK)
-        st = time_layer(&c, opt->budget_ms > 0 ? opt->budget_ms : 200);
-    for (int32_t k = 0; k < l->n_ops; k++)
-        rt_cpu_runner_free(c.rn[k]);
+        st = time_layer(c, opt->budget_ms > 0 ? opt->budget_ms : 200);
+    rt_layer_runner_free(c);
     if (st != RT_OK)
         return st;
-    *out = r;
+    *out = c->r;
     return RT_OK;
 }
 

@@ -70,6 +70,25 @@ rt_status rt_layer_run(rt_arena *a, const rt_layer *l, rt_cpu_report *const *cpu
                        rt_layer_bindings *lb, const rt_layer_options *opt, rt_layer_report **out,
                        rt_err *err);
 
+// The layer as a handle an embedding program runs many times (rt_layer_run is built on it):
+// each def's winner as a runner, bound to one buffer per layer tensor and to the shared prelude
+// (computed once, at rt_layer_runner_new). Inputs hold lb's values; intermediates and outputs
+// the poison until the first run. Errors of _new: those of rt_layer_run's setup (no winner, a
+// buffer or start array the kernels disagree on, an output accumulated with '+=', no memory).
+typedef struct rt_layer_runner rt_layer_runner;
+rt_status rt_layer_runner_new(rt_arena *a, const rt_layer *l, rt_cpu_report *const *cpu,
+                              rt_layer_bindings *lb, rt_layer_runner **out, rt_err *err);
+// Runs def k's kernel (0 <= k < l->n_ops), or every kernel in order (k < 0).
+rt_status rt_layer_runner_run(rt_layer_runner *rn, int32_t k, rt_err *err);
+// The layer's buffer of the layer tensor called name (the kernels' element type, the bound
+// layout: ragged tensors packed as rt_layout_compute lays them out) and its bytes; NULL when
+// no kernel uses it or no layer tensor has that name.
+void *rt_layer_runner_data(rt_layer_runner *rn, const char *name, size_t *bytes);
+// The report being filled: the prelude's arrays and time (per-op results as rt_layer_run's,
+// untimed and unchecked until rt_layer_run fills them).
+const rt_layer_report *rt_layer_runner_report(const rt_layer_runner *rn);
+void rt_layer_runner_free(rt_layer_runner *rn);
+
 // Whether dims 0..d of (oa, ta) and (ob, tb) have the same extents: the same ragged structure
 // up to dim d, hence the same start array of dim d (one prelude array serves both).
 bool rt_layer_same_structure(const rt_op *oa, const rt_tensor *ta, const rt_op *ob,
