@@ -32,7 +32,7 @@
 #include <unistd.h>
 
 #define BL_SEED      1
-#define BL_TOL       1e-3 // max |rtgen - a| / max |a| of Y above which a line reads WRONG
+#define BL_TOL       1e-4 // max |rtgen - a| / max |a| of Y above which a line reads WRONG
 #define BL_MAX_BATCH 64
 #define BL_MAX_OPS   11
 #define BL_MAX_LIST  4
