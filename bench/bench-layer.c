@@ -649,7 +649,6 @@ static void bl_self_case(const bl_config *c, const rt_device *dev, const bl_opts
         bl_expect(strcmp(bl_grade(&r), "WRONG") != 0 && bl_target(&r) >= 1.0,
                   "the line has no grade", c->name);
         bl_expect(r.useful > 0 && r.padded >= r.useful, "FLOP counts", c->name);
-        bl_expect(!o->dense || r.have_dense, "no dense layer (b)", c->name);
         // The interpreter's check of the whole layer on a runner of its own.
         rt_err err = {0};
         rt_layer_options lopt = {.budget_ms = 1, .seed = BL_SEED, .check = true};
@@ -669,12 +668,10 @@ static int bl_self_test(const rt_device *dev, bl_opts *o, dnnl_engine_t eng, dnn
         {"tiny", "examples/layers/cora_encoder.spec", 32, 2, 16, 64, false},
         {"tiny_causal", "examples/layers/cora_encoder_causal.spec", 32, 2, 16, 64, true},
     };
-    o->top_k = 1, o->profile_ms = 1;
-    bool dense = o->dense;
-    for (size_t i = 0; i < sizeof tiny / sizeof tiny[0]; i++) {
-        o->dense = dense && i == 0; // (b) once: its construction is the test's main cost
+    // No (b): its construction (eleven more kernels JIT-compiled) would be a third of the time.
+    o->top_k = 1, o->profile_ms = 1, o->dense = false;
+    for (size_t i = 0; i < sizeof tiny / sizeof tiny[0]; i++)
         bl_self_case(&tiny[i], dev, o, eng, strm);
-    }
     printf("bench-layer self-test: %s\n", bl_fails ? "FAILED" : "ok");
     return bl_fails ? 1 : 0;
 }
