@@ -446,6 +446,7 @@ typedef struct bl_row {
     double err;
     rt_bench_stats st_rt, st_dn, st_dense;
     double op_rt[BL_MAX_OPS], op_dn[BL_MAX_OPS];
+    int rounds, op_reps; // of the turns, of the per-op runs
     char why[220];
 } bl_row;
 
@@ -515,11 +516,13 @@ static void bl_time_row(bl_row *r, const bl_opts *o) {
     // round calls every contender at least twice (warm-up and timed).
     double slow_ns = fmax(r->rt.first_ns, r->have_dense ? r->dense.first_ns : 0);
     int rounds = (int)fmin(BL_ROUNDS, fmax(1, BL_SLOW_NS / (2 * n * slow_ns)));
+    r->rounds = rounds;
+    r->op_reps = (int)fmin(BL_OP_REPS, fmax(1, BL_SLOW_NS / (2 * r->rt.first_ns)));
     rt_bench_time_turns(n, fns, ctxs, o->budget_ms, rounds, BL_SETTLE_MS, st);
     r->st_rt = st[0], r->st_dn = st[1];
     if (r->have_dense)
         r->st_dense = st[2];
-    bl_time_ops(r, (int)fmin(BL_OP_REPS, fmax(1, BL_SLOW_NS / (2 * r->rt.first_ns))));
+    bl_time_ops(r, r->op_reps);
 }
 
 static void bl_run_row(bl_row *r, const rt_device *dev, const bl_opts *o, dnnl_engine_t eng,
@@ -619,8 +622,10 @@ static void bl_print_row(const bl_row *r, int counts[4]) {
         printf("  %-10s %10.1f %10.1f %7.2f  %s\n", r->rt.l->ops[k]->name, r->op_rt[k] * 1e-3,
                r->op_dn[k] * 1e-3, r->op_dn[k] / r->op_rt[k], w->summary ? w->summary : w->name);
     }
-    printf("  prelude %.1f us (%d start arrays); oneDNN: %s\n", r->rt.prelude_ns * 1e-3,
-           (int)rt_layer_runner_report(r->rt.rn)->n_prelude, r->dn.impl);
+    printf("  prelude %.1f us (%d start arrays); %d rounds of turns, per-op medians of %d runs; "
+           "oneDNN: %s\n",
+           r->rt.prelude_ns * 1e-3, (int)rt_layer_runner_report(r->rt.rn)->n_prelude, r->rounds,
+           r->op_reps, r->dn.impl);
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -797,8 +802,9 @@ int main(int argc, char **argv) {
     if (o.self_test) {
         rc = bl_self_test(&dev, &o, eng, strm);
     } else {
-        printf("device: %s (%s), %d cores; rtgen top-%d per def; times: median of %d turns "
-               "against (a) and (b), %.0f ms each; err_a: max |rtgen - a| / max |a| of Y (WRONG "
+        printf("device: %s (%s), %d cores; rtgen top-%d per def; times: median of up to %d "
+               "rounds of turns against (a) and (b), %.0f ms each; err_a: max |rtgen - a| / max "
+               "|a| of Y (WRONG "
                "above %.0e)\n",
                dev.name, dev.path, (int)dev.units, o.top_k, BL_ROUNDS, o.budget_ms, BL_TOL);
         bl_print_header();
