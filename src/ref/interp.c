@@ -405,6 +405,8 @@ static rt_status rt_layout_visit(rt_layout_build *lb, rt_layout *l, int32_t k, i
     } else {
         base = pos * extent;
     }
+    if (k == lb->last_ragged) // the elements of the last ragged level hold no start array
+        return RT_OK;
     for (int64_t i = 0; i < extent; i++) {
         lb->idx[k] = i;
         RT_TRY(rt_layout_visit(lb, l, k + 1, base + i));

@@ -16,7 +16,7 @@
 
 #define RT_LAYER_MAX_REPS 1000
 
-typedef struct rt_layer_run_ctx {
+struct rt_layer_runner {
     rt_arena *a;
     const rt_layer *l;
     rt_layer_bindings *lb;
@@ -24,8 +24,9 @@ typedef struct rt_layer_run_ctx {
     void **bufs;        // [n_tensors]: the layer's buffers (NULL: no kernel reads or writes it)
     size_t *bytes;      // [n_tensors]
     rt_layer_report *r;
-    rt_err *err;
-} rt_layer_run_ctx;
+    rt_err *err; // the current call's
+};
+typedef struct rt_layer_runner rt_layer_run_ctx;
 
 static int cmp_double(const void *x, const void *y) {
     double a = *(const double *)x, b = *(const double *)y;
@@ -97,12 +98,18 @@ static rt_status prelude_bind(rt_layer_run_ctx *c) {
             }
         }
     }
-    // Its time: every distinct array computed again, the best of a few repetitions.
+    // Its time: every distinct array computed again (one layout computation gives all the
+    // arrays of its tensor), the best of a few repetitions.
     double best = INFINITY;
     for (int32_t rep = 0; rep < 5; rep++) {
         double t0 = rt_cpu_now_ns();
         for (int32_t e = 0; e < c->r->n_prelude; e++) {
             const rt_layer_prelude_entry *p = &c->r->prelude[e];
+            bool done = false;
+            for (int32_t f = 0; f < e && !done; f++)
+                done = c->r->prelude[f].op == p->op && c->r->prelude[f].tensor == p->tensor;
+            if (done)
+                continue;
             rt_layout lay;
             RT_TRY(rt_layout_compute(c->lb->ops[p->op], p->tensor, &lay, c->err));
         }
@@ -184,6 +191,34 @@ static rt_status reference(rt_layer_run_ctx *c, uint64_t seed, rt_layer_bindings
     return RT_OK;
 }
 
+// Reads def k's outputs back into lb and compares them with want[j] (one per output, in lb's
+// layout), whose: what they are, for the message.
+static void compare_def(rt_layer_run_ctx *c, int32_t k, double *const *want, const char *whose) {
+    const rt_op *op = c->l->ops[k];
+    rt_layer_report *r = c->r;
+    rt_layer_op_result *o = &r->ops[k];
+    rt_cpu_runner_outputs(c->rn[k], c->lb->ops[k]);
+    o->correct = true;
+    for (int32_t j = 0; j < op->n_outputs; j++) {
+        int32_t t = op->outputs[j];
+        const rt_tensor_data *got = &c->lb->ops[k]->tensors[t];
+        rt_compare_result cr;
+        rt_compare_data(want[j], got->data, got->layout.elems, &cr);
+        o->max_abs_err = fmax(o->max_abs_err, cr.max_abs_err);
+        o->max_rel_err = fmax(o->max_rel_err, cr.max_rel_err);
+        o->nmse = fmax(o->nmse, cr.nmse);
+        if (rt_compare_accept(&cr, op->tensors[t].dtype))
+            continue;
+        o->correct = r->correct = false;
+        if (!r->why)
+            r->why = rt_arena_printf(c->a,
+                                     "def %s: output %s differs from %s: max abs error %.3g at "
+                                     "element %lld, nmse %.3g",
+                                     op->name, op->tensors[t].name, whose, cr.max_abs_err,
+                                     (long long)cr.worst_index, cr.nmse);
+    }
+}
+
 // Runs the kernels once in order, reads every def's outputs back into lb and compares them with
 // the reference.
 static rt_status check_run(rt_layer_run_ctx *c, uint64_t seed) {
@@ -193,34 +228,79 @@ static rt_status check_run(rt_layer_run_ctx *c, uint64_t seed) {
         RT_TRY(rt_cpu_runner_run(c->rn[k], c->err));
     rt_layer_bindings *ref = NULL;
     RT_TRY(reference(c, seed, &ref));
-    r->checked = true;
-    r->correct = true;
+    r->checked = r->correct = true;
+    r->check = "interpreter";
     for (int32_t k = 0; k < l->n_ops; k++) {
-        const rt_op *op = l->ops[k];
-        rt_layer_op_result *o = &r->ops[k];
-        rt_cpu_runner_outputs(c->rn[k], c->lb->ops[k]);
-        o->correct = true;
-        for (int32_t j = 0; j < op->n_outputs; j++) {
-            int32_t t = op->outputs[j];
-            const rt_tensor_data *got = &c->lb->ops[k]->tensors[t];
-            const rt_tensor_data *want = &ref->ops[k]->tensors[t];
-            rt_compare_result cr;
-            rt_compare_data(want->data, got->data, got->layout.elems, &cr);
-            o->max_abs_err = fmax(o->max_abs_err, cr.max_abs_err);
-            o->max_rel_err = fmax(o->max_rel_err, cr.max_rel_err);
-            o->nmse = fmax(o->nmse, cr.nmse);
-            if (rt_compare_accept(&cr, op->tensors[t].dtype))
-                continue;
-            o->correct = r->correct = false;
-            if (!r->why)
-                r->why = rt_arena_printf(c->a,
-                                         "def %s: output %s differs from the interpreter's: max "
-                                         "abs error %.3g at element %lld, nmse %.3g",
-                                         op->name, op->tensors[t].name, cr.max_abs_err,
-                                         (long long)cr.worst_index, cr.nmse);
-        }
+        double **want;
+        RT_ALLOC(c->a, want, l->ops[k]->n_outputs + 1, c->err);
+        for (int32_t j = 0; j < l->ops[k]->n_outputs; j++)
+            want[j] = ref->ops[k]->tensors[l->ops[k]->outputs[j]].data;
+        compare_def(c, k, want, "the interpreter's");
     }
     return RT_OK;
+}
+
+// Def k's winner alone, on buffers and start arrays of its own: its layer inputs copied from the
+// layer's buffers, its outputs poisoned, run once; its outputs copied into want[j].
+static rt_status rerun_alone(rt_layer_runner *c, int32_t k, double **want, rt_err *err) {
+    const rt_layer *l = c->l;
+    const rt_op *op = l->ops[k];
+    rt_cpu_runner *alone = NULL;
+    RT_TRY(rt_cpu_runner_new(c->r->ops[k].cpu, c->r->ops[k].winner, c->lb->ops[k], &alone, err));
+    for (int32_t t = 0; t < op->n_tensors; t++) {
+        int32_t i = l->tensor_of[k][t];
+        size_t n = rt_cpu_runner_bytes(alone, t);
+        if (i < 0 || n == 0)
+            continue;
+        if (!l->tensors[i].is_input && l->tensors[i].op == k)
+            rt_cpu_runner_fill(alone, t, rt_cpu_poison_of(&op->tensors[t]));
+        else if (c->bufs[i] && c->bytes[i] == n)
+            memcpy(rt_cpu_runner_data(alone, t), c->bufs[i], n);
+    }
+    rt_status st = rt_cpu_runner_run(alone, err);
+    if (st == RT_OK) {
+        rt_cpu_runner_outputs(alone, c->lb->ops[k]);
+        for (int32_t j = 0; st == RT_OK && j < op->n_outputs; j++) {
+            const rt_tensor_data *d = &c->lb->ops[k]->tensors[op->outputs[j]];
+            want[j] = rt_arena_alloc(c->a, (size_t)d->layout.elems * sizeof(double) + 1);
+            if (!want[j])
+                st = rt_fail(err, RT_ERR_NOMEM, RT_NOLOC, "out of memory");
+            else
+                memcpy(want[j], d->data, (size_t)d->layout.elems * sizeof(double));
+        }
+    }
+    rt_cpu_runner_free(alone);
+    return st;
+}
+
+rt_status rt_layer_runner_check_rerun(rt_layer_runner *c, rt_err *err) {
+    rt_layer_report *r = c->r;
+    r->checked = r->correct = true;
+    r->check = "rerun";
+    r->why = NULL;
+    for (int32_t k = 0; k < c->l->n_ops; k++) {
+        double **want;
+        RT_ALLOC(c->a, want, c->l->ops[k]->n_outputs + 1, err);
+        RT_TRY(rerun_alone(c, k, want, err));
+        compare_def(c, k, want, "its kernel's run alone on the same inputs");
+    }
+    return RT_OK;
+}
+
+// The layer's check: the interpreter's run of the layer when it is small enough, else each
+// kernel rerun alone (rt_layer_options.interp_max_flops).
+static rt_status check_layer(rt_layer_run_ctx *c, const rt_layer_options *opt) {
+    double flops = 0,
+           limit = opt->interp_max_flops > 0 ? opt->interp_max_flops : RT_LAYER_INTERP_MAX_FLOPS;
+    for (int32_t k = 0; k < c->l->n_ops; k++) {
+        double f = 0;
+        RT_TRY(rt_interp_flops(c->l->ops[k], c->lb->ops[k], &f, c->err));
+        flops += f;
+    }
+    if (flops <= limit)
+        return check_run(c, opt->seed);
+    RT_TRY(rt_layer_runner_run(c, -1, c->err));
+    return rt_layer_runner_check_rerun(c, c->err);
 }
 
 // Times the layer: repetitions of the kernels in order, each kernel timed on its own too.
@@ -287,31 +367,74 @@ static rt_status ops_begin(rt_layer_run_ctx *c, rt_cpu_report *const *cpu) {
     return RT_OK;
 }
 
-rt_status rt_layer_run(rt_arena *a, const rt_layer *l, rt_cpu_report *const *cpu,
-                       rt_layer_bindings *lb, const rt_layer_options *opt, rt_layer_report **out,
-                       rt_err *err) {
-    rt_layer_report *r;
-    RT_ALLOC(a, r, 1, err);
-    r->layer = l;
-    rt_layer_run_ctx c = {a, l, lb, NULL, NULL, NULL, r, err};
-    RT_TRY(ops_begin(&c, cpu));
+void rt_layer_runner_free(rt_layer_runner *rn) {
+    if (!rn || !rn->rn)
+        return;
+    for (int32_t k = 0; k < rn->l->n_ops; k++)
+        rt_cpu_runner_free(rn->rn[k]);
+    rn->rn = NULL;
+}
+
+rt_status rt_layer_runner_new(rt_arena *a, const rt_layer *l, rt_cpu_report *const *cpu,
+                              rt_layer_bindings *lb, rt_layer_runner **out, rt_err *err) {
+    rt_layer_runner *c;
+    RT_ALLOC(a, c, 1, err);
+    RT_ALLOC(a, c->r, 1, err);
+    *c = (rt_layer_runner){a, l, lb, NULL, NULL, NULL, c->r, err};
+    c->r->layer = l;
+    RT_TRY(ops_begin(c, cpu));
     RT_TRY(rt_layer_bindings_prepare(lb, err));
     rt_status st = RT_OK;
     for (int32_t k = 0; st == RT_OK && k < l->n_ops; k++)
-        st = rt_cpu_runner_new(cpu[k], -1, lb->ops[k], &c.rn[k], err);
+        st = rt_cpu_runner_new(cpu[k], -1, lb->ops[k], &c->rn[k], err);
     if (st == RT_OK)
-        st = prelude_bind(&c);
+        st = prelude_bind(c);
     if (st == RT_OK)
-        st = buffers_bind(&c);
-    if (st == RT_OK && opt->check)
-        st = check_run(&c, opt->seed);
+        st = buffers_bind(c);
+    if (st != RT_OK) {
+        rt_layer_runner_free(c);
+        return st;
+    }
+    *out = c;
+    return RT_OK;
+}
+
+rt_status rt_layer_runner_run(rt_layer_runner *rn, int32_t k, rt_err *err) {
+    if (k >= 0)
+        return rt_cpu_runner_run(rn->rn[k], err);
+    for (int32_t i = 0; i < rn->l->n_ops; i++)
+        RT_TRY(rt_cpu_runner_run(rn->rn[i], err));
+    return RT_OK;
+}
+
+void *rt_layer_runner_data(rt_layer_runner *rn, const char *name, size_t *bytes) {
+    for (int32_t i = 0; i < rn->l->n_tensors; i++)
+        if (!strcmp(rn->l->tensors[i].name, name)) {
+            if (bytes)
+                *bytes = rn->bytes[i];
+            return rn->bufs[i];
+        }
+    return NULL;
+}
+
+const rt_layer_report *rt_layer_runner_report(const rt_layer_runner *rn) {
+    return rn->r;
+}
+
+rt_status rt_layer_run(rt_arena *a, const rt_layer *l, rt_cpu_report *const *cpu,
+                       rt_layer_bindings *lb, const rt_layer_options *opt, rt_layer_report **out,
+                       rt_err *err) {
+    rt_layer_runner *c;
+    RT_TRY(rt_layer_runner_new(a, l, cpu, lb, &c, err));
+    rt_status st = RT_OK;
+    if (opt->check)
+        st = check_layer(c, opt);
     if (st == RT_OK)
-        st = time_layer(&c, opt->budget_ms > 0 ? opt->budget_ms : 200);
-    for (int32_t k = 0; k < l->n_ops; k++)
-        rt_cpu_runner_free(c.rn[k]);
+        st = time_layer(c, opt->budget_ms > 0 ? opt->budget_ms : 200);
+    rt_layer_runner_free(c);
     if (st != RT_OK)
         return st;
-    *out = r;
+    *out = c->r;
     return RT_OK;
 }
 
@@ -338,7 +461,11 @@ void rt_layer_report_print(const rt_layer_report *r, rt_buf *out) {
                   (int)r->n_prelude, (int)r->n_start_bufs, r->prelude_ns * 1e-3,
                   r->median_ns > 0 ? 100.0 * r->prelude_ns / (r->prelude_ns + r->median_ns) : 0.0);
     if (r->checked)
-        rt_buf_printf(out, "layer check against the interpreter: %s%s\n",
+        rt_buf_printf(out, "layer check %s: %s%s\n",
+                      strcmp(r->check, "rerun") ? "against the interpreter"
+                                                : "(each kernel rerun alone on copies of its "
+                                                  "in-layer inputs: the layer is too large to "
+                                                  "interpret)",
                       r->correct ? "ok" : "WRONG: ", r->correct ? "" : r->why);
 }
 
@@ -384,6 +511,8 @@ void *rt_layer_report_to_json(const rt_layer_report *r) {
     json_object_set_new(j, "prelude_kernel_buffers", json_integer(r->n_start_bufs));
     json_object_set_new(j, "prelude_ns", json_real(r->prelude_ns));
     json_object_set_new(j, "checked", json_boolean(r->checked));
+    if (r->check)
+        json_object_set_new(j, "check", json_string(r->check));
     if (r->checked)
         json_object_set_new(j, "correct", json_boolean(r->correct));
     if (r->why)

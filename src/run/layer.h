@@ -18,7 +18,16 @@ typedef struct rt_layer_options {
     double budget_ms; // timing budget of the whole layer (0: 200): at least 3 repetitions
     uint64_t seed;    // the reference's inputs (the same seed as lb's)
     bool check;       // compare with the interpreter (the layer's reference)
+    // The interpreter checks a layer of at most this many FLOPs (rt_interp_flops summed over
+    // the defs; 0: RT_LAYER_INTERP_MAX_FLOPS). A larger layer (the interpreter would take
+    // minutes) is checked by rerunning each def's kernel alone, on buffers and start arrays of
+    // its own holding copies of its in-layer inputs, against its in-layer outputs: what the
+    // layer adds to the kernels (the shared buffers and prelude); each kernel was checked
+    // against its reference when it was profiled.
+    double interp_max_flops;
 } rt_layer_options;
+
+#define RT_LAYER_INTERP_MAX_FLOPS 2e8
 
 // One shared start array of the prelude: dim `dim` of tensor `tensor` of def `op` is where it
 // was computed; every kernel reading a start array of the same ragged structure (the same
@@ -54,9 +63,10 @@ typedef struct rt_layer_report {
     double min_ns, median_ns; // the whole layer: kernels in order, prelude not included
     int32_t reps;
     int32_t threads;
-    bool checked;    // compared with the interpreter
-    bool correct;    // every op's outputs accepted
-    const char *why; // the first rejected output, NULL when correct
+    bool checked;      // compared with the interpreter, or each kernel rerun alone (check)
+    const char *check; // "interpreter" or "rerun" (NULL: unchecked)
+    bool correct;      // every op's outputs accepted
+    const char *why;   // the first rejected output, NULL when correct
 } rt_layer_report;
 
 // Runs the layer l on the winners of cpu[0..l->n_ops) (each profiled on lb->ops[k]; a def
@@ -70,10 +80,34 @@ rt_status rt_layer_run(rt_arena *a, const rt_layer *l, rt_cpu_report *const *cpu
                        rt_layer_bindings *lb, const rt_layer_options *opt, rt_layer_report **out,
                        rt_err *err);
 
+// The layer as a handle an embedding program runs many times (rt_layer_run is built on it):
+// each def's winner as a runner, bound to one buffer per layer tensor and to the shared prelude
+// (computed once, at rt_layer_runner_new). Inputs hold lb's values; intermediates and outputs
+// the poison until the first run. Errors of _new: those of rt_layer_run's setup (no winner, a
+// buffer or start array the kernels disagree on, an output accumulated with '+=', no memory).
+typedef struct rt_layer_runner rt_layer_runner;
+rt_status rt_layer_runner_new(rt_arena *a, const rt_layer *l, rt_cpu_report *const *cpu,
+                              rt_layer_bindings *lb, rt_layer_runner **out, rt_err *err);
+// Runs def k's kernel (0 <= k < l->n_ops), or every kernel in order (k < 0).
+rt_status rt_layer_runner_run(rt_layer_runner *rn, int32_t k, rt_err *err);
+// The layer's buffer of the layer tensor called name (the kernels' element type, the bound
+// layout: ragged tensors packed as rt_layout_compute lays them out) and its bytes; NULL when
+// no kernel uses it or no layer tensor has that name.
+void *rt_layer_runner_data(rt_layer_runner *rn, const char *name, size_t *bytes);
+// The report being filled: the prelude's arrays and time (per-op results as rt_layer_run's,
+// untimed and unchecked until rt_layer_run fills them).
+const rt_layer_report *rt_layer_runner_report(const rt_layer_runner *rn);
+void rt_layer_runner_free(rt_layer_runner *rn);
+
 // Whether dims 0..d of (oa, ta) and (ob, tb) have the same extents: the same ragged structure
 // up to dim d, hence the same start array of dim d (one prelude array serves both).
 bool rt_layer_same_structure(const rt_op *oa, const rt_tensor *ta, const rt_op *ob,
                              const rt_tensor *tb, int32_t d);
+
+// The check of rt_layer_run by rerunning (layer.h rt_layer_options.interp_max_flops) on the
+// runner's current buffers, after a run: fills the report's per-op errors, checked, correct,
+// why. Errors: RT_ERR_NOMEM.
+rt_status rt_layer_runner_check_rerun(rt_layer_runner *rn, rt_err *err);
 
 // The per-op and total table for stdout.
 void rt_layer_report_print(const rt_layer_report *r, rt_buf *out);

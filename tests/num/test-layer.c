@@ -75,6 +75,39 @@ static rt_status bind_lengths(rt_arena *a, const rt_layer *l, const int32_t *len
     return rt_layer_bindings_prepare(*out, err);
 }
 
+// The check by rerunning (a layer above interp_max_flops): the layer run passes it, and a
+// corrupted output of the last def (Z, after the run) fails it, named.
+static void rerun_check(rt_arena *a, const rt_layer *l, rt_cpu_report *const *cpu,
+                        rt_layer_bindings *lb) {
+    rt_err err = {0};
+    rt_layer_report *r = NULL;
+    rt_layer_options lopt = {.budget_ms = 1, .seed = 3, .check = true, .interp_max_flops = 1};
+    rt_status st = rt_layer_run(a, l, cpu, lb, &lopt, &r, &err);
+    RT_EXPECT_EQ(st, RT_OK);
+    if (st == RT_OK) {
+        RT_EXPECT(r->checked && r->correct && r->check && !strcmp(r->check, "rerun"));
+        for (int32_t k = 0; k < r->n_ops; k++)
+            RT_EXPECT(r->ops[k].correct && r->ops[k].max_abs_err == 0);
+    }
+    rt_layer_runner *rn = NULL;
+    st = rt_layer_runner_new(a, l, cpu, lb, &rn, &err);
+    if (st == RT_OK)
+        st = rt_layer_runner_run(rn, -1, &err);
+    size_t bytes = 0;
+    float *z = st == RT_OK ? rt_layer_runner_data(rn, "Z", &bytes) : NULL;
+    RT_EXPECT(z && bytes >= sizeof(float));
+    if (z) {
+        z[bytes / sizeof(float) - 1] += 1.0f;
+        st = rt_layer_runner_check_rerun(rn, &err);
+        const rt_layer_report *rr = rt_layer_runner_report(rn);
+        RT_EXPECT_EQ(st, RT_OK);
+        RT_EXPECT(rr->checked && !rr->correct && !rr->ops[3].correct && rr->ops[2].correct);
+        RT_EXPECT(rr->why && strstr(rr->why, "def res: output Z differs from its kernel's run"));
+    }
+    if (rn)
+        rt_layer_runner_free(rn);
+}
+
 static void layer_case(const rt_device *dev, const int32_t *len) {
     rt_arena *a = rt_arena_new(1 << 20);
     rt_err err = {0};
@@ -114,6 +147,9 @@ static void layer_case(const rt_device *dev, const int32_t *len) {
         RT_EXPECT_EQ(r->n_prelude, 1);
         RT_EXPECT(r->n_start_bufs >= 1);
         RT_EXPECT(r->reps >= 3 && r->median_ns > 0);
+        RT_EXPECT(r->check && !strcmp(r->check, "interpreter"));
+        if (len[6] == 13) // the first batch
+            rerun_check(a, l, cpu, lb);
     }
     rt_arena_free(a);
 }
