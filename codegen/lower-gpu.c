@@ -3,14 +3,15 @@
 // grid dims, threads from its block tile divided by its register tile, and per thread a register
 // tile STRIDED over the block's threads (thread t owns elements t, t + T, ... of each dim:
 // coalesced accesses, few bank conflicts, as Roller/TVM schedule). The plan's modes:
-//   staged   dense contractions (matmul, conv, depthwise conv, linear): every input's data tile
-//            of a reduction step is copied cooperatively into shared memory (halo reads of pad
-//            tensors give the pad value, ragged tails are bounds-checked, rows padded by the
-//            bank rule), accumulators stay in a register array, a fused '=' epilogue (bias +
-//            GELU) is applied in the store;
-//   regtile  other reductions (pooling, reduce_mean, ragged qkt / attn_v / proj / vgemm):
-//            the same register tile, inputs read from global memory, ragged bounds from the
-//            length tensors and offsets through rt_layout's start arrays;
+//   staged   contractions (matmul, conv, depthwise conv, linear, ragged qkt / attn_v): every
+//            input's data tile of a reduction step is copied cooperatively into shared memory
+//            (halo reads of pad tensors give the pad value, tails are bounds-checked — ragged
+//            ones by the lengths, with offsets through rt_layout's start arrays — rows padded
+//            by the bank rule), accumulators stay in a register array, a fused '=' epilogue
+//            (bias + GELU) is applied in the store; a ragged reduction range takes a run-time
+//            number of steps, and a block whose tile starts past a ragged extent skips them;
+//   regtile  other reductions (pooling, reduce_mean, ragged proj / vgemm): the same register
+//            tile, inputs read from global memory, ragged bounds from the length tensors;
 //   direct   everything else (elementwise, softmax's statement chains, triangular ranges):
 //            each thread runs the group's statements for each element of its register tile.
 //   tree     a tree group, level by level (lower-tree.c).
@@ -588,8 +589,55 @@ static rt_status rt_gl_direct_stmt(rt_gl *l, rt_kir_block *b, int32_t n_prefix) 
     return RT_OK;
 }
 
-// The cooperative copy of every staged read's data tile for the current reduction step; in the
-// interior of an edge split (rt_gpu_phase_plan.split), with the interior's guards and widths.
+// Dim extent expression e of a ragged tensor (sizes, length-tensor reads, + - *, DIMREFs to
+// outer dims) at the tensor indices idx; NULL where e has another form or memory runs out.
+static rt_kir_expr *rt_gl_extent_at(rt_gl *l, const rt_expr *e, rt_kir_expr **idx) {
+    rt_arena *a = l->a;
+    int64_t c;
+    if (rt_expr_const_int(l->op, e, &c))
+        return rt_kir_int(a, c);
+    if (e->kind == RT_EXPR_DIMREF)
+        return e->dim >= 0 && e->dim < RT_MAX_DIMS ? idx[e->dim] : NULL;
+    if (e->kind == RT_EXPR_BINARY &&
+        (e->bop == RT_BOP_ADD || e->bop == RT_BOP_SUB || e->bop == RT_BOP_MUL)) {
+        rt_kir_expr *x = rt_gl_extent_at(l, e->args[0], idx);
+        rt_kir_expr *y = x ? rt_gl_extent_at(l, e->args[1], idx) : NULL;
+        rt_kir_bop op = e->bop == RT_BOP_ADD   ? RT_KIR_ADD
+                        : e->bop == RT_BOP_SUB ? RT_KIR_SUB
+                                               : RT_KIR_MUL;
+        return y ? rt_kir_bin(a, op, x, y) : NULL;
+    }
+    if (e->kind != RT_EXPR_READ || e->n_args > RT_MAX_DIMS ||
+        !rt_dtype_is_int(l->op->tensors[e->tensor].dtype))
+        return NULL;
+    rt_kir_expr *sub[RT_MAX_DIMS];
+    for (int32_t d = 0; d < e->n_args; d++)
+        if (!(sub[d] = rt_gl_extent_at(l, e->args[d], idx)))
+            return NULL;
+    rt_kir_expr *off = rt_gl_offset(l, e->tensor, sub, NULL);
+    return off ? rt_kir_cast(a, RT_KIR_I64, rt_kir_load(a, l->k, l->data_buf[e->tensor], off))
+               : NULL;
+}
+
+// *valid of a copy's element of tensor t at idx, narrowed to 0 <= idx < extent in each ragged
+// dim (rt_gl_offset's condition covers the dense dims only).
+static rt_status rt_gl_ragged_valid(rt_gl *l, int32_t t, rt_kir_expr **idx, rt_kir_expr **valid) {
+    rt_arena *a = l->a;
+    const rt_tensor *tn = &l->op->tensors[t];
+    for (int32_t d = 0; d < tn->n_dims; d++) {
+        if (l->start_buf[t][d] < 0)
+            continue;
+        rt_kir_expr *ext = rt_gl_extent_at(l, tn->dims[d].extent, idx);
+        if (!ext)
+            return rt_gl_unsupported(l, tn->loc, "this ragged extent in a staged copy");
+        *valid =
+            rt_kir_bin(a, RT_KIR_AND, *valid,
+                       rt_kir_bin(a, RT_KIR_AND, rt_kir_bin(a, RT_KIR_GE, idx[d], rt_kir_int(a, 0)),
+                                  rt_kir_bin(a, RT_KIR_LT, idx[d], ext)));
+    }
+    return *valid ? RT_OK : rt_gl_nomem(l);
+}
+
 static rt_status rt_gl_copies(rt_gl *l, const rt_gpu_phase_plan *pl, rt_kir_block *b,
                               const int32_t *base_var, const int64_t *T, bool interior) {
     rt_arena *a = l->a;
@@ -676,6 +724,7 @@ static rt_status rt_gl_copies(rt_gl *l, const rt_gpu_phase_plan *pl, rt_kir_bloc
                         rt_kir_load(a, l->k, l->data_buf[g->read->tensor], off));
             continue;
         }
+        RT_TRY(rt_gl_ragged_valid(l, g->read->tensor, gidx, &valid));
         rt_kir_expr *safe = rt_kir_select(a, valid, off, rt_kir_int(a, 0));
         rt_kir_expr *v = rt_kir_load(a, l->k, l->data_buf[g->read->tensor], safe);
         rt_kir_expr *val = rt_kir_select(
@@ -774,6 +823,97 @@ static rt_status rt_gl_fragments(rt_gl *l, const rt_gpu_phase_plan *pl, rt_kir_b
     return RT_OK;
 }
 
+// Whether the steps of ragged reduction ranges may run whole (T1 iterations, unrolled): the
+// statement is a product of reads, all staged and none padded, so a step's elements past the
+// range read the zeros the guarded copies put there and add nothing; every constant range is
+// a whole number of steps.
+static bool rt_gl_ragged_exact(const rt_gl *l, const rt_gpu_phase_plan *pl, const int32_t *red,
+                               int32_t nr) {
+    const rt_stmt *s = l->s;
+    const rt_expr *reads[2];
+    int32_t n = 0;
+    double alpha = 1;
+    if ((s->op != RT_ASSIGN_ADD_INIT && s->op != RT_ASSIGN_ADD) ||
+        !rt_expr_product_factors(s->rhs, reads, &n, &alpha))
+        return false;
+    for (int32_t i = 0; i < n; i++) {
+        bool staged = false;
+        for (int32_t k = 0; k < pl->n_stage; k++)
+            staged = staged || rt_expr_equal(pl->stage[k].read, reads[i]);
+        if (!staged || l->op->tensors[reads[i]->tensor].has_pad)
+            return false;
+    }
+    for (int32_t i = 0; i < nr; i++) {
+        int64_t lo, hi;
+        if (rt_expr_const_int(l->op, s->vars[red[i]].lo, &lo) &&
+            rt_expr_const_int(l->op, s->vars[red[i]].hi, &hi) && (hi - lo) % pl->red_T1[red[i]])
+            return false;
+    }
+    return true;
+}
+
+static bool rt_gl_is_var(const rt_expr *e, const void *ctx) {
+    return e->kind == RT_EXPR_INDEX && e->var == *(const int32_t *)ctx;
+}
+
+// The range of var v of the tiling statement with the vars of the block-uniform dims of phase
+// pl (single member, block tile 1) at their block origins base_var[]; *uniform false (and
+// *lo, *hi unset) when the range reads another var.
+static rt_status rt_gl_range_at_origin(rt_gl *l, const rt_gpu_phase_plan *pl,
+                                       const int32_t *base_var, int32_t v, bool *uniform,
+                                       rt_kir_expr **lo, rt_kir_expr **hi) {
+    const rt_stmt *s = l->s;
+    bool at_origin[64] = {false};
+    for (int32_t d = 0; d < pl->n_dims; d++)
+        if (pl->dims[d].n_members == 1 && pl->dims[d].T1 == 1 && !pl->dims[d].ragged &&
+            pl->dims[d].members[0] < 64)
+            at_origin[pl->dims[d].members[0]] = true;
+    *uniform = false;
+    for (int32_t u = 0; u < s->n_vars; u++)
+        if ((u >= 64 || !at_origin[u]) && (rt_expr_any(s->vars[v].hi, rt_gl_is_var, &u) ||
+                                           rt_expr_any(s->vars[v].lo, rt_gl_is_var, &u)))
+            return RT_OK;
+    int32_t saved[64];
+    for (int32_t u = 0; u < s->n_vars && u < 64; u++) {
+        saved[u] = l->var_of[l->si][u];
+        if (at_origin[u])
+            l->var_of[l->si][u] = base_var[u];
+    }
+    rt_status st = rt_gl_range(l, v, lo, hi);
+    for (int32_t u = 0; u < s->n_vars && u < 64; u++)
+        l->var_of[l->si][u] = saved[u];
+    *uniform = st == RT_OK;
+    return st;
+}
+
+// Whether the block whose tile origins are base_var[] holds any element of the ragged dims of
+// phase pl: origin < extent for each, the extent at the block's origin; *live NULL (no test)
+// where there is no ragged dim or an extent reads a var that varies within the block.
+static rt_status rt_gl_block_live(rt_gl *l, const rt_gpu_phase_plan *pl, const int32_t *base_var,
+                                  rt_kir_expr **live) {
+    rt_arena *a = l->a;
+    *live = NULL;
+    rt_kir_expr *cond = rt_kir_int(a, 1);
+    for (int32_t d = 0; d < pl->n_dims; d++) {
+        const rt_gpu_dim *g = &pl->dims[d];
+        if (!g->ragged)
+            continue;
+        int32_t v = g->members[0];
+        bool uniform;
+        rt_kir_expr *lo, *hi;
+        RT_TRY(rt_gl_range_at_origin(l, pl, base_var, v, &uniform, &lo, &hi));
+        if (!uniform)
+            return RT_OK;
+        cond = rt_kir_bin(a, RT_KIR_AND, cond,
+                          rt_kir_bin(a, RT_KIR_LT, rt_kir_var_ref(a, l->ph, base_var[v]), hi));
+    }
+    int64_t always = 0;
+    if (!cond)
+        return rt_gl_nomem(l);
+    *live = rt_kir_is_int(cond, &always) && always ? NULL : cond;
+    return RT_OK;
+}
+
 // The reduction steps of a staged phase over steps [first, ...) of red[0..nr) — first applies
 // to the plan's split_var (NULL: 0) — each step: the cooperative copies of the staged reads'
 // data tiles into shared memory, a barrier, the step's loops over the shared tiles into the
@@ -786,21 +926,37 @@ static rt_status rt_gl_steps(rt_gl *l, const rt_gpu_phase_plan *pl, rt_kir_block
     int32_t ti = pl->tstmt;
     const rt_stmt *s = l->s;
     rt_kir_block *inner = b;
-    bool exact = pl->red_exact || interior;
-    int64_t lo_r[2 * RT_MAX_DIMS], hi_r[2 * RT_MAX_DIMS];
+    bool exact = pl->red_exact || interior || rt_gl_ragged_exact(l, pl, red, nr);
+    int64_t lo_r[2 * RT_MAX_DIMS];
+    rt_kir_expr *hi_r[2 * RT_MAX_DIMS];
     for (int32_t i = 0; i < nr; i++) {
         int32_t v = red[i];
+        int64_t hi;
+        rt_kir_expr *steps;
         rt_expr_const_int(l->op, s->vars[v].lo, &lo_r[i]);
-        rt_expr_const_int(l->op, s->vars[v].hi, &hi_r[i]);
-        int64_t steps = rt_ceil_div(hi_r[i] - lo_r[i], pl->red_T1[v]);
-        if (interior && v == pl->split_var)
-            steps = pl->split_steps;
+        if (rt_expr_const_int(l->op, s->vars[v].hi, &hi)) {
+            hi_r[i] = rt_kir_int(a, hi);
+            steps = rt_kir_int(a, interior && v == pl->split_var
+                                      ? pl->split_steps
+                                      : rt_ceil_div(hi - lo_r[i], pl->red_T1[v]));
+        } else { // a ragged range, the same for the block (gpu-plan.c rt_gp_stage_tiles)
+            bool uniform;
+            rt_kir_expr *lo;
+            RT_TRY(rt_gl_range_at_origin(l, pl, base_var, v, &uniform, &lo, &hi_r[i]));
+            if (!uniform)
+                return rt_gl_unsupported(l, s->loc, "a ragged reduction that varies in a block");
+            hi_r[i] = rt_gl_let(l, inner, rt_arena_printf(a, "end_%s", s->vars[v].name), hi_r[i]);
+            steps = hi_r[i] ? rt_gl_udiv(a,
+                                         rt_kir_bin(a, RT_KIR_ADD, hi_r[i],
+                                                    rt_kir_int(a, pl->red_T1[v] - 1 - lo_r[i])),
+                                         pl->red_T1[v])
+                            : NULL;
+        }
         rt_kir_expr *from = first && v == pl->split_var ? first : rt_kir_int(a, 0);
         int32_t cv =
             rt_kir_add_var(a, l->ph, rt_arena_printf(a, "step_%s", s->vars[v].name), RT_KIR_I64);
         rt_kir_node *loop =
-            cv >= 0 ? rt_kir_loop(a, inner, cv, from, rt_kir_int(a, steps), RT_KIR_LOOP_SERIAL)
-                    : NULL;
+            cv >= 0 && steps ? rt_kir_loop(a, inner, cv, from, steps, RT_KIR_LOOP_SERIAL) : NULL;
         if (!loop)
             return rt_gl_nomem(l);
         inner = &loop->body;
@@ -827,7 +983,7 @@ static rt_status rt_gl_steps(rt_gl *l, const rt_gpu_phase_plan *pl, rt_kir_block
         rt_kir_expr *end =
             rt_kir_bin(a, RT_KIR_ADD, rt_kir_var_ref(a, l->ph, base_var[v]), rt_kir_int(a, T1));
         if (!exact)
-            end = rt_kir_bin(a, RT_KIR_MIN, end, rt_kir_int(a, hi_r[i]));
+            end = rt_kir_bin(a, RT_KIR_MIN, end, hi_r[i]);
         bool unroll = exact && i == nr - 1 && T1 * pl->Rtot <= RT_GL_MAX_UNROLLED_FMAS;
         rt_kir_node *loop = rv >= 0
                                 ? rt_kir_loop(a, inner, rv, rt_kir_var_ref(a, l->ph, base_var[v]),
@@ -891,15 +1047,26 @@ static rt_status rt_gl_staged_reduce(rt_gl *l, const rt_gpu_phase_plan *pl, rt_k
         l->k->bufs[l->sh_buf[i]].align16 = pl->vec4;
         l->frag_buf[i] = -1;
     }
+    // A block whose tile starts past a ragged extent (grid y / z run to the longest) has no
+    // element to compute: it skips the copies and steps (a block-uniform test).
+    rt_kir_expr *live;
+    RT_TRY(rt_gl_block_live(l, pl, base_var, &live));
+    rt_kir_block *body = b;
+    if (live) {
+        rt_kir_node *lv = rt_gl_if(l, b, live);
+        if (!lv)
+            return rt_gl_nomem(l);
+        body = &lv->body;
+    }
     if (!pl->split)
-        return rt_gl_steps(l, pl, b, red, nr, acc, base_var, T, false, NULL);
+        return rt_gl_steps(l, pl, body, red, nr, acc, base_var, T, false, NULL);
     int64_t always = 0;
     bool all = rt_kir_is_int(interior, &always) && always; // no spatial edge: one path
-    rt_kir_expr *in_var = all ? interior : rt_gl_let(l, b, "interior", interior);
-    rt_kir_node *in = all ? NULL : rt_gl_if(l, b, in_var);
+    rt_kir_expr *in_var = all ? interior : rt_gl_let(l, body, "interior", interior);
+    rt_kir_node *in = all ? NULL : rt_gl_if(l, body, in_var);
     if (!all && !in)
         return rt_gl_nomem(l);
-    RT_TRY(rt_gl_steps(l, pl, all ? b : &in->body, red, nr, acc, base_var, T, true, NULL));
+    RT_TRY(rt_gl_steps(l, pl, all ? body : &in->body, red, nr, acc, base_var, T, true, NULL));
     if (pl->split_var < 0) // the edge blocks: every step, guarded
         return all ? RT_OK
                    : rt_gl_steps(l, pl, &in->else_body, red, nr, acc, base_var, T, false, NULL);
@@ -907,7 +1074,7 @@ static rt_status rt_gl_staged_reduce(rt_gl *l, const rt_gpu_phase_plan *pl, rt_k
     rt_kir_expr *first =
         all ? rt_kir_int(a, pl->split_steps)
             : rt_kir_select(a, in_var, rt_kir_int(a, pl->split_steps), rt_kir_int(a, 0));
-    return rt_gl_steps(l, pl, b, red, nr, acc, base_var, T, false, first);
+    return rt_gl_steps(l, pl, body, red, nr, acc, base_var, T, false, first);
 }
 
 // The plain reduction of a register-tile phase: loops over the reduction vars reading global

@@ -325,6 +325,24 @@ static bool rt_gp_stage_full(const rt_gp *g, const rt_gpu_phase_plan *pl, const 
     return true;
 }
 
+// Whether expression e reads only vars of statement s that one block of phase pl holds one
+// value of (single-member dims of block tile 1) besides constants.
+static bool rt_gp_block_uniform_expr(const rt_gpu_phase_plan *pl, const rt_stmt *s,
+                                     const rt_expr *e) {
+    if (!e)
+        return false;
+    if (e->kind == RT_EXPR_INDEX) {
+        for (int32_t d = 0; d < pl->n_dims; d++)
+            if (pl->dims[d].n_members == 1 && pl->dims[d].members[0] == e->var)
+                return pl->dims[d].T1 == 1 && !pl->dims[d].ragged;
+        return false;
+    }
+    for (int32_t i = 0; i < e->n_args; i++)
+        if (!rt_gp_block_uniform_expr(pl, s, e->args[i]))
+            return false;
+    return e->kind != RT_EXPR_SUM && e->kind != RT_EXPR_CHILD;
+}
+
 // The tile per var of statement s in a staged phase: the block tile of each spatial dim, the
 // block-level rTile of each reduction axis (single-member dense axes only); false when s does
 // not qualify.
@@ -335,20 +353,26 @@ static bool rt_gp_stage_tiles(rt_gp *g, rt_gpu_phase_plan *pl, const rt_stmt *s,
         T[v] = 0;
     for (int32_t x = 0; x < s->n_axes; x++) {
         const rt_axis *ax = &s->axes[x];
-        if (ax->n_members != 1 || ax->ragged || x >= m->n_axes)
+        if (ax->n_members != 1 || x >= m->n_axes)
             return false;
         int32_t v = ax->members[0];
         int64_t lo, hi;
-        if (!rt_expr_const_int(g->op, s->vars[v].lo, &lo) ||
-            !rt_expr_const_int(g->op, s->vars[v].hi, &hi))
-            return false;
-        if (ax->is_reduce) {
+        if (ax->is_reduce && rt_expr_const_int(g->op, s->vars[v].lo, &lo) &&
+            rt_expr_const_int(g->op, s->vars[v].hi, &hi)) {
             T[v] = rt_max64(1, rt_min64(g->p->tile[bl].shape[x], hi - lo));
+            pl->red_T1[v] = T[v];
+        } else if (ax->is_reduce) {
+            // a ragged range (attn_v's j < len(b)): a run-time number of steps, the same for
+            // the whole block, so its bound may read only vars one block holds one value of
+            if (!rt_expr_const_int(g->op, s->vars[v].lo, &lo) ||
+                !rt_gp_block_uniform_expr(pl, s, s->vars[v].hi))
+                return false;
+            T[v] = rt_max64(1, g->p->tile[bl].shape[x]);
             pl->red_T1[v] = T[v];
         }
     }
     for (int32_t d = 0; d < pl->n_dims; d++) {
-        if (pl->dims[d].ragged || pl->dims[d].n_members != 1)
+        if (pl->dims[d].n_members != 1)
             return false;
         T[pl->dims[d].members[0]] = pl->dims[d].T1;
     }
@@ -529,8 +553,7 @@ static bool rt_gp_plan_stage(rt_gp *g, rt_gpu_phase_plan *pl, const rt_stmt *s) 
                 seen = seen || rt_expr_equal(st[i].read, e);
             if (seen)
                 continue;
-            if (n >= RT_GPU_PLAN_MAX_READS || g->op->tensors[e->tensor].ragged ||
-                g->op->tensors[e->tensor].dtype != RT_DTYPE_F32 ||
+            if (n >= RT_GPU_PLAN_MAX_READS || g->op->tensors[e->tensor].dtype != RT_DTYPE_F32 ||
                 !rt_gp_stage_read(g, s, e, T, lv, &st[n]))
                 return false;
             bytes += st[n++].elems * 4;
@@ -557,8 +580,9 @@ static bool rt_gp_plan_stage(rt_gp *g, rt_gpu_phase_plan *pl, const rt_stmt *s) 
     pl->red_exact = true;
     for (int32_t v = 0; v < s->n_vars; v++) {
         int64_t lo, hi;
-        if (pl->red_T1[v] > 0 && rt_expr_const_int(g->op, s->vars[v].lo, &lo) &&
-            rt_expr_const_int(g->op, s->vars[v].hi, &hi) && (hi - lo) % pl->red_T1[v] != 0)
+        if (pl->red_T1[v] > 0 &&
+            (!rt_expr_const_int(g->op, s->vars[v].lo, &lo) ||
+             !rt_expr_const_int(g->op, s->vars[v].hi, &hi) || (hi - lo) % pl->red_T1[v] != 0))
             pl->red_exact = false;
     }
     rt_gp_edge_split(g, pl, s, T);

@@ -2,7 +2,10 @@
 // triangular trmm, qkt and causal masked_qkt, ragged softmax, attn_v, proj — with random lengths
 // (including 0 and 1), bounds from the length tensors, offsets from rt_layout's start arrays and
 // grid y / z sized from the bound lengths, for the v100 and mi50 tile programs
-// (test-gpu-opencl-run.h).
+// (test-gpu-opencl-run.h). qkt, masked_qkt, attn_v and vgemm are staged (16 kernels: 4 ops, 2
+// devices, top-2): their ragged tiles copied to shared memory by copies guarded by the lengths,
+// ragged reductions (attn_v's j, vgemm's k) in a run-time number of steps, blocks past a
+// sequence's length skipping them.
 #include "test-gpu-opencl-run.h"
 
 int main(void) {
@@ -15,5 +18,6 @@ int main(void) {
         {"attn_v", "B=3,H=2,D=7"},
         {"proj", "B=3"},
     };
+    min_staged = 16;
     return run_cases("test-gpu-opencl-ragged", cases, sizeof cases / sizeof *cases);
 }

@@ -38,6 +38,8 @@ static int32_t parse_sets(rt_arena *a, const char *text, rt_size_binding *out) {
 // vload4 / copying tiles from global memory with vload4 (the plan's 128-bit loads); n_split:
 // candidates whose plan splits interior from edge blocks (the plan's "edge split").
 static int n_staged, n_runs, n_vec_shared, n_vec_global, n_split;
+// run_cases fails when fewer kernels than this are staged (set by a test before it).
+static int min_staged;
 
 static void run_case(rt_gpu_runtime *rt, const rt_device *ocl, const rt_device *dev, const gcase *c,
                      uint64_t seed) {
@@ -123,6 +125,7 @@ static inline int run_cases(const char *name, const gcase *cases, size_t n_cases
             run_case(rt, &ocl, &devs[d], &cases[i], 1 + i);
     printf("%d runs, %d staged kernels, %d with 128-bit shared loads, %d with 128-bit copies\n",
            n_runs, n_staged, n_vec_shared, n_vec_global);
+    RT_EXPECT(n_staged >= min_staged);
     rt_arena_free(a);
     return rt_test_finish(name);
 }
