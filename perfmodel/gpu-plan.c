@@ -833,14 +833,16 @@ static uint64_t rt_gp_key(const rt_gpu_plan *pl) {
     uint64_t h = rt_gp_mix(0x67707531, (uint64_t)pl->n_phases);
     for (int32_t i = 0; i < pl->n_phases; i++) {
         const rt_gpu_phase_plan *ph = &pl->phases[i];
-        const int64_t v[] = {ph->first,   ph->n_stmts, ph->tstmt,  ph->epi,      ph->mode,
-                             ph->n_dims,  ph->threads, ph->Rtot,   ph->unroll,   ph->raster,
-                             ph->n_stage, ph->row,     ph->blocks, ph->from_prog};
+        bool rt = !ph->mma.on; // a phase on matrix instructions has no register tile
+        const int64_t v[] = {ph->first,   ph->n_stmts, ph->tstmt,     ph->epi,          ph->mode,
+                             ph->n_dims,  ph->threads, ph->Rtot * rt, ph->unroll && rt, ph->raster,
+                             ph->n_stage, ph->row,     ph->blocks,    ph->from_prog};
         for (size_t k = 0; k < sizeof v / sizeof v[0]; k++)
             h = rt_gp_mix(h, (uint64_t)v[k]);
         for (int32_t d = 0; d < ph->n_dims; d++) {
             const rt_gpu_dim *gd = &ph->dims[d];
-            const int64_t w[] = {gd->n_members, gd->ragged, gd->T1, gd->R, gd->grid, gd->chunk4};
+            const int64_t w[] = {gd->n_members, gd->ragged, gd->T1,
+                                 gd->R * rt,    gd->grid,   gd->chunk4 && rt};
             for (size_t k = 0; k < sizeof w / sizeof w[0]; k++)
                 h = rt_gp_mix(h, (uint64_t)w[k]);
             for (int32_t k = 0; k < gd->n_members; k++)

@@ -10,7 +10,8 @@
 //     spilled it) and fits 384;
 //   - the construction prices every candidate on matrix instructions with it: the predicted
 //     time is rt_gpu_mma_price's plus the launch, its blocks per unit the price's; the top-1
-//     at 4096^3 is double-buffered.
+//     at 4096^3 is double-buffered; candidates that differ only in the register tile (which
+//     the mma kernel does not have) are one kernel, listed once.
 #include "test.h"
 
 #include "gpu-plan.h"
@@ -118,6 +119,18 @@ static void test_construct(const rt_device *dev) {
         RT_EXPECT_NEAR(p->predicted_ns, c.total_ns + dev->launch_overhead_us * 1e3,
                        1e-9 * p->predicted_ns);
         RT_EXPECT_EQ(p->blocks_per_unit, c.resident);
+        // the register tile is not part of such a kernel: candidates that differ only there
+        // are one kernel, counted once (gpu-plan.c's key)
+        for (int32_t o = 0; o < i; o++) {
+            const rt_gpu_phase_plan *q = rt_gpu_plan_main_mma(r->cands[o].gpu, r->model->main_stmt);
+            bool same = q && q->threads == ph->threads && q->mma.ks == ph->mma.ks &&
+                        q->mma.stages == ph->mma.stages &&
+                        q->dims[q->mma.dm].T1 == ph->dims[ph->mma.dm].T1 &&
+                        q->dims[q->mma.dn].T1 == ph->dims[ph->mma.dn].T1;
+            if (same)
+                fprintf(stderr, "ranks %d and %d: the same mma kernel\n", (int)o + 1, (int)i + 1);
+            RT_EXPECT(!same);
+        }
         ks_differ = ks_differ || (ks_seen > 0 && ph->mma.ks != ks_seen);
         ks_seen = ph->mma.ks;
         n_mma++;
