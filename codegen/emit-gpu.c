@@ -502,7 +502,7 @@ rt_status rt_gpu_emit(rt_arena *a, const rt_gpu_kernel *k, const rt_gpu_dialect 
                        "prints (got %s)",
                        k->kir->name, d->target);
     if (mma)
-        rt_buf_puts(&b, "#include <mma.h>\nusing namespace nvcuda;\n");
+        rt_buf_puts(&b, "#include <mma.h>\n#include <cuda_pipeline.h>\nusing namespace nvcuda;\n");
     const char *it = k->idx32 ? "int" : d->i64;
     rt_buf_linef(&b, 0, "%s %s rt_floordiv(%s a, %s b) {", d->fn_qual, it, it, it);
     rt_buf_linef(&b, 1, "%s q = a / b;", it);

@@ -7,7 +7,14 @@
 //     as 16-bit values (rows padded by 8 elements: WMMA's ldm is a multiple of 8 and the
 //     fragment rows start 32-byte aligned), 8 elements per 128-bit access where the tile is
 //     full and the tensor's innermost dim runs along the shared row, else element by element,
-//     zero beyond M, N or K (guarded edges);
+//     zero beyond M, N or K (guarded edges); then a barrier, the compute, a barrier;
+//   - double-buffered (mma.stages 2, the plan's choice on sm_80+ for full tiles copied 8 at a
+//     time): two shared stages, filled by cp.async 16-byte copies (cuda_pipeline.h's
+//     __pipeline_memcpy_async, cp.async.cg.shared.global: global -> shared without registers).
+//     Step 0's copy is committed before the loop; each step waits for its own copy
+//     (__pipeline_wait_prior(0)), passes one barrier (the stage visible to every warp, every
+//     warp done with the other stage), issues and commits the next step's copy into the other
+//     stage, and computes while that copy is in flight;
 //   - warp w owns the warp tile (w / wgn, w % wgn) of wm x wn: (wm / 16) x (wn / 16) WMMA
 //     16x16x16 accumulator fragments of float, and per 16 of the k step loads its A and B
 //     fragments from shared memory and issues mma_sync on each pair (nvcuda::wmma, which NVRTC
@@ -38,43 +45,64 @@ typedef struct rt_gm_copy {
     const char *dst, *src, *zero;
     int64_t rows, cols, ld, sr, sc, rmax, cmax;
     const char *row0, *col0;
+    const char *off; // the stage's offset into dst ("0" single-stage)
 } rt_gm_copy;
 
-static void rt_gm_copy_tile(rt_buf *b, const rt_gm_copy *c, bool full, int64_t threads) {
-    if (full && c->sc == 1 && c->cols % 8 == 0 && c->sr % 8 == 0) { // 128-bit, 8 per access
+// Whether the copy moves 8 elements (16 bytes) per access: full tile along the tensor's rows.
+static bool rt_gm_copy_vec(const rt_gm_copy *c, bool full) {
+    return full && c->sc == 1 && c->cols % 8 == 0 && c->sr % 8 == 0;
+}
+
+// async: cp.async 16-byte copies (cuda_pipeline.h, cp.async.cg.shared.global), committed and
+// waited for by the caller; else 128-bit loads and stores through registers.
+static void rt_gm_copy_tile(rt_buf *b, const rt_gm_copy *c, bool full, int64_t threads, bool async,
+                            int ind) {
+    if (rt_gm_copy_vec(c, full)) { // 128-bit, 8 per access
         int64_t n = c->rows * c->cols / 8, per = c->cols / 8;
-        rt_buf_linef(b, 2, "#pragma unroll");
-        rt_buf_linef(b, 2, "for (int e = tid; e < %lld; e += %lld) {", (long long)n,
+        rt_buf_linef(b, ind, "#pragma unroll");
+        rt_buf_linef(b, ind, "for (int e = tid; e < %lld; e += %lld) {", (long long)n,
                      (long long)threads);
-        rt_buf_linef(b, 3, "int r = e / %lld, c = (e %% %lld) * 8;", (long long)per,
+        rt_buf_linef(b, ind + 1, "int r = e / %lld, c = (e %% %lld) * 8;", (long long)per,
                      (long long)per);
-        rt_buf_linef(b, 3,
-                     "*(uint4 *)&%s[r * %lld + c] = *(const uint4 *)&%s[(long long)(%s + r) * "
-                     "%lldLL + (%s + c)];",
-                     c->dst, (long long)c->ld, c->src, c->row0, (long long)c->sr, c->col0);
-        rt_buf_linef(b, 2, "}");
+        if (async)
+            rt_buf_linef(b, ind + 1,
+                         "__pipeline_memcpy_async(&%s[%s + r * %lld + c], &%s[(long long)(%s + r) "
+                         "* %lldLL + (%s + c)], 16);",
+                         c->dst, c->off, (long long)c->ld, c->src, c->row0, (long long)c->sr,
+                         c->col0);
+        else
+            rt_buf_linef(b, ind + 1,
+                         "*(uint4 *)&%s[%s + r * %lld + c] = *(const uint4 *)&%s[(long long)(%s + "
+                         "r) * %lldLL + (%s + c)];",
+                         c->dst, c->off, (long long)c->ld, c->src, c->row0, (long long)c->sr,
+                         c->col0);
+        rt_buf_linef(b, ind, "}");
         return;
     }
     // element by element, the tensor's stride-1 dim fastest over the threads (coalesced)
     bool col_fast = c->sc == 1;
     int64_t n = c->rows * c->cols, fast = col_fast ? c->cols : c->rows;
-    rt_buf_linef(b, 2, "#pragma unroll 4");
-    rt_buf_linef(b, 2, "for (int e = tid; e < %lld; e += %lld) {", (long long)n,
+    rt_buf_linef(b, ind, "#pragma unroll 4");
+    rt_buf_linef(b, ind, "for (int e = tid; e < %lld; e += %lld) {", (long long)n,
                  (long long)threads);
     if (col_fast)
-        rt_buf_linef(b, 3, "int r = e / %lld, c = e %% %lld;", (long long)fast, (long long)fast);
+        rt_buf_linef(b, ind + 1, "int r = e / %lld, c = e %% %lld;", (long long)fast,
+                     (long long)fast);
     else
-        rt_buf_linef(b, 3, "int c = e / %lld, r = e %% %lld;", (long long)fast, (long long)fast);
-    rt_buf_linef(b, 3, "int gr = %s + r, gc = %s + c;", c->row0, c->col0);
+        rt_buf_linef(b, ind + 1, "int c = e / %lld, r = e %% %lld;", (long long)fast,
+                     (long long)fast);
+    rt_buf_linef(b, ind + 1, "int gr = %s + r, gc = %s + c;", c->row0, c->col0);
     const char *ld =
         rt_arena_printf(b->arena, "%s[(long long)gr * %lldLL + (long long)gc * %lldLL]", c->src,
                         (long long)c->sr, (long long)c->sc);
     if (full)
-        rt_buf_linef(b, 3, "%s[r * %lld + c] = %s;", c->dst, (long long)c->ld, ld);
+        rt_buf_linef(b, ind + 1, "%s[%s + r * %lld + c] = %s;", c->dst, c->off, (long long)c->ld,
+                     ld);
     else
-        rt_buf_linef(b, 3, "%s[r * %lld + c] = (gr < %lld && gc < %lld) ? %s : %s;", c->dst,
-                     (long long)c->ld, (long long)c->rmax, (long long)c->cmax, ld, c->zero);
-    rt_buf_linef(b, 2, "}");
+        rt_buf_linef(b, ind + 1, "%s[%s + r * %lld + c] = (gr < %lld && gc < %lld) ? %s : %s;",
+                     c->dst, c->off, (long long)c->ld, (long long)c->rmax, (long long)c->cmax, ld,
+                     c->zero);
+    rt_buf_linef(b, ind, "}");
 }
 
 // The store of the accumulators to C (float, dims in LHS order: row m, column n).
@@ -107,6 +135,116 @@ static void rt_gm_store(rt_buf *b, const rt_gpu_mma *mm, const char *cname, int6
     rt_buf_linef(b, 1, "}");
 }
 
+// The block's fragments of one k step from the shared tiles at offsets aoff, boff (stage).
+static void rt_gm_compute(rt_buf *b, const rt_gpu_mma *mm, const char *ty, int64_t lda, int64_t ldb,
+                          const char *aoff, const char *boff) {
+    int64_t fm = mm->wm / 16, fn = mm->wn / 16;
+    rt_buf_linef(b, 2, "#pragma unroll");
+    rt_buf_linef(b, 2, "for (int kk = 0; kk < %lld; kk += 16) {", (long long)mm->ks);
+    rt_buf_linef(b, 3, "wmma::fragment<wmma::matrix_a, 16, 16, 16, %s, wmma::row_major> fa[%lld];",
+                 ty, (long long)fm);
+    rt_buf_linef(b, 3, "wmma::fragment<wmma::matrix_b, 16, 16, 16, %s, wmma::row_major> fb[%lld];",
+                 ty, (long long)fn);
+    rt_buf_linef(b, 3, "#pragma unroll");
+    rt_buf_linef(b, 3, "for (int i = 0; i < %lld; ++i)", (long long)fm);
+    rt_buf_linef(b, 4,
+                 "wmma::load_matrix_sync(fa[i], &rt_As[%s + (wy * %lld + i * 16) * %lld + kk], "
+                 "%lld);",
+                 aoff, (long long)mm->wm, (long long)lda, (long long)lda);
+    rt_buf_linef(b, 3, "#pragma unroll");
+    rt_buf_linef(b, 3, "for (int j = 0; j < %lld; ++j)", (long long)fn);
+    rt_buf_linef(b, 4,
+                 "wmma::load_matrix_sync(fb[j], &rt_Bs[%s + kk * %lld + wx * %lld + j * 16], "
+                 "%lld);",
+                 boff, (long long)ldb, (long long)mm->wn, (long long)ldb);
+    rt_buf_linef(b, 3, "#pragma unroll");
+    rt_buf_linef(b, 3, "for (int i = 0; i < %lld; ++i)", (long long)fm);
+    rt_buf_linef(b, 4, "#pragma unroll");
+    rt_buf_linef(b, 4, "for (int j = 0; j < %lld; ++j)", (long long)fn);
+    rt_buf_linef(b, 5, "wmma::mma_sync(acc[i][j], fa[i], fb[j], acc[i][j]);");
+    rt_buf_linef(b, 2, "}");
+}
+
+// The k loop, one stage: copy (128-bit through registers or element by element), barrier,
+// compute, barrier.
+static void rt_gm_loop_1(rt_buf *b, const rt_gpu_mma *mm, int64_t threads, rt_gm_copy *ca,
+                         rt_gm_copy *cb, const char *ty, int64_t lda, int64_t ldb) {
+    rt_buf_linef(b, 1, "for (int k0 = 0; k0 < %lld; k0 += %lld) {", (long long)mm->K,
+                 (long long)mm->ks);
+    ca->off = cb->off = "0";
+    ca->col0 = cb->row0 = "k0";
+    rt_gm_copy_tile(b, ca, mm->full, threads, false, 2);
+    rt_gm_copy_tile(b, cb, mm->full, threads, false, 2);
+    rt_buf_linef(b, 2, "__syncthreads();");
+    rt_gm_compute(b, mm, ty, lda, ldb, "0", "0");
+    rt_buf_linef(b, 2, "__syncthreads();");
+    rt_buf_linef(b, 1, "}");
+}
+
+// The k loop, two stages (cp.async): step 0's copy before the loop; per step, wait for this
+// step's copy (the only group in flight), a barrier (its data visible to every warp, and every
+// warp done reading the other stage), the next step's copy into the other stage, compute.
+static void rt_gm_loop_2(rt_buf *b, const rt_gpu_mma *mm, int64_t threads, rt_gm_copy *ca,
+                         rt_gm_copy *cb, const char *ty, int64_t lda, int64_t ldb, int64_t sa,
+                         int64_t sb) {
+    rt_buf_linef(b, 1, "{");
+    rt_buf_linef(b, 2, "const int k1 = 0;");
+    ca->off = cb->off = "0";
+    ca->col0 = cb->row0 = "k1";
+    rt_gm_copy_tile(b, ca, true, threads, true, 2);
+    rt_gm_copy_tile(b, cb, true, threads, true, 2);
+    rt_buf_linef(b, 2, "__pipeline_commit();");
+    rt_buf_linef(b, 1, "}");
+    rt_buf_linef(b, 1, "for (int k0 = 0, st = 0; k0 < %lld; k0 += %lld, st ^= 1) {",
+                 (long long)mm->K, (long long)mm->ks);
+    rt_buf_linef(b, 2, "__pipeline_wait_prior(0);");
+    rt_buf_linef(b, 2, "__syncthreads();");
+    rt_buf_linef(b, 2, "if (k0 + %lld < %lld) {", (long long)mm->ks, (long long)mm->K);
+    rt_buf_linef(b, 3, "const int k1 = k0 + %lld, oa = (st ^ 1) * %lld, ob = (st ^ 1) * %lld;",
+                 (long long)mm->ks, (long long)sa, (long long)sb);
+    ca->off = "oa";
+    cb->off = "ob";
+    rt_gm_copy_tile(b, ca, true, threads, true, 3);
+    rt_gm_copy_tile(b, cb, true, threads, true, 3);
+    rt_buf_linef(b, 2, "}");
+    rt_buf_linef(b, 2, "__pipeline_commit();");
+    rt_gm_compute(b, mm, ty, lda, ldb, rt_arena_printf(b->arena, "st * %lld", (long long)sa),
+                  rt_arena_printf(b->arena, "st * %lld", (long long)sb));
+    rt_buf_linef(b, 1, "}");
+}
+
+// The declarations: shared tiles (per stage), thread, warp and block indices, accumulators.
+static void rt_gm_decls(rt_buf *b, const rt_gpu_mma *mm, const struct rt_gpu_phase_plan *pl,
+                        const char *ty, int64_t sa, int64_t sb) {
+    int64_t T1m = pl->dims[mm->dm].T1, T1n = pl->dims[mm->dn].T1, nbn = pl->dims[mm->dn].nb;
+    int64_t st = mm->stages > 1 ? mm->stages : 1, fm = mm->wm / 16, fn = mm->wn / 16;
+    rt_buf_linef(b, 1,
+                 "// matrix instructions: %lldx%lld warps of %lldx%lld WMMA tiles, k step %lld%s",
+                 (long long)mm->wgm, (long long)mm->wgn, (long long)mm->wm, (long long)mm->wn,
+                 (long long)mm->ks, st > 1 ? ", two shared stages filled by cp.async" : "");
+    rt_buf_linef(b, 1, "__shared__ %s rt_As[%lld] __attribute__((aligned(32)));", ty,
+                 (long long)(st * sa));
+    rt_buf_linef(b, 1, "__shared__ %s rt_Bs[%lld] __attribute__((aligned(32)));", ty,
+                 (long long)(st * sb));
+    if (!mm->full)
+        rt_buf_linef(b, 1, "__shared__ float rt_Cs[%lld] __attribute__((aligned(32)));",
+                     (long long)(pl->threads / 32 * 256));
+    rt_buf_linef(b, 1, "int tid = threadIdx.x, warp = tid / 32, lane = tid %% 32;");
+    rt_buf_linef(b, 1, "int wy = warp / %lld, wx = warp %% %lld;", (long long)mm->wgn,
+                 (long long)mm->wgn);
+    rt_buf_linef(b, 1,
+                 "int m0 = (int)(blockIdx.x / %lld) * %lld, n0 = (int)(blockIdx.x %% %lld) * %lld;",
+                 (long long)nbn, (long long)T1m, (long long)nbn, (long long)T1n);
+    rt_buf_linef(b, 1, "(void)lane;");
+    rt_buf_linef(b, 1, "wmma::fragment<wmma::accumulator, 16, 16, 16, float> acc[%lld][%lld];",
+                 (long long)fm, (long long)fn);
+    rt_buf_linef(b, 1, "#pragma unroll");
+    rt_buf_linef(b, 1, "for (int i = 0; i < %lld; ++i)", (long long)fm);
+    rt_buf_linef(b, 2, "#pragma unroll");
+    rt_buf_linef(b, 2, "for (int j = 0; j < %lld; ++j)", (long long)fn);
+    rt_buf_linef(b, 3, "wmma::fill_fragment(acc[i][j], 0.0f);");
+}
+
 rt_status rt_gpu_mma_body(rt_arena *a, const rt_op *op, const struct rt_gpu_phase_plan *pl,
                           const rt_kir_kernel *k, const int32_t *data_buf, const char **out,
                           rt_err *err) {
@@ -119,41 +257,12 @@ rt_status rt_gpu_mma_body(rt_arena *a, const rt_op *op, const struct rt_gpu_phas
     bool bf = op->tensors[mm->a].dtype == RT_DTYPE_BF16;
     const char *ty = bf ? "__nv_bfloat16" : "__half";
     const char *zero = bf ? "__float2bfloat16_rn(0.0f)" : "__float2half_rn(0.0f)";
-    int64_t T1m = pl->dims[mm->dm].T1, T1n = pl->dims[mm->dn].T1, nbn = pl->dims[mm->dn].nb;
-    int64_t lda = mm->ks + 8, ldb = T1n + 8, fm = mm->wm / 16, fn = mm->wn / 16;
+    int64_t T1m = pl->dims[mm->dm].T1, T1n = pl->dims[mm->dn].T1;
+    int64_t lda = mm->ks + RT_GPU_MMA_PAD, ldb = T1n + RT_GPU_MMA_PAD;
     int64_t sam = rt_gm_stride(op, s, mm->a, mm->vm), sak = rt_gm_stride(op, s, mm->a, mm->vk);
     int64_t sbk = rt_gm_stride(op, s, mm->b, mm->vk), sbn = rt_gm_stride(op, s, mm->b, mm->vn);
     if (sam < 1 || sak < 1 || sbk < 1 || sbn < 1)
         return rt_fail(err, RT_ERR_BACKEND, s->loc, "matrix-instruction GEMM of a run-time size");
-    rt_buf b;
-    rt_buf_init(&b, a);
-    rt_buf_linef(&b, 1,
-                 "// matrix instructions: %lldx%lld warps of %lldx%lld WMMA tiles, k step %lld",
-                 (long long)mm->wgm, (long long)mm->wgn, (long long)mm->wm, (long long)mm->wn,
-                 (long long)mm->ks);
-    rt_buf_linef(&b, 1, "__shared__ %s rt_As[%lld] __attribute__((aligned(32)));", ty,
-                 (long long)(T1m * lda));
-    rt_buf_linef(&b, 1, "__shared__ %s rt_Bs[%lld] __attribute__((aligned(32)));", ty,
-                 (long long)(mm->ks * ldb));
-    if (!mm->full)
-        rt_buf_linef(&b, 1, "__shared__ float rt_Cs[%lld] __attribute__((aligned(32)));",
-                     (long long)(pl->threads / 32 * 256));
-    rt_buf_linef(&b, 1, "int tid = threadIdx.x, warp = tid / 32, lane = tid %% 32;");
-    rt_buf_linef(&b, 1, "int wy = warp / %lld, wx = warp %% %lld;", (long long)mm->wgn,
-                 (long long)mm->wgn);
-    rt_buf_linef(&b, 1,
-                 "int m0 = (int)(blockIdx.x / %lld) * %lld, n0 = (int)(blockIdx.x %% %lld) * %lld;",
-                 (long long)nbn, (long long)T1m, (long long)nbn, (long long)T1n);
-    rt_buf_linef(&b, 1, "(void)lane;");
-    rt_buf_linef(&b, 1, "wmma::fragment<wmma::accumulator, 16, 16, 16, float> acc[%lld][%lld];",
-                 (long long)fm, (long long)fn);
-    rt_buf_linef(&b, 1, "#pragma unroll");
-    rt_buf_linef(&b, 1, "for (int i = 0; i < %lld; ++i)", (long long)fm);
-    rt_buf_linef(&b, 2, "#pragma unroll");
-    rt_buf_linef(&b, 2, "for (int j = 0; j < %lld; ++j)", (long long)fn);
-    rt_buf_linef(&b, 3, "wmma::fill_fragment(acc[i][j], 0.0f);");
-    rt_buf_linef(&b, 1, "for (int k0 = 0; k0 < %lld; k0 += %lld) {", (long long)mm->K,
-                 (long long)mm->ks);
     // A tile: rows m, columns k; B tile: rows k, columns n
     rt_gm_copy ca = {.dst = "rt_As",
                      .src = tensor_names[0],
@@ -165,8 +274,7 @@ rt_status rt_gpu_mma_body(rt_arena *a, const rt_op *op, const struct rt_gpu_phas
                      .sc = sak,
                      .rmax = mm->M,
                      .cmax = mm->K,
-                     .row0 = "m0",
-                     .col0 = "k0"};
+                     .row0 = "m0"};
     rt_gm_copy cb = {.dst = "rt_Bs",
                      .src = tensor_names[1],
                      .zero = zero,
@@ -177,36 +285,20 @@ rt_status rt_gpu_mma_body(rt_arena *a, const rt_op *op, const struct rt_gpu_phas
                      .sc = sbn,
                      .rmax = mm->K,
                      .cmax = mm->N,
-                     .row0 = "k0",
                      .col0 = "n0"};
-    rt_gm_copy_tile(&b, &ca, mm->full, pl->threads);
-    rt_gm_copy_tile(&b, &cb, mm->full, pl->threads);
-    rt_buf_linef(&b, 2, "__syncthreads();");
-    rt_buf_linef(&b, 2, "#pragma unroll");
-    rt_buf_linef(&b, 2, "for (int kk = 0; kk < %lld; kk += 16) {", (long long)mm->ks);
-    rt_buf_linef(&b, 3, "wmma::fragment<wmma::matrix_a, 16, 16, 16, %s, wmma::row_major> fa[%lld];",
-                 ty, (long long)fm);
-    rt_buf_linef(&b, 3, "wmma::fragment<wmma::matrix_b, 16, 16, 16, %s, wmma::row_major> fb[%lld];",
-                 ty, (long long)fn);
-    rt_buf_linef(&b, 3, "#pragma unroll");
-    rt_buf_linef(&b, 3, "for (int i = 0; i < %lld; ++i)", (long long)fm);
-    rt_buf_linef(&b, 4,
-                 "wmma::load_matrix_sync(fa[i], &rt_As[(wy * %lld + i * 16) * %lld + kk], %lld);",
-                 (long long)mm->wm, (long long)lda, (long long)lda);
-    rt_buf_linef(&b, 3, "#pragma unroll");
-    rt_buf_linef(&b, 3, "for (int j = 0; j < %lld; ++j)", (long long)fn);
-    rt_buf_linef(&b, 4,
-                 "wmma::load_matrix_sync(fb[j], &rt_Bs[kk * %lld + wx * %lld + j * 16], %lld);",
-                 (long long)ldb, (long long)mm->wn, (long long)ldb);
-    rt_buf_linef(&b, 3, "#pragma unroll");
-    rt_buf_linef(&b, 3, "for (int i = 0; i < %lld; ++i)", (long long)fm);
-    rt_buf_linef(&b, 4, "#pragma unroll");
-    rt_buf_linef(&b, 4, "for (int j = 0; j < %lld; ++j)", (long long)fn);
-    rt_buf_linef(&b, 5, "wmma::mma_sync(acc[i][j], fa[i], fb[j], acc[i][j]);");
-    rt_buf_linef(&b, 2, "}");
-    rt_buf_linef(&b, 2, "__syncthreads();");
-    rt_buf_linef(&b, 1, "}");
-    rt_gm_store(&b, mm, tensor_names[2], fm, fn);
+    bool two = mm->stages > 1;
+    if (two && (!rt_gm_copy_vec(&ca, mm->full) || !rt_gm_copy_vec(&cb, mm->full)))
+        return rt_fail(err, RT_ERR_BACKEND, s->loc,
+                       "internal: two cp.async stages planned for a copy of partial or "
+                       "transposed tiles");
+    rt_buf b;
+    rt_buf_init(&b, a);
+    rt_gm_decls(&b, mm, pl, ty, T1m * lda, mm->ks * ldb);
+    if (two)
+        rt_gm_loop_2(&b, mm, pl->threads, &ca, &cb, ty, lda, ldb, T1m * lda, mm->ks * ldb);
+    else
+        rt_gm_loop_1(&b, mm, pl->threads, &ca, &cb, ty, lda, ldb);
+    rt_gm_store(&b, mm, tensor_names[2], mm->wm / 16, mm->wn / 16);
     if (b.oom)
         return rt_fail(err, RT_ERR_NOMEM, RT_NOLOC, "out of memory");
     *out = b.data;

@@ -1474,6 +1474,9 @@ rt_status rt_gpu_lower(rt_arena *a, const rt_op *op, const rt_device *dev, const
             for (int32_t x = 0; x < m->n_axes; x++)
                 rt_buf_printf(&nm, "%s%lld", x ? "x" : "", (long long)p->tile[lv].shape[x]);
         }
+        for (int32_t i = 0; p->gpu && i < p->gpu->n_phases; i++) // cp.async stages (gpu-mma.c)
+            if (p->gpu->phases[i].mma.on && p->gpu->phases[i].mma.stages > 1)
+                rt_buf_puts(&nm, "_db");
     } else {
         rt_buf_puts(&nm, "_naive");
     }

@@ -446,5 +446,6 @@ bool rt_perf_evaluate(const rt_perf_model *m, rt_rprog *p, const char **why) {
         p->bottleneck = -1;
     }
     p->predicted_ns = worst + rest + dev->launch_overhead_us * 1000.0;
-    return true;
+    // a phase on matrix instructions: its own price (gpu-mma.c)
+    return rt_perf_gpu_mma_evaluate(m, p, why);
 }

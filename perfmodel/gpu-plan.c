@@ -691,7 +691,6 @@ static rt_status rt_gp_group(rt_gp *g, rt_gpu_phase_plan *plans, int32_t *n_out)
 // ---------------------------------------------------------------------------------------------
 
 #define RT_GP_MMA_FRAG 16 // WMMA m16n16k16
-#define RT_GP_MMA_PAD  8  // 16-bit elements after each shared row (16 B: WMMA's ldm rule)
 
 // Read e is tensor[x][y] (or [y][x]) of a dense 2-d 16-bit float tensor with plain vars x, y
 // over [0, extent) of the statement, the tensor's whole extent.
@@ -788,10 +787,12 @@ static void rt_gp_mma(rt_gp *g, rt_gpu_phase_plan *pl) {
         !rt_expr_const_int(g->op, s->vars[mm.vk].hi, &mm.K))
         return;
     mm.full = mm.M % T1m == 0 && mm.N % T1n == 0 && mm.K % mm.ks == 0;
-    mm.smem_bytes = (T1m * (mm.ks + RT_GP_MMA_PAD) + mm.ks * (T1n + RT_GP_MMA_PAD)) * 2 +
-                    (mm.full ? 0 : (pl->threads / 32) * RT_GP_MMA_FRAG * RT_GP_MMA_FRAG * 4);
     const rt_mem_level *lv = &g->dev->level[g->m->block_level];
     int64_t cap = lv->tile_capacity_bytes > 0 ? lv->tile_capacity_bytes : lv->capacity_bytes;
+    // cp.async's 16-byte copies: A's rows run along k and B's along n in memory (gpu-mma.c)
+    bool async_ok = ea->args[1]->var == mm.vk && eb->args[1]->var == mm.vn;
+    rt_gpu_mma_choose_stages(g->dev, &mm, T1m, T1n, pl->threads, pl->blocks, g->m->peak_gflops, cap,
+                             lv->capacity_bytes, async_ok);
     if (mm.smem_bytes > cap)
         return;
     mm.on = true;
@@ -856,14 +857,16 @@ static uint64_t rt_gp_key(const rt_gpu_plan *pl) {
     uint64_t h = rt_gp_mix(0x67707531, (uint64_t)pl->n_phases);
     for (int32_t i = 0; i < pl->n_phases; i++) {
         const rt_gpu_phase_plan *ph = &pl->phases[i];
-        const int64_t v[] = {ph->first,   ph->n_stmts, ph->tstmt,  ph->epi,      ph->mode,
-                             ph->n_dims,  ph->threads, ph->Rtot,   ph->unroll,   ph->raster,
-                             ph->n_stage, ph->row,     ph->blocks, ph->from_prog};
+        bool rt = !ph->mma.on; // a phase on matrix instructions has no register tile
+        const int64_t v[] = {ph->first,   ph->n_stmts, ph->tstmt,     ph->epi,          ph->mode,
+                             ph->n_dims,  ph->threads, ph->Rtot * rt, ph->unroll && rt, ph->raster,
+                             ph->n_stage, ph->row,     ph->blocks,    ph->from_prog};
         for (size_t k = 0; k < sizeof v / sizeof v[0]; k++)
             h = rt_gp_mix(h, (uint64_t)v[k]);
         for (int32_t d = 0; d < ph->n_dims; d++) {
             const rt_gpu_dim *gd = &ph->dims[d];
-            const int64_t w[] = {gd->n_members, gd->ragged, gd->T1, gd->R, gd->grid, gd->chunk4};
+            const int64_t w[] = {gd->n_members, gd->ragged, gd->T1,
+                                 gd->R * rt,    gd->grid,   gd->chunk4 && rt};
             for (size_t k = 0; k < sizeof w / sizeof w[0]; k++)
                 h = rt_gp_mix(h, (uint64_t)w[k]);
             for (int32_t k = 0; k < gd->n_members; k++)
@@ -874,7 +877,7 @@ static uint64_t rt_gp_key(const rt_gpu_plan *pl) {
         h = rt_gp_mix(h, (uint64_t)ph->red_exact);
         h = rt_gp_mix(h, (uint64_t)ph->vec4);
         const rt_gpu_mma *mm = &ph->mma;
-        const int64_t mw[] = {mm->on, mm->a, mm->wgm, mm->wgn, mm->ks, mm->full};
+        const int64_t mw[] = {mm->on, mm->a, mm->wgm, mm->wgn, mm->ks, mm->full, mm->stages};
         for (size_t k = 0; k < sizeof mw / sizeof mw[0]; k++)
             h = rt_gp_mix(h, (uint64_t)mw[k]);
         h = rt_gp_mix(h, (uint64_t)ph->split);
@@ -998,9 +1001,10 @@ void rt_gpu_plan_print_phase(const rt_op *op, const rt_gpu_plan *pl, int32_t i, 
         const rt_gpu_mma *mm = &ph->mma;
         rt_buf_printf(out,
                       "; mma: wmma 16x16x16 %s, f32 accumulate; warps %lldx%lld, warp tile "
-                      "%lldx%lld; k step %lld; shared %lld B%s",
+                      "%lldx%lld; k step %lld%s; shared %lld B%s",
                       rt_dtype_name(op->tensors[mm->a].dtype), (long long)mm->wgm,
                       (long long)mm->wgn, (long long)mm->wm, (long long)mm->wn, (long long)mm->ks,
+                      mm->stages > 1 ? ", double-buffered (cp.async)" : "",
                       (long long)mm->smem_bytes, mm->full ? "; full tiles" : "; guarded edges");
         return;
     }

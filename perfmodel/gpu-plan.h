@@ -98,8 +98,47 @@ typedef struct rt_gpu_mma {
     int64_t ks;         // k step (a multiple of 16)
     int64_t M, N, K;    // extents
     bool full;          // M, N, K multiples of the block tile and k step: no guards
-    int64_t smem_bytes; // the staged A and B tiles (and the edge store's scratch)
+    // 1: copy, barrier, compute, barrier per k step; 2 (sm_80+, full tiles whose copies are
+    // 16-byte vectors): two shared stages filled by cp.async, the next step's copy issued
+    // before this step's compute, one barrier per step. The cheaper of the two where both fit
+    // (rt_gpu_mma_price).
+    int32_t stages;
+    int64_t smem_bytes; // the staged A and B tiles of every stage (and the edge store's scratch)
 } rt_gpu_mma;
+
+#define RT_GPU_MMA_PAD 8 // 16-bit elements after each shared row (16 B: WMMA's ldm rule)
+// Shared-memory bytes of mm's block (tiles of every stage, the edge store's scratch).
+int64_t rt_gpu_mma_smem_bytes(const rt_gpu_mma *mm, int64_t T1m, int64_t T1n, int64_t threads);
+// Sets mm->stages (and smem_bytes): 2 where async_ok (sm_80+, both tiles copied as 16-byte
+// vectors), the tiles are full, two stages fit block_cap_bytes and rt_gpu_mma_price says they
+// are faster; else 1.
+void rt_gpu_mma_choose_stages(const rt_device *dev, rt_gpu_mma *mm, int64_t T1m, int64_t T1n,
+                              int64_t threads, int64_t blocks, double peak_gflops,
+                              int64_t block_cap_bytes, int64_t unit_cap_bytes, bool async_ok);
+
+// The price of a matrix-instruction phase (gpu-mma.c): per k step of the blocks resident on a
+// unit, the copy (global level's bandwidth at those bytes in flight), the matrix instructions,
+// the shared loads and stores, the barriers; the phase's whole time from them.
+typedef struct rt_gpu_mma_cost {
+    int64_t regs;     // registers per thread (estimate)
+    int64_t resident; // blocks resident per unit (at most the blocks each unit gets)
+    double copy_ns, mma_ns, shared_ns, barrier_ns, step_ns; // one k step of the resident blocks
+    double unit_steps; // k steps a unit runs: rounds of resident blocks x steps per block
+    double total_ns;   // the phase: rounds x steps x step_ns + C's store
+    double compute_ns; // of it, the matrix instructions or shared traffic, and barriers
+    double global_ns;  // of it, the global copies and the store
+} rt_gpu_mma_cost;
+// mm's price for a block tile T1m x T1n of `threads` over `blocks` blocks at matrix peak
+// peak_gflops, smem_unit_bytes of shared memory per unit (0: no limit); false when no block
+// fits on a unit or the arguments are out of range.
+bool rt_gpu_mma_price(const rt_device *dev, const rt_gpu_mma *mm, int64_t T1m, int64_t T1n,
+                      int64_t threads, int64_t blocks, double peak_gflops, int64_t smem_unit_bytes,
+                      rt_gpu_mma_cost *out);
+// Prices p's matrix-instruction phase (rt_gpu_mma_price) in place of the regtile pricing that
+// rt_perf_evaluate gave it: predicted time, compute time, level times, blocks per unit,
+// registers, bottleneck; true (p unchanged) when p's plan has no such phase. False (with why)
+// when no block fits a unit (the warp tile's registers spill under __launch_bounds__).
+bool rt_perf_gpu_mma_evaluate(const rt_perf_model *m, rt_rprog *p, const char **why);
 
 typedef struct rt_gpu_phase_plan {
     int32_t first, n_stmts; // statements run by the phase (a tree group: si and its group)
@@ -169,6 +208,8 @@ double rt_gpu_plan_main_issue_share(const rt_gpu_plan *pl, int32_t main_stmt);
 // RT_GPU_MODE_COUNT when pl is NULL or has none. The model prices a regtile phase's reads as
 // the global loads they are (cost.c).
 rt_gpu_mode rt_gpu_plan_main_mode(const rt_gpu_plan *pl, int32_t main_stmt);
+// The phase tiled by the rProgram when it runs on matrix instructions (mma.on); else NULL.
+const rt_gpu_phase_plan *rt_gpu_plan_main_mma(const rt_gpu_plan *pl, int32_t main_stmt);
 // Shared-memory bytes of phase ph's staged tiles.
 int64_t rt_gpu_plan_smem_bytes(const rt_gpu_phase_plan *ph);
 // One line per phase ("phase 0: staged C; 160 threads x 1 blocks; m 96/6, n 80/8; ..."), the

@@ -69,10 +69,11 @@ def peers_of(path):
         if len(f) >= 6 and f[5] == "skipped:":
             continue
         key = tuple(int(x) for x in f[1:5]) if len(f) >= 5 else None
-        if f[0] == "cublas" and len(f) == 10:
+        if f[0] in ("cublas", "cublas_f16", "cublas_bf16") and len(f) == 10:
+            key += (f[0][7:] or "f32",)  # the inputs' type: cublas_f16 is cublasGemmEx on half
             peers.setdefault(key, {})["cublas"] = (float(f[7]), f[9])
         elif f[0] in ("torch", "triton") and len(f) == 9:
-            peers.setdefault(key, {})[f[0]] = (float(f[6]), f[8])
+            peers.setdefault(key + ("f32",), {})[f[0]] = (float(f[6]), f[8])
     return peers, notes
 
 
@@ -94,12 +95,15 @@ def op_summary(name, spec, k, args, tmp):
 
 
 def shape_of(spec, args):
-    """The GEMM shape of an fp32 matmul op (the peers run fp32 SGEMM), else None."""
-    if not spec.endswith("matmul.spec"):
+    """The GEMM shape and input type of a matmul op (fp32: SGEMM, torch, Triton) or a half /
+    bfloat16 GEMM into float (cublasGemmEx), else None."""
+    t = {"matmul.spec": "f32", "half-gemm.spec": "f16", "bf16-gemm.spec": "bf16"}.get(
+        os.path.basename(spec))
+    if t is None:
         return None
     d = dict(re.findall(r"--set (\w+)=(\d+)", args))
     if all(x in d for x in "MNK"):
-        return (int(d["M"]), int(d["N"]), int(d["K"]), 1)
+        return (int(d["M"]), int(d["N"]), int(d["K"]), 1, t)
     return None
 
 
@@ -228,7 +232,8 @@ def main():
     L.append("")
     mk = sorted({(r["name"], a["peak_key"]) for r, a in zip(recs, an) if a.get("peak_key")})
     L.append("Ratios are rtgen's winner over the peer in GFLOP/s (> 1: rtgen faster), for the fp32 "
-             "matmul ops only (the peers are fp32 SGEMM); ragged ops count the useful FLOPs of the "
+             "matmul ops (cuBLAS SGEMM, torch, Triton) and the half / bfloat16 GEMMs into float "
+             "(cuBLAS: cublasGemmEx on those types, f32 compute); ragged ops count the useful FLOPs of the "
              "bound lengths (no padding). % peak is of the FP32 peak above"
              + ("; for " + ", ".join(f"{n} of the device file's {k}" for n, k in mk) if mk else "")
              + ". "
@@ -244,7 +249,7 @@ def main():
     L.append("## Peers")
     L += [f"- {n}" for n in peer_notes]
     for shp, d in sorted(peers.items()):
-        L.append(f"- {shp[0]}x{shp[1]}x{shp[2]}: " +
+        L.append(f"- {shp[0]}x{shp[1]}x{shp[2]}{'' if shp[4] == 'f32' else ' ' + shp[4]}: " +
                  ", ".join(f"{p} {g:.0f} GFLOP/s ({ok})" for p, (g, ok) in sorted(d.items())))
     L.append("")
     L.append("## rtcalib (calib.diff, first lines)")

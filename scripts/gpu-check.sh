@@ -12,7 +12,8 @@
 #   3. every op of scripts/gpu-check.ops: rtgen --json (top-K compiled, run, checked against
 #      the reference with fresh random inputs and poisoned outputs, kernel-only timing, winner);
 #   4. the peers on every GEMM shape of step 3: cuBLAS SGEMM (bench/gpu-peer-cublas, dlopen'd
-#      libcublas) and, from python3, PyTorch's matmul and an autotuned Triton matmul;
+#      libcublas) and, from python3, PyTorch's matmul and an autotuned Triton matmul; for the
+#      half / bfloat16 GEMMs into float, cublasGemmEx on those types (f32 compute);
 #   5. the summary (scripts/gpu-check-summary.py): per op the winner's time, GFLOP/s and % of the
 #      measured FP32 peak, ratio to each peer, every candidate's status, and the model's Kendall
 #      tau and top-1 against the best measured.
@@ -158,16 +159,17 @@ done <"$tmp/ops.list"
 shapes=""
 pyshapes=""
 while IFS='|' read -r name spec k args; do
-    case $spec in *matmul.spec) ;; *) continue ;; esac
+    # fp32 matmuls: SGEMM, torch, Triton; half / bfloat16 GEMMs into float: cublasGemmEx
+    case $spec in *matmul.spec) t="" ;; *half-gemm.spec) t=f16 ;; *bf16-gemm.spec) t=bf16 ;; *) continue ;; esac
     m=$(echo "$args" | sed -n 's/.*--set M=\([0-9]*\).*/\1/p')
     n=$(echo "$args" | sed -n 's/.*--set N=\([0-9]*\).*/\1/p')
     kk=$(echo "$args" | sed -n 's/.*--set K=\([0-9]*\).*/\1/p')
     [ -n "$m" ] && [ -n "$n" ] && [ -n "$kk" ] || continue
-    shapes="$shapes $m $n $kk ,"
-    pyshapes="$pyshapes $m,$n,$kk"
+    shapes="$shapes $t $m $n $kk ,"
+    [ -n "$t" ] || pyshapes="$pyshapes $m,$n,$kk"
 done <"$tmp/ops.list"
 if [ -n "$shapes" ]; then
-    say "cuBLAS on$pyshapes"
+    say "cuBLAS on$(echo "$shapes" | tr -s ' ,' ' ')"
     timeout 120 "$peer" $shapes >>"$out/peers.txt" 2>"$tmp/peer.err"
     echo "# gpu-peer-cublas exit $? $(tr '\n' ' ' <"$tmp/peer.err")" >>"$out/peers.txt"
     rem=$(left)

@@ -6,7 +6,11 @@
 #     "guarded edges" at 1000 x 1000 x 999;
 #   - `nvcc -ptx -arch=ARCH` of the .cu has wmma.mma.sync instructions (mma.sync on sm_80+) and
 #     no fma.rn.f32 (the products run on the matrix units);
-#   - `ptxas -v` of that PTX and rtgen's NVRTC report: 0 bytes of spill stores and loads.
+#   - `ptxas -v` of that PTX and rtgen's NVRTC report: 0 bytes of spill stores and loads;
+#   - where the plan says "double-buffered (cp.async)" (the full SIZE^3 top-1s: the model
+#     prices the two stages cheaper), the PTX has cp.async.cg.shared.global 16-byte copies,
+#     cp.async.commit_group and cp.async.wait_group, and no 128-bit global loads (ld.global.v4:
+#     the tiles go global -> shared without registers); "double-buffered" is required there.
 # The kernels cannot run here (no GPU; PoCL has no WMMA); scripts/gpu-check.ops runs them on
 # the H100. Exit 77 (skip) without nvcc.
 #   run-gpu-mma.sh RTGEN ROOT DEVICE.ini ARCH SIZE OUTDIR
@@ -28,7 +32,7 @@ cd "$root" || exit 1
 fail=0
 # check NAME SPEC M N K WANT: WANT is "full tiles" or "guarded edges"
 check() {
-    name=$1 spec=$2 want=$6
+    name=$1 spec=$2 want=$6 db=${7:-}
     "$rtgen" --device="$dev" --no-profile --top-k=1 --set M="$3" --set N="$4" --set K="$5" \
         -o "$out/$name" "$spec" >"$out/$name.log" 2>&1 || { echo "FAIL: rtgen $name"; cat "$out/$name.log"; return 1; }
     cu=$(ls "$out/$name"/*.cu)
@@ -36,9 +40,9 @@ check() {
         { echo "FAIL: nvcc $name"; cat "$out/$name.nvcc.log"; return 1; }
     "$pa" -v -arch="$arch" -o "$out/$name.cubin" "$out/$name.ptx" >"$out/$name.ptxas.log" 2>&1 ||
         { echo "FAIL: ptxas $name"; cat "$out/$name.ptxas.log"; return 1; }
-    python3 - "$cu" "$out/$name.ptx" "$out/$name.ptxas.log" "$out/$name"/*.json "$want" "$name" <<'PY'
+    python3 - "$cu" "$out/$name.ptx" "$out/$name.ptxas.log" "$out/$name"/*.json "$want" "$name" "$db" <<'PY'
 import json, re, sys
-cu, ptx, ptxas, js, want, name = sys.argv[1:]
+cu, ptx, ptxas, js, want, name, db = sys.argv[1:]
 hdr = open(cu).read()
 text = open(ptx).read()
 ok = True
@@ -56,12 +60,25 @@ if n_mma == 0 or n_fma > 0:
 sp = re.findall(r"(\d+) bytes spill stores, (\d+) bytes spill loads", open(ptxas).read())
 if not sp or any(int(a) or int(b) for a, b in sp):
     print(f"FAIL {name}: ptxas spills {sp}"); ok = False
+n_async = len(re.findall(r"\bcp\.async\.cg\.shared\.global \[[^]]*\], \[[^]]*\], 16\b", text))
+n_commit = len(re.findall(r"\bcp\.async\.commit_group\b", text))
+n_wait = len(re.findall(r"\bcp\.async\.wait_group\b", text))
+n_v4 = len(re.findall(r"\bld\.global(\.\w+)*\.v4\.", text))
+if "double-buffered (cp.async)" in plan or db:
+    if "double-buffered (cp.async)" not in plan:
+        print(f"FAIL {name}: plan not double-buffered: {plan}"); ok = False
+    if n_async == 0 or n_commit == 0 or n_wait == 0 or n_v4 > 0:
+        print(f"FAIL {name}: {n_async} cp.async.cg 16-byte copies, {n_commit} commit_group, "
+              f"{n_wait} wait_group, {n_v4} ld.global.v4 in the PTX"); ok = False
+elif n_async > 0:
+    print(f"FAIL {name}: cp.async in a single-stage kernel"); ok = False
 regs = re.findall(r"Used (\d+) registers", open(ptxas).read())
-print(f"{name}: {plan.split('; mma: ')[-1]}; {n_mma} mma instructions, ptxas {regs} registers, spills {sp}")
+print(f"{name}: {plan.split('; mma: ')[-1]}; {n_mma} mma instructions, {n_async} cp.async, "
+      f"ptxas {regs} registers, spills {sp}")
 sys.exit(0 if ok else 1)
 PY
 }
-check half tests/data/half-gemm.spec "$size" "$size" "$size" "full tiles" || fail=1
-check bf16 tests/data/bf16-gemm.spec "$size" "$size" "$size" "full tiles" || fail=1
+check half tests/data/half-gemm.spec "$size" "$size" "$size" "full tiles" db || fail=1
+check bf16 tests/data/bf16-gemm.spec "$size" "$size" "$size" "full tiles" db || fail=1
 check half-odd tests/data/half-gemm.spec 1000 1000 999 "guarded edges" || fail=1
 exit $fail

@@ -4,8 +4,10 @@
 # against tests/unit/wmma-host.hpp (threads as std::threads, __syncthreads a barrier, WMMA
 # fragments per lane, CUDA's alignment rules checked, -fsanitize=alignment for the 128-bit
 # copies) and its C compared with a double reference (wmma-host-main.cpp). Shapes: full tiles
-# and guarded edges, half and bfloat16, on h100.ini (sm_90) and a100.ini (sm_80); the top-3 of
-# each, those whose plan says mma (at least one per shape). Exit 77 without a C++20 compiler.
+# and guarded edges, half and bfloat16, on h100.ini (sm_90) and a100.ini (sm_80); the top-2 of
+# each, those whose plan says mma (at least one per shape; on the full shapes, at least one
+# double-buffered with cp.async, which wmma-host.hpp runs asynchronously). Exit 77 without a
+# C++20 compiler.
 #   test-gpu-mma-host.sh RTGEN ROOT
 set -u
 rtgen=$1
@@ -17,17 +19,18 @@ mkdir -p "$tmp/inc"
 : >"$tmp/inc/cuda_fp16.h"
 : >"$tmp/inc/cuda_bf16.h"
 : >"$tmp/inc/mma.h"
+: >"$tmp/inc/cuda_pipeline.h"
 printf '#include <barrier>\nint main() { std::barrier<> b(1); b.arrive_and_wait(); }\n' >"$tmp/probe.cpp"
 "$cxx" -std=c++20 -pthread -o "$tmp/probe" "$tmp/probe.cpp" 2>/dev/null || { echo "no C++20 compiler ($cxx)"; exit 77; }
 fail=0
-# run DEVICE SPEC T16 CONV M N K
+# run DEVICE SPEC T16 CONV M N K [db]: with db, at least one candidate is double-buffered
 run() {
-    dev=$1 spec=$2 t16=$3 conv=$4 M=$5 N=$6 K=$7
+    dev=$1 spec=$2 t16=$3 conv=$4 M=$5 N=$6 K=$7 want_db=${8:-}
     name=$(basename "$dev" .ini)-$(basename "$spec" .spec)-${M}x${N}x$K
-    "$rtgen" --device="$root/devices/$dev" --no-profile --top-k=3 --set M="$M" --set N="$N" \
+    "$rtgen" --device="$root/devices/$dev" --no-profile --top-k=2 --set M="$M" --set N="$N" \
         --set K="$K" -o "$tmp/$name" "$root/tests/data/$spec" >"$tmp/$name.log" 2>&1 ||
         { echo "FAIL $name: rtgen"; cat "$tmp/$name.log"; fail=1; return; }
-    n=0
+    n=0 n_db=0
     for cu in "$tmp/$name"/*.cu; do
         grep -q '^// plan phase 0: .*; mma: wmma' "$cu" || continue
         kname=$(sed -n 's/^\(rt_[A-Za-z0-9_]*\)(.*/\1/p' "$cu" | head -n 1)
@@ -47,12 +50,14 @@ run() {
             fail=1
         fi
         n=$((n + 1))
+        ! grep -q '^// plan phase 0: .*double-buffered (cp.async)' "$cu" || n_db=$((n_db + 1))
     done
+    [ -z "$want_db" ] || [ "$n_db" -gt 0 ] || { echo "FAIL $name: no double-buffered candidate"; fail=1; }
     [ "$n" -gt 0 ] || { echo "FAIL $name: no candidate on matrix instructions"; grep '^// plan' "$tmp/$name"/*.cu; fail=1; }
 }
-run h100.ini half-gemm.spec __half __float2half_rn 128 128 128
-run h100.ini half-gemm.spec __half __float2half_rn 200 136 72
-run h100.ini bf16-gemm.spec __nv_bfloat16 __float2bfloat16_rn 128 128 128
+run h100.ini half-gemm.spec __half __float2half_rn 128 128 128 db
+run h100.ini half-gemm.spec __half __float2half_rn 300 136 72
+run h100.ini bf16-gemm.spec __nv_bfloat16 __float2bfloat16_rn 128 128 128 db
 run a100.ini bf16-gemm.spec __nv_bfloat16 __float2bfloat16_rn 200 136 72
 run a100.ini half-gemm.spec __half __float2half_rn 136 200 40
 exit $fail

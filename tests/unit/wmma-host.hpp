@@ -7,7 +7,8 @@
 // same values; the stores write identical values). The constraints CUDA documents are checked:
 // load/store pointers 256-bit aligned, ldm a multiple of 8 (16-bit) or 4 (float) elements, and
 // 128-bit accesses 16-byte aligned (uint4 is alignas(16); the test builds with
-// -fsanitize=alignment). Not a GPU: it checks the index math, tiling, guards and barriers.
+// -fsanitize=alignment), cp.async copies of 16 aligned bytes. Not a GPU: it checks the index
+// math, tiling, guards, barriers and the waits for asynchronous copies.
 #include <barrier>
 #include <cmath>
 #include <cstdint>
@@ -103,6 +104,37 @@ static void rt_host_require(bool ok, const char *what) {
     if (!ok) {
         fprintf(stderr, "wmma-host: %s\n", what);
         abort();
+    }
+}
+
+// cp.async (cuda_pipeline.h): each thread's copies are queued and land when a wait retires
+// their group, except every third one (by destination), which lands at once: a kernel that
+// reads a stage before waiting for it, or copies into a stage that warps still read, computes
+// wrong values here as it would on a GPU. Copies are 16 bytes, both ends 16-byte aligned.
+struct rt_host_async_copy {
+    void *dst;
+    const void *src;
+};
+static thread_local std::vector<std::vector<rt_host_async_copy>> rt_host_async_groups;
+static thread_local std::vector<rt_host_async_copy> rt_host_async_open;
+static inline void __pipeline_memcpy_async(void *dst, const void *src, size_t n) {
+    rt_host_require(n == 16, "__pipeline_memcpy_async: not 16 bytes");
+    rt_host_require((uintptr_t)dst % 16 == 0 && (uintptr_t)src % 16 == 0,
+                    "__pipeline_memcpy_async: not 16-byte aligned");
+    if ((uintptr_t)dst / 16 % 3 == 0)
+        memcpy(dst, src, 16);
+    else
+        rt_host_async_open.push_back({dst, src});
+}
+static inline void __pipeline_commit() {
+    rt_host_async_groups.push_back(rt_host_async_open);
+    rt_host_async_open.clear();
+}
+static inline void __pipeline_wait_prior(size_t n) {
+    while (rt_host_async_groups.size() > n) {
+        for (const rt_host_async_copy &c : rt_host_async_groups.front())
+            memcpy(c.dst, c.src, 16);
+        rt_host_async_groups.erase(rt_host_async_groups.begin());
     }
 }
 

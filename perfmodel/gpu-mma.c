@@ -1,0 +1,165 @@
+// gpu-mma.c: the price of a matrix-instruction GEMM phase (gpu-plan.h, rt_gpu_mma; run by
+// codegen/lower-gpu-mma.c), step by step of k as the kernel runs it. Per k step a block copies
+// its A and B tiles (T1m x ks, ks x T1n, 16-bit) global -> shared, waits at a barrier, and each
+// warp loads (wm + wn) / 16 fragments of 512 B per 16 of k from shared memory for its
+// (wm / 16) x (wn / 16) WMMA products. On the unit, per k step of the blocks resident there:
+//   copy     their tiles' bytes at the global level's bandwidth for that many bytes in flight
+//            (the level's curve, Little's law: below its first point the bandwidth falls in
+//            proportion, so a small copy costs the memory latency, not its bytes);
+//   mma      their flops at the device's matrix-instruction peak over its units (fewer warps
+//            than the unit's schedulers leave some idle);
+//   shared   their fragment loads and tile stores at the shared level's bandwidth;
+//   barrier  RT_GPU_MMA_BARRIER_CYCLES per __syncthreads (nominal): two per step staged once,
+//            one double-buffered.
+// The tensor units and the load pipe overlap across warps (busy = the larger of mma and shared).
+// One stage: a block's copy and its compute run one after the other, the other resident blocks
+// filling the wait (max(busy, copy + busy / resident)); two stages (cp.async, sm_80+): the next
+// step's copy runs under this step's compute (max(busy, copy)). Without double buffering and
+// with one block per unit, a k step of 16 pays the latency twice as often as one of 32: on the
+// H100 (tests/data/half-gemm.spec 4096^3, GPU check 2026-11-27) k 32 ran 20-45 % faster, where
+// the model had priced every k step alike.
+#include "gpu-plan.h"
+
+#include <math.h>
+#include <string.h>
+
+// Nominal: cycles one __syncthreads of a block whose warps arrive together costs the unit.
+#define RT_GPU_MMA_BARRIER_CYCLES 40
+// Nominal: registers per thread besides fragments (addresses, indices, loop counters), fitted to
+// ptxas (sm_90, CUDA 13, NVRTC): 119 registers for a 64x32 warp tile (8 * 8 + 4 * 6 + 31), 140
+// for 48x48 (8 * 9 + 4 * 6 + 44), which spilled under a cap of 128.
+#define RT_GPU_MMA_BASE_REGS 40
+
+// Bandwidth of global level lv at bytes_per_unit in flight per unit (its curve; below the first
+// point in proportion: Little's law).
+static double rt_gpu_mma_gbps(const rt_mem_level *lv, double bytes_per_unit) {
+    if (lv->n_curve > 0 && bytes_per_unit < (double)lv->curve[0].bytes)
+        return lv->curve[0].gbps * bytes_per_unit / (double)lv->curve[0].bytes;
+    return rt_hal_level_gbps(lv, bytes_per_unit);
+}
+
+// Registers per thread: the accumulators (a 16x16 float fragment is 8 per lane) and the A and
+// B fragments of one 16 of k (4 per lane each).
+static int64_t rt_gpu_mma_regs(const rt_gpu_mma *mm) {
+    int64_t fm = mm->wm / 16, fn = mm->wn / 16;
+    return 8 * fm * fn + 4 * (fm + fn) + RT_GPU_MMA_BASE_REGS;
+}
+
+// Blocks of `threads` resident on one unit: thread, block, register and shared-memory limits.
+static int64_t rt_gpu_mma_resident(const rt_device *dev, const rt_gpu_mma *mm, int64_t threads,
+                                   int64_t smem_unit_bytes, int64_t *regs_out) {
+    int64_t r = dev->max_blocks_per_unit > 0 ? dev->max_blocks_per_unit : 1;
+    int64_t warps = (threads + 31) / 32, regs = rt_gpu_mma_regs(mm);
+    // the kernel's __launch_bounds__(threads, 1): the compiler fits one block's registers, and
+    // spills beyond them
+    int64_t cap = dev->regs_per_unit > 0 ? rt_min64(255, dev->regs_per_unit / (warps * 32)) : 255;
+    *regs_out = regs;
+    if (regs > cap)
+        return 0;
+    if (dev->max_threads_per_unit > 0)
+        r = rt_min64(r, dev->max_threads_per_unit / threads);
+    if (dev->regs_per_unit > 0) {
+        int64_t g = dev->reg_granule_warp > 0 ? dev->reg_granule_warp : 1;
+        int64_t per_warp = rt_round_up(regs * 32, g);
+        r = rt_min64(r, dev->regs_per_unit / (warps * per_warp));
+    }
+    if (smem_unit_bytes > 0 && mm->smem_bytes > 0)
+        r = rt_min64(r, smem_unit_bytes / mm->smem_bytes);
+    return r;
+}
+
+bool rt_gpu_mma_price(const rt_device *dev, const rt_gpu_mma *mm, int64_t T1m, int64_t T1n,
+                      int64_t threads, int64_t blocks, double peak_gflops, int64_t smem_unit_bytes,
+                      rt_gpu_mma_cost *out) {
+    memset(out, 0, sizeof *out);
+    int64_t units = dev->units > 0 ? dev->units : 1;
+    if (threads < 32 || blocks < 1 || mm->ks < 16 || peak_gflops <= 0 || dev->n_levels < 2)
+        return false;
+    int64_t resident = rt_gpu_mma_resident(dev, mm, threads, smem_unit_bytes, &out->regs);
+    if (resident < 1)
+        return false;
+    int64_t per_unit = rt_ceil_div(blocks, units);
+    double r = (double)rt_min64(resident, per_unit);
+    double warps = (double)(threads / 32), teus = dev->teus_per_unit > 0 ? dev->teus_per_unit : 4;
+    double ks = (double)mm->ks, copy_bytes = (double)(T1m + T1n) * ks * 2;
+    double gbps = rt_gpu_mma_gbps(&dev->level[0], r * copy_bytes) / (double)units;
+    double sh_gbps = (dev->level[1].bandwidth_gbps > 0 ? dev->level[1].bandwidth_gbps
+                                                       : dev->level[0].bandwidth_gbps) /
+                     (double)units;
+    double mma_gbps = peak_gflops / (double)units;
+    double fill = r * warps < teus ? r * warps / teus : 1;
+    double frag_bytes = warps * (double)(mm->wm / 16 + mm->wn / 16) * (ks / 16) * 512;
+    double clock_ghz = dev->clock_mhz > 0 ? dev->clock_mhz / 1000 : 1;
+    out->resident = (int64_t)r;
+    out->copy_ns = gbps > 0 ? r * copy_bytes / gbps : 0;
+    out->mma_ns = r * 2.0 * (double)T1m * (double)T1n * ks / (mma_gbps * fill);
+    out->shared_ns = sh_gbps > 0 ? r * (frag_bytes + copy_bytes) / sh_gbps : 0;
+    out->barrier_ns = (mm->stages > 1 ? 1 : 2) * r * RT_GPU_MMA_BARRIER_CYCLES / clock_ghz;
+    double busy = out->mma_ns > out->shared_ns ? out->mma_ns : out->shared_ns;
+    double wait = mm->stages > 1 ? out->copy_ns : out->copy_ns + busy / r;
+    out->step_ns = (busy > wait ? busy : wait) + out->barrier_ns;
+    double steps = ceil((double)mm->K / ks), rounds = ceil((double)per_unit / r);
+    // the store: C's bytes once at the global level's bandwidth
+    double c_bytes = (double)mm->M * (double)mm->N * 4;
+    double store_ns = dev->level[0].bandwidth_gbps > 0 ? c_bytes / dev->level[0].bandwidth_gbps : 0;
+    out->unit_steps = rounds * steps;
+    out->total_ns = out->unit_steps * out->step_ns + store_ns;
+    out->compute_ns = out->unit_steps * (busy + out->barrier_ns);
+    out->global_ns = out->unit_steps * out->copy_ns + store_ns;
+    return true;
+}
+
+bool rt_perf_gpu_mma_evaluate(const rt_perf_model *m, rt_rprog *p, const char **why) {
+    const rt_gpu_phase_plan *ph = rt_gpu_plan_main_mma(p->gpu, m->main_stmt);
+    if (!ph || m->block_level < 1 || m->top <= m->block_level)
+        return true;
+    const rt_device *dev = m->dev;
+    const rt_gpu_mma *mm = &ph->mma;
+    rt_gpu_mma_cost c;
+    if (!rt_gpu_mma_price(dev, mm, ph->dims[mm->dm].T1, ph->dims[mm->dn].T1, ph->threads,
+                          ph->blocks, m->peak_gflops, dev->level[m->block_level].capacity_bytes,
+                          &c)) {
+        *why = "the matrix-instruction warp tile's registers exceed the block's share";
+        return false;
+    }
+    p->blocks_per_unit = c.resident;
+    p->regs_per_thread = (int32_t)c.regs;
+    p->compute_ns = c.compute_ns;
+    p->tile[m->block_level].time_ns = c.global_ns;
+    p->tile[m->top].time_ns = c.unit_steps * c.shared_ns;
+    p->bottleneck = c.global_ns > c.compute_ns ? 0 : -1;
+    p->predicted_ns = c.total_ns + dev->launch_overhead_us * 1000.0;
+    return true;
+}
+
+const rt_gpu_phase_plan *rt_gpu_plan_main_mma(const rt_gpu_plan *pl, int32_t main_stmt) {
+    for (int32_t i = 0; pl && i < pl->n_phases; i++)
+        if (pl->phases[i].from_prog && pl->phases[i].tstmt == main_stmt && pl->phases[i].mma.on)
+            return &pl->phases[i];
+    return NULL;
+}
+
+int64_t rt_gpu_mma_smem_bytes(const rt_gpu_mma *mm, int64_t T1m, int64_t T1n, int64_t threads) {
+    int64_t tiles = (T1m * (mm->ks + RT_GPU_MMA_PAD) + mm->ks * (T1n + RT_GPU_MMA_PAD)) * 2;
+    return tiles * (mm->stages > 1 ? mm->stages : 1) + (mm->full ? 0 : (threads / 32) * 256 * 4);
+}
+
+void rt_gpu_mma_choose_stages(const rt_device *dev, rt_gpu_mma *mm, int64_t T1m, int64_t T1n,
+                              int64_t threads, int64_t blocks, double peak_gflops,
+                              int64_t block_cap_bytes, int64_t unit_cap_bytes, bool async_ok) {
+    mm->stages = 1;
+    mm->smem_bytes = rt_gpu_mma_smem_bytes(mm, T1m, T1n, threads);
+    if (!async_ok || !mm->full)
+        return;
+    rt_gpu_mma two = *mm;
+    two.stages = 2;
+    two.smem_bytes = rt_gpu_mma_smem_bytes(&two, T1m, T1n, threads);
+    if (two.smem_bytes > block_cap_bytes)
+        return;
+    rt_gpu_mma_cost c1, c2;
+    if (!rt_gpu_mma_price(dev, &two, T1m, T1n, threads, blocks, peak_gflops, unit_cap_bytes, &c2))
+        return;
+    if (!rt_gpu_mma_price(dev, mm, T1m, T1n, threads, blocks, peak_gflops, unit_cap_bytes, &c1) ||
+        c2.total_ns < c1.total_ns)
+        *mm = two;
+}
