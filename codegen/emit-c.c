@@ -171,7 +171,12 @@ static void rt_c_ukernel(rt_cemit *c, const rt_kir_ukernel *u, int ind) {
     rt_buf_linef(b, ind + 2, "for (int ui = 0; ui < %d; ui++) {", u->mr);
     rt_buf_linef(b, ind + 3, "const float av = ua[uk * %d + ui];", u->mr);
     rt_buf_linef(b, ind + 3, "for (int uj = 0; uj < %d; uj++)", u->nr);
-    rt_buf_linef(b, ind + 4, "uacc[ui][uj] += av * ub[uk * %d + uj];", u->nr);
+    if (u->b_sub > 0 && u->b_sub < u->nr) // b_sub-wide sub-panels of ukc k steps (kir.h)
+        rt_buf_linef(b, ind + 4,
+                     "uacc[ui][uj] += av * ub[(uj / %d) * ukc * %d + uk * %d + uj %% %d];",
+                     u->b_sub, u->b_sub, u->b_sub, u->b_sub);
+    else
+        rt_buf_linef(b, ind + 4, "uacc[ui][uj] += av * ub[uk * %d + uj];", u->nr);
     rt_buf_linef(b, ind + 2, "}");
     rt_buf_linef(b, ind + 1, "}");
     rt_buf_printf(b, "%*sfloat *uc = %s + ", 4 * (ind + 1), "", c->k->bufs[u->c_buf].name);

@@ -869,6 +869,9 @@ static rt_status rt_kir_check_node(rt_kir_check *c, const rt_kir_node *n) {
             u->nr / u->vl > RT_KIR_UK_MAX_NV || u->mr * (u->nr / u->vl) > RT_KIR_UK_MAX_ACC)
             return rt_kir_bad(c, "micro-kernel shape (expected vl a power of two, mr >= 1, nr a "
                                  "multiple of vl, at most 4 B vectors and 32 accumulators)");
+        if (u->b_sub != 0 && (u->b_sub < u->vl || u->b_sub % u->vl != 0 || u->nr % u->b_sub != 0))
+            return rt_kir_bad(c, "micro-kernel B sub-panel width (expected 0, or a multiple of vl "
+                                 "that divides nr)");
         if (u->c_buf < 0 || u->c_buf >= c->k->n_bufs || c->k->bufs[u->c_buf].type != RT_KIR_F32)
             return rt_kir_bad(c, "micro-kernel output is not an f32 buffer");
         RT_TRY(rt_kir_check_expr(c, u->kc, true));

@@ -126,6 +126,10 @@ typedef struct rt_kir_ukernel {
     int64_t ldc;
     rt_kir_expr *ldc_rt; // I64 row stride of C known at run time (a ragged GEMM's); NULL: ldc
     rt_kir_expr *m_valid, *n_valid, *accumulate;
+    // B's panel layout: 0 (or nr) one nr-wide row per k step; else b_sub-wide sub-panels (nr a
+    // multiple of b_sub, b_sub of vl), each kc x b_sub, one after the other: a transposed B packs
+    // as independent 8-wide panels (8x8 transposes) instead of one 16-wide gather per k step.
+    int32_t b_sub;
     // Streaming (non-temporal) stores of full tiles that overwrite C, for GEMMs with a single
     // k block whose C is far larger than the caches (C is written once and never read back).
     bool stream;

@@ -283,6 +283,14 @@ void rt_gemm_pack_strided(rt_lower *l, rt_kir_block *blk, const char *what, int3
                           double alpha, rt_kir_expr *dst0);
 void rt_gemm_unflatten(rt_lower *l, rt_kir_block *blk, rt_kir_expr *x, const int32_t *vars,
                        int32_t n);
+// rt_gemm_pack_strided into ws-wide panels (w a multiple of ws), as many as cover the rows
+// up to valid rounded up to w: the layout of a micro-kernel whose B has b_sub = ws (kir.h).
+// Where k is contiguous, the partial panels too run the k steps in vector lanes (rows past
+// valid read row valid - 1 and are replaced by 0) instead of testing every element.
+void rt_gemm_pack_sub(rt_lower *l, rt_kir_block *blk, const char *what, int32_t w, int32_t ws,
+                      rt_kir_expr *valid, rt_kir_expr *kcur, int32_t src, rt_kir_expr *base,
+                      int64_t s_row, int64_t s_k, rt_kir_expr *e_row, rt_kir_expr *e_k,
+                      double alpha, rt_kir_expr *dst0);
 rt_status rt_gemm_pack_affine(rt_lower *l, rt_kir_block *blk, const rt_gemm_pack_desc *pd);
 bool rt_gemm_seg_dim(const rt_lower *l, const rt_expr *rd, int32_t x, int32_t *dx, int64_t *sx);
 rt_status rt_gemm_pack_segments(rt_lower *l, rt_kir_block *blk, const rt_gemm_pack_desc *pd,

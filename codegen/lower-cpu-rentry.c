@@ -133,6 +133,7 @@ typedef struct rt_re_unit {
     rt_re_entry en;
     rt_kir_expr *a0, *am, *ak, *b0, *bn, *bk, *c0, *ldc;
     int32_t vi0, vmc;
+    int32_t b_sub; // B's sub-panel width (rt_perf_cpu_rentry_b_sub; 0: nr-wide panels)
     int64_t a_elems;
 } rt_re_unit;
 
@@ -178,6 +179,7 @@ static void rt_re_tiles(rt_lower *l, const rt_gemm *g, rt_kir_block *blk, const 
     uk->c_off = rt_b(l, RT_KIR_ADD, u->c0,
                      rt_b(l, RT_KIR_ADD, rt_b(l, RT_KIR_MUL, row, u->ldc),
                           rt_b(l, RT_KIR_ADD, rt_v(l, vj0), cols)));
+    uk->b_sub = u->b_sub;
     uk->ldc = rt_re_const(u->ldc);
     uk->ldc_rt = uk->ldc > 0 ? NULL : u->ldc;
     uk->m_valid = rt_b(l, RT_KIR_MIN, rt_i(l, g->mr), rt_b(l, RT_KIR_SUB, rt_v(l, u->vmc), rows));
@@ -209,9 +211,9 @@ static void rt_re_unit_body(rt_lower *l, const rt_gemm *g, rt_kir_block *blk, co
     rt_kir_expr *abase = rt_b(l, RT_KIR_ADD, u->a0,
                               rt_b(l, RT_KIR_ADD, rt_b(l, RT_KIR_MUL, rt_v(l, u->vi0), u->am),
                                    rt_b(l, RT_KIR_MUL, rt_v(l, vp0), u->ak)));
-    rt_gemm_pack_strided(l, kb, "A block of the entry -> scratch, mr-tall k-major panels", g->mr,
-                         rt_v(l, u->vmc), rt_v(l, vkc), buf_a, abase, rt_re_const(u->am),
-                         rt_re_const(u->ak), u->am, u->ak, g->alpha, rt_i(l, 0));
+    rt_gemm_pack_sub(l, kb, "A block of the entry -> scratch, mr-tall k-major panels", g->mr, g->mr,
+                     rt_v(l, u->vmc), rt_v(l, vkc), buf_a, abase, rt_re_const(u->am),
+                     rt_re_const(u->ak), u->am, u->ak, g->alpha, rt_i(l, 0));
     rt_kir_node *lb = rt_re_loop(l, kb, "jb", &vjb, rt_i(l, 0), rt_re_ceil(l, N, g->nc));
     if (!lb)
         return;
@@ -224,9 +226,13 @@ static void rt_re_unit_body(rt_lower *l, const rt_gemm *g, rt_kir_block *blk, co
     rt_kir_expr *bbase = rt_b(l, RT_KIR_ADD, u->b0,
                               rt_b(l, RT_KIR_ADD, rt_b(l, RT_KIR_MUL, rt_v(l, vj0), u->bn),
                                    rt_b(l, RT_KIR_MUL, rt_v(l, vp0), u->bk)));
-    rt_gemm_pack_strided(l, jbb, "B block of the entry -> scratch, nr-wide k-major panels", g->nr,
-                         rt_v(l, vnc), rt_v(l, vkc), buf_b, bbase, rt_re_const(u->bn),
-                         rt_re_const(u->bk), u->bn, u->bk, 1.0, rt_i(l, u->a_elems));
+    rt_gemm_pack_sub(l, jbb,
+                     u->b_sub ? "B block of the entry (k contiguous) -> scratch, nr-wide panels "
+                                "of 8-wide k-major sub-panels"
+                              : "B block of the entry -> scratch, nr-wide k-major panels",
+                     g->nr, u->b_sub ? u->b_sub : g->nr, rt_v(l, vnc), rt_v(l, vkc), buf_b, bbase,
+                     rt_re_const(u->bn), rt_re_const(u->bk), u->bn, u->bk, 1.0,
+                     rt_i(l, u->a_elems));
     rt_re_tiles(l, g, jbb, u, vpk, vkc, vj0, vnc);
 }
 
@@ -259,6 +265,10 @@ static void rt_re_entry_units(rt_lower *l, const rt_gemm *g, rt_kir_block *blk,
     rt_re_matrix(l, g, blk, g->ta, va, g->m_var, g->k_var, &u.a0, &u.am, &u.ak);
     rt_re_matrix(l, g, blk, g->tb, vb, g->n_var, g->k_var, &u.b0, &u.bn, &u.bk);
     rt_re_matrix(l, g, blk, s->out, s->lhs_vars, g->m_var, -1, &u.c0, &u.ldc, &unused);
+    // B's k contiguous (K of Q.K^T read as (b, j, h, d)): its nr-wide panel would gather nr rows
+    // per k step; as 8-row sub-panels its pack runs the k steps in vector lanes with 8x8
+    // transposes (rt_gemm_pack_panels) and the micro-kernel reads one stream per sub-panel.
+    u.b_sub = rt_perf_cpu_rentry_b_sub(g->nr, l->rp->cpu.uk_lanes, rt_re_const(u.bk) == 1);
     int32_t vsu = rt_re_var(l, blk, "u_cost0", rt_v(l, vs)), vrb;
     rt_kir_node *lr =
         vsu >= 0 ? rt_re_loop(l, blk, "rb", &vrb, rt_i(l, 0), rt_re_ceil(l, en->ext[0], g->mc))

@@ -745,7 +745,7 @@ static double pack_cycles(const rt_device *dev, const rt_perf_cpu_gemm *g, bool 
     double slots =
         is_b ? e / vec_elems / ports * (g->b_window ? 3 : 2) : e / ports + e / vec_elems / ports;
     bool k_unit = is_b ? g->b_k_unit : g->a_k_unit;
-    int64_t w = is_b ? g->nr : g->mr;
+    int64_t w = is_b ? (g->b_sub > 0 ? g->b_sub : g->nr) : g->mr;
     if (k_unit)
         slots = w <= RT_PERF_CPU_MAX_INTERLEAVE
                     ? e / vec_elems / ports * 2 + e / vec_elems

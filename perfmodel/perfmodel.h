@@ -135,6 +135,8 @@ typedef struct rt_perf_cpu_gemm {
     bool a_k_unit;   // A contiguous along k: its panels are packed with vector loads along k
     bool b_k_unit;   // a plain B contiguous along k, not n (K of an attention read as (j, d)): its
                      // nr-wide panels are gathered, interleaved with shuffles up to 8 rows
+    int32_t b_sub;   // per-entry plan: B packed as b_sub-wide sub-panels (rt_perf_cpu_rentry_b_sub;
+                     // 8 of a k-contiguous B), interleaved with shuffles; 0: nr-wide panels
     int32_t group[RT_PERF_MAX_AXES];  // per model axis, its rt_perf_gemm_group
     double a_bytes, b_bytes, c_bytes; // the tensors behind A, B and C
     int64_t steps;         // loop steps rt_perf_cpu_gemm_block took (rt_perf_model.steps)
@@ -494,6 +496,9 @@ bool rt_perf_gemm_rentry_of(const rt_op *op, const rt_stmt *s, rt_perf_gemm_rent
 bool rt_perf_cpu_rentry_groups(const rt_perf_model *m, rt_perf_cpu_gemm *g);
 void rt_perf_cpu_rentry_block(const rt_device *dev, rt_perf_cpu_gemm *g);
 int64_t rt_perf_cpu_rentry_items(const rt_device *dev);
+// Width of the per-entry plan's B sub-panels (codegen/kir.h b_sub): 8 where B's k is contiguous
+// (k_unit) and nr a multiple of 8 above it, on vectors of at most 8 lanes; else 0 (nr-wide).
+int32_t rt_perf_cpu_rentry_b_sub(int32_t nr, int64_t lanes, bool k_unit);
 bool rt_perf_cpu_rentry_time(const rt_perf_model *m, const rt_perf_cpu_gemm *g, double *ns,
                              double *pack_ns, double *eff);
 // Cycles of packing one rows x kcur block of A or B of g (cpu.c).

@@ -108,6 +108,11 @@ int main(void) {
     static const ecase cases[] = {
         // qkt: lengths 0, 1 and primes; a prime head size.
         {QKT(8, 3, 37), 8, 1, {{5, 0, 1, 13, 7, 3, 0, 31}}, {{0}}},
+        // K's transposed pack into 8-row sub-panels (kir.h b_sub): a prime head size above kc's
+        // vector steps (a tail of k lanes), lengths whose last 16-wide panel has a cut 8-row
+        // sub-panel (29), one valid row (17), none in its second half (8), several column
+        // blocks (113), and 0 and 1.
+        {QKT(6, 2, 67), 6, 1, {{17, 29, 0, 1, 113, 8}}, {{0}}},
         // All equal, a multiple of the micro-kernel.
         {QKT(4, 2, 64), 4, 1, {{48, 48, 48, 48}}, {{0}}},
         // One long plus many short: several row and column blocks in one entry.

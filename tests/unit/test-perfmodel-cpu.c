@@ -827,6 +827,69 @@ static void test_tokens_view(const rt_device *dev) {
     RT_EXPECT_NEAR(extra[1], 2 * extra[0], 1e-9 * extra[1]);
 }
 
+// The per-entry plan of Q.K^T over a ragged batch (rt_perf_cpu_rentry_*), all lengths len.
+static bool rentry_model(rt_arena *a, const rt_device *dev, int64_t len, rt_perf_model **m,
+                         rt_perf_cpu_gemm *g) {
+    const char *text = "size B = 4\ndef f(int32(B) len, float(b:B, len(b), 2, 64) Q, "
+                       "float(b:B, len(b), 2, 64) K) -> (S) {\n"
+                       " S(b, h, i, j) +=! Q(b, i, h, d) * K(b, j, h, d)\n}\n";
+    rt_err err = {0};
+    rt_op *op = NULL;
+    int64_t lens[4] = {len, len, len, len};
+    rt_perf_length_dist d = {.tensor = "len"};
+    if (rt_spec_parse(a, text, "rentry.spec", NULL, 0, &op, &err) != RT_OK ||
+        rt_extent_dist_from_samples(a, lens, 4, (rt_loc){0}, &d.dist, &err) != RT_OK)
+        return false;
+    rt_perf_options opt = {.lengths = &d, .n_lengths = 1};
+    if (rt_perf_model_build(a, op, dev, &opt, m, &err) != RT_OK)
+        return false;
+    rt_rprog p;
+    memset(&p, 0, sizeof p);
+    for (int32_t l = 1; l <= (*m)->top; l++)
+        for (int32_t x = 0; x < (*m)->n_axes; x++)
+            p.tile[l].shape[x] = 8;
+    return rt_perf_cpu_gemm_view(*m, &p, g) && g->rentry;
+}
+
+// K of Q.K^T is contiguous along k: on 8-lane vectors the per-entry plan packs it as 8-row
+// sub-panels (b_sub, codegen/kir.h), priced as 8-way interleaves, below the nr-wide gather;
+// on 16-lane vectors it keeps nr-wide panels. Edge tiles cost their element-wise stores: 47 x 47
+// entries (edges on both sides) take longer than 48 x 48 ones (none: 48 = 8 x 6 = 3 x 16), the
+// same micro-kernel calls.
+static void test_rentry_pack_edges(const rt_device *avx512) {
+    rt_device avx2;
+    if (!load_dev("devices/x86-avx2.ini", &avx2)) {
+        RT_EXPECT(false);
+        return;
+    }
+    rt_arena *a = rt_arena_new(1 << 20);
+    rt_perf_model *m = NULL;
+    rt_perf_cpu_gemm g;
+    RT_EXPECT(rentry_model(a, avx512, 48, &m, &g));
+    RT_EXPECT(g.b_k_unit);
+    RT_EXPECT_EQ(g.b_sub, 0);
+    double ns[2] = {0, 0}, pk, eff;
+    for (int32_t i = 0; i < 2; i++) {
+        RT_EXPECT(rentry_model(a, &avx2, 48 - i, &m, &g));
+        RT_EXPECT(g.b_k_unit);
+        RT_EXPECT_EQ(g.mr, 6);
+        RT_EXPECT_EQ(g.nr, 16);
+        RT_EXPECT_EQ(g.b_sub, 8);
+        RT_EXPECT(rt_perf_cpu_rentry_time(m, &g, &ns[i], &pk, &eff));
+    }
+    if (!(ns[1] > ns[0]))
+        fprintf(stderr, "rentry: 48 x 48 entries %g ns, 47 x 47 %g ns\n", ns[0], ns[1]);
+    RT_EXPECT(ns[1] > ns[0]);
+    double ghz = rt_perf_cpu_ghz(&avx2);
+    double sub = rt_perf_cpu_pack_cycles(&avx2, &g, true, 48, 64, ghz);
+    g.b_sub = 0;
+    double gathered = rt_perf_cpu_pack_cycles(&avx2, &g, true, 48, 64, ghz);
+    if (!(sub < 0.5 * gathered))
+        fprintf(stderr, "rentry: B pack %g cycles in sub-panels, %g gathered\n", sub, gathered);
+    RT_EXPECT(sub < 0.5 * gathered);
+    rt_arena_free(a);
+}
+
 int main(void) {
     rt_device dev;
     if (!load_dev("devices/x86-avx512.ini", &dev)) {
@@ -840,6 +903,7 @@ int main(void) {
     test_gemm_balance(&dev);
     test_batched_view(&dev);
     test_tokens_view(&dev);
+    test_rentry_pack_edges(&dev);
     test_gemm_items(&dev);
     test_c_revisits(&dev);
     test_loops(&dev);
