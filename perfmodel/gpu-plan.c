@@ -1062,8 +1062,8 @@ double rt_gpu_plan_main_issue_share(const rt_gpu_plan *pl, int32_t main_stmt) {
         double ldg = (double)rt_ceil_div(sg->gvec ? total / 4 : total, ph->threads);
         copy += (ldg + c.store_instr * c.store_ways) / iters;
     }
-    double loop = ph->step_unroll > 0
-                      ? rt_gpu_step_loop_instrs(ph->red_T1[ph->step_var], ph->Rtot, ph->n_stage)
-                      : 0;
+    double loop = ph->step_unroll > 0 ? rt_gpu_step_loop_instrs(ph->red_T1[ph->step_var],
+                                                                ph->step_unroll, ph->n_stage)
+                                      : 0;
     return fma / (fma + lds + copy + loop);
 }

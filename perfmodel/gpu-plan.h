@@ -218,9 +218,10 @@ int64_t rt_gpu_stage_pad(const rt_gpu_phase_plan *pl, rt_gpu_stage *sg, int64_t 
 // trips * body_fmas <= RT_GPU_MAX_UNROLLED_FMAS, else the largest divisor of trips within it
 // (1: rolled).
 int64_t rt_gpu_step_unroll(int64_t trips, int64_t body_fmas);
-// The loop instructions per trip that such a loop keeps (0 unrolled fully): per rolled trip the
-// loop's counter, test and branch and the address of each of n_reads shared reads.
-double rt_gpu_step_loop_instrs(int64_t trips, int64_t body_fmas, int32_t n_reads);
+// The loop instructions per trip that a step loop of `trips` trips unrolled by f keeps (0 when
+// f >= trips): per rolled trip the loop's counter, test and branch and the address of each of
+// n_reads shared reads.
+double rt_gpu_step_loop_instrs(int64_t trips, int64_t f, int32_t n_reads);
 
 // One line per phase ("phase 0: staged C; 160 threads x 1 blocks; m 96/6, n 80/8; ..."), the
 // text both the JSON report and the kernel's header comment print.

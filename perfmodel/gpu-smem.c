@@ -207,8 +207,9 @@ int64_t rt_gpu_step_unroll(int64_t trips, int64_t body_fmas) {
     return 1;
 }
 
-double rt_gpu_step_loop_instrs(int64_t trips, int64_t body_fmas, int32_t n_reads) {
-    int64_t f = rt_gpu_step_unroll(trips, body_fmas);
+double rt_gpu_step_loop_instrs(int64_t trips, int64_t f, int32_t n_reads) {
+    if (f < 1)
+        f = 1;
     if (f >= trips)
         return 0;
     // per trip of the rolled loop: its counter, test and branch, and each read's shared

@@ -132,6 +132,15 @@ static void test_odd_gemm(void) {
     rt_gpu_stage_smem(ph, sb, true, 32, 32, &c);
     RT_EXPECT(fabs(c.store_ways - 1) < 1e-9 && c.store_instr == 6);
     RT_EXPECT(fabs(c.load_ways - 1) < 1e-9 && c.load_instr == 2);
+    // the plan unrolls the k step fully; the model prices a rolled one's loop instructions
+    RT_EXPECT_EQ(ph->step_unroll, 24);
+    rt_gpu_plan rolled = *r->cands[0].gpu;
+    rt_gpu_phase_plan rph = *ph;
+    rph.step_unroll = 1;
+    rolled.phases = &rph;
+    double s_full = rt_gpu_plan_main_issue_share(r->cands[0].gpu, r->model->main_stmt);
+    double s_rolled = rt_gpu_plan_main_issue_share(&rolled, r->model->main_stmt);
+    RT_EXPECT(fabs(64 / s_rolled - 64 / s_full - (RT_GPU_LOOP_INSTRS + 3 * 2)) < 1e-9);
     rt_arena_free(a);
 }
 
@@ -141,9 +150,9 @@ static void test_unroll(void) {
     RT_EXPECT_EQ(rt_gpu_step_unroll(32, 64), 32);
     RT_EXPECT_EQ(rt_gpu_step_unroll(48, 64), 24); // 3072 FMAs: by the largest divisor in 2048
     RT_EXPECT_EQ(rt_gpu_step_unroll(7, 512), 1);  // no divisor in 4: rolled
-    RT_EXPECT(rt_gpu_step_loop_instrs(24, 64, 2) == 0);
-    RT_EXPECT(fabs(rt_gpu_step_loop_instrs(48, 64, 2) - (RT_GPU_LOOP_INSTRS + 2) / 24.0) < 1e-12);
-    RT_EXPECT(fabs(rt_gpu_step_loop_instrs(7, 512, 2) - (RT_GPU_LOOP_INSTRS + 6)) < 1e-12);
+    RT_EXPECT(rt_gpu_step_loop_instrs(24, 24, 2) == 0);
+    RT_EXPECT(fabs(rt_gpu_step_loop_instrs(48, 24, 2) - (RT_GPU_LOOP_INSTRS + 2) / 24.0) < 1e-12);
+    RT_EXPECT(fabs(rt_gpu_step_loop_instrs(7, 1, 2) - (RT_GPU_LOOP_INSTRS + 6)) < 1e-12);
 }
 
 int main(void) {
