@@ -29,9 +29,10 @@
 
 #define RT_GL_MAX_DIMS  RT_GPU_PLAN_MAX_DIMS
 #define RT_GL_MAX_READS RT_GPU_PLAN_MAX_READS
-// A staged step's innermost reduction loop of exact steps is unrolled when its body (the whole
-// register tile) times its trips stays within this many statements.
-#define RT_GL_MAX_UNROLLED_FMAS 1024
+// A copy loop of at most this many constant rounds is unrolled: every round's global load in
+// flight before the first store waits (nvcc unrolls a 24-round copy 8 times by itself, and its
+// three trips wait for global memory one after another).
+#define RT_GL_MAX_UNROLLED_COPY 32
 
 typedef struct rt_gl {
     rt_arena *a;
@@ -675,9 +676,10 @@ static rt_status rt_gl_copies(rt_gl *l, const rt_gpu_phase_plan *pl, rt_kir_bloc
         total /= vw;
         int64_t rounds = rt_ceil_div(total, pl->threads);
         int32_t cv = rt_kir_add_var(a, l->ph, "c", RT_KIR_I64);
-        rt_kir_node *loop = cv >= 0 ? rt_kir_loop(a, cb, cv, rt_kir_int(a, 0),
-                                                  rt_kir_int(a, rounds), RT_KIR_LOOP_SERIAL)
-                                    : NULL;
+        rt_kir_loop_kind ck =
+            rounds <= RT_GL_MAX_UNROLLED_COPY ? RT_KIR_LOOP_UNROLL : RT_KIR_LOOP_SERIAL;
+        rt_kir_node *loop =
+            cv >= 0 ? rt_kir_loop(a, cb, cv, rt_kir_int(a, 0), rt_kir_int(a, rounds), ck) : NULL;
         if (!loop)
             return rt_gl_nomem(l);
         rt_kir_block *lb = &loop->body;
@@ -979,16 +981,30 @@ static rt_status rt_gl_steps(rt_gl *l, const rt_gpu_phase_plan *pl, rt_kir_block
         int32_t rv = rt_kir_add_var(a, l->ph, s->vars[v].name, RT_KIR_I64);
         int64_t T1 = pl->red_T1[v];
         // exact steps (the plan's red_exact, an interior's full steps): T1 iterations, no
-        // bound; the innermost unrolled
-        rt_kir_expr *end =
-            rt_kir_bin(a, RT_KIR_ADD, rt_kir_var_ref(a, l->ph, base_var[v]), rt_kir_int(a, T1));
+        // bound; the innermost unrolled by the plan's step_unroll (gpu-plan.h): fully, or in
+        // chunks of a divisor of its trips under a serial loop over the chunks
+        int64_t f = exact && i == nr - 1 && v == pl->step_var ? pl->step_unroll : 1;
+        rt_kir_expr *from = rt_kir_var_ref(a, l->ph, base_var[v]);
+        if (f > 1 && f < T1) {
+            int32_t uv = rt_kir_add_var(a, l->ph, rt_arena_printf(a, "chunk_%s", s->vars[v].name),
+                                        RT_KIR_I64);
+            rt_kir_node *outer = uv >= 0 ? rt_kir_loop(a, inner, uv, rt_kir_int(a, 0),
+                                                       rt_kir_int(a, T1 / f), RT_KIR_LOOP_SERIAL)
+                                         : NULL;
+            if (!outer)
+                return rt_gl_nomem(l);
+            inner = &outer->body;
+            from = rt_kir_bin(
+                a, RT_KIR_ADD, from,
+                rt_kir_bin(a, RT_KIR_MUL, rt_kir_var_ref(a, l->ph, uv), rt_kir_int(a, f)));
+            T1 = f;
+        }
+        rt_kir_expr *end = rt_kir_bin(a, RT_KIR_ADD, from, rt_kir_int(a, T1));
         if (!exact)
             end = rt_kir_bin(a, RT_KIR_MIN, end, hi_r[i]);
-        bool unroll = exact && i == nr - 1 && T1 * pl->Rtot <= RT_GL_MAX_UNROLLED_FMAS;
-        rt_kir_node *loop = rv >= 0
-                                ? rt_kir_loop(a, inner, rv, rt_kir_var_ref(a, l->ph, base_var[v]),
-                                              end, unroll ? RT_KIR_LOOP_UNROLL : RT_KIR_LOOP_SERIAL)
-                                : NULL;
+        rt_kir_node *loop = rv >= 0 ? rt_kir_loop(a, inner, rv, from, end,
+                                                  f > 1 ? RT_KIR_LOOP_UNROLL : RT_KIR_LOOP_SERIAL)
+                                    : NULL;
         if (!loop)
             return rt_gl_nomem(l);
         l->var_of[ti][v] = rv;

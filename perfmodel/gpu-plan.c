@@ -439,20 +439,14 @@ static bool rt_gp_vec4_read(const rt_gp *g, const rt_gpu_phase_plan *pl, const r
     }
     if (st->frag < 0)
         return false;
-    // the layout: vdim innermost (rows padded to 4 and, transposed, by 4 more), then the other
-    // dims from the tensor's innermost outwards
-    int64_t row = rt_round_up(st->span[st->vdim], 4) + (st->vdim != st->n_dims - 1 ? 4 : 0);
-    st->stride[st->vdim] = 1;
-    int64_t stride = row;
-    for (int32_t d = st->n_dims - 1; d >= 0; d--) {
-        if (d == st->vdim)
-            continue;
-        st->stride[d] = stride;
-        stride *= st->span[d];
-    }
-    st->elems = stride;
     // 128-bit copies: an unguarded tile whose rows start 16-byte aligned
     st->gvec = st->full && rt_gp_aligned4(g, pl, s, T, st);
+    // the layout: vdim innermost, then the other dims from the tensor's innermost outwards;
+    // rows padded to 4 (16-byte aligned fragments) and then by the multiple of 4 that makes the
+    // copy's stores and the fragment loads the fewest bank wavefronts (gpu-smem.c)
+    const rt_mem_level *lv = &g->dev->level[g->m->block_level];
+    rt_gpu_stage_pad(pl, st, rt_round_up(st->span[st->vdim], 4), 4,
+                     lv->bank_bytes == 4 ? lv->banks : 0, g->dev->lanes);
     return true;
 }
 
@@ -586,6 +580,14 @@ static bool rt_gp_plan_stage(rt_gp *g, rt_gpu_phase_plan *pl, const rt_stmt *s) 
             pl->red_exact = false;
     }
     rt_gp_edge_split(g, pl, s, T);
+    for (int32_t i = s->n_loops - 1; i >= 0; i--) { // the innermost reduction loop
+        int32_t v = s->loops[i];
+        if (v >= 0 && v < s->n_vars && s->vars[v].is_reduce) {
+            pl->step_var = v;
+            pl->step_unroll = rt_gpu_step_unroll(pl->red_T1[v], pl->Rtot);
+            break;
+        }
+    }
     return true;
 }
 
@@ -902,6 +904,10 @@ rt_status rt_gpu_plan_make(rt_arena *a, const rt_op *op, const rt_device *dev,
     RT_ALLOC(a, pl, 1, err);
     RT_ALLOC(a, pl->phases, op->n_stmts, err);
     RT_TRY(rt_gp_group(&g, pl->phases, &pl->n_phases));
+    int32_t bl = m && p ? m->block_level : -1;
+    if (bl >= 1 && bl < dev->n_levels && dev->level[bl].bank_bytes == 4)
+        pl->banks = dev->level[bl].banks;
+    pl->lanes = dev->lanes;
     int32_t main_stmt = g.m ? g.m->main_stmt : -1;
     for (int32_t i = 0; i < pl->n_phases; i++) {
         rt_gpu_phase_plan *ph = &pl->phases[i];
@@ -1069,30 +1075,23 @@ double rt_gpu_plan_main_issue_share(const rt_gpu_plan *pl, int32_t main_stmt) {
     for (int32_t v = 0; v < RT_GPU_PLAN_MAX_VARS; v++)
         if (ph->red_T1[v] > 0)
             iters *= (double)ph->red_T1[v];
+    // per reduction iteration: the FMAs, the shared loads and a step's copy (global loads,
+    // shared stores), each shared access times its bank wavefronts over the ideal (gpu-smem.c),
+    // and the loop instructions of a step loop left rolled
     double fma = (double)ph->Rtot, lds = 0, copy = 0;
     for (int32_t i = 0; i < ph->n_stage; i++) {
         const rt_gpu_stage *sg = &ph->stage[i];
-        // distinct elements of the read over the register tile: the R of each dim it indexes
-        double elems = 1;
-        for (int32_t d = 0; d < ph->n_dims; d++) {
-            bool uses = false;
-            for (int32_t k = 0; k < sg->n_dims; k++)
-                for (int32_t t = 0; t < sg->aff[k].n_terms; t++)
-                    for (int32_t j = 0; j < ph->dims[d].n_members; j++)
-                        uses = uses || sg->aff[k].var[t] == ph->dims[d].members[j];
-            if (uses)
-                elems *= (double)ph->dims[d].R;
-        }
-        lds += sg->frag >= 0 ? elems / 4 : elems;
+        rt_gpu_smem_cost c;
+        rt_gpu_stage_smem(ph, sg, sg->gvec, pl->banks, pl->lanes, &c);
+        lds += c.load_instr * c.load_ways;
         int64_t total = 1;
         for (int32_t k = 0; k < sg->n_dims; k++)
             total *= sg->span[k];
-        // per thread and step: a load and a store per element, or per 4 (a transposed
-        // 128-bit copy stores 4 scalars)
-        bool svec = sg->gvec && sg->vdim == sg->n_dims - 1;
-        double per = sg->gvec ? (double)rt_ceil_div(total / 4, ph->threads) * (svec ? 2 : 5)
-                              : (double)rt_ceil_div(total, ph->threads) * 2;
-        copy += per / iters;
+        double ldg = (double)rt_ceil_div(sg->gvec ? total / 4 : total, ph->threads);
+        copy += (ldg + c.store_instr * c.store_ways) / iters;
     }
-    return fma / (fma + lds + copy);
+    double loop = ph->step_unroll > 0 ? rt_gpu_step_loop_instrs(ph->red_T1[ph->step_var],
+                                                                ph->step_unroll, ph->n_stage)
+                                      : 0;
+    return fma / (fma + lds + copy + loop);
 }

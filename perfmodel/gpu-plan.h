@@ -168,6 +168,11 @@ typedef struct rt_gpu_phase_plan {
     bool split;
     int32_t split_var;
     int64_t split_steps;
+    // staged: the step's innermost reduction loop (var step_var of tstmt) and its unroll
+    // factor where its trips are exact (rt_gpu_step_unroll of its step and Rtot); the lowering
+    // and the model read them
+    int32_t step_var;
+    int64_t step_unroll;
     int64_t row;    // tree: threads per node (the longest row of the group's statements)
     rt_gpu_mma mma; // matrix instructions (rt_gp_mma), mma.on false: scalar FMAs
 } rt_gpu_phase_plan;
@@ -175,7 +180,8 @@ typedef struct rt_gpu_phase_plan {
 typedef struct rt_gpu_plan {
     int32_t n_phases;
     rt_gpu_phase_plan *phases;
-    uint64_t key; // equal plans, equal keys: the same kernel up to names
+    int32_t banks, lanes; // the device's shared-memory banks (0: none) and warp (gpu-smem.c)
+    uint64_t key;         // equal plans, equal keys: the same kernel up to names
 } rt_gpu_plan;
 
 // The plan of rProgram p (built by model m) of op on GPU device dev; m and p NULL: the naive
@@ -212,6 +218,52 @@ rt_gpu_mode rt_gpu_plan_main_mode(const rt_gpu_plan *pl, int32_t main_stmt);
 const rt_gpu_phase_plan *rt_gpu_plan_main_mma(const rt_gpu_plan *pl, int32_t main_stmt);
 // Shared-memory bytes of phase ph's staged tiles.
 int64_t rt_gpu_plan_smem_bytes(const rt_gpu_phase_plan *ph);
+// ---------------------------------------------------------------------------------------------
+// Shared-memory banks and step loops (gpu-smem.c): the accesses of a staged phase as the
+// lowering emits them, for the plan's row padding, the lowering and the model alike.
+// ---------------------------------------------------------------------------------------------
+
+#define RT_GPU_SMEM_MAX_LANES 64
+#define RT_GPU_SMEM_MAX_BANKS 64
+// A staged step's innermost reduction loop of exact trips is unrolled fully when its body (the
+// register tile's FMAs) times its trips stays within this many FMAs, else by the largest
+// divisor of its trips that does (rt_gpu_step_unroll).
+#define RT_GPU_MAX_UNROLLED_FMAS 2048
+// Instructions of one trip of a rolled loop: counter, test, branch.
+#define RT_GPU_LOOP_INSTRS 3
+
+// Wavefronts (shared-memory cycles) of one warp instruction whose lane i touches `width`
+// consecutive 4-byte words from word[i] (word[i] < 0: inactive): lanes in phases of
+// banks / width (a 128-bit access: 8 lanes), per phase the most distinct words one bank holds
+// (lanes reading the same word share it). 1 without banks.
+int32_t rt_gpu_bank_wavefronts(const int64_t *word, int32_t lanes, int32_t width, int32_t banks);
+
+// Per thread, the shared-memory accesses of staged read sg in phase pl: store instructions of
+// one step's copy (128-bit where gvec) and their wavefronts over the ideal (1: conflict-free),
+// load instructions of one reduction iteration (128-bit fragments where sg->frag >= 0) and
+// theirs; averaged over the block's warps and the copy's rounds.
+typedef struct rt_gpu_smem_cost {
+    double store_instr, store_ways;
+    double load_instr, load_ways;
+} rt_gpu_smem_cost;
+void rt_gpu_stage_smem(const rt_gpu_phase_plan *pl, const rt_gpu_stage *sg, bool gvec,
+                       int32_t banks, int32_t lanes, rt_gpu_smem_cost *out);
+
+// Lays sg's shared array out (strides, elems) with its first row `row` elements plus the pad,
+// a multiple of step below banks, that costs the fewest wavefronts per step (the copy's stores
+// plus every reduction iteration's loads, rt_gpu_stage_smem); the smallest such pad; returns it.
+int64_t rt_gpu_stage_pad(const rt_gpu_phase_plan *pl, rt_gpu_stage *sg, int64_t row, int64_t step,
+                         int32_t banks, int32_t lanes);
+
+// Unroll factor of a step loop of `trips` exact trips around body_fmas FMAs: trips when
+// trips * body_fmas <= RT_GPU_MAX_UNROLLED_FMAS, else the largest divisor of trips within it
+// (1: rolled).
+int64_t rt_gpu_step_unroll(int64_t trips, int64_t body_fmas);
+// The loop instructions per trip that a step loop of `trips` trips unrolled by f keeps (0 when
+// f >= trips): per rolled trip the loop's counter, test and branch and the address of each of
+// n_reads shared reads.
+double rt_gpu_step_loop_instrs(int64_t trips, int64_t f, int32_t n_reads);
+
 // One line per phase ("phase 0: staged C; 160 threads x 1 blocks; m 96/6, n 80/8; ..."), the
 // text both the JSON report and the kernel's header comment print.
 void rt_gpu_plan_print_phase(const rt_op *op, const rt_gpu_plan *pl, int32_t i, rt_buf *out);

@@ -15,7 +15,9 @@
 # bounds check — every setp and predicated instruction in it is a loop's own back branch, no
 # selp — and where the plan says "global B interior" (B's rows of 1000 floats keep 16-byte
 # alignment; A's of 999 do not) it copies with 128-bit global loads and reads 128-bit
-# fragments; the edge blocks' step loop keeps its guards.
+# fragments; the edge blocks' step loop keeps its guards. The interior step loop has no backward
+# branch within a step (its only one is its own): the reduction loop of the k step (24 trips on
+# h100) and the copies are unrolled — exactly k step x register tile FMAs between its barriers.
 # Exit 77 (skip) without nvcc.
 #   run-gpu-ptx.sh RTGEN ROOT DEVICE.ini ARCH SIZE VEC OUTDIR
 set -u
@@ -84,6 +86,27 @@ def step_loops(path):
             loops.append(body)
     return loops
 
+def inner_back_branches(body):
+    """Backward branches in a loop other than its own: loops left rolled inside one trip."""
+    head = re.match(r"^(\$L__\w+):$", body[0]).group(1)
+    seen, n = set(), 0
+    for x in body[1:]:
+        m = re.match(r"^(\$L__\w+):$", x)
+        if m:
+            seen.add(m.group(1))
+            continue
+        m = re.search(r"\bbra(\.uni)?\s+(\$L__\w+);", x)
+        n += bool(m and m.group(2) in seen and m.group(2) != head)
+    return n
+
+def fmas_between_barriers(body):
+    """FMAs from the first barrier of a loop to the next."""
+    i = next((k for k, x in enumerate(body) if x.startswith("bar.sync")), None)
+    if i is None:
+        return 0
+    j = next((k for k in range(i + 1, len(body)) if body[k].startswith("bar.sync")), len(body))
+    return sum(x.startswith("fma.rn.f32") for x in body[i:j])
+
 def guards(body):
     """Bounds checks in a loop: setp not feeding a back branch of a loop inside it, predicated
     instructions other than those back branches, selp."""
@@ -146,7 +169,8 @@ if vec == "v4":
 # The ragged shape: an edge split, the interior's step loop without guards (128-bit loads where
 # its plan says), the edge's with them.
 rhdr = open(ragged_cu).read()
-loops = [(guards(b), counts(b)) for b in step_loops(ragged_ptx)]
+sloops = step_loops(ragged_ptx)
+loops = [(guards(b), counts(b)) for b in sloops]
 print(f"ragged step loops (guards, counts): {loops}")
 if "; edge split: interior " not in rhdr:
     print("FAIL: the ragged shape's top-1 has no edge split in its plan"); ok = False
@@ -156,6 +180,17 @@ if len(inner) != 1:
     print(f"FAIL: ragged shape: {len(inner)} step loops without bounds checks (expected the interior's)"); ok = False
 if not edge:
     print("FAIL: the ragged shape's edge step loop has no bounds checks (guards lost)"); ok = False
+if len(inner) == 1:
+    body = [b for b in sloops if guards(b) == 0][0]
+    rm2 = re.search(r"^// rTile reg: \[(\d+), (\d+), \d+\]$", rhdr, re.M)
+    ks = re.search(r"; reduction step k (\d+);", rhdr)
+    nb, nf = inner_back_branches(body), fmas_between_barriers(body)
+    want = int(ks.group(1)) * int(rm2.group(1)) * int(rm2.group(2)) if rm2 and ks else -1
+    print(f"ragged interior step: {nb} inner backward branches, {nf} FMAs between barriers (k step x register tile {want})")
+    if nb:
+        print(f"FAIL: ragged shape: {nb} loops left rolled within the interior's k step"); ok = False
+    if nf != want:
+        print(f"FAIL: ragged shape: {nf} FMAs in the interior's k step, not its k step x register tile {want}"); ok = False
 if vec == "v4" and len(inner) == 1:
     c1 = inner[0]
     rv = "; 128-bit loads: shared" in rhdr

@@ -59,6 +59,7 @@ rt_conv2d_2x8x1x3x2x1x3_2x4x1x1x1x1x1(const float *__restrict__ t_I,
                 lo_Wt1 = base_c;
                 lo_Wt2 = base_r;
                 lo_Wt3 = base_s;
+                #pragma unroll
                 for (c = 0; c < 8; ++c) {
                     l = ((c * 6) + tid);
                     o = (l % 3);
@@ -72,6 +73,7 @@ rt_conv2d_2x8x1x3x2x1x3_2x4x1x1x1x1x1(const float *__restrict__ t_I,
                 lo_I1 = base_c;
                 lo_I2 = (((-1) + (base_y * 2)) + base_r);
                 lo_I3 = (((-1) + (base_x * 2)) + base_s);
+                #pragma unroll
                 for (c_1 = 0; c_1 < 5; ++c_1) {
                     l_1 = ((c_1 * 6) + tid);
                     if ((l_1 < 28)) {

@@ -47,6 +47,7 @@ rt_matmul_96x80x8_12x4x1(const float *__restrict__ t_A,
         // copy: B data tile -> sh_B_p0 (640 elements)
         lo_B0 = base_k;
         lo_B1 = base_n;
+        #pragma unroll
         for (c = 0; c < 1; ++c) {
             l = ((c * 160) + tid);
             o = ((l % 20) * 4);
@@ -59,6 +60,7 @@ rt_matmul_96x80x8_12x4x1(const float *__restrict__ t_A,
         // copy: A data tile -> sh_A_p0 (800 elements)
         lo_A0 = base_m;
         lo_A1 = base_k;
+        #pragma unroll
         for (c_1 = 0; c_1 < 2; ++c_1) {
             l_1 = ((c_1 * 160) + tid);
             if ((l_1 < 192)) {
