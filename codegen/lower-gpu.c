@@ -676,8 +676,13 @@ static rt_status rt_gl_copies(rt_gl *l, const rt_gpu_phase_plan *pl, rt_kir_bloc
         total /= vw;
         int64_t rounds = rt_ceil_div(total, pl->threads);
         int32_t cv = rt_kir_add_var(a, l->ph, "c", RT_KIR_I64);
+        // not a ragged tensor's: each round's guard and start-array loads hold registers (an
+        // unrolled 32-round qkt copy spilled 2 KiB on sm_90)
+        bool ragged = false;
+        for (int32_t d = 0; d < tn->n_dims; d++)
+            ragged = ragged || l->start_buf[g->read->tensor][d] >= 0;
         rt_kir_loop_kind ck =
-            rounds <= RT_GL_MAX_UNROLLED_COPY ? RT_KIR_LOOP_UNROLL : RT_KIR_LOOP_SERIAL;
+            rounds <= RT_GL_MAX_UNROLLED_COPY && !ragged ? RT_KIR_LOOP_UNROLL : RT_KIR_LOOP_SERIAL;
         rt_kir_node *loop =
             cv >= 0 ? rt_kir_loop(a, cb, cv, rt_kir_int(a, 0), rt_kir_int(a, rounds), ck) : NULL;
         if (!loop)
