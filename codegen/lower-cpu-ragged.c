@@ -4,6 +4,9 @@
 // it, perfmodel.h rt_perf_gemm_tokens_of) is a plain GEMM over the rows r = start[1][b] + i of
 // the packed layout (src/ref/layout.h): its M, sum(len), is read at run time from A's start
 // array, and the plan's row blocks (of the expected M) become a loop over the actual ones.
+// The n and k sides may be runs of dims that flatten, Q(b, i, h, d) (+)= X(b, i, m) * W(m, h, d)
+// or O(b, i, n) (+)= A(b, i, h, d) * W(h, d, n): N (K) is the run's product and the strides below
+// are those of the flat index (the same detection decides it for the model).
 #include "lower-cpu-impl.h"
 
 #include <string.h>

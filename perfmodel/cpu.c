@@ -628,9 +628,30 @@ void rt_perf_cpu_gemm_block(const rt_device *dev, int64_t batch, rt_perf_cpu_gem
     g->steps = steps;
 }
 
+static bool tokens_has(const int32_t *vars, int32_t n, int32_t v) {
+    for (int32_t i = 0; i < n; i++)
+        if (vars[i] == v)
+            return true;
+    return false;
+}
+
+// The group of a model axis of a token-flattened contraction: the fused (b.i) is m, an axis of
+// n-run (k-run) vars only is n (k); -1 for any other.
+static int32_t tokens_axis_group(const rt_axis *ax, const rt_perf_gemm_tokens *tk) {
+    if (ax->n_members == 2 && ax->members[0] == tk->b_var && ax->members[1] == tk->i_var)
+        return RT_PERF_GEMM_M;
+    bool in_n = true, in_k = true;
+    for (int32_t j = 0; j < ax->n_members; j++) {
+        in_n = in_n && tokens_has(tk->n_vars, tk->n_n, ax->members[j]);
+        in_k = in_k && tokens_has(tk->k_vars, tk->n_k, ax->members[j]);
+    }
+    return ax->n_members < 1 ? -1 : in_n ? RT_PERF_GEMM_N : in_k ? RT_PERF_GEMM_K : -1;
+}
+
 // The groups of a token-flattened contraction (rt_perf_gemm_tokens_of): the fused (b.i) axis is
-// m, of the expected sum(len) rows (its extent: the model's bulk-padded axis), n and k single
-// axes; a plain GEMM (A's rows contiguous along k, W's strides as stored) of batch 1.
+// m, of the expected sum(len) rows (its extent: the model's bulk-padded axis), the axes of the
+// n run (h.d of a projection to heads) n, of the k run k; a plain GEMM (A's rows contiguous
+// along k, W's strides as stored) of batch 1.
 static bool gemm_tokens(const rt_perf_model *m, rt_perf_cpu_gemm *g) {
     rt_perf_gemm_tokens tk;
     if (m->n_access != 3 || !rt_perf_gemm_tokens_of(m->op, &m->op->stmts[m->main_stmt], &tk))
@@ -638,19 +659,18 @@ static bool gemm_tokens(const rt_perf_model *m, rt_perf_cpu_gemm *g) {
     memset(g, 0, sizeof *g);
     int32_t xm = -1, xn = -1, xk = -1;
     const rt_stmt *s = &m->op->stmts[m->main_stmt];
-    for (int32_t x = 0; x < s->n_axes && x < m->n_axes; x++) {
-        const rt_axis *ax = &s->axes[x];
-        int32_t first = ax->members[0], last = ax->members[ax->n_members - 1];
-        if (ax->n_members == 2 && first == tk.b_var && last == tk.i_var)
-            xm = x;
-        else if (ax->n_members == 1 && first == tk.n_var)
-            xn = x;
-        else if (ax->n_members == 1 && first == tk.k_var)
-            xk = x;
-        else
+    if (s->n_axes != m->n_axes)
+        return false;
+    for (int32_t x = 0; x < RT_PERF_MAX_AXES; x++)
+        g->group[x] = -1;
+    for (int32_t x = 0; x < s->n_axes; x++) {
+        int32_t grp = tokens_axis_group(&s->axes[x], &tk);
+        if (grp < 0 || (grp == RT_PERF_GEMM_M && xm >= 0))
             return false;
+        g->group[x] = grp;
+        *(grp == RT_PERF_GEMM_M ? &xm : grp == RT_PERF_GEMM_N ? &xn : &xk) = x; // the innermost
     }
-    if (xm < 0 || xn < 0 || xk < 0 || m->n_axes != 3)
+    if (xm < 0 || xn < 0 || xk < 0)
         return false;
     for (int32_t i = 0; i < 2; i++)
         if (m->access[i].tensor == tk.ta)
@@ -658,9 +678,6 @@ static bool gemm_tokens(const rt_perf_model *m, rt_perf_cpu_gemm *g) {
     g->in_b = 1 - g->in_a;
     if (m->access[g->in_b].tensor != tk.tw)
         return false;
-    for (int32_t x = 0; x < RT_PERF_MAX_AXES; x++)
-        g->group[x] = -1;
-    g->group[xm] = RT_PERF_GEMM_M, g->group[xn] = RT_PERF_GEMM_N, g->group[xk] = RT_PERF_GEMM_K;
     g->axis_m = xm, g->axis_n = xn, g->axis_k = xk;
     g->M = rt_max64(1, m->axes[xm].extent);
     g->N = tk.N, g->K = tk.K, g->batch = 1;

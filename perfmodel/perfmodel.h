@@ -458,13 +458,20 @@ bool rt_perf_cpu_gemm_view(const rt_perf_model *m, const rt_rprog *p, rt_perf_cp
 // index r = start[1][b] + i over [0, sum(len)): the contraction is a plain GEMM with
 // M = sum(len), known at run time only (start[1][B]). Decided here once, for the model
 // (rt_perf_cpu_gemm_view) and the CPU backend (codegen/lower-cpu-gemm.c rt_gemm_detect_tokens).
+// The n (k) side may be a run of several dims, C(b, i, h, d) += A(b, i, m) * W(m, h, d) or
+// C(b, i, n) += A(b, i, h, d) * W(h, d, n): the run's vars in the same order in C (A) and W,
+// adjacent, over W's dims of the same constant extents, so that they flatten into one index of
+// extent N (K) with the same row-major strides in both tensors.
+#define RT_PERF_TOKENS_MAX_RUN 4
 typedef struct rt_perf_gemm_tokens {
-    int32_t b_var, i_var, k_var, n_var; // statement vars
-    int32_t ta, tw, len;                // A (ragged rows), W (dense), the length tensor
-    const rt_expr *ra, *rw;             // their reads
-    int64_t batch, K, N;                // B, A's row length, C's row length
-    int64_t wk, wn;                     // W's strides along k and n
-    double alpha;                       // the constant factors
+    int32_t b_var, i_var, k_var, n_var; // statement vars (k_var, n_var: the runs' innermost)
+    int32_t k_vars[RT_PERF_TOKENS_MAX_RUN], n_vars[RT_PERF_TOKENS_MAX_RUN]; // the runs, outer first
+    int32_t n_k, n_n;
+    int32_t ta, tw, len;    // A (ragged rows), W (dense), the length tensor
+    const rt_expr *ra, *rw; // their reads
+    int64_t batch, K, N;    // B, A's row length, C's row length
+    int64_t wk, wn;         // W's strides along k and n
+    double alpha;           // the constant factors
 } rt_perf_gemm_tokens;
 bool rt_perf_gemm_tokens_of(const rt_op *op, const rt_stmt *s, rt_perf_gemm_tokens *out);
 // The blocking rule behind the view, for callers that seed it themselves (the backend's

@@ -191,15 +191,22 @@ uint64_t rt_perf_cpu_plan_key(const rt_perf_cpu_plan *pl) {
 // Token-flattened contractions (rt_perf_gemm_tokens_of)
 // ---------------------------------------------------------------------------------------------
 
-// Is tensor t an f32 (b:B, len(b), D) packed ragged tensor, len a length tensor read at dim 0?
-// Gives B, D and the length tensor.
+// Is tensor t an f32 (b:B, len(b), E1, ..., Eq) packed ragged tensor, q >= 1 dense constant
+// trailing dims, len a length tensor read at dim 0? Gives B, D = E1 * ... * Eq (the row length:
+// in the packed layout, src/ref/layout.h, element (b, i, e1, .., eq) sits at
+// (start[1][b] + i) * D + the row-major offset of (e1, .., eq)) and the length tensor.
 static bool tokens_tensor(const rt_op *op, int32_t t, int64_t *batch, int64_t *d, int32_t *len) {
     const rt_tensor *tn = &op->tensors[t];
-    if (tn->n_dims != 3 || tn->dtype != RT_DTYPE_F32 || tn->has_pad || tn->dims[0].ragged ||
-        !tn->dims[1].ragged || tn->dims[2].ragged ||
-        !rt_expr_const_int(op, tn->dims[0].extent, batch) ||
-        !rt_expr_const_int(op, tn->dims[2].extent, d) || *batch < 1 || *d < 1)
+    if (tn->n_dims < 3 || tn->dtype != RT_DTYPE_F32 || tn->has_pad || tn->dims[0].ragged ||
+        !tn->dims[1].ragged || !rt_expr_const_int(op, tn->dims[0].extent, batch) || *batch < 1)
         return false;
+    *d = 1;
+    for (int32_t k = 2; k < tn->n_dims; k++) {
+        int64_t e;
+        if (tn->dims[k].ragged || !rt_expr_const_int(op, tn->dims[k].extent, &e) || e < 1)
+            return false;
+        *d *= e;
+    }
     const rt_expr *e = tn->dims[1].extent;
     if (!e || e->kind != RT_EXPR_READ || e->n_args != 1 || e->args[0]->kind != RT_EXPR_DIMREF ||
         e->args[0]->dim != 0 || e->tensor < 0 || e->tensor >= op->n_tensors ||
@@ -220,18 +227,76 @@ static bool tokens_range(const rt_op *op, const rt_ivar *iv, int64_t ext) {
            rt_expr_const_int(op, iv->hi, &hi) && hi == ext;
 }
 
+// Do n vars, each over the constant [0, extent of dim d0 + j of tensor t), index dims w0.. of the
+// dense W in that order, W's dims of the same extents? Then they flatten into one index of W
+// (contiguous, row-major) as they do in t's rows.
+static bool tokens_run(const rt_op *op, const rt_stmt *s, const int32_t *vars, int32_t n, int32_t t,
+                       int32_t d0, const rt_expr *rw, int32_t w0) {
+    const rt_tensor *tn = &op->tensors[t], *tw = &op->tensors[rw->tensor];
+    for (int32_t j = 0; j < n; j++) {
+        int64_t e, ew;
+        if (!rt_expr_const_int(op, tn->dims[d0 + j].extent, &e) ||
+            !rt_expr_const_int(op, tw->dims[w0 + j].extent, &ew) || e != ew ||
+            !tokens_index(rw->args[w0 + j], vars[j]) || !tokens_range(op, &s->vars[vars[j]], e))
+            return false;
+    }
+    return true;
+}
+
+// W's reads: (k.., n..) or (n.., k..), each run flattening (tokens_run). Fills wk, wn.
+static bool tokens_weight(const rt_op *op, const rt_stmt *s, const rt_expr *rw,
+                          rt_perf_gemm_tokens *out) {
+    const rt_tensor *tw = &op->tensors[rw->tensor];
+    int32_t nk = out->n_k, nn = out->n_n;
+    if (tw->ragged || tw->has_pad || tw->dtype != RT_DTYPE_F32 || tw->n_dims != nk + nn ||
+        rw->n_args != nk + nn)
+        return false;
+    if (tokens_run(op, s, out->k_vars, nk, out->ta, 2, rw, 0) &&
+        tokens_run(op, s, out->n_vars, nn, s->out, 2, rw, nk)) {
+        out->wk = out->N, out->wn = 1;
+        return true;
+    }
+    if (tokens_run(op, s, out->n_vars, nn, s->out, 2, rw, 0) &&
+        tokens_run(op, s, out->k_vars, nk, out->ta, 2, rw, nn)) {
+        out->wk = 1, out->wn = out->K;
+        return true;
+    }
+    return false;
+}
+
+// The (b, i) of C and A: b over [0, B), i over [0, len(b)).
+static bool tokens_rows(const rt_op *op, const rt_stmt *s, int32_t bv, int32_t iv, int32_t len,
+                        int64_t batch) {
+    const rt_ivar *vi = &s->vars[iv];
+    const rt_expr *ih = vi->hi;
+    int64_t lo;
+    return ih && ih->kind == RT_EXPR_READ && ih->tensor == len && ih->n_args == 1 &&
+           tokens_index(ih->args[0], bv) && vi->lo && rt_expr_const_int(op, vi->lo, &lo) &&
+           lo == 0 && tokens_range(op, &s->vars[bv], batch);
+}
+
+enum { TOKENS_VARS = 2 * RT_MAX_DIMS };
+
 bool rt_perf_gemm_tokens_of(const rt_op *op, const rt_stmt *s, rt_perf_gemm_tokens *out) {
     memset(out, 0, sizeof *out);
-    if ((s->op != RT_ASSIGN_ADD_INIT && s->op != RT_ASSIGN_ADD) || s->n_preds > 0 || s->recursive ||
-        s->n_lhs != 3 || s->n_vars != 4)
+    if (s->n_vars > TOKENS_VARS || (s->op != RT_ASSIGN_ADD_INIT && s->op != RT_ASSIGN_ADD) ||
+        s->n_preds > 0 || s->recursive || s->n_lhs < 3 || s->n_lhs > 2 + RT_PERF_TOKENS_MAX_RUN)
         return false;
-    int32_t bv = s->lhs_vars[0], iv = s->lhs_vars[1], nv = s->lhs_vars[2];
-    if (bv == iv || iv == nv || bv == nv)
-        return false;
-    int64_t bc, nc, lo;
+    int32_t bv = s->lhs_vars[0], iv = s->lhs_vars[1];
+    int64_t bc, nc;
     int32_t len;
-    if (!tokens_tensor(op, s->out, &bc, &nc, &len))
+    if (!tokens_tensor(op, s->out, &bc, &nc, &len) || op->tensors[s->out].n_dims != s->n_lhs)
         return false;
+    // Every var once: b, i, the n run (C's trailing dims), the k run (A's); nothing else.
+    bool seen[TOKENS_VARS] = {false};
+    for (int32_t d = 0; d < s->n_lhs; d++) {
+        int32_t v = s->lhs_vars[d];
+        if (v < 0 || v >= s->n_vars || v >= TOKENS_VARS || seen[v] || s->vars[v].is_reduce)
+            return false;
+        seen[v] = true;
+        if (d >= 2)
+            out->n_vars[out->n_n++] = v;
+    }
     const rt_expr *reads[2];
     int32_t n = 0;
     out->alpha = 1.0;
@@ -241,43 +306,32 @@ bool rt_perf_gemm_tokens_of(const rt_op *op, const rt_stmt *s, rt_perf_gemm_toke
         const rt_expr *ra = reads[ia], *rw = reads[1 - ia];
         int64_t ba, ka;
         int32_t la;
-        if (ra->tensor == s->out || rw->tensor == s->out || ra->n_args != 3 ||
-            !tokens_tensor(op, ra->tensor, &ba, &ka, &la) || la != len || ba != bc ||
+        if (ra->tensor == s->out || rw->tensor == s->out || ra->n_args < 3 ||
+            ra->n_args > 2 + RT_PERF_TOKENS_MAX_RUN ||
+            !tokens_tensor(op, ra->tensor, &ba, &ka, &la) ||
+            op->tensors[ra->tensor].n_dims != ra->n_args || la != len || ba != bc ||
             !tokens_index(ra->args[0], bv) || !tokens_index(ra->args[1], iv) ||
-            ra->args[2]->kind != RT_EXPR_INDEX)
+            ra->n_args - 2 + out->n_n + 2 != s->n_vars)
             continue;
-        int32_t kv = ra->args[2]->var;
-        const rt_tensor *tw = &op->tensors[rw->tensor];
-        if (kv < 0 || kv >= s->n_vars || !s->vars[kv].is_reduce || tw->ragged || tw->has_pad ||
-            tw->dtype != RT_DTYPE_F32 || tw->n_dims != 2 || rw->n_args != 2)
-            continue;
-        int64_t e0, e1;
-        if (!rt_expr_const_int(op, tw->dims[0].extent, &e0) ||
-            !rt_expr_const_int(op, tw->dims[1].extent, &e1))
-            continue;
-        if (tokens_index(rw->args[0], kv) && tokens_index(rw->args[1], nv) && e0 == ka &&
-            e1 == nc) {
-            out->wk = e1, out->wn = 1;
-        } else if (tokens_index(rw->args[0], nv) && tokens_index(rw->args[1], kv) && e0 == nc &&
-                   e1 == ka) {
-            out->wk = 1, out->wn = e1;
-        } else {
-            continue;
+        bool seen_k[TOKENS_VARS] = {false}, ok = true;
+        out->n_k = 0;
+        for (int32_t d = 2; d < ra->n_args && ok; d++) {
+            int32_t kv = ra->args[d]->kind == RT_EXPR_INDEX ? ra->args[d]->var : -1;
+            ok = kv >= 0 && kv < s->n_vars && kv < TOKENS_VARS && s->vars[kv].is_reduce &&
+                 !seen_k[kv];
+            if (ok)
+                seen_k[kv] = true, out->k_vars[out->n_k++] = kv;
         }
-        // The ranges the dims imply: b over [0, B), k over [0, K), n over [0, N).
-        const rt_ivar *vb = &s->vars[bv], *vi = &s->vars[iv], *vk = &s->vars[kv],
-                      *vn = &s->vars[nv];
-        const rt_expr *ih = vi->hi;
-        if (!ih || ih->kind != RT_EXPR_READ || ih->tensor != len || ih->n_args != 1 ||
-            !tokens_index(ih->args[0], bv) || !vi->lo || !rt_expr_const_int(op, vi->lo, &lo) ||
-            lo != 0)
+        out->ta = ra->tensor, out->K = ka, out->N = nc;
+        if (!ok || !tokens_weight(op, s, rw, out))
+            continue;
+        if (!tokens_rows(op, s, bv, iv, len, bc))
             return false;
-        if (!tokens_range(op, vb, bc) || !tokens_range(op, vk, ka) || !tokens_range(op, vn, nc))
-            return false;
-        out->b_var = bv, out->i_var = iv, out->k_var = kv, out->n_var = nv;
-        out->ta = ra->tensor, out->tw = rw->tensor, out->len = len;
+        out->b_var = bv, out->i_var = iv;
+        out->k_var = out->k_vars[out->n_k - 1], out->n_var = out->n_vars[out->n_n - 1];
+        out->tw = rw->tensor, out->len = len;
         out->ra = ra, out->rw = rw;
-        out->batch = bc, out->K = ka, out->N = nc;
+        out->batch = bc;
         return true;
     }
     return false;
