@@ -655,6 +655,43 @@ static void rt_l_uk_edge(rt_lemit *l, const rt_kir_ukernel *u, const LLVMValueRe
     LLVMBuildBr(b, ih);
 }
 
+// The micro-kernel's B vectors of k step kphi into bv[] (and the prefetch of its stream ahead
+// where the call starts from a zero C).
+static void rt_l_uk_bload(rt_lemit *l, const rt_kir_ukernel *u, LLVMTypeRef vt, LLVMValueRef ub,
+                          LLVMValueRef kc, LLVMValueRef kphi, bool zero_c, LLVMValueRef *bv) {
+    LLVMBuilderRef b = l->b;
+    int32_t vl = u->vl, nv = u->nr / vl;
+    // B's k step: nr floats, or b_sub floats in each of nr / b_sub sub-panels of kc steps.
+    int32_t bw = u->b_sub > 0 && u->b_sub < u->nr ? u->b_sub : u->nr;
+    LLVMValueRef kb = LLVMBuildNSWMul(b, kphi, rt_l_i64(l, bw), "");
+    for (int32_t j = 0; j < nv; j++) {
+        int64_t sub = (int64_t)vl * j / bw, at = (int64_t)vl * j % bw;
+        LLVMValueRef idx = LLVMBuildNSWAdd(b, kb, rt_l_i64(l, at), "");
+        if (sub > 0)
+            idx = LLVMBuildNSWAdd(b, idx, LLVMBuildNSWMul(b, kc, rt_l_i64(l, sub * bw), ""), "");
+        LLVMValueRef p = LLVMBuildInBoundsGEP2(b, l->f32, ub, &idx, 1, "");
+        bv[j] = LLVMBuildLoad2(b, vt, p, "b");
+        LLVMSetAlignment(bv[j], 4);
+    }
+    // Software prefetch of the B stream 1 KiB ahead, every line of a k step: the micro-kernel
+    // streams the packed B block's panel from L2 while its A micro-panel stays in L1 (the row
+    // panel loop is outside the column panel loop). Past the panel's end it touches the next
+    // panel, which the next call reads, or stays a hint. Only where the call starts from a
+    // zero C (one k block): where it adds to C, C's tile comes in from L3 or DRAM at every call
+    // and the prefetches slowed the k loop. Measured on a Zen 5 core, alternating runs: without
+    // them 4096^3 (4 k blocks) ran 2-3% faster at 1 and 2 threads and 2048^3 (3) 3% at 1,
+    // 512x1024x4096 and 128x1000x4032 (4) alike; with them 1024^3 (1 k block) 1-2% faster.
+    if (zero_c)
+        // One per 64-byte line of the step; with sub-panels, one per sub-panel's stream.
+        for (int32_t j = 0; j < (bw == u->nr ? (u->nr + 15) / 16 : u->nr / bw); j++) {
+            LLVMValueRef at = LLVMBuildAdd(b, kb, rt_l_i64(l, RT_UK_PREFETCH_ELEMS), "");
+            at = bw == u->nr
+                     ? LLVMBuildAdd(b, at, rt_l_i64(l, 16 * j), "")
+                     : LLVMBuildAdd(b, at, LLVMBuildNSWMul(b, kc, rt_l_i64(l, bw * j), ""), "");
+            rt_l_prefetch(l, l->f32, ub, at, 0, 3);
+        }
+}
+
 static void rt_l_ukernel(rt_lemit *l, const rt_kir_ukernel *u) {
     LLVMBuilderRef b = l->b;
     // mr x nv accumulators of vl floats, vl the target's vector register (kir.h).
@@ -703,35 +740,7 @@ static void rt_l_ukernel(rt_lemit *l, const rt_kir_ukernel *u) {
     LLVMBuildCondBr(b, LLVMBuildICmp(b, LLVMIntSLT, kphi, kc, ""), body, done);
     LLVMPositionBuilderAtEnd(b, body);
     LLVMValueRef bv[RT_KIR_UK_MAX_NV];
-    // B's k step: nr floats, or b_sub floats in each of nr / b_sub sub-panels of kc steps.
-    int32_t bw = u->b_sub > 0 && u->b_sub < u->nr ? u->b_sub : u->nr;
-    LLVMValueRef kb = LLVMBuildNSWMul(b, kphi, rt_l_i64(l, bw), "");
-    for (int32_t j = 0; j < nv; j++) {
-        int64_t sub = (int64_t)vl * j / bw, at = (int64_t)vl * j % bw;
-        LLVMValueRef idx = LLVMBuildNSWAdd(b, kb, rt_l_i64(l, at), "");
-        if (sub > 0)
-            idx = LLVMBuildNSWAdd(b, idx, LLVMBuildNSWMul(b, kc, rt_l_i64(l, sub * bw), ""), "");
-        LLVMValueRef p = LLVMBuildInBoundsGEP2(b, l->f32, ub, &idx, 1, "");
-        bv[j] = LLVMBuildLoad2(b, vt, p, "b");
-        LLVMSetAlignment(bv[j], 4);
-    }
-    // Software prefetch of the B stream 1 KiB ahead, every line of a k step: the micro-kernel
-    // streams the packed B block's panel from L2 while its A micro-panel stays in L1 (the row
-    // panel loop is outside the column panel loop). Past the panel's end it touches the next
-    // panel, which the next call reads, or stays a hint. Only where the call starts from a
-    // zero C (one k block): where it adds to C, C's tile comes in from L3 or DRAM at every call
-    // and the prefetches slowed the k loop. Measured on a Zen 5 core, alternating runs: without
-    // them 4096^3 (4 k blocks) ran 2-3% faster at 1 and 2 threads and 2048^3 (3) 3% at 1,
-    // 512x1024x4096 and 128x1000x4032 (4) alike; with them 1024^3 (1 k block) 1-2% faster.
-    if (zero_c)
-        // One per 64-byte line of the step; with sub-panels, one per sub-panel's stream.
-        for (int32_t j = 0; j < (bw == u->nr ? (u->nr + 15) / 16 : u->nr / bw); j++) {
-            LLVMValueRef at = LLVMBuildAdd(b, kb, rt_l_i64(l, RT_UK_PREFETCH_ELEMS), "");
-            at = bw == u->nr
-                     ? LLVMBuildAdd(b, at, rt_l_i64(l, 16 * j), "")
-                     : LLVMBuildAdd(b, at, LLVMBuildNSWMul(b, kc, rt_l_i64(l, bw * j), ""), "");
-            rt_l_prefetch(l, l->f32, ub, at, 0, 3);
-        }
+    rt_l_uk_bload(l, u, vt, ub, kc, kphi, zero_c, bv);
     LLVMValueRef ka = LLVMBuildNSWMul(b, kphi, rt_l_i64(l, mr), "");
     for (int32_t i = 0; i < mr; i++) {
         LLVMValueRef idx = LLVMBuildNSWAdd(b, ka, rt_l_i64(l, i), "");

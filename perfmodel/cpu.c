@@ -628,26 +628,6 @@ void rt_perf_cpu_gemm_block(const rt_device *dev, int64_t batch, rt_perf_cpu_gem
     g->steps = steps;
 }
 
-static bool tokens_has(const int32_t *vars, int32_t n, int32_t v) {
-    for (int32_t i = 0; i < n; i++)
-        if (vars[i] == v)
-            return true;
-    return false;
-}
-
-// The group of a model axis of a token-flattened contraction: the fused (b.i) is m, an axis of
-// n-run (k-run) vars only is n (k); -1 for any other.
-static int32_t tokens_axis_group(const rt_axis *ax, const rt_perf_gemm_tokens *tk) {
-    if (ax->n_members == 2 && ax->members[0] == tk->b_var && ax->members[1] == tk->i_var)
-        return RT_PERF_GEMM_M;
-    bool in_n = true, in_k = true;
-    for (int32_t j = 0; j < ax->n_members; j++) {
-        in_n = in_n && tokens_has(tk->n_vars, tk->n_n, ax->members[j]);
-        in_k = in_k && tokens_has(tk->k_vars, tk->n_k, ax->members[j]);
-    }
-    return ax->n_members < 1 ? -1 : in_n ? RT_PERF_GEMM_N : in_k ? RT_PERF_GEMM_K : -1;
-}
-
 // The groups of a token-flattened contraction (rt_perf_gemm_tokens_of): the fused (b.i) axis is
 // m, of the expected sum(len) rows (its extent: the model's bulk-padded axis), the axes of the
 // n run (h.d of a projection to heads) n, of the k run k; a plain GEMM (A's rows contiguous
@@ -664,7 +644,7 @@ static bool gemm_tokens(const rt_perf_model *m, rt_perf_cpu_gemm *g) {
     for (int32_t x = 0; x < RT_PERF_MAX_AXES; x++)
         g->group[x] = -1;
     for (int32_t x = 0; x < s->n_axes; x++) {
-        int32_t grp = tokens_axis_group(&s->axes[x], &tk);
+        int32_t grp = rt_perf_gemm_tokens_group(&s->axes[x], &tk);
         if (grp < 0 || (grp == RT_PERF_GEMM_M && xm >= 0))
             return false;
         g->group[x] = grp;

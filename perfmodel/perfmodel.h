@@ -474,6 +474,9 @@ typedef struct rt_perf_gemm_tokens {
     double alpha;           // the constant factors
 } rt_perf_gemm_tokens;
 bool rt_perf_gemm_tokens_of(const rt_op *op, const rt_stmt *s, rt_perf_gemm_tokens *out);
+// The group of a model axis of token-flattened contraction tk: RT_PERF_GEMM_M for the fused
+// (b.i), N (K) for an axis of n-run (k-run) vars only, -1 for any other.
+int32_t rt_perf_gemm_tokens_group(const rt_axis *ax, const rt_perf_gemm_tokens *tk);
 // The blocking rule behind the view, for callers that seed it themselves (the backend's
 // implicit GEMMs): g->M, N, K and the rTile seeds mr, nr, kc, mc, nc in, the blocking and items
 // (batch x blocks) out. dev may be NULL (no cache or core counts).

@@ -336,3 +336,23 @@ bool rt_perf_gemm_tokens_of(const rt_op *op, const rt_stmt *s, rt_perf_gemm_toke
     }
     return false;
 }
+
+static bool tokens_has(const int32_t *vars, int32_t n, int32_t v) {
+    for (int32_t i = 0; i < n; i++)
+        if (vars[i] == v)
+            return true;
+    return false;
+}
+
+// The group of a model axis of a token-flattened contraction: the fused (b.i) is m, an axis of
+// n-run (k-run) vars only is n (k); -1 for any other.
+int32_t rt_perf_gemm_tokens_group(const rt_axis *ax, const rt_perf_gemm_tokens *tk) {
+    if (ax->n_members == 2 && ax->members[0] == tk->b_var && ax->members[1] == tk->i_var)
+        return RT_PERF_GEMM_M;
+    bool in_n = true, in_k = true;
+    for (int32_t j = 0; j < ax->n_members; j++) {
+        in_n = in_n && tokens_has(tk->n_vars, tk->n_n, ax->members[j]);
+        in_k = in_k && tokens_has(tk->k_vars, tk->n_k, ax->members[j]);
+    }
+    return ax->n_members < 1 ? -1 : in_n ? RT_PERF_GEMM_N : in_k ? RT_PERF_GEMM_K : -1;
+}

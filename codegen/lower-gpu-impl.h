@@ -1,0 +1,76 @@
+// lower-gpu-impl.h: the GPU lowering's state (rt_gl) and the helpers its files share:
+// lower-gpu.c (the plan's phases as kernel IR) and lower-gpu-ragged.c (ragged extents of staged
+// contractions). Internal to codegen/.
+#ifndef RT_LOWER_GPU_IMPL_H
+#define RT_LOWER_GPU_IMPL_H
+
+#include "gpu.h"
+#include "lower-expr.h"
+#include "gpu-plan.h"
+
+#define RT_GL_MAX_DIMS  RT_GPU_PLAN_MAX_DIMS
+#define RT_GL_MAX_READS RT_GPU_PLAN_MAX_READS
+// A copy loop of at most this many constant rounds is unrolled: every round's global load in
+// flight before the first store waits (nvcc unrolls a 24-round copy 8 times by itself, and its
+// three trips wait for global memory one after another).
+#define RT_GL_MAX_UNROLLED_COPY 32
+
+typedef struct rt_gl {
+    rt_arena *a;
+    const rt_op *op;
+    const rt_device *dev;
+    const rt_perf_model *m;
+    const rt_rprog *p;
+    rt_err *err;
+    rt_kir_kernel *k;
+    rt_kir_phase *ph;
+    const rt_gpu_phase_plan *plan;                      // the phase being built (gpu-plan.h)
+    int32_t bvar[RT_GL_MAX_DIMS], tvar[RT_GL_MAX_DIMS]; // per plan dim: block, thread coordinate
+    int32_t sh_buf[RT_GL_MAX_READS];                    // per staged read: its shared array
+    int32_t frag_buf[RT_GL_MAX_READS];                  // and its register fragment, -1 none
+    rt_kir_expr *frag_e; // vec4 step: the register-tile element whose reads take fragments
+    int32_t lo_var[RT_GL_MAX_READS][RT_MAX_DIMS]; // and its data tile's origin per dim
+    int32_t *data_buf;                            // per tensor
+    int32_t (*start_buf)[RT_MAX_DIMS];            // per tensor and dim, -1 dense
+    int64_t (*extent)[RT_MAX_DIMS];               // per tensor and dim, -1 ragged
+    int32_t **var_of; // per statement: stmt var -> phase var (-1 unbound)
+    int32_t (*tree_buf)[RT_KIR_TREE_FIELD_COUNT]; // per tree parameter: its arrays (-1 unused)
+    int32_t *tree_child;                          // per tree parameter: its CHILD buffer
+    const rt_stmt *s;
+    int32_t si; // index of s
+    rt_kir_type ct;
+    rt_kir_block *pre;    // where sums inside expressions put their loops
+    bool staging;         // reads of staged expressions come from shared memory
+    int32_t subst_tensor; // reads of it at the prefix vars give subst_value
+    int32_t subst_n;
+    rt_kir_expr *subst_value;
+    bool oom;
+} rt_gl;
+
+#define RT_GL_CHECK(l, x)                                                                          \
+    do {                                                                                           \
+        if (!(x))                                                                                  \
+            (l)->oom = true;                                                                       \
+    } while (0)
+
+// Errors of the GPU lowering: RT_ERR_BACKEND "<what> is not supported by the GPU backend", and
+// out of memory.
+rt_status rt_gl_unsupported(rt_gl *l, rt_loc loc, const char *what);
+rt_status rt_gl_nomem(rt_gl *l);
+// Flat offset of tensor t at idx (rt_layout); valid (may be NULL) gets the in-extent condition
+// of the dense dims.
+rt_kir_expr *rt_gl_offset(rt_gl *l, int32_t t, rt_kir_expr **idx, rt_kir_expr **valid);
+// The range of var v of l->s with its bound vars.
+rt_status rt_gl_range(rt_gl *l, int32_t v, rt_kir_expr **lo, rt_kir_expr **hi);
+
+// lower-gpu-ragged.c
+rt_kir_expr *rt_gl_extent_at(rt_gl *l, const rt_expr *e, rt_kir_expr **idx);
+rt_status rt_gl_ragged_valid(rt_gl *l, int32_t t, rt_kir_expr **idx, rt_kir_expr **valid);
+bool rt_gl_ragged_exact(const rt_gl *l, const rt_gpu_phase_plan *pl, const int32_t *red,
+                        int32_t nr);
+rt_status rt_gl_range_at_origin(rt_gl *l, const rt_gpu_phase_plan *pl, const int32_t *base_var,
+                                int32_t v, bool *uniform, rt_kir_expr **lo, rt_kir_expr **hi);
+rt_status rt_gl_block_live(rt_gl *l, const rt_gpu_phase_plan *pl, const int32_t *base_var,
+                           rt_kir_expr **live);
+
+#endif
