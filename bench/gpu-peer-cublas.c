@@ -50,6 +50,7 @@ typedef struct rt_peer_cuda {
     rt_cu_result (*event_record)(rt_cu_event, void *);
     rt_cu_result (*event_sync)(rt_cu_event);
     rt_cu_result (*event_elapsed)(float *, rt_cu_event, rt_cu_event);
+    rt_cu_result (*event_destroy)(rt_cu_event);
     rt_cu_result (*ctx_sync)(void);
     int (*blas_create)(rt_cublas *);
     int (*blas_math)(rt_cublas, int);
@@ -129,6 +130,7 @@ static bool rt_peer_load(rt_peer_cuda *c) {
     RT_PEER_SYM(cu, event_record, "libcuda", "cuEventRecord");
     RT_PEER_SYM(cu, event_sync, "libcuda", "cuEventSynchronize");
     RT_PEER_SYM(cu, event_elapsed, "libcuda", "cuEventElapsedTime_v2", "cuEventElapsedTime");
+    RT_PEER_SYM(cu, event_destroy, "libcuda", "cuEventDestroy_v2", "cuEventDestroy");
     RT_PEER_SYM(cu, ctx_sync, "libcuda", "cuCtxSynchronize");
     RT_PEER_SYM(bl, blas_create, "libcublas", "cublasCreate_v2");
     RT_PEER_SYM(bl, blas_math, "libcublas", "cublasSetMathMode");
@@ -219,6 +221,7 @@ static int rt_peer_shape_run(const rt_peer_cuda *c, rt_cublas h, const rt_peer_s
     float *hc = malloc(nc * sizeof(float)), *ms = malloc((size_t)reps * sizeof(float));
     void *ua = malloc(na * eb), *ub = malloc(nb * eb); // as uploaded (16-bit: the type's bits)
     rt_cu_ptr da = 0, db = 0, dc = 0;
+    rt_cu_event e0 = NULL, e1 = NULL;
     int rc = 3;
     if (!ha || !hb || !hc || !ms || !ua || !ub)
         goto out;
@@ -229,7 +232,6 @@ static int rt_peer_shape_run(const rt_peer_cuda *c, rt_cublas h, const rt_peer_s
     if (c->mem_alloc(&da, na * eb) || c->mem_alloc(&db, nb * eb) || c->mem_alloc(&dc, nc * 4) ||
         c->htod(da, ua, na * eb) || c->htod(db, ub, nb * eb))
         goto out;
-    rt_cu_event e0, e1;
     if (c->event_create(&e0, 0) || c->event_create(&e1, 0))
         goto out;
     for (int i = 0; i < 3; i++)
@@ -271,6 +273,10 @@ out:
     if (rc == 3)
         fprintf(stderr, "gpu-peer-cublas: %s %dx%dx%d batch %d failed in the CUDA or cuBLAS call\n",
                 rt_peer_names[s->type], s->m, s->n, s->k, s->batch);
+    if (e0)
+        c->event_destroy(e0);
+    if (e1)
+        c->event_destroy(e1);
     if (da)
         c->mem_free(da);
     if (db)

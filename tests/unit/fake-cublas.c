@@ -25,6 +25,7 @@ FAKE_EXPORT int cuMemcpyDtoH_v2(void *d, uint64_t s, size_t n);
 FAKE_EXPORT int cuEventCreate(void **e, unsigned f);
 FAKE_EXPORT int cuEventRecord(void *e, void *s);
 FAKE_EXPORT int cuEventSynchronize(void *e);
+FAKE_EXPORT int cuEventDestroy_v2(void *e);
 FAKE_EXPORT int cuEventElapsedTime_v2(float *ms, void *a, void *b);
 FAKE_EXPORT int cuCtxSynchronize(void);
 FAKE_EXPORT int cublasCreate_v2(void **h);
@@ -80,6 +81,10 @@ FAKE_EXPORT int cuEventCreate(void **e, unsigned f) {
     (void)f;
     *e = calloc(1, sizeof(double));
     return *e ? 0 : 2;
+}
+FAKE_EXPORT int cuEventDestroy_v2(void *e) {
+    free(e);
+    return 0;
 }
 FAKE_EXPORT int cuEventRecord(void *e, void *s) {
     (void)s;
