@@ -325,10 +325,9 @@ static bool rt_gp_stage_full(const rt_gp *g, const rt_gpu_phase_plan *pl, const 
     return true;
 }
 
-// Whether expression e reads only vars of statement s that one block of phase pl holds one
-// value of (single-member dims of block tile 1) besides constants.
-static bool rt_gp_block_uniform_expr(const rt_gpu_phase_plan *pl, const rt_stmt *s,
-                                     const rt_expr *e) {
+// Whether expression e (a statement's range bound) reads only vars that one block of phase pl
+// holds one value of (single-member dims of block tile 1) besides constants.
+static bool rt_gp_block_uniform_expr(const rt_gpu_phase_plan *pl, const rt_expr *e) {
     if (!e)
         return false;
     if (e->kind == RT_EXPR_INDEX) {
@@ -338,7 +337,7 @@ static bool rt_gp_block_uniform_expr(const rt_gpu_phase_plan *pl, const rt_stmt 
         return false;
     }
     for (int32_t i = 0; i < e->n_args; i++)
-        if (!rt_gp_block_uniform_expr(pl, s, e->args[i]))
+        if (!rt_gp_block_uniform_expr(pl, e->args[i]))
             return false;
     return e->kind != RT_EXPR_SUM && e->kind != RT_EXPR_CHILD;
 }
@@ -365,7 +364,7 @@ static bool rt_gp_stage_tiles(rt_gp *g, rt_gpu_phase_plan *pl, const rt_stmt *s,
             // a ragged range (attn_v's j < len(b)): a run-time number of steps, the same for
             // the whole block, so its bound may read only vars one block holds one value of
             if (!rt_expr_const_int(g->op, s->vars[v].lo, &lo) ||
-                !rt_gp_block_uniform_expr(pl, s, s->vars[v].hi))
+                !rt_gp_block_uniform_expr(pl, s->vars[v].hi))
                 return false;
             T[v] = rt_max64(1, g->p->tile[bl].shape[x]);
             pl->red_T1[v] = T[v];
