@@ -625,14 +625,16 @@ static int rt_gpu_driver_round(const rt_gpu_driver_ops *ops, void *ctx, void *co
                                const rt_gpu_exec *x, void **params) {
     for (int32_t s = 0; s < x->n_steps; s++) {
         const rt_gpu_launch *g = &x->steps[s].cfg;
+        void **p = x->step_params && x->step_params[s] ? x->step_params[s] : params;
+        int32_t base = p == params ? x->n_args : x->steps[s].n_mapped;
         for (int32_t k = 0; k < x->steps[s].n_ints; k++)
-            params[x->n_args + k] = (void *)&x->steps[s].ints[k];
+            p[base + k] = (void *)&x->steps[s].ints[k];
         unsigned grid[3], block[3];
         for (int k = 0; k < 3; k++) {
             grid[k] = (unsigned)(g->grid[k] > 0 ? g->grid[k] : 1);
             block[k] = (unsigned)(g->block[k] > 0 ? g->block[k] : 1);
         }
-        int r = ops->launch(ctx, fns[s], grid, block, (unsigned)g->dyn_smem_bytes, params);
+        int r = ops->launch(ctx, fns[s], grid, block, (unsigned)g->dyn_smem_bytes, p);
         if (r != 0)
             return r;
     }
@@ -794,6 +796,29 @@ static void *rt_gpu_scalar_param(const rt_gpu_arg *g, rt_gpu_scalar *slot) {
     }
 }
 
+// The parameter list of every step with an arg_map: pointers into the shared list params
+// (x->step_params, freed by the caller). Errors: RT_ERR_NOMEM.
+static rt_status rt_gpu_driver_step_params(rt_gpu_exec *x, void **params, rt_err *err) {
+    bool any = false;
+    for (int32_t s = 0; s < x->n_steps; s++)
+        any = any || x->steps[s].arg_map;
+    if (!any)
+        return RT_OK;
+    if (!(x->step_params = calloc((size_t)x->n_steps, sizeof *x->step_params)))
+        return rt_fail(err, RT_ERR_NOMEM, RT_NOLOC, "out of memory");
+    for (int32_t s = 0; s < x->n_steps; s++) {
+        const rt_gpu_step *st = &x->steps[s];
+        if (!st->arg_map)
+            continue;
+        void **p = calloc((size_t)st->n_mapped + RT_GPU_STEP_MAX_INTS, sizeof *p);
+        if (!(x->step_params[s] = p))
+            return rt_fail(err, RT_ERR_NOMEM, RT_NOLOC, "out of memory");
+        for (int32_t j = 0; j < st->n_mapped; j++)
+            p[j] = params[st->arg_map[j]];
+    }
+    return RT_OK;
+}
+
 // rt_gpu_exec on a launch-style driver: binds the context, finds the kernels, allocates and
 // uploads every buffer (a pointer to its device address is the parameter), passes scalars by
 // type, launches (rt_gpu_driver_launch_all), reads the copy_out buffers back into the staging
@@ -821,14 +846,18 @@ rt_status rt_gpu_driver_exec(rt_gpu_runtime *rt, rt_gpu_exec *x, rt_err *err) {
     }
     int32_t n = x->n_args;
     rt_gpu_devptr *dptr = calloc(rt_at_least_one((size_t)n), sizeof *dptr);
+    rt_gpu_devptr *view = calloc(rt_at_least_one((size_t)n), sizeof *view);
     void **params = calloc((size_t)n + RT_GPU_STEP_MAX_INTS, sizeof *params);
     rt_gpu_scalar *scalars = calloc(rt_at_least_one((size_t)n), sizeof *scalars);
-    if (!dptr || !params || !scalars)
+    if (!dptr || !view || !params || !scalars)
         st = rt_fail(err, RT_ERR_NOMEM, RT_NOLOC, "out of memory");
     for (int32_t i = 0; st == RT_OK && i < n; i++) {
         const rt_gpu_arg *g = &x->args[i];
         r = 0;
-        if (g->kind == RT_GPU_ARG_BUFFER) {
+        if (g->kind == RT_GPU_ARG_BUFFER && g->view_of > 0) { // inside its parent's memory
+            view[i] = dptr[g->view_of - 1] + (rt_gpu_devptr)g->view_offset;
+            params[i] = &view[i];
+        } else if (g->kind == RT_GPU_ARG_BUFFER) {
             rt_gpu_devptr p = 0;
             if ((r = ops->alloc(ctx, rt_gpu_arg_bytes(g), &p)) == 0) {
                 dptr[i] = p;
@@ -845,10 +874,12 @@ rt_status rt_gpu_driver_exec(rt_gpu_runtime *rt, rt_gpu_exec *x, rt_err *err) {
             st = rt_gpu_driver_fail(ops, ctx, ops->upload_calls, r, err);
     }
     if (st == RT_OK)
+        st = rt_gpu_driver_step_params(x, params, err);
+    if (st == RT_OK)
         st = rt_gpu_driver_launch_all(rt->arena, d, fns, x, params, err);
     for (int32_t i = 0; st == RT_OK && x->reps == 0 && i < n; i++) {
         const rt_gpu_arg *g = &x->args[i];
-        if (g->kind != RT_GPU_ARG_BUFFER || !g->copy_out)
+        if (g->kind != RT_GPU_ARG_BUFFER || !g->copy_out || g->view_of > 0)
             continue;
         if ((r = ops->dtoh(ctx, x->host_staging[i], dptr[i], rt_gpu_arg_bytes(g))) != 0)
             st = rt_gpu_driver_fail(ops, ctx, ops->download_call, r, err);
@@ -856,7 +887,12 @@ rt_status rt_gpu_driver_exec(rt_gpu_runtime *rt, rt_gpu_exec *x, rt_err *err) {
     for (int32_t i = 0; dptr && i < n; i++)
         if (dptr[i])
             ops->free(ctx, dptr[i]);
+    for (int32_t s = 0; x->step_params && s < x->n_steps; s++)
+        free(x->step_params[s]);
+    free(x->step_params);
+    x->step_params = NULL;
     free(dptr);
+    free(view);
     free(params);
     free(scalars);
     free(fns);
@@ -872,6 +908,27 @@ rt_status rt_gpu_driver_exec(rt_gpu_runtime *rt, rt_gpu_exec *x, rt_err *err) {
 static rt_status rt_gpu_exec_dispatch(rt_gpu_runtime *rt, rt_gpu_exec *x, rt_err *err) {
     const struct rt_hal_ops *ops = rt_gpu_ops_of(rt->devclass);
     return x->reps > 0 ? ops->time(rt, x, err) : ops->run(rt, x, err);
+}
+
+// Argument i, when it is a view (rt_gpu_arg.view_of): of an earlier buffer of its dtype that is
+// no view, inside it, at an aligned offset.
+static rt_status rt_gpu_view_check(const rt_gpu_arg *args, int32_t i, rt_err *err) {
+    const rt_gpu_arg *g = &args[i];
+    if (g->kind != RT_GPU_ARG_BUFFER || g->view_of == 0)
+        return RT_OK;
+    int32_t p = g->view_of - 1;
+    const rt_gpu_arg *pa = p >= 0 && p < i ? &args[p] : NULL;
+    size_t eb = (size_t)rt_dtype_bytes(g->dtype);
+    if (!pa || pa->kind != RT_GPU_ARG_BUFFER || pa->view_of != 0 || pa->dtype != g->dtype ||
+        g->view_offset < 0 || g->view_offset % RT_GPU_VIEW_ALIGN_BYTES != 0 ||
+        (size_t)g->view_offset + (size_t)g->n_elems * eb > rt_gpu_arg_bytes(pa))
+        return rt_fail(err, RT_ERR_BACKEND, RT_NOLOC,
+                       "buffer argument %d: a view (of argument %d at byte %lld, %lld elements) "
+                       "must lie inside an earlier buffer of its type that is no view, at a "
+                       "multiple of %d bytes",
+                       (int)i, (int)p, (long long)g->view_offset, (long long)g->n_elems,
+                       RT_GPU_VIEW_ALIGN_BYTES);
+    return RT_OK;
 }
 
 // Checks the arguments and converts the buffers; the staging memory is malloc'd (it may be
@@ -909,13 +966,25 @@ static rt_status rt_gpu_exec_run(rt_gpu_runtime *rt, rt_gpu_exec *x, rt_err *err
             return rt_fail(err, RT_ERR_BACKEND, RT_NOLOC,
                            "local argument %d needs local_bytes > 0 (got %lld)", (int)i,
                            (long long)g->local_bytes);
+        RT_TRY(rt_gpu_view_check(x->args, i, err));
+    }
+    for (int32_t s = 0; s < x->n_steps; s++) {
+        const rt_gpu_step *st = &x->steps[s];
+        for (int32_t j = 0; st->arg_map && j < st->n_mapped; j++)
+            if (st->arg_map[j] < 0 || st->arg_map[j] >= x->n_args)
+                return rt_fail(err, RT_ERR_BACKEND, RT_NOLOC,
+                               "argument %d of step %d maps to argument %d (expected 0..%d)",
+                               (int)j, (int)s, (int)st->arg_map[j], (int)x->n_args - 1);
+        if (st->arg_map && st->n_mapped < 0)
+            return rt_fail(err, RT_ERR_BACKEND, RT_NOLOC, "step %d maps %d arguments", (int)s,
+                           (int)st->n_mapped);
     }
     void **staging = calloc(rt_at_least_one((size_t)x->n_args), sizeof *staging);
     if (!staging)
         return rt_fail(err, RT_ERR_NOMEM, RT_NOLOC, "out of memory");
     rt_status st = RT_OK;
     for (int32_t i = 0; i < x->n_args && st == RT_OK; i++) {
-        if (x->args[i].kind != RT_GPU_ARG_BUFFER)
+        if (x->args[i].kind != RT_GPU_ARG_BUFFER || x->args[i].view_of > 0)
             continue;
         staging[i] = malloc(rt_gpu_arg_bytes(&x->args[i]));
         if (!staging[i])
@@ -928,7 +997,7 @@ static rt_status rt_gpu_exec_run(rt_gpu_runtime *rt, rt_gpu_exec *x, rt_err *err
         st = rt_gpu_exec_dispatch(rt, x, err);
     for (int32_t i = 0; i < x->n_args; i++) {
         if (st == RT_OK && x->reps == 0 && x->args[i].kind == RT_GPU_ARG_BUFFER &&
-            x->args[i].copy_out)
+            x->args[i].copy_out && x->args[i].view_of <= 0)
             rt_gpu_unpack(staging[i], &x->args[i]);
         free(staging[i]);
     }

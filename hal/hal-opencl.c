@@ -56,6 +56,7 @@
     X(clSetKernelArg)                                                                              \
     X(clReleaseKernel)                                                                             \
     X(clCreateBuffer)                                                                              \
+    X(clCreateSubBuffer)                                                                           \
     X(clReleaseMemObject)                                                                          \
     X(clEnqueueNDRangeKernel)                                                                      \
     X(clEnqueueReadBuffer)                                                                         \
@@ -530,9 +531,10 @@ static cl_int rt_cl_round(rt_cl_rt *c, const cl_kernel *ks, const rt_gpu_exec *x
         // The step's own int arguments (after the shared ones): an enqueue captures the values
         // set at that time, so the next step may set them again on the same kernel.
         cl_int r = CL_SUCCESS;
+        int32_t base = x->steps[s].arg_map ? x->steps[s].n_mapped : x->n_args;
         for (int32_t k = 0; r == CL_SUCCESS && k < x->steps[s].n_ints; k++) {
             cl_int v = x->steps[s].ints[k];
-            r = rt_cl_lib.clSetKernelArg(ks[s], (cl_uint)(x->n_args + k), sizeof v, &v);
+            r = rt_cl_lib.clSetKernelArg(ks[s], (cl_uint)(base + k), sizeof v, &v);
         }
         if (r == CL_SUCCESS)
             r = rt_cl_lib.clEnqueueNDRangeKernel(c->queue, ks[s], 3, NULL, global, local, 0, NULL,
@@ -630,9 +632,11 @@ static cl_int rt_cl_set_arg(cl_kernel k, int32_t i, const rt_gpu_arg *g, const c
     }
 }
 
-// Builds (or finds) every step's kernel, creates the buffers once from the staging memory and
-// sets the same arguments on each kernel, launches, reads the copy_out buffers back after an
-// untimed run, and releases every buffer whatever failed.
+// Builds (or finds) every step's kernel, creates the buffers once from the staging memory (a
+// view as a sub-buffer of its parent) and sets each kernel's arguments (the whole list, or its
+// step's arg_map: steps of one kernel must share their map, as arguments are set once per
+// kernel), launches, reads the copy_out buffers back after an untimed run, and releases every
+// buffer whatever failed.
 static rt_status rt_gpu_opencl_exec(rt_gpu_runtime *rt, rt_gpu_exec *x, rt_err *err) {
     rt_cl_rt *c = rt->impl;
     int32_t n = x->n_args;
@@ -646,26 +650,42 @@ static rt_status rt_gpu_opencl_exec(rt_gpu_runtime *rt, rt_gpu_exec *x, rt_err *
     for (int32_t i = 0; st == RT_OK && i < n; i++) {
         const rt_gpu_arg *g = &x->args[i];
         cl_int r = CL_SUCCESS;
-        if (g->kind == RT_GPU_ARG_BUFFER)
+        if (g->kind == RT_GPU_ARG_BUFFER && g->view_of > 0) {
+            cl_buffer_region reg = {(size_t)g->view_offset, rt_gpu_arg_bytes(g)};
+            mem[i] = rt_cl_lib.clCreateSubBuffer(mem[g->view_of - 1], CL_MEM_READ_WRITE,
+                                                 CL_BUFFER_CREATE_TYPE_REGION, &reg, &r);
+        } else if (g->kind == RT_GPU_ARG_BUFFER) {
             mem[i] = rt_cl_lib.clCreateBuffer(c->ctx, CL_MEM_READ_WRITE | CL_MEM_COPY_HOST_PTR,
                                               rt_gpu_arg_bytes(g), x->host_staging[i], &r);
-        for (int32_t s = 0; r == CL_SUCCESS && s < x->n_steps; s++) {
-            r = rt_cl_set_arg(ks[s], i, g, &mem[i]);
+        }
+        if (r != CL_SUCCESS)
+            st = rt_fail(err, RT_ERR_BACKEND, RT_NOLOC, "argument %d of %s: %s failed: %s (%d)",
+                         (int)i, x->steps[0].bin->kernel_name,
+                         g->view_of > 0 ? "clCreateSubBuffer" : "clCreateBuffer",
+                         rt_cl_result_name(r), (int)r);
+    }
+    for (int32_t s = 0; st == RT_OK && s < x->n_steps; s++) {
+        const rt_gpu_step *sp = &x->steps[s];
+        int32_t m = sp->arg_map ? sp->n_mapped : n;
+        for (int32_t t = 0; t < s && st == RT_OK; t++)
+            if (ks[t] == ks[s] && x->steps[t].arg_map != sp->arg_map)
+                st = rt_fail(err, RT_ERR_BACKEND, RT_NOLOC,
+                             "steps %d and %d launch %s with different arguments", (int)t, (int)s,
+                             sp->bin->kernel_name);
+        for (int32_t j = 0; st == RT_OK && j < m; j++) {
+            int32_t i = sp->arg_map ? sp->arg_map[j] : j;
+            cl_int r = rt_cl_set_arg(ks[s], j, &x->args[i], &mem[i]);
             if (r != CL_SUCCESS)
                 st = rt_fail(err, RT_ERR_BACKEND, RT_NOLOC,
-                             "argument %d of %s: clSetKernelArg failed: %s (%d)", (int)i,
-                             x->steps[s].bin->kernel_name, rt_cl_result_name(r), (int)r);
+                             "argument %d of %s: clSetKernelArg failed: %s (%d)", (int)j,
+                             sp->bin->kernel_name, rt_cl_result_name(r), (int)r);
         }
-        if (r != CL_SUCCESS && st == RT_OK)
-            st = rt_fail(err, RT_ERR_BACKEND, RT_NOLOC,
-                         "argument %d of %s: clCreateBuffer failed: %s (%d)", (int)i,
-                         x->steps[0].bin->kernel_name, rt_cl_result_name(r), (int)r);
     }
     if (st == RT_OK)
         st = rt_cl_launch_all(c, ks, x, err);
     for (int32_t i = 0; st == RT_OK && x->reps == 0 && i < n; i++) {
         const rt_gpu_arg *g = &x->args[i];
-        if (g->kind != RT_GPU_ARG_BUFFER || !g->copy_out)
+        if (g->kind != RT_GPU_ARG_BUFFER || !g->copy_out || g->view_of > 0)
             continue;
         cl_int r = rt_cl_lib.clEnqueueReadBuffer(c->queue, mem[i], CL_TRUE, 0, rt_gpu_arg_bytes(g),
                                                  x->host_staging[i], 0, NULL, NULL);
@@ -674,7 +694,7 @@ static rt_status rt_gpu_opencl_exec(rt_gpu_runtime *rt, rt_gpu_exec *x, rt_err *
     }
     if (st != RT_OK)
         rt_cl_lib.clFinish(c->queue);
-    for (int32_t i = 0; mem && i < n; i++)
+    for (int32_t i = n - 1; mem && i >= 0; i--) // views before the buffers they are in
         if (mem[i])
             rt_cl_lib.clReleaseMemObject(mem[i]);
     free(mem);

@@ -25,6 +25,9 @@ typedef struct rt_gpu_exec {
     int32_t warmup, reps; // reps == 0: one launch of the sequence, then read back
     double *samples_ns;   // reps entries when reps > 0: one per launch of the whole sequence
     const char *method;   // reps > 0: how the samples were taken (the backend sets it)
+    // Launch-style drivers: per step with an arg_map, its own parameter list (n_mapped
+    // pointers into the shared one, then room for its ints); NULL entries: the shared list.
+    void ***step_params;
 } rt_gpu_exec;
 
 struct rt_gpu_runtime {

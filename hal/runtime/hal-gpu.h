@@ -133,7 +133,18 @@ typedef struct rt_gpu_arg {
     int64_t i;           // I32 / I64
     double f;            // F32 / F64
     int64_t local_bytes; // LOCAL
+    // BUFFER: 0, or 1 + the index of an earlier BUFFER argument of the same dtype (itself no
+    // view) whose elements [view_offset, view_offset + n_elems) this argument is: no memory of
+    // its own, nothing uploaded or read back for it (host and copy_out are ignored; the parent's
+    // are used). view_offset in bytes must be a multiple of RT_GPU_VIEW_ALIGN_BYTES (an OpenCL
+    // sub-buffer's origin must be a multiple of the device's base address alignment).
+    int32_t view_of;
+    int64_t view_offset;
 } rt_gpu_arg;
+
+// The alignment of a view's offset in bytes: what every OpenCL device asks of a sub-buffer's
+// origin (CL_DEVICE_MEM_BASE_ADDR_ALIGN is at most 4096 bits).
+#define RT_GPU_VIEW_ALIGN_BYTES 512
 
 typedef struct rt_gpu_launch {
     int64_t grid[3];  // blocks (work-groups) per dimension; 0 counts as 1
@@ -151,6 +162,12 @@ typedef struct rt_gpu_step {
     rt_gpu_launch cfg;
     int32_t n_ints; // 0..RT_GPU_STEP_MAX_INTS trailing int (32-bit) arguments
     int32_t ints[RT_GPU_STEP_MAX_INTS];
+    // The kernel's own argument list where the kernels of a sequence take different ones (the
+    // defs of a layer on the layer's buffers): its argument j is the sequence's argument
+    // arg_map[j] (0 <= arg_map[j] < n_args; an argument may be passed to several), its ints
+    // after them. NULL: the whole list in order (n_mapped ignored).
+    const int32_t *arg_map;
+    int32_t n_mapped;
 } rt_gpu_step;
 
 // How a timing's samples were taken (rt_gpu_timing.method): the backend's device events, or,
