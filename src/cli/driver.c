@@ -469,7 +469,8 @@ static rt_status rt_driver_write_outputs(rt_arena *a, const rt_driver_options *o
 // After a profile in which no candidate passed: one line per candidate on stderr (rank, status,
 // reason), and the error (RT_ERR_BACKEND) counting them by status.
 static rt_status rt_driver_failed(rt_arena *a, const rt_driver_options *o, const rt_op *op,
-                                  const rt_cpu_report *cpu, const rt_gpu_report *g, rt_err *err) {
+                                  const rt_cpu_report *cpu, const rt_gpu_report *g, bool in_layer,
+                                  rt_err *err) {
     const char *names[16];
     int32_t counts[16], n_names = 0, n = cpu ? cpu->n : g->n;
     for (int32_t i = 0; i < n; i++) {
@@ -505,8 +506,8 @@ static rt_status rt_driver_failed(rt_arena *a, const rt_driver_options *o, const
     rt_buf_init(&tally, a);
     for (int32_t k = 0; k < n_names; k++)
         rt_buf_printf(&tally, "%s%d %s", k ? ", " : "", (int)counts[k], names[k]);
-    // A def of a layer (no g, o->keep_failed refused): the layer writes nothing.
-    const char *kept = !g ? "nothing was written"
+    // A def of a layer (o->keep_failed refused): the layer writes nothing.
+    const char *kept = in_layer ? "nothing was written"
                        : o->keep_failed
                            ? rt_arena_printf(a, "their sources and report are in %s as %s.failed.*",
                                              o->out_dir, op->name)
@@ -593,7 +594,7 @@ static rt_status rt_driver_construct(rt_arena *a, const rt_driver_options *o, co
 
     if (o->json) {
         fputs(report, f);
-        return failed ? rt_driver_failed(a, o, op, cpu, &gpu, err) : RT_OK;
+        return failed ? rt_driver_failed(a, o, op, cpu, &gpu, false, err) : RT_OK;
     }
     rt_buf table;
     rt_buf_init(&table, a);
@@ -608,7 +609,7 @@ static rt_status rt_driver_construct(rt_arena *a, const rt_driver_options *o, co
         if (o->keep_failed)
             fprintf(f, "report: %s/%s.failed.json\n", o->out_dir, op->name);
         fflush(f);
-        return rt_driver_failed(a, o, op, cpu, &gpu, err);
+        return rt_driver_failed(a, o, op, cpu, &gpu, false, err);
     }
     fprintf(f, "kernel: %s/%s.%s%s\n", o->out_dir, op->name, ext,
             winner >= 0 ? "" : " (model's top-1; not profiled)");
@@ -713,7 +714,7 @@ static rt_status rt_driver_layer_op(rt_arena *a, const rt_driver_options *o, con
     RT_TRY(rt_perf_construct(a, op, dev, &popt, res, err));
     RT_TRY(rt_driver_cpu_kernels(a, o, op, dev, b, *res, cpu, err));
     if ((*cpu)->profiled && (*cpu)->winner < 0)
-        return rt_driver_failed(a, o, op, *cpu, NULL, err);
+        return rt_driver_failed(a, o, op, *cpu, NULL, true, err);
     return RT_OK;
 }
 
@@ -780,15 +781,141 @@ static char *rt_driver_layer_json(rt_arena *a, const rt_driver_options *o, const
     return rt_driver_json_text(a, root);
 }
 
+// ---- A layer on a GPU-class device: each def through the single-op GPU path, then the layer
+// run on the device buffers (layer.h rt_layer_gpu_run) where every def was profiled.
+
+// Writes DIR/<layer>.json and every def's sources (<op>.<ext> for its winner or top-1,
+// <op>.rankN.<ext> for the others), all or nothing. No host entry point: the report's
+// layer.launches lists the launch sequence (README).
+static rt_status rt_driver_layer_gpu_write(rt_arena *a, const rt_driver_options *o,
+                                           const rt_layer *l, rt_gpu_report *const *g,
+                                           const char *report, rt_err *err) {
+    rt_driver_out out;
+    RT_TRY(rt_driver_out_begin(a, o->out_dir, &out, err));
+    rt_status st = rt_driver_out_add(a, &out, rt_arena_printf(a, "%s.json", l->name), report, err);
+    for (int32_t k = 0; st == RT_OK && k < l->n_ops; k++) {
+        int32_t best = g[k]->winner >= 0 ? g[k]->winner : 0;
+        for (int32_t i = 0; st == RT_OK && i < g[k]->n; i++) {
+            const char *name = i == best ? rt_arena_printf(a, "%s.%s", l->ops[k]->name, g[k]->ext)
+                                         : rt_arena_printf(a, "%s.rank%d.%s", l->ops[k]->name,
+                                                           (int)g[k]->cands[i].rank, g[k]->ext);
+            st = !name ? rt_fail(err, RT_ERR_NOMEM, RT_NOLOC, "out of memory")
+                       : rt_driver_out_add(a, &out, name, g[k]->cands[i].source, err);
+        }
+    }
+    if (st == RT_OK)
+        st = rt_driver_out_commit(&out, err);
+    if (st != RT_OK)
+        rt_driver_remove_tree(out.stage, out.names, out.n_files);
+    return st;
+}
+
+// The GPU layer's JSON report: the run (or why not) and each def's construction and kernels.
+static char *rt_driver_layer_gpu_json(rt_arena *a, const rt_driver_options *o, const rt_device *dev,
+                                      const rt_layer *l, rt_perf_result *const *res,
+                                      rt_gpu_report *const *g, const rt_layer_report *run,
+                                      const char *not_run) {
+    json_t *root = json_object(), *defs = json_array();
+    json_object_set_new(root, "rtgen", json_string(RT_VERSION_STRING));
+    json_object_set_new(root, "spec", json_string(o->spec_path));
+    json_object_set_new(root, "device", json_string(dev->path));
+    json_object_set_new(
+        root, "layer",
+        run ? (json_t *)rt_layer_report_to_json(run)
+            : json_pack("{s:s, s:b, s:s}", "layer", l->name, "ran", 0, "not_run", not_run));
+    for (int32_t k = 0; k < l->n_ops; k++) {
+        json_t *d = json_object();
+        json_object_set_new(d, "def", json_string(l->ops[k]->name));
+        json_object_set_new(d, "profiled", json_boolean(g[k]->not_profiled == NULL));
+        if (g[k]->not_profiled)
+            json_object_set_new(d, "not_profiled", json_string(g[k]->not_profiled));
+        json_object_set_new(d, "winner",
+                            g[k]->winner >= 0 ? json_integer(g[k]->cands[g[k]->winner].rank)
+                                              : json_null());
+        json_object_set_new(d, "construction", (json_t *)rt_perf_result_to_json(res[k]));
+        json_object_set_new(d, "kernels", (json_t *)rt_gpu_report_to_json(g[k], res[k]));
+        json_array_append_new(defs, d);
+    }
+    json_object_set_new(root, "defs", defs);
+    return rt_driver_json_text(a, root);
+}
+
+// Each def constructed, emitted, compiled and (where the device is present) checked and timed as
+// a single def is; *not_run NULL when every def was profiled, else why the layer cannot run.
+static rt_status rt_driver_layer_gpu_defs(rt_arena *a, const rt_driver_options *o,
+                                          const rt_layer *l, const rt_device *dev,
+                                          rt_layer_bindings *lb, rt_perf_result **res,
+                                          rt_gpu_report **g, rt_buf *table, const char **not_run,
+                                          rt_err *err) {
+    *not_run = NULL;
+    for (int32_t k = 0; k < l->n_ops; k++) {
+        const rt_op *op = l->ops[k];
+        rt_perf_options popt;
+        memset(&popt, 0, sizeof popt);
+        popt.top_k = o->top_k;
+        RT_TRY(rt_driver_length_dists(a, o, op, lb->ops[k], &popt, err));
+        RT_TRY(rt_perf_construct(a, op, dev, &popt, &res[k], err));
+        RT_ALLOC(a, g[k], 1, err);
+        RT_TRY(rt_driver_gpu_kernels(a, o, dev, lb->ops[k], res[k], g[k], err));
+        if (!g[k]->not_profiled && g[k]->winner < 0)
+            return rt_driver_failed(a, o, op, NULL, g[k], true, err);
+        if (g[k]->not_profiled && !*not_run)
+            *not_run = rt_arena_printf(a, "def %s not profiled: %s", op->name, g[k]->not_profiled);
+        rt_buf_linef(table, 0, "def %d of %d: %s", (int)k + 1, (int)l->n_ops, op->name);
+        rt_perf_print_table(res[k], table);
+        rt_gpu_report_print(g[k], res[k], table);
+    }
+    return RT_OK;
+}
+
+static rt_status rt_driver_layer_gpu(rt_arena *a, const rt_driver_options *o, const rt_layer *l,
+                                     const rt_device *dev, rt_layer_bindings *lb, FILE *f,
+                                     rt_err *err) {
+    rt_perf_result **res;
+    rt_gpu_report **g;
+    RT_ALLOC(a, res, l->n_ops, err);
+    RT_ALLOC(a, g, l->n_ops, err);
+    rt_buf table;
+    rt_buf_init(&table, a);
+    const char *not_run = NULL;
+    RT_TRY(rt_driver_layer_gpu_defs(a, o, l, dev, lb, res, g, &table, &not_run, err));
+    rt_layer_report *run = NULL;
+    if (!not_run) {
+        rt_gpu_runtime *rt = NULL;
+        RT_TRY(rt_gpu_runtime_open(a, dev, &rt, err));
+        rt_layer_options lopt = {.seed = o->seed, .check = true};
+        RT_TRY(rt_layer_gpu_run(a, l, rt, (const rt_gpu_report *const *)g, lb, &lopt, &run, err));
+        rt_layer_report_print(run, &table);
+    } else {
+        rt_buf_linef(&table, 0, "layer %s not run: %s", l->name, not_run);
+    }
+    char *report = rt_driver_layer_gpu_json(a, o, dev, l, res, g, run, not_run);
+    if (!report || table.oom)
+        return rt_fail(err, RT_ERR_NOMEM, RT_NOLOC, "out of memory");
+    if (run && run->checked && !run->correct)
+        return rt_fail(err, RT_ERR_BACKEND, RT_NOLOC, "layer %s: %s; nothing was written", l->name,
+                       run->why);
+    RT_TRY(rt_driver_layer_gpu_write(a, o, l, g, report, err));
+    if (o->json) {
+        fputs(report, f);
+        return RT_OK;
+    }
+    fputs(table.data ? table.data : "", f);
+    fprintf(f, "kernels: %s/<def>.%s for each def\n", o->out_dir, g[0]->ext);
+    fprintf(f,
+            "entry point: none for a GPU device; the launch sequence (kernel, grid, block, "
+            "arguments) is in %s/%s.json, layer.launches%s\n",
+            o->out_dir, l->name, run ? "" : " once the layer runs");
+    fprintf(f, "report: %s/%s.json\n", o->out_dir, l->name);
+    return RT_OK;
+}
+
 static rt_status rt_driver_layer_construct(rt_arena *a, const rt_driver_options *o,
                                            const rt_layer *l, const rt_device *dev,
                                            rt_layer_bindings *lb, FILE *f, rt_err *err) {
-    if (dev->devclass != RT_DEVCLASS_CPU)
-        return rt_fail(err, RT_ERR_USAGE, RT_NOLOC,
-                       "layer %s: layers of several defs run on CPU devices only (the device "
-                       "'%s' is of class %s)",
-                       l->name, dev->name, rt_devclass_name(dev->devclass));
     RT_TRY(rt_layer_emit_check_names(l, err)); // before anything is constructed
+    if (dev->devclass != RT_DEVCLASS_CPU)
+        return rt_driver_layer_gpu(a, o, l, dev, lb, f, err);
     rt_perf_result **res;
     rt_cpu_report **cpu;
     RT_ALLOC(a, res, l->n_ops, err);

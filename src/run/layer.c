@@ -153,11 +153,11 @@ static rt_status buffers_bind(rt_layer_run_ctx *c) {
     return RT_OK;
 }
 
-// The layer's reference on the same lengths and inputs as lb: the interpreter's run of every
-// def in order, outputs poisoned first (as the profile's reference: elements an op does not
-// write hold the poison on both sides).
-static rt_status reference(rt_layer_run_ctx *c, uint64_t seed, rt_layer_bindings **out) {
-    const rt_layer *l = c->l;
+// The layer's reference (layer.h): outputs poisoned first, as the profile's reference (elements
+// an op does not write hold the poison on both sides).
+rt_status rt_layer_reference(rt_arena *a, const rt_layer *l, rt_layer_bindings *lb, uint64_t seed,
+                             rt_layer_bindings **out, rt_err *err) {
+    rt_layer_run_ctx ctx = {.a = a, .l = l, .lb = lb, .err = err}, *c = &ctx;
     rt_layer_bindings *ref = NULL;
     RT_TRY(rt_layer_bindings_new(c->a, l, seed, &ref, c->err));
     for (int32_t i = 0; i < l->n_tensors; i++) {
@@ -227,7 +227,7 @@ static rt_status check_run(rt_layer_run_ctx *c, uint64_t seed) {
     for (int32_t k = 0; k < l->n_ops; k++)
         RT_TRY(rt_cpu_runner_run(c->rn[k], c->err));
     rt_layer_bindings *ref = NULL;
-    RT_TRY(reference(c, seed, &ref));
+    RT_TRY(rt_layer_reference(c->a, l, c->lb, seed, &ref, c->err));
     r->checked = r->correct = true;
     r->check = "interpreter";
     for (int32_t k = 0; k < l->n_ops; k++) {
@@ -356,6 +356,8 @@ static rt_status ops_begin(rt_layer_run_ctx *c, rt_cpu_report *const *cpu) {
         r->ops[k] = (rt_layer_op_result){.op = op,
                                          .cpu = cpu[k],
                                          .winner = w,
+                                         .kernel = cpu[k]->cands[w].name,
+                                         .rank = cpu[k]->cands[w].rank + 1,
                                          .predicted_ns = cpu[k]->cands[w].predicted_ns,
                                          .profiled_ns = cpu[k]->cands[w].median_ns,
                                          .max_abs_err = -1,
@@ -439,15 +441,21 @@ rt_status rt_layer_run(rt_arena *a, const rt_layer *l, rt_cpu_report *const *cpu
 }
 
 void rt_layer_report_print(const rt_layer_report *r, rt_buf *out) {
-    rt_buf_printf(out, "layer %s: %d ops, kernels in order on %d threads\n", r->layer->name,
-                  (int)r->n_ops, (int)r->threads);
+    if (r->device)
+        rt_buf_printf(out,
+                      "layer %s: %d ops, kernels in order on %s (device buffers: inputs uploaded "
+                      "once, intermediates on the device; timed with %s)\n",
+                      r->layer->name, (int)r->n_ops, r->device, r->timed_with);
+    else
+        rt_buf_printf(out, "layer %s: %d ops, kernels in order on %d threads\n", r->layer->name,
+                      (int)r->n_ops, (int)r->threads);
     rt_buf_printf(out, "%-3s %-20s %-28s %12s %12s %12s %10s %s\n", "op", "def", "kernel",
                   "predicted_us", "alone_us", "in_layer_us", "max_err", "check");
     for (int32_t k = 0; k < r->n_ops; k++) {
         const rt_layer_op_result *o = &r->ops[k];
         rt_buf_printf(out, "%-3d %-20s %-28s %12.2f %12.2f %12.2f %10.2e %s\n", (int)k + 1,
-                      o->op->name, o->cpu->cands[o->winner].name, o->predicted_ns * 1e-3,
-                      o->profiled_ns * 1e-3, o->layer_median_ns * 1e-3, o->max_abs_err,
+                      o->op->name, o->kernel, o->predicted_ns * 1e-3, o->profiled_ns * 1e-3,
+                      o->layer_median_ns * 1e-3, o->max_abs_err,
                       !r->checked  ? "none"
                       : o->correct ? "ok"
                                    : "WRONG");
@@ -457,9 +465,13 @@ void rt_layer_report_print(const rt_layer_report *r, rt_buf *out) {
                   r->predicted_ns * 1e-3, r->median_ns * 1e-3, (int)r->reps, r->min_ns * 1e-3);
     rt_buf_printf(out,
                   "prelude: %d start arrays computed once for %d kernel buffers in %.2f us "
-                  "(%.2f%% of the layer)\n",
+                  "(%.2f%% of the layer)",
                   (int)r->n_prelude, (int)r->n_start_bufs, r->prelude_ns * 1e-3,
                   r->median_ns > 0 ? 100.0 * r->prelude_ns / (r->prelude_ns + r->median_ns) : 0.0);
+    if (r->device)
+        rt_buf_printf(out, ", in one device buffer of %lld bytes copied once",
+                      (long long)r->prelude_bytes);
+    rt_buf_printf(out, "\n");
     if (r->checked)
         rt_buf_printf(out, "layer check %s: %s%s\n",
                       strcmp(r->check, "rerun") ? "against the interpreter"
@@ -474,8 +486,8 @@ static json_t *op_json(const rt_layer_op_result *o, bool checked) {
     if (!j)
         return NULL;
     json_object_set_new(j, "def", json_string(o->op->name));
-    json_object_set_new(j, "kernel", json_string(o->cpu->cands[o->winner].name));
-    json_object_set_new(j, "rank", json_integer(o->cpu->cands[o->winner].rank + 1));
+    json_object_set_new(j, "kernel", json_string(o->kernel));
+    json_object_set_new(j, "rank", json_integer(o->rank));
     json_object_set_new(j, "predicted_ns", json_real(o->predicted_ns));
     json_object_set_new(j, "alone_median_ns", json_real(o->profiled_ns));
     json_object_set_new(j, "in_layer_median_ns", json_real(o->layer_median_ns));
@@ -501,7 +513,26 @@ void *rt_layer_report_to_json(const rt_layer_report *r) {
         json_array_append_new(ops, op_json(&r->ops[k], r->checked));
     json_object_set_new(j, "layer", json_string(r->layer->name));
     json_object_set_new(j, "ran", json_true());
-    json_object_set_new(j, "threads", json_integer(r->threads));
+    if (r->device) {
+        json_object_set_new(j, "device", json_string(r->device));
+        json_object_set_new(j, "timed_with", json_string(r->timed_with));
+        json_object_set_new(j, "prelude_bytes", json_integer(r->prelude_bytes));
+        json_t *ls = json_array();
+        for (int32_t i = 0; ls && i < r->n_launches; i++) {
+            const rt_layer_launch *L = &r->launches[i];
+            json_t *args = json_array();
+            for (int32_t k = 0; args && k < L->n_args; k++)
+                json_array_append_new(args, json_string(L->args[k]));
+            json_array_append_new(ls,
+                                  json_pack("{s:s, s:s, s:[I,I,I], s:[i,i,i], s:o}", "def", L->def,
+                                            "kernel", L->kernel, "grid", (json_int_t)L->grid[0],
+                                            (json_int_t)L->grid[1], (json_int_t)L->grid[2], "block",
+                                            L->block[0], L->block[1], L->block[2], "args", args));
+        }
+        json_object_set_new(j, "launches", ls);
+    } else {
+        json_object_set_new(j, "threads", json_integer(r->threads));
+    }
     json_object_set_new(j, "ops", ops);
     json_object_set_new(j, "predicted_ns", json_real(r->predicted_ns));
     json_object_set_new(j, "measured_median_ns", json_real(r->median_ns));

@@ -13,6 +13,7 @@
 #define RT_LAYER_H
 
 #include "rtgen.h"
+#include "run-gpu.h"
 
 typedef struct rt_layer_options {
     double budget_ms; // timing budget of the whole layer (0: 200): at least 3 repetitions
@@ -25,6 +26,9 @@ typedef struct rt_layer_options {
     // layer adds to the kernels (the shared buffers and prelude); each kernel was checked
     // against its reference when it was profiled.
     double interp_max_flops;
+    // Tests only (rt_layer_gpu_run): the last element of the last def's first output is changed
+    // after the checked run's read-back, so that the layer's check fails at will.
+    bool test_corrupt;
 } rt_layer_options;
 
 #define RT_LAYER_INTERP_MAX_FLOPS 2e8
@@ -41,15 +45,27 @@ typedef struct rt_layer_prelude_entry {
 
 typedef struct rt_layer_op_result {
     const rt_op *op;
-    const rt_cpu_report *cpu;
-    int32_t winner;         // index into cpu->cands
-    double predicted_ns;    // the model's, of the winner
-    double profiled_ns;     // the winner's median when profiled alone
-    double layer_median_ns; // its median inside the layer run
-    double max_abs_err;     // of its outputs against the layer's interpreter (-1: unchecked)
+    const rt_cpu_report *cpu; // NULL on a GPU device (rt_layer_gpu_run)
+    int32_t winner;           // index into cpu->cands (the GPU report's cands)
+    const char *kernel;       // the winner's name (GPU: its kernels' names)
+    int32_t rank;             // the winner's rank in the construction (1-based)
+    double predicted_ns;      // the model's, of the winner
+    double profiled_ns;       // the winner's median when profiled alone
+    double layer_median_ns;   // its median inside the layer run
+    double max_abs_err;       // of its outputs against the layer's interpreter (-1: unchecked)
     double max_rel_err, nmse;
     bool correct; // every output accepted (rt_compare_accept)
 } rt_layer_op_result;
+
+// One launch of a GPU layer's sequence: def, kernel, geometry for the bound lengths, and its
+// arguments by name (a layer tensor, "def.temporary", or a view of the prelude).
+typedef struct rt_layer_launch {
+    const char *def, *kernel;
+    int64_t grid[3];
+    int32_t block[3];
+    int32_t n_args;
+    const char **args;
+} rt_layer_launch;
 
 typedef struct rt_layer_report {
     const rt_layer *layer;
@@ -63,6 +79,13 @@ typedef struct rt_layer_report {
     double min_ns, median_ns; // the whole layer: kernels in order, prelude not included
     int32_t reps;
     int32_t threads;
+    // A GPU run (rt_layer_gpu_run): the live device's name, how the kernels were timed, the
+    // prelude's one buffer (its bytes) and the launches in order; NULL / 0 on a CPU.
+    const char *device;
+    const char *timed_with;
+    int64_t prelude_bytes;
+    int32_t n_launches;
+    struct rt_layer_launch *launches;
     bool checked;      // compared with the interpreter, or each kernel rerun alone (check)
     const char *check; // "interpreter" or "rerun" (NULL: unchecked)
     bool correct;      // every op's outputs accepted
@@ -108,6 +131,33 @@ bool rt_layer_same_structure(const rt_op *oa, const rt_tensor *ta, const rt_op *
 // runner's current buffers, after a run: fills the report's per-op errors, checked, correct,
 // why. Errors: RT_ERR_NOMEM.
 rt_status rt_layer_runner_check_rerun(rt_layer_runner *rn, rt_err *err);
+
+// The layer's reference on lb's lengths and inputs: bindings of its own from seed with lb's
+// length tensors and layer inputs, every def's outputs poisoned, then the interpreter's run of
+// the defs in order (rt_layer_interp_run). Errors: the interpreter's, RT_ERR_NOMEM.
+rt_status rt_layer_reference(rt_arena *a, const rt_layer *l, rt_layer_bindings *lb, uint64_t seed,
+                             rt_layer_bindings **out, rt_err *err);
+
+// ---------------------------------------------------------------------------------------------
+// The layer on a GPU-class device (layer-gpu.c)
+// ---------------------------------------------------------------------------------------------
+
+// Runs the layer l on the winners of gpu[0..l->n_ops) (each profiled by rt_gpu_build_and_profile
+// on lb->ops[k] for dev, whose runtime rt is open) on device buffers: one launch sequence (every
+// def's phases in file order, each kernel bound to the layer's buffers through its step's
+// arg_map), uploaded once: the layer inputs, the intermediates and outputs (poisoned), each
+// def's temporaries, and the prelude — every distinct start array (one per ragged structure,
+// rt_layer_same_structure) in one int32 buffer, each kernel's start argument a view of it. The
+// run's buffers are read back once: every def's outputs are compared with the interpreter's run
+// of the layer (opt->check; a layer above opt->interp_max_flops: each def's kernels rerun alone
+// on copies of their in-layer inputs, as rt_layer_run), the inputs and the prelude must come
+// back unchanged. Then the sequence is timed on the device (all defs; then each def's kernels on
+// the layer's buffers). The report is rt_layer_run's, with device, timed_with, prelude_bytes and
+// launches. Errors: RT_ERR_BACKEND (a def without a winner, a def with '+=' or a tree, buffers
+// the kernels disagree on, a failed launch), RT_ERR_NOMEM, the interpreter's.
+rt_status rt_layer_gpu_run(rt_arena *a, const rt_layer *l, rt_gpu_runtime *rt,
+                           const rt_gpu_report *const *gpu, rt_layer_bindings *lb,
+                           const rt_layer_options *opt, rt_layer_report **out, rt_err *err);
 
 // The per-op and total table for stdout.
 void rt_layer_report_print(const rt_layer_report *r, rt_buf *out);

@@ -3,8 +3,8 @@
 # one row per def (predicted, alone and in-layer times, error against the interpreter) and the
 # totals, the prelude and the layer check; the JSON report holds the same; the files are each
 # def's sources and <layer>.json. --interpret and --dry-run run and print every def in order; a
-# def that no candidate passes fails the layer (exit 3, nothing written); a GPU device and
-# --keep-failed are refused (exit 2).
+# def that no candidate passes fails the layer (exit 3, nothing written); on a GPU device the defs
+# are compiled (and run where it is present); --keep-failed is refused (exit 2).
 #   usage: test-layer-cli.sh RTGEN SOURCE_DIR
 set -u
 abs() { case $1 in /*) echo "$1" ;; *) echo "$PWD/$1" ;; esac; }
@@ -108,8 +108,14 @@ RTGEN_TEST_FAULT=corrupt run 3 --top-k=1 -o "$t/o2" $lens $spec
 has "$t/stderr" '^rtgen: error: no candidate of ffn1 passed its check \(1 wrong\); nothing was written$'
 [ ! -e "$t/o2" ] || fail "a failed layer wrote $(ls -A "$t/o2")"
 
-run 2 --device=devices/v100.ini -o "$t/o3" $spec
-has "$t/stderr" "^rtgen: error: layer ffn: layers of several defs run on CPU devices only"
+# A GPU device: every def emitted and compiled (NVRTC here); the layer runs where the device is
+# present, else the report says why not. Its files: each def's .cu and the report, no <layer>.c.
+run 0 --device=devices/v100.ini --top-k=1 -o "$t/o3" $spec
+has "$t/stdout" '^(layer ffn not run: def ffn1 not profiled: no GPU: |layer ffn: 3 ops, kernels in order on )'
+for f in ffn1.cu bias_gelu.cu ffn2.cu ffn.json; do
+    [ -s "$t/o3/$f" ] || fail "the GPU layer did not write $f"
+done
+[ ! -e "$t/o3/ffn.c" ] || fail "the GPU layer wrote a host entry point ffn.c"
 run 2 --keep-failed -o "$t/o4" $spec
 has "$t/stderr" '^rtgen: error: --keep-failed: not supported for layer ffn'
 
