@@ -74,15 +74,16 @@ static rt_status rt_lg_ops_begin(rt_lg *c) {
     RT_ALLOC(c->a, r->ops, l->n_ops, c->err);
     RT_ALLOC(c->a, c->win, l->n_ops, c->err);
     r->n_ops = l->n_ops;
+    for (int32_t k = 0; k < l->n_ops; k++)
+        for (int32_t s = 0; s < l->ops[k]->n_stmts; s++)
+            if (l->ops[k]->stmts[s].op == RT_ASSIGN_ADD)
+                return rt_fail(c->err, RT_ERR_BACKEND, l->ops[k]->stmts[s].loc,
+                               "def %s accumulates into the caller's values ('+='), which a "
+                               "layer run does not support",
+                               l->ops[k]->name);
     for (int32_t k = 0; k < l->n_ops; k++) {
         const rt_op *op = l->ops[k];
         const rt_gpu_report *g = c->gpu[k];
-        for (int32_t s = 0; s < op->n_stmts; s++)
-            if (op->stmts[s].op == RT_ASSIGN_ADD)
-                return rt_fail(c->err, RT_ERR_BACKEND, op->stmts[s].loc,
-                               "def %s accumulates into the caller's values ('+='), which a "
-                               "layer run does not support",
-                               op->name);
         if (g->winner < 0 || !g->res)
             return rt_fail(c->err, RT_ERR_BACKEND, RT_NOLOC,
                            "def %s of layer %s has no winner to run: %s", op->name, l->name,
