@@ -408,6 +408,47 @@ static void test_step_ints(void) {
     fixture_close(&x);
 }
 
+// Kernels taking their own arguments from one list (arg_map, a layer's defs), a and b views
+// inside one buffer (view_of): vadd then vaddk (its int after its mapped arguments) read the
+// views; the views take no memory and are not copied; a misaligned view is refused.
+static void test_step_maps(void) {
+    fixture x;
+    fixture_open(&x);
+    rt_gpu_binary vaddk = binary("vaddk");
+    enum { OFF = 1024 }; // elements: 4096 bytes, a multiple of RT_GPU_VIEW_ALIGN_BYTES
+    double *ab = rt_arena_alloc(x.arena, (OFF + VADD_N) * sizeof(double));
+    for (int i = 0; i < OFF + VADD_N; i++)
+        ab[i] = i < VADD_N ? x.a[i] : i >= OFF ? x.b[i - OFF] : 0.0;
+    rt_gpu_arg args[5] = {
+        x.args[0],
+        {.kind = RT_GPU_ARG_BUFFER, .dtype = RT_DTYPE_F32, .n_elems = OFF + VADD_N, .host = ab},
+        {.kind = RT_GPU_ARG_BUFFER, .dtype = RT_DTYPE_F32, .n_elems = VADD_N, .view_of = 2},
+        {.kind = RT_GPU_ARG_BUFFER,
+         .dtype = RT_DTYPE_F32,
+         .n_elems = VADD_N,
+         .view_of = 2,
+         .view_offset = OFF * 4},
+        x.args[3]};
+    const int32_t map[4] = {0, 2, 3, 4};
+    rt_gpu_step steps[2] = {
+        {.bin = &x.vadd, .cfg = x.cfg, .arg_map = map, .n_mapped = 4},
+        {.bin = &vaddk, .cfg = x.cfg, .n_ints = 1, .ints = {10}, .arg_map = map, .n_mapped = 4}};
+    RT_EXPECT_EQ(rt_gpu_run_steps(&x.rt, steps, 2, args, 5, &x.e), RT_OK);
+    bool ok = true;
+    for (int i = 0; i < VADD_N; i++)
+        ok = ok && x.c[i] == (double)((float)x.a[i] + (float)x.b[i] + 10.0f);
+    RT_EXPECT(ok);
+    RT_EXPECT_EQ(x.f.calls[FAKE_ALLOC], 2); // ab and c: the views are inside ab
+    RT_EXPECT_EQ(x.f.calls[FAKE_HTOD], 2);
+    args[3].view_offset = 100;
+    rt_err_clear(&x.e);
+    RT_EXPECT_EQ(rt_gpu_run_steps(&x.rt, steps, 2, args, 5, &x.e), RT_ERR_BACKEND);
+    RT_EXPECT_STR(x.e.msg, "buffer argument 3: a view (of argument 1 at byte 100, 1000 elements) "
+                           "must lie inside an earlier buffer of its type that is no view, at a "
+                           "multiple of 512 bytes");
+    fixture_close(&x);
+}
+
 // A driver without events: timed launches are timed with the wall clock around launch + sync,
 // and labelled so. vadd_slow sleeps 2 ms per launch on the host, which the wall clock sees and
 // the fake's event clock (1000 ns a launch) would not.
@@ -551,6 +592,7 @@ int main(void) {
     test_time();
     test_steps();
     test_step_ints();
+    test_step_maps();
     test_time_wall();
     test_injected_failures();
     test_refusals();
