@@ -1,23 +1,30 @@
 // gpu-mma.c: the price of a matrix-instruction GEMM phase (gpu-plan.h, rt_gpu_mma; run by
-// codegen/lower-gpu-mma.c), step by step of k as the kernel runs it. Per k step a block copies
-// its A and B tiles (T1m x ks, ks x T1n, 16-bit) global -> shared, waits at a barrier, and each
-// warp loads (wm + wn) / 16 fragments of 512 B per 16 of k from shared memory for its
-// (wm / 16) x (wn / 16) WMMA products. On the unit, per k step of the blocks resident there:
+// codegen/lower-gpu-mma*.c), step by step of k as the kernel runs it, and the mma.sync path's
+// lane tables. Per k step a block copies its A and B tiles (T1m x ks, ks x T1n, 16-bit) global
+// -> shared, waits at a barrier, and each warp loads (wm + wn) / 16 fragments of 512 B per 16 of
+// k from shared memory for its (wm / 16) x (wn / 16) 16x16x16 products (WMMA fragments, or
+// mma.sync m16n8k16 pairs fed by ldmatrix.x4: the same bytes). On the unit, per k step of the
+// blocks resident there:
 //   copy     their tiles' bytes at the global level's bandwidth for that many bytes in flight
 //            (the level's curve, Little's law: below its first point the bandwidth falls in
-//            proportion, so a small copy costs the memory latency, not its bytes);
+//            proportion, so a small copy costs the memory latency, not its bytes); with S > 2
+//            cp.async stages the copies of S - 1 steps are in flight at once;
 //   mma      their flops at the device's matrix-instruction peak over its units (fewer warps
 //            than the unit's schedulers leave some idle);
-//   shared   their fragment loads and tile stores at the shared level's bandwidth;
+//   shared   their fragment loads and tile stores at the shared level's bandwidth (mma.sync:
+//            the fragment loads times ldmatrix's wavefronts over the ideal on the padded rows,
+//            rt_gpu_mma_ldsm_ways, gpu-smem.c's counter);
 //   barrier  RT_GPU_MMA_BARRIER_CYCLES per __syncthreads (nominal): two per step staged once,
-//            one double-buffered.
+//            one with cp.async stages.
 // The tensor units and the load pipe overlap across warps (busy = the larger of mma and shared).
 // One stage: a block's copy and its compute run one after the other, the other resident blocks
-// filling the wait (max(busy, copy + busy / resident)); two stages (cp.async, sm_80+): the next
-// step's copy runs under this step's compute (max(busy, copy)). Without double buffering and
-// with one block per unit, a k step of 16 pays the latency twice as often as one of 32: on the
-// H100 (tests/data/half-gemm.spec 4096^3, GPU check 2026-11-27) k 32 ran 20-45 % faster, where
-// the model had priced every k step alike.
+// filling the wait (max(busy, copy + busy / resident)); S >= 2 stages (cp.async, sm_80+): the
+// copies run under the compute (max(busy, copy)). Without double buffering and with one block
+// per unit, a k step of 16 pays the latency twice as often as one of 32: on the H100
+// (tests/data/half-gemm.spec 4096^3, GPU check 2026-11-27) k 32 ran 20-45 % faster, where the
+// model had priced every k step alike. The model prices WMMA and mma.sync alike but for
+// ldmatrix's bank conflicts (none on the padded rows); the plan prefers mma.sync on a tie
+// (gpu-plan.c). Neither the multi-stage nor the mma.sync kernels have been timed on a GPU yet.
 #include "gpu-plan.h"
 
 #include <math.h>
