@@ -111,6 +111,7 @@ typedef struct rt_gpu_phase {
     // printed in place of the kernel IR's (whose phase then holds only its launch shape); NULL
     // for every other phase.
     const char *body;
+    bool mma_sync; // body uses the mma.sync helpers (lower-gpu-mma-sync.c's prelude)
 } rt_gpu_phase;
 
 typedef struct rt_gpu_lower_options {
@@ -143,6 +144,9 @@ rt_status rt_gpu_lower(rt_arena *a, const rt_op *op, const rt_device *dev, const
 // fragments over the plan's block tile, threads and k step; data_buf[t] is tensor t's buffer in
 // k. Errors: RT_ERR_BACKEND for a phase without such a plan, RT_ERR_NOMEM.
 struct rt_gpu_phase_plan;
+// The device helpers of mma.sync phases (ldmatrix, mma.sync; lower-gpu-mma-sync.c), printed
+// once before the kernels of a file that has one.
+extern const char rt_gpu_mma_sync_prelude[];
 rt_status rt_gpu_mma_body(rt_arena *a, const rt_op *op, const struct rt_gpu_phase_plan *pl,
                           const rt_kir_kernel *k, const int32_t *data_buf, const char **out,
                           rt_err *err);

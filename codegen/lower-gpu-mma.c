@@ -8,23 +8,24 @@
 //     fragment rows start 32-byte aligned), 8 elements per 128-bit access where the tile is
 //     full and the tensor's innermost dim runs along the shared row, else element by element,
 //     zero beyond M, N or K (guarded edges); then a barrier, the compute, a barrier;
-//   - double-buffered (mma.stages 2, the plan's choice on sm_80+ for full tiles copied 8 at a
-//     time): two shared stages, filled by cp.async 16-byte copies (cuda_pipeline.h's
+//   - S > 1 stages (mma.stages, the plan's choice on sm_80+ for full tiles copied 8 at a
+//     time): S shared stages, filled by cp.async 16-byte copies (cuda_pipeline.h's
 //     __pipeline_memcpy_async, cp.async.cg.shared.global: global -> shared without registers).
-//     Step 0's copy is committed before the loop; each step waits for its own copy
-//     (__pipeline_wait_prior(0)), passes one barrier (the stage visible to every warp, every
-//     warp done with the other stage), issues and commits the next step's copy into the other
-//     stage, and computes while that copy is in flight;
-//   - warp w owns the warp tile (w / wgn, w % wgn) of wm x wn: (wm / 16) x (wn / 16) WMMA
+//     The copies of steps 0 .. S - 2 are committed before the loop, one group each; step t
+//     waits until at most S - 2 groups are in flight (__pipeline_wait_prior(S - 2): its own
+//     copy has landed), passes one barrier (the stage visible to every warp, every warp done
+//     with stage (t - 1) % S), issues and commits the copy of step t + S - 1 into that stage,
+//     and computes while up to S - 1 copies are in flight;
+//   - warp w owns the warp tile (w / wgn, w % wgn) of wm x wn. WMMA (inst wmma): (wm / 16) x
+//     (wn / 16) WMMA
 //     16x16x16 accumulator fragments of float, and per 16 of the k step loads its A and B
 //     fragments from shared memory and issues mma_sync on each pair (nvcuda::wmma, which NVRTC
-//     lowers to mma.sync on sm_80 and sm_90);
-//   - the store writes each fragment straight to C (store_matrix_sync) where the tiles are full,
-//     else through a 16x16 float scratch per warp, element by element inside M x N.
+//     lowers to mma.sync on sm_80 and sm_90); the store writes each fragment straight to C
+//     (store_matrix_sync) where the tiles are full, else through a 16x16 float scratch per
+//     warp, element by element inside M x N. mma.sync (full tiles only): lower-gpu-mma-sync.c.
 // Only CUDA spells it (the emitter refuses other dialects for such a phase); AMD's MFMA is not
 // lowered.
-#include "gpu.h"
-#include "gpu-plan.h"
+#include "lower-gpu-mma.h"
 
 #include <string.h>
 
@@ -39,15 +40,6 @@ static int64_t rt_gm_stride(const rt_op *op, const rt_stmt *s, int32_t tensor, i
     return e->args[1]->var == v ? 1 : ext1;
 }
 
-// One tile copy global -> shared: rows x cols of tensor `src` (element (r, c) at r * sr + c * sc
-// from row0, col0) into shared array `dst` of row length ld; bounds rmax, cmax unless full.
-typedef struct rt_gm_copy {
-    const char *dst, *src, *zero;
-    int64_t rows, cols, ld, sr, sc, rmax, cmax;
-    const char *row0, *col0;
-    const char *off; // the stage's offset into dst ("0" single-stage)
-} rt_gm_copy;
-
 // Whether the copy moves 8 elements (16 bytes) per access: full tile along the tensor's rows.
 static bool rt_gm_copy_vec(const rt_gm_copy *c, bool full) {
     return full && c->sc == 1 && c->cols % 8 == 0 && c->sr % 8 == 0;
@@ -58,10 +50,14 @@ static bool rt_gm_copy_vec(const rt_gm_copy *c, bool full) {
 static void rt_gm_copy_tile(rt_buf *b, const rt_gm_copy *c, bool full, int64_t threads, bool async,
                             int ind) {
     if (rt_gm_copy_vec(c, full)) { // 128-bit, 8 per access
-        int64_t n = c->rows * c->cols / 8, per = c->cols / 8;
+        // rounds of `threads` accesses, counted exactly (the loop unrolls fully, no test per
+        // access unless the last round is partial)
+        int64_t n = c->rows * c->cols / 8, per = c->cols / 8, rounds = rt_ceil_div(n, threads);
         rt_buf_linef(b, ind, "#pragma unroll");
-        rt_buf_linef(b, ind, "for (int e = tid; e < %lld; e += %lld) {", (long long)n,
-                     (long long)threads);
+        rt_buf_linef(b, ind, "for (int rc = 0; rc < %lld; ++rc) {", (long long)rounds);
+        rt_buf_linef(b, ind + 1, "int e = tid + rc * %lld;", (long long)threads);
+        if (n % threads != 0)
+            rt_buf_linef(b, ind + 1, "if (e < %lld) {", (long long)n);
         rt_buf_linef(b, ind + 1, "int r = e / %lld, c = (e %% %lld) * 8;", (long long)per,
                      (long long)per);
         if (async)
@@ -76,6 +72,8 @@ static void rt_gm_copy_tile(rt_buf *b, const rt_gm_copy *c, bool full, int64_t t
                          "r) * %lldLL + (%s + c)];",
                          c->dst, c->off, (long long)c->ld, c->src, c->row0, (long long)c->sr,
                          c->col0);
+        if (n % threads != 0)
+            rt_buf_linef(b, ind + 1, "}");
         rt_buf_linef(b, ind, "}");
         return;
     }
@@ -168,7 +166,8 @@ static void rt_gm_compute(rt_buf *b, const rt_gpu_mma *mm, const char *ty, int64
 // The k loop, one stage: copy (128-bit through registers or element by element), barrier,
 // compute, barrier.
 static void rt_gm_loop_1(rt_buf *b, const rt_gpu_mma *mm, int64_t threads, rt_gm_copy *ca,
-                         rt_gm_copy *cb, const char *ty, int64_t lda, int64_t ldb) {
+                         rt_gm_copy *cb, const char *ty, int64_t lda, int64_t ldb,
+                         rt_gm_compute_fn compute) {
     rt_buf_linef(b, 1, "for (int k0 = 0; k0 < %lld; k0 += %lld) {", (long long)mm->K,
                  (long long)mm->ks);
     ca->off = cb->off = "0";
@@ -176,52 +175,69 @@ static void rt_gm_loop_1(rt_buf *b, const rt_gpu_mma *mm, int64_t threads, rt_gm
     rt_gm_copy_tile(b, ca, mm->full, threads, false, 2);
     rt_gm_copy_tile(b, cb, mm->full, threads, false, 2);
     rt_buf_linef(b, 2, "__syncthreads();");
-    rt_gm_compute(b, mm, ty, lda, ldb, "0", "0");
+    compute(b, mm, ty, lda, ldb, "0", "0");
     rt_buf_linef(b, 2, "__syncthreads();");
     rt_buf_linef(b, 1, "}");
 }
 
-// The k loop, two stages (cp.async): step 0's copy before the loop; per step, wait for this
-// step's copy (the only group in flight), a barrier (its data visible to every warp, and every
-// warp done reading the other stage), the next step's copy into the other stage, compute.
-static void rt_gm_loop_2(rt_buf *b, const rt_gpu_mma *mm, int64_t threads, rt_gm_copy *ca,
-                         rt_gm_copy *cb, const char *ty, int64_t lda, int64_t ldb, int64_t sa,
-                         int64_t sb) {
-    rt_buf_linef(b, 1, "{");
-    rt_buf_linef(b, 2, "const int k1 = 0;");
-    ca->off = cb->off = "0";
-    ca->col0 = cb->row0 = "k1";
-    rt_gm_copy_tile(b, ca, true, threads, true, 2);
-    rt_gm_copy_tile(b, cb, true, threads, true, 2);
-    rt_buf_linef(b, 2, "__pipeline_commit();");
-    rt_buf_linef(b, 1, "}");
-    rt_buf_linef(b, 1, "for (int k0 = 0, st = 0; k0 < %lld; k0 += %lld, st ^= 1) {",
-                 (long long)mm->K, (long long)mm->ks);
-    rt_buf_linef(b, 2, "__pipeline_wait_prior(0);");
+// The k loop, S = mm->stages stages (cp.async): the copies of steps 0 .. S - 2 before the loop,
+// one group each; per step t, wait until at most S - 2 groups are in flight (step t's copy has
+// landed), a barrier (its data visible to every warp, and every warp done reading stage
+// (t - 1) % S), the copy of step t + S - 1 into that stage, a commit (empty past the end, so
+// the count of groups stays one per step), the compute of stage t % S.
+void rt_gm_loop(rt_buf *b, const rt_gpu_mma *mm, int64_t threads, rt_gm_copy *ca, rt_gm_copy *cb,
+                const char *ty, int64_t lda, int64_t ldb, int64_t sa, int64_t sb,
+                rt_gm_compute_fn compute) {
+    int64_t S = mm->stages;
+    if (S < 2) {
+        rt_gm_loop_1(b, mm, threads, ca, cb, ty, lda, ldb, compute);
+        return;
+    }
+    for (int64_t s = 0; s < S - 1; s++) {
+        if (s * mm->ks < mm->K) {
+            rt_buf_linef(b, 1, "{");
+            rt_buf_linef(b, 2, "const int k1 = %lld;", (long long)(s * mm->ks));
+            ca->off = rt_arena_printf(b->arena, "%lld", (long long)(s * sa));
+            cb->off = rt_arena_printf(b->arena, "%lld", (long long)(s * sb));
+            ca->col0 = cb->row0 = "k1";
+            rt_gm_copy_tile(b, ca, true, threads, true, 2);
+            rt_gm_copy_tile(b, cb, true, threads, true, 2);
+            rt_buf_linef(b, 1, "}");
+        }
+        rt_buf_linef(b, 1, "__pipeline_commit();");
+    }
+    rt_buf_linef(b, 1, "for (int k0 = 0, rd = 0, wr = %lld; k0 < %lld; k0 += %lld) {",
+                 (long long)(S - 1), (long long)mm->K, (long long)mm->ks);
+    rt_buf_linef(b, 2, "__pipeline_wait_prior(%lld);", (long long)(S - 2));
     rt_buf_linef(b, 2, "__syncthreads();");
-    rt_buf_linef(b, 2, "if (k0 + %lld < %lld) {", (long long)mm->ks, (long long)mm->K);
-    rt_buf_linef(b, 3, "const int k1 = k0 + %lld, oa = (st ^ 1) * %lld, ob = (st ^ 1) * %lld;",
-                 (long long)mm->ks, (long long)sa, (long long)sb);
+    rt_buf_linef(b, 2, "if (k0 + %lld < %lld) {", (long long)((S - 1) * mm->ks), (long long)mm->K);
+    rt_buf_linef(b, 3, "const int k1 = k0 + %lld, oa = wr * %lld, ob = wr * %lld;",
+                 (long long)((S - 1) * mm->ks), (long long)sa, (long long)sb);
     ca->off = "oa";
     cb->off = "ob";
     rt_gm_copy_tile(b, ca, true, threads, true, 3);
     rt_gm_copy_tile(b, cb, true, threads, true, 3);
     rt_buf_linef(b, 2, "}");
     rt_buf_linef(b, 2, "__pipeline_commit();");
-    rt_gm_compute(b, mm, ty, lda, ldb, rt_arena_printf(b->arena, "st * %lld", (long long)sa),
-                  rt_arena_printf(b->arena, "st * %lld", (long long)sb));
+    compute(b, mm, ty, lda, ldb, rt_arena_printf(b->arena, "rd * %lld", (long long)sa),
+            rt_arena_printf(b->arena, "rd * %lld", (long long)sb));
+    rt_buf_linef(b, 2, "rd = rd == %lld ? 0 : rd + 1;", (long long)(S - 1));
+    rt_buf_linef(b, 2, "wr = wr == %lld ? 0 : wr + 1;", (long long)(S - 1));
     rt_buf_linef(b, 1, "}");
 }
 
-// The declarations: shared tiles (per stage), thread, warp and block indices, accumulators.
+// The declarations: shared tiles (per stage), thread, warp and block indices; WMMA's
+// accumulators (mma.sync's: rt_gm_sync_decls).
 static void rt_gm_decls(rt_buf *b, const rt_gpu_mma *mm, const struct rt_gpu_phase_plan *pl,
                         const char *ty, int64_t sa, int64_t sb) {
     int64_t T1m = pl->dims[mm->dm].T1, T1n = pl->dims[mm->dn].T1, nbn = pl->dims[mm->dn].nb;
     int64_t st = mm->stages > 1 ? mm->stages : 1, fm = mm->wm / 16, fn = mm->wn / 16;
-    rt_buf_linef(b, 1,
-                 "// matrix instructions: %lldx%lld warps of %lldx%lld WMMA tiles, k step %lld%s",
-                 (long long)mm->wgm, (long long)mm->wgn, (long long)mm->wm, (long long)mm->wn,
-                 (long long)mm->ks, st > 1 ? ", two shared stages filled by cp.async" : "");
+    rt_buf_linef(
+        b, 1, "// matrix instructions: %lldx%lld warps of %lldx%lld %s tiles, k step %lld%s",
+        (long long)mm->wgm, (long long)mm->wgn, (long long)mm->wm, (long long)mm->wn,
+        mm->inst == RT_GPU_MMA_SYNC ? "mma.sync m16n8k16" : "WMMA", (long long)mm->ks,
+        st > 1 ? rt_arena_printf(b->arena, ", %lld shared stages filled by cp.async", (long long)st)
+               : "");
     rt_buf_linef(b, 1, "__shared__ %s rt_As[%lld] __attribute__((aligned(32)));", ty,
                  (long long)(st * sa));
     rt_buf_linef(b, 1, "__shared__ %s rt_Bs[%lld] __attribute__((aligned(32)));", ty,
@@ -236,6 +252,8 @@ static void rt_gm_decls(rt_buf *b, const rt_gpu_mma *mm, const struct rt_gpu_pha
                  "int m0 = (int)(blockIdx.x / %lld) * %lld, n0 = (int)(blockIdx.x %% %lld) * %lld;",
                  (long long)nbn, (long long)T1m, (long long)nbn, (long long)T1n);
     rt_buf_linef(b, 1, "(void)lane;");
+    if (mm->inst == RT_GPU_MMA_SYNC)
+        return;
     rt_buf_linef(b, 1, "wmma::fragment<wmma::accumulator, 16, 16, 16, float> acc[%lld][%lld];",
                  (long long)fm, (long long)fn);
     rt_buf_linef(b, 1, "#pragma unroll");
@@ -286,19 +304,22 @@ rt_status rt_gpu_mma_body(rt_arena *a, const rt_op *op, const struct rt_gpu_phas
                      .rmax = mm->K,
                      .cmax = mm->N,
                      .col0 = "n0"};
-    bool two = mm->stages > 1;
-    if (two && (!rt_gm_copy_vec(&ca, mm->full) || !rt_gm_copy_vec(&cb, mm->full)))
+    bool async = mm->stages > 1, sync = mm->inst == RT_GPU_MMA_SYNC;
+    if ((async || sync) && (!rt_gm_copy_vec(&ca, mm->full) || !rt_gm_copy_vec(&cb, mm->full)))
         return rt_fail(err, RT_ERR_BACKEND, s->loc,
-                       "internal: two cp.async stages planned for a copy of partial or "
+                       "internal: cp.async stages or mma.sync planned for a copy of partial or "
                        "transposed tiles");
     rt_buf b;
     rt_buf_init(&b, a);
     rt_gm_decls(&b, mm, pl, ty, T1m * lda, mm->ks * ldb);
-    if (two)
-        rt_gm_loop_2(&b, mm, pl->threads, &ca, &cb, ty, lda, ldb, T1m * lda, mm->ks * ldb);
+    if (sync)
+        rt_gm_sync_decls(&b, mm, lda, ldb);
+    rt_gm_loop(&b, mm, pl->threads, &ca, &cb, ty, lda, ldb, T1m * lda, mm->ks * ldb,
+               sync ? rt_gm_sync_compute : rt_gm_compute);
+    if (sync)
+        rt_gm_sync_store(&b, mm, tensor_names[2]);
     else
-        rt_gm_loop_1(&b, mm, pl->threads, &ca, &cb, ty, lda, ldb);
-    rt_gm_store(&b, mm, tensor_names[2], mm->wm / 16, mm->wn / 16);
+        rt_gm_store(&b, mm, tensor_names[2], mm->wm / 16, mm->wn / 16);
     if (b.oom)
         return rt_fail(err, RT_ERR_NOMEM, RT_NOLOC, "out of memory");
     *out = b.data;

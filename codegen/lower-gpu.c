@@ -1139,6 +1139,7 @@ static rt_status rt_gl_phase(rt_gl *l, const rt_gpu_phase_plan *pl, rt_gpu_phase
         rt_gl_coords(l, pl, b);
     if (pl->mma.on) { // matrix instructions: the body is lower-gpu-mma.c's
         RT_TRY(rt_gpu_mma_body(a, op, pl, l->k, l->data_buf, &gp->body, l->err));
+        gp->mma_sync = pl->mma.inst == RT_GPU_MMA_SYNC;
     } else if (pl->mode == RT_GPU_DIRECT) {
         int32_t ev = rt_kir_add_var(a, l->ph, "e", RT_KIR_I64);
         rt_kir_node *el = ev >= 0
@@ -1310,7 +1311,8 @@ rt_status rt_gpu_lower(rt_arena *a, const rt_op *op, const rt_device *dev, const
         }
         for (int32_t i = 0; p->gpu && i < p->gpu->n_phases; i++) // cp.async stages (gpu-mma.c)
             if (p->gpu->phases[i].mma.on && p->gpu->phases[i].mma.stages > 1)
-                rt_buf_puts(&nm, "_db");
+                rt_buf_printf(&nm, p->gpu->phases[i].mma.stages == 2 ? "_db" : "_s%d",
+                              (int)p->gpu->phases[i].mma.stages);
     } else {
         rt_buf_puts(&nm, "_naive");
     }

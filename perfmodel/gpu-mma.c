@@ -1,23 +1,30 @@
 // gpu-mma.c: the price of a matrix-instruction GEMM phase (gpu-plan.h, rt_gpu_mma; run by
-// codegen/lower-gpu-mma.c), step by step of k as the kernel runs it. Per k step a block copies
-// its A and B tiles (T1m x ks, ks x T1n, 16-bit) global -> shared, waits at a barrier, and each
-// warp loads (wm + wn) / 16 fragments of 512 B per 16 of k from shared memory for its
-// (wm / 16) x (wn / 16) WMMA products. On the unit, per k step of the blocks resident there:
+// codegen/lower-gpu-mma*.c), step by step of k as the kernel runs it, and the mma.sync path's
+// lane tables. Per k step a block copies its A and B tiles (T1m x ks, ks x T1n, 16-bit) global
+// -> shared, waits at a barrier, and each warp loads (wm + wn) / 16 fragments of 512 B per 16 of
+// k from shared memory for its (wm / 16) x (wn / 16) 16x16x16 products (WMMA fragments, or
+// mma.sync m16n8k16 pairs fed by ldmatrix.x4: the same bytes). On the unit, per k step of the
+// blocks resident there:
 //   copy     their tiles' bytes at the global level's bandwidth for that many bytes in flight
 //            (the level's curve, Little's law: below its first point the bandwidth falls in
-//            proportion, so a small copy costs the memory latency, not its bytes);
+//            proportion, so a small copy costs the memory latency, not its bytes); with S > 2
+//            cp.async stages the copies of S - 1 steps are in flight at once;
 //   mma      their flops at the device's matrix-instruction peak over its units (fewer warps
 //            than the unit's schedulers leave some idle);
-//   shared   their fragment loads and tile stores at the shared level's bandwidth;
+//   shared   their fragment loads and tile stores at the shared level's bandwidth (mma.sync:
+//            the fragment loads times ldmatrix's wavefronts over the ideal on the padded rows,
+//            rt_gpu_mma_ldsm_ways, gpu-smem.c's counter);
 //   barrier  RT_GPU_MMA_BARRIER_CYCLES per __syncthreads (nominal): two per step staged once,
-//            one double-buffered.
+//            one with cp.async stages.
 // The tensor units and the load pipe overlap across warps (busy = the larger of mma and shared).
 // One stage: a block's copy and its compute run one after the other, the other resident blocks
-// filling the wait (max(busy, copy + busy / resident)); two stages (cp.async, sm_80+): the next
-// step's copy runs under this step's compute (max(busy, copy)). Without double buffering and
-// with one block per unit, a k step of 16 pays the latency twice as often as one of 32: on the
-// H100 (tests/data/half-gemm.spec 4096^3, GPU check 2026-11-27) k 32 ran 20-45 % faster, where
-// the model had priced every k step alike.
+// filling the wait (max(busy, copy + busy / resident)); S >= 2 stages (cp.async, sm_80+): the
+// copies run under the compute (max(busy, copy)). Without double buffering and with one block
+// per unit, a k step of 16 pays the latency twice as often as one of 32: on the H100
+// (tests/data/half-gemm.spec 4096^3, GPU check 2026-11-27) k 32 ran 20-45 % faster, where the
+// model had priced every k step alike. The model prices WMMA and mma.sync alike but for
+// ldmatrix's bank conflicts (none on the padded rows); the plan prefers mma.sync on a tie
+// (gpu-plan.c). Neither the multi-stage nor the mma.sync kernels have been timed on a GPU yet.
 #include "gpu-plan.h"
 
 #include <math.h>
@@ -29,6 +36,50 @@
 // ptxas (sm_90, CUDA 13, NVRTC): 119 registers for a 64x32 warp tile (8 * 8 + 4 * 6 + 31), 140
 // for 48x48 (8 * 9 + 4 * 6 + 44), which spilled under a cap of 128.
 #define RT_GPU_MMA_BASE_REGS 40
+
+static const char *const rt_gpu_mma_inst_names[] = {"wmma 16x16x16", "mma.sync m16n8k16"};
+_Static_assert(sizeof rt_gpu_mma_inst_names / sizeof rt_gpu_mma_inst_names[0] ==
+                   RT_GPU_MMA_INST_COUNT,
+               "one name per rt_gpu_mma_inst");
+
+const char *rt_gpu_mma_inst_name(rt_gpu_mma_inst i) {
+    return (unsigned)i < RT_GPU_MMA_INST_COUNT ? rt_gpu_mma_inst_names[i] : "?";
+}
+
+// A (rows m, columns k): matrices 0 .. 3 at (0, 0), (8, 0), (0, 8), (8, 8) are the operand's
+// registers a0a1, a2a3, a4a5, a6a7. B (rows k, columns n), transposed: matrices at (0, 0),
+// (8, 0) are registers b0b1, b2b3 of the first n8 tile, (0, 8), (8, 8) those of the second.
+const rt_gpu_mma_ldsm_map rt_gpu_mma_ldsm_a = {
+    .row0 = {0, 8, 0, 8}, .col0 = {0, 0, 8, 8}, .reg = {0, 1, 2, 3}, .ntile = {0, 0, 0, 0}};
+const rt_gpu_mma_ldsm_map rt_gpu_mma_ldsm_b = {.row0 = {0, 8, 0, 8},
+                                               .col0 = {0, 0, 8, 8},
+                                               .reg = {0, 1, 0, 1},
+                                               .ntile = {0, 0, 1, 1},
+                                               .trans = true};
+const uint8_t rt_gpu_mma_acc_row[8] = {0, 1, 2, 3, 4, 5, 6, 7};
+const uint8_t rt_gpu_mma_acc_col[4] = {0, 2, 4, 6};
+
+void rt_gpu_mma_ldsm_lane(const rt_gpu_mma_ldsm_map *map, int32_t lane, int32_t *row,
+                          int32_t *col) {
+    *row = map->row0[(lane >> 3) & 3] + (lane & 7);
+    *col = map->col0[(lane >> 3) & 3];
+}
+
+void rt_gpu_mma_acc_lane(int32_t lane, int32_t q, int32_t *row, int32_t *col) {
+    *row = rt_gpu_mma_acc_row[(lane >> 2) & 7] + 8 * ((q >> 1) & 1);
+    *col = rt_gpu_mma_acc_col[lane & 3] + (q & 1);
+}
+
+double rt_gpu_mma_ldsm_ways(const rt_gpu_mma_ldsm_map *map, int64_t ld, int32_t banks) {
+    int64_t word[32];
+    for (int32_t l = 0; l < 32; l++) {
+        int32_t r, c;
+        rt_gpu_mma_ldsm_lane(map, l, &r, &c);
+        word[l] = ((int64_t)r * ld + c) / 2; // 16-bit elements, 4-byte words
+    }
+    // 16 bytes per lane: 8 lanes (one matrix's rows) per wavefront at best, 4 wavefronts
+    return rt_gpu_bank_wavefronts(word, 32, 4, banks) / 4.0;
+}
 
 // Bandwidth of global level lv at bytes_per_unit in flight per unit (its curve; below the first
 // point in proportion: Little's law).
@@ -82,13 +133,22 @@ bool rt_gpu_mma_price(const rt_device *dev, const rt_gpu_mma *mm, int64_t T1m, i
     double r = (double)rt_min64(resident, per_unit);
     double warps = (double)(threads / 32), teus = dev->teus_per_unit > 0 ? dev->teus_per_unit : 4;
     double ks = (double)mm->ks, copy_bytes = (double)(T1m + T1n) * ks * 2;
-    double gbps = rt_gpu_mma_gbps(&dev->level[0], r * copy_bytes) / (double)units;
+    // in flight: the copies of stages - 1 steps ahead (one without cp.async)
+    double ahead = mm->stages > 2 ? (double)(mm->stages - 1) : 1;
+    double gbps = rt_gpu_mma_gbps(&dev->level[0], r * copy_bytes * ahead) / (double)units;
     double sh_gbps = (dev->level[1].bandwidth_gbps > 0 ? dev->level[1].bandwidth_gbps
                                                        : dev->level[0].bandwidth_gbps) /
                      (double)units;
     double mma_gbps = peak_gflops / (double)units;
     double fill = r * warps < teus ? r * warps / teus : 1;
-    double frag_bytes = warps * (double)(mm->wm / 16 + mm->wn / 16) * (ks / 16) * 512;
+    // mma.sync: ldmatrix's wavefronts over the ideal on the padded rows (gpu-smem.c's counter)
+    double wa = 1, wb = 1;
+    if (mm->inst == RT_GPU_MMA_SYNC && dev->n_levels > 1 && dev->level[1].bank_bytes == 4) {
+        wa = rt_gpu_mma_ldsm_ways(&rt_gpu_mma_ldsm_a, mm->ks + RT_GPU_MMA_PAD, dev->level[1].banks);
+        wb = rt_gpu_mma_ldsm_ways(&rt_gpu_mma_ldsm_b, T1n + RT_GPU_MMA_PAD, dev->level[1].banks);
+    }
+    double frag_bytes =
+        warps * ((double)(mm->wm / 16) * wa + (double)(mm->wn / 16) * wb) * (ks / 16) * 512;
     double clock_ghz = dev->clock_mhz > 0 ? dev->clock_mhz / 1000 : 1;
     out->resident = (int64_t)r;
     out->copy_ns = gbps > 0 ? r * copy_bytes / gbps : 0;
@@ -151,15 +211,23 @@ void rt_gpu_mma_choose_stages(const rt_device *dev, rt_gpu_mma *mm, int64_t T1m,
     mm->smem_bytes = rt_gpu_mma_smem_bytes(mm, T1m, T1n, threads);
     if (!async_ok || !mm->full)
         return;
-    rt_gpu_mma two = *mm;
-    two.stages = 2;
-    two.smem_bytes = rt_gpu_mma_smem_bytes(&two, T1m, T1n, threads);
-    if (two.smem_bytes > block_cap_bytes)
-        return;
-    rt_gpu_mma_cost c1, c2;
-    if (!rt_gpu_mma_price(dev, &two, T1m, T1n, threads, blocks, peak_gflops, unit_cap_bytes, &c2))
-        return;
-    if (!rt_gpu_mma_price(dev, mm, T1m, T1n, threads, blocks, peak_gflops, unit_cap_bytes, &c1) ||
-        c2.total_ns < c1.total_ns)
-        *mm = two;
+    rt_gpu_mma best = *mm;
+    rt_gpu_mma_cost c;
+    double best_ns =
+        rt_gpu_mma_price(dev, mm, T1m, T1n, threads, blocks, peak_gflops, unit_cap_bytes, &c)
+            ? c.total_ns
+            : (double)INFINITY;
+    for (int32_t st = 2; st <= RT_GPU_MMA_MAX_STAGES; st++) {
+        rt_gpu_mma m = *mm;
+        m.stages = st;
+        m.smem_bytes = rt_gpu_mma_smem_bytes(&m, T1m, T1n, threads);
+        if (m.smem_bytes > block_cap_bytes ||
+            !rt_gpu_mma_price(dev, &m, T1m, T1n, threads, blocks, peak_gflops, unit_cap_bytes, &c))
+            continue;
+        if (c.total_ns < best_ns) {
+            best_ns = c.total_ns;
+            best = m;
+        }
+    }
+    *mm = best;
 }

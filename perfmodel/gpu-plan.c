@@ -3,6 +3,7 @@
 #include "gpu-plan.h"
 #include "spec-eval.h"
 
+#include <math.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -736,6 +737,49 @@ static bool rt_gp_mma_warps(rt_gpu_mma *mm, int64_t T1m, int64_t T1n, int64_t th
     return best >= 0;
 }
 
+// The instructions, warps and stages of mm over block tile T1m x T1n: of the warp counts the
+// rProgram's threads give and 4, 8 and 16 (warp tiles of whole fragments, within the device's
+// threads per block), on mma.sync (full tiles, async_ok layouts) and WMMA, the cheapest by
+// rt_gpu_mma_price with its cheapest stage count (rt_gpu_mma_choose_stages) whose shared tiles
+// fit the block; on a tie the earlier (mma.sync before WMMA, the rProgram's warps first).
+// Returns the block's threads, 0 when nothing fits.
+static int64_t rt_gp_mma_choose(rt_gp *g, rt_gpu_mma *mm, int64_t T1m, int64_t T1n,
+                                const rt_gpu_phase_plan *pl, bool async_ok) {
+    const rt_mem_level *lv = &g->dev->level[g->m->block_level];
+    int64_t cap = lv->tile_capacity_bytes > 0 ? lv->tile_capacity_bytes : lv->capacity_bytes;
+    const int64_t warps[] = {pl->threads / 32, 4, 8, 16};
+    double best_ns = (double)INFINITY;
+    int64_t best_threads = 0;
+    rt_gpu_mma best = *mm;
+    for (int32_t in = RT_GPU_MMA_INST_COUNT - 1; in >= 0; in--) {
+        if (in == RT_GPU_MMA_SYNC && (!async_ok || !mm->full))
+            continue;
+        for (size_t w = 0; w < sizeof warps / sizeof warps[0]; w++) {
+            int64_t th = warps[w] * 32;
+            if ((w > 0 && warps[w] == warps[0]) ||
+                (g->dev->max_threads_per_block > 0 && th > g->dev->max_threads_per_block))
+                continue;
+            rt_gpu_mma m = *mm;
+            m.inst = (rt_gpu_mma_inst)in;
+            if (!rt_gp_mma_warps(&m, T1m, T1n, th))
+                continue;
+            rt_gpu_mma_choose_stages(g->dev, &m, T1m, T1n, th, pl->blocks, g->m->peak_gflops, cap,
+                                     lv->capacity_bytes, async_ok);
+            rt_gpu_mma_cost c;
+            if (m.smem_bytes > cap || !rt_gpu_mma_price(g->dev, &m, T1m, T1n, th, pl->blocks,
+                                                        g->m->peak_gflops, lv->capacity_bytes, &c))
+                continue;
+            if (c.total_ns < best_ns) {
+                best_ns = c.total_ns;
+                best = m;
+                best_threads = th;
+            }
+        }
+    }
+    *mm = best;
+    return best_threads;
+}
+
 // Whether phase pl runs on matrix instructions, and how (pl->mma).
 static void rt_gp_mma(rt_gp *g, rt_gpu_phase_plan *pl) {
     const rt_stmt *s = &g->op->stmts[pl->tstmt];
@@ -780,24 +824,22 @@ static void rt_gp_mma(rt_gp *g, rt_gpu_phase_plan *pl) {
         return;
     int64_t T1m = pl->dims[mm.dm].T1, T1n = pl->dims[mm.dn].T1;
     mm.ks = T[mm.vk];
-    if (T1m % RT_GP_MMA_FRAG || T1n % RT_GP_MMA_FRAG || mm.ks % RT_GP_MMA_FRAG ||
-        !rt_gp_mma_warps(&mm, T1m, T1n, pl->threads))
+    if (T1m % RT_GP_MMA_FRAG || T1n % RT_GP_MMA_FRAG || mm.ks % RT_GP_MMA_FRAG)
         return;
     if (!rt_expr_const_int(g->op, s->vars[mm.vm].hi, &mm.M) ||
         !rt_expr_const_int(g->op, s->vars[mm.vn].hi, &mm.N) ||
         !rt_expr_const_int(g->op, s->vars[mm.vk].hi, &mm.K))
         return;
     mm.full = mm.M % T1m == 0 && mm.N % T1n == 0 && mm.K % mm.ks == 0;
-    const rt_mem_level *lv = &g->dev->level[g->m->block_level];
-    int64_t cap = lv->tile_capacity_bytes > 0 ? lv->tile_capacity_bytes : lv->capacity_bytes;
-    // cp.async's 16-byte copies: A's rows run along k and B's along n in memory (gpu-mma.c)
+    // cp.async's 16-byte copies and ldmatrix(.trans): A's rows run along k and B's along n in
+    // memory (gpu-mma.c)
     bool async_ok = ea->args[1]->var == mm.vk && eb->args[1]->var == mm.vn;
-    rt_gpu_mma_choose_stages(g->dev, &mm, T1m, T1n, pl->threads, pl->blocks, g->m->peak_gflops, cap,
-                             lv->capacity_bytes, async_ok);
-    if (mm.smem_bytes > cap)
+    int64_t threads = rt_gp_mma_choose(g, &mm, T1m, T1n, pl, async_ok);
+    if (threads == 0)
         return;
     mm.on = true;
     pl->mma = mm;
+    pl->threads = threads;
 }
 
 // A single contraction, or one followed by an '=' epilogue over the same element (pl->epi).
@@ -878,7 +920,8 @@ static uint64_t rt_gp_key(const rt_gpu_plan *pl) {
         h = rt_gp_mix(h, (uint64_t)ph->red_exact);
         h = rt_gp_mix(h, (uint64_t)ph->vec4);
         const rt_gpu_mma *mm = &ph->mma;
-        const int64_t mw[] = {mm->on, mm->a, mm->wgm, mm->wgn, mm->ks, mm->full, mm->stages};
+        const int64_t mw[] = {mm->on, mm->a,    mm->wgm,    mm->wgn,
+                              mm->ks, mm->full, mm->stages, mm->inst};
         for (size_t k = 0; k < sizeof mw / sizeof mw[0]; k++)
             h = rt_gp_mix(h, (uint64_t)mw[k]);
         h = rt_gp_mix(h, (uint64_t)ph->split);
@@ -1005,12 +1048,17 @@ void rt_gpu_plan_print_phase(const rt_op *op, const rt_gpu_plan *pl, int32_t i, 
     if (ph->mma.on) {
         const rt_gpu_mma *mm = &ph->mma;
         rt_buf_printf(out,
-                      "; mma: wmma 16x16x16 %s, f32 accumulate; warps %lldx%lld, warp tile "
-                      "%lldx%lld; k step %lld%s; shared %lld B%s",
-                      rt_dtype_name(op->tensors[mm->a].dtype), (long long)mm->wgm,
-                      (long long)mm->wgn, (long long)mm->wm, (long long)mm->wn, (long long)mm->ks,
-                      mm->stages > 1 ? ", double-buffered (cp.async)" : "",
-                      (long long)mm->smem_bytes, mm->full ? "; full tiles" : "; guarded edges");
+                      "; mma: %s %s, f32 accumulate; warps %lldx%lld, warp tile "
+                      "%lldx%lld; k step %lld",
+                      rt_gpu_mma_inst_name(mm->inst), rt_dtype_name(op->tensors[mm->a].dtype),
+                      (long long)mm->wgm, (long long)mm->wgn, (long long)mm->wm, (long long)mm->wn,
+                      (long long)mm->ks);
+        if (mm->stages == 2)
+            rt_buf_puts(out, ", double-buffered (cp.async)");
+        else if (mm->stages > 2)
+            rt_buf_printf(out, ", %d stages (cp.async)", (int)mm->stages);
+        rt_buf_printf(out, "; shared %lld B%s", (long long)mm->smem_bytes,
+                      mm->full ? "; full tiles" : "; guarded edges");
         return;
     }
     rt_buf_printf(out, "; register tile %lld%s", (long long)ph->Rtot,

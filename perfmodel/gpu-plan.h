@@ -88,8 +88,21 @@ typedef struct rt_gpu_stage {
 // wm x wn of WMMA 16x16x16 fragments (f32 accumulate); A's and B's tiles of one k step (the
 // rProgram's block-level k tile) are staged in shared memory as 16-bit values; edges are
 // guarded (zero-filled copies, a checked store) unless `full`.
+// The instructions of a matrix-instruction phase: WMMA (nvcuda::wmma 16x16x16 fragments, which
+// NVRTC lowers to mma.sync; any layout, guarded edges) or inline PTX mma.sync.m16n8k16 with
+// ldmatrix.x4 fragment loads (full tiles whose A rows run along k and B rows along n in memory:
+// A's fragments by ldmatrix, B's by ldmatrix.trans).
+typedef enum rt_gpu_mma_inst {
+    RT_GPU_MMA_WMMA,
+    RT_GPU_MMA_SYNC,
+    RT_GPU_MMA_INST_COUNT
+} rt_gpu_mma_inst;
+const char *rt_gpu_mma_inst_name(rt_gpu_mma_inst i);
+#define RT_GPU_MMA_MAX_STAGES 4 // cp.async stages of the k loop at most
+
 typedef struct rt_gpu_mma {
     bool on;
+    rt_gpu_mma_inst inst;
     int32_t a, b;       // tensors read as A and B
     int32_t vm, vn, vk; // the statement's vars m, n, k
     int32_t dm, dn;     // the plan dims of m and n
@@ -98,20 +111,43 @@ typedef struct rt_gpu_mma {
     int64_t ks;         // k step (a multiple of 16)
     int64_t M, N, K;    // extents
     bool full;          // M, N, K multiples of the block tile and k step: no guards
-    // 1: copy, barrier, compute, barrier per k step; 2 (sm_80+, full tiles whose copies are
-    // 16-byte vectors): two shared stages filled by cp.async, the next step's copy issued
-    // before this step's compute, one barrier per step. The cheaper of the two where both fit
-    // (rt_gpu_mma_price).
+    // 1: copy, barrier, compute, barrier per k step; 2 .. RT_GPU_MMA_MAX_STAGES (sm_80+, full
+    // tiles whose copies are 16-byte vectors): that many shared stages filled by cp.async, the
+    // copy of step t + stages - 1 issued before step t's compute, one barrier per step. The
+    // cheapest that fits (rt_gpu_mma_price).
     int32_t stages;
     int64_t smem_bytes; // the staged A and B tiles of every stage (and the edge store's scratch)
 } rt_gpu_mma;
 
 #define RT_GPU_MMA_PAD 8 // 16-bit elements after each shared row (16 B: WMMA's ldm rule)
+
+// The mma.sync path's fragments (codegen/lower-gpu-mma-sync.c prints its lane math from these
+// tables; tests/unit/test-gpu-mma-map.c checks them against the PTX ISA's layouts). An operand's
+// 16x16 tile of one k16 step (A: rows m, columns k; B: rows k, columns n, as both lie in shared
+// memory) is read by one ldmatrix.x4: lanes 8j .. 8j + 7 give the addresses of rows 0 .. 7 of
+// 8x8 matrix j, whose origin in the tile is (row0[j], col0[j]); trans for B (ldmatrix.trans).
+// Matrix j's register goes to mma operand register reg[j] of n8 tile ntile[j] (A: one m16 tile,
+// ntile 0).
+typedef struct rt_gpu_mma_ldsm_map {
+    uint8_t row0[4], col0[4];
+    uint8_t reg[4], ntile[4];
+    bool trans;
+} rt_gpu_mma_ldsm_map;
+extern const rt_gpu_mma_ldsm_map rt_gpu_mma_ldsm_a, rt_gpu_mma_ldsm_b;
+// The tile row and column lane `lane` addresses in map's ldmatrix.x4.
+void rt_gpu_mma_ldsm_lane(const rt_gpu_mma_ldsm_map *map, int32_t lane, int32_t *row, int32_t *col);
+// The m16n8 f32 accumulator: lane `lane`'s register q (0 .. 3) holds C(row, col) of the tile:
+// row acc_row[lane >> 2] + 8 * (q >> 1), column acc_col[lane & 3] + (q & 1).
+extern const uint8_t rt_gpu_mma_acc_row[8], rt_gpu_mma_acc_col[4];
+void rt_gpu_mma_acc_lane(int32_t lane, int32_t q, int32_t *row, int32_t *col);
+// Wavefronts over the ideal of the warp's ldmatrix.x4 of map's tile in a shared array of row
+// length ld (16-bit elements): 1 when conflict-free (rt_gpu_bank_wavefronts, 16 B per lane).
+double rt_gpu_mma_ldsm_ways(const rt_gpu_mma_ldsm_map *map, int64_t ld, int32_t banks);
 // Shared-memory bytes of mm's block (tiles of every stage, the edge store's scratch).
 int64_t rt_gpu_mma_smem_bytes(const rt_gpu_mma *mm, int64_t T1m, int64_t T1n, int64_t threads);
-// Sets mm->stages (and smem_bytes): 2 where async_ok (sm_80+, both tiles copied as 16-byte
-// vectors), the tiles are full, two stages fit block_cap_bytes and rt_gpu_mma_price says they
-// are faster; else 1.
+// Sets mm->stages (and smem_bytes): where async_ok (sm_80+, both tiles copied as 16-byte
+// vectors) and the tiles are full, the count of 2 .. RT_GPU_MMA_MAX_STAGES that fits
+// block_cap_bytes and rt_gpu_mma_price says is fastest, if faster than one; else 1.
 void rt_gpu_mma_choose_stages(const rt_device *dev, rt_gpu_mma *mm, int64_t T1m, int64_t T1n,
                               int64_t threads, int64_t blocks, double peak_gflops,
                               int64_t block_cap_bytes, int64_t unit_cap_bytes, bool async_ok);

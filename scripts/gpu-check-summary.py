@@ -108,12 +108,12 @@ def shape_of(spec, args):
 
 
 def mma_peak(rep, win_rank, device):
-    """For a winner whose plan runs matrix instructions ("mma: wmma 16x16x16 half" in its GPU
-    plan): that peak of the device file (mma_f16_gflops, mma_bf16_gflops) and its key, else
-    (None, None)."""
+    """For a winner whose plan runs matrix instructions ("mma: wmma 16x16x16 half" or "mma:
+    mma.sync m16n8k16 half" in its GPU plan): that peak of the device file (mma_f16_gflops,
+    mma_bf16_gflops) and its key, else (None, None)."""
     cands = (rep.get("construction") or {}).get("candidates") or []
     plan = " ".join(cands[win_rank - 1].get("gpu_plan") or []) if len(cands) >= win_rank else ""
-    m = re.search(r"mma: wmma \S+ (half|bfloat16)", plan)
+    m = re.search(r"mma: (?:wmma|mma\.sync) \S+ (half|bfloat16)", plan)
     key = {"half": "mma_f16_gflops", "bfloat16": "mma_bf16_gflops"}.get(m.group(1)) if m else None
     dev = read_ini(device)
     if not key or not dev or not dev.has_option("compute", key):

@@ -1,13 +1,14 @@
 #!/bin/sh
-# The matrix-instruction GEMM (codegen/lower-gpu-mma.c) run on the host: no GPU here and PoCL
-# has no WMMA, so the emitted .cu of each "mma" candidate is compiled by the host C++ compiler
-# against tests/unit/wmma-host.hpp (threads as std::threads, __syncthreads a barrier, WMMA
-# fragments per lane, CUDA's alignment rules checked, -fsanitize=alignment for the 128-bit
-# copies) and its C compared with a double reference (wmma-host-main.cpp). Shapes: full tiles
-# and guarded edges, half and bfloat16, on h100.ini (sm_90) and a100.ini (sm_80); the top-2 of
-# each, those whose plan says mma (at least one per shape; on the full shapes, at least one
-# double-buffered with cp.async, which wmma-host.hpp runs asynchronously). Exit 77 without a
-# C++20 compiler.
+# The matrix-instruction GEMM (codegen/lower-gpu-mma*.c) run on the host: no GPU here and PoCL
+# has no matrix instructions, so the emitted .cu of each "mma" candidate is compiled by the host
+# C++ compiler against tests/unit/wmma-host.hpp (threads as std::threads, __syncthreads a
+# barrier, WMMA fragments per lane, ldmatrix and mma.sync m16n8k16 as the PTX ISA lays their
+# fragments over the warp's lanes, CUDA's alignment rules checked, -fsanitize=alignment for the
+# 128-bit copies and 64-bit stores) and its C compared with a double reference
+# (wmma-host-main.cpp). Shapes: full tiles and guarded edges, half and bfloat16, on h100.ini
+# (sm_90) and a100.ini (sm_80); the top-2 of each, those whose plan says mma (at least one per
+# shape; on the full shapes, at least one on mma.sync, one with cp.async stages and one with 3
+# or more, which wmma-host.hpp runs asynchronously). Exit 77 without a C++20 compiler.
 #   test-gpu-mma-host.sh RTGEN ROOT
 set -u
 rtgen=$1
@@ -30,9 +31,9 @@ run() {
     "$rtgen" --device="$root/devices/$dev" --no-profile --top-k=2 --set M="$M" --set N="$N" \
         --set K="$K" -o "$tmp/$name" "$root/tests/data/$spec" >"$tmp/$name.log" 2>&1 ||
         { echo "FAIL $name: rtgen"; cat "$tmp/$name.log"; fail=1; return; }
-    n=0 n_db=0
+    n=0 n_db=0 n_sync=0 n_ms=0
     for cu in "$tmp/$name"/*.cu; do
-        grep -q '^// plan phase 0: .*; mma: wmma' "$cu" || continue
+        grep -q '^// plan phase 0: .*; mma: ' "$cu" || continue
         kname=$(sed -n 's/^\(rt_[A-Za-z0-9_]*\)(.*/\1/p' "$cu" | head -n 1)
         threads=$(sed -n 's/^\/\/ plan phase 0: .*; threads \([0-9]*\), blocks \([0-9]*\);.*/\1/p' "$cu")
         blocks=$(sed -n 's/^\/\/ plan phase 0: .*; threads \([0-9]*\), blocks \([0-9]*\);.*/\2/p' "$cu")
@@ -50,9 +51,13 @@ run() {
             fail=1
         fi
         n=$((n + 1))
-        ! grep -q '^// plan phase 0: .*double-buffered (cp.async)' "$cu" || n_db=$((n_db + 1))
+        ! grep -q '^// plan phase 0: .*\(double-buffered\|stages\) (cp.async)' "$cu" || n_db=$((n_db + 1))
+        ! grep -q '^// plan phase 0: .*; mma: mma.sync' "$cu" || n_sync=$((n_sync + 1))
+        ! grep -q '^// plan phase 0: .*, [3-9] stages (cp.async)' "$cu" || n_ms=$((n_ms + 1))
     done
     [ -z "$want_db" ] || [ "$n_db" -gt 0 ] || { echo "FAIL $name: no double-buffered candidate"; fail=1; }
+    [ -z "$want_db" ] || [ "$n_sync" -gt 0 ] || { echo "FAIL $name: no mma.sync candidate"; fail=1; }
+    [ -z "$want_db" ] || [ "$n_ms" -gt 0 ] || { echo "FAIL $name: no candidate of 3 or more cp.async stages"; fail=1; }
     [ "$n" -gt 0 ] || { echo "FAIL $name: no candidate on matrix instructions"; grep '^// plan' "$tmp/$name"/*.cu; fail=1; }
 }
 run h100.ini half-gemm.spec __half __float2half_rn 128 128 128 db

@@ -4,13 +4,14 @@
 //     4096^3 costs less at k step 32 than at 16, by 10-60 % (the H100 measured 1.24x in the
 //     GPU check of 2026-11-27, where the model had priced both alike): each step pays the
 //     copy's latency and the barriers once, so a longer step amortises them;
-//   - two cp.async stages price the copy under the compute and are chosen where they fit 48 KiB
-//     of static shared memory, the tiles are full and copied as 16-byte vectors;
+//   - cp.async stages price the copy under the compute and are chosen where they fit 48 KiB
+//     of static shared memory, the tiles are full and copied as 16-byte vectors; a third stage
+//     puts twice the bytes in flight, which the global level's curve prices faster;
 //   - registers: a 48x48 warp tile does not fit 512 threads under __launch_bounds__ (ptxas
 //     spilled it) and fits 384;
 //   - the construction prices every candidate on matrix instructions with it: the predicted
 //     time is rt_gpu_mma_price's plus the launch, its blocks per unit the price's; the top-1
-//     at 4096^3 is double-buffered; candidates that differ only in the register tile (which
+//     at 4096^3 is mma.sync over cp.async stages; candidates that differ only in the register tile (which
 //     the mma kernel does not have) are one kernel, listed once.
 #include "test.h"
 
@@ -72,10 +73,23 @@ static void test_stages(const rt_device *dev) {
     RT_EXPECT_NEAR(c2.barrier_ns, c1.barrier_ns / 2, 1e-9);
     double peak = dev->mma_gflops[RT_DTYPE_F16];
     int64_t cap = dev->level[1].tile_capacity_bytes, unit = dev->level[1].capacity_bytes;
+    // three stages: two steps' copies in flight, read off the global level's curve at twice the
+    // bytes (Little's law), so the copy of a step costs less; the fourth does not fit 48 KiB
+    rt_gpu_mma three = mma_of(2, 8, 64, 32, 16, 3), four = mma_of(2, 8, 64, 32, 16, 4);
+    rt_gpu_mma_cost c3;
+    RT_EXPECT(price(dev, &three, &c3));
+    RT_EXPECT_EQ(three.smem_bytes, 3 * one.smem_bytes);
+    RT_EXPECT(c3.copy_ns < 0.9 * c2.copy_ns);
+    RT_EXPECT(c3.total_ns < c2.total_ns);
+    RT_EXPECT_NEAR(c3.barrier_ns, c2.barrier_ns, 1e-9);
+    RT_EXPECT(four.smem_bytes > dev->level[1].tile_capacity_bytes);
     rt_gpu_mma m = mma_of(2, 8, 64, 32, 16, 1);
     rt_gpu_mma_choose_stages(dev, &m, 128, 256, 512, 512, peak, cap, unit, true);
-    RT_EXPECT_EQ(m.stages, 2);
-    RT_EXPECT_EQ(m.smem_bytes, two.smem_bytes);
+    RT_EXPECT_EQ(m.stages, 3);
+    RT_EXPECT_EQ(m.smem_bytes, three.smem_bytes);
+    m = mma_of(2, 8, 64, 32, 16, 1); // a 64 KiB block: the four stages fit and pay
+    rt_gpu_mma_choose_stages(dev, &m, 128, 256, 512, 512, peak, 65536, unit, true);
+    RT_EXPECT_EQ(m.stages, 4);
     m = mma_of(2, 8, 64, 32, 16, 1);
     rt_gpu_mma_choose_stages(dev, &m, 128, 256, 512, 512, peak, cap, unit, false);
     RT_EXPECT_EQ(m.stages, 1); // transposed tiles: no 16-byte copies
@@ -137,10 +151,10 @@ static void test_construct(const rt_device *dev) {
     }
     RT_EXPECT(n_mma >= 4);
     RT_EXPECT(ks_differ);
-    // the top-1 at 4096^3 is double-buffered (the two stages fit and pay)
+    // the top-1 at 4096^3 runs mma.sync over cp.async stages (they fit and pay)
     const rt_gpu_phase_plan *top =
         r ? rt_gpu_plan_main_mma(r->cands[0].gpu, r->model->main_stmt) : NULL;
-    RT_EXPECT(top && top->mma.stages == 2);
+    RT_EXPECT(top && top->mma.stages >= 2 && top->mma.inst == RT_GPU_MMA_SYNC);
     rt_arena_free(a);
 }
 

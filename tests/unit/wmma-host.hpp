@@ -138,6 +138,103 @@ static inline void __pipeline_wait_prior(size_t n) {
     }
 }
 
+// float2 (the mma.sync store's 64-bit stores: 8-byte aligned, checked by -fsanitize=alignment)
+struct alignas(8) float2 {
+    float x, y;
+};
+static inline float2 make_float2(float x, float y) {
+    return float2{x, y};
+}
+
+// The mma.sync path's warp-wide instructions (codegen/lower-gpu-mma-sync.c; RT_MMA_HOST skips
+// the kernel's inline-PTX helpers): each lane posts its operands in its warp's exchange slots,
+// the warp meets at a barrier, each lane takes what the PTX ISA gives it, and the warp meets
+// again before the slots are reused. The layouts, written here from the PTX ISA (9.7.14.5.8
+// "Matrix Fragments for mma.m16n8k16 with floating point type" and 9.7.14.5.15 ldmatrix),
+// independently of perfmodel/gpu-mma.c's tables:
+//   ldmatrix .x4: lanes 8j .. 8j + 7 give the addresses of rows 0 .. 7 of 8x8 matrix j (16
+//     bytes each, 16-byte aligned); lane t receives in register j row t / 4, columns
+//     2 (t % 4) and 2 (t % 4) + 1 of matrix j (lower column in the lower half); .trans: column
+//     t / 4, rows 2 (t % 4) and 2 (t % 4) + 1;
+//   mma m16n8k16 .row.col, groupID g = lane >> 2, t = lane % 4: A element a_i (i = 0 .. 7,
+//     register i / 2, half i % 2) is A(g + 8 ((i >> 1) & 1), 2 t + (i & 1) + 8 (i >> 2)); B
+//     element b_i (i = 0 .. 3) is B(2 t + (i & 1) + 8 (i >> 1), g); C and D element c_i is
+//     C(g + 8 (i >> 1), 2 t + (i & 1)).
+#define RT_MMA_HOST 1
+struct rt_host_mma_warp {
+    const uint16_t *row[32];
+    unsigned a[32][4], b[32][2];
+};
+static rt_host_mma_warp rt_host_mma_slots[32]; // per warp of the block
+static inline uint16_t rt_host_half(const unsigned *regs, int i) {
+    return (uint16_t)(regs[i / 2] >> (16 * (i % 2)));
+}
+static inline void rt_host_ldsm(unsigned *r, const void *p, bool trans) {
+    int lane = threadIdx.x % 32;
+    rt_host_mma_warp &w = rt_host_mma_slots[threadIdx.x / 32];
+    rt_host_require((uintptr_t)p % 16 == 0, "ldmatrix: row address not 16-byte aligned");
+    w.row[lane] = (const uint16_t *)p;
+    __syncwarp();
+    for (int j = 0; j < 4; j++) {
+        uint16_t lo, hi;
+        if (!trans) {
+            const uint16_t *row = w.row[8 * j + lane / 4];
+            lo = row[2 * (lane % 4)];
+            hi = row[2 * (lane % 4) + 1];
+        } else {
+            lo = w.row[8 * j + 2 * (lane % 4)][lane / 4];
+            hi = w.row[8 * j + 2 * (lane % 4) + 1][lane / 4];
+        }
+        r[j] = (unsigned)lo | (unsigned)hi << 16;
+    }
+    __syncwarp();
+}
+static inline void rt_ldsm_x4(unsigned &r0, unsigned &r1, unsigned &r2, unsigned &r3,
+                              const void *p) {
+    unsigned r[4];
+    rt_host_ldsm(r, p, false);
+    r0 = r[0], r1 = r[1], r2 = r[2], r3 = r[3];
+}
+static inline void rt_ldsm_x4_trans(unsigned &r0, unsigned &r1, unsigned &r2, unsigned &r3,
+                                    const void *p) {
+    unsigned r[4];
+    rt_host_ldsm(r, p, true);
+    r0 = r[0], r1 = r[1], r2 = r[2], r3 = r[3];
+}
+template <class T>
+static inline void rt_host_mma(float *d, const unsigned *a, unsigned b0, unsigned b1) {
+    int lane = threadIdx.x % 32;
+    rt_host_mma_warp &w = rt_host_mma_slots[threadIdx.x / 32];
+    memcpy(w.a[lane], a, sizeof w.a[lane]);
+    w.b[lane][0] = b0;
+    w.b[lane][1] = b1;
+    __syncwarp();
+    float A[16][16], B[16][8];
+    for (int l = 0; l < 32; l++) {
+        int g = l >> 2, t = l % 4;
+        for (int i = 0; i < 8; i++)
+            A[g + 8 * ((i >> 1) & 1)][2 * t + (i & 1) + 8 * (i >> 2)] =
+                rt_host_f(T{rt_host_half(w.a[l], i)});
+        for (int i = 0; i < 4; i++)
+            B[2 * t + (i & 1) + 8 * (i >> 1)][g] = rt_host_f(T{rt_host_half(w.b[l], i)});
+    }
+    int g = lane >> 2, t = lane % 4;
+    for (int i = 0; i < 4; i++) {
+        int r = g + 8 * (i >> 1), c = 2 * t + (i & 1);
+        float s = d[i];
+        for (int k = 0; k < 16; k++)
+            s += A[r][k] * B[k][c];
+        d[i] = s;
+    }
+    __syncwarp();
+}
+static inline void rt_mma_16816_f16(float *d, const unsigned *a, unsigned b0, unsigned b1) {
+    rt_host_mma<__half>(d, a, b0, b1);
+}
+static inline void rt_mma_16816_bf16(float *d, const unsigned *a, unsigned b0, unsigned b1) {
+    rt_host_mma<__nv_bfloat16>(d, a, b0, b1);
+}
+
 namespace nvcuda {
 namespace wmma {
 struct row_major {};
