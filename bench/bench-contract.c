@@ -290,8 +290,8 @@ static bool cb_rt_prepare(const char *spec, const char *set, const cb_batch *bt,
                            .budget_ms = o->budget_ms,
                            .timeout_ms = o->timeout_ms};
     rt_device dev_row = *dev; // constructed for the cores it runs on, as the peers block theirs
-    if (threads > 0 && threads < dev_row.units)
-        dev_row.units = threads;
+    if (threads > 0)
+        rt_hal_device_on_units(&dev_row, threads); // the peaks scaled with the cores
     rt_op *op;
     rt_perf_result *perf;
     if (rt_spec_load(r->a, path, sets, n_sets, &op, &err) ||

@@ -125,8 +125,8 @@ static rt_status bl_rt_build(const bl_config *c, const int32_t *len, int64_t b, 
     RT_TRY(rt_bindings_set_lengths(r->lb->ops[0], "len", len, b, err));
     RT_TRY(rt_layer_bindings_prepare(r->lb, err));
     rt_device dev_row = *dev; // constructed for the cores it runs on, as oneDNN blocks for its
-    if (threads > 0 && threads < dev_row.units)
-        dev_row.units = threads;
+    if (threads > 0)
+        rt_hal_device_on_units(&dev_row, threads); // the peaks scaled with the cores
     for (int32_t k = 0; k < r->l->n_ops; k++) {
         const rt_op *op = r->l->ops[k];
         rt_perf_options popt = {.top_k = o->top_k};

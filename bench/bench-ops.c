@@ -742,8 +742,8 @@ static bool bench_prepare(const bench_op *o, const bench_opts *bo, const rt_devi
     // rtgen constructs for the cores the row runs on, as a user would with a device file of
     // that many units; the peers likewise pick their blocking for the thread count they get.
     rt_device dev_row = *dev;
-    if (threads > 0 && threads < dev_row.units)
-        dev_row.units = threads;
+    if (threads > 0)
+        rt_hal_device_on_units(&dev_row, threads); // the peaks scaled with the cores
     if (rt_spec_load(c->a, path, sets, n_sets, &op, &err) ||
         rt_perf_construct(c->a, op, &dev_row, &popt, &perf, &err) ||
         rt_bindings_new(c->a, op, 1, &c->b, &err) ||

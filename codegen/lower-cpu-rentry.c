@@ -4,10 +4,12 @@
 // batch vars become a work list of GEMMs with their actual extents: entry e's M, N and K are
 // read from the length tensors at run time, its A, B and C are strided matrices whose base
 // offsets and row strides come from the layout (src/ref/layout.h: start arrays, the lengths).
-// A work unit is one entry's block of mc rows (packs of A and B at the entry's strides, masked
-// edge panels, C stored at a run-time row stride, alpha folded into A's pack); the units, in
-// entry order, get a cost (their multiply-adds plus their packing), and work item i of the
-// plan's n runs the units whose first cost falls in [i W / n, (i + 1) W / n) of the total W.
+// A work unit is one entry's block of mc rows (A's pack at the entry's strides, masked edge
+// panels, C stored at a run-time row stride, alpha folded into A's pack); the units, in entry
+// order, get a cost (their multiply-adds plus their packing), and work item i of the plan's n
+// runs the units whose first cost falls in [i W / n, (i + 1) W / n) of the total W. B is packed
+// once per entry, k block (equal depths) and run of b_cols columns by each item that owns some
+// of the entry's units, and reused by all of them (rt_perf_cpu_rentry_b_cols).
 // The pool gives each thread a contiguous run of items (hal-cpu.c), so every thread gets an
 // equal share of the cost, within one unit, at any thread count.
 #include "lower-cpu-impl.h"
@@ -61,6 +63,7 @@ typedef struct rt_re_entry {
     rt_kir_expr *ext[3]; // M, N, K
     rt_kir_expr *cost;   // the entry's units' total cost
     rt_kir_expr *kp;     // K + 1 (an empty K still costs its stores)
+    rt_kir_expr *idx;    // the entry's index
 } rt_re_entry;
 
 // Cost of a unit of `rows` rows: its multiply-adds and A's pack (rows x (N + 1) x (K + 1)),
@@ -70,8 +73,9 @@ static rt_kir_expr *rt_re_unit_cost(rt_lower *l, const rt_re_entry *en, rt_kir_e
     return rt_b(l, RT_KIR_ADD, rt_b(l, RT_KIR_MUL, rows, nk), rt_b(l, RT_KIR_ADD, nk, rt_i(l, 64)));
 }
 
-static void rt_re_bind_entry(rt_lower *l, const rt_gemm *g, rt_kir_block *blk, rt_kir_expr *e,
-                             rt_re_entry *en) {
+// Binds the batch vars to entry e in blk and gives its M, N, K (constants or len(b) loads).
+static void rt_re_bind_ext(rt_lower *l, const rt_gemm *g, rt_kir_block *blk, rt_kir_expr *e,
+                           rt_kir_expr **ext) {
     const rt_perf_gemm_rentry *r = &g->re;
     rt_gemm_unflatten(l, blk, e, r->batch_var, r->n_batch);
     static const char *const names[3] = {"m_len", "n_len", "k_len"};
@@ -81,8 +85,14 @@ static void rt_re_bind_entry(rt_lower *l, const rt_gemm *g, rt_kir_block *blk, r
             x = rt_kir_cast(
                 l->a, RT_KIR_I64,
                 rt_kir_load(l->a, l->k, l->data_buf[r->len[i]], rt_v(l, l->var_of[r->len_b[i]])));
-        en->ext[i] = rt_re_let(l, blk, names[i], x);
+        ext[i] = rt_re_let(l, blk, names[i], x);
     }
+}
+
+static void rt_re_bind_entry(rt_lower *l, const rt_gemm *g, rt_kir_block *blk, rt_kir_expr *e,
+                             rt_re_entry *en) {
+    en->idx = e;
+    rt_re_bind_ext(l, g, blk, e, en->ext);
     en->kp = rt_b(l, RT_KIR_ADD, en->ext[2], rt_i(l, 1));
     // The sum of the units' costs: all M rows, and per row block the rest.
     rt_kir_expr *nb =
@@ -135,6 +145,11 @@ typedef struct rt_re_unit {
     int32_t vi0, vmc;
     int32_t b_sub; // B's sub-panel width (rt_perf_cpu_rentry_b_sub; 0: nr-wide panels)
     int64_t a_elems;
+    // Small entries (rt_re_next_fits): the next entry's A and B as rows of contiguous elements
+    // (per matrix: its buffer, first element, row stride, rows, elements per row; rows NULL:
+    // none), whose lines the row panels of this entry prefetch (rt_re_prefetch_next_entry).
+    int32_t nxb[2];
+    rt_kir_expr *nx0[2], *nxs[2], *nxr[2], *nxl[2];
 } rt_re_unit;
 
 // A loop over [lo, hi) in blk with a fresh var; NULL (oom set) when out of memory.
@@ -146,18 +161,147 @@ static rt_kir_node *rt_re_loop(rt_lower *l, rt_kir_block *blk, const char *name,
     return n;
 }
 
+// An if (cond) node in blk; its body (NULL: out of memory).
+static rt_kir_block *rt_re_if(rt_lower *l, rt_kir_block *blk, rt_kir_expr *cond) {
+    rt_kir_node *n = rt_kir_append(l->a, blk, RT_KIR_N_IF);
+    RT_LOWER_CHECK(l, n && cond);
+    if (!n)
+        return NULL;
+    n->cond = cond;
+    return &n->body;
+}
+
 static rt_kir_expr *rt_re_ceil(rt_lower *l, rt_kir_expr *x, int64_t d) {
     return rt_b(l, RT_KIR_DIV, rt_b(l, RT_KIR_ADD, x, rt_i(l, d - 1)), rt_i(l, d));
+}
+
+// Entries small enough that the next one's A and B, prefetched while this one runs, fit in
+// half of L2 beside this one's (the plan's longest entry): attention's per-head GEMMs, whose
+// rows of A and B lie 2 KiB apart (Q and K read as (b, i, h, d)) and would otherwise be
+// fetched from memory by the packs one line at a time (on a Zen 3 core, qkt over 512 entries
+// of 60 x 60 x 64: 3 of the 7 ms).
+static bool rt_re_next_fits(const rt_lower *l, const rt_gemm *g) {
+    int64_t l2 = 0;
+    const rt_device *dev = l->dev;
+    if (dev && dev->n_levels >= 4)
+        l2 = dev->level[dev->n_levels - 3].capacity_bytes;
+    if (l2 <= 0)
+        l2 = 1 << 20;
+    return 4 * 2 * (g->M + g->N) * g->K <= l2 / 2;
+}
+
+// The next entry's matrix i (tensor t, its vars, row var rv over rows, column var cv over K) as
+// rows of contiguous elements: where cv is contiguous, its rows along rv (rows x K); where rv
+// is, along cv (K x rows).
+static void rt_re_next_operand(rt_lower *l, const rt_gemm *g, rt_kir_block *blk, int32_t t,
+                               const int32_t *vars, int32_t rv, int32_t cv, rt_kir_expr *rows,
+                               rt_kir_expr *K, rt_re_unit *u, int32_t i) {
+    rt_kir_expr *s_row, *s_k;
+    rt_re_matrix(l, g, blk, t, vars, rv, cv, &u->nx0[i], &s_row, &s_k);
+    u->nxb[i] = l->data_buf[t];
+    u->nxr[i] = NULL;
+    if (rt_re_const(s_k) == 1)
+        u->nxs[i] = s_row, u->nxr[i] = rows, u->nxl[i] = K;
+    else if (rt_re_const(s_row) == 1)
+        u->nxs[i] = s_k, u->nxr[i] = K, u->nxl[i] = rows;
+}
+
+// The next entry (the last one's is itself) bound in blk, then the current one again.
+static void rt_re_bind_next(rt_lower *l, const rt_gemm *g, rt_kir_block *blk, rt_re_unit *u,
+                            const int32_t *va, const int32_t *vb) {
+    rt_kir_expr *ext[3];
+    rt_kir_expr *e1 =
+        rt_b(l, RT_KIR_MIN, rt_b(l, RT_KIR_ADD, u->en.idx, rt_i(l, 1)), rt_i(l, g->batch - 1));
+    rt_re_bind_ext(l, g, blk, e1, ext);
+    rt_re_next_operand(l, g, blk, g->ta, va, g->m_var, g->k_var, ext[0], ext[2], u, 0);
+    rt_re_next_operand(l, g, blk, g->tb, vb, g->n_var, g->k_var, ext[1], ext[2], u, 1);
+    rt_gemm_unflatten(l, blk, u->en.idx, g->re.batch_var, g->re.n_batch);
+}
+
+// Row panel ir of the entry's row block (while its first column block runs) prefetches its
+// share of the next entry's rows of A and B, every line of each. (C's lines too, for the
+// micro-kernels' stores, ran slower: 6.2-6.7 ms against 6.0-6.2 for qkt above.)
+static void rt_re_prefetch_next_entry(rt_lower *l, const rt_gemm *g, rt_kir_block *blk,
+                                      const rt_re_unit *u, int32_t vip) {
+    // The entry's row panels: this one's index among them and their number.
+    rt_kir_expr *pi =
+        rt_b(l, RT_KIR_ADD, rt_b(l, RT_KIR_DIV, rt_v(l, u->vi0), rt_i(l, g->mr)), rt_v(l, vip));
+    rt_kir_expr *np = rt_b(l, RT_KIR_MAX, rt_i(l, 1), rt_re_ceil(l, u->en.ext[0], g->mr));
+    for (int32_t i = 0; i < 2; i++) {
+        if (!u->nxr[i])
+            continue;
+        rt_kir_expr *share = rt_b(
+            l, RT_KIR_DIV, rt_b(l, RT_KIR_SUB, rt_b(l, RT_KIR_ADD, u->nxr[i], np), rt_i(l, 1)), np);
+        rt_kir_expr *r0 = rt_b(l, RT_KIR_MUL, pi, share);
+        int32_t vr, vq = rt_kir_add_var(l->a, l->p, "pf_line", RT_KIR_I64);
+        RT_LOWER_CHECK(l, vq >= 0);
+        rt_kir_node *lr =
+            vq >= 0 ? rt_re_loop(l, blk, "pf_row", &vr, r0,
+                                 rt_b(l, RT_KIR_MIN, u->nxr[i], rt_b(l, RT_KIR_ADD, r0, share)))
+                    : NULL;
+        rt_kir_expr *off = NULL;
+        rt_kir_node *pf = lr ? rt_prefetch_lines(l, &lr->body, vq, u->nxl[i], &off) : NULL;
+        if (!pf)
+            return;
+        pf->buf = u->nxb[i];
+        pf->index = rt_b(l, RT_KIR_ADD, u->nx0[i],
+                         rt_b(l, RT_KIR_ADD, rt_b(l, RT_KIR_MUL, rt_v(l, vr), u->nxs[i]), off));
+        RT_LOWER_CHECK(l, pf->index);
+    }
+}
+
+// While row panel ir of a column block runs, its share of the next column block's packed
+// panels (the first block after the last: the next row block's) is prefetched: the panels of B
+// the thread reuses across its row blocks are L3-resident (rt_perf_cpu_rentry_b_cols), and
+// without it the first row panel of every block would wait on them.
+static void rt_re_prefetch_next_b(rt_lower *l, const rt_gemm *g, rt_kir_block *blk,
+                                  const rt_re_unit *u, int32_t vip, int32_t vkc, rt_kir_expr *bcol,
+                                  int32_t vwc) {
+    int64_t wide = rt_round_up(g->nc, g->nr);
+    rt_kir_expr *span = rt_b(l, RT_KIR_MUL, rt_re_ceil(l, rt_v(l, vwc), g->nc), rt_i(l, g->nc));
+    rt_kir_expr *nxt = rt_b(l, RT_KIR_MOD, rt_b(l, RT_KIR_ADD, bcol, rt_i(l, g->nc)), span);
+    rt_kir_expr *panels =
+        rt_b(l, RT_KIR_MUL, rt_re_ceil(l, rt_b(l, RT_KIR_SUB, rt_v(l, vwc), nxt), g->nr),
+             rt_i(l, g->nr));
+    rt_kir_expr *len =
+        rt_b(l, RT_KIR_MUL, rt_b(l, RT_KIR_MIN, rt_i(l, wide), panels), rt_v(l, vkc));
+    rt_kir_expr *share =
+        rt_b(l, RT_KIR_DIV,
+             rt_b(l, RT_KIR_SUB, rt_b(l, RT_KIR_ADD, len, rt_re_ceil(l, rt_v(l, u->vmc), g->mr)),
+                  rt_i(l, 1)),
+             rt_b(l, RT_KIR_MAX, rt_i(l, 1), rt_re_ceil(l, rt_v(l, u->vmc), g->mr)));
+    rt_kir_expr *start = rt_b(l, RT_KIR_MUL, rt_v(l, vip), share);
+    rt_kir_expr *cnt = rt_b(l, RT_KIR_MAX, rt_i(l, 0),
+                            rt_b(l, RT_KIR_MIN, share, rt_b(l, RT_KIR_SUB, len, start)));
+    int32_t vq = rt_kir_add_var(l->a, l->p, "pf_line", RT_KIR_I64);
+    RT_LOWER_CHECK(l, vq >= 0);
+    rt_kir_expr *off = NULL;
+    rt_kir_node *pf = vq >= 0 ? rt_prefetch_lines(l, blk, vq, cnt, &off) : NULL;
+    if (!pf)
+        return;
+    pf->buf = 0; // the scratch
+    pf->index = rt_b(l, RT_KIR_ADD, rt_i(l, u->a_elems),
+                     rt_b(l, RT_KIR_ADD, rt_b(l, RT_KIR_MUL, nxt, rt_v(l, vkc)),
+                          rt_b(l, RT_KIR_ADD, start, off)));
+    RT_LOWER_CHECK(l, pf->index);
 }
 
 // The micro-kernels of one B block: row panels outside, column panels inside (as
 // rt_lower_gemm), C at the entry's run-time row stride.
 static void rt_re_tiles(rt_lower *l, const rt_gemm *g, rt_kir_block *blk, const rt_re_unit *u,
-                        int32_t vpk, int32_t vkc, int32_t vj0, int32_t vnc) {
+                        int32_t vpk, int32_t vkc, int32_t vj0, int32_t vnc, rt_kir_expr *bcol,
+                        int32_t vnc_run) {
     const rt_stmt *s = &l->op->stmts[g->stmt];
     int32_t vip, vjp;
     rt_kir_node *li =
         rt_re_loop(l, blk, "ir", &vip, rt_i(l, 0), rt_re_ceil(l, rt_v(l, u->vmc), g->mr));
+    if (li)
+        rt_re_prefetch_next_b(l, g, &li->body, u, vip, vkc, bcol, vnc_run);
+    if (li && (u->nxr[0] || u->nxr[1])) {
+        rt_kir_block *first = rt_re_if(l, &li->body, rt_b(l, RT_KIR_EQ, bcol, rt_i(l, 0)));
+        if (first)
+            rt_re_prefetch_next_entry(l, g, first, u, vip);
+    }
     rt_kir_node *lj =
         li ? rt_re_loop(l, &li->body, "jr", &vjp, rt_i(l, 0), rt_re_ceil(l, rt_v(l, vnc), g->nr))
            : NULL;
@@ -173,7 +317,8 @@ static void rt_re_tiles(rt_lower *l, const rt_gemm *g, rt_kir_block *blk, const 
     uk->vl = (int32_t)l->rp->cpu.uk_lanes;
     uk->kc = rt_v(l, vkc);
     uk->a_off = rt_b(l, RT_KIR_MUL, rows, rt_v(l, vkc));
-    uk->b_off = rt_b(l, RT_KIR_ADD, rt_i(l, u->a_elems), rt_b(l, RT_KIR_MUL, cols, rt_v(l, vkc)));
+    uk->b_off = rt_b(l, RT_KIR_ADD, rt_i(l, u->a_elems),
+                     rt_b(l, RT_KIR_MUL, rt_b(l, RT_KIR_ADD, bcol, cols), rt_v(l, vkc)));
     uk->c_buf = l->data_buf[s->out];
     rt_kir_expr *row = rt_b(l, RT_KIR_ADD, rt_v(l, u->vi0), rows);
     uk->c_off = rt_b(l, RT_KIR_ADD, u->c0,
@@ -192,58 +337,90 @@ static void rt_re_tiles(rt_lower *l, const rt_gemm *g, rt_kir_block *blk, const 
                           uk->accumulate);
 }
 
-// One unit: rows [i0, i0 + mcur) of the entry, per k block (at least one) A's pack, then per
-// column block B's pack and the micro-kernels.
-static void rt_re_unit_body(rt_lower *l, const rt_gemm *g, rt_kir_block *blk, const rt_re_unit *u) {
-    int32_t buf_a = l->data_buf[g->ta], buf_b = l->data_buf[g->tb];
-    rt_kir_expr *K = u->en.ext[2], *N = u->en.ext[1];
-    int32_t vpk, vjb;
-    rt_kir_node *lk = rt_re_loop(l, blk, "pk", &vpk, rt_i(l, 0),
-                                 rt_b(l, RT_KIR_MAX, rt_i(l, 1), rt_re_ceil(l, K, g->kc)));
-    if (!lk)
-        return;
-    rt_kir_block *kb = &lk->body;
-    int32_t vp0 = rt_re_var(l, kb, "p0", rt_b(l, RT_KIR_MUL, rt_v(l, vpk), rt_i(l, g->kc)));
-    int32_t vkc = rt_re_var(
-        l, kb, "kcur", rt_b(l, RT_KIR_MIN, rt_i(l, g->kc), rt_b(l, RT_KIR_SUB, K, rt_v(l, vp0))));
-    if (vp0 < 0 || vkc < 0)
-        return;
+// B's columns [s0, s0 + wcur) of the k block (p0, kcur) -> scratch after A's block, as
+// nr-wide panels (of b_sub-wide sub-panels where B's k is contiguous).
+static void rt_re_pack_b(rt_lower *l, const rt_gemm *g, rt_kir_block *blk, const rt_re_unit *u,
+                         int32_t vs0, int32_t vwc, int32_t vp0, int32_t vkc) {
+    rt_kir_expr *bbase = rt_b(l, RT_KIR_ADD, u->b0,
+                              rt_b(l, RT_KIR_ADD, rt_b(l, RT_KIR_MUL, rt_v(l, vs0), u->bn),
+                                   rt_b(l, RT_KIR_MUL, rt_v(l, vp0), u->bk)));
+    rt_gemm_pack_sub(l, blk,
+                     u->b_sub ? "B columns of the entry (k contiguous) -> scratch, nr-wide panels "
+                                "of 8-wide k-major sub-panels"
+                              : "B columns of the entry -> scratch, nr-wide k-major panels",
+                     g->nr, u->b_sub ? u->b_sub : g->nr, rt_v(l, vwc), rt_v(l, vkc),
+                     l->data_buf[g->tb], bbase, rt_re_const(u->bn), rt_re_const(u->bk), u->bn,
+                     u->bk, 1.0, rt_i(l, u->a_elems));
+}
+
+// One row block [i0, i0 + mcur) of the entry against B's packed columns [s0, s0 + wcur): A's
+// pack, then per column block of nc the micro-kernels.
+static void rt_re_row_block(rt_lower *l, const rt_gemm *g, rt_kir_block *blk, const rt_re_unit *u,
+                            int32_t vpk, int32_t vp0, int32_t vkc, int32_t vs0, int32_t vwc) {
     rt_kir_expr *abase = rt_b(l, RT_KIR_ADD, u->a0,
                               rt_b(l, RT_KIR_ADD, rt_b(l, RT_KIR_MUL, rt_v(l, u->vi0), u->am),
                                    rt_b(l, RT_KIR_MUL, rt_v(l, vp0), u->ak)));
-    rt_gemm_pack_sub(l, kb, "A block of the entry -> scratch, mr-tall k-major panels", g->mr, g->mr,
-                     rt_v(l, u->vmc), rt_v(l, vkc), buf_a, abase, rt_re_const(u->am),
-                     rt_re_const(u->ak), u->am, u->ak, g->alpha, rt_i(l, 0));
-    rt_kir_node *lb = rt_re_loop(l, kb, "jb", &vjb, rt_i(l, 0), rt_re_ceil(l, N, g->nc));
+    rt_gemm_pack_sub(l, blk, "A block of the entry -> scratch, mr-tall k-major panels", g->mr,
+                     g->mr, rt_v(l, u->vmc), rt_v(l, vkc), l->data_buf[g->ta], abase,
+                     rt_re_const(u->am), rt_re_const(u->ak), u->am, u->ak, g->alpha, rt_i(l, 0));
+    int32_t vjb;
+    rt_kir_node *lb =
+        rt_re_loop(l, blk, "jb", &vjb, rt_i(l, 0), rt_re_ceil(l, rt_v(l, vwc), g->nc));
     if (!lb)
         return;
     rt_kir_block *jbb = &lb->body;
-    int32_t vj0 = rt_re_var(l, jbb, "j0", rt_b(l, RT_KIR_MUL, rt_v(l, vjb), rt_i(l, g->nc)));
-    int32_t vnc = rt_re_var(
-        l, jbb, "ncur", rt_b(l, RT_KIR_MIN, rt_i(l, g->nc), rt_b(l, RT_KIR_SUB, N, rt_v(l, vj0))));
+    rt_kir_expr *bcol = rt_b(l, RT_KIR_MUL, rt_v(l, vjb), rt_i(l, g->nc));
+    int32_t vj0 = rt_re_var(l, jbb, "j0", rt_b(l, RT_KIR_ADD, rt_v(l, vs0), bcol));
+    int32_t vnc =
+        rt_re_var(l, jbb, "ncur",
+                  rt_b(l, RT_KIR_MIN, rt_i(l, g->nc), rt_b(l, RT_KIR_SUB, rt_v(l, vwc), bcol)));
     if (vj0 < 0 || vnc < 0)
         return;
-    rt_kir_expr *bbase = rt_b(l, RT_KIR_ADD, u->b0,
-                              rt_b(l, RT_KIR_ADD, rt_b(l, RT_KIR_MUL, rt_v(l, vj0), u->bn),
-                                   rt_b(l, RT_KIR_MUL, rt_v(l, vp0), u->bk)));
-    rt_gemm_pack_sub(l, jbb,
-                     u->b_sub ? "B block of the entry (k contiguous) -> scratch, nr-wide panels "
-                                "of 8-wide k-major sub-panels"
-                              : "B block of the entry -> scratch, nr-wide k-major panels",
-                     g->nr, u->b_sub ? u->b_sub : g->nr, rt_v(l, vnc), rt_v(l, vkc), buf_b, bbase,
-                     rt_re_const(u->bn), rt_re_const(u->bk), u->bn, u->bk, 1.0,
-                     rt_i(l, u->a_elems));
-    rt_re_tiles(l, g, jbb, u, vpk, vkc, vj0, vnc);
+    rt_re_tiles(l, g, jbb, u, vpk, vkc, vj0, vnc, bcol, vwc);
 }
 
-// An if (cond) node in blk; its body (NULL: out of memory).
-static rt_kir_block *rt_re_if(rt_lower *l, rt_kir_block *blk, rt_kir_expr *cond) {
-    rt_kir_node *n = rt_kir_append(l->a, blk, RT_KIR_N_IF);
-    RT_LOWER_CHECK(l, n && cond);
-    if (!n)
-        return NULL;
-    n->cond = cond;
-    return &n->body;
+// The row blocks [rb_lo, rb_hi) of the entry (those this item owns): per k block (at least one)
+// and run of b_cols columns of B, B's pack once, then every row block against it.
+static void rt_re_units_body(rt_lower *l, const rt_gemm *g, rt_kir_block *blk, rt_re_unit *u,
+                             rt_kir_expr *rb_lo, rt_kir_expr *rb_hi, int64_t b_cols) {
+    rt_kir_expr *K = u->en.ext[2], *N = u->en.ext[1];
+    int32_t vpk, vsb, vrb;
+    // As few k blocks as kc allows, of equal depth (the model's rentry_kblocks); one empty block
+    // when K = 0 (it zeroes C).
+    rt_kir_expr *nkb =
+        rt_re_let(l, blk, "n_kb", rt_b(l, RT_KIR_MAX, rt_i(l, 1), rt_re_ceil(l, K, g->kc)));
+    rt_kir_expr *kstep = rt_re_let(
+        l, blk, "kstep",
+        rt_b(l, RT_KIR_DIV, rt_b(l, RT_KIR_SUB, rt_b(l, RT_KIR_ADD, K, nkb), rt_i(l, 1)), nkb));
+    rt_kir_node *lk = rt_re_loop(l, blk, "pk", &vpk, rt_i(l, 0), nkb);
+    if (!lk)
+        return;
+    rt_kir_block *kb = &lk->body;
+    int32_t vp0 = rt_re_var(l, kb, "p0", rt_b(l, RT_KIR_MUL, rt_v(l, vpk), kstep));
+    int32_t vkc =
+        rt_re_var(l, kb, "kcur", rt_b(l, RT_KIR_MIN, kstep, rt_b(l, RT_KIR_SUB, K, rt_v(l, vp0))));
+    rt_kir_node *ls = vp0 >= 0 && vkc >= 0
+                          ? rt_re_loop(l, kb, "sb", &vsb, rt_i(l, 0), rt_re_ceil(l, N, b_cols))
+                          : NULL;
+    if (!ls)
+        return;
+    rt_kir_block *sbb = &ls->body;
+    int32_t vs0 = rt_re_var(l, sbb, "s0", rt_b(l, RT_KIR_MUL, rt_v(l, vsb), rt_i(l, b_cols)));
+    int32_t vwc = rt_re_var(
+        l, sbb, "wcur", rt_b(l, RT_KIR_MIN, rt_i(l, b_cols), rt_b(l, RT_KIR_SUB, N, rt_v(l, vs0))));
+    if (vs0 < 0 || vwc < 0)
+        return;
+    rt_re_pack_b(l, g, sbb, u, vs0, vwc, vp0, vkc);
+    rt_kir_node *lr = rt_re_loop(l, sbb, "rb", &vrb, rb_lo, rb_hi);
+    if (!lr)
+        return;
+    u->vi0 = rt_re_var(l, &lr->body, "i0", rt_b(l, RT_KIR_MUL, rt_v(l, vrb), rt_i(l, g->mc)));
+    u->vmc = u->vi0 < 0 ? -1
+                        : rt_re_var(l, &lr->body, "mcur",
+                                    rt_b(l, RT_KIR_MIN, rt_i(l, g->mc),
+                                         rt_b(l, RT_KIR_SUB, u->en.ext[0], rt_v(l, u->vi0))));
+    if (u->vmc >= 0)
+        rt_re_row_block(l, g, &lr->body, u, vpk, vp0, vkc, vs0, vwc);
 }
 
 static void rt_re_read_vars(const rt_expr *r, int32_t *vars) {
@@ -255,13 +432,15 @@ static void rt_re_read_vars(const rt_expr *r, int32_t *vars) {
 // the entry's (var vs), is in [lo, hi) run.
 static void rt_re_entry_units(rt_lower *l, const rt_gemm *g, rt_kir_block *blk,
                               const rt_re_entry *en, int32_t vs, rt_kir_expr *lo, rt_kir_expr *hi,
-                              int64_t a_elems) {
+                              int64_t a_elems, int64_t b_cols) {
     const rt_stmt *s = &l->op->stmts[g->stmt];
     rt_re_unit u = {.en = *en, .a_elems = a_elems};
     int32_t va[RT_MAX_DIMS], vb[RT_MAX_DIMS];
     rt_re_read_vars(g->ra, va);
     rt_re_read_vars(g->rb, vb);
     rt_kir_expr *unused;
+    if (rt_re_next_fits(l, g))
+        rt_re_bind_next(l, g, blk, &u, va, vb);
     rt_re_matrix(l, g, blk, g->ta, va, g->m_var, g->k_var, &u.a0, &u.am, &u.ak);
     rt_re_matrix(l, g, blk, g->tb, vb, g->n_var, g->k_var, &u.b0, &u.bn, &u.bk);
     rt_re_matrix(l, g, blk, s->out, s->lhs_vars, g->m_var, -1, &u.c0, &u.ldc, &unused);
@@ -269,27 +448,20 @@ static void rt_re_entry_units(rt_lower *l, const rt_gemm *g, rt_kir_block *blk,
     // per k step; as 8-row sub-panels its pack runs the k steps in vector lanes with 8x8
     // transposes (rt_gemm_pack_panels) and the micro-kernel reads one stream per sub-panel.
     u.b_sub = rt_perf_cpu_rentry_b_sub(g->nr, l->rp->cpu.uk_lanes, rt_re_const(u.bk) == 1);
-    int32_t vsu = rt_re_var(l, blk, "u_cost0", rt_v(l, vs)), vrb;
-    rt_kir_node *lr =
-        vsu >= 0 ? rt_re_loop(l, blk, "rb", &vrb, rt_i(l, 0), rt_re_ceil(l, en->ext[0], g->mc))
-                 : NULL;
-    if (!lr)
-        return;
-    rt_kir_block *rb = &lr->body;
-    u.vi0 = rt_re_var(l, rb, "i0", rt_b(l, RT_KIR_MUL, rt_v(l, vrb), rt_i(l, g->mc)));
-    if (u.vi0 < 0)
-        return;
-    u.vmc = rt_re_var(
-        l, rb, "mcur",
-        rt_b(l, RT_KIR_MIN, rt_i(l, g->mc), rt_b(l, RT_KIR_SUB, en->ext[0], rt_v(l, u.vi0))));
-    if (u.vmc < 0)
-        return;
-    rt_kir_expr *mine = rt_b(l, RT_KIR_AND, rt_b(l, RT_KIR_GE, rt_v(l, vsu), lo),
-                             rt_b(l, RT_KIR_LT, rt_v(l, vsu), hi));
-    rt_kir_block *ub = rt_re_if(l, rb, mine);
+    // Row block r starts at cost vs + r U (U: a full block's cost; only the last is shorter):
+    // this item's are r in [ceil((lo - vs) / U), ceil((hi - vs) / U)) within [0, nb).
+    rt_kir_expr *nb = rt_re_ceil(l, en->ext[0], g->mc);
+    rt_kir_expr *U = rt_re_let(l, blk, "u_cost", rt_re_unit_cost(l, en, rt_i(l, g->mc)));
+    rt_kir_expr *from[2] = {lo, hi}, *r[2];
+    for (int32_t i = 0; i < 2; i++) {
+        rt_kir_expr *d = rt_b(l, RT_KIR_MAX, rt_i(l, 0), rt_b(l, RT_KIR_SUB, from[i], rt_v(l, vs)));
+        rt_kir_expr *q =
+            rt_b(l, RT_KIR_DIV, rt_b(l, RT_KIR_SUB, rt_b(l, RT_KIR_ADD, d, U), rt_i(l, 1)), U);
+        r[i] = rt_re_let(l, blk, i ? "rb_hi" : "rb_lo", rt_b(l, RT_KIR_MIN, nb, q));
+    }
+    rt_kir_block *ub = rt_re_if(l, blk, rt_b(l, RT_KIR_LT, r[0], r[1]));
     if (ub)
-        rt_re_unit_body(l, g, ub, &u);
-    rt_let(l, rb, vsu, rt_b(l, RT_KIR_ADD, rt_v(l, vsu), rt_re_unit_cost(l, en, rt_v(l, u.vmc))));
+        rt_re_units_body(l, g, ub, &u, r[0], r[1], b_cols);
 }
 
 // A loop over the entries in blk with the entry's extents and cost bound in its body.
@@ -320,7 +492,9 @@ rt_status rt_lower_gemm_rentry(rt_lower *l, const rt_gemm *g) {
     l->done.gemm.items = items;
     RT_TRY(rt_lower_begin_stmt(l, s));
     int64_t a_elems = rt_round_up((int64_t)g->mc * g->kc, 16);
-    l->p->scratch_bytes = (a_elems + rt_round_up(g->nc, g->nr) * g->kc) * 4;
+    rt_perf_cpu_gemm pg = {.N = g->N, .kc = g->kc, .nc = g->nc};
+    int64_t b_cols = rt_perf_cpu_rentry_b_cols(&pg);
+    l->p->scratch_bytes = (a_elems + rt_round_up(b_cols, g->nr) * g->kc) * 4;
     if (l->p->scratch_bytes > l->k->scratch_bytes)
         l->k->scratch_bytes = l->p->scratch_bytes;
     rt_kir_block *body = &l->p->body;
@@ -346,7 +520,7 @@ rt_status rt_lower_gemm_rentry(rt_lower *l, const rt_gemm *g) {
                               rt_b(l, RT_KIR_GT, rt_b(l, RT_KIR_ADD, rt_v(l, vs), en.cost), lo));
     rt_kir_block *eb = rt_re_if(l, e2, meets);
     if (eb)
-        rt_re_entry_units(l, g, eb, &en, vs, lo, hi, a_elems);
+        rt_re_entry_units(l, g, eb, &en, vs, lo, hi, a_elems, b_cols);
     rt_let(l, e2, vs, rt_b(l, RT_KIR_ADD, rt_v(l, vs), en.cost));
     if (l->oom)
         return rt_fail(l->err, RT_ERR_NOMEM, RT_NOLOC, "out of memory");

@@ -132,6 +132,24 @@ void rt_hal_device_copy(rt_device *dst, const rt_device *src) {
     }
 }
 
+void rt_hal_device_on_units(rt_device *dev, int32_t units) {
+    if (units < 1 || units >= dev->units)
+        return;
+    double f = (double)units / (double)dev->units;
+    for (int32_t t = 0; t < RT_DTYPE_COUNT; t++) {
+        dev->peak_gflops[t] *= f;
+        dev->mma_gflops[t] *= f;
+    }
+    for (int32_t l = 1; l < dev->n_levels && l < RT_MAX_MEM_LEVELS; l++) {
+        rt_mem_level *lv = &dev->level[l];
+        lv->bandwidth_gbps *= f;
+        lv->stream_gbps *= f;
+        for (int32_t c = 0; c < lv->n_curve && c < RT_MAX_CURVE_POINTS; c++)
+            lv->curve[c].gbps *= f;
+    }
+    dev->units = units;
+}
+
 // ---------------------------------------------------------------------------------------------
 // Model helpers
 // ---------------------------------------------------------------------------------------------

@@ -169,6 +169,14 @@ const char *rt_hal_device_text(rt_device *dev, const char *s);
 // Copies a device, rebasing its internal pointers (sources, locations) onto dst.
 void rt_hal_device_copy(rt_device *dst, const rt_device *src);
 
+// dev restricted to its first `units` cores (a benchmark's row on 1 of 2 cores): units set, and
+// the whole-device figures that are sums over the cores scaled by units / dev->units -- the
+// compute peaks and the bandwidths of the caches (every level but the device memory, level 0,
+// which fewer cores still reach most of). A CPU model's per-core clock (peak / units / ...) is
+// then unchanged; with units alone lowered, one core would get the whole device's FMA rate.
+// Nothing happens unless 1 <= units < dev->units.
+void rt_hal_device_on_units(rt_device *dev, int32_t units);
+
 // The cross-checks of a complete device (level numbering, capacities, class rules, the class's
 // validate hook), with errors at dev->origin and the level headers. rt_hal_load_device runs the
 // same checks with the exact INI key positions.

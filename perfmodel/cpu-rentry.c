@@ -214,6 +214,12 @@ int32_t rt_perf_cpu_rentry_b_sub(int32_t nr, int64_t lanes, bool k_unit) {
     return k_unit && nr > ws && nr % ws == 0 && lanes >= 1 && ws % lanes == 0 ? ws : 0;
 }
 
+int64_t rt_perf_cpu_rentry_b_cols(const rt_perf_cpu_gemm *g) {
+    int64_t nc = rt_max64(1, g->nc), kc = rt_max64(1, g->kc);
+    int64_t fit = rt_max64(1, RT_PERF_RENTRY_B_BYTES / (4 * kc) / nc);
+    return nc * rt_min64(rt_ceil_div(rt_max64(1, g->N), nc), fit);
+}
+
 // The per-entry plan's blocks: the dense rule for the longest entry, row blocks of at most 128
 // rows (a work unit is one entry's row block: the threads' shares differ by one unit at most).
 void rt_perf_cpu_rentry_block(const rt_device *dev, rt_perf_cpu_gemm *g) {
@@ -241,56 +247,68 @@ static double rentry_edge_cycles(const rt_perf_cpu_gemm *g, int64_t lanes, int64
     return spill + (double)rows * ((double)whole * 3.0 + (double)cut * 1.4 + 1.0);
 }
 
-// Cycles of one entry's row block of r rows (packing share in *pack): per k block of the
-// entry's Ke (one empty block when Ke = 0, which zeroes C) A's pack, then per column block B's
-// pack and the micro-kernel calls.
+// The entry's k blocks (codegen/lower-cpu-rentry.c): as few as kc allows, of equal depth
+// (1024 as 342 x 3 rather than 470 + 470 + 84); one empty block when Ke = 0 (it zeroes C).
+static void rentry_kblocks(const rt_perf_cpu_gemm *g, int64_t Ke, int64_t *nkb, int64_t *kk) {
+    *nkb = rt_max64(1, rt_ceil_div(Ke, g->kc));
+    *kk = rt_ceil_div(Ke, *nkb);
+}
+
+// Cycles of one entry's row block of r rows (packing share in *pack): per k block and run of
+// b_cols columns of B, A's pack, then per column block of nc the micro-kernel calls.
 static double rentry_row_block(const rt_perf_model *m, const rt_perf_cpu_gemm *g, int64_t r,
                                int64_t Ne, int64_t Ke, double ghz, double *pack) {
     const rt_device *dev = m->dev;
-    int64_t nkb = rt_max64(1, rt_ceil_div(Ke, g->kc)), ncb = rt_ceil_div(Ne, g->nc);
-    double cyc = 0, pk = 0;
-    for (int32_t last = 0; last < 2; last++) {
-        int64_t kk = last ? Ke - (nkb - 1) * g->kc : rt_min64(g->kc, Ke);
-        int64_t times = last ? 1 : nkb - 1;
-        if (times == 0)
-            continue;
-        rt_perf_ukernel uk;
-        (void)rt_perf_cpu_ukernel(dev, 4, g->mr, g->nr, rt_max64(1, kk), &uk);
-        double blk = rt_perf_cpu_pack_cycles(dev, g, false, r, kk, ghz), bp = blk;
-        // Edge tiles: the last row panel (r % mr rows) and the last column panel of a block.
-        rt_perf_cpu_uk_rules ur;
-        rt_perf_cpu_uk_rules_of(dev, &ur);
-        int64_t rm = r % g->mr, rp = rt_ceil_div(r, g->mr), rfull = r / g->mr;
-        for (int32_t lc = 0; lc < 2 && ncb > 0; lc++) {
-            int64_t c = lc ? Ne - (ncb - 1) * g->nc : g->nc, ct = lc ? 1 : ncb - 1;
-            int64_t cm = c % g->nr, cfull = c / g->nr;
-            double b = rt_perf_cpu_pack_cycles(dev, g, true, c, kk, ghz);
-            double edge = (double)cfull * (rm ? rentry_edge_cycles(g, ur.lanes, rm, g->nr) : 0) +
-                          (double)rfull * (cm ? rentry_edge_cycles(g, ur.lanes, g->mr, cm) : 0) +
-                          (rm && cm ? rentry_edge_cycles(g, ur.lanes, rm, cm) : 0);
-            blk += (double)ct * (b + (double)(rp * rt_ceil_div(c, g->nr)) * uk.call_cycles + edge);
-            bp += (double)ct * b;
-        }
-        cyc += (double)times * blk;
-        pk += (double)times * bp;
+    int64_t nkb, kk, ncb = rt_ceil_div(Ne, g->nc);
+    rentry_kblocks(g, Ke, &nkb, &kk);
+    double runs = (double)rt_max64(1, rt_ceil_div(Ne, rt_perf_cpu_rentry_b_cols(g)));
+    rt_perf_ukernel uk;
+    (void)rt_perf_cpu_ukernel(dev, 4, g->mr, g->nr, rt_max64(1, kk), &uk);
+    double a = rt_perf_cpu_pack_cycles(dev, g, false, r, kk, ghz), blk = runs * a;
+    // Edge tiles: the last row panel (r % mr rows) and the last column panel of a block.
+    rt_perf_cpu_uk_rules ur;
+    rt_perf_cpu_uk_rules_of(dev, &ur);
+    int64_t rm = r % g->mr, rp = rt_ceil_div(r, g->mr), rfull = r / g->mr;
+    for (int32_t lc = 0; lc < 2 && ncb > 0; lc++) {
+        int64_t c = lc ? Ne - (ncb - 1) * g->nc : g->nc, ct = lc ? 1 : ncb - 1;
+        int64_t cm = c % g->nr, cfull = c / g->nr;
+        double edge = (double)cfull * (rm ? rentry_edge_cycles(g, ur.lanes, rm, g->nr) : 0) +
+                      (double)rfull * (cm ? rentry_edge_cycles(g, ur.lanes, g->mr, cm) : 0) +
+                      (rm && cm ? rentry_edge_cycles(g, ur.lanes, rm, cm) : 0);
+        blk += (double)ct * ((double)(rp * rt_ceil_div(c, g->nr)) * uk.call_cycles + edge);
     }
-    *pack = pk;
-    return cyc;
+    *pack = (double)nkb * runs * a;
+    return (double)nkb * blk;
 }
 
-// Cycles of one entry of extents (Me, Ne, Ke), of its packing, and of its largest unit.
+// Cycles of B's packs of one entry: once per k block and run of b_cols columns.
+static double rentry_b_packs(const rt_perf_model *m, const rt_perf_cpu_gemm *g, int64_t Ne,
+                             int64_t Ke, double ghz) {
+    int64_t nkb, kk, w = rt_perf_cpu_rentry_b_cols(g), runs = rt_ceil_div(Ne, w);
+    rentry_kblocks(g, Ke, &nkb, &kk);
+    double b = 0;
+    if (runs > 1)
+        b += (double)(runs - 1) * rt_perf_cpu_pack_cycles(m->dev, g, true, w, kk, ghz);
+    if (runs > 0)
+        b += rt_perf_cpu_pack_cycles(m->dev, g, true, Ne - (runs - 1) * w, kk, ghz);
+    return (double)nkb * b;
+}
+
+// Cycles of one entry of extents (Me, Ne, Ke), of its packing, of its largest unit (a row
+// block) and of its B packs (a thread that owns some of its row blocks packs B on its own).
 static double rentry_entry(const rt_perf_model *m, const rt_perf_cpu_gemm *g, const int64_t *e,
-                           double ghz, double *pack, double *unit) {
+                           double ghz, double *pack, double *unit, double *b_pack) {
     int64_t nb = rt_ceil_div(e[0], g->mc);
-    *pack = *unit = 0;
+    *pack = *unit = *b_pack = 0;
     if (nb == 0)
         return 0;
     double p_full, p_last;
     double full = rentry_row_block(m, g, rt_min64(g->mc, e[0]), e[1], e[2], ghz, &p_full);
     double last = rentry_row_block(m, g, e[0] - (nb - 1) * g->mc, e[1], e[2], ghz, &p_last);
-    *pack = (double)(nb - 1) * p_full + p_last;
+    *b_pack = rentry_b_packs(m, g, e[1], e[2], ghz);
+    *pack = (double)(nb - 1) * p_full + p_last + *b_pack;
     *unit = full;
-    return (double)(nb - 1) * full + last;
+    return (double)(nb - 1) * full + last + *b_pack;
 }
 
 // Expectation over the entries: the ragged extents of one length source (the axes' group) move
@@ -316,7 +334,7 @@ bool rt_perf_cpu_rentry_time(const rt_perf_model *m, const rt_perf_cpu_gemm *g, 
         }
     }
     int32_t at[3] = {0, 0, 0};
-    double total = 0, pack = 0, unit = 0;
+    double total = 0, pack = 0, unit = 0, b_pack = 0;
     for (;;) {
         int64_t e[3];
         double w = 1;
@@ -324,10 +342,11 @@ bool rt_perf_cpu_rentry_time(const rt_perf_model *m, const rt_perf_cpu_gemm *g, 
             e[i] = src_of[i] < 0 ? m->axes[ax[i]].extent : src[src_of[i]]->values[at[src_of[i]]];
         for (int32_t s = 0; s < n_src; s++)
             w *= src[s]->weights[at[s]];
-        double p, u, c = rentry_entry(m, g, e, ghz, &p, &u);
+        double p, u, bp, c = rentry_entry(m, g, e, ghz, &p, &u, &bp);
         total += w * c;
         pack += w * p;
         unit = u > unit ? u : unit;
+        b_pack = bp > b_pack ? bp : b_pack;
         rt_perf_count_steps(m, 1);
         int32_t s = 0;
         while (s < n_src && ++at[s] == src[s]->n)
@@ -339,7 +358,9 @@ bool rt_perf_cpu_rentry_time(const rt_perf_model *m, const rt_perf_cpu_gemm *g, 
     double entries = (double)g->batch;
     // The work list's walk: every item visits every entry twice (its cost, then its units).
     double walk = 8.0 * (double)g->items * entries / (double)units;
-    double busiest = entries * total / (double)units + unit + walk;
+    // A thread's share ends within one unit of its cost range; where it starts inside an entry
+    // it packs that entry's B too.
+    double busiest = entries * total / (double)units + unit + (units > 1 ? b_pack : 0) + walk;
     rt_perf_ukernel uk;
     (void)rt_perf_cpu_ukernel(dev, 4, g->mr, g->nr, g->kc, &uk);
     *eff = uk.eff;

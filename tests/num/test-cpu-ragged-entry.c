@@ -83,6 +83,11 @@ static void run_case(const rt_device *dev, const ecase *c, uint64_t seed) {
         RT_EXPECT_EQ(cd->status, RT_CPU_CAND_OK);
         RT_EXPECT_STR(cd->check, "interpreter");
         RT_EXPECT(entry);
+        // Attention's small entries: the rows of the next entry's Q and K are prefetched while
+        // one runs (lower-cpu-rentry.c rt_re_next_fits).
+        if (strstr(c->text, "def qkt"))
+            RT_EXPECT(cd->c_source && strstr(cd->c_source, "__builtin_prefetch(&t_Q[") &&
+                      strstr(cd->c_source, "__builtin_prefetch(&t_K["));
     }
     rt_arena_free(a);
 }
@@ -131,6 +136,15 @@ int main(void) {
          {{0}, {0}, {0}}},
         // All equal.
         {VGEMM(3), 3, 3, {{32, 32, 32}, {48, 48, 48}, {16, 16, 16}}, {{0}, {0}, {0}}},
+        // B packed once per entry, k block and run of columns, and reused by every row block
+        // of the entry a thread owns: an entry of several row blocks (split between the 2
+        // threads) and k blocks (of equal depth) beside small ones, bound where the plan
+        // expected narrow entries (several runs of B's columns).
+        {VGEMM(3),
+         3,
+         3,
+         {{200, 7, 1}, {120, 1, 13}, {400, 3, 0}},
+         {{40, 7, 1}, {9, 1, 3}, {50, 3, 1}}},
         // '+=' onto the caller's output.
         {"size B = 4\ndef f(int32(B) len, float(b:B, len(b), 2, 17) Q, float(b:B, len(b), 2, 17) K)"
          " -> (float(b:B, 2, len(b), len(b)) S) {\n"
