@@ -219,6 +219,8 @@ typedef struct rt_rprog {
     int64_t blocks_per_unit;          // concurrent blocks on one unit (occupancy)
     int64_t grid[RT_PERF_MAX_AXES];   // blocks along each axis (expected, rounded up)
     int32_t regs_per_thread;          // 32-bit registers of the thread-level tile (0 without one)
+    int32_t compiled_regs;            // GPU: registers per thread of the compiled kernel (0 before
+                                      // compilation): blocks_per_unit follows them once known
     double wave_eff;                  // real / (max * ceil(real / max))
     double compute_ns;                // compute time
     double predicted_ns;              // bottleneck time + launch overhead
@@ -385,6 +387,11 @@ const char *rt_perf_align_check(const rt_perf_model *m, const int64_t *shape, in
 // Cost model (cost.c): fills footprints, traffic, launch configuration and times of p, whose
 // tile shapes at levels 1..top are set. Returns false (with a reason) when p does not fit.
 bool rt_perf_evaluate(const rt_perf_model *m, rt_rprog *p, const char **why);
+// Prices candidate p of r again once its kernel is compiled, with the registers per thread the
+// compiler allocated (regs > 0) in place of the thread tile's: the blocks resident on a unit, and
+// so the latency they hide, follow them. The plan is unchanged. False (with why) when a block no
+// longer fits on a unit.
+bool rt_perf_reprice_compiled(const rt_perf_result *r, rt_rprog *p, int32_t regs, const char **why);
 // Compute time (ns) of the whole operator at the given efficiency factors.
 double rt_perf_compute_ns(const rt_perf_model *m, double flops, double eff);
 

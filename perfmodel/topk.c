@@ -60,6 +60,8 @@ static json_t *rprog_json(const rt_perf_model *m, const rt_rprog *p, int32_t ran
     json_object_set_new(o, "grid", grid);
     json_object_set_new(o, "blocks_per_unit", json_integer(p->blocks_per_unit));
     json_object_set_new(o, "regs_per_thread", json_integer(p->regs_per_thread));
+    if (p->compiled_regs > 0) // priced again with the compiled kernel's registers
+        json_object_set_new(o, "compiled_regs", json_integer(p->compiled_regs));
     json_object_set_new(o, "wave_efficiency", json_real(p->wave_eff));
     json_object_set_new(o, "compute_ns", json_real(p->compute_ns));
     json_object_set_new(o, "predicted_ns", json_real(p->predicted_ns));

@@ -6,8 +6,9 @@ time) and asks this build of rtgen (--no-profile --json, NVRTC switched off so t
 compiles) for its predictions of the same ops on the same device file. Per op it prints, for the
 recorded predictions ("old") and this build's ("new"): Kendall tau-b between predicted and
 measured time over the measured candidates, and top-1/best (the measured time of the model's
-top-1 over the best measured). The new top-1 is the first of this build's top-K (K as in the
-check); where that kernel was not measured, top-1/best shows '-' and the line says so. The new
+top-1 over the best measured). The top-1 is the report's model_top1 (the model's choice once
+the top-K are compiled and priced with the compiler's registers; rank 1 in reports without it);
+the new top-K are compiled with NVRTC/hipRTC here (no GPU needed); where that kernel was not measured, top-1/best shows '-' and the line says so. The new
 predictions of measured kernels that drop out of the top-K come from a wider construction
 (--top-k=4K, at least 40, then 200); kernels match by their phases' names.
 
@@ -46,8 +47,13 @@ def key_of(kernel):
     return tuple(p["kernel"] for p in kernel["phases"])
 
 
-def predictions(rtgen, device, spec, args, top_k, root):
-    env = dict(os.environ, RTGEN_LIBNVRTC="/nonexistent/libnvrtc.so")
+def predictions(rtgen, device, spec, args, top_k, root, compile_=False):
+    # The top-K are compiled (NVRTC/hipRTC, no GPU needed) so that their prices use the
+    # compiler's registers and the report names the model's choice; the wider constructions
+    # only fill in kernels that dropped out of the top-K, uncompiled.
+    env = dict(os.environ)
+    if not compile_:
+        env["RTGEN_LIBNVRTC"] = "/nonexistent/libnvrtc.so"
     with tempfile.TemporaryDirectory() as out:
         cmd = [rtgen, "--device=" + device, "--no-profile", "--json", "--top-k=%d" % top_k,
                "-o", out, spec] + args.split()
@@ -55,7 +61,11 @@ def predictions(rtgen, device, spec, args, top_k, root):
     if r.returncode != 0:
         sys.exit("gpu-model-eval: %s failed (%d): %s" % (" ".join(cmd), r.returncode,
                                                           r.stderr.strip()))
-    return [(key_of(k), k["predicted_ns"]) for k in json.loads(r.stdout)["kernels"]]
+    rep = json.loads(r.stdout)
+    ranked = [(key_of(k), k["predicted_ns"]) for k in rep["kernels"]]
+    top1 = next((key_of(k) for k in rep["kernels"] if k["rank"] == rep.get("model_top1", 1)),
+                ranked[0][0] if ranked else None)
+    return ranked, top1
 
 
 def score(pred, meas, top1):
@@ -90,17 +100,18 @@ def main():
             continue
         meas = {key_of(k): k["kernel_median_ns"] for k in ks}
         old = {key_of(k): k["predicted_ns"] for k in ks}
-        old_top1 = key_of(d["report"]["kernels"][0])
+        rep = d["report"]
+        old_top1 = next((key_of(x) for x in rep["kernels"] if x["rank"] == rep.get("model_top1", 1)),
+                        key_of(rep["kernels"][0]))
         k = d["top_k"]
-        ranked = predictions(a.rtgen, a.device, d["spec"], d["args"], k, root)
+        ranked, new_top1 = predictions(a.rtgen, a.device, d["spec"], d["args"], k, root, True)
         wide = {}
         for wk in (max(4 * k, 40), 200):
             if all(x in wide for x in meas):
                 break
-            wide = dict(predictions(a.rtgen, a.device, d["spec"], d["args"], wk, root))
+            wide = dict(predictions(a.rtgen, a.device, d["spec"], d["args"], wk, root)[0])
         new = {key: p for key, p in wide.items() if key in meas}
         new.update({key: p for key, p in ranked if key in meas})
-        new_top1 = ranked[0][0]
         to, ro = score(old, meas, old_top1)
         tn, rn = score(new, meas, new_top1)
         for tag, t, r in (("old", to, ro), ("new", tn, rn)):

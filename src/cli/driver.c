@@ -568,7 +568,9 @@ static rt_status rt_driver_construct(rt_arena *a, const rt_driver_options *o, co
     // failure, and no file may look like a result.
     bool profiled = is_cpu ? cpu->profiled : gpu.not_profiled == NULL;
     bool failed = profiled && winner < 0;
-    best = failed ? -1 : winner >= 0 ? winner : 0;
+    // Not profiled: the model's choice (on a GPU, priced with the compiled kernels' registers).
+    int32_t model_top1 = is_cpu ? 0 : rt_gpu_report_model_choice(&gpu);
+    best = failed ? -1 : winner >= 0 ? winner : model_top1;
 
     json_t *root = json_object();
     json_object_set_new(root, "rtgen", json_string(RT_VERSION_STRING));
@@ -576,6 +578,8 @@ static rt_status rt_driver_construct(rt_arena *a, const rt_driver_options *o, co
     json_object_set_new(root, "device", json_string(dev->path));
     json_object_set_new(root, "profiled", json_boolean(profiled));
     json_object_set_new(root, "winner", winner >= 0 ? json_integer(ranks[winner]) : json_null());
+    if (n > 0)
+        json_object_set_new(root, "model_top1", json_integer(ranks[model_top1]));
     if (!is_cpu && gpu.not_profiled)
         json_object_set_new(root, "not_profiled", json_string(gpu.not_profiled));
     if (is_cpu && cpu->not_profiled)

@@ -29,6 +29,20 @@ rt_status rt_gpu_emit_candidate(rt_arena *a, const rt_perf_result *r, int32_t ra
     return rt_gpu_emit(a, out->kernel, rt_gpu_dialect_of(t), &out->source, err);
 }
 
+// Candidate i's price with the registers its compiled kernel uses (rt_perf_reprice_compiled);
+// a kernel whose block no longer fits a unit keeps the construction's price, and its note says
+// so.
+static void rt_gc_reprice(const rt_perf_result *r, int32_t i, rt_gpu_candidate *c) {
+    rt_rprog *p = &r->cands[i];
+    rt_rprog before = *p;
+    const char *why = NULL;
+    if (!rt_perf_reprice_compiled(r, p, c->regs, &why)) {
+        *p = before;
+        if (!c->note)
+            c->note = "not priced with the compiler's registers: no block fits on a unit";
+    }
+}
+
 // Emits the n candidates, then compiles all their phases in one batch on up to n_threads threads
 // (rt_gpu_compile_many: its results are in job order whatever the threads) and folds each
 // candidate's phases into its resources and occupancy.
@@ -102,6 +116,8 @@ rt_status rt_gc_loop_compile(void *ctx, int32_t n, int32_t n_threads, rt_err *er
         }
         if (!c->compiled)
             c->occupancy = 0.0;
+        else if (c->regs > 0) // priced again with the compiler's registers (occupancy)
+            rt_gc_reprice(r, i, c);
     }
     return RT_OK;
 }

@@ -152,6 +152,15 @@ rt_status rt_gpu_build_and_profile(rt_arena *a, const rt_device *dev, const rt_p
     return rt_run_candidates(&rt_gr_hooks, &L, g->n, &ro, &g->winner, err);
 }
 
+int32_t rt_gpu_report_model_choice(const rt_gpu_report *g) {
+    int32_t best = -1;
+    for (int32_t i = 0; i < g->n; i++)
+        if (g->cands[i].compiled &&
+            (best < 0 || g->cands[i].prog->predicted_ns < g->cands[best].prog->predicted_ns))
+            best = i;
+    return best < 0 ? 0 : best;
+}
+
 void *rt_gpu_report_to_json(const rt_gpu_report *g, const rt_perf_result *res) {
     json_t *arr = json_array();
     for (int32_t i = 0; i < g->n; i++) {

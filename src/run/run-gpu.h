@@ -193,6 +193,10 @@ typedef struct rt_gpu_report {
 // lowering and of a runtime that is present but fails to open, RT_ERR_NOMEM.
 rt_status rt_gpu_build_and_profile(rt_arena *a, const rt_device *dev, const rt_perf_result *res,
                                    const rt_gpu_report_options *opt, rt_gpu_report *g, rt_err *err);
+// The model's choice among g's candidates (an index): the least predicted time among those that
+// compiled, which after compilation is priced with the compiler's registers
+// (rt_perf_reprice_compiled); candidate 0 when none compiled (emitted only).
+int32_t rt_gpu_report_model_choice(const rt_gpu_report *g);
 // JSON array with one object per candidate (jansson json_t *, caller owns it): rank, status,
 // reason, winner, the predicted time, its phases, the compile's resources, the check's errors
 // and the kernel's times.
