@@ -297,6 +297,7 @@ typedef struct rt_perf_axis {
 typedef struct rt_perf_access {
     int32_t tensor;
     bool is_output;
+    bool local; // CPU: a row-wise group's temporary kept in one L1 row per thread (model_local)
     int32_t elem_bytes;
     int32_t n_dims;
     int64_t dim_extent[RT_MAX_DIMS];             // storage extent (max for ragged dims)

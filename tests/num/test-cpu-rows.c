@@ -5,7 +5,8 @@
 // (rows of 2 and 3 loops), their row temporaries in per-thread scratch and the loads of a value
 // the fused loop just stored replaced by the value (rt_kir_fuse_loops). Lengths 0, 1, primes
 // and ragged; row lengths 1, prime and 512. A ragged softmax (ragged rows) and a group whose
-// statement reads another row of a temporary keep depth 1 and stay right. Every top-K candidate is checked against
+// statement reads another row of a temporary keep depth 1 and stay right. The model leaves the
+// scratch rows out of the caches' traffic. Every top-K candidate is checked against
 // the reference interpreter in its child, and must show the lowering asked for.
 #include "cpu-case.h"
 #include "num-host.h"
@@ -47,6 +48,39 @@ static void run_case(const rt_device *dev, const rows_case *c, uint64_t seed) {
     " var(b, i) +=! c(b, i, n) * c(b, i, n) / " #M "\n"                                            \
     " Y(b, i, n) = c(b, i, n) * rsqrt(var(b, i) + 1e-5) * g(n) + be(n)\n}"
 
+// The model prices what is built: the layer norm's main statement (the mean) reads r, a row in
+// L1 scratch, so r moves into the registers (the top level) but never into the caches.
+static void model_case(const rt_device *dev) {
+    rt_arena *a = rt_arena_new(1 << 20);
+    rt_err err = {0};
+    rt_op *op = NULL;
+    rt_perf_model *m = NULL;
+    const char *text = "def ln(float(4, 16, 512) O, float(4, 16, 512) X, float(512) g,\n"
+                       "       float(512) be) -> (Y) {\n"
+                       " r(b, i, n) = O(b, i, n) + X(b, i, n)\n"
+                       " mu(b, i) +=! r(b, i, n) / 512\n"
+                       " c(b, i, n) = r(b, i, n) - mu(b, i)\n"
+                       " var(b, i) +=! c(b, i, n) * c(b, i, n) / 512\n"
+                       " Y(b, i, n) = c(b, i, n) * rsqrt(var(b, i) + 1e-5) * g(n) + be(n)\n}";
+    RT_EXPECT_EQ(rt_spec_parse(a, text, "ln.spec", NULL, 0, &op, &err), RT_OK);
+    RT_EXPECT(op && rt_perf_model_build(a, op, dev, NULL, &m, &err) == RT_OK);
+    if (m) {
+        int32_t r = -1;
+        for (int32_t i = 0; i < m->n_access; i++)
+            if (strcmp(op->tensors[m->access[i].tensor].name, "r") == 0)
+                r = i;
+        RT_EXPECT(r >= 0 && m->access[r].local);
+        int64_t shape[RT_PERF_MAX_AXES];
+        for (int32_t x = 0; x < m->n_axes; x++)
+            shape[x] = m->axes[x].extent;
+        double r_bytes = 4.0 * 16 * 512 * 4;
+        // Into the last-level cache: O, X, g, be, Y (the fused statements') and mu, not r.
+        RT_EXPECT(rt_perf_traffic_bytes(m, 1, shape, NULL) < m->extra_dram_bytes + r_bytes / 2);
+        RT_EXPECT(rt_perf_traffic_bytes(m, m->top, shape, NULL) >= r_bytes);
+    }
+    rt_arena_free(a);
+}
+
 int main(void) {
     rt_device dev;
     if (!rt_num_host(&dev))
@@ -80,5 +114,6 @@ int main(void) {
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++)
         run_case(&dev, &cases[i], 100 + i);
+    model_case(&dev);
     return rt_test_finish("test-cpu-rows");
 }
