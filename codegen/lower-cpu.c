@@ -472,23 +472,40 @@ static void rt_group_unlocalize(rt_lower *l, int32_t g0, int32_t g1) {
 }
 
 // The loops of the rows of a row-wise group of depth rows (rt_perf_cpu_row_depth), from
-// statement s's vars: row var 0 is the work item (+ lo), vars 1..depth-1 serial loops over their
-// ranges (the same in every statement of the group). rowv receives their phase vars, *body the
-// block inside the last; the group's statements each run their nest from position depth there.
-static rt_status rt_lower_rows(rt_lower *l, const rt_stmt *s, int32_t depth, int64_t lo,
-                               int32_t *rowv, rt_kir_block **body) {
+// statement s's vars: row var 0 over [lo, lo + n0), vars 1..depth-1 serial loops over their
+// ranges (the same in every statement of the group). The rows are independent, so the work
+// items are n0 x parts: item k is part k / n0 of row var 1's range under row var 0 = k % n0 + lo.
+// With parts the cores, core t of as many takes part t of every (b, i) range: the ragged
+// sequences' rows in equal shares, where one item per sequence left one core a few long ones.
+// rowv receives the vars, *body the block inside the last loop; the group's statements each run
+// their nest from position depth there.
+static rt_status rt_lower_rows(rt_lower *l, const rt_stmt *s, int32_t depth, int64_t lo, int64_t n0,
+                               int64_t parts, int32_t *rowv, rt_kir_block **body) {
     RT_TRY(rt_lower_begin_stmt(l, s));
     rt_kir_block *blk = &l->p->body;
+    rt_kir_expr *item = rt_v(l, l->p->item_var);
     for (int32_t d = 0; d < depth; d++) {
         l->var_of[d] = rowv[d] = rt_kir_add_var(l->a, l->p, s->vars[d].name, RT_KIR_I64);
         if (rowv[d] < 0)
             return rt_fail(l->err, RT_ERR_NOMEM, RT_NOLOC, "out of memory");
         if (d == 0) {
-            rt_let(l, blk, rowv[0], rt_b(l, RT_KIR_ADD, rt_v(l, l->p->item_var), rt_i(l, lo)));
+            rt_let(l, blk, rowv[0],
+                   rt_b(l, RT_KIR_ADD, rt_b(l, RT_KIR_MOD, item, rt_i(l, n0)), rt_i(l, lo)));
             continue;
         }
         rt_kir_expr *a, *b;
         RT_TRY(rt_tr_loops_range(l, d, &a, &b));
+        if (d == 1 && parts > 1) {
+            rt_kir_expr *part = rt_b(l, RT_KIR_DIV, item, rt_i(l, n0)),
+                        *len = rt_b(l, RT_KIR_SUB, b, a);
+            rt_kir_expr *a0 = a;
+            a = rt_b(l, RT_KIR_ADD, a0,
+                     rt_b(l, RT_KIR_DIV, rt_b(l, RT_KIR_MUL, part, len), rt_i(l, parts)));
+            b = rt_b(l, RT_KIR_ADD, a0,
+                     rt_b(l, RT_KIR_DIV,
+                          rt_b(l, RT_KIR_MUL, rt_b(l, RT_KIR_ADD, part, rt_i(l, 1)), len),
+                          rt_i(l, parts)));
+        }
         rt_kir_node *loop = rt_kir_loop(l->a, blk, rowv[d], a, b, RT_KIR_LOOP_SERIAL);
         if (!loop)
             return rt_fail(l->err, RT_ERR_NOMEM, RT_NOLOC, "out of memory");
@@ -522,7 +539,9 @@ static rt_status rt_lower_general(rt_lower *l, int32_t s0, int32_t s1, bool fuse
             j - i > 1 ? rt_arena_printf(l->a, "-%d", (int)(j - 1)) : "",
             j - i > 1 ? " fused row-wise" : "",
             depth > 1 ? rt_arena_printf(l->a, ", rows of %d loops", (int)depth) : "");
-        l->p = rt_kir_add_phase(l->a, l->k, what ? what : "statement", outer ? hi - lo : 1);
+        int64_t parts = depth > 1 && l->dev && l->dev->units > 1 ? l->dev->units : 1;
+        l->p =
+            rt_kir_add_phase(l->a, l->k, what ? what : "statement", outer ? (hi - lo) * parts : 1);
         if (!l->p)
             return rt_fail(l->err, RT_ERR_NOMEM, RT_NOLOC, "out of memory");
         if (j - i > 1 && outer)
@@ -530,7 +549,7 @@ static rt_status rt_lower_general(rt_lower *l, int32_t s0, int32_t s1, bool fuse
         int32_t rowv[RT_MAX_DIMS];
         rt_kir_block *rows = &l->p->body;
         if (depth > 1)
-            RT_TRY(rt_lower_rows(l, &op->stmts[i], depth, lo, rowv, &rows));
+            RT_TRY(rt_lower_rows(l, &op->stmts[i], depth, lo, hi - lo, parts, rowv, &rows));
         for (int32_t si = i; si < j; si++) {
             const rt_stmt *s = &op->stmts[si];
             RT_TRY(rt_lower_begin_stmt(l, s));
