@@ -11,7 +11,10 @@
 //     loop nests over each statement's index variables with ragged bounds read from the length
 //     tensors and offsets through the rt_layout start arrays, statements that share their outer
 //     loop fused row-wise into one phase, the outer loop spread over cores and the innermost
-//     loop marked for vectorization. The same path with `naive` is the oracle for large shapes.
+//     loop marked for vectorization; where they share more leading loops over rows of constant
+//     length (a layer norm's (b, i) rows), every statement runs on one row before the next, the
+//     row temporaries in L1 scratch, the rows split over the cores (rt_lower_rows). The same
+//     path with `naive` is the oracle for large shapes.
 //     With an rProgram, the modeled statement alone in its phase is blocked by its rTiles
 //     (rt_lower_tiled): scale-out tiles as work items, a tile loop per lower level, point loops
 //     innermost, so every ranked candidate lowers to its own loop nest.
