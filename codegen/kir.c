@@ -703,7 +703,75 @@ static bool rt_kir_can_fuse(rt_arena *a, const rt_kir_kernel *k, const rt_kir_ph
     return true;
 }
 
-static bool rt_kir_fuse_block(rt_arena *a, const rt_kir_kernel *k, const rt_kir_phase *p,
+// e with every load of buf replaced by ref (shared where nothing changes); NULL when out of
+// memory.
+static rt_kir_expr *rt_kir_forward(rt_arena *a, rt_kir_expr *e, int32_t buf, rt_kir_expr *ref) {
+    if (!e)
+        return NULL;
+    if (e->kind == RT_KIR_E_LOAD && e->buf == buf)
+        return ref;
+    rt_kir_expr *args[3] = {NULL, NULL, NULL};
+    bool changed = false;
+    for (int32_t i = 0; i < 3; i++) {
+        if (!e->args[i])
+            continue;
+        args[i] = rt_kir_forward(a, e->args[i], buf, ref);
+        if (!args[i])
+            return NULL;
+        changed = changed || args[i] != e->args[i];
+    }
+    if (!changed)
+        return e;
+    rt_kir_expr *r = rt_arena_alloc(a, sizeof *r);
+    if (!r)
+        return NULL;
+    *r = *e;
+    memcpy(r->args, args, sizeof args);
+    return r;
+}
+
+static bool rt_kir_loads_buf(const rt_kir_expr *e, int32_t buf) {
+    if (!e)
+        return false;
+    if (e->kind == RT_KIR_E_LOAD && e->buf == buf)
+        return true;
+    for (int32_t i = 0; i < 3; i++)
+        if (rt_kir_loads_buf(e->args[i], buf))
+            return true;
+    return false;
+}
+
+// Loop A is about to take in B's body, which loads what A stores at the element A stores
+// (rt_kir_can_fuse): the stored value goes to a float var set before the store, and *ref
+// reads it, for B's loads to be replaced with (rt_kir_forward). Without it the loads stay
+// after the store, and where the two index expressions are not provably equal (ragged rows:
+// each reloads its row's start) the loop vectorizer checks at run time that they do not
+// overlap, finds them equal and runs the fused loop scalar. *ref is NULL where A does not
+// store buf in its first n_a nodes (nothing to forward); false when out of memory.
+static bool rt_kir_forward_store(rt_arena *a, const rt_kir_kernel *k, rt_kir_phase *p,
+                                 rt_kir_node *A, int32_t n_a, int32_t buf, rt_kir_expr **ref) {
+    *ref = NULL;
+    for (int32_t i = 0; i < n_a; i++) {
+        rt_kir_node *st = A->body.nodes[i];
+        if (st->kind != RT_KIR_N_STORE || st->buf != buf)
+            continue;
+        int32_t v = rt_kir_add_var(a, p, "fwd", k->bufs[buf].type);
+        rt_kir_node *set = v >= 0 ? rt_kir_append(a, &A->body, RT_KIR_N_FSET) : NULL;
+        *ref = set ? rt_kir_var_ref(a, p, v) : NULL;
+        if (!*ref)
+            return false;
+        set->var = v;
+        set->value = st->value;
+        st->value = *ref;
+        memmove(&A->body.nodes[i + 1], &A->body.nodes[i],
+                (size_t)(A->body.n - 1 - i) * sizeof *A->body.nodes);
+        A->body.nodes[i] = set;
+        return true;
+    }
+    return true;
+}
+
+static bool rt_kir_fuse_block(rt_arena *a, const rt_kir_kernel *k, rt_kir_phase *p,
                               rt_kir_block *b) {
     for (int32_t i = 0; i < b->n; i++) {
         rt_kir_node *A = b->nodes[i];
@@ -721,6 +789,7 @@ static bool rt_kir_fuse_block(rt_arena *a, const rt_kir_kernel *k, const rt_kir_
             if (j >= b->n || !rt_kir_can_fuse(a, k, p, A, &b->nodes[i + 1], j - i - 1, b->nodes[j]))
                 break;
             const rt_kir_node *B = b->nodes[j];
+            int32_t n_a = A->body.n;
             for (int32_t q = 0; q < B->body.n; q++) {
                 const rt_kir_node *n = B->body.nodes[q];
                 rt_kir_node *c = rt_kir_append(a, &A->body, n->kind);
@@ -732,6 +801,26 @@ static bool rt_kir_fuse_block(rt_arena *a, const rt_kir_kernel *k, const rt_kir_
                     c->index = rt_kir_rename(a, n->index, B->var, A->var);
                 if (!c->value || !c->index != !n->index)
                     return false;
+            }
+            // B's loads of what A stores read the stored value (B's own stores go to other
+            // buffers: rt_kir_can_fuse).
+            for (int32_t bf = 0, ins = 0; bf < k->n_bufs; bf++) {
+                bool loaded = false;
+                for (int32_t q = n_a + ins; q < A->body.n; q++)
+                    loaded = loaded || rt_kir_loads_buf(A->body.nodes[q]->value, bf) ||
+                             rt_kir_loads_buf(A->body.nodes[q]->index, bf);
+                rt_kir_expr *ref = NULL;
+                if (loaded && !rt_kir_forward_store(a, k, p, A, n_a + ins, bf, &ref))
+                    return false;
+                ins += ref != NULL;
+                for (int32_t q = n_a + ins; ref && q < A->body.n; q++) {
+                    rt_kir_node *c = A->body.nodes[q];
+                    c->value = rt_kir_forward(a, c->value, bf, ref);
+                    if (c->kind == RT_KIR_N_STORE)
+                        c->index = rt_kir_forward(a, c->index, bf, ref);
+                    if (!c->value || (c->kind == RT_KIR_N_STORE && !c->index))
+                        return false;
+                }
             }
             // The nodes between move before A, which takes B's place; B goes.
             int32_t n_mid = j - i - 1;

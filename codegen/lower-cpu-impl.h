@@ -17,6 +17,7 @@ typedef struct rt_lower {
     int32_t (*start_buf)[RT_MAX_DIMS]; // per tensor and dim: start array buffer (-1: dense)
     int64_t (*extent)[RT_MAX_DIMS];    // per tensor and dim: dense extent (-1: ragged)
     int64_t *local_base; // per tensor: scratch offset of its per-thread row (-1: none; rt_lx)
+    int32_t *local_dims; // per tensor with a local_base: its leading dims left out (the row's)
     int32_t (*tree_buf)[RT_KIR_TREE_FIELD_COUNT]; // per tree parameter: its arrays (-1: unused)
     int32_t *tree_child;                          // per tree parameter: its CHILD buffer (rt_lx)
     const rt_stmt *s;

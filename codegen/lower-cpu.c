@@ -11,7 +11,10 @@
 //     loop nests over each statement's index variables with ragged bounds read from the length
 //     tensors and offsets through the rt_layout start arrays, statements that share their outer
 //     loop fused row-wise into one phase, the outer loop spread over cores and the innermost
-//     loop marked for vectorization. The same path with `naive` is the oracle for large shapes.
+//     loop marked for vectorization; where they share more leading loops over rows of constant
+//     length (a layer norm's (b, i) rows), every statement runs on one row before the next, the
+//     row temporaries in L1 scratch, the rows split over the cores (rt_lower_rows). The same
+//     path with `naive` is the oracle for large shapes.
 //     With an rProgram, the modeled statement alone in its phase is blocked by its rTiles
 //     (rt_lower_tiled): scale-out tiles as work items, a tile loop per lower level, point loops
 //     innermost, so every ranked candidate lowers to its own loop nest.
@@ -57,6 +60,7 @@ static rt_status rt_lower_buffers(rt_lower *l) {
     RT_ALLOC(l->a, l->start_buf, op->n_tensors, l->err);
     RT_ALLOC(l->a, l->extent, op->n_tensors, l->err);
     RT_ALLOC(l->a, l->local_base, op->n_tensors, l->err);
+    RT_ALLOC(l->a, l->local_dims, op->n_tensors, l->err);
     for (int32_t t = 0; t < op->n_tensors; t++) {
         const rt_tensor *tn = &op->tensors[t];
         l->local_base[t] = -1;
@@ -226,6 +230,7 @@ rt_lx rt_tr_ctx(rt_lower *l) {
                    .start_buf = l->start_buf,
                    .extent = l->extent,
                    .local_base = l->local_base,
+                   .local_dims = l->local_dims,
                    .tree_child_buf = l->tree_child,
                    .user = l,
                    .err = l->err};
@@ -432,37 +437,21 @@ static rt_status rt_lower_nest(rt_lower *l, rt_kir_block *blk, int32_t first) {
 
 // Temporaries of the row-wise group [g0, g1) that need not leave it: written by one statement of
 // the group (not accumulated into), by its row, and read only after it and only within the
-// group. Each lives in one row per thread at the end of the phase's scratch instead of a full
-// array in memory: softmax's e(n, d) then costs no DRAM traffic, where it would double the
-// compulsory bytes. Dense f32 rows up to 64 KiB; the phase's scratch grows by their size.
-static void rt_group_localize(rt_lower *l, int32_t g0, int32_t g1) {
+// group (rt_perf_cpu_row_local). Each lives in one row per thread at the end of the phase's
+// scratch instead of a full array in memory: softmax's e(n, d) then costs no DRAM traffic, where
+// it would double the compulsory bytes. The row is what is below the group's depth rows
+// (rt_perf_cpu_row_depth: the first depth dims are the row's vars and may be ragged); the
+// phase's scratch grows by their size.
+static void rt_group_localize(rt_lower *l, int32_t g0, int32_t g1, int32_t depth) {
     const rt_op *op = l->op;
     int64_t base = rt_round_up(l->p->scratch_bytes, 64) / 4;
     for (int32_t si = g0; si < g1; si++) {
-        const rt_stmt *w = &op->stmts[si];
-        int32_t t = w->out;
-        const rt_tensor *tn = &op->tensors[t];
-        if (tn->role != RT_ROLE_TEMP || tn->n_dims < 2 || w->op == RT_ASSIGN_ADD ||
-            l->k->bufs[l->data_buf[t]].type != RT_KIR_F32 || tn->has_pad)
-            continue;
-        int64_t row = 1;
-        for (int32_t d = 0; d < tn->n_dims; d++)
-            if (l->start_buf[t][d] >= 0 || l->extent[t][d] < 1)
-                row = -1;
-        for (int32_t d = 1; d < tn->n_dims && row > 0; d++)
-            row *= l->extent[t][d];
-        bool ok = row > 0 && row <= 16384;
-        for (int32_t j = 0; j < op->n_stmts && ok; j++) {
-            bool first_ok = true;
-            if (j != si && op->stmts[j].out == t)
-                ok = false;
-            else if (rt_perf_cpu_reads_tensor(op->stmts[j].rhs, t, 0, &first_ok) &&
-                     (j <= si || j >= g1))
-                ok = false;
-        }
-        if (!ok)
+        int32_t t = op->stmts[si].out;
+        int64_t row;
+        if (l->local_base[t] >= 0 || !rt_perf_cpu_row_local(op, g1, depth, si, &row))
             continue;
         l->local_base[t] = base;
+        l->local_dims[t] = depth;
         l->data_buf[t] = 0;
         base += rt_round_up(row, 16);
     }
@@ -485,6 +474,50 @@ static void rt_group_unlocalize(rt_lower *l, int32_t g0, int32_t g1) {
     }
 }
 
+// The loops of the rows of a row-wise group of depth rows (rt_perf_cpu_row_depth), from
+// statement s's vars: row var 0 over [lo, lo + n0), vars 1..depth-1 serial loops over their
+// ranges (the same in every statement of the group). The rows are independent, so the work
+// items are n0 x parts: item k is part k / n0 of row var 1's range under row var 0 = k % n0 + lo.
+// With parts the cores, core t of as many takes part t of every (b, i) range: the ragged
+// sequences' rows in equal shares, where one item per sequence left one core a few long ones.
+// rowv receives the vars, *body the block inside the last loop; the group's statements each run
+// their nest from position depth there.
+static rt_status rt_lower_rows(rt_lower *l, const rt_stmt *s, int32_t depth, int64_t lo, int64_t n0,
+                               int64_t parts, int32_t *rowv, rt_kir_block **body) {
+    RT_TRY(rt_lower_begin_stmt(l, s));
+    rt_kir_block *blk = &l->p->body;
+    rt_kir_expr *item = rt_v(l, l->p->item_var);
+    for (int32_t d = 0; d < depth; d++) {
+        l->var_of[d] = rowv[d] = rt_kir_add_var(l->a, l->p, s->vars[d].name, RT_KIR_I64);
+        if (rowv[d] < 0)
+            return rt_fail(l->err, RT_ERR_NOMEM, RT_NOLOC, "out of memory");
+        if (d == 0) {
+            rt_let(l, blk, rowv[0],
+                   rt_b(l, RT_KIR_ADD, rt_b(l, RT_KIR_MOD, item, rt_i(l, n0)), rt_i(l, lo)));
+            continue;
+        }
+        rt_kir_expr *a, *b;
+        RT_TRY(rt_tr_loops_range(l, d, &a, &b));
+        if (d == 1 && parts > 1) {
+            rt_kir_expr *part = rt_b(l, RT_KIR_DIV, item, rt_i(l, n0)),
+                        *len = rt_b(l, RT_KIR_SUB, b, a);
+            rt_kir_expr *a0 = a;
+            a = rt_b(l, RT_KIR_ADD, a0,
+                     rt_b(l, RT_KIR_DIV, rt_b(l, RT_KIR_MUL, part, len), rt_i(l, parts)));
+            b = rt_b(l, RT_KIR_ADD, a0,
+                     rt_b(l, RT_KIR_DIV,
+                          rt_b(l, RT_KIR_MUL, rt_b(l, RT_KIR_ADD, part, rt_i(l, 1)), len),
+                          rt_i(l, parts)));
+        }
+        rt_kir_node *loop = rt_kir_loop(l->a, blk, rowv[d], a, b, RT_KIR_LOOP_SERIAL);
+        if (!loop)
+            return rt_fail(l->err, RT_ERR_NOMEM, RT_NOLOC, "out of memory");
+        blk = &loop->body;
+    }
+    *body = blk;
+    return RT_OK;
+}
+
 static rt_status rt_lower_general(rt_lower *l, int32_t s0, int32_t s1, bool fuse) {
     const rt_op *op = l->op;
     for (int32_t i = s0; i < s1;) {
@@ -503,18 +536,32 @@ static rt_status rt_lower_general(rt_lower *l, int32_t s0, int32_t s1, bool fuse
         int32_t v;
         int64_t lo = 0, hi = 1;
         bool outer = rt_perf_cpu_stmt_outer(op, &op->stmts[i], &v, &lo, &hi);
-        const char *what =
-            rt_arena_printf(l->a, "statement%s %d%s%s", j - i > 1 ? "s" : "", (int)i,
-                            j - i > 1 ? rt_arena_printf(l->a, "-%d", (int)(j - 1)) : "",
-                            j - i > 1 ? " fused row-wise" : "");
-        l->p = rt_kir_add_phase(l->a, l->k, what ? what : "statement", outer ? hi - lo : 1);
+        int32_t depth = outer && j - i > 1 ? rt_perf_cpu_row_depth(op, i, j) : 1;
+        const char *what = rt_arena_printf(
+            l->a, "statement%s %d%s%s%s", j - i > 1 ? "s" : "", (int)i,
+            j - i > 1 ? rt_arena_printf(l->a, "-%d", (int)(j - 1)) : "",
+            j - i > 1 ? " fused row-wise" : "",
+            depth > 1 ? rt_arena_printf(l->a, ", rows of %d loops", (int)depth) : "");
+        int64_t parts = depth > 1 && l->dev && l->dev->units > 1 ? l->dev->units : 1;
+        l->p =
+            rt_kir_add_phase(l->a, l->k, what ? what : "statement", outer ? (hi - lo) * parts : 1);
         if (!l->p)
             return rt_fail(l->err, RT_ERR_NOMEM, RT_NOLOC, "out of memory");
         if (j - i > 1 && outer)
-            rt_group_localize(l, i, j);
+            rt_group_localize(l, i, j, depth);
+        int32_t rowv[RT_MAX_DIMS];
+        rt_kir_block *rows = &l->p->body;
+        if (depth > 1)
+            RT_TRY(rt_lower_rows(l, &op->stmts[i], depth, lo, hi - lo, parts, rowv, &rows));
         for (int32_t si = i; si < j; si++) {
             const rt_stmt *s = &op->stmts[si];
             RT_TRY(rt_lower_begin_stmt(l, s));
+            if (depth > 1) {
+                for (int32_t d = 0; d < depth; d++)
+                    l->var_of[d] = rowv[d];
+                RT_TRY(rt_lower_nest(l, rows, depth));
+                continue;
+            }
             int32_t first = 0;
             if (outer) {
                 int32_t sv;

@@ -24,7 +24,8 @@ rt_kir_expr *rt_lx_offset(rt_lx *x, int32_t t, rt_kir_expr **idx, rt_kir_expr **
     rt_kir_expr *pos = rt_kir_int(a, 0), *ok = rt_kir_int(a, 1);
     const rt_tensor *tn = &x->op->tensors[t];
     int64_t local = x->local_base ? x->local_base[t] : -1;
-    for (int32_t d = local >= 0 ? 1 : 0; d < tn->n_dims; d++) {
+    int32_t d0 = local < 0 ? 0 : x->local_dims ? x->local_dims[t] : 1;
+    for (int32_t d = d0; d < tn->n_dims; d++) {
         if (x->start_buf[t][d] >= 0) {
             rt_kir_expr *st =
                 rt_kir_cast(a, RT_KIR_I64, rt_kir_load(a, x->k, x->start_buf[t][d], pos));

@@ -37,8 +37,11 @@ struct rt_lx {
     int64_t (*extent)[RT_MAX_DIMS];    // per tensor and dim: dense extent (-1: ragged)
     // Per tensor (NULL: none): the scratch offset, in elements, of the one row of it that a
     // row-wise group keeps per thread (data_buf is then the scratch); -1: the tensor's own array.
-    // Such a tensor's first index is the group's row and is left out of its offsets.
+    // Such a tensor's first indices (local_dims) are the group's row and are left out of its offsets.
     const int64_t *local_base;
+    // Per tensor with a local_base (NULL: 1 each): how many leading dims (the group's rows,
+    // rt_perf_cpu_row_depth) are left out of its offsets.
+    const int32_t *local_dims;
     // Per tree parameter (NULL: none): its CHILD buffer (RT_KIR_TREE_CHILD), -1 when the kernel
     // has none. T.child(x, c) loads it; a read at a missing child (-1) is 0, as in the
     // interpreter.

@@ -145,7 +145,7 @@ static double op_bytes(const rt_perf_model *m) {
     double bytes = m->extra_dram_bytes;
     for (int32_t i = 0; i < m->n_access; i++) {
         const rt_perf_access *acc = &m->access[i];
-        bool seen = false;
+        bool seen = acc->local; // a row in L1 scratch (model_local)
         for (int32_t j = 0; j < i && !seen; j++)
             seen = m->access[j].tensor == acc->tensor;
         double b = acc->elem_bytes;

@@ -202,6 +202,23 @@ bool rt_perf_cpu_stmt_outer(const rt_op *op, const rt_stmt *s, int32_t *var, int
                             int64_t *hi);
 bool rt_perf_cpu_reads_tensor(const rt_expr *e, int32_t t, int32_t first_var, bool *ok);
 bool rt_perf_cpu_row_fusable(const rt_op *op, int32_t g0, int32_t j);
+// The row depth of the row-wise group [g0, g1) (statements g0..g1-1, each fusable with the
+// ones before it): how many leading kept loops its statements share as one nest of rows (1: the
+// outer loop only). At depth k every statement's first k LHS vars are its first k loops over
+// the same ranges, at least one loop stays below them, all over constant ranges, and each read
+// of a tensor the group writes is of the reader's own row; the backend then runs every statement on one row before
+// the next row (L1-resident rows, temporaries one row per thread: codegen/lower-cpu.c).
+int32_t rt_perf_cpu_row_depth(const rt_op *op, int32_t g0, int32_t g1);
+// Does the row-wise group [.., g1) at depth keep statement si's output, a temporary, in one row
+// per thread (scratch) instead of an array? Written by si alone (not '+='), read only by the
+// statements after it in the group, f32, its dims from depth on dense (all of them at depth 1)
+// making a row of up to 16384 elements (*row_elems). The backend's rule (codegen/lower-cpu.c)
+// and the model's (such a tensor moves between the registers and L1 only).
+bool rt_perf_cpu_row_local(const rt_op *op, int32_t g1, int32_t depth, int32_t si,
+                           int64_t *row_elems);
+// The row-wise group [*g0, *g1) holding statement s when the statements are grouped from the
+// first, as the general path groups them; false when s is alone in it.
+bool rt_perf_cpu_row_group(const rt_op *op, int32_t s, int32_t *g0, int32_t *g1);
 const char *rt_perf_cpu_plan_kind_name(rt_perf_cpu_plan_kind k);
 // The plan as one canonical line (no newline), printed in the JSON report ("plan") and in the
 // kernel's opening comment ("plan: ..."): op and s name the variables of a loop plan.
@@ -282,6 +299,7 @@ typedef struct rt_perf_axis {
 typedef struct rt_perf_access {
     int32_t tensor;
     bool is_output;
+    bool local; // CPU: a row-wise group's temporary kept in one L1 row per thread (model_local)
     int32_t elem_bytes;
     int32_t n_dims;
     int64_t dim_extent[RT_MAX_DIMS];             // storage extent (max for ragged dims)

@@ -77,6 +77,114 @@ bool rt_perf_cpu_row_fusable(const rt_op *op, int32_t g0, int32_t j) {
     return sj->n_lhs >= 1 && sj->lhs_vars[0] == vj;
 }
 
+// Does every read of tensor t in e index its first k dims by the vars 0..k-1 (the row)?
+static bool reads_by_row(const rt_expr *e, int32_t t, int32_t k) {
+    if (!e)
+        return true;
+    if (e->kind == RT_EXPR_READ && e->tensor == t) {
+        if (e->n_args < k)
+            return false;
+        for (int32_t d = 0; d < k; d++)
+            if (e->args[d]->kind != RT_EXPR_INDEX || e->args[d]->var != d)
+                return false;
+    }
+    for (int32_t i = 0; i < e->n_args; i++)
+        if (!reads_by_row(e->args[i], t, k))
+            return false;
+    return true;
+}
+
+// Do the statements of group [g0, g1) share their first k kept loops as one row, each with
+// loops of constant ranges below it?
+static bool row_depth_ok(const rt_op *op, int32_t g0, int32_t g1, int32_t k) {
+    const rt_stmt *s0 = &op->stmts[g0];
+    for (int32_t si = g0; si < g1; si++) {
+        const rt_stmt *s = &op->stmts[si];
+        // Var d is the row's d-th: LHS vars come first (spec.h), each a loop of its own, and
+        // at least one loop stays below the row (the vector loop).
+        if (s->n_lhs < k || s->n_loops <= k || s->n_vars <= k)
+            return false;
+        for (int32_t d = 0; d < k; d++)
+            if (s->lhs_vars[d] != d || s->loops[d] != d || s->vars[d].is_reduce ||
+                !rt_expr_equal(s->vars[d].lo, s0->vars[d].lo) ||
+                !rt_expr_equal(s->vars[d].hi, s0->vars[d].hi))
+                return false;
+        // The loops below the row run over constant ranges: a row of known length, the same
+        // for every row. Below a ragged one (a ragged softmax's j < len(b)) the rows are as
+        // long as the sequences, and short ones lose more than they gain: each row's statements
+        // are a chain (max, then exp and sum, then the division) with scalar remainders whose
+        // latency the out-of-order core overlapped across the rows of one statement; a softmax
+        // over MRPC's rows (about 50) ran 1.2x slower at depth 3, over RACE's (about 350) 1.4x
+        // faster.
+        for (int32_t i = k; i < s->n_loops; i++) {
+            int32_t v = s->loops[i];
+            int64_t lo, hi;
+            if (v < 0 || v >= s->n_vars || !s->vars[v].lo || !s->vars[v].hi ||
+                !rt_expr_const_int(op, s->vars[v].lo, &lo) ||
+                !rt_expr_const_int(op, s->vars[v].hi, &hi))
+                return false;
+        }
+        // Every read of a tensor the group writes is of the row the reader is on.
+        for (int32_t w = g0; w < g1; w++)
+            if (!reads_by_row(s->rhs, op->stmts[w].out, k))
+                return false;
+    }
+    return true;
+}
+
+int32_t rt_perf_cpu_row_depth(const rt_op *op, int32_t g0, int32_t g1) {
+    int32_t k = 1;
+    while (g1 - g0 > 1 && k < RT_MAX_DIMS && row_depth_ok(op, g0, g1, k + 1))
+        k++;
+    return k;
+}
+
+bool rt_perf_cpu_row_local(const rt_op *op, int32_t g1, int32_t depth, int32_t si,
+                           int64_t *row_elems) {
+    const rt_stmt *w = &op->stmts[si];
+    int32_t t = w->out;
+    const rt_tensor *tn = &op->tensors[t];
+    if (tn->role != RT_ROLE_TEMP || tn->n_dims <= depth || w->op == RT_ASSIGN_ADD ||
+        tn->dtype != RT_DTYPE_F32 || tn->has_pad)
+        return false;
+    int64_t row = 1;
+    for (int32_t d = 0; d < tn->n_dims; d++) {
+        int64_t e;
+        bool dense = !rt_expr_mentions_dimref(tn->dims[d].extent) && tn->dims[d].extent &&
+                     rt_expr_const_int(op, tn->dims[d].extent, &e) && e >= 1;
+        if ((d >= depth || depth == 1) && !dense)
+            return false;
+        if (d >= depth)
+            row *= e;
+        if (row > 16384)
+            return false;
+    }
+    for (int32_t j = 0; j < op->n_stmts; j++) {
+        bool first_ok = true;
+        if (j != si && op->stmts[j].out == t)
+            return false;
+        if (rt_perf_cpu_reads_tensor(op->stmts[j].rhs, t, 0, &first_ok) && (j <= si || j >= g1))
+            return false;
+    }
+    *row_elems = row;
+    return true;
+}
+
+bool rt_perf_cpu_row_group(const rt_op *op, int32_t s, int32_t *g0, int32_t *g1) {
+    for (int32_t i = 0; i < op->n_stmts;) {
+        int32_t j = i + 1;
+        while (j < op->n_stmts && rt_perf_cpu_row_fusable(op, i, j))
+            j++;
+        if (s >= i && s < j) {
+            *g0 = i;
+            *g1 = j;
+            return j - i > 1;
+        }
+        i = j;
+    }
+    return false;
+}
+
 // Is statement main alone in its row-wise group when the statements are grouped from the first
 // (codegen/lower-cpu.c rt_lower_general)?
 static bool main_alone(const rt_op *op, int32_t main) {

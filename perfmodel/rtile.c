@@ -614,6 +614,56 @@ static void model_fused(rt_perf_model *m, int32_t best, const rt_perf_options *o
     }
 }
 
+// The first tensor read in e other than length and index tensors, -1 when none.
+static int32_t first_data_read(const rt_op *op, const rt_expr *e) {
+    if (!e)
+        return -1;
+    if (e->kind == RT_EXPR_READ && !op->tensors[e->tensor].is_length &&
+        !op->tensors[e->tensor].is_index)
+        return e->tensor;
+    for (int32_t i = 0; i < e->n_args; i++) {
+        int32_t t = first_data_read(op, e->args[i]);
+        if (t >= 0)
+            return t;
+    }
+    return -1;
+}
+
+// Does e multiply reads of two different tensors (a contraction's product, which the CPU runs
+// as a packed GEMM rather than on the general path)?
+static bool has_product(const rt_op *op, const rt_expr *e) {
+    if (!e)
+        return false;
+    if (e->kind == RT_EXPR_BINARY && e->bop == RT_BOP_MUL && e->n_args == 2) {
+        int32_t x = first_data_read(op, e->args[0]), y = first_data_read(op, e->args[1]);
+        if (x >= 0 && y >= 0 && x != y)
+            return true;
+    }
+    for (int32_t i = 0; i < e->n_args; i++)
+        if (has_product(op, e->args[i]))
+            return true;
+    return false;
+}
+
+// CPU: the main statement's accesses of temporaries that its row-wise group, run a row at a time
+// (rt_perf_cpu_row_depth above 1), keeps in one row per thread (rt_perf_cpu_row_local): they
+// move between L1 and the registers only (rt_perf_traffic_bytes), as in the backend's loop nest.
+static void model_local(rt_perf_model *m) {
+    const rt_op *op = m->op;
+    int32_t g0, g1;
+    if (m->thread_level >= 0 || !rt_perf_cpu_row_group(op, m->main_stmt, &g0, &g1) ||
+        has_product(op, op->stmts[m->main_stmt].rhs))
+        return;
+    int32_t depth = rt_perf_cpu_row_depth(op, g0, g1);
+    for (int32_t i = 0; i < m->n_access && depth > 1; i++)
+        for (int32_t si = g0; si < g1; si++) {
+            int64_t row;
+            if (op->stmts[si].out == m->access[i].tensor &&
+                rt_perf_cpu_row_local(op, g1, depth, si, &row))
+                m->access[i].local = true;
+        }
+}
+
 // The type the matrix units would multiply in: the output's, or a 16-bit float (or int8) that
 // every tensor read of the main statement has (a half GEMM into a float C accumulates in f32).
 static rt_dtype model_mma_dtype(const rt_perf_model *m) {
@@ -754,6 +804,7 @@ rt_status rt_perf_model_build(rt_arena *a, const rt_op *op, const rt_device *dev
     model_fused(m, best, opt, dmax);
 
     RT_TRY(model_levels(m, opt, err));
+    model_local(m);
     m->warm = rt_perf_cpu_warm(m);
     rt_perf_cpu_flat_axis(m, st, &m->flat);
     *out = m;
@@ -914,6 +965,8 @@ double rt_perf_traffic_bytes(const rt_perf_model *m, int32_t level, const int64_
     double n_sp = rt_perf_tile_count(m, shape, true);
     double in = 0, out = 0;
     for (int32_t i = 0; i < m->n_access; i++) {
+        if (m->access[i].local && level < m->top)
+            continue; // a row in L1 scratch: nothing moves into the caches (model_local)
         int64_t dt[RT_MAX_DIMS];
         rt_perf_data_tile(m, i, shape, dt);
         double b = rounded_bytes(&m->access[i], dt, txn);

@@ -51,7 +51,8 @@ static void rt_softmax_c0_p0_body(float *restrict scratch, const float *restrict
     int64_t d_2;
     int64_t n_3;
     int64_t d_3;
-    float rcp11;
+    float fwd;
+    float rcp12;
     (void)scratch;
     for (item = lo; item < hi; item++) {
         n = item;
@@ -66,15 +67,16 @@ static void rt_softmax_c0_p0_body(float *restrict scratch, const float *restrict
         acc_1 = 0.0f;
         #pragma GCC ivdep
         for (d_1 = 0; d_1 < 1024; d_1++) {
-            scratch[d_1] = expf((t_X[((n_1 * 1024) + d_1)] - t_mx[n_1]));
-            acc_1 = (acc_1 + scratch[d_1]);
+            fwd = expf((t_X[((n_1 * 1024) + d_1)] - t_mx[n_1]));
+            scratch[d_1] = fwd;
+            acc_1 = (acc_1 + fwd);
         }
         t_s[n_2] = acc_1;
         n_3 = item;
-        rcp11 = (1.0f / t_s[n_3]);
+        rcp12 = (1.0f / t_s[n_3]);
         #pragma GCC ivdep
         for (d_3 = 0; d_3 < 1024; d_3++) {
-            t_Y[((n_3 * 1024) + d_3)] = (scratch[d_3] * rcp11);
+            t_Y[((n_3 * 1024) + d_3)] = (scratch[d_3] * rcp12);
         }
     }
 }
