@@ -28,10 +28,11 @@ for spec in examples/*.spec; do
     ranks=$(jq -r '.construction.candidates[] | select(.gpu_plan) | .rank' "$json")
     [ -n "$ranks" ] || { echo "FAIL: $name: no gpu_plan in $json"; fail=1; continue; }
     for r in $ranks; do
-        # rtgen writes the winner (without a profile: the model's top-1) as NAME.EXT, every
-        # other candidate as NAME.rankN.EXT, N its model rank
+        # rtgen writes the winner (without a profile: the model's choice, model_top1, which on a
+        # GPU is made after compilation) as NAME.EXT, every other candidate as NAME.rankN.EXT,
+        # N its construction rank
         win=$(jq -r '.kernels[]? | select(.winner == true) | .rank' "$json")
-        [ -n "$win" ] || win=1
+        [ -n "$win" ] || win=$(jq -r '.model_top1 // 1' "$json")
         if [ "$r" = "$win" ]; then pat="$name"; else pat="$name.rank$r"; fi
         kern=""
         for ext in cu hip.cpp cl; do [ -f "$out/$name/$pat.$ext" ] && kern="$out/$name/$pat.$ext"; done
