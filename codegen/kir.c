@@ -546,22 +546,23 @@ static bool rt_kir_same(const rt_kir_expr *x, const rt_kir_expr *y, int32_t vx, 
     return true;
 }
 
-// e with var `from` read as var `to` (shared where nothing changes); NULL when out of memory.
-static rt_kir_expr *rt_kir_rename(rt_arena *a, rt_kir_expr *e, int32_t from, int32_t to) {
+// e rebuilt bottom-up where leaf(a, node, ctx) replaces a node: it returns the node itself to
+// keep it (its operands are then visited), a replacement, or NULL when out of memory. Shared
+// where nothing changes; NULL when out of memory.
+typedef rt_kir_expr *(*rt_kir_leaf_fn)(rt_arena *a, rt_kir_expr *e, const void *ctx);
+static rt_kir_expr *rt_kir_subst(rt_arena *a, rt_kir_expr *e, rt_kir_leaf_fn leaf,
+                                 const void *ctx) {
     if (!e)
         return NULL;
-    if (e->kind == RT_KIR_E_VAR && e->var == from) {
-        rt_kir_expr *r = rt_kir_new(a, RT_KIR_E_VAR, e->type);
-        if (r)
-            r->var = to;
-        return r;
-    }
+    rt_kir_expr *l = leaf(a, e, ctx);
+    if (l != e)
+        return l;
     rt_kir_expr *args[3] = {NULL, NULL, NULL};
     bool changed = false;
     for (int32_t i = 0; i < 3; i++) {
         if (!e->args[i])
             continue;
-        args[i] = rt_kir_rename(a, e->args[i], from, to);
+        args[i] = rt_kir_subst(a, e->args[i], leaf, ctx);
         if (!args[i])
             return NULL;
         changed = changed || args[i] != e->args[i];
@@ -574,6 +575,23 @@ static rt_kir_expr *rt_kir_rename(rt_arena *a, rt_kir_expr *e, int32_t from, int
     *r = *e;
     memcpy(r->args, args, sizeof args);
     return r;
+}
+
+// A use of var ft[0] as var ft[1].
+static rt_kir_expr *rt_kir_rename_leaf(rt_arena *a, rt_kir_expr *e, const void *ctx) {
+    const int32_t *ft = ctx;
+    if (e->kind != RT_KIR_E_VAR || e->var != ft[0])
+        return e;
+    rt_kir_expr *r = rt_kir_new(a, RT_KIR_E_VAR, e->type);
+    if (r)
+        r->var = ft[1];
+    return r;
+}
+
+// e with var `from` read as var `to` (shared where nothing changes); NULL when out of memory.
+static rt_kir_expr *rt_kir_rename(rt_arena *a, rt_kir_expr *e, int32_t from, int32_t to) {
+    int32_t ft[2] = {from, to};
+    return rt_kir_subst(a, e, rt_kir_rename_leaf, ft);
 }
 
 // What a loop body or a run of nodes reads and writes: vars set (LET, FSET), buffers stored,
@@ -703,31 +721,22 @@ static bool rt_kir_can_fuse(rt_arena *a, const rt_kir_kernel *k, const rt_kir_ph
     return true;
 }
 
+typedef struct rt_kir_fwd {
+    int32_t buf;
+    rt_kir_expr *ref;
+} rt_kir_fwd;
+
+static rt_kir_expr *rt_kir_forward_leaf(rt_arena *a, rt_kir_expr *e, const void *ctx) {
+    (void)a;
+    const rt_kir_fwd *f = ctx;
+    return e->kind == RT_KIR_E_LOAD && e->buf == f->buf ? f->ref : e;
+}
+
 // e with every load of buf replaced by ref (shared where nothing changes); NULL when out of
 // memory.
 static rt_kir_expr *rt_kir_forward(rt_arena *a, rt_kir_expr *e, int32_t buf, rt_kir_expr *ref) {
-    if (!e)
-        return NULL;
-    if (e->kind == RT_KIR_E_LOAD && e->buf == buf)
-        return ref;
-    rt_kir_expr *args[3] = {NULL, NULL, NULL};
-    bool changed = false;
-    for (int32_t i = 0; i < 3; i++) {
-        if (!e->args[i])
-            continue;
-        args[i] = rt_kir_forward(a, e->args[i], buf, ref);
-        if (!args[i])
-            return NULL;
-        changed = changed || args[i] != e->args[i];
-    }
-    if (!changed)
-        return e;
-    rt_kir_expr *r = rt_arena_alloc(a, sizeof *r);
-    if (!r)
-        return NULL;
-    *r = *e;
-    memcpy(r->args, args, sizeof args);
-    return r;
+    rt_kir_fwd f = {buf, ref};
+    return rt_kir_subst(a, e, rt_kir_forward_leaf, &f);
 }
 
 static bool rt_kir_loads_buf(const rt_kir_expr *e, int32_t buf) {
