@@ -30,7 +30,11 @@ skipped_tests() {
 echo "== strict build and tests"
 cmake -S . -B build -DRTGEN_WERROR=ON >/dev/null
 cmake --build build -j"$jobs"
-{ (cd build && ctest --output-on-failure -j"$jobs" -LE gpu) 2>&1; echo $? >build/ctest.rc; } |
+# The exit status crosses the pipe through a file: set -e holds inside the braces too, so the
+# status is caught with || (a failed ctest would otherwise end the group before it is written),
+# and a file left by an earlier run is removed first.
+rm -f build/ctest.rc
+{ rc=0; (cd build && ctest --output-on-failure -j"$jobs" -LE gpu) 2>&1 || rc=$?; echo $rc >build/ctest.rc; } |
     tee build/ctest.log
 skipped_tests build build/ctest.log
 [ "$(cat build/ctest.rc)" -eq 0 ] || exit 1
