@@ -100,7 +100,7 @@ typedef struct rt_calib_opts {
     // The default device's first-use probe (hal-host-probe.c) instead of the full plan: the
     // clock (RT_CALIB_CLOCK) and one core's f32 FMA rate (RT_CALIB_INSN "f32_fma"), then the
     // triad on every thread (RT_CALIB_LEVEL_BW) at a quarter of level 1 (the last-level cache of
-    // the model's warm rule) and on a DRAM buffer 2x the caches (64 to 256 MiB), there also with
+    // the model's warm rule) and on a DRAM buffer 2x the caches (64 MiB to 1 GiB), there also with
     // non-temporal stores (RT_CALIB_LEVEL_STREAM); samples of 0.3 ms,
     // about 0.2 s in all. Samples whose threads were descheduled are dropped
     // (rt_calib_measure_host); a probe without enough others is skipped.
