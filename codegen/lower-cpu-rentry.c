@@ -12,6 +12,13 @@
 // of the entry's units, and reused by all of them (rt_perf_cpu_rentry_b_cols).
 // The pool gives each thread a contiguous run of items (hal-cpu.c), so every thread gets an
 // equal share of the cost, within one unit, at any thread count.
+// Causal attention (rt_perf_gemm_rentry.tri: j in 0:i + 1, the triangle stored packed, row i
+// holding i + 1 entries): scores run each row panel's column panels only up to its last row
+// and store through the micro-kernel's epilogue, masked per row at the row's packed offset
+// (one k block); attention x V packs P's rows with zeros past i + 1 (rt_gemm_tri_pack_a), runs
+// the k blocks up to the row block's last row and each panel's micro-kernel over its own k
+// steps. B is packed only up to the last owned row's range; the units' costs are triangular
+// (rt_re_tri_start) and each item finds its units by a walk over the entry's row blocks.
 #include "lower-cpu-impl.h"
 
 #include <string.h>
@@ -676,6 +683,12 @@ rt_status rt_lower_gemm_rentry(rt_lower *l, const rt_gemm *g) {
         "micro-kernel %dx%d",
         (int)g->stmt, (long long)g->batch, (long long)g->M, (long long)g->N, (long long)g->K, g->mc,
         (long long)items, g->nc, g->kc, g->mr, g->nr);
+    // Causal scores store the packed triangle from the one k block's epilogue (rt_re_tri_store;
+    // rt_perf_cpu_rentry_block makes kc hold K).
+    if (g->re.tri == 1 && g->re.ext[2] > g->kc)
+        return rt_fail(l->err, RT_ERR_BACKEND, s->loc,
+                       "internal: causal scores need one k block (K %lld over kc %d)",
+                       (long long)g->re.ext[2], g->kc);
     l->p = rt_kir_add_phase(a, l->k, what ? what : "gemm", items);
     if (!l->p)
         return rt_fail(l->err, RT_ERR_NOMEM, RT_NOLOC, "out of memory");

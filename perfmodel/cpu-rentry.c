@@ -2,7 +2,8 @@
 // per-entry operators: attention scores Q.K^T and attention x V over len(b) x len(b) per batch
 // entry and head, the variable-size batched GEMM): their detection from the statement (one rule
 // for the model and codegen/lower-cpu-rentry.c), the model's groups and the time of the plan the
-// backend executes (a work list of per-entry GEMMs split over the threads by cost).
+// backend executes (a work list of per-entry GEMMs split over the threads by cost), causal
+// ones (j in 0:i + 1: the packed triangles of masked attention) priced row block by row block.
 #include "perfmodel.h"
 
 #include <string.h>
