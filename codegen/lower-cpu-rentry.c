@@ -12,6 +12,13 @@
 // of the entry's units, and reused by all of them (rt_perf_cpu_rentry_b_cols).
 // The pool gives each thread a contiguous run of items (hal-cpu.c), so every thread gets an
 // equal share of the cost, within one unit, at any thread count.
+// Causal attention (rt_perf_gemm_rentry.tri: j in 0:i + 1, the triangle stored packed, row i
+// holding i + 1 entries): scores run each row panel's column panels only up to its last row
+// and store through the micro-kernel's epilogue, masked per row at the row's packed offset
+// (one k block); attention x V packs P's rows with zeros past i + 1 (rt_gemm_tri_pack_a), runs
+// the k blocks up to the row block's last row and each panel's micro-kernel over its own k
+// steps. B is packed only up to the last owned row's range; the units' costs are triangular
+// (rt_re_tri_start) and each item finds its units by a walk over the entry's row blocks.
 #include "lower-cpu-impl.h"
 
 #include <string.h>
@@ -81,7 +88,9 @@ static void rt_re_bind_ext(rt_lower *l, const rt_gemm *g, rt_kir_block *blk, rt_
     static const char *const names[3] = {"m_len", "n_len", "k_len"};
     for (int32_t i = 0; i < 3; i++) {
         rt_kir_expr *x = rt_i(l, r->ext[i]);
-        if (r->len[i] >= 0)
+        if (r->tri && i == r->tri) // the causal var: up to the last row's range, M + tri_c - 1
+            x = rt_b(l, RT_KIR_MAX, rt_i(l, 0), rt_b(l, RT_KIR_ADD, ext[0], rt_i(l, r->tri_c - 1)));
+        else if (r->len[i] >= 0)
             x = rt_kir_cast(
                 l->a, RT_KIR_I64,
                 rt_kir_load(l->a, l->k, l->data_buf[r->len[i]], rt_v(l, l->var_of[r->len_b[i]])));
@@ -89,11 +98,36 @@ static void rt_re_bind_ext(rt_lower *l, const rt_gemm *g, rt_kir_block *blk, rt_
     }
 }
 
+// A causal entry's units differ: row block q's cost is X (sum over its rows i of i + 2) + P,
+// X the other var's extent + 1 (K of scores, N of attention x V), P the B pack's share and a
+// constant, so that unit q starts at X F(q mc) + q P, F(n) = n (n - 1) / 2 + 2 n (its rows'
+// multiply-adds, about; never zero).
+static rt_kir_expr *rt_re_tri_start(rt_lower *l, const rt_gemm *g, const rt_re_entry *en,
+                                    rt_kir_expr *q) {
+    rt_kir_expr *x = rt_b(l, RT_KIR_ADD, en->ext[g->re.tri == 1 ? 2 : 1], rt_i(l, 1));
+    rt_kir_expr *t = rt_b(l, RT_KIR_ADD, en->ext[g->re.tri], rt_i(l, 1));
+    rt_kir_expr *n = rt_b(l, RT_KIR_MIN, rt_b(l, RT_KIR_MUL, q, rt_i(l, g->mc)), en->ext[0]);
+    rt_kir_expr *f = rt_b(
+        l, RT_KIR_ADD,
+        rt_b(l, RT_KIR_DIV, rt_b(l, RT_KIR_MUL, n, rt_b(l, RT_KIR_SUB, n, rt_i(l, 1))), rt_i(l, 2)),
+        rt_b(l, RT_KIR_MUL, n, rt_i(l, 2)));
+    rt_kir_expr *p = rt_b(l, RT_KIR_ADD, rt_b(l, RT_KIR_MUL, t, x), rt_i(l, 64));
+    return rt_b(l, RT_KIR_ADD, rt_b(l, RT_KIR_MUL, x, f), rt_b(l, RT_KIR_MUL, q, p));
+}
+
 static void rt_re_bind_entry(rt_lower *l, const rt_gemm *g, rt_kir_block *blk, rt_kir_expr *e,
                              rt_re_entry *en) {
     en->idx = e;
     rt_re_bind_ext(l, g, blk, e, en->ext);
     en->kp = rt_b(l, RT_KIR_ADD, en->ext[2], rt_i(l, 1));
+    if (g->re.tri) { // rt_re_tri_start at the entry's end
+        en->cost = rt_re_let(
+            l, blk, "e_cost",
+            rt_re_tri_start(l, g, en,
+                            rt_b(l, RT_KIR_DIV, rt_b(l, RT_KIR_ADD, en->ext[0], rt_i(l, g->mc - 1)),
+                                 rt_i(l, g->mc))));
+        return;
+    }
     // The sum of the units' costs: all M rows, and per row block the rest.
     rt_kir_expr *nb =
         rt_b(l, RT_KIR_DIV, rt_b(l, RT_KIR_ADD, en->ext[0], rt_i(l, g->mc - 1)), rt_i(l, g->mc));
@@ -143,7 +177,8 @@ typedef struct rt_re_unit {
     rt_re_entry en;
     rt_kir_expr *a0, *am, *ak, *b0, *bn, *bk, *c0, *ldc;
     int32_t vi0, vmc;
-    int32_t b_sub; // B's sub-panel width (rt_perf_cpu_rentry_b_sub; 0: nr-wide panels)
+    rt_kir_expr *p0; // the k block's first step
+    int32_t b_sub;   // B's sub-panel width (rt_perf_cpu_rentry_b_sub; 0: nr-wide panels)
     int64_t a_elems;
     // Small entries (rt_re_next_fits): the next entry's A and B as rows of contiguous elements
     // (per matrix: its buffer, first element, row stride, rows, elements per row; rows NULL:
@@ -213,7 +248,8 @@ static void rt_re_bind_next(rt_lower *l, const rt_gemm *g, rt_kir_block *blk, rt
     rt_kir_expr *e1 =
         rt_b(l, RT_KIR_MIN, rt_b(l, RT_KIR_ADD, u->en.idx, rt_i(l, 1)), rt_i(l, g->batch - 1));
     rt_re_bind_ext(l, g, blk, e1, ext);
-    rt_re_next_operand(l, g, blk, g->ta, va, g->m_var, g->k_var, ext[0], ext[2], u, 0);
+    if (g->re.tri != 2) // causal P's rows are not equally long: not prefetched
+        rt_re_next_operand(l, g, blk, g->ta, va, g->m_var, g->k_var, ext[0], ext[2], u, 0);
     rt_re_next_operand(l, g, blk, g->tb, vb, g->n_var, g->k_var, ext[1], ext[2], u, 1);
     rt_gemm_unflatten(l, blk, u->en.idx, g->re.batch_var, g->re.n_batch);
 }
@@ -286,6 +322,43 @@ static void rt_re_prefetch_next_b(rt_lower *l, const rt_gemm *g, rt_kir_block *b
     RT_LOWER_CHECK(l, pf->index);
 }
 
+// Scores' C is the packed triangle: the micro-kernel's tile goes out through its epilogue
+// (kir.h), element (i, j) stored where j < i + tri_c, at c0 + i tri_c + i (i - 1) / 2 + j (the
+// layout's offset of row i within the entry). One k block: the epilogue runs on it, C is never
+// read.
+static void rt_re_tri_store(rt_lower *l, const rt_gemm *g, rt_kir_ukernel *uk, const rt_re_unit *u,
+                            rt_kir_expr *row0, rt_kir_expr *col0) {
+    rt_arena *a = l->a;
+    uk->epi = rt_arena_calloc(a, 1, sizeof *uk->epi);
+    uk->epi_acc = rt_kir_add_var(a, l->p, "cval", RT_KIR_F32);
+    uk->epi_row = rt_kir_add_var(a, l->p, "ci", RT_KIR_I64);
+    uk->epi_col = rt_kir_add_var(a, l->p, "cj", RT_KIR_I64);
+    RT_LOWER_CHECK(l, uk->epi && uk->epi_acc >= 0 && uk->epi_row >= 0 && uk->epi_col >= 0);
+    if (!uk->epi || uk->epi_acc < 0 || uk->epi_row < 0 || uk->epi_col < 0)
+        return;
+    uk->epi_row0 = row0;
+    uk->epi_col0 = col0;
+    uk->epi_last = rt_i(l, 1);
+    uk->epi_keep_c = false;
+    uk->accumulate = rt_i(l, 0);
+    rt_kir_expr *i = rt_v(l, uk->epi_row), *j = rt_v(l, uk->epi_col);
+    rt_kir_block *in =
+        rt_re_if(l, uk->epi, rt_b(l, RT_KIR_LT, j, rt_b(l, RT_KIR_ADD, i, rt_i(l, g->re.tri_c))));
+    rt_kir_node *st = in ? rt_kir_append(a, in, RT_KIR_N_STORE) : NULL;
+    RT_LOWER_CHECK(l, st);
+    if (!st)
+        return;
+    rt_kir_expr *tri =
+        rt_b(l, RT_KIR_DIV, rt_b(l, RT_KIR_MUL, i, rt_b(l, RT_KIR_SUB, i, rt_i(l, 1))), rt_i(l, 2));
+    st->buf = uk->c_buf;
+    st->index =
+        rt_b(l, RT_KIR_ADD, u->c0,
+             rt_b(l, RT_KIR_ADD,
+                  rt_b(l, RT_KIR_ADD, rt_b(l, RT_KIR_MUL, i, rt_i(l, g->re.tri_c)), tri), j));
+    st->value = rt_v(l, uk->epi_acc);
+    RT_LOWER_CHECK(l, st->index);
+}
+
 // The micro-kernels of one B block: row panels outside, column panels inside (as
 // rt_lower_gemm), C at the entry's run-time row stride.
 static void rt_re_tiles(rt_lower *l, const rt_gemm *g, rt_kir_block *blk, const rt_re_unit *u,
@@ -302,20 +375,46 @@ static void rt_re_tiles(rt_lower *l, const rt_gemm *g, rt_kir_block *blk, const 
         if (first)
             rt_re_prefetch_next_entry(l, g, first, u, vip);
     }
-    rt_kir_node *lj =
-        li ? rt_re_loop(l, &li->body, "jr", &vjp, rt_i(l, 0), rt_re_ceil(l, rt_v(l, vnc), g->nr))
-           : NULL;
+    rt_kir_expr *rows = rt_b(l, RT_KIR_MUL, rt_v(l, vip), rt_i(l, g->mr));
+    rt_kir_expr *jr_hi = rt_re_ceil(l, rt_v(l, vnc), g->nr), *kc = rt_v(l, vkc);
+    if (li && g->re.tri) {
+        // The panel's last row's range end (row i: [0, i + tri_c)), less the block's start.
+        rt_kir_expr *last = rt_b(
+            l, RT_KIR_ADD, rt_v(l, u->vi0),
+            rt_b(l, RT_KIR_SUB,
+                 rt_b(l, RT_KIR_MIN, rt_b(l, RT_KIR_ADD, rows, rt_i(l, g->mr)), rt_v(l, u->vmc)),
+                 rt_i(l, 1)));
+        rt_kir_expr *end = rt_b(l, RT_KIR_ADD, last, rt_i(l, g->re.tri_c));
+        if (g->re.tri == 1) { // scores: the column panels up to the panel's last row
+            rt_kir_expr *w =
+                rt_b(l, RT_KIR_MIN, rt_v(l, vnc),
+                     rt_b(l, RT_KIR_MAX, rt_i(l, 0), rt_b(l, RT_KIR_SUB, end, rt_v(l, vj0))));
+            jr_hi = rt_re_let(l, &li->body, "jr_hi", rt_re_ceil(l, w, g->nr));
+        } else { // attention x V: the panel's k steps in the block (zeros past them)
+            rt_kir_expr *kn =
+                rt_re_let(l, &li->body, "uk_kn",
+                          rt_b(l, RT_KIR_MIN, rt_v(l, vkc),
+                               rt_b(l, RT_KIR_MAX, rt_i(l, 0), rt_b(l, RT_KIR_SUB, end, u->p0))));
+            if (!u->b_sub) // sub-panels are kc apart: they keep the block's depth
+                kc = kn;
+            // A later k block the panel's rows do not reach adds nothing.
+            jr_hi = rt_kir_select(l->a,
+                                  rt_b(l, RT_KIR_AND, rt_b(l, RT_KIR_EQ, kn, rt_i(l, 0)),
+                                       rt_b(l, RT_KIR_GT, rt_v(l, vpk), rt_i(l, 0))),
+                                  rt_i(l, 0), jr_hi);
+        }
+    }
+    rt_kir_node *lj = li ? rt_re_loop(l, &li->body, "jr", &vjp, rt_i(l, 0), jr_hi) : NULL;
     rt_kir_node *n = lj ? rt_kir_append(l->a, &lj->body, RT_KIR_N_UKERNEL) : NULL;
     RT_LOWER_CHECK(l, n);
     if (!n)
         return;
     rt_kir_ukernel *uk = &n->uk;
-    rt_kir_expr *rows = rt_b(l, RT_KIR_MUL, rt_v(l, vip), rt_i(l, g->mr));
     rt_kir_expr *cols = rt_b(l, RT_KIR_MUL, rt_v(l, vjp), rt_i(l, g->nr));
     uk->mr = g->mr;
     uk->nr = g->nr;
     uk->vl = (int32_t)l->rp->cpu.uk_lanes;
-    uk->kc = rt_v(l, vkc);
+    uk->kc = kc;
     uk->a_off = rt_b(l, RT_KIR_MUL, rows, rt_v(l, vkc));
     uk->b_off = rt_b(l, RT_KIR_ADD, rt_i(l, u->a_elems),
                      rt_b(l, RT_KIR_MUL, rt_b(l, RT_KIR_ADD, bcol, cols), rt_v(l, vkc)));
@@ -333,6 +432,8 @@ static void rt_re_tiles(rt_lower *l, const rt_gemm *g, rt_kir_block *blk, const 
     uk->accumulate =
         s->op == RT_ASSIGN_ADD ? rt_i(l, 1) : rt_b(l, RT_KIR_GT, rt_v(l, vpk), rt_i(l, 0));
     uk->epi_pf_buf = -1;
+    if (g->re.tri == 1)
+        rt_re_tri_store(l, g, uk, u, row, rt_b(l, RT_KIR_ADD, rt_v(l, vj0), cols));
     RT_LOWER_CHECK(l, uk->a_off && uk->b_off && uk->c_off && uk->m_valid && uk->n_valid &&
                           uk->accumulate);
 }
@@ -353,16 +454,34 @@ static void rt_re_pack_b(rt_lower *l, const rt_gemm *g, rt_kir_block *blk, const
                      u->bk, 1.0, rt_i(l, u->a_elems));
 }
 
+static void rt_re_row_block_b(rt_lower *l, const rt_gemm *g, rt_kir_block *blk, const rt_re_unit *u,
+                              int32_t vpk, int32_t vkc, int32_t vs0, int32_t vwc);
+
 // One row block [i0, i0 + mcur) of the entry against B's packed columns [s0, s0 + wcur): A's
 // pack, then per column block of nc the micro-kernels.
 static void rt_re_row_block(rt_lower *l, const rt_gemm *g, rt_kir_block *blk, const rt_re_unit *u,
                             int32_t vpk, int32_t vp0, int32_t vkc, int32_t vs0, int32_t vwc) {
+    if (g->re.tri == 2) { // causal P: each row's [0, i + tri_c) at its packed offset, zeros past
+        rt_gemm gt = *g;
+        gt.tri = (rt_perf_tri_range){true, 0, 0, g->re.tri_c, 1};
+        gt.tri_s = gt.tri_c = 0;
+        rt_status st = rt_gemm_tri_pack_a(l, blk, &gt, u->vmc, vkc, u->vi0, vp0, 0);
+        RT_LOWER_CHECK(l, st == RT_OK);
+        rt_re_row_block_b(l, g, blk, u, vpk, vkc, vs0, vwc);
+        return;
+    }
     rt_kir_expr *abase = rt_b(l, RT_KIR_ADD, u->a0,
                               rt_b(l, RT_KIR_ADD, rt_b(l, RT_KIR_MUL, rt_v(l, u->vi0), u->am),
                                    rt_b(l, RT_KIR_MUL, rt_v(l, vp0), u->ak)));
     rt_gemm_pack_sub(l, blk, "A block of the entry -> scratch, mr-tall k-major panels", g->mr,
                      g->mr, rt_v(l, u->vmc), rt_v(l, vkc), l->data_buf[g->ta], abase,
                      rt_re_const(u->am), rt_re_const(u->ak), u->am, u->ak, g->alpha, rt_i(l, 0));
+    rt_re_row_block_b(l, g, blk, u, vpk, vkc, vs0, vwc);
+}
+
+// The row block's column blocks of nc against B's packed columns [s0, s0 + wcur).
+static void rt_re_row_block_b(rt_lower *l, const rt_gemm *g, rt_kir_block *blk, const rt_re_unit *u,
+                              int32_t vpk, int32_t vkc, int32_t vs0, int32_t vwc) {
     int32_t vjb;
     rt_kir_node *lb =
         rt_re_loop(l, blk, "jb", &vjb, rt_i(l, 0), rt_re_ceil(l, rt_v(l, vwc), g->nc));
@@ -385,6 +504,13 @@ static void rt_re_units_body(rt_lower *l, const rt_gemm *g, rt_kir_block *blk, r
                              rt_kir_expr *rb_lo, rt_kir_expr *rb_hi, int64_t b_cols) {
     rt_kir_expr *K = u->en.ext[2], *N = u->en.ext[1];
     int32_t vpk, vsb, vrb;
+    if (g->re.tri) { // the causal var: only up to the last owned row's range
+        rt_kir_expr *end = rt_b(l, RT_KIR_MAX, rt_i(l, 0),
+                                rt_b(l, RT_KIR_ADD, rt_b(l, RT_KIR_MUL, rb_hi, rt_i(l, g->mc)),
+                                     rt_i(l, g->re.tri_c - 1)));
+        rt_kir_expr **x = g->re.tri == 1 ? &N : &K;
+        *x = rt_re_let(l, blk, "tri_end", rt_b(l, RT_KIR_MIN, *x, end));
+    }
     // As few k blocks as kc allows, of equal depth (the model's rentry_kblocks); one empty block
     // when K = 0 (it zeroes C).
     rt_kir_expr *nkb =
@@ -419,13 +545,71 @@ static void rt_re_units_body(rt_lower *l, const rt_gemm *g, rt_kir_block *blk, r
                         : rt_re_var(l, &lr->body, "mcur",
                                     rt_b(l, RT_KIR_MIN, rt_i(l, g->mc),
                                          rt_b(l, RT_KIR_SUB, u->en.ext[0], rt_v(l, u->vi0))));
-    if (u->vmc >= 0)
-        rt_re_row_block(l, g, &lr->body, u, vpk, vp0, vkc, vs0, vwc);
+    if (u->vmc < 0)
+        return;
+    u->p0 = rt_v(l, vp0);
+    rt_kir_block *rbb = &lr->body;
+    if (g->re.tri) {
+        // The block's range end (its last row's), less the k block's or the run's start.
+        rt_kir_expr *end =
+            rt_b(l, RT_KIR_ADD, rt_b(l, RT_KIR_ADD, rt_v(l, u->vi0), rt_v(l, u->vmc)),
+                 rt_i(l, g->re.tri_c - 1));
+        if (g->re.tri == 1) { // scores: its columns in the run
+            int32_t w = rt_re_var(
+                l, rbb, "wrb",
+                rt_b(l, RT_KIR_MIN, rt_v(l, vwc), rt_b(l, RT_KIR_SUB, end, rt_v(l, vs0))));
+            rbb = w >= 0 ? rt_re_if(l, rbb, rt_b(l, RT_KIR_GT, rt_v(l, w), rt_i(l, 0))) : NULL;
+            vwc = w;
+        } else { // attention x V: a later k block past its rows adds nothing
+            rbb = rt_re_if(l, rbb,
+                           rt_b(l, RT_KIR_OR, rt_b(l, RT_KIR_EQ, rt_v(l, vpk), rt_i(l, 0)),
+                                rt_b(l, RT_KIR_GT, end, rt_v(l, vp0))));
+        }
+        if (!rbb)
+            return;
+    }
+    rt_re_row_block(l, g, rbb, u, vpk, vp0, vkc, vs0, vwc);
 }
 
 static void rt_re_read_vars(const rt_expr *r, int32_t *vars) {
     for (int32_t d = 0; d < r->n_args; d++)
         vars[d] = r->args[d]->var;
+}
+
+// The offset of t at its GEMM vars 0, the batch vars bound (the entry's first element).
+static rt_kir_expr *rt_re_base(rt_lower *l, const rt_gemm *g, int32_t t, const int32_t *vars) {
+    rt_kir_expr *idx[RT_MAX_DIMS];
+    const rt_tensor *tn = &l->op->tensors[t];
+    for (int32_t d = 0; d < tn->n_dims; d++) {
+        bool batch = vars[d] != g->m_var && vars[d] != g->n_var && vars[d] != g->k_var;
+        idx[d] = batch ? rt_v(l, l->var_of[vars[d]]) : rt_i(l, 0);
+    }
+    return rt_tr_offset(l, t, idx, NULL);
+}
+
+// A causal entry's units r in [r[0], r[1]): the first whose start (rt_re_tri_start, from the
+// entry's vs) reaches from[0], resp. from[1], found by a walk over its nb row blocks (units
+// of unequal cost).
+static void rt_re_tri_units(rt_lower *l, const rt_gemm *g, rt_kir_block *blk, const rt_re_entry *en,
+                            int32_t vs, rt_kir_expr *nb, rt_kir_expr *const *from,
+                            rt_kir_expr **r) {
+    int32_t vr[2], vq;
+    for (int32_t i = 0; i < 2; i++) {
+        vr[i] = rt_re_var(l, blk, i ? "rb_hi" : "rb_lo", nb);
+        r[i] = vr[i] >= 0 ? rt_v(l, vr[i]) : NULL;
+    }
+    rt_kir_node *lq =
+        vr[0] >= 0 && vr[1] >= 0 ? rt_re_loop(l, blk, "rq", &vq, rt_i(l, 0), nb) : NULL;
+    if (!lq)
+        return;
+    rt_kir_expr *st =
+        rt_re_let(l, &lq->body, "u_start",
+                  rt_b(l, RT_KIR_ADD, rt_v(l, vs), rt_re_tri_start(l, g, en, rt_v(l, vq))));
+    for (int32_t i = 0; i < 2; i++) {
+        rt_kir_block *b = rt_re_if(l, &lq->body, rt_b(l, RT_KIR_GE, st, from[i]));
+        if (b)
+            rt_let(l, b, vr[i], rt_b(l, RT_KIR_MIN, r[i], rt_v(l, vq)));
+    }
 }
 
 // The units of one entry (its extents en bound in blk): those whose first cost, counted from
@@ -441,9 +625,15 @@ static void rt_re_entry_units(rt_lower *l, const rt_gemm *g, rt_kir_block *blk,
     rt_kir_expr *unused;
     if (rt_re_next_fits(l, g))
         rt_re_bind_next(l, g, blk, &u, va, vb);
-    rt_re_matrix(l, g, blk, g->ta, va, g->m_var, g->k_var, &u.a0, &u.am, &u.ak);
+    // A causal triangle (P of attention x V, S of scores) has no row stride: the masked pack
+    // and the masked store address its rows (the entry's base for the latter).
+    if (g->re.tri != 2)
+        rt_re_matrix(l, g, blk, g->ta, va, g->m_var, g->k_var, &u.a0, &u.am, &u.ak);
     rt_re_matrix(l, g, blk, g->tb, vb, g->n_var, g->k_var, &u.b0, &u.bn, &u.bk);
-    rt_re_matrix(l, g, blk, s->out, s->lhs_vars, g->m_var, -1, &u.c0, &u.ldc, &unused);
+    if (g->re.tri == 1)
+        u.c0 = rt_re_let(l, blk, "base", rt_re_base(l, g, s->out, s->lhs_vars)), u.ldc = rt_i(l, 1);
+    else
+        rt_re_matrix(l, g, blk, s->out, s->lhs_vars, g->m_var, -1, &u.c0, &u.ldc, &unused);
     // B's k contiguous (K of Q.K^T read as (b, j, h, d)): its nr-wide panel would gather nr rows
     // per k step; as 8-row sub-panels its pack runs the k steps in vector lanes with 8x8
     // transposes (rt_gemm_pack_panels) and the micro-kernel reads one stream per sub-panel.
@@ -451,8 +641,15 @@ static void rt_re_entry_units(rt_lower *l, const rt_gemm *g, rt_kir_block *blk,
     // Row block r starts at cost vs + r U (U: a full block's cost; only the last is shorter):
     // this item's are r in [ceil((lo - vs) / U), ceil((hi - vs) / U)) within [0, nb).
     rt_kir_expr *nb = rt_re_ceil(l, en->ext[0], g->mc);
-    rt_kir_expr *U = rt_re_let(l, blk, "u_cost", rt_re_unit_cost(l, en, rt_i(l, g->mc)));
     rt_kir_expr *from[2] = {lo, hi}, *r[2];
+    if (g->re.tri) {
+        rt_re_tri_units(l, g, blk, en, vs, nb, from, r);
+        rt_kir_block *ub = rt_re_if(l, blk, rt_b(l, RT_KIR_LT, r[0], r[1]));
+        if (ub)
+            rt_re_units_body(l, g, ub, &u, r[0], r[1], b_cols);
+        return;
+    }
+    rt_kir_expr *U = rt_re_let(l, blk, "u_cost", rt_re_unit_cost(l, en, rt_i(l, g->mc)));
     for (int32_t i = 0; i < 2; i++) {
         rt_kir_expr *d = rt_b(l, RT_KIR_MAX, rt_i(l, 0), rt_b(l, RT_KIR_SUB, from[i], rt_v(l, vs)));
         rt_kir_expr *q =
@@ -486,6 +683,12 @@ rt_status rt_lower_gemm_rentry(rt_lower *l, const rt_gemm *g) {
         "micro-kernel %dx%d",
         (int)g->stmt, (long long)g->batch, (long long)g->M, (long long)g->N, (long long)g->K, g->mc,
         (long long)items, g->nc, g->kc, g->mr, g->nr);
+    // Causal scores store the packed triangle from the one k block's epilogue (rt_re_tri_store;
+    // rt_perf_cpu_rentry_block makes kc hold K).
+    if (g->re.tri == 1 && g->re.ext[2] > g->kc)
+        return rt_fail(l->err, RT_ERR_BACKEND, s->loc,
+                       "internal: causal scores need one k block (K %lld over kc %d)",
+                       (long long)g->re.ext[2], g->kc);
     l->p = rt_kir_add_phase(a, l->k, what ? what : "gemm", items);
     if (!l->p)
         return rt_fail(l->err, RT_ERR_NOMEM, RT_NOLOC, "out of memory");

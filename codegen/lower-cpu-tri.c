@@ -212,8 +212,14 @@ rt_status rt_gemm_tri_pack_a(rt_lower *l, rt_kir_block *blk, const rt_gemm *g, i
         rt_let(l, &lp->body, vhi[r],
                rt_kir_select(a, rt_b(l, RT_KIR_LT, row, rt_v(l, vmc)),
                              rt_tri_clamp(l, hi, rt_v(l, vlo[r]), rt_v(l, vkc)), rt_v(l, vlo[r])));
-        // A(m, k) with k = p0 + kk - s m - c: base = offset of A(m, 0) + p0 - s m - c.
-        rt_kir_expr *idx[2] = {m, rt_i(l, 0)};
+        // A(m, k) with k = p0 + kk - s m - c: base = offset of A(m, 0) + p0 - s m - c (a
+        // per-entry GEMM's A also holds its batch vars, bound in the phase: causal attention's
+        // P(b, h, i, j)).
+        rt_kir_expr *idx[RT_MAX_DIMS];
+        for (int32_t d = 0; d < g->ra->n_args && d < RT_MAX_DIMS; d++) {
+            int32_t v = g->ra->args[d]->var;
+            idx[d] = v == g->m_var ? m : v == g->k_var ? rt_i(l, 0) : rt_v(l, l->var_of[v]);
+        }
         rt_kir_expr *off = rt_tr_offset(l, g->ta, idx, NULL);
         rt_let(l, &lp->body, vbase[r],
                rt_b(l, RT_KIR_SUB, rt_b(l, RT_KIR_ADD, off, rt_v(l, vp0)),

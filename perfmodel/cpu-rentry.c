@@ -2,7 +2,8 @@
 // per-entry operators: attention scores Q.K^T and attention x V over len(b) x len(b) per batch
 // entry and head, the variable-size batched GEMM): their detection from the statement (one rule
 // for the model and codegen/lower-cpu-rentry.c), the model's groups and the time of the plan the
-// backend executes (a work list of per-entry GEMMs split over the threads by cost).
+// backend executes (a work list of per-entry GEMMs split over the threads by cost), causal
+// ones (j in 0:i + 1: the packed triangles of masked attention) priced row block by row block.
 #include "perfmodel.h"
 
 #include <string.h>
@@ -35,8 +36,27 @@ static bool rentry_plain(const rt_op *op, int32_t t, const int32_t *vars, int32_
 // every dim inside a dim indexed by a GEMM var has an extent that only the batch vars decide
 // (a constant, or len(x) with dim x indexed by a batch var), so that the rows of a ragged dim
 // under one entry are equally long and consecutive (src/ref/layout.h).
-static bool rentry_layout_ok(const rt_op *op, int32_t t, const int32_t *vars,
-                             const bool *is_batch) {
+// Is dim d of t the causal triangle of r: its last, indexed by r's tri var, of extent
+// DIMREF(d - 1) + tri_c with dim d - 1 indexed by m (float(..., i:len(b), i + 1))?
+static bool rentry_tri_dim(const rt_op *op, int32_t t, const int32_t *vars, int32_t d,
+                           const rt_perf_gemm_rentry *r) {
+    const rt_tensor *tn = &op->tensors[t];
+    int32_t tv = r->tri == 1 ? r->n_var : r->tri == 2 ? r->k_var : -1;
+    if (tv < 0 || d != tn->n_dims - 1 || d < 1 || vars[d] != tv || vars[d - 1] != r->m_var)
+        return false;
+    const rt_expr *e = tn->dims[d].extent, *ref = e;
+    int64_t c = 0;
+    if (e && e->kind == RT_EXPR_BINARY && e->bop == RT_BOP_ADD && e->n_args == 2) {
+        int32_t iref = e->args[0]->kind == RT_EXPR_DIMREF ? 0 : 1;
+        ref = e->args[iref];
+        if (!rt_expr_const_int(op, e->args[1 - iref], &c))
+            return false;
+    }
+    return ref && ref->kind == RT_EXPR_DIMREF && ref->dim == d - 1 && c == r->tri_c;
+}
+
+static bool rentry_layout_ok(const rt_op *op, int32_t t, const int32_t *vars, const bool *is_batch,
+                             const rt_perf_gemm_rentry *r) {
     const rt_tensor *tn = &op->tensors[t];
     int32_t first = tn->n_dims;
     for (int32_t d = 0; d < tn->n_dims && first == tn->n_dims; d++)
@@ -45,6 +65,8 @@ static bool rentry_layout_ok(const rt_op *op, int32_t t, const int32_t *vars,
     for (int32_t d = first + 1; d < tn->n_dims; d++) {
         const rt_expr *e = tn->dims[d].extent;
         int64_t c;
+        if (rentry_tri_dim(op, t, vars, d, r))
+            continue;
         if (!tn->dims[d].ragged) {
             if (!rt_expr_const_int(op, e, &c))
                 return false;
@@ -100,6 +122,30 @@ static bool rentry_roles(const rt_op *op, const rt_stmt *s, const rt_expr *const
     return out->m_var >= 0 && out->n_var >= 0 && out->k_var >= 0 && out->n_batch > 0;
 }
 
+// The causal range (rt_perf_gemm_rentry.tri): n or k over [0, m + c), c <= 1; at most one.
+// Scores (on n) also need one k block of constant depth and '+=!' (C is written once, by the
+// micro-kernel's masked epilogue). False where a var's range is another affine form.
+static bool rentry_tri_of(const rt_op *op, const rt_stmt *s, rt_perf_gemm_rentry *out) {
+    out->tri = 0;
+    const int32_t gv[3] = {out->m_var, out->n_var, out->k_var};
+    for (int32_t g = 0; g < 3; g++) {
+        const rt_expr *hi = s->vars[gv[g]].hi;
+        int64_t c;
+        rt_affine af;
+        if (!hi || rt_expr_const_int(op, hi, &c) || hi->kind == RT_EXPR_READ)
+            continue;
+        if (g == 0 || out->tri || !rt_expr_affine(op, hi, &af) || af.n_terms != 1 ||
+            af.var[0] != out->m_var || af.coef[0] != 1 || af.c0 > 1)
+            return false;
+        out->tri = g, out->tri_c = af.c0;
+    }
+    int64_t kc;
+    if (out->tri == 1 && (s->op != RT_ASSIGN_ADD_INIT || !s->vars[out->k_var].hi ||
+                          !rt_expr_const_int(op, s->vars[out->k_var].hi, &kc)))
+        return false;
+    return true;
+}
+
 bool rt_perf_gemm_rentry_of(const rt_op *op, const rt_stmt *s, rt_perf_gemm_rentry *out) {
     memset(out, 0, sizeof *out);
     if ((s->op != RT_ASSIGN_ADD_INIT && s->op != RT_ASSIGN_ADD) || s->n_preds > 0 || s->recursive ||
@@ -114,15 +160,20 @@ bool rt_perf_gemm_rentry_of(const rt_op *op, const rt_stmt *s, rt_perf_gemm_rent
     bool is_b[16] = {false};
     if (!rentry_roles(op, s, reads, is_b, out))
         return false;
+    if (!rentry_tri_of(op, s, out))
+        return false;
     int32_t va[RT_MAX_DIMS], vb[RT_MAX_DIMS];
     rentry_read_vars(out->ra, va);
     rentry_read_vars(out->rb, vb);
     if (!rentry_plain(op, out->ra->tensor, va, out->ra->n_args) ||
         !rentry_plain(op, out->rb->tensor, vb, out->rb->n_args) ||
         !rentry_plain(op, s->out, s->lhs_vars, s->n_lhs) ||
-        !rentry_layout_ok(op, out->ra->tensor, va, is_b) ||
-        !rentry_layout_ok(op, out->rb->tensor, vb, is_b) ||
-        !rentry_layout_ok(op, s->out, s->lhs_vars, is_b))
+        !rentry_layout_ok(op, out->ra->tensor, va, is_b, out) ||
+        !rentry_layout_ok(op, out->rb->tensor, vb, is_b, out) ||
+        !rentry_layout_ok(op, s->out, s->lhs_vars, is_b, out))
+        return false;
+    // Scores' C is addressed as the packed triangle (row m at m (m - 1) / 2 + m tri_c).
+    if (out->tri == 1 && !rentry_tri_dim(op, s->out, s->lhs_vars, s->n_lhs - 1, out))
         return false;
     out->entries = 1;
     for (int32_t i = 0; i < out->n_batch; i++) {
@@ -133,10 +184,14 @@ bool rt_perf_gemm_rentry_of(const rt_op *op, const rt_stmt *s, rt_perf_gemm_rent
         out->entries *= hi;
     }
     const int32_t gv[3] = {out->m_var, out->n_var, out->k_var};
-    bool ragged = false;
+    bool ragged = out->tri != 0;
     for (int32_t g = 0; g < 3; g++) {
         const rt_expr *hi = s->vars[gv[g]].hi;
         out->len[g] = out->len_b[g] = -1;
+        if (out->tri && g == out->tri) { // M + tri_c - 1 per entry
+            out->ext[g] = -1;
+            continue;
+        }
         if (rt_expr_const_int(op, hi, &out->ext[g]) && out->ext[g] >= 1)
             continue;
         if (!rentry_len_read(op, hi, is_b, &out->len[g], &out->len_b[g]))
@@ -187,6 +242,7 @@ bool rt_perf_cpu_rentry_groups(const rt_perf_model *m, rt_perf_cpu_gemm *g) {
     g->K = rt_max64(1, m->axes[g->axis_k].extent);
     g->batch = r.entries;
     g->rentry = true;
+    g->re_tri = r.tri, g->re_tri_c = r.tri_c;
     // A's and B's panels read along k where k is the read's innermost dim.
     g->a_k_unit = r.ra->args[r.ra->n_args - 1]->var == r.k_var;
     g->b_k_unit = r.rb->args[r.rb->n_args - 1]->var == r.k_var;
@@ -196,6 +252,8 @@ bool rt_perf_cpu_rentry_groups(const rt_perf_model *m, rt_perf_cpu_gemm *g) {
         mean[i] = m->axes[ax[i]].ragged ? rt_extent_dist_mean(&m->axes[ax[i]].dist)
                                         : (double)m->axes[ax[i]].extent;
     double e = (double)r.entries;
+    if (r.tri) // the triangle's var: about half the rows' extent on average
+        mean[r.tri] = 0.5 * (mean[0] + 1.0);
     g->a_bytes = 4.0 * e * mean[0] * mean[2];
     g->b_bytes = 4.0 * e * mean[2] * mean[1];
     g->c_bytes = 4.0 * e * mean[0] * mean[1];
@@ -227,6 +285,8 @@ void rt_perf_cpu_rentry_block(const rt_device *dev, rt_perf_cpu_gemm *g) {
         return;
     g->mc = rt_max64(g->mr, rt_min64(g->mc, rt_round_up(128, g->mr)));
     g->ng = 1;
+    if (g->re_tri == 1) // scores: one k block (C is written once, by the masked epilogue)
+        g->kc = rt_max64(g->kc, g->K);
     g->items = rt_perf_cpu_rentry_items(dev);
     rt_perf_cpu_uk_rules ur;
     rt_perf_cpu_uk_rules_of(dev, &ur);
@@ -281,6 +341,73 @@ static double rentry_row_block(const rt_perf_model *m, const rt_perf_cpu_gemm *g
     return (double)nkb * blk;
 }
 
+// Extra cycles of the masked epilogue store of a scores tile (rows x cols, the causal C of
+// lower-cpu-rentry.c): the accumulators spilled to the stack, then per row its valid columns
+// with their packed-row offsets, vector-wide where the row is whole, masked on the diagonal.
+static double rentry_tri_store_cycles(const rt_perf_cpu_gemm *g, int64_t lanes, int64_t rows,
+                                      int64_t cols, bool diag) {
+    int64_t vl = lanes > 0 ? lanes : 1;
+    double spill = (double)(g->mr * (g->nr / vl));
+    double per_row = diag ? (double)cols * 1.4 + 2.0 : (double)rt_ceil_div(cols, vl) * 2.0 + 2.0;
+    return spill + (double)rows * per_row;
+}
+
+// Cycles of one row block [i0, i0 + r) of a causal entry (g->re_tri, packing share in *pack):
+// scores (tri 1) run each row panel's column panels up to its last row + tri_c, stores masked
+// per row; attention x V (tri 2) packs A with zeros past each row's range, runs the k blocks
+// up to the block's last row + tri_c and each panel's micro-kernels over its own k steps.
+static double rentry_tri_row_block(const rt_perf_model *m, const rt_perf_cpu_gemm *g, int64_t i0,
+                                   int64_t r, const int64_t *e, double ghz, double *pack) {
+    const rt_device *dev = m->dev;
+    rt_perf_cpu_uk_rules ur;
+    rt_perf_cpu_uk_rules_of(dev, &ur);
+    int64_t c = g->re_tri_c, lim = rt_max64(0, i0 + r - 1 + c), rp = rt_ceil_div(r, g->mr);
+    double cyc = 0;
+    if (g->re_tri == 1) {
+        int64_t Ke = e[2], kk = rt_max64(1, Ke);
+        rt_perf_ukernel uk;
+        (void)rt_perf_cpu_ukernel(dev, 4, g->mr, g->nr, kk, &uk);
+        *pack = rt_perf_cpu_pack_cycles(dev, g, false, r, Ke, ghz);
+        cyc = *pack;
+        for (int64_t p = 0; p < rp; p++) {
+            int64_t rows = rt_min64(g->mr, r - p * g->mr);
+            int64_t hi = rt_min64(e[1], rt_max64(0, i0 + p * g->mr + rows - 1 + c));
+            int64_t tiles = rt_ceil_div(hi, g->nr);
+            // Tiles wholly under the diagonal store plainly; those it cuts, masked.
+            int64_t below = rt_max64(0, i0 + p * g->mr + c) / g->nr;
+            below = rt_min64(below, tiles);
+            cyc +=
+                (double)tiles * uk.call_cycles +
+                (double)below * rentry_tri_store_cycles(g, ur.lanes, rows, g->nr, false) +
+                (double)(tiles - below) * rentry_tri_store_cycles(g, ur.lanes, rows, g->nr, true);
+        }
+        return cyc;
+    }
+    int64_t nkb = rt_max64(1, rt_ceil_div(lim, g->kc)), kk = rt_ceil_div(lim, nkb);
+    int64_t ncb = rt_ceil_div(e[1], g->nr);
+    rt_perf_ukernel uk;
+    (void)rt_perf_cpu_ukernel(dev, 4, g->mr, g->nr, rt_max64(1, kk), &uk);
+    // The masked pack reads the row's valid part and writes the whole panel.
+    *pack = (double)nkb * rt_perf_cpu_pack_cycles(dev, g, false, r, kk, ghz);
+    cyc = *pack;
+    int64_t cm = e[1] % g->nr;
+    for (int64_t pk = 0; pk < nkb; pk++) {
+        int64_t p0 = pk * kk, kcur = rt_min64(kk, lim - p0);
+        for (int64_t p = 0; p < rp; p++) {
+            int64_t rows = rt_min64(g->mr, r - p * g->mr);
+            int64_t ks = rt_min64(kcur, rt_max64(0, i0 + p * g->mr + rows - 1 + c - p0));
+            if (ks == 0 && pk > 0)
+                continue;
+            double call = uk.call_cycles * (double)rt_max64(1, ks) / (double)rt_max64(1, kk);
+            double edge = (double)(ncb - (cm ? 1 : 0)) *
+                              (rows < g->mr ? rentry_edge_cycles(g, ur.lanes, rows, g->nr) : 0) +
+                          (cm ? rentry_edge_cycles(g, ur.lanes, rows, cm) : 0);
+            cyc += (double)ncb * call + edge;
+        }
+    }
+    return cyc;
+}
+
 // Cycles of B's packs of one entry: once per k block and run of b_cols columns.
 static double rentry_b_packs(const rt_perf_model *m, const rt_perf_cpu_gemm *g, int64_t Ne,
                              int64_t Ke, double ghz) {
@@ -302,6 +429,19 @@ static double rentry_entry(const rt_perf_model *m, const rt_perf_cpu_gemm *g, co
     *pack = *unit = *b_pack = 0;
     if (nb == 0)
         return 0;
+    if (g->re_tri) { // row blocks of their own extents; B packed up to the last row's range
+        double t = 0;
+        for (int64_t b = 0; b < nb; b++) {
+            double p, u = rentry_tri_row_block(m, g, b * g->mc, rt_min64(g->mc, e[0] - b * g->mc),
+                                               e, ghz, &p);
+            t += u;
+            *pack += p;
+            *unit = u > *unit ? u : *unit;
+        }
+        *b_pack = rentry_b_packs(m, g, e[1], e[2], ghz);
+        *pack += *b_pack;
+        return t + *b_pack;
+    }
     double p_full, p_last;
     double full = rentry_row_block(m, g, rt_min64(g->mc, e[0]), e[1], e[2], ghz, &p_full);
     double last = rentry_row_block(m, g, e[0] - (nb - 1) * g->mc, e[1], e[2], ghz, &p_last);
@@ -323,7 +463,8 @@ bool rt_perf_cpu_rentry_time(const rt_perf_model *m, const rt_perf_cpu_gemm *g, 
     for (int32_t i = 0; i < 3; i++) {
         const rt_perf_axis *a = &m->axes[ax[i]];
         src_of[i] = -1;
-        if (!a->ragged || a->dist.n < 1)
+        if (!a->ragged || a->dist.n < 1 ||
+            (g->re_tri && i == g->re_tri)) // the causal var follows m
             continue;
         for (int32_t j = 0; j < i && src_of[i] < 0; j++)
             if (src_of[j] >= 0 && a->group >= 0 && m->axes[ax[j]].group == a->group)
@@ -342,6 +483,8 @@ bool rt_perf_cpu_rentry_time(const rt_perf_model *m, const rt_perf_cpu_gemm *g, 
             e[i] = src_of[i] < 0 ? m->axes[ax[i]].extent : src[src_of[i]]->values[at[src_of[i]]];
         for (int32_t s = 0; s < n_src; s++)
             w *= src[s]->weights[at[s]];
+        if (g->re_tri) // the causal var's extent: the last row's range
+            e[g->re_tri] = rt_max64(0, e[0] + g->re_tri_c - 1);
         double p, u, bp, c = rentry_entry(m, g, e, ghz, &p, &u, &bp);
         total += w * c;
         pack += w * p;

@@ -141,12 +141,14 @@ typedef struct rt_perf_cpu_gemm {
     double a_bytes, b_bytes, c_bytes; // the tensors behind A, B and C
     int64_t steps;         // loop steps rt_perf_cpu_gemm_block took (rt_perf_model.steps)
     rt_perf_tri_range tri; // a triangular (affine) k range per row, tri.on (rt_perf_tri_detect)
-    bool tokens; // token-flattened (rt_perf_gemm_tokens_of): M is the expected sum(len), the
-                 // backend reads the actual one at run time and spreads its row blocks over
-                 // the items cyclically (item i: row blocks i % mt, + mt, ...)
-    bool rentry; // one GEMM per batch entry at its own extents (rt_perf_gemm_rentry_of): M, N,
-                 // K are the longest entry's, batch the entries; the backend's items split
-                 // the work list of (entry, row block) units by cost (cpu-rentry.c)
+    bool tokens;    // token-flattened (rt_perf_gemm_tokens_of): M is the expected sum(len), the
+                    // backend reads the actual one at run time and spreads its row blocks over
+                    // the items cyclically (item i: row blocks i % mt, + mt, ...)
+    bool rentry;    // one GEMM per batch entry at its own extents (rt_perf_gemm_rentry_of): M, N,
+                    // K are the longest entry's, batch the entries; the backend's items split
+                    // the work list of (entry, row block) units by cost (cpu-rentry.c)
+    int32_t re_tri; // per-entry plan with a causal range (rt_perf_gemm_rentry.tri, tri_c)
+    int64_t re_tri_c;
 } rt_perf_cpu_gemm;
 typedef enum rt_perf_cpu_win_pack {
     RT_PERF_CPU_WIN_PACK_NONE, // read in place
@@ -524,6 +526,13 @@ typedef struct rt_perf_gemm_rentry {
     int64_t ext[3]; // per m, n, k: its constant extent, -1 when ragged
     int32_t len[3]; // ragged: the length tensor of its range, read at batch var len_b
     int32_t len_b[3];
+    // Causal (masked) attention: n (scores: C is stored packed lower-triangular, row m holding
+    // m + tri_c entries) or k (attention x V: A is) ranges over [0, m + tri_c), tri_c <= 1, the
+    // tensor's last dim of extent m + tri_c (i + 1). The entry's extent of that var is then
+    // M + tri_c - 1; a row block computes only the columns (k steps) up to its last row's.
+    // tri: 0 none, 1 on n (one k block, '+=!'), 2 on k.
+    int32_t tri;
+    int64_t tri_c;
 } rt_perf_gemm_rentry;
 bool rt_perf_gemm_rentry_of(const rt_op *op, const rt_stmt *s, rt_perf_gemm_rentry *out);
 // The model's groups of such a contraction (g->rentry), its blocks and work items, and the
