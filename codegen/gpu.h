@@ -125,6 +125,10 @@ typedef struct rt_gpu_phase {
 typedef struct rt_gpu_lower_options {
     int32_t rank;          // candidate rank (1-based), in names and the header
     const char *spec_path; // for the header comment (NULL: op->file)
+    // Measurements only (tests, bench): ignore the plan's work lists (gpu-plan.h work_list), so
+    // that ragged phases run the padded grid (batch in grid x, ragged dims in grid y / z sized
+    // by the longest sequence, empty blocks exiting at once) for a before/after comparison.
+    bool padded_grid;
 } rt_gpu_lower_options;
 
 typedef struct rt_gpu_kernel {

@@ -1399,6 +1399,8 @@ rt_status rt_gpu_lower(rt_arena *a, const rt_op *op, const rt_device *dev, const
     } else {
         rt_buf_puts(&nm, "_naive");
     }
+    if (opt->padded_grid)
+        rt_buf_puts(&nm, "_padded");
     if (nm.oom)
         return rt_gl_nomem(&l);
     l.k = rt_kir_kernel_new(a, nm.data);
@@ -1414,6 +1416,19 @@ rt_status rt_gpu_lower(rt_arena *a, const rt_op *op, const rt_device *dev, const
     const rt_gpu_plan *plan = p ? p->gpu : NULL;
     if (!plan)
         RT_TRY(rt_gpu_plan_make(a, op, dev, l.m, p, &plan, err));
+    if (opt->padded_grid) { // the plan without its work lists (gpu.h)
+        rt_gpu_plan *padded;
+        rt_gpu_phase_plan *ph;
+        RT_ALLOC(a, padded, 1, err);
+        RT_ALLOC(a, ph, rt_at_least_one((size_t)plan->n_phases), err);
+        *padded = *plan;
+        for (int32_t i = 0; i < plan->n_phases; i++) {
+            ph[i] = plan->phases[i];
+            ph[i].work_list = false;
+        }
+        padded->phases = ph;
+        plan = padded;
+    }
     RT_TRY(rt_gl_work_buffers(&l, plan, gk));
     RT_TRY(rt_gl_kernels(&l, plan, gk));
     // written buffers and 32-bit index math
