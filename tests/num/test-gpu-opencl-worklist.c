@@ -5,9 +5,9 @@
 // many short; and the same kernels on the padded grid (rt_gpu_lower_options.padded_grid). Each
 // run prints the blocks launched by both forms.
 //   test-gpu-opencl-worklist             the checks
-//   test-gpu-opencl-worklist measure H   qkt (B 32, H heads, D 64) on batches sampled from the
-//                                        squad and race histograms: blocks and kernel times of
-//                                        both forms in the same run (min / median)
+//   test-gpu-opencl-worklist measure H DIR   qkt (B 32, H heads, D 64) on batches sampled from
+//                                            DIR/squad.hist and DIR/race.hist: blocks and
+//                                            kernel times of both forms in the same run
 #include "test.h"
 
 #include "run-gpu.h"
@@ -134,7 +134,7 @@ static void check(rt_gpu_runtime *rt, const rt_device *ocl, const rt_device *dev
 
 // qkt on a batch sampled from each histogram: blocks and kernel times of both forms.
 static void measure(rt_gpu_runtime *rt, const rt_device *ocl, const rt_device *dev,
-                    const char *heads) {
+                    const char *heads, const char *dir) {
     static const char *hists[] = {"squad", "race"};
     for (size_t h = 0; h < 2; h++) {
         rt_arena *a = rt_arena_new(1 << 20);
@@ -144,7 +144,7 @@ static void measure(rt_gpu_runtime *rt, const rt_device *ocl, const rt_device *d
         rt_perf_result *perf = NULL;
         rt_perf_options popt = {.top_k = 1};
         char hist[128];
-        snprintf(hist, sizeof hist, "../shared/data/seqlens/%s.hist", hists[h]);
+        snprintf(hist, sizeof hist, "%s/%s.hist", dir, hists[h]);
         RT_EXPECT_EQ(rt_spec_load(a, "examples/qkt.spec", sz, 3, &op, &err), RT_OK);
         RT_EXPECT_EQ(rt_perf_construct(a, op, dev, &popt, &perf, &err), RT_OK);
         rt_gpu_candidate c[2];
@@ -204,8 +204,8 @@ int main(int argc, char **argv) {
         rt_arena_free(a);
         return rc;
     }
-    if (argc > 2 && strcmp(argv[1], "measure") == 0) {
-        measure(rt, &ocl, &devs[0], argv[2]);
+    if (argc > 3 && strcmp(argv[1], "measure") == 0) {
+        measure(rt, &ocl, &devs[0], argv[2], argv[3]);
     } else {
         for (int32_t d = 0; d < 2; d++) {
             check(rt, &ocl, &devs[d], "qkt", "B=7,H=2,D=5");
