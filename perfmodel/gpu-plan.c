@@ -844,7 +844,7 @@ static void rt_gp_mma(rt_gp *g, rt_gpu_phase_plan *pl) {
 
 // Whether phase pl (tiling statement t) runs a work list (gpu-plan.h): it has a ragged grid
 // dim, and every ragged dim's range reads only vars the host binds per block — a grid x dim's
-// one var at block tile 1, or (grid z) grid y's var at block tile 1.
+// one var at block tile 1 — or, for grid z, grid y's var (the host walks the rows of the tile).
 static bool rt_gp_work_list(const rt_gpu_phase_plan *pl, const rt_stmt *t) {
     bool any = false;
     for (int32_t d = 0; d < pl->n_dims; d++) {
@@ -859,8 +859,9 @@ static bool rt_gp_work_list(const rt_gpu_phase_plan *pl, const rt_stmt *t) {
             bool bound = false;
             for (int32_t e = 0; e < pl->n_dims; e++) {
                 const rt_gpu_dim *ge = &pl->dims[e];
-                bound = bound || (ge->n_members == 1 && ge->members[0] == w && ge->T1 == 1 &&
-                                  (ge->grid == 0 ? !ge->ragged : ge->grid < gd->grid));
+                bound =
+                    bound || (ge->n_members == 1 && ge->members[0] == w &&
+                              (ge->grid == 0 ? !ge->ragged && ge->T1 == 1 : ge->grid < gd->grid));
             }
             if (!bound)
                 return false;

@@ -194,7 +194,7 @@ typedef struct rt_gpu_phase_plan {
     // sequence's extent), longest first; the kernel reads its block's coordinates from it by
     // its linear block id, and the launch has one block per entry. Set where the phase has a
     // ragged grid dim whose range reads only vars the host binds per block (a grid x dim's one
-    // var at block tile 1, or grid y's var at block tile 1 for grid z); no raster then. The
+    // var at block tile 1, or for grid z grid y's var, row by row: a causal mask); no raster. The
     // model's blocks (rt_perf_tile_count: expected non-empty tiles) count the list's entries.
     bool work_list;
     int64_t red_T1[RT_GPU_PLAN_MAX_VARS]; // staged: reduction step per var of tstmt

@@ -115,6 +115,18 @@ static void rt_gw_blocks(int64_t lo, int64_t hi, int64_t tile, int64_t *first, i
     *end = hi > from ? rt_ceil_div(hi, tile) : *first;
 }
 
+static bool rt_gw_is_var(const rt_expr *e, const void *v) {
+    return e->kind == RT_EXPR_INDEX && e->var == *(const int32_t *)v;
+}
+static bool rt_gw_mentions(const rt_expr *e, int32_t v) {
+    return rt_expr_any(e, rt_gw_is_var, &v);
+}
+
+static rt_status rt_gw_rows(const rt_gpu_kernel *k, const rt_gpu_phase_plan *pl, rt_gl_eval *evp,
+                            const rt_gpu_dim *const *gd, const int32_t *xs, int32_t nxd, int64_t nx,
+                            bool zdep, int64_t *zlo, int64_t *zhi, rt_gw_entry *out, int64_t *n,
+                            rt_err *err);
+
 // Walks phase p's non-empty blocks in grid order (x item, then y, then z), counting them into
 // *n and, where out is not NULL, writing each.
 static rt_status rt_gw_walk(const rt_gpu_kernel *k, const rt_gpu_phase *gp, rt_bindings *b,
@@ -137,6 +149,33 @@ static rt_status rt_gw_walk(const rt_gpu_kernel *k, const rt_gpu_phase *gp, rt_b
     }
     if (!gd[0] || (gd[1] && gd[1]->members[0] >= 64) || gd[0]->members[0] >= 64)
         return rt_fail(err, RT_ERR_BACKEND, s->loc, "a work list needs a ragged grid y dim");
+    int32_t vy0 = gd[0]->members[0];
+    bool zdep = gd[1] && (rt_gw_mentions(s->vars[gd[1]->members[0]].lo, vy0) ||
+                          rt_gw_mentions(s->vars[gd[1]->members[0]].hi, vy0));
+    int64_t rows = zdep ? gd[0]->T1 : 1, zlo_one[1], zhi_one[1];
+    int64_t *zlo = zdep ? malloc((size_t)rows * sizeof *zlo) : zlo_one;
+    int64_t *zhi = zdep ? malloc((size_t)rows * sizeof *zhi) : zhi_one;
+    rt_status st = RT_OK;
+    if (!zlo || !zhi)
+        st = rt_fail(err, RT_ERR_NOMEM, RT_NOLOC, "out of memory");
+    if (st == RT_OK)
+        st = rt_gw_rows(k, pl, &ev, gd, xs, nxd, nx, zdep, zlo, zhi, out, n, err);
+    if (zdep) {
+        free(zlo);
+        free(zhi);
+    }
+    return st;
+}
+
+// rt_gw_walk's loops; zlo / zhi hold grid z's range per row of a grid y tile (one row unless
+// zdep).
+static rt_status rt_gw_rows(const rt_gpu_kernel *k, const rt_gpu_phase_plan *pl, rt_gl_eval *evp,
+                            const rt_gpu_dim *const *gd, const int32_t *xs, int32_t nxd, int64_t nx,
+                            bool zdep, int64_t *zlo, int64_t *zhi, rt_gw_entry *out, int64_t *n,
+                            rt_err *err) {
+    const rt_stmt *s = &k->op->stmts[pl->tstmt];
+    rt_gl_eval ev = *evp;
+    ev.se.ctx = &ev;
     *n = 0;
     for (int64_t item = 0; item < nx; item++) {
         memset(ev.bound, 0, sizeof ev.bound);
@@ -160,27 +199,44 @@ static rt_status rt_gw_walk(const rt_gpu_kernel *k, const rt_gpu_phase *gp, rt_b
         rt_gw_blocks(ylo, yhi, gd[0]->T1, &y0, &y1);
         for (int64_t y = y0; y < y1; y++) {
             int64_t ya = rt_max64(y * gd[0]->T1, ylo), yb = rt_min64((y + 1) * gd[0]->T1, yhi);
-            ev.vals[vy] = yb - 1; // the tile's last live element: the longest causal range
-            ev.bound[vy] = true;
-            int64_t zlo = 0, zhi = 1, z0 = 0, z1 = 1;
-            if (vz >= 0) {
+            // grid z's range at each row i of the tile where it reads grid y's var (a causal
+            // mask), else once
+            int64_t i0 = zdep ? ya : yb - 1, z0 = 0, z1 = 1;
+            for (int64_t i = i0; i < yb && vz >= 0; i++) {
+                ev.vals[vy] = i;
+                ev.bound[vy] = true;
                 ev.bound[vz] = false;
-                if (!rt_gw_range(&ev, vz, &zlo, &zhi))
+                int64_t *lo = &zlo[i - i0], *hi = &zhi[i - i0], f, e;
+                if (!rt_gw_range(&ev, vz, lo, hi))
                     return rt_fail(err, RT_ERR_SPEC, s->vars[vz].loc,
                                    "cannot evaluate the range of '%s' for the work list",
                                    s->vars[vz].name);
-                rt_gw_blocks(zlo, zhi, gd[1]->T1, &z0, &z1);
+                rt_gw_blocks(*lo, *hi, gd[1]->T1, &f, &e);
+                z0 = i == i0 || f < z0 ? f : z0;
+                z1 = i == i0 ? e : rt_max64(z1, e);
             }
             for (int64_t z = z0; z < z1; z++) {
-                int64_t live = yb - ya, ext = yhi;
-                if (vz >= 0) {
-                    int64_t za = rt_max64(z * gd[1]->T1, zlo);
-                    int64_t zb = rt_min64((z + 1) * gd[1]->T1, zhi);
-                    live *= zb - za;
-                    ext *= zhi;
-                    ev.vals[vz] = zb - 1;
+                int64_t live = yb - ya, ext = yhi, last = yb - 1;
+                if (vz >= 0) { // live elements over the rows, the last row holding one
+                    int64_t zl = -1, ze = 0;
+                    live = 0;
+                    for (int64_t i = i0; i < yb; i++) {
+                        int64_t za = rt_max64(z * gd[1]->T1, zlo[i - i0]);
+                        int64_t zb = rt_min64((z + 1) * gd[1]->T1, zhi[i - i0]);
+                        if (zb <= za)
+                            continue;
+                        live += zb - za;
+                        last = i, zl = zb - 1, ze = zhi[i - i0];
+                    }
+                    if (live == 0)
+                        continue;
+                    live *= zdep ? 1 : yb - ya;
+                    ext *= ze;
+                    ev.vals[vz] = zl;
                     ev.bound[vz] = true;
                 }
+                ev.vals[vy] = last; // the last live element: the longest causal range
+                ev.bound[vy] = true;
                 double work = 1;
                 for (int32_t v = 0; v < s->n_vars && v < 64; v++) {
                     int64_t lo, hi;
