@@ -79,8 +79,9 @@ typedef struct rt_gpu_buffer {
     const char *name;
     bool is_start; // false: data of tensor; true: start array of tensor's dim
     bool is_tree;  // an int32 array of tree parameter `tensor`: rt_kir_tree_field `dim`
+    bool is_work;  // the work list of phase `dim` (int32, rt_gpu_work_list); tensor -1
     int32_t tensor;
-    int32_t dim;     // is_start: the ragged dim; is_tree: the tree array
+    int32_t dim;     // is_start: the ragged dim; is_tree: the tree array; is_work: the phase
     rt_dtype dtype;  // element type on the device
     bool written;    // the kernel writes it (outputs, materialized temporaries)
     int32_t kir_buf; // its buffer in the kernel IR
@@ -98,6 +99,13 @@ typedef struct rt_gpu_phase {
     int64_t grid_x;   // blocks along x (fixed)
     int32_t n_ragged; // 0..2: grid y and z are ragged_grid[0], [1]
     rt_gpu_ragged_grid ragged[2];
+    // The phase runs a work list (gpu-plan.h work_list): its plan, and its int32 buffer (an
+    // index into bufs) holding the entry count, then per entry (grid x item, grid y block,
+    // grid z block), non-empty blocks only, longest first; launched as one block per entry
+    // along x (rt_gpu_phase_launch). NULL (work_buf -1, or 0 in a tree phase, unused): the grid
+    // is grid_x x ragged[0] x ragged[1].
+    const struct rt_gpu_phase_plan *work;
+    int32_t work_buf;
     int32_t threads;    // threads per block (x)
     int64_t smem_bytes; // static shared memory per block
     bool staged;        // inputs staged through shared memory per reduction step
@@ -117,6 +125,10 @@ typedef struct rt_gpu_phase {
 typedef struct rt_gpu_lower_options {
     int32_t rank;          // candidate rank (1-based), in names and the header
     const char *spec_path; // for the header comment (NULL: op->file)
+    // Measurements only (tests, bench): ignore the plan's work lists (gpu-plan.h work_list), so
+    // that ragged phases run the padded grid (batch in grid x, ragged dims in grid y / z sized
+    // by the longest sequence, empty blocks exiting at once) for a before/after comparison.
+    bool padded_grid;
 } rt_gpu_lower_options;
 
 typedef struct rt_gpu_kernel {

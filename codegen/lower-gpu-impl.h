@@ -44,6 +44,8 @@ typedef struct rt_gl {
     int32_t subst_tensor; // reads of it at the prefix vars give subst_value
     int32_t subst_n;
     rt_kir_expr *subst_value;
+    int32_t *work_buf;  // per plan phase: its work list's kernel argument (bufs index), -1 none
+    int32_t *work_kbuf; // and its kernel IR buffer
     bool oom;
 } rt_gl;
 

@@ -16,7 +16,9 @@
 //            each thread runs the group's statements for each element of its register tile.
 //   tree     a tree group, level by level (lower-tree.c).
 // Grid dims of ragged (vloop) extents are grid y / z, sized at launch from the bound lengths
-// (src/run/gpu-launch.c).
+// (src/run/gpu-launch.c) — or, where the plan says so (gpu-plan.h work_list), the phase runs a
+// work list: the host lists the non-empty blocks longest first (gpu-launch.c rt_gpu_work_list),
+// the grid is the list's length, and each block reads its (x item, y, z) from its entry.
 #include "lower-gpu-impl.h"
 #include "spec-eval.h"
 
@@ -116,7 +118,9 @@ static rt_status rt_gl_buffers(rt_gl *l, rt_gpu_kernel *gk) {
     RT_ALLOC(l->a, l->start_buf, op->n_tensors, l->err);
     RT_ALLOC(l->a, l->extent, op->n_tensors, l->err);
     RT_ALLOC(l->a, gk->bufs,
-             op->n_tensors * (RT_MAX_DIMS + 1) + op->n_trees * RT_KIR_TREE_FIELD_COUNT, l->err);
+             op->n_tensors * (RT_MAX_DIMS + 1) + op->n_trees * RT_KIR_TREE_FIELD_COUNT +
+                 op->n_stmts,
+             l->err);
     for (int32_t t = 0; t < op->n_tensors; t++) {
         const rt_tensor *tn = &op->tensors[t];
         rt_kir_type ty;
@@ -172,6 +176,32 @@ static rt_status rt_gl_buffers(rt_gl *l, rt_gpu_kernel *gk) {
         }
     }
     return rt_gl_tree_buffers(l, gk);
+}
+
+// The int32 work list of each plan phase that runs one (gpu-plan.h work_list), after the other
+// buffers: w_p<i>, read only.
+static rt_status rt_gl_work_buffers(rt_gl *l, const rt_gpu_plan *plan, rt_gpu_kernel *gk) {
+    RT_ALLOC(l->a, l->work_buf, rt_at_least_one((size_t)plan->n_phases), l->err);
+    RT_ALLOC(l->a, l->work_kbuf, rt_at_least_one((size_t)plan->n_phases), l->err);
+    for (int32_t i = 0; i < plan->n_phases; i++) {
+        l->work_buf[i] = l->work_kbuf[i] = -1;
+        if (!plan->phases[i].work_list)
+            continue;
+        int32_t kb = rt_kir_add_buf(l->a, l->k, rt_arena_printf(l->a, "w_p%d", (int)i),
+                                    RT_KIR_BUF_START, RT_KIR_I32, -1, i);
+        if (kb < 0)
+            return rt_gl_nomem(l);
+        l->work_buf[i] = gk->n_bufs;
+        l->work_kbuf[i] = kb;
+        rt_gpu_buffer *gb = &gk->bufs[gk->n_bufs++];
+        *gb = (rt_gpu_buffer){.name = l->k->bufs[kb].name,
+                              .is_work = true,
+                              .tensor = -1,
+                              .dim = i,
+                              .dtype = RT_DTYPE_I32,
+                              .kir_buf = kb};
+    }
+    return RT_OK;
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -312,16 +342,18 @@ static rt_kir_expr *rt_gl_combine(rt_arena *a, rt_assign op, rt_kir_expr *cur, r
 // Building a phase
 // ---------------------------------------------------------------------------------------------
 
-// Block coordinates: grid x linear index decomposed over the dense dims (inner dims fastest,
-// optionally in grouped order over the two innermost), ragged dims from grid y / z; thread
-// coordinates from the thread index (inner dims fastest: coalesced).
-static void rt_gl_coords(rt_gl *l, const rt_gpu_phase_plan *pl, rt_kir_block *b) {
+// Block coordinates: the grid x linear index `item` decomposed over the dense dims (inner dims
+// fastest, optionally in grouped order over the two innermost), ragged dims from the vars
+// gy[0] / gy[1] (grid y / z, or a work list's entry); thread coordinates from the thread index
+// (inner dims fastest: coalesced).
+static void rt_gl_coords(rt_gl *l, const rt_gpu_phase_plan *pl, rt_kir_block *b, rt_kir_expr *item,
+                         const int32_t *gy) {
     rt_arena *a = l->a;
     int32_t xs[RT_GL_MAX_DIMS], nx = 0;
     for (int32_t d = 0; d < pl->n_dims; d++)
         if (pl->dims[d].grid == 0)
             xs[nx++] = d;
-    rt_kir_expr *rest = rt_kir_var_ref(a, l->ph, l->ph->item_var);
+    rt_kir_expr *rest = item;
     if (pl->raster) {
         // the two innermost x dims with more than one block
         int32_t in = -1, out = -1;
@@ -372,7 +404,7 @@ static void rt_gl_coords(rt_gl *l, const rt_gpu_phase_plan *pl, rt_kir_block *b)
     }
     for (int32_t d = 0; d < pl->n_dims; d++)
         if (pl->dims[d].grid > 0)
-            l->bvar[d] = l->ph->grid_var[pl->dims[d].grid - 1];
+            l->bvar[d] = gy[pl->dims[d].grid - 1];
     rest = rt_kir_var_ref(a, l->ph, l->ph->thread_var);
     int32_t outer_t = -1;
     for (int32_t d = 0; d < pl->n_dims; d++)
@@ -882,9 +914,11 @@ static rt_status rt_gl_staged_reduce(rt_gl *l, const rt_gpu_phase_plan *pl, rt_k
         l->frag_buf[i] = -1;
     }
     // A block whose tile starts past a ragged extent (grid y / z run to the longest) has no
-    // element to compute: it skips the copies and steps (a block-uniform test).
-    rt_kir_expr *live;
-    RT_TRY(rt_gl_block_live(l, pl, base_var, &live));
+    // element to compute: it skips the copies and steps (a block-uniform test). A work list
+    // holds the non-empty blocks only: no test.
+    rt_kir_expr *live = NULL;
+    if (!pl->work_list)
+        RT_TRY(rt_gl_block_live(l, pl, base_var, &live));
     rt_kir_block *body = b;
     if (live) {
         rt_kir_node *lv = rt_gl_if(l, b, live);
@@ -1102,7 +1136,39 @@ static rt_status rt_gl_tree_phase(rt_gl *l, const rt_gpu_phase_plan *pl, const r
     return RT_OK;
 }
 
-static rt_status rt_gl_phase(rt_gl *l, const rt_gpu_phase_plan *pl, rt_gpu_phase *gp,
+// A work-list phase's opening (gpu-plan.h work_list): block `item` runs entry item of list
+// w = {count, (x item, y, z) per entry} when item < count; the body goes into *body, and
+// *x, gy[] hold the entry's coordinates.
+static rt_status rt_gl_work_entry(rt_gl *l, int32_t wb, rt_kir_block **body, rt_kir_expr **x,
+                                  int32_t *gy) {
+    rt_arena *a = l->a;
+    rt_kir_block *b = &l->ph->body;
+    rt_kir_expr *item = rt_kir_var_ref(a, l->ph, l->ph->item_var);
+    rt_kir_expr *n = rt_gl_let(
+        l, b, "work_n", rt_kir_cast(a, RT_KIR_I64, rt_kir_load(a, l->k, wb, rt_kir_int(a, 0))));
+    rt_kir_node *in = n ? rt_gl_if(l, b, rt_kir_bin(a, RT_KIR_LT, item, n)) : NULL;
+    if (!in)
+        return rt_gl_nomem(l);
+    rt_kir_expr *at = rt_gl_let(l, &in->body, "work_at",
+                                rt_kir_bin(a, RT_KIR_ADD, rt_kir_int(a, 1),
+                                           rt_kir_bin(a, RT_KIR_MUL, item, rt_kir_int(a, 3))));
+    const char *names[3] = {"blk_x", "blk_y", "blk_z"};
+    rt_kir_expr *c[3] = {NULL, NULL, NULL};
+    for (int32_t i = 0; i < 3 && at; i++)
+        c[i] = rt_gl_let(
+            l, &in->body, names[i],
+            rt_kir_cast(a, RT_KIR_I64,
+                        rt_kir_load(a, l->k, wb, rt_kir_bin(a, RT_KIR_ADD, at, rt_kir_int(a, i)))));
+    if (!c[0] || !c[1] || !c[2])
+        return rt_gl_nomem(l);
+    *x = c[0];
+    gy[0] = c[1]->var;
+    gy[1] = c[2]->var;
+    *body = &in->body;
+    return RT_OK;
+}
+
+static rt_status rt_gl_phase(rt_gl *l, const rt_gpu_phase_plan *pl, int32_t pi, rt_gpu_phase *gp,
                              const char *name) {
     rt_arena *a = l->a;
     const rt_op *op = l->op;
@@ -1118,6 +1184,8 @@ static rt_status rt_gl_phase(rt_gl *l, const rt_gpu_phase_plan *pl, rt_gpu_phase
         rt_buf_printf(&what, " %s%s", op->tensors[s->out].name,
                       pl->first + i == pl->epi ? " (epilogue)" : "");
     }
+    if (pl->work_list)
+        rt_buf_puts(&what, "; runs a work list: one block per non-empty tile, longest first");
     if (what.oom)
         return rt_gl_nomem(l);
     l->ph = rt_kir_add_phase(a, l->k, what.data, nx);
@@ -1126,17 +1194,32 @@ static rt_status rt_gl_phase(rt_gl *l, const rt_gpu_phase_plan *pl, rt_gpu_phase
     l->ph->name = name;
     l->ph->threads = (int32_t)pl->threads;
     l->ph->thread_var = rt_kir_add_var(a, l->ph, "tid", RT_KIR_I64);
-    l->ph->grid_var[0] = rt_kir_add_var(a, l->ph, "blk_y", RT_KIR_I64);
-    l->ph->grid_var[1] = rt_kir_add_var(a, l->ph, "blk_z", RT_KIR_I64);
-    if (l->ph->thread_var < 0 || l->ph->grid_var[0] < 0 || l->ph->grid_var[1] < 0)
+    l->ph->grid_var[0] = l->ph->grid_var[1] = -1;
+    gp->work_buf = -1;
+    if (!pl->work_list) {
+        l->ph->grid_var[0] = rt_kir_add_var(a, l->ph, "blk_y", RT_KIR_I64);
+        l->ph->grid_var[1] = rt_kir_add_var(a, l->ph, "blk_z", RT_KIR_I64);
+    }
+    if (l->ph->thread_var < 0 ||
+        (!pl->work_list && (l->ph->grid_var[0] < 0 || l->ph->grid_var[1] < 0)))
         return rt_gl_nomem(l);
     l->plan = pl;
     for (int32_t i = 0; i < op->n_stmts; i++)
         for (int32_t v = 0; v < op->stmts[i].n_vars; v++)
             l->var_of[i][v] = -1;
     rt_kir_block *b = &l->ph->body;
+    rt_kir_expr *item = rt_kir_var_ref(a, l->ph, l->ph->item_var);
+    int32_t gy[2] = {l->ph->grid_var[0], l->ph->grid_var[1]};
+    if (pl->work_list) {
+        if (pi < 0 || l->work_buf[pi] < 0)
+            return rt_fail(l->err, RT_ERR_BACKEND, RT_NOLOC, "phase %d has no work list buffer",
+                           (int)pi);
+        gp->work = pl;
+        gp->work_buf = l->work_buf[pi];
+        RT_TRY(rt_gl_work_entry(l, l->work_kbuf[pi], &b, &item, gy));
+    }
     if (!pl->mma.on)
-        rt_gl_coords(l, pl, b);
+        rt_gl_coords(l, pl, b, item, gy);
     if (pl->mma.on) { // matrix instructions: the body is lower-gpu-mma.c's
         RT_TRY(rt_gpu_mma_body(a, op, pl, l->k, l->data_buf, &gp->body, l->err));
         gp->mma_sync = pl->mma.inst == RT_GPU_MMA_SYNC;
@@ -1227,7 +1310,7 @@ static rt_status rt_gl_kernels(rt_gl *l, const rt_gpu_plan *plan, rt_gpu_kernel 
             if (ph->mode == RT_GPU_TREE)
                 RT_TRY(rt_gl_tree_phase(l, ph, &groups[i], inner, &gk->phases[ki], name));
             else
-                RT_TRY(rt_gl_phase(l, ph, &gk->phases[ki], name));
+                RT_TRY(rt_gl_phase(l, ph, i, &gk->phases[ki], name));
             gk->n_phases++;
         }
     }
@@ -1316,6 +1399,8 @@ rt_status rt_gpu_lower(rt_arena *a, const rt_op *op, const rt_device *dev, const
     } else {
         rt_buf_puts(&nm, "_naive");
     }
+    if (opt->padded_grid)
+        rt_buf_puts(&nm, "_padded");
     if (nm.oom)
         return rt_gl_nomem(&l);
     l.k = rt_kir_kernel_new(a, nm.data);
@@ -1331,11 +1416,27 @@ rt_status rt_gpu_lower(rt_arena *a, const rt_op *op, const rt_device *dev, const
     const rt_gpu_plan *plan = p ? p->gpu : NULL;
     if (!plan)
         RT_TRY(rt_gpu_plan_make(a, op, dev, l.m, p, &plan, err));
+    if (opt->padded_grid) { // the plan without its work lists (gpu.h)
+        rt_gpu_plan *padded;
+        rt_gpu_phase_plan *ph;
+        RT_ALLOC(a, padded, 1, err);
+        RT_ALLOC(a, ph, rt_at_least_one((size_t)plan->n_phases), err);
+        *padded = *plan;
+        for (int32_t i = 0; i < plan->n_phases; i++) {
+            ph[i] = plan->phases[i];
+            ph[i].work_list = false;
+        }
+        padded->phases = ph;
+        plan = padded;
+    }
+    RT_TRY(rt_gl_work_buffers(&l, plan, gk));
     RT_TRY(rt_gl_kernels(&l, plan, gk));
     // written buffers and 32-bit index math
     bool idx32 = true;
     for (int32_t i = 0; i < gk->n_bufs; i++) {
         rt_gpu_buffer *gb = &gk->bufs[i];
+        if (gb->is_work) // read only; 1 + 3 int32 per block of the phase
+            continue;
         if (gb->is_tree) { // read only; an int32 array of at most the tree's N * C entries
             int64_t n_nodes = op->sizes[op->trees[gb->tensor].n_sym].value;
             if (n_nodes * op->trees[gb->tensor].max_children >= ((int64_t)1 << 31))

@@ -842,6 +842,34 @@ static void rt_gp_mma(rt_gp *g, rt_gpu_phase_plan *pl) {
     pl->threads = threads;
 }
 
+// Whether phase pl (tiling statement t) runs a work list (gpu-plan.h): it has a ragged grid
+// dim, and every ragged dim's range reads only vars the host binds per block — a grid x dim's
+// one var at block tile 1 — or, for grid z, grid y's var (the host walks the rows of the tile).
+static bool rt_gp_work_list(const rt_gpu_phase_plan *pl, const rt_stmt *t) {
+    bool any = false;
+    for (int32_t d = 0; d < pl->n_dims; d++) {
+        const rt_gpu_dim *gd = &pl->dims[d];
+        if (gd->grid == 0)
+            continue;
+        any = true;
+        int32_t v = gd->members[0];
+        for (int32_t w = 0; w < t->n_vars; w++) {
+            if (!rt_gp_mentions_var(t->vars[v].lo, w) && !rt_gp_mentions_var(t->vars[v].hi, w))
+                continue;
+            bool bound = false;
+            for (int32_t e = 0; e < pl->n_dims; e++) {
+                const rt_gpu_dim *ge = &pl->dims[e];
+                bound =
+                    bound || (ge->n_members == 1 && ge->members[0] == w &&
+                              (ge->grid == 0 ? !ge->ragged && ge->T1 == 1 : ge->grid < gd->grid));
+            }
+            if (!bound)
+                return false;
+        }
+    }
+    return any && !pl->mma.on && pl->mode != RT_GPU_TREE;
+}
+
 // A single contraction, or one followed by an '=' epilogue over the same element (pl->epi).
 static bool rt_gp_single(rt_gp *g, rt_gpu_phase_plan *pl, const rt_stmt *t) {
     if (pl->first != pl->tstmt)
@@ -886,7 +914,8 @@ static void rt_gp_mode(rt_gp *g, rt_gpu_phase_plan *pl) {
     int32_t nx = 0;
     for (int32_t d = 0; d < pl->n_dims; d++)
         nx += pl->dims[d].grid == 0 && pl->dims[d].nb > 1;
-    if (g->dev->raster_group_blocks > 0 && pl->mode == RT_GPU_STAGED && nx >= 2)
+    pl->work_list = rt_gp_work_list(pl, t);
+    if (g->dev->raster_group_blocks > 0 && pl->mode == RT_GPU_STAGED && nx >= 2 && !pl->work_list)
         pl->raster = g->dev->raster_group_blocks;
 }
 
@@ -901,9 +930,10 @@ static uint64_t rt_gp_key(const rt_gpu_plan *pl) {
     for (int32_t i = 0; i < pl->n_phases; i++) {
         const rt_gpu_phase_plan *ph = &pl->phases[i];
         bool rt = !ph->mma.on; // a phase on matrix instructions has no register tile
-        const int64_t v[] = {ph->first,   ph->n_stmts, ph->tstmt,     ph->epi,          ph->mode,
-                             ph->n_dims,  ph->threads, ph->Rtot * rt, ph->unroll && rt, ph->raster,
-                             ph->n_stage, ph->row,     ph->blocks,    ph->from_prog};
+        const int64_t v[] = {ph->first,        ph->n_stmts,   ph->tstmt,    ph->epi,
+                             ph->mode,         ph->n_dims,    ph->threads,  ph->Rtot * rt,
+                             ph->unroll && rt, ph->raster,    ph->n_stage,  ph->row,
+                             ph->blocks,       ph->from_prog, ph->work_list};
         for (size_t k = 0; k < sizeof v / sizeof v[0]; k++)
             h = rt_gp_mix(h, (uint64_t)v[k]);
         for (int32_t d = 0; d < ph->n_dims; d++) {
@@ -1010,6 +1040,8 @@ void rt_gpu_plan_print_phase(const rt_op *op, const rt_gpu_plan *pl, int32_t i, 
     }
     rt_buf_printf(out, "; threads %lld, blocks %lld", (long long)ph->threads,
                   (long long)ph->blocks);
+    if (ph->work_list)
+        rt_buf_puts(out, "; work list (non-empty blocks, longest first)");
     rt_buf_puts(out, "; block/register tile");
     for (int32_t d = 0; d < ph->n_dims; d++) {
         const rt_gpu_dim *gd = &ph->dims[d];

@@ -188,6 +188,15 @@ typedef struct rt_gpu_phase_plan {
     bool from_prog;        // tiles come from the rProgram
     bool unroll;           // the register-tile loops are unrolled
     int64_t raster;        // grouped block order over the two innermost x dims: rows per group
+    // The blocks run from a work list (src/run/gpu-launch.c builds it on the host from the
+    // bound lengths, once per length data): the non-empty blocks only, as (grid x item, grid y,
+    // grid z) entries ordered by their work (reduction length, then live tile elements, then the
+    // sequence's extent), longest first; the kernel reads its block's coordinates from it by
+    // its linear block id, and the launch has one block per entry. Set where the phase has a
+    // ragged grid dim whose range reads only vars the host binds per block (a grid x dim's one
+    // var at block tile 1, or for grid z grid y's var, row by row: a causal mask); no raster. The
+    // model's blocks (rt_perf_tile_count: expected non-empty tiles) count the list's entries.
+    bool work_list;
     int64_t red_T1[RT_GPU_PLAN_MAX_VARS]; // staged: reduction step per var of tstmt
     bool red_exact; // staged: every reduction range is a multiple of its step (no ragged step)
     // staged: 128-bit loads (rt_gp_vec4 in gpu-plan.c): chunked register tiles, fragments read

@@ -165,6 +165,20 @@ static rt_status rt_gp_setup(rt_arena *a, const rt_gpu_kernel *k, rt_gpu_binary 
     RT_ALLOC(a, L->args, k->n_bufs, err);
     for (int32_t i = 0; i < k->n_bufs; i++) {
         const rt_gpu_buffer *gb = &k->bufs[i];
+        if (gb->is_work) { // the phase's list of non-empty blocks (gpu-launch.c)
+            int32_t *w;
+            int64_t n;
+            RT_TRY(rt_gpu_work_list(a, k, gb->dim, b, &w, &n, err));
+            RT_ALLOC(a, L->host[i], n, err);
+            for (int64_t j = 0; j < n; j++)
+                L->host[i][j] = w[j];
+            L->args[i] = (rt_gpu_arg){.kind = RT_GPU_ARG_BUFFER,
+                                      .dtype = RT_DTYPE_I32,
+                                      .n_elems = n,
+                                      .host = L->host[i],
+                                      .copy_out = true};
+            continue;
+        }
         if (gb->is_tree) {
             int64_t n;
             const int32_t *arr = rt_gp_tree_array(b, gb, &n);
@@ -237,6 +251,22 @@ static bool rt_gp_changed_input(rt_arena *a, const rt_gpu_kernel *k, rt_bindings
         const rt_gpu_buffer *gb = &k->bufs[i];
         if (gb->written)
             continue;
+        if (gb->is_work) {
+            int32_t *w;
+            int64_t n;
+            if (rt_gpu_work_list(a, k, gb->dim, b, &w, &n, &(rt_err){0}) != RT_OK)
+                continue; // rt_gp_setup made it from the same bindings
+            for (int64_t j = 0; j < n; j++) {
+                if (L->host[i][j] == (double)w[j])
+                    continue;
+                *reason = rt_arena_printf(a,
+                                          "the kernel changed the work list of phase %d: entry "
+                                          "%lld is %.9g (was %d)",
+                                          (int)gb->dim, (long long)j, L->host[i][j], (int)w[j]);
+                return true;
+            }
+            continue;
+        }
         if (gb->is_tree) {
             int64_t n;
             const int32_t *arr = rt_gp_tree_array(b, gb, &n);
@@ -345,8 +375,9 @@ static rt_status rt_gp_check(rt_arena *a, rt_gpu_runtime *rt, const rt_gpu_candi
     RT_TRY(rt_gpu_run_steps(rt, L->steps, L->n_steps, L->args, L->n_args, err));
     out->checked_run_ns = rt_gp_now_ns() - t0;
     for (int32_t i = 0; corrupt && i < k->n_bufs; i++)
-        if (!k->bufs[i].is_start && !k->bufs[i].is_tree && op->n_outputs > 0 &&
-            k->bufs[i].tensor == op->outputs[0] && rt_tensor_elems(b, op->outputs[0]) > 0) {
+        if (!k->bufs[i].is_start && !k->bufs[i].is_tree && !k->bufs[i].is_work &&
+            op->n_outputs > 0 && k->bufs[i].tensor == op->outputs[0] &&
+            rt_tensor_elems(b, op->outputs[0]) > 0) {
             L->host[i][0] += 1.0;
             break;
         }
@@ -359,7 +390,8 @@ static rt_status rt_gp_check(rt_arena *a, rt_gpu_runtime *rt, const rt_gpu_candi
     for (int32_t o = 0; o < op->n_outputs; o++) {
         int32_t t = op->outputs[o], bi = -1;
         for (int32_t i = 0; i < k->n_bufs; i++)
-            if (!k->bufs[i].is_start && !k->bufs[i].is_tree && k->bufs[i].tensor == t)
+            if (!k->bufs[i].is_start && !k->bufs[i].is_tree && !k->bufs[i].is_work &&
+                k->bufs[i].tensor == t)
                 bi = i;
         if (bi < 0) {
             rt_compare_begin(&out->cmp[o]);

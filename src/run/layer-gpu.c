@@ -6,9 +6,12 @@
 // argument a view of it. The sequence is uploaded once and run; its buffers are read back once
 // and checked against the interpreter (rt_layer_reference), then it is timed on the device.
 //
-// Block order: the generated kernels put the batch in grid x and size the ragged grid dims by
-// the longest bound sequence (gpu-launch.c); blocks past a shorter sequence's end exit at once.
-// The launch order of blocks is the device's; no longest-first work list is emitted.
+// Block order: a kernel phase with a ragged grid dim runs a work list where its plan says so
+// (gpu-plan.h work_list): the host lists its non-empty blocks longest first (gpu-launch.c
+// rt_gpu_work_list), once per length data — each distinct list once, in the same prelude buffer
+// as the start arrays, a view argument each — and the launch has one block per entry. Other
+// ragged phases put the batch in grid x and size the ragged grid dims by the longest bound
+// sequence; their blocks past a shorter sequence's end exit at once, in the device's order.
 #include "layer.h"
 #include "hal-cpu.h"
 
@@ -33,7 +36,12 @@ typedef struct rt_lg {
     double *prelude;       // the prelude buffer's host values (arg 0 when any)
     double *prelude_sent;  // what was uploaded (the read-back must equal it)
     int32_t *view_arg;     // [r->n_prelude]: the view argument of each start array
-    int32_t **map;         // [n_ops]: arg_map of def k's kernel (one per k->bufs)
+    // The distinct work lists (rt_gpu_work_list) after the start arrays in the prelude buffer:
+    // each computed from def work_op[w]'s bindings for phase work_phase[w] of its kernel.
+    int32_t n_work;
+    int32_t **work, *work_op, *work_phase, *work_view;
+    int64_t *work_n;
+    int32_t **map; // [n_ops]: arg_map of def k's kernel (one per k->bufs)
     int32_t n_steps;
     rt_gpu_step *steps;
     int32_t *first; // [n_ops + 1]: def k's steps are first[k] .. first[k + 1]
@@ -143,8 +151,28 @@ static rt_status rt_lg_prelude_entry(rt_lg *c, int32_t k, int32_t t, int32_t d, 
     return RT_OK;
 }
 
-// The prelude: every start array a winner reads, once per structure, laid out in one int32
-// buffer (argument 0) at offsets aligned for views, one view argument each.
+// The prelude's work list for buffer gb of def k's kernel (*out, an index into c->work): the
+// first equal list, added when there is none. Its map entry is -2 - *out until the views exist.
+static rt_status rt_lg_work_entry(rt_lg *c, int32_t k, const rt_gpu_buffer *gb, int32_t *out) {
+    int32_t *w;
+    int64_t n;
+    RT_TRY(rt_gpu_work_list(c->a, c->win[k]->kernel, gb->dim, c->lb->ops[k], &w, &n, c->err));
+    for (int32_t e = 0; e < c->n_work; e++)
+        if (c->work_n[e] == n && memcmp(c->work[e], w, (size_t)n * sizeof *w) == 0) {
+            *out = e;
+            return RT_OK;
+        }
+    c->work[c->n_work] = w;
+    c->work_n[c->n_work] = n;
+    c->work_op[c->n_work] = k;
+    c->work_phase[c->n_work] = gb->dim;
+    *out = c->n_work++;
+    return RT_OK;
+}
+
+// The prelude: every start array a winner reads, once per structure, and every distinct work
+// list of a phase that runs one, laid out in one int32 buffer (argument 0) at offsets aligned
+// for views, one view argument each.
 static rt_status rt_lg_prelude(rt_lg *c) {
     const rt_layer *l = c->l;
     rt_layer_report *r = c->r;
@@ -152,6 +180,11 @@ static rt_status rt_lg_prelude(rt_lg *c) {
     for (int32_t k = 0; k < l->n_ops; k++)
         cap += c->win[k]->kernel->n_bufs;
     RT_ALLOC(c->a, r->prelude, cap, c->err);
+    RT_ALLOC(c->a, c->work, cap, c->err);
+    RT_ALLOC(c->a, c->work_n, cap, c->err);
+    RT_ALLOC(c->a, c->work_op, cap, c->err);
+    RT_ALLOC(c->a, c->work_phase, cap, c->err);
+    RT_ALLOC(c->a, c->work_view, cap, c->err);
     RT_ALLOC(c->a, c->map, l->n_ops, c->err);
     for (int32_t k = 0; k < l->n_ops; k++) {
         const rt_gpu_kernel *K = c->win[k]->kernel;
@@ -163,6 +196,12 @@ static rt_status rt_lg_prelude(rt_lg *c) {
                                "def %s reads tree '%s', which a layer run does not support",
                                l->ops[k]->name, l->ops[k]->trees[gb->tensor].name);
             c->map[k][j] = -1;
+            if (gb->is_work) {
+                int32_t w = -1;
+                RT_TRY(rt_lg_work_entry(c, k, gb, &w));
+                c->map[k][j] = -2 - w;
+                continue;
+            }
             if (!gb->is_start)
                 continue;
             int32_t e = -1;
@@ -172,20 +211,28 @@ static rt_status rt_lg_prelude(rt_lg *c) {
             r->n_start_bufs++;
         }
     }
-    if (r->n_prelude == 0)
+    if (r->n_prelude == 0 && c->n_work == 0)
         return RT_OK;
     const int64_t align = RT_GPU_VIEW_ALIGN_BYTES / (int64_t)sizeof(int32_t);
-    int64_t *off, total = 0;
-    RT_ALLOC(c->a, off, r->n_prelude, c->err);
+    int64_t *off, *woff, total = 0;
+    RT_ALLOC(c->a, off, rt_at_least_one((size_t)r->n_prelude), c->err);
+    RT_ALLOC(c->a, woff, rt_at_least_one((size_t)c->n_work), c->err);
     for (int32_t e = 0; e < r->n_prelude; e++) {
         off[e] = total;
         total += rt_round_up((int64_t)(r->prelude[e].bytes / sizeof(int32_t)), align);
+    }
+    for (int32_t w = 0; w < c->n_work; w++) {
+        woff[w] = total;
+        total += rt_round_up(c->work_n[w], align);
     }
     RT_ALLOC(c->a, c->prelude, total, c->err);
     RT_ALLOC(c->a, c->prelude_sent, total, c->err);
     for (int32_t e = 0; e < r->n_prelude; e++)
         for (size_t j = 0; j < r->prelude[e].bytes / sizeof(int32_t); j++)
             c->prelude[off[e] + (int64_t)j] = (double)r->prelude[e].start[j];
+    for (int32_t w = 0; w < c->n_work; w++)
+        for (int64_t j = 0; j < c->work_n[w]; j++)
+            c->prelude[woff[w] + j] = (double)c->work[w][j];
     memcpy(c->prelude_sent, c->prelude, (size_t)total * sizeof(double));
     r->prelude_bytes = total * (int64_t)sizeof(int32_t);
     int32_t i;
@@ -208,10 +255,24 @@ static rt_status rt_lg_prelude(rt_lg *c) {
                                            l->ops[p->op]->tensors[p->tensor].name, (int)p->dim);
         RT_TRY(rt_lg_add_arg(c, &v, name, -1, &c->view_arg[e]));
     }
+    for (int32_t w = 0; w < c->n_work; w++) {
+        rt_gpu_arg v = {.kind = RT_GPU_ARG_BUFFER,
+                        .dtype = RT_DTYPE_I32,
+                        .n_elems = c->work_n[w],
+                        .view_of = 1,
+                        .view_offset = woff[w] * (int64_t)sizeof(int32_t)};
+        const char *name =
+            rt_arena_printf(c->a, "prelude[%lld..%lld): work list of def %s phase %d (%d blocks)",
+                            (long long)woff[w], (long long)(woff[w] + v.n_elems),
+                            l->ops[c->work_op[w]]->name, (int)c->work_phase[w], (int)c->work[w][0]);
+        RT_TRY(rt_lg_add_arg(c, &v, name, -1, &c->work_view[w]));
+    }
     for (int32_t k = 0; k < l->n_ops; k++)
         for (int32_t j = 0; j < c->win[k]->kernel->n_bufs; j++)
             if (c->win[k]->kernel->bufs[j].is_start)
                 c->map[k][j] = c->view_arg[c->map[k][j]];
+            else if (c->win[k]->kernel->bufs[j].is_work)
+                c->map[k][j] = c->work_view[-2 - c->map[k][j]];
     return RT_OK;
 }
 
@@ -227,7 +288,7 @@ static rt_status rt_lg_buffers(rt_lg *c) {
         const rt_gpu_kernel *K = c->win[k]->kernel;
         for (int32_t j = 0; j < K->n_bufs; j++) {
             const rt_gpu_buffer *gb = &K->bufs[j];
-            if (gb->is_start)
+            if (gb->is_start || gb->is_work)
                 continue;
             int32_t t = gb->tensor, li = l->tensor_of[k][t];
             int64_t n = rt_tensor_elems(c->lb->ops[k], t);
@@ -331,7 +392,7 @@ static rt_status rt_lg_launches(rt_lg *c) {
 static rt_status rt_lg_prelude_time(rt_lg *c) {
     rt_layer_report *r = c->r;
     double best = INFINITY;
-    for (int32_t rep = 0; rep < 5 && r->n_prelude; rep++) {
+    for (int32_t rep = 0; rep < 5 && (r->n_prelude || c->n_work); rep++) {
         double t0 = rt_cpu_now_ns();
         for (int32_t e = 0; e < r->n_prelude; e++) {
             bool done = false;
@@ -343,9 +404,15 @@ static rt_status rt_lg_prelude_time(rt_lg *c) {
                 RT_TRY(rt_layout_compute(c->lb->ops[r->prelude[e].op], r->prelude[e].tensor, &lay,
                                          c->err));
         }
+        for (int32_t w = 0; w < c->n_work; w++) {
+            int32_t *list;
+            int64_t n;
+            RT_TRY(rt_gpu_work_list(c->a, c->win[c->work_op[w]]->kernel, c->work_phase[w],
+                                    c->lb->ops[c->work_op[w]], &list, &n, c->err));
+        }
         best = fmin(best, rt_cpu_now_ns() - t0);
     }
-    r->prelude_ns = r->n_prelude ? best : 0;
+    r->prelude_ns = r->n_prelude || c->n_work ? best : 0;
     return RT_OK;
 }
 

@@ -21,10 +21,23 @@
 // ---------------------------------------------------------------------------------------------
 
 // The launch of phase i for bindings b (prepared): grid (with the ragged grid dims sized from
-// the bound lengths) and block. Errors: RT_ERR_SPEC when an extent cannot be evaluated,
+// the bound lengths; a work-list phase: one block along x per entry of its list, at least one)
+// and block. Errors: RT_ERR_SPEC when an extent cannot be evaluated,
 // RT_ERR_USAGE for a level-by-level phase (rt_gpu_phase_steps).
 rt_status rt_gpu_phase_launch(const rt_gpu_kernel *k, int32_t phase, rt_bindings *b,
                               rt_gpu_launch *out, rt_err *err);
+// The work list of phase i, one that runs a work list (k->phases[i].work, gpu-plan.h), for
+// bindings b: *out (in a) holds the entry count, then per non-empty block of the phase (a tile
+// holding an element of every ragged dim's range) its grid x item, grid y and grid z blocks;
+// ordered longest first: by the product of the tiling statement's reduction ranges at the
+// block's last live element, then the tile's live elements, then the product of its ragged
+// extents, ties in grid order. *n_ints = 1 + 3 * entries. rt_gpu_work_count counts the
+// entries (the launch's blocks). Errors: RT_ERR_USAGE for a phase without a work list,
+// RT_ERR_SPEC when a ragged range cannot be evaluated from b, RT_ERR_BACKEND past int32.
+rt_status rt_gpu_work_list(rt_arena *a, const rt_gpu_kernel *k, int32_t phase, rt_bindings *b,
+                           int32_t **out, int64_t *n_ints, rt_err *err);
+rt_status rt_gpu_work_count(const rt_gpu_kernel *k, int32_t phase, rt_bindings *b, int64_t *out,
+                            rt_err *err);
 // The launches of phase i (binary bin) for bindings b as a list of steps: one
 // (rt_gpu_phase_launch), or for a level-by-level phase one per level of its tree as b holds it,
 // in order, each with its level as the step's int argument. *out lives in a.

@@ -180,43 +180,49 @@ static void refusals(rt_gpu_runtime *rt) {
 static int compile_only(void) {
     static const char *devs[] = {"v100", "a100", "h100", "mi50"};
     int compiled = 0;
-    for (size_t d = 0; d < sizeof devs / sizeof *devs; d++) {
-        rt_arena *a = rt_arena_new(1 << 20);
-        rt_err err = {0};
-        rt_device dev;
-        char path[128];
-        snprintf(path, sizeof path, "devices/%s.ini", devs[d]);
-        rt_layer *l = NULL;
-        rt_layer_bindings *lb = NULL;
-        rt_gpu_report *g[4] = {0};
-        int32_t len[5] = {1, 9, 4, 7, 2};
-        rt_status st = rt_hal_load_device(path, &dev, &err);
-        if (st == RT_OK)
-            st = rt_spec_load_layer(a, "examples/layers/ffn.spec", cases[0].sets, cases[0].n_sets,
-                                    &l, &err);
-        if (st == RT_OK)
-            st = bind(a, l, len, 5, &lb, &err);
-        if (st == RT_OK)
-            st = profile_defs(a, l, &dev, lb, false, g, &err);
-        if (st != RT_OK)
-            print_err(devs[d], &err);
-        RT_EXPECT_EQ(st, RT_OK);
-        for (int32_t k = 0; st == RT_OK && k < l->n_ops; k++) {
-            const rt_gpu_candidate *c = &g[k]->cands[0];
-            if (!c->compiled && strstr(c->compile_err.msg, "not built with")) {
-                printf("%-5s %-10s not compiled: %s\n", devs[d], l->ops[k]->name,
-                       c->compile_err.msg);
-                continue;
+    for (size_t d = 0; d < sizeof devs / sizeof *devs; d++)
+        for (size_t ci = 0; ci < 2; ci++) { // ffn, and cora_encoder's ragged defs (work lists)
+            rt_arena *a = rt_arena_new(1 << 20);
+            rt_err err = {0};
+            rt_device dev;
+            char path[128], spec[128];
+            snprintf(path, sizeof path, "devices/%s.ini", devs[d]);
+            snprintf(spec, sizeof spec, "examples/layers/%s.spec", cases[ci].spec);
+            rt_layer *l = NULL;
+            rt_layer_bindings *lb = NULL;
+            rt_gpu_report *g[16] = {0};
+            int32_t len[5] = {1, 9, 4, 7, 2};
+            rt_status st = rt_hal_load_device(path, &dev, &err);
+            if (st == RT_OK)
+                st = rt_spec_load_layer(a, spec, cases[ci].sets, cases[ci].n_sets, &l, &err);
+            if (st == RT_OK && l->n_ops > 16)
+                st = rt_fail(&err, RT_ERR_USAGE, RT_NOLOC, "more than 16 defs");
+            if (st == RT_OK)
+                st = bind(a, l, len, (int32_t)cases[ci].sets[0].value, &lb, &err);
+            if (st == RT_OK)
+                st = profile_defs(a, l, &dev, lb, false, g, &err);
+            if (st != RT_OK)
+                print_err(devs[d], &err);
+            RT_EXPECT_EQ(st, RT_OK);
+            for (int32_t k = 0; st == RT_OK && k < l->n_ops; k++) {
+                const rt_gpu_candidate *c = &g[k]->cands[0];
+                if (!c->compiled && strstr(c->compile_err.msg, "not built with")) {
+                    printf("%-5s %-10s not compiled: %s\n", devs[d], l->ops[k]->name,
+                           c->compile_err.msg);
+                    continue;
+                }
+                bool work = false;
+                for (int32_t p = 0; p < c->kernel->n_phases; p++)
+                    work = work || c->kernel->phases[p].work;
+                printf("%-5s %-10s %-6s regs %3d, spill %lld bytes%s%s\n", devs[d], l->ops[k]->name,
+                       c->compiled_arch, (int)c->regs, (long long)c->spill_bytes,
+                       work ? ", work list" : "", c->compiled ? "" : "  NOT COMPILED");
+                RT_EXPECT(c->compiled && c->spill_bytes == 0 && g[k]->winner < 0);
+                RT_EXPECT(g[k]->not_profiled && strstr(g[k]->not_profiled, "--no-profile"));
+                compiled += c->compiled;
             }
-            printf("%-5s %-10s %-6s regs %3d, spill %lld bytes%s\n", devs[d], l->ops[k]->name,
-                   c->compiled_arch, (int)c->regs, (long long)c->spill_bytes,
-                   c->compiled ? "" : "  NOT COMPILED");
-            RT_EXPECT(c->compiled && c->spill_bytes == 0 && g[k]->winner < 0);
-            RT_EXPECT(g[k]->not_profiled && strstr(g[k]->not_profiled, "--no-profile"));
-            compiled += c->compiled;
+            rt_arena_free(a);
         }
-        rt_arena_free(a);
-    }
     if (compiled == 0) {
         printf("skip: no GPU compiler built in\n");
         return 77;
