@@ -189,6 +189,18 @@ static void rt_cpu_buf_store(const rt_kir_buf *bf, void *p, const double *v, int
     }
 }
 
+// Fills n elements of the buffer p of bf's element type with v.
+static void rt_cpu_buf_fill(const rt_kir_buf *bf, void *p, double v, size_t n) {
+    for (size_t e = 0; e < n; e++) {
+        if (bf->type == RT_KIR_F32)
+            ((float *)p)[e] = (float)v;
+        else if (bf->type == RT_KIR_F64)
+            ((double *)p)[e] = v;
+        else
+            ((int32_t *)p)[e] = (int32_t)v;
+    }
+}
+
 // How rt_cpu_data_make treats the data buffers.
 typedef enum rt_cpu_data_mode {
     RT_CPU_DATA_UNBOUND, // sizes only: the caller binds buffers of its own (a layer's)
@@ -204,6 +216,8 @@ static rt_status rt_cpu_data_make(rt_arena *a, const rt_kir_kernel *k, rt_bindin
     d->n_bufs = k->n_bufs;
     RT_ALLOC(a, d->args, k->n_bufs, err);
     RT_ALLOC(a, d->init, k->n_bufs, err);
+    RT_ALLOC(a, d->uniform, k->n_bufs, err);
+    RT_ALLOC(a, d->fill, k->n_bufs, err);
     RT_ALLOC(a, d->bytes, k->n_bufs, err);
     RT_ALLOC(a, d->start_copy, k->n_bufs, err);
     for (int32_t i = 1; i < k->n_bufs; i++) {
@@ -258,7 +272,10 @@ static rt_status rt_cpu_data_make(rt_arena *a, const rt_kir_kernel *k, rt_bindin
         p = (void *)rt_round_up((int64_t)(uintptr_t)p, 64);
         rt_cpu_buf_store(bf, p, td->data, n);
         d->args[i] = p;
-        if (bf->written && keep_init) {
+        if (bf->written && keep_init && rt_cpu_poisoned(b->op, bf->tensor)) {
+            d->uniform[i] = true;
+            d->fill[i] = rt_cpu_poison_of(&b->op->tensors[bf->tensor]);
+        } else if (bf->written && keep_init) {
             d->init[i] = rt_arena_alloc(a, d->bytes[i]);
             if (!d->init[i])
                 return rt_fail(err, RT_ERR_NOMEM, RT_NOLOC, "out of memory");
@@ -268,10 +285,20 @@ static rt_status rt_cpu_data_make(rt_arena *a, const rt_kir_kernel *k, rt_bindin
     return RT_OK;
 }
 
-static void rt_cpu_data_restore(const rt_cpu_data *d) {
-    for (int32_t i = 1; i < d->n_bufs; i++)
-        if (d->init[i])
+double rt_cpu_init_get(const rt_kir_kernel *k, const rt_cpu_data *d, int32_t i, int64_t e) {
+    return d->uniform[i] ? d->fill[i] : rt_cpu_buf_get(&k->bufs[i], d->init[i], e);
+}
+
+static void rt_cpu_data_restore(const rt_kir_kernel *k, const rt_cpu_data *d) {
+    for (int32_t i = 1; i < d->n_bufs; i++) {
+        const rt_kir_buf *bf = &k->bufs[i];
+        if (d->init[i]) {
             memcpy(d->args[i], d->init[i], d->bytes[i]);
+        } else if (d->uniform[i]) {
+            rt_cpu_buf_fill(bf, d->args[i], d->fill[i],
+                            d->bytes[i] / (bf->type == RT_KIR_F64 ? 8 : 4));
+        }
+    }
 }
 
 typedef struct rt_cpu_child {
@@ -317,7 +344,7 @@ static int rt_cpu_child_main(void *ctx) {
         return 3;
     }
     // The checked run starts from the initial buffers: outputs poisoned (rtgen-check.c).
-    rt_cpu_data_restore(c->d);
+    rt_cpu_data_restore(c->im->kernels[0], c->d);
     c->sh->phase = RT_CPU_PHASE_RUN;
     if (!rt_cpu_pool_run(pool, &launch)) {
         snprintf(c->sh->why, sizeof c->sh->why, "out of memory for its scratch buffers");
@@ -334,7 +361,7 @@ static int rt_cpu_child_main(void *ctx) {
     double start = rt_cpu_now_ns(), min_ns = (double)INFINITY;
     while (c->sh->reps < RT_CPU_MAX_REPS) {
         if (c->d->restore_each)
-            rt_cpu_data_restore(c->d);
+            rt_cpu_data_restore(c->im->kernels[0], c->d);
         double t0 = rt_cpu_now_ns();
         rt_cpu_pool_run(pool, &launch);
         double t = rt_cpu_now_ns() - t0;
@@ -418,7 +445,7 @@ static rt_status rt_cpu_reference(rt_cpu_impl *im, rt_arena *s, const rt_perf_re
     rt_cpu_pool *pool = rt_cpu_pool_new(im->threads);
     if (!pool)
         return rt_fail(err, RT_ERR_BACKEND, RT_NOLOC, "cannot start the thread pool");
-    rt_cpu_data_restore(d);
+    rt_cpu_data_restore(k0, d);
     bool ran = rt_cpu_pool_run(pool, &launch);
     rt_cpu_pool_free(pool);
     if (!ran)
@@ -944,15 +971,7 @@ bool rt_cpu_runner_fill(rt_cpu_runner *rn, int32_t tensor, double v) {
             continue;
         if (!rn->d.args[i])
             return false;
-        size_t n = rn->d.bytes[i] / (bf->type == RT_KIR_F64 ? 8 : 4);
-        for (size_t e = 0; e < n; e++) {
-            if (bf->type == RT_KIR_F32)
-                ((float *)rn->d.args[i])[e] = (float)v;
-            else if (bf->type == RT_KIR_F64)
-                ((double *)rn->d.args[i])[e] = v;
-            else
-                ((int32_t *)rn->d.args[i])[e] = (int32_t)v;
-        }
+        rt_cpu_buf_fill(bf, rn->d.args[i], v, rn->d.bytes[i] / (bf->type == RT_KIR_F64 ? 8 : 4));
         return true;
     }
     return false;
