@@ -656,7 +656,8 @@ static rt_status rt_driver_layer_bind(rt_arena *a, const rt_driver_options *o, c
             return st;
         }
     }
-    RT_TRY(rt_layer_bindings_prepare(lb, err));
+    // The lengths, layouts and layer inputs; each def's own data is made where it is used.
+    RT_TRY(rt_layer_bindings_prepare_inputs(lb, err));
     *out = lb;
     return RT_OK;
 }
@@ -705,10 +706,10 @@ static rt_status rt_driver_layer_interpret(rt_arena *a, const rt_layer *l, rt_la
     return RT_OK;
 }
 
-// One def of a layer through the single-op pipeline: construction, kernels, profile.
-static rt_status rt_driver_layer_op(rt_arena *a, const rt_driver_options *o, const rt_op *op,
-                                    const rt_device *dev, rt_bindings *b, rt_perf_result **res,
-                                    rt_cpu_report **cpu, rt_err *err) {
+// Def op of a layer through the single-op pipeline: construction, kernels, profile, on b.
+static rt_status rt_driver_layer_op_on(rt_arena *a, const rt_driver_options *o, const rt_op *op,
+                                       const rt_device *dev, rt_bindings *b, rt_perf_result **res,
+                                       rt_cpu_report **cpu, rt_err *err) {
     rt_perf_options popt;
     memset(&popt, 0, sizeof popt);
     popt.top_k = o->top_k;
@@ -720,6 +721,23 @@ static rt_status rt_driver_layer_op(rt_arena *a, const rt_driver_options *o, con
     if ((*cpu)->profiled && (*cpu)->winner < 0)
         return rt_driver_failed(a, o, op, *cpu, NULL, true, err);
     return RT_OK;
+}
+
+// One def of a layer through the single-op pipeline: construction, kernels, profile, on def k's
+// bindings made in an arena of its own (rt_layer_bindings_def) and released with its profiling
+// data: a layer's profile holds one def's data at a time, not the sum over its defs.
+static rt_status rt_driver_layer_op(rt_arena *a, const rt_driver_options *o, const rt_layer *l,
+                                    int32_t k, const rt_device *dev, rt_layer_bindings *lb,
+                                    rt_perf_result **res, rt_cpu_report **cpu, rt_err *err) {
+    rt_arena *s = rt_arena_new(1 << 16);
+    if (!s)
+        return rt_fail(err, RT_ERR_NOMEM, RT_NOLOC, "out of memory");
+    rt_bindings *b = NULL;
+    rt_status st = rt_layer_bindings_def(s, lb, k, &b, err);
+    if (st == RT_OK)
+        st = rt_driver_layer_op_on(a, o, l->ops[k], dev, b, res, cpu, err);
+    rt_arena_free(s);
+    return st;
 }
 
 // Writes DIR/<layer>.json, every def's sources (<op>.<ext> for its winner or top-1,
@@ -882,6 +900,7 @@ static rt_status rt_driver_layer_gpu(rt_arena *a, const rt_driver_options *o, co
     rt_buf table;
     rt_buf_init(&table, a);
     const char *not_run = NULL;
+    RT_TRY(rt_layer_bindings_prepare(lb, err)); // every def profiled on lb's own data
     RT_TRY(rt_driver_layer_gpu_defs(a, o, l, dev, lb, res, g, &table, &not_run, err));
     rt_layer_report *run = NULL;
     if (!not_run) {
@@ -928,7 +947,7 @@ static rt_status rt_driver_layer_construct(rt_arena *a, const rt_driver_options 
     rt_buf_init(&table, a);
     bool profiled = true;
     for (int32_t k = 0; k < l->n_ops; k++) {
-        RT_TRY(rt_driver_layer_op(a, o, l->ops[k], dev, lb->ops[k], &res[k], &cpu[k], err));
+        RT_TRY(rt_driver_layer_op(a, o, l, k, dev, lb, &res[k], &cpu[k], err));
         profiled = profiled && cpu[k]->profiled;
         rt_buf_linef(&table, 0, "def %d of %d: %s", (int)k + 1, (int)l->n_ops, l->ops[k]->name);
         rt_perf_print_table(res[k], &table);

@@ -1213,26 +1213,35 @@ static rt_status rt_layer_take(rt_layer_bindings *lb, int32_t k, int32_t t, rt_e
                                 src->layout.elems, err);
 }
 
+// Def k's length tensors from the def where each is made (the first def's lengths, bound or
+// generated, are every def's).
+static rt_status rt_layer_take_lengths(rt_layer_bindings *lb, int32_t k, rt_bindings *dst, bool all,
+                                       rt_err *err) {
+    const rt_layer *l = lb->layer;
+    const rt_op *op = l->ops[k];
+    for (int32_t t = 0; t < op->n_tensors; t++) {
+        int32_t i = l->tensor_of[k][t];
+        if (i < 0 || !op->tensors[t].is_length || (!all && l->tensors[i].op == k))
+            continue;
+        const rt_tensor_data *src = rt_layer_origin(lb, i);
+        int32_t *v;
+        RT_ALLOC(dst->arena, v, src->layout.elems, err);
+        for (int64_t e = 0; e < src->layout.elems; e++)
+            v[e] = (int32_t)src->data[e];
+        RT_TRY(rt_bindings_set_lengths(dst, op->tensors[t].name, v, src->layout.elems, err));
+    }
+    return RT_OK;
+}
+
 rt_status rt_layer_bindings_prepare(rt_layer_bindings *lb, rt_err *err) {
     const rt_layer *l = lb->layer;
     for (int32_t k = 0; k < l->n_ops; k++) {
         const rt_op *op = l->ops[k];
         if (lb->ops[k]->prepared)
             continue;
-        // Length tensors first (the layouts read them): the first def's lengths, bound or
-        // generated, are every def's.
-        for (int32_t t = 0; t < op->n_tensors; t++) {
-            int32_t i = l->tensor_of[k][t];
-            if (i < 0 || !op->tensors[t].is_length || l->tensors[i].op == k)
-                continue;
-            const rt_tensor_data *src = rt_layer_origin(lb, i);
-            int32_t *v;
-            RT_ALLOC(lb->ops[k]->arena, v, src->layout.elems, err);
-            for (int64_t e = 0; e < src->layout.elems; e++)
-                v[e] = (int32_t)src->data[e];
-            RT_TRY(rt_bindings_set_lengths(lb->ops[k], op->tensors[t].name, v, src->layout.elems,
-                                           err));
-        }
+        // Length tensors first (the layouts read them), unless prepare_inputs took them.
+        if (!lb->ops[k]->shaped)
+            RT_TRY(rt_layer_take_lengths(lb, k, lb->ops[k], false, err));
         RT_TRY(rt_bindings_prepare(lb->ops[k], err));
         for (int32_t t = 0; t < op->n_tensors; t++) {
             int32_t i = l->tensor_of[k][t];
@@ -1241,6 +1250,71 @@ rt_status rt_layer_bindings_prepare(rt_layer_bindings *lb, rt_err *err) {
                 RT_TRY(rt_layer_take(lb, k, t, err));
         }
     }
+    return RT_OK;
+}
+
+rt_status rt_layer_bindings_prepare_inputs(rt_layer_bindings *lb, rt_err *err) {
+    const rt_layer *l = lb->layer;
+    for (int32_t k = 0; k < l->n_ops; k++) {
+        const rt_op *op = l->ops[k];
+        rt_bindings *b = lb->ops[k];
+        if (b->prepared)
+            continue;
+        if (!b->shaped)
+            RT_TRY(rt_layer_take_lengths(lb, k, b, false, err));
+        RT_TRY(rt_bindings_shape(b, err));
+        for (int32_t t = 0; t < op->n_tensors; t++) {
+            if (!b->tensors[t].laid_out)
+                RT_TRY(rt_layout_make(b, t, err));
+            int32_t i = l->tensor_of[k][t];
+            rt_tensor_data *d = &b->tensors[t];
+            if (i < 0 || !l->tensors[i].is_input || op->tensors[t].is_length || d->data)
+                continue;
+            RT_TRY(rt_alloc_data(b, t, err));
+            if (l->tensors[i].op == k) {
+                rt_generate(b, t);
+                continue;
+            }
+            const rt_tensor_data *src = rt_layer_origin(lb, i);
+            if (src->layout.elems != d->layout.elems)
+                return rt_fail(
+                    err, RT_ERR_USAGE, RT_NOLOC, "expected %lld values for '%s' (got %lld)",
+                    (long long)d->layout.elems, op->tensors[t].name, (long long)src->layout.elems);
+            for (int64_t e = 0; e < d->layout.elems; e++)
+                d->data[e] = rt_dtype_round(op->tensors[t].dtype, src->data[e]);
+            d->bound = true;
+        }
+    }
+    return RT_OK;
+}
+
+rt_status rt_layer_bindings_def(rt_arena *a, rt_layer_bindings *lb, int32_t k, rt_bindings **out,
+                                rt_err *err) {
+    RT_TRY(rt_layer_bindings_prepare_inputs(lb, err));
+    const rt_layer *l = lb->layer;
+    const rt_op *op = l->ops[k];
+    const rt_bindings *src = lb->ops[k];
+    rt_bindings *b;
+    RT_TRY(rt_bindings_new(a, op, src->seed, &b, err));
+    b->max_length = src->max_length;
+    b->default_tree_nodes = src->default_tree_nodes;
+    for (int32_t i = 0; i < op->n_sizes; i++) {
+        b->sizes[i] = src->sizes[i];
+        b->size_bound[i] = src->size_bound[i];
+    }
+    for (int32_t t = 0; t < op->n_trees; t++)
+        b->trees[t] = src->trees[t];
+    RT_TRY(rt_layer_take_lengths(lb, k, b, true, err));
+    RT_TRY(rt_bindings_prepare(b, err));
+    for (int32_t t = 0; t < op->n_tensors; t++) {
+        int32_t i = l->tensor_of[k][t];
+        if (i < 0 || !l->tensors[i].is_input || op->tensors[t].is_length)
+            continue;
+        memcpy(b->tensors[t].data, src->tensors[t].data,
+               (size_t)src->tensors[t].layout.elems * sizeof(double));
+        b->tensors[t].bound = true;
+    }
+    *out = b;
     return RT_OK;
 }
 

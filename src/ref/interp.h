@@ -58,6 +58,18 @@ rt_status rt_layer_bindings_set_lengths_file(rt_layer_bindings *lb, const char *
 // Intermediates (parameters that an earlier def outputs) keep generated values of their own
 // until rt_layer_interp_run. Idempotent per def.
 rt_status rt_layer_bindings_prepare(rt_layer_bindings *lb, rt_err *err);
+// What a layer run needs of lb without the reference, in a fraction of rt_layer_bindings_prepare's
+// memory: every def's lengths and layouts, and values only for the layer's inputs (generated or
+// bound once in the first def that declares them, copied into every later def); the other
+// tensors have no data (NULL) until rt_layer_bindings_prepare or rt_layer_interp_run completes
+// lb (with the same values). Idempotent. Errors: those of rt_layer_bindings_prepare.
+rt_status rt_layer_bindings_prepare_inputs(rt_layer_bindings *lb, rt_err *err);
+// Def k's bindings as rt_layer_bindings_prepare makes lb->ops[k], but in arena a of the caller's
+// (a def profiled alone, its data released with a): lb's lengths and layer inputs, its own
+// generated values for the rest. Prepares lb's inputs (rt_layer_bindings_prepare_inputs).
+// Errors: those of rt_layer_bindings_prepare.
+rt_status rt_layer_bindings_def(rt_arena *a, rt_layer_bindings *lb, int32_t k, rt_bindings **out,
+                                rt_err *err);
 // The layer's reference: prepares lb, then runs each def's interpreter (rt_interp_run) in file
 // order, each intermediate taken from its producer's output before its reader runs. Every
 // def's outputs are then in lb->ops[k]. Errors: those of rt_interp_run, with the def noted.

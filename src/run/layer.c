@@ -1,7 +1,7 @@
 // layer.c: a layer run end to end on a CPU (layer.h). Top of the run layer, above the single-op
-// pipeline (rtgen.c): each def's winner becomes a runner (rt_cpu_runner_new), whose buffers are
-// then pointed at the layer's own — one per layer tensor, so a producer writes straight into
-// what its reader reads — and whose start arrays are pointed at the layer's prelude: one array
+// pipeline (rtgen.c): each def's winner becomes a runner without buffers of its own
+// (rt_cpu_runner_new_unbound), bound to the layer's — one per layer tensor, so a producer writes
+// straight into what its reader reads — and whose start arrays are pointed at the layer's prelude: one array
 // per distinct ragged structure, computed once (rt_layout_compute) whatever the number of
 // kernels and tensors that read it. The run is checked against the interpreter's run of the
 // whole layer (rt_layer_interp_run) and timed per kernel and in total.
@@ -119,8 +119,34 @@ static rt_status prelude_bind(rt_layer_run_ctx *c) {
     return RT_OK;
 }
 
-// One buffer per layer tensor that some kernel uses, bound in every kernel that uses it: layer
-// inputs start from the bound values, everything else from the poison.
+// A 64-byte aligned buffer of n bytes in a.
+static void *buffer_new(rt_arena *a, size_t n) {
+    char *p = rt_arena_alloc(a, n + 64);
+    return p ? (void *)rt_round_up((int64_t)(uintptr_t)p, 64) : NULL;
+}
+
+// Binds a buffer of a's to every data buffer of def k's runner rn that is not a layer tensor
+// (a temporary the kernel keeps in memory), poisoned as the profile's.
+static rt_status own_buffers_bind(rt_arena *a, const rt_layer *l, int32_t k, rt_cpu_runner *rn,
+                                  rt_err *err) {
+    const rt_op *op = l->ops[k];
+    for (int32_t t = 0; t < op->n_tensors; t++) {
+        size_t n = rt_cpu_runner_bytes(rn, t);
+        if (l->tensor_of[k][t] >= 0 || n == 0)
+            continue;
+        void *p = buffer_new(a, n);
+        if (!p)
+            return rt_fail(err, RT_ERR_NOMEM, RT_NOLOC, "out of memory");
+        rt_cpu_runner_bind(rn, t, p, n);
+        if (rt_cpu_poisoned(op, t))
+            rt_cpu_runner_fill(rn, t, rt_cpu_poison_of(&op->tensors[t]));
+    }
+    return RT_OK;
+}
+
+// One buffer per layer tensor that some kernel uses, bound in every kernel that uses it (the
+// runners have none of their own): layer inputs start from lb's values, everything else from
+// the poison.
 static rt_status buffers_bind(rt_layer_run_ctx *c) {
     const rt_layer *l = c->l;
     RT_ALLOC(c->a, c->bufs, l->n_tensors, c->err);
@@ -132,23 +158,27 @@ static rt_status buffers_bind(rt_layer_run_ctx *c) {
             size_t n = rt_cpu_runner_bytes(c->rn[k], t);
             if (i < 0 || n == 0)
                 continue;
-            if (!c->bufs[i]) {
-                char *p = rt_arena_alloc(c->a, n + 64);
-                if (!p)
+            bool fresh = !c->bufs[i];
+            if (fresh) {
+                if (!(c->bufs[i] = buffer_new(c->a, n)))
                     return rt_fail(c->err, RT_ERR_NOMEM, RT_NOLOC, "out of memory");
-                c->bufs[i] = (void *)rt_round_up((int64_t)(uintptr_t)p, 64);
                 c->bytes[i] = n;
-                if (l->tensors[i].is_input)
-                    memcpy(c->bufs[i], rt_cpu_runner_data(c->rn[k], t), n);
             }
             if (!rt_cpu_runner_bind(c->rn[k], t, c->bufs[i], c->bytes[i]))
                 return rt_fail(c->err, RT_ERR_BACKEND, RT_NOLOC,
                                "the kernels disagree on the buffer of '%s' (%zu bytes in def %s, "
                                "%zu before)",
                                l->tensors[i].name, n, op->name, c->bytes[i]);
+            const rt_tensor_data *td = &c->lb->ops[k]->tensors[t];
+            if (fresh && l->tensors[i].is_input &&
+                !rt_cpu_runner_load(c->rn[k], t, td->data, td->data ? td->layout.elems : 0))
+                return rt_fail(c->err, RT_ERR_BACKEND, RT_NOLOC,
+                               "the values of layer input '%s' do not fit def %s's buffer",
+                               l->tensors[i].name, op->name);
             if (!l->tensors[i].is_input && l->tensors[i].op == k)
                 rt_cpu_runner_fill(c->rn[k], t, rt_cpu_poison_of(&op->tensors[t]));
         }
+        RT_TRY(own_buffers_bind(c->a, l, k, c->rn[k], c->err));
     }
     return RT_OK;
 }
@@ -191,19 +221,27 @@ rt_status rt_layer_reference(rt_arena *a, const rt_layer *l, rt_layer_bindings *
     return RT_OK;
 }
 
-// Reads def k's outputs back into lb and compares them with want[j] (one per output, in lb's
-// layout), whose: what they are, for the message.
-static void compare_def(rt_layer_run_ctx *c, int32_t k, double *const *want, const char *whose) {
+// Reads def k's outputs (into lb's data where lb holds it, else into s, the caller's scratch
+// arena) and compares them with want[j] (one per output, in lb's layout), whose: what they are,
+// for the message.
+static rt_status compare_def(rt_layer_run_ctx *c, rt_arena *s, int32_t k, double *const *want,
+                             const char *whose) {
     const rt_op *op = c->l->ops[k];
     rt_layer_report *r = c->r;
     rt_layer_op_result *o = &r->ops[k];
-    rt_cpu_runner_outputs(c->rn[k], c->lb->ops[k]);
     o->correct = true;
     for (int32_t j = 0; j < op->n_outputs; j++) {
         int32_t t = op->outputs[j];
-        const rt_tensor_data *got = &c->lb->ops[k]->tensors[t];
+        int64_t n = c->lb->ops[k]->tensors[t].layout.elems;
+        // Into lb when it holds the output's data (prepared in full), else into s.
+        double *got = c->lb->ops[k]->tensors[t].data;
+        if (!got)
+            RT_ALLOC(s, got, n, c->err);
+        if (!rt_cpu_runner_read(c->rn[k], t, got, n))
+            return rt_fail(c->err, RT_ERR_BACKEND, RT_NOLOC, "def %s's kernel has no output %s",
+                           op->name, op->tensors[t].name);
         rt_compare_result cr;
-        rt_compare_data(want[j], got->data, got->layout.elems, &cr);
+        rt_compare_data(want[j], got, n, &cr);
         o->max_abs_err = fmax(o->max_abs_err, cr.max_abs_err);
         o->max_rel_err = fmax(o->max_rel_err, cr.max_rel_err);
         o->nmse = fmax(o->nmse, cr.nmse);
@@ -217,6 +255,7 @@ static void compare_def(rt_layer_run_ctx *c, int32_t k, double *const *want, con
                                      op->name, op->tensors[t].name, whose, cr.max_abs_err,
                                      (long long)cr.worst_index, cr.nmse);
     }
+    return RT_OK;
 }
 
 // Runs the kernels once in order, reads every def's outputs back into lb and compares them with
@@ -226,48 +265,68 @@ static rt_status check_run(rt_layer_run_ctx *c, uint64_t seed) {
     rt_layer_report *r = c->r;
     for (int32_t k = 0; k < l->n_ops; k++)
         RT_TRY(rt_cpu_runner_run(c->rn[k], c->err));
+    // The reference and the outputs read back live in a scratch arena of their own.
+    rt_arena *s = rt_arena_new(1 << 16);
+    if (!s)
+        return rt_fail(c->err, RT_ERR_NOMEM, RT_NOLOC, "out of memory");
     rt_layer_bindings *ref = NULL;
-    RT_TRY(rt_layer_reference(c->a, l, c->lb, seed, &ref, c->err));
-    r->checked = r->correct = true;
-    r->check = "interpreter";
-    for (int32_t k = 0; k < l->n_ops; k++) {
-        double **want;
-        RT_ALLOC(c->a, want, l->ops[k]->n_outputs + 1, c->err);
+    rt_status st = rt_layer_reference(s, l, c->lb, seed, &ref, c->err);
+    if (st == RT_OK) {
+        r->checked = r->correct = true;
+        r->check = "interpreter";
+    }
+    for (int32_t k = 0; st == RT_OK && k < l->n_ops; k++) {
+        double **want = rt_arena_calloc(s, (size_t)l->ops[k]->n_outputs + 1, sizeof *want);
+        if (!want) {
+            st = rt_fail(c->err, RT_ERR_NOMEM, RT_NOLOC, "out of memory");
+            break;
+        }
         for (int32_t j = 0; j < l->ops[k]->n_outputs; j++)
             want[j] = ref->ops[k]->tensors[l->ops[k]->outputs[j]].data;
-        compare_def(c, k, want, "the interpreter's");
+        st = compare_def(c, s, k, want, "the interpreter's");
     }
-    return RT_OK;
+    rt_arena_free(s);
+    return st;
 }
 
-// Def k's winner alone, on buffers and start arrays of its own: its layer inputs copied from the
-// layer's buffers, its outputs poisoned, run once; its outputs copied into want[j].
-static rt_status rerun_alone(rt_layer_runner *c, int32_t k, double **want, rt_err *err) {
+// Def k's winner alone, on buffers (in s) and start arrays of its own: its layer inputs copied
+// from the layer's buffers, its outputs and temporaries poisoned, run once; its outputs read into
+// want[j] (in s).
+static rt_status rerun_alone(rt_layer_runner *c, rt_arena *s, int32_t k, double **want,
+                             rt_err *err) {
     const rt_layer *l = c->l;
     const rt_op *op = l->ops[k];
     rt_cpu_runner *alone = NULL;
-    RT_TRY(rt_cpu_runner_new(c->r->ops[k].cpu, c->r->ops[k].winner, c->lb->ops[k], &alone, err));
-    for (int32_t t = 0; t < op->n_tensors; t++) {
+    RT_TRY(rt_cpu_runner_new_unbound(c->r->ops[k].cpu, c->r->ops[k].winner, c->lb->ops[k], &alone,
+                                     err));
+    rt_status st = own_buffers_bind(s, l, k, alone, err);
+    for (int32_t t = 0; st == RT_OK && t < op->n_tensors; t++) {
         int32_t i = l->tensor_of[k][t];
         size_t n = rt_cpu_runner_bytes(alone, t);
         if (i < 0 || n == 0)
             continue;
+        void *p = buffer_new(s, n);
+        if (!p) {
+            st = rt_fail(err, RT_ERR_NOMEM, RT_NOLOC, "out of memory");
+            break;
+        }
+        rt_cpu_runner_bind(alone, t, p, n);
         if (!l->tensors[i].is_input && l->tensors[i].op == k)
             rt_cpu_runner_fill(alone, t, rt_cpu_poison_of(&op->tensors[t]));
         else if (c->bufs[i] && c->bytes[i] == n)
-            memcpy(rt_cpu_runner_data(alone, t), c->bufs[i], n);
+            memcpy(p, c->bufs[i], n);
     }
-    rt_status st = rt_cpu_runner_run(alone, err);
-    if (st == RT_OK) {
-        rt_cpu_runner_outputs(alone, c->lb->ops[k]);
-        for (int32_t j = 0; st == RT_OK && j < op->n_outputs; j++) {
-            const rt_tensor_data *d = &c->lb->ops[k]->tensors[op->outputs[j]];
-            want[j] = rt_arena_alloc(c->a, (size_t)d->layout.elems * sizeof(double) + 1);
-            if (!want[j])
-                st = rt_fail(err, RT_ERR_NOMEM, RT_NOLOC, "out of memory");
-            else
-                memcpy(want[j], d->data, (size_t)d->layout.elems * sizeof(double));
-        }
+    if (st == RT_OK)
+        st = rt_cpu_runner_run(alone, err);
+    for (int32_t j = 0; st == RT_OK && j < op->n_outputs; j++) {
+        int32_t t = op->outputs[j];
+        int64_t n = c->lb->ops[k]->tensors[t].layout.elems;
+        want[j] = rt_arena_calloc(s, (size_t)rt_at_least_one((size_t)n), sizeof(double));
+        if (!want[j])
+            st = rt_fail(err, RT_ERR_NOMEM, RT_NOLOC, "out of memory");
+        else if (!rt_cpu_runner_read(alone, t, want[j], n))
+            st = rt_fail(err, RT_ERR_BACKEND, RT_NOLOC, "def %s's kernel has no output %s",
+                         op->name, op->tensors[t].name);
     }
     rt_cpu_runner_free(alone);
     return st;
@@ -278,11 +337,18 @@ rt_status rt_layer_runner_check_rerun(rt_layer_runner *c, rt_err *err) {
     r->checked = r->correct = true;
     r->check = "rerun";
     r->why = NULL;
+    // One def's buffers and outputs at a time, released before the next def's.
     for (int32_t k = 0; k < c->l->n_ops; k++) {
-        double **want;
-        RT_ALLOC(c->a, want, c->l->ops[k]->n_outputs + 1, err);
-        RT_TRY(rerun_alone(c, k, want, err));
-        compare_def(c, k, want, "its kernel's run alone on the same inputs");
+        rt_arena *s = rt_arena_new(1 << 16);
+        if (!s)
+            return rt_fail(err, RT_ERR_NOMEM, RT_NOLOC, "out of memory");
+        double **want = rt_arena_calloc(s, (size_t)c->l->ops[k]->n_outputs + 1, sizeof *want);
+        rt_status st = want ? rerun_alone(c, s, k, want, err)
+                            : rt_fail(err, RT_ERR_NOMEM, RT_NOLOC, "out of memory");
+        if (st == RT_OK)
+            st = compare_def(c, s, k, want, "its kernel's run alone on the same inputs");
+        rt_arena_free(s);
+        RT_TRY(st);
     }
     return RT_OK;
 }
@@ -292,11 +358,8 @@ rt_status rt_layer_runner_check_rerun(rt_layer_runner *c, rt_err *err) {
 static rt_status check_layer(rt_layer_run_ctx *c, const rt_layer_options *opt) {
     double flops = 0,
            limit = opt->interp_max_flops > 0 ? opt->interp_max_flops : RT_LAYER_INTERP_MAX_FLOPS;
-    for (int32_t k = 0; k < c->l->n_ops; k++) {
-        double f = 0;
-        RT_TRY(rt_interp_flops(c->l->ops[k], c->lb->ops[k], &f, c->err));
-        flops += f;
-    }
+    for (int32_t k = 0; k < c->l->n_ops; k++)
+        flops += c->r->ops[k].cpu->flops; // rt_interp_flops of the profiled def's data
     if (flops <= limit)
         return check_run(c, opt->seed);
     RT_TRY(rt_layer_runner_run(c, -1, c->err));
@@ -385,10 +448,10 @@ rt_status rt_layer_runner_new(rt_arena *a, const rt_layer *l, rt_cpu_report *con
     *c = (rt_layer_runner){a, l, lb, NULL, NULL, NULL, c->r, err};
     c->r->layer = l;
     RT_TRY(ops_begin(c, cpu));
-    RT_TRY(rt_layer_bindings_prepare(lb, err));
+    RT_TRY(rt_layer_bindings_prepare_inputs(lb, err));
     rt_status st = RT_OK;
     for (int32_t k = 0; st == RT_OK && k < l->n_ops; k++)
-        st = rt_cpu_runner_new(cpu[k], -1, lb->ops[k], &c->rn[k], err);
+        st = rt_cpu_runner_new_unbound(cpu[k], -1, lb->ops[k], &c->rn[k], err);
     if (st == RT_OK)
         st = prelude_bind(c);
     if (st == RT_OK)

@@ -97,7 +97,10 @@ typedef struct rt_layer_report {
 // one buffer per layer tensor (inputs from lb's values, intermediates and outputs poisoned),
 // binds every kernel to them, runs the kernels in order once and (opt->check) compares every
 // def's outputs with the interpreter's run of the whole layer on the same inputs (bindings of
-// its own from opt->seed), then times the layer. Errors: RT_ERR_BACKEND (no winner, a buffer
+// its own from opt->seed, in a scratch arena released after the check; the outputs read back
+// are stored into lb where lb holds their data: rt_layer_bindings_prepare, not
+// rt_layer_bindings_prepare_inputs), then times the layer. The runners have no buffers of their
+// own: the layer holds one buffer per layer tensor, and lb needs only its inputs' values. Errors: RT_ERR_BACKEND (no winner, a buffer
 // the kernels disagree on, an output accumulated with '+='), RT_ERR_NOMEM, the interpreter's.
 rt_status rt_layer_run(rt_arena *a, const rt_layer *l, rt_cpu_report *const *cpu,
                        rt_layer_bindings *lb, const rt_layer_options *opt, rt_layer_report **out,

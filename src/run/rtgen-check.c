@@ -316,8 +316,8 @@ void rt_cpu_fault_apply(rt_cpu_fault f, const rt_op *op, const rt_kir_kernel *k,
                 break;
             }
         }
-        if (d->init[o])
-            rt_cpu_buf_set(bf, d->args[o], e, rt_cpu_buf_get(bf, d->init[o], e));
+        if (d->init[o] || d->uniform[o])
+            rt_cpu_buf_set(bf, d->args[o], e, rt_cpu_init_get(k, d, o, e));
         break;
     case RT_CPU_FAULT_CLOBBER:
         if (in >= 0) {

@@ -39,6 +39,10 @@ typedef struct rt_cpu_data {
     int32_t n_bufs;
     void **args;
     void **init; // initial contents of written buffers (restore before a run)
+    // Written buffers that start uniform (poisoned outputs and temporaries, rt_cpu_poisoned):
+    // restored by filling them with fill[i], without a copy (init[i] NULL).
+    bool *uniform;
+    double *fill;
     size_t *bytes;
     void **start_copy; // START buffers (b's own arrays): a copy to find them overwritten
     double **ref;      // per tensor: reference values of outputs (NULL: none)
@@ -48,6 +52,8 @@ typedef struct rt_cpu_data {
 } rt_cpu_data;
 
 double rt_cpu_buf_get(const rt_kir_buf *bf, const void *p, int64_t i);
+// Element e of buffer i's initial contents (the profile's data: init or uniform).
+double rt_cpu_init_get(const rt_kir_kernel *k, const rt_cpu_data *d, int32_t i, int64_t e);
 
 // The value an element of tensor t holds before the op writes it: NaN for floating tensors,
 // INT32_MIN for integers.

@@ -176,13 +176,48 @@ static rt_status rt_cpu_launch_of(rt_arena *a, const rt_kir_kernel *k, rt_cpu_ph
     return RT_OK;
 }
 
-// Typed buffers from the bindings (prepared), plus (with keep_init, for the profile) the
+// Stores v[0..n) into the buffer p of bf's element type.
+static void rt_cpu_buf_store(const rt_kir_buf *bf, void *p, const double *v, int64_t n) {
+    for (int64_t e = 0; e < n; e++) {
+        double x = v ? v[e] : 0.0;
+        if (bf->type == RT_KIR_F32)
+            ((float *)p)[e] = (float)x;
+        else if (bf->type == RT_KIR_F64)
+            ((double *)p)[e] = x;
+        else
+            ((int32_t *)p)[e] = (int32_t)x;
+    }
+}
+
+// Fills n elements of the buffer p of bf's element type with v.
+static void rt_cpu_buf_fill(const rt_kir_buf *bf, void *p, double v, size_t n) {
+    for (size_t e = 0; e < n; e++) {
+        if (bf->type == RT_KIR_F32)
+            ((float *)p)[e] = (float)v;
+        else if (bf->type == RT_KIR_F64)
+            ((double *)p)[e] = v;
+        else
+            ((int32_t *)p)[e] = (int32_t)v;
+    }
+}
+
+// How rt_cpu_data_make treats the data buffers.
+typedef enum rt_cpu_data_mode {
+    RT_CPU_DATA_UNBOUND, // sizes only: the caller binds buffers of its own (a layer's)
+    RT_CPU_DATA_COPY,    // typed copies of b's values
+    RT_CPU_DATA_PROFILE, // the copies, the initial contents of written buffers and start arrays
+} rt_cpu_data_mode;
+
+// Typed buffers from the bindings (laid out; prepared unless unbound), plus (profile) the
 // initial copies of written buffers and copies of the start arrays.
 static rt_status rt_cpu_data_make(rt_arena *a, const rt_kir_kernel *k, rt_bindings *b,
-                                  bool keep_init, rt_cpu_data *d, rt_err *err) {
+                                  rt_cpu_data_mode mode, rt_cpu_data *d, rt_err *err) {
+    bool keep_init = mode == RT_CPU_DATA_PROFILE;
     d->n_bufs = k->n_bufs;
     RT_ALLOC(a, d->args, k->n_bufs, err);
     RT_ALLOC(a, d->init, k->n_bufs, err);
+    RT_ALLOC(a, d->uniform, k->n_bufs, err);
+    RT_ALLOC(a, d->fill, k->n_bufs, err);
     RT_ALLOC(a, d->bytes, k->n_bufs, err);
     RT_ALLOC(a, d->start_copy, k->n_bufs, err);
     for (int32_t i = 1; i < k->n_bufs; i++) {
@@ -223,24 +258,24 @@ static rt_status rt_cpu_data_make(rt_arena *a, const rt_kir_kernel *k, rt_bindin
             }
             continue;
         }
+        if (!td->laid_out)
+            return rt_fail(err, RT_ERR_BACKEND, RT_NOLOC, "tensor %s is not laid out",
+                           b->op->tensors[bf->tensor].name);
         int64_t n = td->layout.elems;
         size_t eb = bf->type == RT_KIR_F64 ? 8 : 4;
         d->bytes[i] = (size_t)rt_at_least_one((size_t)n) * eb;
+        if (mode == RT_CPU_DATA_UNBOUND)
+            continue;
         void *p = rt_arena_alloc(a, d->bytes[i] + 64);
         if (!p)
             return rt_fail(err, RT_ERR_NOMEM, RT_NOLOC, "out of memory");
         p = (void *)rt_round_up((int64_t)(uintptr_t)p, 64);
-        for (int64_t e = 0; e < n; e++) {
-            double v = td->data ? td->data[e] : 0.0;
-            if (bf->type == RT_KIR_F32)
-                ((float *)p)[e] = (float)v;
-            else if (bf->type == RT_KIR_F64)
-                ((double *)p)[e] = v;
-            else
-                ((int32_t *)p)[e] = (int32_t)v;
-        }
+        rt_cpu_buf_store(bf, p, td->data, n);
         d->args[i] = p;
-        if (bf->written && keep_init) {
+        if (bf->written && keep_init && rt_cpu_poisoned(b->op, bf->tensor)) {
+            d->uniform[i] = true;
+            d->fill[i] = rt_cpu_poison_of(&b->op->tensors[bf->tensor]);
+        } else if (bf->written && keep_init) {
             d->init[i] = rt_arena_alloc(a, d->bytes[i]);
             if (!d->init[i])
                 return rt_fail(err, RT_ERR_NOMEM, RT_NOLOC, "out of memory");
@@ -250,10 +285,20 @@ static rt_status rt_cpu_data_make(rt_arena *a, const rt_kir_kernel *k, rt_bindin
     return RT_OK;
 }
 
-static void rt_cpu_data_restore(const rt_cpu_data *d) {
-    for (int32_t i = 1; i < d->n_bufs; i++)
-        if (d->init[i])
+double rt_cpu_init_get(const rt_kir_kernel *k, const rt_cpu_data *d, int32_t i, int64_t e) {
+    return d->uniform[i] ? d->fill[i] : rt_cpu_buf_get(&k->bufs[i], d->init[i], e);
+}
+
+static void rt_cpu_data_restore(const rt_kir_kernel *k, const rt_cpu_data *d) {
+    for (int32_t i = 1; i < d->n_bufs; i++) {
+        const rt_kir_buf *bf = &k->bufs[i];
+        if (d->init[i]) {
             memcpy(d->args[i], d->init[i], d->bytes[i]);
+        } else if (d->uniform[i]) {
+            rt_cpu_buf_fill(bf, d->args[i], d->fill[i],
+                            d->bytes[i] / (bf->type == RT_KIR_F64 ? 8 : 4));
+        }
+    }
 }
 
 typedef struct rt_cpu_child {
@@ -299,7 +344,7 @@ static int rt_cpu_child_main(void *ctx) {
         return 3;
     }
     // The checked run starts from the initial buffers: outputs poisoned (rtgen-check.c).
-    rt_cpu_data_restore(c->d);
+    rt_cpu_data_restore(c->im->kernels[0], c->d);
     c->sh->phase = RT_CPU_PHASE_RUN;
     if (!rt_cpu_pool_run(pool, &launch)) {
         snprintf(c->sh->why, sizeof c->sh->why, "out of memory for its scratch buffers");
@@ -316,7 +361,7 @@ static int rt_cpu_child_main(void *ctx) {
     double start = rt_cpu_now_ns(), min_ns = (double)INFINITY;
     while (c->sh->reps < RT_CPU_MAX_REPS) {
         if (c->d->restore_each)
-            rt_cpu_data_restore(c->d);
+            rt_cpu_data_restore(c->im->kernels[0], c->d);
         double t0 = rt_cpu_now_ns();
         rt_cpu_pool_run(pool, &launch);
         double t = rt_cpu_now_ns() - t0;
@@ -352,11 +397,12 @@ static bool rt_cpu_by_interpreter(const rt_op *op, const rt_perf_result *perf,
 
 // The reference outputs: the interpreter, the naive kernel, or none (random-vector check). The
 // outputs in b and d start poisoned (rt_cpu_poison_bindings), so the reference holds the poison
-// where the op writes nothing.
-static rt_status rt_cpu_reference(rt_cpu_impl *im, const rt_perf_result *perf, rt_bindings *b,
-                                  const rt_cpu_options *opt, rt_cpu_data *d, rt_err *err) {
+// where the op writes nothing. The reference's data go in s (the profile's scratch arena).
+static rt_status rt_cpu_reference(rt_cpu_impl *im, rt_arena *s, const rt_perf_result *perf,
+                                  rt_bindings *b, const rt_cpu_options *opt, rt_cpu_data *d,
+                                  rt_err *err) {
     const rt_op *op = im->op;
-    RT_ALLOC(im->a, d->ref, op->n_tensors, err);
+    RT_ALLOC(s, d->ref, op->n_tensors, err);
     const rt_kir_kernel *k0 = im->kernels[0];
     double elems = 0;
     for (int32_t t = 0; t < op->n_tensors; t++)
@@ -365,7 +411,7 @@ static rt_status rt_cpu_reference(rt_cpu_impl *im, const rt_perf_result *perf, r
     // where it is cheaper; its reference needs finite inputs, else the interpreter.
     rt_vcheck *vc = NULL;
     const char *not_covered = NULL;
-    RT_TRY(rt_vcheck_plan(im->a, op, b, &vc, &not_covered, err));
+    RT_TRY(rt_vcheck_plan(s, op, b, &vc, &not_covered, err));
     if (rt_vcheck_preferred(vc, (double)opt->interp_max_points)) {
         rt_err vc_err;
         rt_err_clear(&vc_err);
@@ -399,7 +445,7 @@ static rt_status rt_cpu_reference(rt_cpu_impl *im, const rt_perf_result *perf, r
     rt_cpu_pool *pool = rt_cpu_pool_new(im->threads);
     if (!pool)
         return rt_fail(err, RT_ERR_BACKEND, RT_NOLOC, "cannot start the thread pool");
-    rt_cpu_data_restore(d);
+    rt_cpu_data_restore(k0, d);
     bool ran = rt_cpu_pool_run(pool, &launch);
     rt_cpu_pool_free(pool);
     if (!ran)
@@ -413,7 +459,7 @@ static rt_status rt_cpu_reference(rt_cpu_impl *im, const rt_perf_result *perf, r
         if (bf->role != RT_KIR_BUF_DATA || op->tensors[bf->tensor].role != RT_ROLE_OUTPUT)
             continue;
         int64_t n = b->tensors[bf->tensor].layout.elems;
-        RT_ALLOC(im->a, d->ref[bf->tensor], n, err);
+        RT_ALLOC(s, d->ref[bf->tensor], n, err);
         for (int64_t e = 0; e < n; e++)
             d->ref[bf->tensor][e] = rt_cpu_buf_get(bf, d->args[i], e);
     }
@@ -608,6 +654,7 @@ typedef struct rt_cpu_loop {
     rt_bindings *b;
     bool profile, tty;
     double t_start;
+    rt_arena *scratch; // the profile's data and reference, freed when the profile ends
     rt_cpu_data *d;
     rt_cpu_shared *sh;
     double bytes; // the operator's data, for GB/s
@@ -640,14 +687,16 @@ static rt_status rt_cpu_loop_prepare(void *ctx, bool *measure, rt_err *err) {
     const rt_op *op = im->op;
     RT_TRY(rt_bindings_prepare(L->b, err));
     rt_cpu_poison_bindings(op, L->b);
-    RT_ALLOC(im->a, L->d, 1, err);
-    RT_TRY(rt_cpu_data_make(im->a, im->kernels[0], L->b, true, L->d, err));
+    if (!(L->scratch = rt_arena_new(1 << 16)))
+        return rt_fail(err, RT_ERR_NOMEM, RT_NOLOC, "out of memory");
+    RT_ALLOC(L->scratch, L->d, 1, err);
+    RT_TRY(rt_cpu_data_make(L->scratch, im->kernels[0], L->b, RT_CPU_DATA_PROFILE, L->d, err));
     for (int32_t s = 0; s < op->n_stmts; s++)
         L->d->restore_each = L->d->restore_each || op->stmts[s].op == RT_ASSIGN_ADD;
     double t_ref = rt_cpu_now_ns();
     if (L->tty)
         fprintf(stderr, "\r\033[Krtgen: computing the reference outputs");
-    RT_TRY(rt_cpu_reference(im, L->perf, L->b, L->opt, L->d, err));
+    RT_TRY(rt_cpu_reference(im, L->scratch, L->perf, L->b, L->opt, L->d, err));
     L->r->reference_ms = rt_cpu_ms(t_ref);
     L->r->profiled = true;
     L->sh = rt_cpu_shared_alloc(sizeof *L->sh);
@@ -787,6 +836,7 @@ rt_status rt_cpu_build_and_profile(rt_arena *a, const rt_op *op, const rt_device
     rt_status st = rt_run_candidates(&rt_cpu_loop_hooks, &L, r->n, &ro, &r->winner, err);
     if (L.sh)
         rt_cpu_shared_free(L.sh, sizeof *L.sh);
+    rt_arena_free(L.scratch);
     if (st != RT_OK)
         return st;
     if (L.tty)
@@ -806,8 +856,8 @@ struct rt_cpu_runner {
     rt_cpu_launch launch; // on d's buffers
 };
 
-rt_status rt_cpu_runner_new(const rt_cpu_report *r, int32_t cand, rt_bindings *b,
-                            rt_cpu_runner **out, rt_err *err) {
+static rt_status rt_cpu_runner_make(const rt_cpu_report *r, int32_t cand, rt_bindings *b,
+                                    rt_cpu_data_mode mode, rt_cpu_runner **out, rt_err *err) {
     const rt_cpu_impl *im = r->impl;
     int32_t w = cand >= 0 ? cand : r->winner;
     *out = NULL;
@@ -826,7 +876,8 @@ rt_status rt_cpu_runner_new(const rt_cpu_report *r, int32_t cand, rt_bindings *b
                        c->reason ? c->reason : "");
     if (!im->fns[w])
         return rt_fail(err, RT_ERR_BACKEND, RT_NOLOC, "candidate %d was not compiled", (int)w);
-    RT_TRY(rt_bindings_prepare(b, err));
+    if (mode != RT_CPU_DATA_UNBOUND)
+        RT_TRY(rt_bindings_prepare(b, err));
     rt_arena *a = rt_arena_new(1 << 16);
     if (!a)
         return rt_fail(err, RT_ERR_NOMEM, RT_NOLOC, "out of memory");
@@ -836,7 +887,7 @@ rt_status rt_cpu_runner_new(const rt_cpu_report *r, int32_t cand, rt_bindings *b
         return rt_fail(err, RT_ERR_NOMEM, RT_NOLOC, "out of memory");
     }
     *rn = (rt_cpu_runner){a, im->op, im->kernels[w], im->fns[w], NULL, {0}, {0}};
-    rt_status st = rt_cpu_data_make(a, rn->k, b, false, &rn->d, err);
+    rt_status st = rt_cpu_data_make(a, rn->k, b, mode, &rn->d, err);
     if (st == RT_OK)
         st = rt_cpu_launch_of(a, rn->k, rn->fns, rn->d.args, &rn->launch, err);
     if (st == RT_OK && !(rn->pool = rt_cpu_pool_new(im->threads)))
@@ -847,6 +898,16 @@ rt_status rt_cpu_runner_new(const rt_cpu_report *r, int32_t cand, rt_bindings *b
     }
     *out = rn;
     return RT_OK;
+}
+
+rt_status rt_cpu_runner_new(const rt_cpu_report *r, int32_t cand, rt_bindings *b,
+                            rt_cpu_runner **out, rt_err *err) {
+    return rt_cpu_runner_make(r, cand, b, RT_CPU_DATA_COPY, out, err);
+}
+
+rt_status rt_cpu_runner_new_unbound(const rt_cpu_report *r, int32_t cand, rt_bindings *b,
+                                    rt_cpu_runner **out, rt_err *err) {
+    return rt_cpu_runner_make(r, cand, b, RT_CPU_DATA_UNBOUND, out, err);
 }
 
 void *rt_cpu_runner_data(rt_cpu_runner *rn, int32_t tensor) {
@@ -890,26 +951,37 @@ int32_t rt_cpu_runner_bind_start(rt_cpu_runner *rn, int32_t tensor, int32_t dim,
     return found;
 }
 
+bool rt_cpu_runner_load(rt_cpu_runner *rn, int32_t tensor, const double *v, int64_t n) {
+    for (int32_t i = 1; i < rn->k->n_bufs; i++) {
+        const rt_kir_buf *bf = &rn->k->bufs[i];
+        if (bf->role != RT_KIR_BUF_DATA || bf->tensor != tensor)
+            continue;
+        if (!rn->d.args[i] || (size_t)n > rn->d.bytes[i] / (bf->type == RT_KIR_F64 ? 8 : 4))
+            return false;
+        rt_cpu_buf_store(bf, rn->d.args[i], v, n);
+        return true;
+    }
+    return false;
+}
+
 bool rt_cpu_runner_fill(rt_cpu_runner *rn, int32_t tensor, double v) {
     for (int32_t i = 1; i < rn->k->n_bufs; i++) {
         const rt_kir_buf *bf = &rn->k->bufs[i];
         if (bf->role != RT_KIR_BUF_DATA || bf->tensor != tensor)
             continue;
-        size_t n = rn->d.bytes[i] / (bf->type == RT_KIR_F64 ? 8 : 4);
-        for (size_t e = 0; e < n; e++) {
-            if (bf->type == RT_KIR_F32)
-                ((float *)rn->d.args[i])[e] = (float)v;
-            else if (bf->type == RT_KIR_F64)
-                ((double *)rn->d.args[i])[e] = v;
-            else
-                ((int32_t *)rn->d.args[i])[e] = (int32_t)v;
-        }
+        if (!rn->d.args[i])
+            return false;
+        rt_cpu_buf_fill(bf, rn->d.args[i], v, rn->d.bytes[i] / (bf->type == RT_KIR_F64 ? 8 : 4));
         return true;
     }
     return false;
 }
 
 rt_status rt_cpu_runner_run(rt_cpu_runner *rn, rt_err *err) {
+    for (int32_t i = 1; i < rn->k->n_bufs; i++)
+        if (!rn->d.args[i])
+            return rt_fail(err, RT_ERR_BACKEND, RT_NOLOC, "%s: the buffer of %s is not bound",
+                           rn->op->name, rn->op->tensors[rn->k->bufs[i].tensor].name);
     if (!rt_cpu_pool_run(rn->pool, &rn->launch))
         return rt_fail(err, RT_ERR_NOMEM, RT_NOLOC, "out of memory for scratch buffers");
     return RT_OK;
@@ -925,6 +997,21 @@ void rt_cpu_runner_outputs(const rt_cpu_runner *rn, rt_bindings *b) {
             td->data[e] = rt_dtype_round(rn->op->tensors[bf->tensor].dtype,
                                          rt_cpu_buf_get(bf, rn->d.args[i], e));
     }
+}
+
+bool rt_cpu_runner_read(const rt_cpu_runner *rn, int32_t tensor, double *out, int64_t n) {
+    for (int32_t i = 1; i < rn->k->n_bufs; i++) {
+        const rt_kir_buf *bf = &rn->k->bufs[i];
+        if (bf->role != RT_KIR_BUF_DATA || bf->tensor != tensor)
+            continue;
+        if (!rn->d.args[i] || (size_t)n > rn->d.bytes[i] / (bf->type == RT_KIR_F64 ? 8 : 4))
+            return false;
+        for (int64_t e = 0; e < n; e++)
+            out[e] =
+                rt_dtype_round(rn->op->tensors[tensor].dtype, rt_cpu_buf_get(bf, rn->d.args[i], e));
+        return true;
+    }
+    return false;
 }
 
 void rt_cpu_runner_free(rt_cpu_runner *rn) {

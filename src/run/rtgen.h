@@ -180,8 +180,13 @@ typedef struct rt_cpu_runner rt_cpu_runner;
 // RT_ERR_NOMEM.
 rt_status rt_cpu_runner_new(const rt_cpu_report *r, int32_t cand, rt_bindings *b,
                             rt_cpu_runner **out, rt_err *err);
+// The same runner without buffers of its own (b laid out, not necessarily prepared: its values
+// are not read): every data buffer is the caller's, bound with rt_cpu_runner_bind before the
+// first run (a layer's buffers, shared by its kernels).
+rt_status rt_cpu_runner_new_unbound(const rt_cpu_report *r, int32_t cand, rt_bindings *b,
+                                    rt_cpu_runner **out, rt_err *err);
 // The buffer of tensor `tensor` (float for f32, double for f64, int32_t for i32 elements, in
-// the bound layout), NULL when the kernel does not use that tensor.
+// the bound layout), NULL when the kernel does not use that tensor (or it is not bound yet).
 void *rt_cpu_runner_data(rt_cpu_runner *rn, int32_t tensor);
 // Bytes of the runner's buffer of tensor `tensor` (0 when the kernel does not use it).
 size_t rt_cpu_runner_bytes(const rt_cpu_runner *rn, int32_t tensor);
@@ -195,13 +200,21 @@ bool rt_cpu_runner_bind(rt_cpu_runner *rn, int32_t tensor, void *buf, size_t byt
 // changed) when the caller's differs from the kernel's in length or contents.
 int32_t rt_cpu_runner_bind_start(rt_cpu_runner *rn, int32_t tensor, int32_t dim, int64_t *start,
                                  size_t bytes);
+// Stores v[0..n) (n at most the buffer's elements) into the runner's current buffer of tensor
+// `tensor`, converted to its element type; false when the kernel does not use that tensor, it
+// is not bound or n is too large.
+bool rt_cpu_runner_load(rt_cpu_runner *rn, int32_t tensor, const double *v, int64_t n);
 // Fills the runner's current buffer of tensor `tensor` with v in its element type; false when
 // the kernel does not use that tensor.
 bool rt_cpu_runner_fill(rt_cpu_runner *rn, int32_t tensor, double v);
-// Runs the kernel once on the runner's buffers. Errors: RT_ERR_NOMEM (scratch).
+// Runs the kernel once on the runner's buffers. Errors: RT_ERR_NOMEM (scratch), RT_ERR_BACKEND
+// (an unbound runner's buffer not bound).
 rt_status rt_cpu_runner_run(rt_cpu_runner *rn, rt_err *err);
 // Stores the current contents of the kernel's outputs into b (rounded to their dtypes).
 void rt_cpu_runner_outputs(const rt_cpu_runner *rn, rt_bindings *b);
+// Reads the first n elements of the runner's current buffer of tensor `tensor` into out,
+// rounded to its dtype; false when the kernel does not use it, it is not bound or n is too large.
+bool rt_cpu_runner_read(const rt_cpu_runner *rn, int32_t tensor, double *out, int64_t n);
 void rt_cpu_runner_free(rt_cpu_runner *rn);
 
 // The source of candidate i in the primary emit language; *out_ext is "c" or "ll".
