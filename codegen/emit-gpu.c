@@ -493,20 +493,23 @@ rt_status rt_gpu_emit(rt_arena *a, const rt_gpu_kernel *k, const rt_gpu_dialect 
         rt_buf_puts(&b, d->f16_prelude);
     if (has16[1])
         rt_buf_puts(&b, d->bf16_prelude);
-    bool mma = false, mma_sync = false;
+    bool mma = false, mma_sync = false, mfma = false;
     for (int32_t i = 0; i < k->n_phases; i++) {
         mma |= k->phases[i].body != NULL;
         mma_sync |= k->phases[i].mma_sync;
+        mfma |= k->phases[i].mfma;
     }
-    if (mma && d != &rt_gpu_dialect_cuda)
+    if (mma && d != (mfma ? &rt_gpu_dialect_hip : &rt_gpu_dialect_cuda))
         return rt_fail(err, RT_ERR_BACKEND, RT_NOLOC,
-                       "kernel %s runs on matrix instructions (WMMA), which only the cuda target "
+                       "kernel %s runs on matrix instructions (%s), which only the %s target "
                        "prints (got %s)",
-                       k->kir->name, d->target);
-    if (mma)
+                       k->kir->name, mfma ? "MFMA" : "WMMA", mfma ? "hip" : "cuda", d->target);
+    if (mma && !mfma)
         rt_buf_puts(&b, "#include <mma.h>\n#include <cuda_pipeline.h>\nusing namespace nvcuda;\n");
     if (mma_sync)
         rt_buf_puts(&b, rt_gpu_mma_sync_prelude);
+    if (mfma)
+        rt_buf_puts(&b, rt_gpu_mfma_prelude);
     const char *it = k->idx32 ? "int" : d->i64;
     rt_buf_linef(&b, 0, "%s %s rt_floordiv(%s a, %s b) {", d->fn_qual, it, it, it);
     rt_buf_linef(&b, 1, "%s q = a / b;", it);

@@ -120,6 +120,7 @@ typedef struct rt_gpu_phase {
     // for every other phase.
     const char *body;
     bool mma_sync; // body uses the mma.sync helpers (lower-gpu-mma-sync.c's prelude)
+    bool mfma;     // body is HIP on MFMA (lower-gpu-mfma.c's prelude)
 } rt_gpu_phase;
 
 typedef struct rt_gpu_lower_options {
@@ -159,6 +160,9 @@ struct rt_gpu_phase_plan;
 // The device helpers of mma.sync phases (ldmatrix, mma.sync; lower-gpu-mma-sync.c), printed
 // once before the kernels of a file that has one.
 extern const char rt_gpu_mma_sync_prelude[];
+// The MFMA phases' vector types and instructions (lower-gpu-mfma.c), once before the kernels of a
+// HIP file that has one.
+extern const char rt_gpu_mfma_prelude[];
 rt_status rt_gpu_mma_body(rt_arena *a, const rt_op *op, const struct rt_gpu_phase_plan *pl,
                           const rt_kir_kernel *k, const int32_t *data_buf, const char **out,
                           rt_err *err);

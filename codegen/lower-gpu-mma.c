@@ -23,8 +23,8 @@
 //     lowers to mma.sync on sm_80 and sm_90); the store writes each fragment straight to C
 //     (store_matrix_sync) where the tiles are full, else through a 16x16 float scratch per
 //     warp, element by element inside M x N. mma.sync (full tiles only): lower-gpu-mma-sync.c.
-// Only CUDA spells it (the emitter refuses other dialects for such a phase); AMD's MFMA is not
-// lowered.
+// Only CUDA spells it (the emitter refuses other dialects for such a phase); AMD's MFMA (inst
+// mfma, HIP) is lower-gpu-mfma.c's.
 #include "lower-gpu-mma.h"
 
 #include <string.h>
@@ -47,8 +47,8 @@ static bool rt_gm_copy_vec(const rt_gm_copy *c, bool full) {
 
 // async: cp.async 16-byte copies (cuda_pipeline.h, cp.async.cg.shared.global), committed and
 // waited for by the caller; else 128-bit loads and stores through registers.
-static void rt_gm_copy_tile(rt_buf *b, const rt_gm_copy *c, bool full, int64_t threads, bool async,
-                            int ind) {
+void rt_gm_copy_tile(rt_buf *b, const rt_gm_copy *c, bool full, int64_t threads, bool async,
+                     int ind) {
     if (rt_gm_copy_vec(c, full)) { // 128-bit, 8 per access
         // rounds of `threads` accesses, counted exactly (the loop unrolls fully, no test per
         // access unless the last round is partial)
@@ -272,6 +272,8 @@ rt_status rt_gpu_mma_body(rt_arena *a, const rt_op *op, const struct rt_gpu_phas
     const rt_stmt *s = &op->stmts[pl->tstmt];
     if (!mm->on || pl->n_dims != 2)
         return rt_fail(err, RT_ERR_BACKEND, s->loc, "phase has no matrix-instruction plan");
+    if (mm->inst == RT_GPU_MMA_MFMA)
+        return rt_gm_mfma_body(a, op, pl, tensor_names, out, err);
     bool bf = op->tensors[mm->a].dtype == RT_DTYPE_BF16;
     const char *ty = bf ? "__nv_bfloat16" : "__half";
     const char *zero = bf ? "__float2bfloat16_rn(0.0f)" : "__float2half_rn(0.0f)";

@@ -1,6 +1,6 @@
 // lower-gpu-mma.h: what the two matrix-instruction lowerings share: lower-gpu-mma.c (the tile
 // copies, the staged k loop, WMMA) and lower-gpu-mma-sync.c (inline PTX mma.sync with
-// ldmatrix). Internal to codegen/.
+// ldmatrix), and lower-gpu-mfma.c (AMD MFMA) the tile copy. Internal to codegen/.
 #ifndef RT_LOWER_GPU_MMA_H
 #define RT_LOWER_GPU_MMA_H
 
@@ -15,6 +15,12 @@ typedef struct rt_gm_copy {
     const char *row0, *col0;
     const char *off; // the stage's offset into dst ("0" single-stage)
 } rt_gm_copy;
+
+// Prints copy c of a tile: 8 elements per 128-bit access where full and c runs along the
+// tensor's rows (cp.async 16-byte copies where async), else element by element, guarded unless
+// full; at indent ind, over `threads` threads (tid).
+void rt_gm_copy_tile(rt_buf *b, const rt_gm_copy *c, bool full, int64_t threads, bool async,
+                     int ind);
 
 // The compute of one k step from the stage at shared offsets aoff (A) and boff (B).
 typedef void (*rt_gm_compute_fn)(rt_buf *b, const rt_gpu_mma *mm, const char *ty, int64_t lda,
@@ -33,5 +39,10 @@ void rt_gm_sync_decls(rt_buf *b, const rt_gpu_mma *mm, int64_t lda, int64_t ldb)
 void rt_gm_sync_compute(rt_buf *b, const rt_gpu_mma *mm, const char *ty, int64_t lda, int64_t ldb,
                         const char *aoff, const char *boff);
 void rt_gm_sync_store(rt_buf *b, const rt_gpu_mma *mm, const char *cname);
+
+// lower-gpu-mfma.c: the whole HIP body of an MFMA phase (inst RT_GPU_MMA_MFMA); names: A's, B's
+// and C's buffers.
+rt_status rt_gm_mfma_body(rt_arena *a, const rt_op *op, const struct rt_gpu_phase_plan *pl,
+                          const char *const names[3], const char **out, rt_err *err);
 
 #endif

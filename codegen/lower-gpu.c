@@ -1223,6 +1223,7 @@ static rt_status rt_gl_phase(rt_gl *l, const rt_gpu_phase_plan *pl, int32_t pi, 
     if (pl->mma.on) { // matrix instructions: the body is lower-gpu-mma.c's
         RT_TRY(rt_gpu_mma_body(a, op, pl, l->k, l->data_buf, &gp->body, l->err));
         gp->mma_sync = pl->mma.inst == RT_GPU_MMA_SYNC;
+        gp->mfma = pl->mma.inst == RT_GPU_MMA_MFMA;
     } else if (pl->mode == RT_GPU_DIRECT) {
         int32_t ev = rt_kir_add_var(a, l->ph, "e", RT_KIR_I64);
         rt_kir_node *el = ev >= 0

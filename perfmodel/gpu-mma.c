@@ -25,9 +25,14 @@
 // model had priced every k step alike. The model prices WMMA and mma.sync alike but for
 // ldmatrix's bank conflicts (none on the padded rows); the plan prefers mma.sync on a tie
 // (gpu-plan.c). Neither the multi-stage nor the mma.sync kernels have been timed on a GPU yet.
+// MFMA (gfx90a, codegen/lower-gpu-mfma.c) is priced by the same steps over wavefronts of 64:
+// one stage (no asynchronous copy), a 16x16 f32 accumulator 4 registers per lane, an operand 2,
+// the matrix peak of the INI's mma_* rows over its units and 4 SIMDs (teus_per_unit); never run
+// on an AMD GPU.
 #include "gpu-plan.h"
 
 #include <math.h>
+#include <stdio.h>
 #include <string.h>
 
 // Nominal: cycles one __syncthreads of a block whose warps arrive together costs the unit.
@@ -37,7 +42,8 @@
 // for 48x48 (8 * 9 + 4 * 6 + 44), which spilled under a cap of 128.
 #define RT_GPU_MMA_BASE_REGS 40
 
-static const char *const rt_gpu_mma_inst_names[] = {"wmma 16x16x16", "mma.sync m16n8k16"};
+static const char *const rt_gpu_mma_inst_names[] = {"wmma 16x16x16", "mma.sync m16n8k16",
+                                                    "mfma 16x16x16"};
 _Static_assert(sizeof rt_gpu_mma_inst_names / sizeof rt_gpu_mma_inst_names[0] ==
                    RT_GPU_MMA_INST_COUNT,
                "one name per rt_gpu_mma_inst");
@@ -58,6 +64,41 @@ const rt_gpu_mma_ldsm_map rt_gpu_mma_ldsm_b = {.row0 = {0, 8, 0, 8},
                                                .trans = true};
 const uint8_t rt_gpu_mma_acc_row[8] = {0, 1, 2, 3, 4, 5, 6, 7};
 const uint8_t rt_gpu_mma_acc_col[4] = {0, 2, 4, 6};
+
+// CDNA 2 ISA (v_mfma_f32_16x16x16f16, v_mfma_f32_16x16x16bf16_1k): lanes 16 q .. 16 q + 15 hold
+// k 4 q .. 4 q + 3 of the operands' rows 0 .. 15, and rows 4 q .. 4 q + 3 of the accumulator's
+// columns 0 .. 15.
+const uint8_t rt_gpu_mfma_ab_k[4] = {0, 4, 8, 12};
+const uint8_t rt_gpu_mfma_acc_r[4] = {0, 4, 8, 12};
+
+void rt_gpu_mfma_ab_lane(int32_t lane, int32_t v, int32_t *row, int32_t *k) {
+    *row = lane % RT_GPU_MFMA_ROWS;
+    *k = rt_gpu_mfma_ab_k[(lane / RT_GPU_MFMA_ROWS) & 3] + v;
+}
+
+void rt_gpu_mfma_acc_lane(int32_t lane, int32_t v, int32_t *row, int32_t *col) {
+    *row = rt_gpu_mfma_acc_r[(lane / RT_GPU_MFMA_ROWS) & 3] + v;
+    *col = lane % RT_GPU_MFMA_ROWS;
+}
+
+int64_t rt_gpu_mma_wave(const rt_gpu_mma *mm) {
+    return mm->inst == RT_GPU_MMA_MFMA ? 64 : 32;
+}
+
+bool rt_gpu_mma_insts(const rt_device *dev, rt_gpu_mma_inst *first, rt_gpu_mma_inst *last) {
+    int arch = 0;
+    if (dev->devclass == RT_DEVCLASS_CUDA && sscanf(dev->arch, "sm_%d", &arch) == 1 && arch >= 80) {
+        *first = RT_GPU_MMA_WMMA;
+        *last = RT_GPU_MMA_SYNC;
+        return true;
+    }
+    // gfx90a (CDNA 2): the bf16 MFMA of 4 elements per lane (_1k) is new there; gfx906 has none
+    if (dev->devclass == RT_DEVCLASS_HIP && strcmp(dev->arch, "gfx90a") == 0) {
+        *first = *last = RT_GPU_MMA_MFMA;
+        return true;
+    }
+    return false;
+}
 
 void rt_gpu_mma_ldsm_lane(const rt_gpu_mma_ldsm_map *map, int32_t lane, int32_t *row,
                           int32_t *col) {
@@ -89,21 +130,22 @@ static double rt_gpu_mma_gbps(const rt_mem_level *lv, double bytes_per_unit) {
     return rt_hal_level_gbps(lv, bytes_per_unit);
 }
 
-// Registers per thread: the accumulators (a 16x16 float fragment is 8 per lane) and the A and
-// B fragments of one 16 of k (4 per lane each).
+// Registers per thread: the accumulators (a 16x16 float fragment is 8 per lane of 32, 4 of 64)
+// and the A and B fragments of one 16 of k (4 per lane of 32 each, 2 of 64).
 static int64_t rt_gpu_mma_regs(const rt_gpu_mma *mm) {
-    int64_t fm = mm->wm / 16, fn = mm->wn / 16;
-    return 8 * fm * fn + 4 * (fm + fn) + RT_GPU_MMA_BASE_REGS;
+    int64_t fm = mm->wm / 16, fn = mm->wn / 16, per = 256 / rt_gpu_mma_wave(mm);
+    return per * fm * fn + per / 2 * (fm + fn) + RT_GPU_MMA_BASE_REGS;
 }
 
 // Blocks of `threads` resident on one unit: thread, block, register and shared-memory limits.
 static int64_t rt_gpu_mma_resident(const rt_device *dev, const rt_gpu_mma *mm, int64_t threads,
                                    int64_t smem_unit_bytes, int64_t *regs_out) {
     int64_t r = dev->max_blocks_per_unit > 0 ? dev->max_blocks_per_unit : 1;
-    int64_t warps = (threads + 31) / 32, regs = rt_gpu_mma_regs(mm);
+    int64_t wave = rt_gpu_mma_wave(mm), warps = (threads + wave - 1) / wave,
+            regs = rt_gpu_mma_regs(mm);
     // the kernel's __launch_bounds__(threads, 1): the compiler fits one block's registers, and
     // spills beyond them
-    int64_t cap = dev->regs_per_unit > 0 ? rt_min64(255, dev->regs_per_unit / (warps * 32)) : 255;
+    int64_t cap = dev->regs_per_unit > 0 ? rt_min64(255, dev->regs_per_unit / (warps * wave)) : 255;
     *regs_out = regs;
     if (regs > cap)
         return 0;
@@ -111,7 +153,9 @@ static int64_t rt_gpu_mma_resident(const rt_device *dev, const rt_gpu_mma *mm, i
         r = rt_min64(r, dev->max_threads_per_unit / threads);
     if (dev->regs_per_unit > 0) {
         int64_t g = dev->reg_granule_warp > 0 ? dev->reg_granule_warp : 1;
-        int64_t per_warp = rt_round_up(regs * 32, g);
+        int64_t per_warp = rt_round_up(regs * wave, g);
+        if (dev->reg_granule_lane > 0) // AMD: VGPRs per lane in granules
+            per_warp = rt_round_up(regs, dev->reg_granule_lane) * wave;
         r = rt_min64(r, dev->regs_per_unit / (warps * per_warp));
     }
     if (smem_unit_bytes > 0 && mm->smem_bytes > 0)
@@ -124,14 +168,15 @@ bool rt_gpu_mma_price(const rt_device *dev, const rt_gpu_mma *mm, int64_t T1m, i
                       rt_gpu_mma_cost *out) {
     memset(out, 0, sizeof *out);
     int64_t units = dev->units > 0 ? dev->units : 1;
-    if (threads < 32 || blocks < 1 || mm->ks < 16 || peak_gflops <= 0 || dev->n_levels < 2)
+    int64_t wave = rt_gpu_mma_wave(mm);
+    if (threads < wave || blocks < 1 || mm->ks < 16 || peak_gflops <= 0 || dev->n_levels < 2)
         return false;
     int64_t resident = rt_gpu_mma_resident(dev, mm, threads, smem_unit_bytes, &out->regs);
     if (resident < 1)
         return false;
     int64_t per_unit = rt_ceil_div(blocks, units);
     double r = (double)rt_min64(resident, per_unit);
-    double warps = (double)(threads / 32), teus = dev->teus_per_unit > 0 ? dev->teus_per_unit : 4;
+    double warps = (double)(threads / wave), teus = dev->teus_per_unit > 0 ? dev->teus_per_unit : 4;
     double ks = (double)mm->ks, copy_bytes = (double)(T1m + T1n) * ks * 2;
     // in flight: the copies of stages - 1 steps ahead (one without cp.async)
     double ahead = mm->stages > 2 ? (double)(mm->stages - 1) : 1;
@@ -200,6 +245,8 @@ const rt_gpu_phase_plan *rt_gpu_plan_main_mma(const rt_gpu_plan *pl, int32_t mai
 }
 
 int64_t rt_gpu_mma_smem_bytes(const rt_gpu_mma *mm, int64_t T1m, int64_t T1n, int64_t threads) {
+    if (mm->inst == RT_GPU_MMA_MFMA) // A rows m and B rows n, k along both; stores straight to C
+        return (T1m + T1n) * (mm->ks + RT_GPU_MMA_PAD) * 2;
     int64_t tiles = (T1m * (mm->ks + RT_GPU_MMA_PAD) + mm->ks * (T1n + RT_GPU_MMA_PAD)) * 2;
     return tiles * (mm->stages > 1 ? mm->stages : 1) + (mm->full ? 0 : (threads / 32) * 256 * 4);
 }

@@ -718,8 +718,9 @@ static bool rt_gp_mma_has_var(const rt_expr *e, int32_t v) {
 // The warp grid: wgm x wgn warps whose tiles of whole fragments cover the block tile, the
 // squarest warp tile (most reuse of each loaded fragment); false when none exists.
 static bool rt_gp_mma_warps(rt_gpu_mma *mm, int64_t T1m, int64_t T1n, int64_t threads) {
-    int64_t W = threads / 32, fm = T1m / RT_GP_MMA_FRAG, fn = T1n / RT_GP_MMA_FRAG, best = -1;
-    if (threads % 32 != 0 || W < 1)
+    int64_t wave = rt_gpu_mma_wave(mm), W = threads / wave, best = -1;
+    int64_t fm = T1m / RT_GP_MMA_FRAG, fn = T1n / RT_GP_MMA_FRAG;
+    if (threads % wave != 0 || W < 1)
         return false;
     for (int64_t wgm = 1; wgm <= W; wgm++) {
         int64_t wgn = W / wgm;
@@ -751,10 +752,14 @@ static int64_t rt_gp_mma_choose(rt_gp *g, rt_gpu_mma *mm, int64_t T1m, int64_t T
     double best_ns = (double)INFINITY;
     int64_t best_threads = 0;
     rt_gpu_mma best = *mm;
-    for (int32_t in = RT_GPU_MMA_INST_COUNT - 1; in >= 0; in--) {
+    rt_gpu_mma_inst first, last;
+    if (!rt_gpu_mma_insts(g->dev, &first, &last))
+        return 0;
+    for (int32_t in = (int32_t)last; in >= (int32_t)first; in--) {
         if (in == RT_GPU_MMA_SYNC && (!async_ok || !mm->full))
             continue;
         for (size_t w = 0; w < sizeof warps / sizeof warps[0]; w++) {
+            // warp counts of 32 lanes; MFMA's wavefronts of 64 take the same threads
             int64_t th = warps[w] * 32;
             if ((w > 0 && warps[w] == warps[0]) ||
                 (g->dev->max_threads_per_block > 0 && th > g->dev->max_threads_per_block))
@@ -764,7 +769,7 @@ static int64_t rt_gp_mma_choose(rt_gp *g, rt_gpu_mma *mm, int64_t T1m, int64_t T
             if (!rt_gp_mma_warps(&m, T1m, T1n, th))
                 continue;
             rt_gpu_mma_choose_stages(g->dev, &m, T1m, T1n, th, pl->blocks, g->m->peak_gflops, cap,
-                                     lv->capacity_bytes, async_ok);
+                                     lv->capacity_bytes, async_ok && in != RT_GPU_MMA_MFMA);
             rt_gpu_mma_cost c;
             if (m.smem_bytes > cap || !rt_gpu_mma_price(g->dev, &m, T1m, T1n, th, pl->blocks,
                                                         g->m->peak_gflops, lv->capacity_bytes, &c))
@@ -784,13 +789,13 @@ static int64_t rt_gp_mma_choose(rt_gp *g, rt_gpu_mma *mm, int64_t T1m, int64_t T
 static void rt_gp_mma(rt_gp *g, rt_gpu_phase_plan *pl) {
     const rt_stmt *s = &g->op->stmts[pl->tstmt];
     const rt_expr *r = s->rhs;
-    int arch = 0;
     rt_gpu_mma mm = {.on = false};
+    rt_gpu_mma_inst first, last;
     if (!g->m || !g->m->use_mma || !pl->from_prog || pl->mode != RT_GPU_REGTILE || pl->epi >= 0 ||
-        g->dev->devclass != RT_DEVCLASS_CUDA || sscanf(g->dev->arch, "sm_%d", &arch) != 1 ||
-        arch < 80 || s->op != RT_ASSIGN_ADD_INIT || s->n_lhs != 2 || s->n_vars != 3 ||
-        s->n_preds != 0 || pl->n_dims != 2 || r->kind != RT_EXPR_BINARY || r->bop != RT_BOP_MUL ||
-        g->op->tensors[s->out].dtype != RT_DTYPE_F32 || g->op->tensors[s->out].n_dims != 2)
+        !rt_gpu_mma_insts(g->dev, &first, &last) || s->op != RT_ASSIGN_ADD_INIT || s->n_lhs != 2 ||
+        s->n_vars != 3 || s->n_preds != 0 || pl->n_dims != 2 || r->kind != RT_EXPR_BINARY ||
+        r->bop != RT_BOP_MUL || g->op->tensors[s->out].dtype != RT_DTYPE_F32 ||
+        g->op->tensors[s->out].n_dims != 2)
         return;
     rt_dtype dt = g->op->tensors[r->args[0]->kind == RT_EXPR_READ ? r->args[0]->tensor : 0].dtype;
     if ((dt != RT_DTYPE_F16 && dt != RT_DTYPE_BF16) || !rt_gp_mma_read(g, s, r->args[0], dt) ||

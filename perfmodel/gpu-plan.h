@@ -91,10 +91,12 @@ typedef struct rt_gpu_stage {
 // The instructions of a matrix-instruction phase: WMMA (nvcuda::wmma 16x16x16 fragments, which
 // NVRTC lowers to mma.sync; any layout, guarded edges) or inline PTX mma.sync.m16n8k16 with
 // ldmatrix.x4 fragment loads (full tiles whose A rows run along k and B rows along n in memory:
-// A's fragments by ldmatrix, B's by ldmatrix.trans).
+// A's fragments by ldmatrix, B's by ldmatrix.trans); on a HIP gfx90a device, MFMA
+// (v_mfma_f32_16x16x16{f16,bf16_1k} over wavefronts of 64, codegen/lower-gpu-mfma.c).
 typedef enum rt_gpu_mma_inst {
     RT_GPU_MMA_WMMA,
     RT_GPU_MMA_SYNC,
+    RT_GPU_MMA_MFMA,
     RT_GPU_MMA_INST_COUNT
 } rt_gpu_mma_inst;
 const char *rt_gpu_mma_inst_name(rt_gpu_mma_inst i);
@@ -143,6 +145,21 @@ void rt_gpu_mma_acc_lane(int32_t lane, int32_t q, int32_t *row, int32_t *col);
 // Wavefronts over the ideal of the warp's ldmatrix.x4 of map's tile in a shared array of row
 // length ld (16-bit elements): 1 when conflict-free (rt_gpu_bank_wavefronts, 16 B per lane).
 double rt_gpu_mma_ldsm_ways(const rt_gpu_mma_ldsm_map *map, int64_t ld, int32_t banks);
+// The MFMA path's fragments (v_mfma_f32_16x16x16f16 and _16x16x16bf16_1k, wave64; codegen/
+// lower-gpu-mfma.c prints its lane math from these; tests/unit/test-gpu-mfma-map.c checks them
+// against the CDNA 2 ISA's layouts). A 16x16 operand tile of one k16 step (A: rows m; B: rows n,
+// both with k along the row): lane l's element v (0 .. 3) of its 4-element operand is row
+// l % RT_GPU_MFMA_ROWS, column rt_gpu_mfma_ab_k[l / RT_GPU_MFMA_ROWS] + v. The f32 accumulator:
+// lane l's element v is C(rt_gpu_mfma_acc_r[l / RT_GPU_MFMA_ROWS] + v, l % RT_GPU_MFMA_ROWS).
+#define RT_GPU_MFMA_ROWS 16
+extern const uint8_t rt_gpu_mfma_ab_k[4], rt_gpu_mfma_acc_r[4];
+void rt_gpu_mfma_ab_lane(int32_t lane, int32_t v, int32_t *row, int32_t *k);
+void rt_gpu_mfma_acc_lane(int32_t lane, int32_t v, int32_t *row, int32_t *col);
+// Lanes of one warp (wavefront) of mm's instructions: 64 for MFMA, else 32.
+int64_t rt_gpu_mma_wave(const rt_gpu_mma *mm);
+// The instructions device dev offers for a 16-bit GEMM: CUDA sm_80 and newer WMMA and mma.sync
+// (first, last: the range of rt_gpu_mma_inst), HIP gfx90a MFMA; false where none (gfx906).
+bool rt_gpu_mma_insts(const rt_device *dev, rt_gpu_mma_inst *first, rt_gpu_mma_inst *last);
 // Shared-memory bytes of mm's block (tiles of every stage, the edge store's scratch).
 int64_t rt_gpu_mma_smem_bytes(const rt_gpu_mma *mm, int64_t T1m, int64_t T1n, int64_t threads);
 // Sets mm->stages (and smem_bytes): where async_ok (sm_80+, both tiles copied as 16-byte
