@@ -8,6 +8,7 @@
 //     table of registers, spills, shared memory, occupancy and predicted time (gpu-emit-run.h).
 #include "gpu-emit-run.h"
 
+#include <ctype.h>
 #include <stdlib.h>
 
 // Emits rank 1 of spec text (or examples/NAME.spec with sets) for dev in target t.
@@ -27,6 +28,12 @@ static bool emit_one(rt_arena *a, const char *spec, const rt_size_binding *sets,
 }
 
 // Replaces every occurrence of from (non-empty) by to.
+static bool ident_char(char c) {
+    return isalnum((unsigned char)c) || c == '_';
+}
+
+// Replaces each occurrence of from that is not part of a longer identifier (OpenCL's i64 is
+// `long`: the word in "longest" stays).
 static char *replace_all(rt_arena *a, const char *s, const char *from, const char *to) {
     if (!from || !*from)
         return rt_arena_strdup(a, s);
@@ -35,6 +42,9 @@ static char *replace_all(rt_arena *a, const char *s, const char *from, const cha
     size_t n = strlen(from);
     for (const char *p = s; *p;) {
         const char *q = strstr(p, from);
+        while (q && ((ident_char(from[0]) && q > s && ident_char(q[-1])) ||
+                     (ident_char(from[n - 1]) && ident_char(q[n]))))
+            q = strstr(q + 1, from);
         if (!q) {
             rt_buf_puts(&b, p);
             break;
