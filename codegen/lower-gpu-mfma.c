@@ -38,25 +38,6 @@ const char rt_gpu_mfma_prelude[] =
     "}\n"
     "#endif\n";
 
-// 4 byte-sized values packed into one constant, value i in byte i.
-static unsigned rt_gm_mfma_pack(const uint8_t *v) {
-    unsigned x = 0;
-    for (int32_t i = 0; i < 4; i++)
-        x |= (unsigned)v[i] << (i * 8);
-    return x;
-}
-
-// The stride of var v in the read of `tensor` (rt_gp_mma_read's dense row-major 2-d tensor): 1
-// for the inner index, else the inner extent; -1 when not constant.
-static int64_t rt_gm_mfma_stride(const rt_op *op, const rt_stmt *s, int32_t tensor, int32_t v) {
-    const rt_expr *r = s->rhs;
-    const rt_expr *e = r->args[0]->tensor == tensor ? r->args[0] : r->args[1];
-    int64_t ext1 = 0;
-    if (!rt_expr_const_int(op, s->vars[e->args[1]->var].hi, &ext1))
-        return -1;
-    return e->args[1]->var == v ? 1 : ext1;
-}
-
 // B's ks x T1n tile (rows k at stride sr, n contiguous) into the transposed LDS tile rt_Bs (rows
 // n of length ld): per thread 128-bit global loads of 8 n-consecutive elements, each element to
 // its row.
@@ -112,7 +93,7 @@ static void rt_gm_mfma_store(rt_buf *b, const rt_gpu_mma *mm, const char *cname)
     rt_buf_linef(b, 1,
                  "const int rt_cr = (int)((0x%08xu >> ((lane / %d) * 8)) & 0xffu), rt_cc = lane %% "
                  "%d;",
-                 rt_gm_mfma_pack(rt_gpu_mfma_acc_r), RT_GPU_MFMA_ROWS, RT_GPU_MFMA_ROWS);
+                 rt_gm_pack(rt_gpu_mfma_acc_r, 4, 8), RT_GPU_MFMA_ROWS, RT_GPU_MFMA_ROWS);
     rt_buf_linef(b, 1, "#pragma unroll");
     rt_buf_linef(b, 1, "for (int i = 0; i < %lld; ++i) {", (long long)fm);
     rt_buf_linef(b, 2, "#pragma unroll");
@@ -140,10 +121,10 @@ rt_status rt_gm_mfma_body(rt_arena *a, const rt_op *op, const struct rt_gpu_phas
     const char *ty = bf ? "unsigned short" : "_Float16";
     int64_t T1m = pl->dims[mm->dm].T1, T1n = pl->dims[mm->dn].T1, nbn = pl->dims[mm->dn].nb;
     int64_t ld = mm->ks + RT_GPU_MMA_PAD, fm = mm->wm / 16, fn = mm->wn / 16, wave = 64;
-    int64_t sam = rt_gm_mfma_stride(op, s, mm->a, mm->vm);
-    int64_t sak = rt_gm_mfma_stride(op, s, mm->a, mm->vk);
-    int64_t sbk = rt_gm_mfma_stride(op, s, mm->b, mm->vk);
-    int64_t sbn = rt_gm_mfma_stride(op, s, mm->b, mm->vn);
+    int64_t sam = rt_gm_stride(op, s, mm->a, mm->vm);
+    int64_t sak = rt_gm_stride(op, s, mm->a, mm->vk);
+    int64_t sbk = rt_gm_stride(op, s, mm->b, mm->vk);
+    int64_t sbn = rt_gm_stride(op, s, mm->b, mm->vn);
     if (sam < 1 || sak < 1 || sbk < 1 || sbn < 1)
         return rt_fail(err, RT_ERR_BACKEND, s->loc, "matrix-instruction GEMM of a run-time size");
     if (mm->stages > 1 || pl->threads != mm->wgm * mm->wgn * wave)
@@ -194,7 +175,7 @@ rt_status rt_gm_mfma_body(rt_arena *a, const rt_op *op, const struct rt_gpu_phas
     rt_buf_linef(&b, 1,
                  "const int rt_fr = lane %% %d, rt_fk = (int)((0x%08xu >> ((lane / %d) * 8)) & "
                  "0xffu);",
-                 RT_GPU_MFMA_ROWS, rt_gm_mfma_pack(rt_gpu_mfma_ab_k), RT_GPU_MFMA_ROWS);
+                 RT_GPU_MFMA_ROWS, rt_gm_pack(rt_gpu_mfma_ab_k, 4, 8), RT_GPU_MFMA_ROWS);
     rt_buf_linef(&b, 1, "rt_v4f acc[%lld][%lld];", (long long)fm, (long long)fn);
     rt_buf_linef(&b, 1, "#pragma unroll");
     rt_buf_linef(&b, 1, "for (int i = 0; i < %lld; ++i)", (long long)fm);

@@ -51,14 +51,6 @@ const char rt_gpu_mma_sync_prelude[] =
     "}\n"
     "#endif\n";
 
-// n byte-sized values packed into one constant, value i in byte i (bits = 8) or nibble i (4).
-static unsigned rt_gm_pack(const uint8_t *v, int32_t n, int32_t bits) {
-    unsigned x = 0;
-    for (int32_t i = 0; i < n; i++)
-        x |= (unsigned)v[i] << (i * bits);
-    return x;
-}
-
 // Lane offset into a shared tile of row length ld: the row and column map's ldmatrix.x4 has
 // lane `lane` address (rt_gpu_mma_ldsm_lane), as the kernel computes it.
 static void rt_gm_lane_off(rt_buf *b, const char *name, const rt_gpu_mma_ldsm_map *map,

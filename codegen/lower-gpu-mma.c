@@ -29,15 +29,20 @@
 
 #include <string.h>
 
-// The stride of var v in the read of `tensor` (a dense row-major 2-d tensor indexed by two plain
-// vars over its whole extent, rt_gp_mma_read): 1 for the inner index, else the inner extent.
-static int64_t rt_gm_stride(const rt_op *op, const rt_stmt *s, int32_t tensor, int32_t v) {
+int64_t rt_gm_stride(const rt_op *op, const rt_stmt *s, int32_t tensor, int32_t v) {
     const rt_expr *r = s->rhs;
     const rt_expr *e = r->args[0]->tensor == tensor ? r->args[0] : r->args[1];
     int64_t ext1 = 0;
     if (!rt_expr_const_int(op, s->vars[e->args[1]->var].hi, &ext1))
         return -1;
     return e->args[1]->var == v ? 1 : ext1;
+}
+
+unsigned rt_gm_pack(const uint8_t *v, int32_t n, int32_t bits) {
+    unsigned x = 0;
+    for (int32_t i = 0; i < n; i++)
+        x |= (unsigned)v[i] << (i * bits);
+    return x;
 }
 
 // Whether the copy moves 8 elements (16 bytes) per access: full tile along the tensor's rows.

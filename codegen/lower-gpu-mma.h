@@ -16,6 +16,15 @@ typedef struct rt_gm_copy {
     const char *off; // the stage's offset into dst ("0" single-stage)
 } rt_gm_copy;
 
+// The stride of var v in the read of `tensor` (a dense row-major 2-d tensor indexed by two plain
+// vars over its whole extent, rt_gp_mma_read): 1 for the inner index, else the inner extent; -1
+// when that is not constant.
+int64_t rt_gm_stride(const rt_op *op, const rt_stmt *s, int32_t tensor, int32_t v);
+
+// n values of `bits` bits packed into one constant, value i at bit i * bits (lane tables the
+// kernels index by shifting).
+unsigned rt_gm_pack(const uint8_t *v, int32_t n, int32_t bits);
+
 // Prints copy c of a tile: 8 elements per 128-bit access where full and c runs along the
 // tensor's rows (cp.async 16-byte copies where async), else element by element, guarded unless
 // full; at indent ind, over `threads` threads (tid).
