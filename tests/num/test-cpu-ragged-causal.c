@@ -56,19 +56,8 @@ static void run_case(const rt_device *dev, const ccase *c, uint64_t seed) {
     rt_cpu_report *rep = NULL;
     rt_cpu_options copt = {
         .profile = true, .budget_ms = 1, .threads = 2, .interp_max_points = (int64_t)1 << 27};
-    rt_perf_options popt = {.top_k = 4};
-    rt_perf_length_dist d;
-    int64_t samples[MAX_B];
-    for (int32_t i = 0; i < c->n; i++)
-        samples[i] = any_planned(c) ? c->planned[i] : c->lens[i];
-    rt_status st = rt_spec_parse(a, c->text, "causal.spec", NULL, 0, &op, &err);
-    d.tensor = "len";
-    if (st == RT_OK)
-        st = rt_extent_dist_from_samples(a, samples, c->n, (rt_loc){0}, &d.dist, &err);
-    popt.lengths = &d;
-    popt.n_lengths = 1;
-    if (st == RT_OK)
-        st = rt_perf_construct(a, op, dev, &popt, &perf, &err);
+    rt_status st =
+        construct(a, dev, c->text, any_planned(c) ? c->planned : c->lens, c->n, &op, &perf, &err);
     if (st == RT_OK)
         st = rt_bindings_new(a, op, seed, &b, &err);
     if (st == RT_OK)
