@@ -4,7 +4,7 @@
 # compiler against tests/unit/mfma-host.hpp (threads as std::threads, __syncthreads a barrier,
 # v_mfma_f32_16x16x16{f16,bf16_1k} over a wavefront of 64 lanes as the CDNA 2 ISA lays out its
 # operands and accumulator, -fsanitize=alignment for the 64-bit operand reads and 128-bit copies)
-# and its C compared with a double reference (mfma-host-main.cpp). Shapes: full tiles and
+# and its C compared with a double reference (mfma-host-main.cpp over gemm16-host-main.hpp). Shapes: full tiles and
 # guarded edges, half and bfloat16, rtgen's top-2 of each; every candidate's plan must say
 # mfma. Exit 77 without a C++20 compiler that has _Float16.
 #   test-gpu-mfma-host.sh RTGEN ROOT

@@ -5,7 +5,7 @@
 # barrier, WMMA fragments per lane, ldmatrix and mma.sync m16n8k16 as the PTX ISA lays their
 # fragments over the warp's lanes, CUDA's alignment rules checked, -fsanitize=alignment for the
 # 128-bit copies and 64-bit stores) and its C compared with a double reference
-# (wmma-host-main.cpp). Shapes: full tiles and guarded edges, half and bfloat16, on h100.ini
+# (wmma-host-main.cpp over gemm16-host-main.hpp). Shapes: full tiles and guarded edges, half and bfloat16, on h100.ini
 # (sm_90) and a100.ini (sm_80); the top-2 of each, those whose plan says mma (at least one per
 # shape; on the full shapes, at least one on mma.sync, one with cp.async stages and one with 3
 # or more, which wmma-host.hpp runs asynchronously). Exit 77 without a C++20 compiler.
