@@ -176,28 +176,16 @@ static rt_status rt_cpu_launch_of(rt_arena *a, const rt_kir_kernel *k, rt_cpu_ph
     return RT_OK;
 }
 
-// Stores v[0..n) into the buffer p of bf's element type.
-static void rt_cpu_buf_store(const rt_kir_buf *bf, void *p, const double *v, int64_t n) {
+// Stores v[0..n) into the buffer p of bf's element type, or c in each element where v is NULL.
+static void rt_cpu_buf_store(const rt_kir_buf *bf, void *p, const double *v, double c, int64_t n) {
     for (int64_t e = 0; e < n; e++) {
-        double x = v ? v[e] : 0.0;
+        double x = v ? v[e] : c;
         if (bf->type == RT_KIR_F32)
             ((float *)p)[e] = (float)x;
         else if (bf->type == RT_KIR_F64)
             ((double *)p)[e] = x;
         else
             ((int32_t *)p)[e] = (int32_t)x;
-    }
-}
-
-// Fills n elements of the buffer p of bf's element type with v.
-static void rt_cpu_buf_fill(const rt_kir_buf *bf, void *p, double v, size_t n) {
-    for (size_t e = 0; e < n; e++) {
-        if (bf->type == RT_KIR_F32)
-            ((float *)p)[e] = (float)v;
-        else if (bf->type == RT_KIR_F64)
-            ((double *)p)[e] = v;
-        else
-            ((int32_t *)p)[e] = (int32_t)v;
     }
 }
 
@@ -270,7 +258,7 @@ static rt_status rt_cpu_data_make(rt_arena *a, const rt_kir_kernel *k, rt_bindin
         if (!p)
             return rt_fail(err, RT_ERR_NOMEM, RT_NOLOC, "out of memory");
         p = (void *)rt_round_up((int64_t)(uintptr_t)p, 64);
-        rt_cpu_buf_store(bf, p, td->data, n);
+        rt_cpu_buf_store(bf, p, td->data, 0.0, n);
         d->args[i] = p;
         if (bf->written && keep_init && rt_cpu_poisoned(b->op, bf->tensor)) {
             d->uniform[i] = true;
@@ -295,8 +283,8 @@ static void rt_cpu_data_restore(const rt_kir_kernel *k, const rt_cpu_data *d) {
         if (d->init[i]) {
             memcpy(d->args[i], d->init[i], d->bytes[i]);
         } else if (d->uniform[i]) {
-            rt_cpu_buf_fill(bf, d->args[i], d->fill[i],
-                            d->bytes[i] / (bf->type == RT_KIR_F64 ? 8 : 4));
+            rt_cpu_buf_store(bf, d->args[i], NULL, d->fill[i],
+                             (int64_t)(d->bytes[i] / (bf->type == RT_KIR_F64 ? 8 : 4)));
         }
     }
 }
@@ -958,7 +946,7 @@ bool rt_cpu_runner_load(rt_cpu_runner *rn, int32_t tensor, const double *v, int6
             continue;
         if (!rn->d.args[i] || (size_t)n > rn->d.bytes[i] / (bf->type == RT_KIR_F64 ? 8 : 4))
             return false;
-        rt_cpu_buf_store(bf, rn->d.args[i], v, n);
+        rt_cpu_buf_store(bf, rn->d.args[i], v, 0.0, n);
         return true;
     }
     return false;
@@ -971,7 +959,8 @@ bool rt_cpu_runner_fill(rt_cpu_runner *rn, int32_t tensor, double v) {
             continue;
         if (!rn->d.args[i])
             return false;
-        rt_cpu_buf_fill(bf, rn->d.args[i], v, rn->d.bytes[i] / (bf->type == RT_KIR_F64 ? 8 : 4));
+        rt_cpu_buf_store(bf, rn->d.args[i], NULL, v,
+                         (int64_t)(rn->d.bytes[i] / (bf->type == RT_KIR_F64 ? 8 : 4)));
         return true;
     }
     return false;
