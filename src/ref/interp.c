@@ -387,6 +387,26 @@ typedef struct rt_layout_build {
     rt_err *err;
 } rt_layout_build;
 
+// The extent of the last ragged level k + 1 does not read index k (scores' j in 0:len[b] under
+// i): one evaluation for all `extent` rows under this prefix, their starts an arithmetic series.
+// What visiting each row would compute, without an expression evaluation per row.
+static rt_status rt_layout_fill_last(rt_layout_build *lb, rt_layout *l, int32_t k, int64_t base,
+                                     int64_t extent) {
+    int64_t row, total;
+    lb->idx[k] = 0;
+    RT_TRY(rt_dim_extent(lb->b, lb->ti, k + 1, lb->idx, &row, lb->err));
+    int64_t *running = &lb->running[k + 1];
+    if (__builtin_mul_overflow(row, extent, &total) || total > RT_INTERP_MAX_ELEMS - *running)
+        return rt_fail(lb->err, RT_ERR_SPEC, lb->b->op->tensors[lb->ti].loc,
+                       "tensor %s is too large to interpret (more than %lld elements)",
+                       lb->b->op->tensors[lb->ti].name, (long long)RT_INTERP_MAX_ELEMS);
+    if (lb->fill)
+        for (int64_t i = 0; i < extent; i++)
+            l->start[k + 1][base + i] = *running + i * row;
+    *running += total;
+    return RT_OK;
+}
+
 // Visits the prefixes of length k in lexicographic order (pos = rank of the prefix of length k).
 static rt_status rt_layout_visit(rt_layout_build *lb, rt_layout *l, int32_t k, int64_t pos) {
     if (k > lb->last_ragged)
@@ -407,6 +427,9 @@ static rt_status rt_layout_visit(rt_layout_build *lb, rt_layout *l, int32_t k, i
     }
     if (k == lb->last_ragged) // the elements of the last ragged level hold no start array
         return RT_OK;
+    const rt_expr *inner = lb->b->op->tensors[lb->ti].dims[k + 1].extent;
+    if (k + 1 == lb->last_ragged && extent > 0 && !rt_expr_mentions_dim(inner, k))
+        return rt_layout_fill_last(lb, l, k, base, extent);
     for (int64_t i = 0; i < extent; i++) {
         lb->idx[k] = i;
         RT_TRY(rt_layout_visit(lb, l, k + 1, base + i));

@@ -458,12 +458,16 @@ void rt_expr_print(const rt_op *op, const rt_stmt *stmt, const rt_tensor *tensor
 }
 
 bool rt_expr_mentions_dimref(const rt_expr *e) {
+    return rt_expr_mentions_dim(e, -1);
+}
+
+bool rt_expr_mentions_dim(const rt_expr *e, int32_t dim) {
     if (!e)
         return false;
-    if (e->kind == RT_EXPR_DIMREF)
+    if (e->kind == RT_EXPR_DIMREF && (dim < 0 || e->dim == dim))
         return true;
     for (int32_t i = 0; i < e->n_args; i++)
-        if (rt_expr_mentions_dimref(e->args[i]))
+        if (rt_expr_mentions_dim(e->args[i], dim))
             return true;
     return false;
 }

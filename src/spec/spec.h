@@ -330,6 +330,8 @@ bool rt_expr_product_factors(const rt_expr *e, const rt_expr **reads, int32_t *n
 bool rt_expr_equal(const rt_expr *a, const rt_expr *b);
 // Whether e reads a dimension of a tensor (a DIMREF: a ragged extent's length).
 bool rt_expr_mentions_dimref(const rt_expr *e);
+// Whether e reads outer dim `dim` of its tensor (any outer dim when dim < 0).
+bool rt_expr_mentions_dim(const rt_expr *e, int32_t dim);
 // The value an accumulator of op starts from: 1 for *=!, -inf for max=!, +inf for min=!, else 0.
 double rt_assign_identity(rt_assign op);
 // Whether e is max, min or abs of integer arguments only (an integer result).
