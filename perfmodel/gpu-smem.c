@@ -43,21 +43,27 @@ int32_t rt_gpu_bank_wavefronts(const int64_t *word, int32_t lanes, int32_t width
     int32_t per = banks / width > 0 ? banks / width : 1; // lanes served per wavefront
     int32_t total = 0;
     for (int32_t p0 = 0; p0 < lanes; p0 += per) {
-        // distinct words per bank among the phase's lanes (equal words are one broadcast)
+        // distinct words per bank among the phase's lanes (equal words are one broadcast): each
+        // bank chains the words it holds (next[]), so a word is compared only with its bank's
         int64_t seen[RT_GPU_SMEM_MAX_LANES * 4];
+        int32_t next[RT_GPU_SMEM_MAX_LANES * 4], head[RT_GPU_SMEM_MAX_BANKS];
         int32_t n_seen = 0, load[RT_GPU_SMEM_MAX_BANKS] = {0}, most = 0;
+        for (int32_t b = 0; b < banks; b++)
+            head[b] = -1;
         for (int32_t i = p0; i < p0 + per && i < lanes; i++) {
             if (word[i] < 0)
                 continue;
             for (int32_t w = 0; w < width; w++) {
                 int64_t x = word[i] + w;
+                int32_t b = (int32_t)(x % banks);
                 bool dup = false;
-                for (int32_t k = 0; k < n_seen && !dup; k++)
+                for (int32_t k = head[b]; k >= 0 && !dup; k = next[k])
                     dup = seen[k] == x;
                 if (dup || n_seen >= RT_GPU_SMEM_MAX_LANES * 4)
                     continue;
-                seen[n_seen++] = x;
-                int32_t b = (int32_t)(x % banks);
+                seen[n_seen] = x;
+                next[n_seen] = head[b];
+                head[b] = n_seen++;
                 if (++load[b] > most)
                     most = load[b];
             }
