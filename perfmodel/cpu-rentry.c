@@ -474,6 +474,24 @@ bool rt_perf_cpu_rentry_time(const rt_perf_model *m, const rt_perf_cpu_gemm *g, 
             src_of[i] = n_src++;
         }
     }
+    // Independent sources multiply their points: at most RT_PERF_RENTRY_MAX_POINTS entries in
+    // all (vgemm's M, N and K from three length tensors: 4 buckets each, not 64^3 entries).
+    rt_extent_dist coarse[3];
+    int64_t cvals[3][RT_PERF_RENTRY_MAX_POINTS];
+    double cwts[3][RT_PERF_RENTRY_MAX_POINTS];
+    int32_t per = 1; // the most points per source whose product stays within the bound
+    while (n_src > 0) {
+        int64_t prod = 1;
+        for (int32_t s = 0; s < n_src; s++)
+            prod *= per + 1;
+        if (prod > RT_PERF_RENTRY_MAX_POINTS)
+            break;
+        per++;
+    }
+    for (int32_t s = 0; s < n_src; s++) {
+        rt_extent_dist_coarsen(src[s], per, cvals[s], cwts[s], &coarse[s]);
+        src[s] = &coarse[s];
+    }
     int32_t at[3] = {0, 0, 0};
     double total = 0, pack = 0, unit = 0, b_pack = 0;
     for (;;) {

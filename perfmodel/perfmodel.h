@@ -40,6 +40,10 @@ rt_status rt_extent_dist_uniform(rt_arena *a, int64_t lo, int64_t hi, int32_t ma
 // more distinct samples are merged into this many buckets, so that the model's work does not
 // grow with a ragged batch.
 #define RT_EXTENT_DIST_MAX_POINTS 64
+// Entries the per-entry GEMM's model sums over (rt_perf_cpu_rentry_time): independent length
+// sources are coarsened (rt_extent_dist_coarsen) so that the product of their points stays
+// within this.
+#define RT_PERF_RENTRY_MAX_POINTS 64
 
 // From raw samples (lengths of a batch): a normalized histogram of the distinct values; with
 // more than RT_EXTENT_DIST_MAX_POINTS of them, buckets of about equal weight over the sorted
@@ -48,6 +52,12 @@ rt_status rt_extent_dist_uniform(rt_arena *a, int64_t lo, int64_t hi, int32_t ma
 // in the message).
 rt_status rt_extent_dist_from_samples(rt_arena *a, const int64_t *samples, int32_t n, rt_loc loc,
                                       rt_extent_dist *out, rt_err *err);
+// d with at most max_points points, for an expectation over several distributions jointly (the
+// product of their points is its work): consecutive points merged into buckets of about equal
+// weight, each represented by its weighted mean (rounded), the total weight kept. values and
+// weights hold max_points each; d itself when it is small enough.
+void rt_extent_dist_coarsen(const rt_extent_dist *d, int32_t max_points, int64_t *values,
+                            double *weights, rt_extent_dist *out);
 double rt_extent_dist_mean(const rt_extent_dist *d);
 int64_t rt_extent_dist_max(const rt_extent_dist *d);
 // E[ceil(v / tile)] and E[ceil(v / tile) * tile] (the padded extent), tile >= 1.
@@ -307,6 +317,10 @@ typedef struct rt_perf_access {
     int64_t dim_extent[RT_MAX_DIMS];             // storage extent (max for ragged dims)
     bool affine[RT_MAX_DIMS];                    // false: uses[] says which axes it involves
     int64_t coef[RT_MAX_DIMS][RT_PERF_MAX_AXES]; // |coefficient| of each axis in dim d
+    // The axes of nonzero coef in dim d, in axis order (coef's sparse form: rt_perf_data_tile
+    // runs for every tile the construction weighs).
+    int8_t n_terms[RT_MAX_DIMS];
+    int8_t term_axis[RT_MAX_DIMS][RT_PERF_MAX_AXES];
 } rt_perf_access;
 
 // The main statement's flat axis (rt_perf_cpu_flat_axis): n members (0: none), outer first,

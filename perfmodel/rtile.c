@@ -133,6 +133,35 @@ rt_status rt_extent_dist_from_samples(rt_arena *a, const int64_t *samples, int32
     return RT_OK;
 }
 
+void rt_extent_dist_coarsen(const rt_extent_dist *d, int32_t max_points, int64_t *values,
+                            double *weights, rt_extent_dist *out) {
+    if (max_points < 1 || d->n <= max_points) {
+        *out = *d;
+        return;
+    }
+    double total = 0, cum = 0, bw = 0, bs = 0;
+    for (int32_t i = 0; i < d->n; i++)
+        total += d->weights[i];
+    int32_t n = 0;
+    for (int32_t i = 0; i < d->n; i++) {
+        cum += d->weights[i];
+        bw += d->weights[i];
+        bs += d->weights[i] * (double)d->values[i];
+        // a bucket closes at its share of the weight, or where each point left must make a
+        // bucket of its own; the last takes the rest
+        bool close = i == d->n - 1 || (n < max_points - 1 && (cum >= total * (n + 1) / max_points ||
+                                                              d->n - 1 - i <= max_points - 1 - n));
+        if (!close)
+            continue;
+        values[n] = bw > 0 ? (int64_t)llround(bs / bw) : d->values[i];
+        weights[n++] = bw;
+        bw = bs = 0;
+    }
+    out->n = n;
+    out->values = values;
+    out->weights = weights;
+}
+
 double rt_extent_dist_mean(const rt_extent_dist *d) {
     double s = 0;
     for (int32_t i = 0; i < d->n; i++)
@@ -407,6 +436,10 @@ static void build_access(rt_perf_model *m, const rt_stmt *st, const var_info *vi
         nd = 1;
     }
     acc->n_dims = nd;
+    for (int32_t d = 0; d < nd; d++)
+        for (int32_t x = 0; x < m->n_axes; x++)
+            if (acc->coef[d][x])
+                acc->term_axis[d][acc->n_terms[d]++] = (int8_t)x;
 }
 
 typedef struct read_list {
@@ -818,16 +851,13 @@ rt_status rt_perf_model_build(rt_arena *a, const rt_op *op, const rt_device *dev
 void rt_perf_data_tile(const rt_perf_model *m, int32_t i, const int64_t *shape, int64_t *out) {
     const rt_perf_access *acc = &m->access[i];
     for (int32_t d = 0; d < acc->n_dims; d++) {
-        int64_t ext;
-        if (acc->affine[d]) {
-            ext = 1;
-            for (int32_t x = 0; x < m->n_axes; x++)
+        int64_t ext = 1;
+        for (int32_t k = 0; k < acc->n_terms[d]; k++) {
+            int32_t x = acc->term_axis[d][k];
+            if (acc->affine[d])
                 ext += acc->coef[d][x] * (shape[x] - 1);
-        } else {
-            ext = 1;
-            for (int32_t x = 0; x < m->n_axes; x++)
-                if (acc->coef[d][x])
-                    ext *= shape[x];
+            else
+                ext *= shape[x];
         }
         if (acc->dim_extent[d] > 0 && ext > acc->dim_extent[d])
             ext = acc->dim_extent[d];
@@ -976,8 +1006,9 @@ double rt_perf_traffic_bytes(const rt_perf_model *m, int32_t level, const int64_
         }
         double passes = 1;
         if (!m->acc_persist) {
-            const int64_t *rs = red_shape ? red_shape : shape;
-            double n_red = rt_perf_tile_count(m, rs, false) / rt_perf_tile_count(m, rs, true);
+            double n_red = red_shape ? rt_perf_tile_count(m, red_shape, false) /
+                                           rt_perf_tile_count(m, red_shape, true)
+                                     : n_all / n_sp;
             if (n_red > 1)
                 passes = 2 * n_red - 1;
         }

@@ -111,6 +111,38 @@ static void test_dist(rt_arena *a) {
     test_dist_merged(a);
 }
 
+// rt_extent_dist_coarsen: at most max_points buckets of consecutive points, ascending, the
+// weight and the mean kept (each bucket is its weighted mean, rounded); a small d unchanged.
+static void test_dist_coarsen(rt_arena *a) {
+    rt_err err = {0};
+    rt_extent_dist d, c;
+    int64_t v[8];
+    double w[8];
+    RT_EXPECT_EQ(rt_extent_dist_uniform(a, 1, 512, 64, &d, &err), RT_OK);
+    for (int32_t max = 1; max <= 8; max++) {
+        rt_extent_dist_coarsen(&d, max, v, w, &c);
+        RT_EXPECT_EQ(c.n, max);
+        double sw = 0;
+        for (int32_t i = 0; i < c.n; i++) {
+            sw += c.weights[i];
+            RT_EXPECT(i == 0 || c.values[i] > c.values[i - 1]);
+            RT_EXPECT(c.weights[i] > 0.5 / max && c.weights[i] < 2.0 / max);
+        }
+        RT_EXPECT_NEAR(sw, 1, 1e-9);
+        RT_EXPECT_NEAR(rt_extent_dist_mean(&c), rt_extent_dist_mean(&d), 0.5);
+    }
+    // Skewed weights: one heavy point makes a bucket alone; every point left still gets one.
+    int64_t s[] = {1, 2, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3, 4, 5};
+    RT_EXPECT_EQ(rt_extent_dist_from_samples(a, s, 14, RT_NOLOC, &d, &err), RT_OK);
+    RT_EXPECT_EQ(d.n, 5);
+    rt_extent_dist_coarsen(&d, 4, v, w, &c);
+    RT_EXPECT_EQ(c.n, 4);
+    RT_EXPECT_NEAR(rt_extent_dist_mean(&c), rt_extent_dist_mean(&d), 0.5);
+    RT_EXPECT_EQ(c.values[c.n - 1], 5);
+    rt_extent_dist_coarsen(&d, 5, v, w, &c);
+    RT_EXPECT(c.values == d.values && c.n == 5);
+}
+
 static void test_bank_pad(void) {
     // Roller Fig. 5b: N = 4 elements (16 B) over 4 banks of 4 B read by n = 1: pad 1.
     RT_EXPECT_EQ(rt_perf_bank_pad_elems(4, 4, 4, 4, 1), 1);
@@ -288,6 +320,7 @@ static void test_cpu_rules(rt_arena *a) {
 int main(void) {
     rt_arena *a = rt_arena_new(1 << 20);
     test_dist(a);
+    test_dist_coarsen(a);
     test_bank_pad();
     test_matmul_model(a);
     test_conv_halo(a);
