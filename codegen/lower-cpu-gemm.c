@@ -809,6 +809,8 @@ rt_status rt_lower_gemm(rt_lower *l, const rt_gemm *g, const rt_gemm_epi *epi) {
     rt_let(l, kb, vp0, rt_b(l, RT_KIR_MUL, rt_v(l, vpk), rt_i(l, g->kc)));
     rt_let(l, kb, vkc,
            rt_b(l, RT_KIR_MIN, rt_i(l, g->kc), rt_b(l, RT_KIR_SUB, rt_i(l, g->K), rt_v(l, vp0))));
+    if (g->tri.on) // only the k steps the row block's range meets
+        rt_gemm_tri_kclamp(l, g, kb, vi0, vmc, vp0, vkc);
     int32_t buf_b = l->data_buf[g->tb], buf_c = l->data_buf[s->out];
     // A block (mcur x kcur) as mr-tall panels (alpha folded in) once per k block, then for each
     // nc block of the run the B block (kcur x ncur) as nr-wide panels after it.

@@ -267,6 +267,11 @@ bool rt_gemm_detect_tri(const rt_lower *l, int32_t si, rt_gemm *g);
 rt_kir_expr *rt_gemm_tri_row_block(rt_lower *l, const rt_gemm *g, rt_kir_expr *q, int64_t mt);
 void rt_gemm_tri_kblocks(rt_lower *l, const rt_gemm *g, rt_kir_block *blk, int32_t vi0, int32_t vmc,
                          int32_t *vpk_lo, int32_t *vpk_hi);
+// In a k block (p0, kcur: its first k step and count), the part of it the row block's range
+// meets: the packs of A and B and the micro-kernels then run only that part (kcur 0 where the
+// range is empty: the block's zeros are still stored).
+void rt_gemm_tri_kclamp(rt_lower *l, const rt_gemm *g, rt_kir_block *blk, int32_t vi0, int32_t vmc,
+                        int32_t vp0, int32_t vkc);
 void rt_gemm_tri_panel_k(rt_lower *l, const rt_gemm *g, rt_kir_block *blk, int32_t vip, int32_t vi0,
                          int32_t vmc, int32_t vp0, int32_t vkc, int32_t *vks, int32_t *vkn);
 rt_status rt_gemm_tri_pack_a(rt_lower *l, rt_kir_block *blk, const rt_gemm *g, int32_t vmc,

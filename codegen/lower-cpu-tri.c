@@ -102,6 +102,25 @@ void rt_gemm_tri_kblocks(rt_lower *l, const rt_gemm *g, rt_kir_block *blk, int32
                 rt_b(l, RT_KIR_ADD, rt_v(l, *vpk_lo), rt_i(l, 1))));
 }
 
+void rt_gemm_tri_kclamp(rt_lower *l, const rt_gemm *g, rt_kir_block *blk, int32_t vi0, int32_t vmc,
+                        int32_t vp0, int32_t vkc) {
+    // The row block's range again (a few operations per k block) rather than a var carried from
+    // rt_gemm_tri_kblocks: [lo, hi) within [0, K), as there.
+    rt_tri_blk ctx = {vi0, vmc};
+    rt_kir_expr *x, *y;
+    rt_tri_rows(l, g, rt_tri_blk_first, rt_tri_blk_last, &ctx, &x, &y);
+    rt_kir_expr *lo = rt_tri_clamp(l, x, rt_i(l, 0), rt_i(l, g->K));
+    rt_kir_expr *hi = rt_tri_clamp(l, y, lo, rt_i(l, g->K));
+    // [p0, p0 + kcur) within [lo, hi): kcur first, from the block's own p0.
+    rt_let(l, blk, vkc,
+           rt_b(l, RT_KIR_MAX,
+                rt_b(l, RT_KIR_SUB,
+                     rt_b(l, RT_KIR_MIN, rt_b(l, RT_KIR_ADD, rt_v(l, vp0), rt_v(l, vkc)), hi),
+                     rt_b(l, RT_KIR_MAX, rt_v(l, vp0), lo)),
+                rt_i(l, 0)));
+    rt_let(l, blk, vp0, rt_b(l, RT_KIR_MAX, rt_v(l, vp0), lo));
+}
+
 typedef struct rt_tri_pan {
     int32_t vi0, vmc, vip;
     int64_t mr;
