@@ -510,13 +510,24 @@ static void rt_gemm_next_b_at(rt_lower *l, const rt_gemm *g, rt_kir_block *blk, 
     rt_kir_expr *last = rt_b(l, RT_KIR_GE, rt_b(l, RT_KIR_ADD, rt_v(l, vjb), rt_i(l, 1)), jb_hi);
     rt_let(l, blk, *vjn,
            rt_kir_select(a, last, jb_lo, rt_b(l, RT_KIR_ADD, rt_v(l, vjb), rt_i(l, 1))));
+    // A triangular GEMM's p0 is its clamped start (rt_gemm_tri_kclamp): the next k block
+    // begins at the block's end.
     rt_let(l, blk, *vpn,
-           rt_b(l, RT_KIR_ADD, rt_v(l, vp0), rt_kir_select(a, last, rt_i(l, g->kc), rt_i(l, 0))));
+           g->tri.on ? rt_kir_select(
+                           a, last,
+                           rt_b(l, RT_KIR_MUL,
+                                rt_b(l, RT_KIR_ADD,
+                                     rt_b(l, RT_KIR_DIV, rt_v(l, vp0), rt_i(l, g->kc)), rt_i(l, 1)),
+                                rt_i(l, g->kc)),
+                           rt_v(l, vp0))
+                     : rt_b(l, RT_KIR_ADD, rt_v(l, vp0),
+                            rt_kir_select(a, last, rt_i(l, g->kc), rt_i(l, 0))));
 }
 
-// Then in panel, the body of the row panel loop (var ir), its share of the lines.
+// Then in panel, the body of the row panel loop (var ir), its share of the lines. k_end: where
+// the rows end (a triangular GEMM's row block range, rt_gemm_tri_khi), NULL: K.
 static void rt_gemm_prefetch_next_b(rt_lower *l, const rt_gemm *g, rt_kir_block *panel, int32_t vir,
-                                    int32_t buf_b, int32_t vjn, int32_t vpn) {
+                                    int32_t buf_b, int32_t vjn, int32_t vpn, rt_kir_expr *k_end) {
     rt_arena *a = l->a;
     int32_t vk = rt_kir_add_var(a, l->p, "pf_k", RT_KIR_I64),
             vq = rt_kir_add_var(a, l->p, "pf_line", RT_KIR_I64);
@@ -529,6 +540,15 @@ static void rt_gemm_prefetch_next_b(rt_lower *l, const rt_gemm *g, rt_kir_block 
     rt_kir_expr *cols = rt_b(l, RT_KIR_MIN, rt_i(l, g->nc), rt_b(l, RT_KIR_SUB, rt_i(l, g->N), j0));
     rt_kir_expr *rows =
         rt_b(l, RT_KIR_MIN, rt_i(l, g->kc), rt_b(l, RT_KIR_SUB, rt_i(l, g->K), rt_v(l, vpn)));
+    if (k_end) // up to the end of pf_p0's k block or of the range
+        rows = rt_b(l, RT_KIR_SUB,
+                    rt_b(l, RT_KIR_MIN,
+                         rt_b(l, RT_KIR_MUL,
+                              rt_b(l, RT_KIR_ADD, rt_b(l, RT_KIR_DIV, rt_v(l, vpn), rt_i(l, g->kc)),
+                                   rt_i(l, 1)),
+                              rt_i(l, g->kc)),
+                         k_end),
+                    rt_v(l, vpn));
     int64_t share = rt_ceil_div(g->kc, rt_ceil_div(g->mc, g->mr));
     rt_kir_expr *k_lo = rt_b(l, RT_KIR_MUL, rt_v(l, vir), rt_i(l, share));
     rt_kir_node *lk = rt_kir_loop(
@@ -858,7 +878,8 @@ rt_status rt_lower_gemm(rt_lower *l, const rt_gemm *g, const rt_gemm_epi *epi) {
     if (!li)
         return rt_fail(l->err, RT_ERR_NOMEM, RT_NOLOC, "out of memory");
     if (pf_next)
-        rt_gemm_prefetch_next_b(l, g, &li->body, vip, buf_b, vjn, vpn);
+        rt_gemm_prefetch_next_b(l, g, &li->body, vip, buf_b, vjn, vpn,
+                                g->tri.on ? rt_gemm_tri_khi(l, g, vi0, vmc) : NULL);
     int32_t vks = -1, vkn = -1;
     if (g->tri.on) // the row panel's k steps
         rt_gemm_tri_panel_k(l, g, &li->body, vip, vi0, vmc, vp0, vkc, &vks, &vkn);

@@ -272,6 +272,9 @@ void rt_gemm_tri_kblocks(rt_lower *l, const rt_gemm *g, rt_kir_block *blk, int32
 // range is empty: the block's zeros are still stored).
 void rt_gemm_tri_kclamp(rt_lower *l, const rt_gemm *g, rt_kir_block *blk, int32_t vi0, int32_t vmc,
                         int32_t vp0, int32_t vkc);
+// The end of the row block's range (rows [i0, i0 + mcur)) within [0, K): the k steps a B block
+// is packed for, up to which the next one is prefetched.
+rt_kir_expr *rt_gemm_tri_khi(rt_lower *l, const rt_gemm *g, int32_t vi0, int32_t vmc);
 void rt_gemm_tri_panel_k(rt_lower *l, const rt_gemm *g, rt_kir_block *blk, int32_t vip, int32_t vi0,
                          int32_t vmc, int32_t vp0, int32_t vkc, int32_t *vks, int32_t *vkn);
 rt_status rt_gemm_tri_pack_a(rt_lower *l, rt_kir_block *blk, const rt_gemm *g, int32_t vmc,

@@ -102,15 +102,27 @@ void rt_gemm_tri_kblocks(rt_lower *l, const rt_gemm *g, rt_kir_block *blk, int32
                 rt_b(l, RT_KIR_ADD, rt_v(l, *vpk_lo), rt_i(l, 1))));
 }
 
-void rt_gemm_tri_kclamp(rt_lower *l, const rt_gemm *g, rt_kir_block *blk, int32_t vi0, int32_t vmc,
-                        int32_t vp0, int32_t vkc) {
-    // The row block's range again (a few operations per k block) rather than a var carried from
-    // rt_gemm_tri_kblocks: [lo, hi) within [0, K), as there.
+// The row block's range [*lo, *hi) within [0, K), as rt_gemm_tri_kblocks has it, again (a few
+// operations where it is used) rather than vars carried from there.
+static void rt_tri_blk_range(rt_lower *l, const rt_gemm *g, int32_t vi0, int32_t vmc,
+                             rt_kir_expr **lo, rt_kir_expr **hi) {
     rt_tri_blk ctx = {vi0, vmc};
     rt_kir_expr *x, *y;
     rt_tri_rows(l, g, rt_tri_blk_first, rt_tri_blk_last, &ctx, &x, &y);
-    rt_kir_expr *lo = rt_tri_clamp(l, x, rt_i(l, 0), rt_i(l, g->K));
-    rt_kir_expr *hi = rt_tri_clamp(l, y, lo, rt_i(l, g->K));
+    *lo = rt_tri_clamp(l, x, rt_i(l, 0), rt_i(l, g->K));
+    *hi = rt_tri_clamp(l, y, *lo, rt_i(l, g->K));
+}
+
+rt_kir_expr *rt_gemm_tri_khi(rt_lower *l, const rt_gemm *g, int32_t vi0, int32_t vmc) {
+    rt_kir_expr *lo, *hi;
+    rt_tri_blk_range(l, g, vi0, vmc, &lo, &hi);
+    return hi;
+}
+
+void rt_gemm_tri_kclamp(rt_lower *l, const rt_gemm *g, rt_kir_block *blk, int32_t vi0, int32_t vmc,
+                        int32_t vp0, int32_t vkc) {
+    rt_kir_expr *lo, *hi;
+    rt_tri_blk_range(l, g, vi0, vmc, &lo, &hi);
     // [p0, p0 + kcur) within [lo, hi): kcur first, from the block's own p0.
     rt_let(l, blk, vkc,
            rt_b(l, RT_KIR_MAX,
