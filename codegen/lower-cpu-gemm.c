@@ -587,8 +587,8 @@ typedef struct rt_gemm_operand {
 static rt_status rt_gemm_pack_operand(rt_lower *l, rt_kir_block *blk, const rt_gemm *g,
                                       const rt_gemm_operand *op) {
     if (g->tri.on && !op->is_b)
-        return rt_gemm_tri_pack_a(l, blk, g, op->v_valid, op->v_kcur, op->v_row0, op->v_k0,
-                                  op->dst0);
+        return rt_gemm_tri_pack_a_panels(l, blk, g, op->v_valid, op->v_kcur, op->v_row0, op->v_k0,
+                                         op->dst0);
     static const char *const what[2][4] = {
         {"A block -> scratch, mr-tall k-major panels (L3 level; one in L1 at a time)",
          "A block -> scratch, mr-tall k-major panels of masked contiguous rows (L3 level; one in "

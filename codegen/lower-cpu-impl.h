@@ -279,6 +279,10 @@ void rt_gemm_tri_panel_k(rt_lower *l, const rt_gemm *g, rt_kir_block *blk, int32
                          int32_t vmc, int32_t vp0, int32_t vkc, int32_t *vks, int32_t *vkn);
 rt_status rt_gemm_tri_pack_a(rt_lower *l, rt_kir_block *blk, const rt_gemm *g, int32_t vmc,
                              int32_t vkc, int32_t vi0, int32_t vp0, int64_t dst0);
+// The same, each panel packed over its rows' k steps only (the rest of it is never read by the
+// packed GEMM's calls, which run each panel's own k steps: rt_gemm_tri_panel_k).
+rt_status rt_gemm_tri_pack_a_panels(rt_lower *l, rt_kir_block *blk, const rt_gemm *g, int32_t vmc,
+                                    int32_t vkc, int32_t vi0, int32_t vp0, int64_t dst0);
 
 // lower-cpu-pack.c
 void rt_gemm_pack(rt_lower *l, rt_kir_block *blk, const char *what, int32_t w, rt_kir_expr *valid,

@@ -59,6 +59,10 @@ int main(void) {
         // A band of four diagonals: both ends of k's range move with i.
         "def f(float(N, N + 3) A, float(N + 3, P) X) -> (Y) {\n"
         "    Y(i, p) +=! A(i, k) * X(k, p)   where k in i:i + 4\n}\n",
+        // A range whose start falls as i grows (below the anti-diagonal): a row panel's
+        // first k step is its last row's, and its pack starts there.
+        "def f(float(N, N) A, float(N, P) X) -> (Y) {\n"
+        "    Y(i, p) +=! A(i, k) * X(k, p)   where k in N - 1 - i:N\n}\n",
         // '+=' onto an output over several k blocks.
         "def f(float(i:N, i + 1) L, float(N, P) X) -> (float(N, P) Y) {\n"
         "    Y(i, p) += L(i, k) * X(k, p) / 4\n}\n",
