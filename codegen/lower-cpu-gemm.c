@@ -510,13 +510,24 @@ static void rt_gemm_next_b_at(rt_lower *l, const rt_gemm *g, rt_kir_block *blk, 
     rt_kir_expr *last = rt_b(l, RT_KIR_GE, rt_b(l, RT_KIR_ADD, rt_v(l, vjb), rt_i(l, 1)), jb_hi);
     rt_let(l, blk, *vjn,
            rt_kir_select(a, last, jb_lo, rt_b(l, RT_KIR_ADD, rt_v(l, vjb), rt_i(l, 1))));
+    // A triangular GEMM's p0 is its clamped start (rt_gemm_tri_kclamp): the next k block
+    // begins at the block's end.
     rt_let(l, blk, *vpn,
-           rt_b(l, RT_KIR_ADD, rt_v(l, vp0), rt_kir_select(a, last, rt_i(l, g->kc), rt_i(l, 0))));
+           g->tri.on ? rt_kir_select(
+                           a, last,
+                           rt_b(l, RT_KIR_MUL,
+                                rt_b(l, RT_KIR_ADD,
+                                     rt_b(l, RT_KIR_DIV, rt_v(l, vp0), rt_i(l, g->kc)), rt_i(l, 1)),
+                                rt_i(l, g->kc)),
+                           rt_v(l, vp0))
+                     : rt_b(l, RT_KIR_ADD, rt_v(l, vp0),
+                            rt_kir_select(a, last, rt_i(l, g->kc), rt_i(l, 0))));
 }
 
-// Then in panel, the body of the row panel loop (var ir), its share of the lines.
+// Then in panel, the body of the row panel loop (var ir), its share of the lines. k_end: where
+// the rows end (a triangular GEMM's row block range, rt_gemm_tri_khi), NULL: K.
 static void rt_gemm_prefetch_next_b(rt_lower *l, const rt_gemm *g, rt_kir_block *panel, int32_t vir,
-                                    int32_t buf_b, int32_t vjn, int32_t vpn) {
+                                    int32_t buf_b, int32_t vjn, int32_t vpn, rt_kir_expr *k_end) {
     rt_arena *a = l->a;
     int32_t vk = rt_kir_add_var(a, l->p, "pf_k", RT_KIR_I64),
             vq = rt_kir_add_var(a, l->p, "pf_line", RT_KIR_I64);
@@ -529,6 +540,15 @@ static void rt_gemm_prefetch_next_b(rt_lower *l, const rt_gemm *g, rt_kir_block 
     rt_kir_expr *cols = rt_b(l, RT_KIR_MIN, rt_i(l, g->nc), rt_b(l, RT_KIR_SUB, rt_i(l, g->N), j0));
     rt_kir_expr *rows =
         rt_b(l, RT_KIR_MIN, rt_i(l, g->kc), rt_b(l, RT_KIR_SUB, rt_i(l, g->K), rt_v(l, vpn)));
+    if (k_end) // up to the end of pf_p0's k block or of the range
+        rows = rt_b(l, RT_KIR_SUB,
+                    rt_b(l, RT_KIR_MIN,
+                         rt_b(l, RT_KIR_MUL,
+                              rt_b(l, RT_KIR_ADD, rt_b(l, RT_KIR_DIV, rt_v(l, vpn), rt_i(l, g->kc)),
+                                   rt_i(l, 1)),
+                              rt_i(l, g->kc)),
+                         k_end),
+                    rt_v(l, vpn));
     int64_t share = rt_ceil_div(g->kc, rt_ceil_div(g->mc, g->mr));
     rt_kir_expr *k_lo = rt_b(l, RT_KIR_MUL, rt_v(l, vir), rt_i(l, share));
     rt_kir_node *lk = rt_kir_loop(
@@ -567,8 +587,8 @@ typedef struct rt_gemm_operand {
 static rt_status rt_gemm_pack_operand(rt_lower *l, rt_kir_block *blk, const rt_gemm *g,
                                       const rt_gemm_operand *op) {
     if (g->tri.on && !op->is_b)
-        return rt_gemm_tri_pack_a(l, blk, g, op->v_valid, op->v_kcur, op->v_row0, op->v_k0,
-                                  op->dst0);
+        return rt_gemm_tri_pack_a_panels(l, blk, g, op->v_valid, op->v_kcur, op->v_row0, op->v_k0,
+                                         op->dst0);
     static const char *const what[2][4] = {
         {"A block -> scratch, mr-tall k-major panels (L3 level; one in L1 at a time)",
          "A block -> scratch, mr-tall k-major panels of masked contiguous rows (L3 level; one in "
@@ -809,6 +829,8 @@ rt_status rt_lower_gemm(rt_lower *l, const rt_gemm *g, const rt_gemm_epi *epi) {
     rt_let(l, kb, vp0, rt_b(l, RT_KIR_MUL, rt_v(l, vpk), rt_i(l, g->kc)));
     rt_let(l, kb, vkc,
            rt_b(l, RT_KIR_MIN, rt_i(l, g->kc), rt_b(l, RT_KIR_SUB, rt_i(l, g->K), rt_v(l, vp0))));
+    if (g->tri.on) // only the k steps the row block's range meets
+        rt_gemm_tri_kclamp(l, g, kb, vi0, vmc, vp0, vkc);
     int32_t buf_b = l->data_buf[g->tb], buf_c = l->data_buf[s->out];
     // A block (mcur x kcur) as mr-tall panels (alpha folded in) once per k block, then for each
     // nc block of the run the B block (kcur x ncur) as nr-wide panels after it.
@@ -856,7 +878,8 @@ rt_status rt_lower_gemm(rt_lower *l, const rt_gemm *g, const rt_gemm_epi *epi) {
     if (!li)
         return rt_fail(l->err, RT_ERR_NOMEM, RT_NOLOC, "out of memory");
     if (pf_next)
-        rt_gemm_prefetch_next_b(l, g, &li->body, vip, buf_b, vjn, vpn);
+        rt_gemm_prefetch_next_b(l, g, &li->body, vip, buf_b, vjn, vpn,
+                                g->tri.on ? rt_gemm_tri_khi(l, g, vi0, vmc) : NULL);
     int32_t vks = -1, vkn = -1;
     if (g->tri.on) // the row panel's k steps
         rt_gemm_tri_panel_k(l, g, &li->body, vip, vi0, vmc, vp0, vkc, &vks, &vkn);

@@ -267,10 +267,22 @@ bool rt_gemm_detect_tri(const rt_lower *l, int32_t si, rt_gemm *g);
 rt_kir_expr *rt_gemm_tri_row_block(rt_lower *l, const rt_gemm *g, rt_kir_expr *q, int64_t mt);
 void rt_gemm_tri_kblocks(rt_lower *l, const rt_gemm *g, rt_kir_block *blk, int32_t vi0, int32_t vmc,
                          int32_t *vpk_lo, int32_t *vpk_hi);
+// In a k block (p0, kcur: its first k step and count), the part of it the row block's range
+// meets: the packs of A and B and the micro-kernels then run only that part (kcur 0 where the
+// range is empty: the block's zeros are still stored).
+void rt_gemm_tri_kclamp(rt_lower *l, const rt_gemm *g, rt_kir_block *blk, int32_t vi0, int32_t vmc,
+                        int32_t vp0, int32_t vkc);
+// The end of the row block's range (rows [i0, i0 + mcur)) within [0, K): the k steps a B block
+// is packed for, up to which the next one is prefetched.
+rt_kir_expr *rt_gemm_tri_khi(rt_lower *l, const rt_gemm *g, int32_t vi0, int32_t vmc);
 void rt_gemm_tri_panel_k(rt_lower *l, const rt_gemm *g, rt_kir_block *blk, int32_t vip, int32_t vi0,
                          int32_t vmc, int32_t vp0, int32_t vkc, int32_t *vks, int32_t *vkn);
 rt_status rt_gemm_tri_pack_a(rt_lower *l, rt_kir_block *blk, const rt_gemm *g, int32_t vmc,
                              int32_t vkc, int32_t vi0, int32_t vp0, int64_t dst0);
+// The same, each panel packed over its rows' k steps only (the rest of it is never read by the
+// packed GEMM's calls, which run each panel's own k steps: rt_gemm_tri_panel_k).
+rt_status rt_gemm_tri_pack_a_panels(rt_lower *l, rt_kir_block *blk, const rt_gemm *g, int32_t vmc,
+                                    int32_t vkc, int32_t vi0, int32_t vp0, int64_t dst0);
 
 // lower-cpu-pack.c
 void rt_gemm_pack(rt_lower *l, rt_kir_block *blk, const char *what, int32_t w, rt_kir_expr *valid,

@@ -102,6 +102,37 @@ void rt_gemm_tri_kblocks(rt_lower *l, const rt_gemm *g, rt_kir_block *blk, int32
                 rt_b(l, RT_KIR_ADD, rt_v(l, *vpk_lo), rt_i(l, 1))));
 }
 
+// The row block's range [*lo, *hi) within [0, K), as rt_gemm_tri_kblocks has it, again (a few
+// operations where it is used) rather than vars carried from there.
+static void rt_tri_blk_range(rt_lower *l, const rt_gemm *g, int32_t vi0, int32_t vmc,
+                             rt_kir_expr **lo, rt_kir_expr **hi) {
+    rt_tri_blk ctx = {vi0, vmc};
+    rt_kir_expr *x, *y;
+    rt_tri_rows(l, g, rt_tri_blk_first, rt_tri_blk_last, &ctx, &x, &y);
+    *lo = rt_tri_clamp(l, x, rt_i(l, 0), rt_i(l, g->K));
+    *hi = rt_tri_clamp(l, y, *lo, rt_i(l, g->K));
+}
+
+rt_kir_expr *rt_gemm_tri_khi(rt_lower *l, const rt_gemm *g, int32_t vi0, int32_t vmc) {
+    rt_kir_expr *lo, *hi;
+    rt_tri_blk_range(l, g, vi0, vmc, &lo, &hi);
+    return hi;
+}
+
+void rt_gemm_tri_kclamp(rt_lower *l, const rt_gemm *g, rt_kir_block *blk, int32_t vi0, int32_t vmc,
+                        int32_t vp0, int32_t vkc) {
+    rt_kir_expr *lo, *hi;
+    rt_tri_blk_range(l, g, vi0, vmc, &lo, &hi);
+    // [p0, p0 + kcur) within [lo, hi): kcur first, from the block's own p0.
+    rt_let(l, blk, vkc,
+           rt_b(l, RT_KIR_MAX,
+                rt_b(l, RT_KIR_SUB,
+                     rt_b(l, RT_KIR_MIN, rt_b(l, RT_KIR_ADD, rt_v(l, vp0), rt_v(l, vkc)), hi),
+                     rt_b(l, RT_KIR_MAX, rt_v(l, vp0), lo)),
+                rt_i(l, 0)));
+    rt_let(l, blk, vp0, rt_b(l, RT_KIR_MAX, rt_v(l, vp0), lo));
+}
+
 typedef struct rt_tri_pan {
     int32_t vi0, vmc, vip;
     int64_t mr;
@@ -166,8 +197,10 @@ static void rt_tri_fset(rt_lower *l, rt_kir_block *blk, int32_t var, rt_kir_expr
 // of packed triangular storage, or the row stride of a dense A) and its k steps in the block;
 // then one vector loop over k with the mr rows unrolled, each a masked contiguous load (zero
 // outside its row's range, and for the rows past mcur).
-rt_status rt_gemm_tri_pack_a(rt_lower *l, rt_kir_block *blk, const rt_gemm *g, int32_t vmc,
-                             int32_t vkc, int32_t vi0, int32_t vp0, int64_t dst0) {
+// own_k: each panel over its rows' k steps only (the union of their ranges), which are all its
+// micro-kernel calls read (rt_gemm_tri_panel_k's range lies within it); else over the block's.
+static rt_status rt_tri_pack_a(rt_lower *l, rt_kir_block *blk, const rt_gemm *g, int32_t vmc,
+                               int32_t vkc, int32_t vi0, int32_t vp0, int64_t dst0, bool own_k) {
     rt_arena *a = l->a;
     int32_t w = g->mr;
     if (w > 32)
@@ -176,8 +209,11 @@ rt_status rt_gemm_tri_pack_a(rt_lower *l, rt_kir_block *blk, const rt_gemm *g, i
     RT_LOWER_CHECK(l, copy);
     if (!copy)
         return RT_OK;
-    copy->text = "A block -> scratch, mr-tall k-major panels of the triangular A's rows, zero "
-                 "outside each row's k range (L3 level; one in L1 at a time)";
+    copy->text = own_k ? "A block -> scratch, mr-tall k-major panels of the triangular A's rows, "
+                         "each over its rows' k steps, zero outside each row's range (L3 level; "
+                         "one in L1 at a time)"
+                       : "A block -> scratch, mr-tall k-major panels of the triangular A's rows, "
+                         "zero outside each row's k range (L3 level; one in L1 at a time)";
     int32_t vp = rt_kir_add_var(a, l->p, "panel", RT_KIR_I64);
     int32_t vk = rt_kir_add_var(a, l->p, "kk", RT_KIR_I64);
     int32_t vlo[32], vhi[32], vbase[32], vval[32];
@@ -225,7 +261,12 @@ rt_status rt_gemm_tri_pack_a(rt_lower *l, rt_kir_block *blk, const rt_gemm *g, i
                rt_b(l, RT_KIR_SUB, rt_b(l, RT_KIR_ADD, off, rt_v(l, vp0)),
                     rt_tri_at(l, g->tri_c, g->tri_s, m)));
     }
-    rt_kir_node *lk = rt_kir_loop(a, &lp->body, vk, rt_i(l, 0), rt_v(l, vkc), RT_KIR_LOOP_VECTOR);
+    rt_kir_expr *k0 = rt_i(l, 0), *k1 = rt_v(l, vkc);
+    for (int32_t r = 0; own_k && r < w; r++) {
+        k0 = r ? rt_b(l, RT_KIR_MIN, k0, rt_v(l, vlo[r])) : rt_v(l, vlo[r]);
+        k1 = r ? rt_b(l, RT_KIR_MAX, k1, rt_v(l, vhi[r])) : rt_v(l, vhi[r]);
+    }
+    rt_kir_node *lk = rt_kir_loop(a, &lp->body, vk, k0, k1, RT_KIR_LOOP_VECTOR);
     RT_LOWER_CHECK(l, lk);
     if (!lk)
         return RT_OK;
@@ -250,4 +291,14 @@ rt_status rt_gemm_tri_pack_a(rt_lower *l, rt_kir_block *blk, const rt_gemm *g, i
         rt_tri_store(l, &lk->body, rt_b(l, RT_KIR_ADD, drow, rt_i(l, r)), rt_v(l, vval[r]));
     }
     return RT_OK;
+}
+
+rt_status rt_gemm_tri_pack_a(rt_lower *l, rt_kir_block *blk, const rt_gemm *g, int32_t vmc,
+                             int32_t vkc, int32_t vi0, int32_t vp0, int64_t dst0) {
+    return rt_tri_pack_a(l, blk, g, vmc, vkc, vi0, vp0, dst0, false);
+}
+
+rt_status rt_gemm_tri_pack_a_panels(rt_lower *l, rt_kir_block *blk, const rt_gemm *g, int32_t vmc,
+                                    int32_t vkc, int32_t vi0, int32_t vp0, int64_t dst0) {
+    return rt_tri_pack_a(l, blk, g, vmc, vkc, vi0, vp0, dst0, true);
 }

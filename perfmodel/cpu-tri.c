@@ -101,6 +101,22 @@ bool rt_perf_tri_detect(const rt_op *op, int32_t si, rt_perf_tri *t) {
     return true;
 }
 
+void rt_perf_tri_access_view(rt_perf_model *m) {
+    rt_perf_tri t;
+    if (m->thread_level >= 0 || !rt_perf_tri_detect(m->op, m->main_stmt, &t) || t.s == 0)
+        return;
+    const rt_stmt *s = &m->op->stmts[m->main_stmt];
+    int32_t xm = -1;
+    for (int32_t x = 0; x < s->n_axes && x < m->n_axes; x++)
+        if (s->axes[x].n_members == 1 && s->axes[x].members[0] == t.m_var)
+            xm = x;
+    for (int32_t i = 0; i < m->n_access && xm >= 0; i++) {
+        rt_perf_access *acc = &m->access[i];
+        if (!acc->is_output && acc->tensor == t.rb->tensor && acc->n_dims == 2 && acc->affine[0])
+            acc->coef[0][xm] = 0;
+    }
+}
+
 void rt_perf_tri_rows_range(const rt_perf_tri_range *r, int64_t K, int64_t m0, int64_t m1,
                             int64_t *lo, int64_t *hi) {
     int64_t last = m1 > m0 ? m1 - 1 : m0;

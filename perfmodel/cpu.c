@@ -812,8 +812,9 @@ static double span_cycles(const rt_perf_cpu_gemm *g, const gemm_costs *c, const 
 
 // Cycles of the items [i0, i1) of a triangular GEMM (g->tri), in the backend's order
 // (rt_perf_tri_row_block): an item runs only the k blocks its row block's range meets, packing A
-// (masked) and per column block B once per such block; its row panels' calls run only the k
-// steps of their rows' range (rt_perf_tri_sum over the panels), each call its fixed cost.
+// (masked, each panel over its own k steps) and per column block B once per such block, over
+// the block's part within the range; its row panels' calls run only the k steps of their rows'
+// range (rt_perf_tri_sum over the panels), each call its fixed cost.
 static double tri_cycles(const rt_perf_cpu_gemm *g, const gemm_costs *c, const rt_perf_ukernel *uk,
                          int64_t i0, int64_t i1, double *pack) {
     int64_t mt = rt_ceil_div(g->M, g->mc), ntl = rt_ceil_div(g->N, g->nc);
@@ -828,12 +829,15 @@ static double tri_cycles(const rt_perf_cpu_gemm *g, const gemm_costs *c, const r
         rt_perf_tri_rows_range(r, g->K, r0, r0 + mcur, &lo, &hi);
         int64_t kb0 = rt_min64(lo / g->kc, nkb - 1);
         int64_t kb1 = rt_max64(rt_ceil_div(hi, g->kc), kb0 + 1);
-        double last = g->K % g->kc && kb1 == nkb ? 1 : 0, nk = (double)(kb1 - kb0);
-        double a = (nk - last) * c->a_pack[er][0] + last * c->a_pack[er][1];
         int64_t pan = rt_ceil_div(mcur, g->mr);
         double steps = rt_perf_tri_sum(
             r->lo0 + r->lo1 * (r0 + (r->lo1 < 0 ? g->mr - 1 : 0)), r->lo1 * g->mr,
             r->hi0 + r->hi1 * (r0 + (r->hi1 >= 0 ? g->mr - 1 : 0)), r->hi1 * g->mr, g->K, pan);
+        // Each k block packs B only over its part within [lo, hi) (rt_gemm_tri_kclamp): hi - lo
+        // k steps over the item's blocks; A's panels only over their own k steps (steps), at
+        // costs linear in them.
+        double nk = (double)(kb1 - kb0), kf = (double)(hi - lo) / (double)g->kc;
+        double a = steps / ((double)pan * (double)g->kc) * c->a_pack[er][0];
         int64_t cb0 = (i / mt) * bpg, cb1 = rt_min64(ntl, cb0 + bpg);
         double cost = a, pk = a;
         for (int64_t cb = cb0; cb < cb1; cb++) {
@@ -841,8 +845,7 @@ static double tri_cycles(const rt_perf_cpu_gemm *g, const gemm_costs *c, const r
             int64_t width = ec ? g->N % g->nc : g->nc;
             double cols = (double)rt_ceil_div(width, g->nr);
             double calls = cols * ((double)pan * nk * fixed + steps * uk->cycles_per_k);
-            double bp = (nk - last) * c->b_pack[ec][0] + last * c->b_pack[ec][1];
-            double fetch = (nk - last) * c->b_fetch[ec][0] + last * c->b_fetch[ec][1];
+            double bp = kf * c->b_pack[ec][0], fetch = kf * c->b_fetch[ec][0];
             cost += bp + (fetch > calls ? fetch : calls) +
                     nk * 2.0 * (double)mcur * (double)width * 4.0 * c->c_cycles_per_byte;
             pk += bp;

@@ -593,6 +593,11 @@ typedef struct rt_perf_tri {
     rt_perf_tri_range range;
 } rt_perf_tri;
 bool rt_perf_tri_detect(const rt_op *op, int32_t si, rt_perf_tri *t);
+// A triangular main statement on the CPU (thread_level < 0) whose B row moves with m (s != 0,
+// trmm_upper's X(i + k, p)): B's access in the GEMM's coordinates, where the backend packs its
+// rows kk = k + s m + c as the GEMM's k. A tile of tk k steps then reads tk rows of B whatever
+// its m tile, as it does in the packed GEMM (B(k, n) of the lower case).
+void rt_perf_tri_access_view(rt_perf_model *m);
 // Union of the k ranges of rows [m0, m1) (m1 > m0), within [0, K): [*lo, *hi), *hi >= *lo.
 void rt_perf_tri_rows_range(const rt_perf_tri_range *r, int64_t K, int64_t m0, int64_t m1,
                             int64_t *lo, int64_t *hi);

@@ -837,6 +837,7 @@ rt_status rt_perf_model_build(rt_arena *a, const rt_op *op, const rt_device *dev
     model_fused(m, best, opt, dmax);
 
     RT_TRY(model_levels(m, opt, err));
+    rt_perf_tri_access_view(m);
     model_local(m);
     m->warm = rt_perf_cpu_warm(m);
     rt_perf_cpu_flat_axis(m, st, &m->flat);

@@ -39,12 +39,14 @@ int main(void) {
     rt_device dev;
     if (!rt_num_host(&dev))
         return 77;
-    // N = 1500 is over the largest kc (1024): several k blocks, and row blocks that start
-    // past the first (upper) or end before the last (lower).
-    static const char *const sizes[] = {"size N = 1\nsize P = 1\n",   "size N = 2\nsize P = 7\n",
-                                        "size N = 7\nsize P = 2\n",   "size N = 31\nsize P = 257\n",
-                                        "size N = 97\nsize P = 31\n", "size N = 257\nsize P = 97\n",
-                                        "size N = 1500\nsize P = 5\n"};
+    // N = 1500 and the prime 1031 are over the largest kc (1024): several k blocks, row blocks
+    // that start past the first (upper) or end before the last (lower), and k blocks packed and
+    // run only where a row block's range meets them (rt_gemm_tri_kclamp: from the upper's
+    // diagonal, up to the lower's), at offsets that are no multiple of kc.
+    static const char *const sizes[] = {
+        "size N = 1\nsize P = 1\n",    "size N = 2\nsize P = 7\n",   "size N = 7\nsize P = 2\n",
+        "size N = 31\nsize P = 257\n", "size N = 97\nsize P = 31\n", "size N = 257\nsize P = 97\n",
+        "size N = 1500\nsize P = 5\n", "size N = 1031\nsize P = 3\n"};
     uint64_t seed = 1;
     for (size_t i = 0; i < sizeof sizes / sizeof *sizes; i++) {
         run_case(&dev, lower, sizes[i], seed++);
@@ -57,6 +59,10 @@ int main(void) {
         // A band of four diagonals: both ends of k's range move with i.
         "def f(float(N, N + 3) A, float(N + 3, P) X) -> (Y) {\n"
         "    Y(i, p) +=! A(i, k) * X(k, p)   where k in i:i + 4\n}\n",
+        // A range whose start falls as i grows (below the anti-diagonal): a row panel's
+        // first k step is its last row's, and its pack starts there.
+        "def f(float(N, N) A, float(N, P) X) -> (Y) {\n"
+        "    Y(i, p) +=! A(i, k) * X(k, p)   where k in N - 1 - i:N\n}\n",
         // '+=' onto an output over several k blocks.
         "def f(float(i:N, i + 1) L, float(N, P) X) -> (float(N, P) Y) {\n"
         "    Y(i, p) += L(i, k) * X(k, p) / 4\n}\n",
