@@ -156,9 +156,15 @@ static void rt_c_ukernel(rt_cemit *c, const rt_kir_ukernel *u, int ind) {
     rt_buf *b = c->b;
     rt_buf_linef(b, ind, "{ // micro-kernel %dx%d: broadcast A, FMA with B rows, reduce over k",
                  u->mr, u->nr);
-    rt_buf_printf(b, "%*sconst float *ua = scratch + ", 4 * (ind + 1), "");
+    rt_buf_printf(b, "%*sconst float *ua = %s + ", 4 * (ind + 1), "",
+                  u->a_ld > 0 ? c->k->bufs[u->a_buf].name : "scratch");
     rt_c_expr(c, u->a_off);
     rt_buf_puts(b, ";\n");
+    if (u->a_ld > 0) { // A read in place, rows past m_valid clamped (kir.h)
+        rt_buf_printf(b, "%*sconst int64_t uma = ", 4 * (ind + 1), "");
+        rt_c_expr(c, u->m_valid);
+        rt_buf_puts(b, ";\n");
+    }
     rt_buf_printf(b, "%*sconst float *ub = scratch + ", 4 * (ind + 1), "");
     rt_c_expr(c, u->b_off);
     rt_buf_puts(b, ";\n");
@@ -169,7 +175,11 @@ static void rt_c_ukernel(rt_cemit *c, const rt_kir_ukernel *u, int ind) {
     rt_buf_puts(b, ";\n");
     rt_buf_linef(b, ind + 1, "for (int64_t uk = 0; uk < ukc; uk++) {");
     rt_buf_linef(b, ind + 2, "for (int ui = 0; ui < %d; ui++) {", u->mr);
-    rt_buf_linef(b, ind + 3, "const float av = ua[uk * %d + ui];", u->mr);
+    if (u->a_ld > 0)
+        rt_buf_linef(b, ind + 3, "const float av = ua[(ui < uma ? ui : uma - 1) * %lld + uk];",
+                     (long long)u->a_ld);
+    else
+        rt_buf_linef(b, ind + 3, "const float av = ua[uk * %d + ui];", u->mr);
     rt_buf_linef(b, ind + 3, "for (int uj = 0; uj < %d; uj++)", u->nr);
     if (u->b_sub > 0 && u->b_sub < u->nr) // b_sub-wide sub-panels of ukc k steps (kir.h)
         rt_buf_linef(b, ind + 4,

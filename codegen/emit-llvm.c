@@ -697,7 +697,18 @@ static void rt_l_ukernel(rt_lemit *l, const rt_kir_ukernel *u) {
     // mr x nv accumulators of vl floats, vl the target's vector register (kir.h).
     int32_t mr = u->mr, vl = u->vl, nv = u->nr / vl, na = mr * nv;
     LLVMTypeRef vt = LLVMVectorType(l->f32, (unsigned)vl);
-    LLVMValueRef ua = rt_l_addr(l, 0, rt_l_expr(l, u->a_off));
+    bool a_in_place = u->a_ld > 0; // A's rows read from its tensor (kir.h)
+    LLVMValueRef ua = rt_l_addr(l, a_in_place ? u->a_buf : 0, rt_l_expr(l, u->a_off));
+    LLVMValueRef arow[RT_KIR_UK_MAX_ACC];
+    if (a_in_place) {
+        LLVMValueRef last = LLVMBuildSub(b, rt_l_expr(l, u->m_valid), rt_l_i64(l, 1), "");
+        for (int32_t i = 0; i < u->mr; i++) {
+            LLVMValueRef r = rt_l_i64(l, i);
+            LLVMValueRef in = LLVMBuildICmp(b, LLVMIntSLT, r, last, "");
+            arow[i] =
+                LLVMBuildMul(b, LLVMBuildSelect(b, in, r, last, ""), rt_l_i64(l, u->a_ld), "");
+        }
+    }
     LLVMValueRef ub = rt_l_addr(l, 0, rt_l_expr(l, u->b_off));
     LLVMValueRef kc = rt_l_expr(l, u->kc);
     LLVMValueRef fma = rt_l_intrinsic(l, "llvm.fma", vt);
@@ -743,7 +754,8 @@ static void rt_l_ukernel(rt_lemit *l, const rt_kir_ukernel *u) {
     rt_l_uk_bload(l, u, vt, ub, kc, kphi, zero_c, bv);
     LLVMValueRef ka = LLVMBuildNSWMul(b, kphi, rt_l_i64(l, mr), "");
     for (int32_t i = 0; i < mr; i++) {
-        LLVMValueRef idx = LLVMBuildNSWAdd(b, ka, rt_l_i64(l, i), "");
+        LLVMValueRef idx = a_in_place ? LLVMBuildNSWAdd(b, arow[i], kphi, "")
+                                      : LLVMBuildNSWAdd(b, ka, rt_l_i64(l, i), "");
         LLVMValueRef av =
             LLVMBuildLoad2(b, l->f32, LLVMBuildInBoundsGEP2(b, l->f32, ua, &idx, 1, ""), "a");
         LLVMValueRef splat = rt_l_splat_n(l, av, (unsigned)vl);

@@ -130,6 +130,11 @@ typedef struct rt_kir_ukernel {
     // multiple of b_sub, b_sub of vl), each kc x b_sub, one after the other: a transposed B packs
     // as independent 8-wide panels (8x8 transposes) instead of one 16-wide gather per k step.
     int32_t b_sub;
+    // A read in place (a_ld > 0; packed panels in scratch when 0): element (i, k) at
+    // a_buf[a_off + min(i, m_valid - 1) * a_ld + k], rows contiguous along k (a batched GEMM's
+    // A of one k block, not worth a pack); rows past m_valid repeat the last valid one.
+    int64_t a_ld;
+    int32_t a_buf;
     // Streaming (non-temporal) stores of full tiles that overwrite C, for GEMMs with a single
     // k block whose C is far larger than the caches (C is written once and never read back).
     bool stream;

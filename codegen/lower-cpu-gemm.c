@@ -335,6 +335,88 @@ static bool rt_gemm_plain_read(rt_lower *l, const rt_gemm *g, const rt_expr *rd,
     return b != NULL;
 }
 
+// The next batch entry's operand block, prefetched while an item that is a whole entry of a
+// batched GEMM (a_batch, one row and one column block: attention scores, 128-512 rows of K = 64)
+// runs: its packs would otherwise wait on every line of the entry's A and B from L3 or memory
+// (about 13% of the time of 96 x 128x128x64 on a Sapphire Rapids core). The read's lines are
+// runs of its contiguous index (k, or the rows), rt_gemm_plain_read's strides; row panel ir of
+// the n_ip issues its share of them, a few per panel. False (nothing emitted) where neither
+// stride is 1 or the read is not a plain one.
+typedef struct rt_gemm_next_pf {
+    int32_t buf;
+    int64_t runs, run_stride, lines_per_run, share; // lines: runs x lines_per_run
+    rt_kir_expr *base;                              // the next entry's offset (phase expr)
+} rt_gemm_next_pf;
+
+static bool rt_gemm_next_entry_pf(rt_lower *l, const rt_gemm *g, const rt_expr *rd,
+                                  const int32_t *rows, int32_t n_rows, int64_t n_rows_total,
+                                  rt_kir_expr *next, int64_t n_ip, rt_gemm_next_pf *pf) {
+    const rt_stmt *s = &l->op->stmts[g->stmt];
+    int64_t coef[16], c0, ext, st[1], s_row, s_k;
+    if (!rt_access_coefs(l, s, rd->tensor, rd->args, NULL, rd->n_args, coef, &c0) || c0 != 0)
+        return false;
+    const int64_t *cs[1] = {coef};
+    if (!rt_gemm_group(l, s, rows, n_rows, cs, 1, &ext, st))
+        return false;
+    s_row = st[0];
+    if (!rt_gemm_group(l, s, g->gvar[RT_GEMM_G_K], g->n_gvar[RT_GEMM_G_K], cs, 1, &ext, st))
+        return false;
+    s_k = st[0];
+    int64_t len;
+    if (s_k == 1)
+        pf->runs = n_rows_total, pf->run_stride = s_row, len = g->K;
+    else if (s_row == 1)
+        pf->runs = g->K, pf->run_stride = s_k, len = n_rows_total;
+    else
+        return false;
+    pf->lines_per_run = rt_ceil_div(len, 16);
+    pf->share = rt_ceil_div(pf->runs * pf->lines_per_run, n_ip);
+    pf->buf = l->data_buf[rd->tensor];
+    // The batch vars' digits of the next entry (outer first), times the read's coefficients.
+    rt_kir_expr *b = rt_i(l, 0);
+    int64_t inner = 1;
+    for (int32_t i = g->n_gvar[RT_GEMM_G_BATCH] - 1; i >= 0; i--) {
+        int32_t v = g->gvar[RT_GEMM_G_BATCH][i];
+        int64_t hi = 1;
+        rt_expr_const_int(l->op, s->vars[v].hi, &hi);
+        if (coef[v] != 0)
+            b = rt_b(
+                l, RT_KIR_ADD, b,
+                rt_b(l, RT_KIR_MUL,
+                     rt_b(l, RT_KIR_MOD, rt_b(l, RT_KIR_DIV, next, rt_i(l, inner)), rt_i(l, hi)),
+                     rt_i(l, coef[v])));
+        inner *= hi;
+    }
+    pf->base = b;
+    return b != NULL;
+}
+
+// In blk (the body of the row panel loop, var vir): row panel ir's share of pf's lines.
+static void rt_gemm_next_entry_lines(rt_lower *l, rt_kir_block *blk, int32_t vir,
+                                     const rt_gemm_next_pf *pf) {
+    rt_arena *a = l->a;
+    int32_t vq = rt_kir_add_var(a, l->p, "pf_line", RT_KIR_I64);
+    RT_LOWER_CHECK(l, vq >= 0);
+    if (vq < 0)
+        return;
+    rt_kir_expr *q0 = rt_b(l, RT_KIR_MUL, rt_v(l, vir), rt_i(l, pf->share));
+    rt_kir_node *lq = rt_kir_loop(a, blk, vq, q0,
+                                  rt_b(l, RT_KIR_MIN, rt_b(l, RT_KIR_ADD, q0, rt_i(l, pf->share)),
+                                       rt_i(l, pf->runs * pf->lines_per_run)),
+                                  RT_KIR_LOOP_SERIAL);
+    rt_kir_node *n = lq ? rt_kir_append(a, &lq->body, RT_KIR_N_PREFETCH) : NULL;
+    RT_LOWER_CHECK(l, n);
+    if (!n)
+        return;
+    rt_kir_expr *run = rt_b(l, RT_KIR_DIV, rt_v(l, vq), rt_i(l, pf->lines_per_run));
+    rt_kir_expr *col = rt_b(l, RT_KIR_MOD, rt_v(l, vq), rt_i(l, pf->lines_per_run));
+    n->buf = pf->buf;
+    n->index = rt_b(l, RT_KIR_ADD, pf->base,
+                    rt_b(l, RT_KIR_ADD, rt_b(l, RT_KIR_MUL, run, rt_i(l, pf->run_stride)),
+                         rt_b(l, RT_KIR_MUL, col, rt_i(l, 16))));
+    RT_LOWER_CHECK(l, n->index);
+}
+
 // Does e read tensor t only as t(p, q) (*p, *q set by the first such read, -1 before), never
 // read tensor y, and hold no sum or tree construct?
 static bool rt_epi_reads_ok(const rt_expr *e, int32_t t, int32_t y, int32_t *p, int32_t *q) {
@@ -656,6 +738,11 @@ typedef struct rt_gemm_uk_at {
     // Triangular GEMMs (-1 otherwise): the row panel's first k step in the block and its
     // count (rt_gemm_tri_panel_k), the item's first and past-the-last k block.
     int32_t ks, kn, pk_lo, pk_hi;
+    // A read in place (a_ld > 0, rt_lower_gemm): its buffer, the entry's offset, the k block's
+    // first k step (phase var).
+    int64_t a_ld;
+    int32_t a_buf, p0;
+    rt_kir_expr *a_base;
 } rt_gemm_uk_at;
 
 // The micro-kernel call on one mr x nr panel pair, with its epilogue on the last k block.
@@ -681,6 +768,15 @@ static rt_status rt_gemm_ukernel_call(rt_lower *l, rt_kir_block *blk, const rt_g
             rt_b(l, RT_KIR_ADD, u->uk.a_off, rt_b(l, RT_KIR_MUL, rt_v(l, at->ks), rt_i(l, g->mr)));
         u->uk.b_off =
             rt_b(l, RT_KIR_ADD, u->uk.b_off, rt_b(l, RT_KIR_MUL, rt_v(l, at->ks), rt_i(l, g->nr)));
+    }
+    if (at->a_ld > 0) { // row i0 + rows of the entry's A at k step p0 (kir.h)
+        u->uk.a_ld = at->a_ld;
+        u->uk.a_buf = at->a_buf;
+        u->uk.a_off = rt_b(
+            l, RT_KIR_ADD, at->a_base,
+            rt_b(l, RT_KIR_ADD,
+                 rt_b(l, RT_KIR_MUL, rt_b(l, RT_KIR_ADD, rt_v(l, at->i0), rows), rt_i(l, at->a_ld)),
+                 rt_v(l, at->p0)));
     }
     u->uk.c_buf = at->c_buf;
     u->uk.c_off =
@@ -834,9 +930,20 @@ rt_status rt_lower_gemm(rt_lower *l, const rt_gemm *g, const rt_gemm_epi *epi) {
     int32_t buf_b = l->data_buf[g->tb], buf_c = l->data_buf[s->out];
     // A block (mcur x kcur) as mr-tall panels (alpha folded in) once per k block, then for each
     // nc block of the run the B block (kcur x ncur) as nr-wide panels after it.
+    // A batched GEMM's A of one k block with rows contiguous along k (attention's Q, K = 64) is
+    // read in place by the micro-kernel, as a brgemm does: its pack cost 7% of 96 x 128x128x64
+    // on a Sapphire Rapids core (the A block is used by only N / nr column panels).
+    int64_t a_srow = 0, a_sk = 0;
+    rt_kir_expr *a_base = NULL;
+    bool a_direct = g->implicit && g->a_batch && g->alpha == 1.0 && g->K <= g->kc && !g->tri.on &&
+                    !g->tokens && !masked_a &&
+                    rt_gemm_plain_read(l, g, g->ra, g->gvar[RT_GEMM_G_M], g->n_gvar[RT_GEMM_G_M],
+                                       &a_srow, &a_sk, &a_base) &&
+                    a_sk == 1 && a_srow > 1;
     rt_gemm_operand opa = {false, g->mr, vmc, vkc, vi0, vp0, 0, masked_a ? &mask_a : NULL,
                            tbl_a, rows_a};
-    RT_TRY(rt_gemm_pack_operand(l, kb, g, &opa));
+    if (!a_direct)
+        RT_TRY(rt_gemm_pack_operand(l, kb, g, &opa));
     rt_kir_node *lb =
         rt_kir_loop(a, kb, vcb, jb_lo,
                     rt_b(l, RT_KIR_MIN, rt_i(l, nblk), rt_b(l, RT_KIR_ADD, jb_lo, rt_i(l, bpg))),
@@ -880,6 +987,19 @@ rt_status rt_lower_gemm(rt_lower *l, const rt_gemm *g, const rt_gemm_epi *epi) {
     if (pf_next)
         rt_gemm_prefetch_next_b(l, g, &li->body, vip, buf_b, vjn, vpn,
                                 g->tri.on ? rt_gemm_tri_khi(l, g, vi0, vmc) : NULL);
+    // An item that is a whole entry: the next entry's A and B, spread over the row panels.
+    if (g->a_batch && mt == 1 && ng == 1 && !g->tokens && !g->tri.on) {
+        int64_t n_ip = rt_ceil_div(g->M, g->mr);
+        rt_kir_expr *next = rt_b(
+            l, RT_KIR_ADD, rt_b(l, RT_KIR_DIV, rt_v(l, p->item_var), rt_i(l, mt * ng)), rt_i(l, 1));
+        rt_gemm_next_pf pfa, pfb;
+        if (rt_gemm_next_entry_pf(l, g, g->ra, g->gvar[RT_GEMM_G_M], g->n_gvar[RT_GEMM_G_M], g->M,
+                                  next, n_ip, &pfa))
+            rt_gemm_next_entry_lines(l, &li->body, vip, &pfa);
+        if (rt_gemm_next_entry_pf(l, g, g->rb, g->gvar[RT_GEMM_G_N], g->n_gvar[RT_GEMM_G_N], g->N,
+                                  next, n_ip, &pfb))
+            rt_gemm_next_entry_lines(l, &li->body, vip, &pfb);
+    }
     int32_t vks = -1, vkn = -1;
     if (g->tri.on) // the row panel's k steps
         rt_gemm_tri_panel_k(l, g, &li->body, vip, vi0, vmc, vp0, vkc, &vks, &vkn);
@@ -890,7 +1010,24 @@ rt_status rt_lower_gemm(rt_lower *l, const rt_gemm *g, const rt_gemm_epi *epi) {
     RT_LOWER_CHECK(l, lj);
     if (!lj)
         return rt_fail(l->err, RT_ERR_NOMEM, RT_NOLOC, "out of memory");
-    rt_gemm_uk_at at = {vip,     vjp,   vkc,     vi0, vj0, vmc, vnc, vpk,
-                        a_elems, buf_c, c_batch, vks, vkn, vpl, vph};
+    rt_gemm_uk_at at = {vip,
+                        vjp,
+                        vkc,
+                        vi0,
+                        vj0,
+                        vmc,
+                        vnc,
+                        vpk,
+                        a_elems,
+                        buf_c,
+                        c_batch,
+                        vks,
+                        vkn,
+                        vpl,
+                        vph,
+                        a_direct ? a_srow : 0,
+                        l->data_buf[g->ta],
+                        vp0,
+                        a_base};
     return rt_gemm_ukernel_call(l, &lj->body, g, epi, &at);
 }

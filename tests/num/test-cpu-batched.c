@@ -3,23 +3,38 @@
 // with K read transposed, batch axes in every position of A, B and C, every stride order of the
 // operands (k inner or outer in each, C with m or n innermost), a batch var only B reads next to
 // the shared ones, '+=' onto an output, size 1, primes, several k blocks and several row and
-// column blocks per entry. Every top-K candidate must run the batched GEMM path and come out
-// "ok" against the reference interpreter in its child.
+// column blocks per entry; B read along k into wide panels, the top 6 of each; A read in place
+// (unscaled scores of one k block), the next entry prefetched. Every top-K
+// candidate must run the batched GEMM path and come out "ok" against the reference interpreter
+// in its child.
 #include "cpu-case.h"
 #include "num-host.h"
 
-static void run_case(const rt_device *dev, const char *text, uint64_t seed) {
+// Candidates whose micro-kernel reads A in place (kir.h a_ld; the C source's clamped row
+// bound "uma") and which prefetch the next entry's operands ("pf_line").
+static int32_t n_in_place, n_next_pf;
+
+// Runs the top_k of text: every candidate on the path named path and "ok" by the interpreter.
+static void run_case_k(const rt_device *dev, const char *text, uint64_t seed, int32_t top_k,
+                       const char *path) {
     rt_arena *a = rt_arena_new(1 << 20);
     cpu_case c = {.text = text,
                   .file = "batched.spec",
-                  .top_k = 2,
+                  .top_k = top_k,
                   .seed = seed,
                   .interp_max_points = (int64_t)1 << 26};
     if (cpu_case_build(a, dev, &c))
-        for (int32_t i = 0; i < c.rep->n; i++)
-            cpu_case_expect(&c, i, strstr(c.rep->cands[i].summary, "implicit GEMM") != NULL,
-                            "interpreter");
+        for (int32_t i = 0; i < c.rep->n; i++) {
+            const rt_cpu_cand *cd = &c.rep->cands[i];
+            cpu_case_expect(&c, i, strstr(cd->summary, path) != NULL, "interpreter");
+            n_in_place += cd->c_source && strstr(cd->c_source, "const int64_t uma =") != NULL;
+            n_next_pf += cd->c_source && strstr(cd->c_source, "pf_line") != NULL;
+        }
     rt_arena_free(a);
+}
+
+static void run_case(const rt_device *dev, const char *text, uint64_t seed) {
+    run_case_k(dev, text, seed, 2, "implicit GEMM");
 }
 
 int main(void) {
@@ -60,5 +75,38 @@ int main(void) {
     };
     for (size_t i = 0; i < sizeof cases / sizeof *cases; i++)
         run_case(&dev, cases[i], 1 + i);
+    // B read along k (K of the scores, B^T of a dense GEMM) into the top 6's panels of 16-64
+    // columns (gathered per k step on AVX-512): partial panels (primes), several panels per
+    // block, k remainders and several k blocks; the batch axes first, between i and d, after
+    // the token axis in C.
+    static const char *const wide[] = {
+        "def f(float(2, 3, 37, 13) Q, float(2, 3, 71, 13) K) -> (S) {\n"
+        " S(b, h, i, j) +=! Q(b, h, i, d) * K(b, h, j, d)\n}",
+        "def f(float(29, 3, 2, 17) Q, float(101, 3, 2, 17) K) -> (S) {\n"
+        " S(b, h, i, j) +=! Q(i, b, h, d) * K(j, b, h, d) * 0.5\n}",
+        "def f(float(2, 23, 11) A, float(2, 131, 11) B) -> (C) {\n"
+        " C(i, b, j) +=! A(b, i, k) * B(b, j, k)\n}",
+        "def f(float(3, 7, 1031) A, float(3, 53, 1031) B) -> (float(3, 7, 53) C) {\n"
+        " C(b, i, j) += A(b, i, k) * B(b, j, k)\n}",
+    };
+    for (size_t i = 0; i < sizeof wide / sizeof *wide; i++)
+        run_case_k(&dev, wide[i], 20 + i, 6, "implicit GEMM");
+    run_case_k(&dev,
+               "def f(float(67, 41) A, float(97, 41) B) -> (C) {\n"
+               " C(i, j) +=! A(i, k) * B(j, k)\n}",
+               30, 6, "packed GEMM");
+    // The scores without a scale, one k block: A (Q) read in place by every candidate of prime
+    // rows (the last row panel's rows clamped), the batch axes first or inside the tokens.
+    int32_t before = n_in_place;
+    run_case_k(&dev,
+               "def f(float(2, 3, 53, 29) Q, float(2, 3, 47, 29) K) -> (S) {\n"
+               " S(b, h, i, j) +=! Q(b, h, i, d) * K(b, h, j, d)\n}",
+               40, 6, "implicit GEMM");
+    run_case_k(&dev,
+               "def f(float(2, 41, 3, 16) Q, float(2, 19, 3, 16) K) -> (S) {\n"
+               " S(b, h, i, j) +=! Q(b, i, h, d) * K(b, j, h, d)\n}",
+               41, 6, "implicit GEMM");
+    RT_EXPECT(n_in_place - before >= 8);
+    RT_EXPECT(n_next_pf >= 8);
     return rt_test_finish("test-cpu-batched");
 }
