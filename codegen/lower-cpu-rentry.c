@@ -661,15 +661,24 @@ static void rt_re_entry_units(rt_lower *l, const rt_gemm *g, rt_kir_block *blk,
         rt_re_units_body(l, g, ub, &u, r[0], r[1], b_cols);
 }
 
-// A loop over the entries in blk with the entry's extents and cost bound in its body.
+// A loop over n entries in blk, the v-th of them entry e0 + v step (its var in *var), with the
+// entry's extents and cost bound in its body.
 static rt_kir_block *rt_re_entries(rt_lower *l, const rt_gemm *g, rt_kir_block *blk,
-                                   rt_re_entry *en) {
-    int32_t ve;
-    rt_kir_node *n = rt_re_loop(l, blk, "entry", &ve, rt_i(l, 0), rt_i(l, g->batch));
-    if (!n)
+                                   rt_re_entry *en, rt_kir_expr *e0, int64_t n, int64_t step,
+                                   int32_t *var) {
+    rt_kir_node *nd = rt_re_loop(l, blk, "entry", var, rt_i(l, 0), rt_i(l, n));
+    if (!nd)
         return NULL;
-    rt_re_bind_entry(l, g, &n->body, rt_v(l, ve), en);
-    return l->oom ? NULL : &n->body;
+    rt_kir_expr *e = rt_b(l, RT_KIR_ADD, e0, rt_b(l, RT_KIR_MUL, rt_v(l, *var), rt_i(l, step)));
+    rt_re_bind_entry(l, g, &nd->body, e, en);
+    return l->oom ? NULL : &nd->body;
+}
+
+// Does the cost range [vs, vs + cost) meet this item's [lo, hi)?
+static rt_kir_expr *rt_re_meets(rt_lower *l, int32_t vs, rt_kir_expr *cost, rt_kir_expr *lo,
+                                rt_kir_expr *hi) {
+    return rt_b(l, RT_KIR_AND, rt_b(l, RT_KIR_LT, rt_v(l, vs), hi),
+                rt_b(l, RT_KIR_GT, rt_b(l, RT_KIR_ADD, rt_v(l, vs), cost), lo));
 }
 
 rt_status rt_lower_gemm_rentry(rt_lower *l, const rt_gemm *g) {
@@ -702,12 +711,15 @@ rt_status rt_lower_gemm_rentry(rt_lower *l, const rt_gemm *g) {
         l->k->scratch_bytes = l->p->scratch_bytes;
     rt_kir_block *body = &l->p->body;
     rt_re_entry en;
-    // The total cost W, then this item's share [lo, hi) of it.
-    int32_t vw = rt_re_var(l, body, "w_total", rt_i(l, 0));
-    rt_kir_block *e1 = vw >= 0 ? rt_re_entries(l, g, body, &en) : NULL;
+    // Entries come in runs of `run` of equal cost (rt_perf_gemm_rentry_run: the heads of one
+    // sequence): the walks step over runs, and only a run that meets the item's share is
+    // walked entry by entry. The total cost W, then this item's share [lo, hi) of it.
+    int64_t run = rt_perf_gemm_rentry_run(&g->re), runs = g->batch / run;
+    int32_t vw = rt_re_var(l, body, "w_total", rt_i(l, 0)), vg;
+    rt_kir_block *e1 = vw >= 0 ? rt_re_entries(l, g, body, &en, rt_i(l, 0), runs, run, &vg) : NULL;
     if (!e1)
         return rt_fail(l->err, RT_ERR_NOMEM, RT_NOLOC, "out of memory");
-    rt_let(l, e1, vw, rt_b(l, RT_KIR_ADD, rt_v(l, vw), en.cost));
+    rt_let(l, e1, vw, rt_b(l, RT_KIR_ADD, rt_v(l, vw), rt_b(l, RT_KIR_MUL, en.cost, rt_i(l, run))));
     rt_kir_expr *item = rt_v(l, l->p->item_var);
     rt_kir_expr *lo =
         rt_re_let(l, body, "w_lo", rt_re_ceil(l, rt_b(l, RT_KIR_MUL, item, rt_v(l, vw)), items));
@@ -716,15 +728,26 @@ rt_status rt_lower_gemm_rentry(rt_lower *l, const rt_gemm *g) {
         rt_re_ceil(l, rt_b(l, RT_KIR_MUL, rt_b(l, RT_KIR_ADD, item, rt_i(l, 1)), rt_v(l, vw)),
                    items));
     int32_t vs = rt_re_var(l, body, "e_cost0", rt_i(l, 0));
-    rt_kir_block *e2 = vs >= 0 ? rt_re_entries(l, g, body, &en) : NULL;
+    rt_kir_block *e2 = vs >= 0 ? rt_re_entries(l, g, body, &en, rt_i(l, 0), runs, run, &vg) : NULL;
     if (!e2)
         return rt_fail(l->err, RT_ERR_NOMEM, RT_NOLOC, "out of memory");
-    rt_kir_expr *meets = rt_b(l, RT_KIR_AND, rt_b(l, RT_KIR_LT, rt_v(l, vs), hi),
-                              rt_b(l, RT_KIR_GT, rt_b(l, RT_KIR_ADD, rt_v(l, vs), en.cost), lo));
-    rt_kir_block *eb = rt_re_if(l, e2, meets);
-    if (eb)
+    rt_kir_expr *run_cost =
+        rt_re_let(l, e2, "run_cost", rt_b(l, RT_KIR_MUL, en.cost, rt_i(l, run)));
+    rt_kir_block *eb = rt_re_if(l, e2, rt_re_meets(l, vs, run_cost, lo, hi));
+    if (eb && run == 1) {
         rt_re_entry_units(l, g, eb, &en, vs, lo, hi, a_elems, b_cols);
-    rt_let(l, e2, vs, rt_b(l, RT_KIR_ADD, rt_v(l, vs), en.cost));
+    } else if (eb) { // the run's entries one by one, from its first cost
+        rt_re_entry ef;
+        int32_t vf, vsf = rt_re_var(l, eb, "e_cost1", rt_v(l, vs));
+        rt_kir_expr *first = rt_b(l, RT_KIR_MUL, rt_v(l, vg), rt_i(l, run));
+        rt_kir_block *e3 = vsf >= 0 ? rt_re_entries(l, g, eb, &ef, first, run, 1, &vf) : NULL;
+        rt_kir_block *fb = e3 ? rt_re_if(l, e3, rt_re_meets(l, vsf, ef.cost, lo, hi)) : NULL;
+        if (fb)
+            rt_re_entry_units(l, g, fb, &ef, vsf, lo, hi, a_elems, b_cols);
+        if (e3)
+            rt_let(l, e3, vsf, rt_b(l, RT_KIR_ADD, rt_v(l, vsf), ef.cost));
+    }
+    rt_let(l, e2, vs, rt_b(l, RT_KIR_ADD, rt_v(l, vs), run_cost));
     if (l->oom)
         return rt_fail(l->err, RT_ERR_NOMEM, RT_NOLOC, "out of memory");
     return RT_OK;

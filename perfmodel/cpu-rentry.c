@@ -202,6 +202,17 @@ bool rt_perf_gemm_rentry_of(const rt_op *op, const rt_stmt *s, rt_perf_gemm_rent
     return ragged; // all-dense batches are the implicit GEMM's
 }
 
+int64_t rt_perf_gemm_rentry_run(const rt_perf_gemm_rentry *r) {
+    int64_t run = 1;
+    for (int32_t i = r->n_batch - 1; i >= 0; i--) {
+        for (int32_t g = 0; g < 3; g++)
+            if (r->len[g] >= 0 && r->len_b[g] == r->batch_var[i])
+                return run;
+        run *= r->batch_ext[i];
+    }
+    return run;
+}
+
 bool rt_perf_cpu_rentry_groups(const rt_perf_model *m, rt_perf_cpu_gemm *g) {
     rt_perf_gemm_rentry r;
     if (m->n_access != 3 || !rt_perf_gemm_rentry_of(m->op, &m->op->stmts[m->main_stmt], &r))
@@ -243,6 +254,7 @@ bool rt_perf_cpu_rentry_groups(const rt_perf_model *m, rt_perf_cpu_gemm *g) {
     g->batch = r.entries;
     g->rentry = true;
     g->re_tri = r.tri, g->re_tri_c = r.tri_c;
+    g->re_run = rt_perf_gemm_rentry_run(&r);
     // A's and B's panels read along k where k is the read's innermost dim.
     g->a_k_unit = r.ra->args[r.ra->n_args - 1]->var == r.k_var;
     g->b_k_unit = r.rb->args[r.rb->n_args - 1]->var == r.k_var;
@@ -499,8 +511,10 @@ bool rt_perf_cpu_rentry_time(const rt_perf_model *m, const rt_perf_cpu_gemm *g, 
     }
     int64_t units = dev->units > 0 ? dev->units : 1;
     double entries = (double)g->batch;
-    // The work list's walk: every item visits every entry twice (its cost, then its units).
-    double walk = 8.0 * (double)g->items * entries / (double)units;
+    // The work list's walk: every item visits every run of equal-cost entries twice (their
+    // cost, then their units) and the entries of the runs its share meets (about two).
+    double run = (double)rt_max64(1, g->re_run);
+    double walk = 8.0 * (double)g->items * (entries / run + 2.0 * run) / (double)units;
     // A thread's share ends within one unit of its cost range; where it starts inside an entry
     // it packs that entry's B too.
     double busiest = entries * total / (double)units + unit + (units > 1 ? b_pack : 0) + walk;

@@ -149,6 +149,7 @@ typedef struct rt_perf_cpu_gemm {
                     // the work list of (entry, row block) units by cost (cpu-rentry.c)
     int32_t re_tri; // per-entry plan with a causal range (rt_perf_gemm_rentry.tri, tri_c)
     int64_t re_tri_c;
+    int64_t re_run; // per-entry plan: entries of equal cost in a row (rt_perf_gemm_rentry_run)
 } rt_perf_cpu_gemm;
 typedef enum rt_perf_cpu_win_pack {
     RT_PERF_CPU_WIN_PACK_NONE, // read in place
@@ -535,6 +536,9 @@ typedef struct rt_perf_gemm_rentry {
     int64_t tri_c;
 } rt_perf_gemm_rentry;
 bool rt_perf_gemm_rentry_of(const rt_op *op, const rt_stmt *s, rt_perf_gemm_rentry *out);
+// Entries in a row of equal extents (so equal cost): the product of the innermost batch vars'
+// extents up to the first one a length is read at (the heads of one sequence).
+int64_t rt_perf_gemm_rentry_run(const rt_perf_gemm_rentry *r);
 // The model's groups of such a contraction (g->rentry), its blocks and work items, and the
 // busiest thread's time over the length distributions (rt_perf_cpu_gemm_time calls it).
 bool rt_perf_cpu_rentry_groups(const rt_perf_model *m, rt_perf_cpu_gemm *g);
