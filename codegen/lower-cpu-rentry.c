@@ -179,7 +179,9 @@ typedef struct rt_re_unit {
     int32_t vi0, vmc;
     rt_kir_expr *p0; // the k block's first step
     int32_t b_sub;   // B's sub-panel width (rt_perf_cpu_rentry_b_sub; 0: nr-wide panels)
+    bool b_ilv;      // B packed per panel as 8-wide sub-panels, then interleaved (rt_re_pack_b)
     int64_t a_elems;
+    int64_t t_elems; // ilv: the sub-panels' place in scratch (after B's panels)
     // Small entries (rt_re_next_fits): the next entry's A and B as rows of contiguous elements
     // (per matrix: its buffer, first element, row stride, rows, elements per row; rows NULL:
     // none), whose lines the row panels of this entry prefetch (rt_re_prefetch_next_entry).
@@ -368,8 +370,11 @@ static void rt_re_tiles(rt_lower *l, const rt_gemm *g, rt_kir_block *blk, const 
     int32_t vip, vjp;
     rt_kir_node *li =
         rt_re_loop(l, blk, "ir", &vip, rt_i(l, 0), rt_re_ceil(l, rt_v(l, u->vmc), g->mr));
-    if (li)
-        rt_re_prefetch_next_b(l, g, &li->body, u, vip, vkc, bcol, vnc_run);
+    // (With one column block in the run the next is this one: nothing to prefetch.)
+    rt_kir_block *more =
+        li ? rt_re_if(l, &li->body, rt_b(l, RT_KIR_GT, rt_v(l, vnc_run), rt_i(l, g->nc))) : NULL;
+    if (more)
+        rt_re_prefetch_next_b(l, g, more, u, vip, vkc, bcol, vnc_run);
     if (li && (u->nxr[0] || u->nxr[1])) {
         rt_kir_block *first = rt_re_if(l, &li->body, rt_b(l, RT_KIR_EQ, bcol, rt_i(l, 0)));
         if (first)
@@ -438,6 +443,69 @@ static void rt_re_tiles(rt_lower *l, const rt_gemm *g, rt_kir_block *blk, const 
                           uk->accumulate);
 }
 
+// B's k contiguous on vectors wider than 8 lanes (rt_perf_cpu_rentry_b_ilv): an nr-wide panel
+// would be gathered nr rows per k step. Per panel, its valid rows go as 8-wide k-major
+// sub-panels to t_elems (k steps in vector lanes, 8 rows interleaved by shuffles, zeros up to
+// the next 8), then each k step's runs of 8 are copied into the panel's row. The columns past
+// them keep what they held: the micro-kernel's accumulators of those are never stored.
+static void rt_re_pack_b_ilv(rt_lower *l, const rt_gemm *g, rt_kir_block *blk, const rt_re_unit *u,
+                             rt_kir_expr *bbase, int32_t vwc, int32_t vkc) {
+    int32_t ws = RT_PERF_CPU_MAX_INTERLEAVE, vp, vk, vh;
+    rt_kir_node *lp =
+        rt_re_loop(l, blk, "bpanel", &vp, rt_i(l, 0), rt_re_ceil(l, rt_v(l, vwc), g->nr));
+    if (!lp)
+        return;
+    rt_kir_expr *c0 = rt_b(l, RT_KIR_MUL, rt_v(l, vp), rt_i(l, g->nr));
+    rt_kir_expr *valid =
+        rt_re_let(l, &lp->body, "bvalid",
+                  rt_b(l, RT_KIR_MIN, rt_i(l, g->nr), rt_b(l, RT_KIR_SUB, rt_v(l, vwc), c0)));
+    rt_kir_expr *base = rt_b(l, RT_KIR_ADD, bbase, rt_b(l, RT_KIR_MUL, c0, u->bn));
+    rt_gemm_pack_sub(l, &lp->body,
+                     "B panel of the entry (k contiguous) -> scratch, 8-wide k-major sub-panels",
+                     ws, ws, valid, rt_v(l, vkc), l->data_buf[g->tb], base, rt_re_const(u->bn), 1,
+                     u->bn, u->bk, 1.0, rt_i(l, u->t_elems));
+    rt_kir_node *cp = rt_kir_append(l->a, &lp->body, RT_KIR_N_COPY);
+    RT_LOWER_CHECK(l, cp);
+    if (!cp)
+        return;
+    cp->text = "B sub-panels -> the nr-wide k-major panel";
+    rt_kir_node *lh = rt_re_loop(l, &cp->body, "bsub", &vh, rt_i(l, 0), rt_re_ceil(l, valid, ws));
+    rt_kir_node *lk = lh ? rt_re_loop(l, &lh->body, "bk", &vk, rt_i(l, 0), rt_v(l, vkc)) : NULL;
+    if (!lk)
+        return;
+    // The run's 8 loads, then its 8 stores (one vector each once LLVM's SLP pass has them).
+    rt_kir_expr *k = rt_v(l, vk), *kc = rt_v(l, vkc);
+    rt_kir_expr *src =
+        rt_b(l, RT_KIR_ADD, rt_i(l, u->t_elems),
+             rt_b(l, RT_KIR_MUL, rt_b(l, RT_KIR_ADD, rt_b(l, RT_KIR_MUL, rt_v(l, vh), kc), k),
+                  rt_i(l, ws)));
+    rt_kir_expr *dst =
+        rt_b(l, RT_KIR_ADD, rt_i(l, u->a_elems),
+             rt_b(l, RT_KIR_ADD,
+                  rt_b(l, RT_KIR_MUL, rt_b(l, RT_KIR_ADD, rt_b(l, RT_KIR_MUL, rt_v(l, vp), kc), k),
+                       rt_i(l, g->nr)),
+                  rt_b(l, RT_KIR_MUL, rt_v(l, vh), rt_i(l, ws))));
+    int32_t vv[RT_PERF_CPU_MAX_INTERLEAVE];
+    for (int32_t r = 0; r < ws; r++) {
+        vv[r] = rt_kir_add_var(l->a, l->p, "bv", RT_KIR_F32);
+        rt_kir_node *f = vv[r] >= 0 ? rt_kir_append(l->a, &lk->body, RT_KIR_N_FSET) : NULL;
+        RT_LOWER_CHECK(l, f);
+        if (!f)
+            return;
+        f->var = vv[r];
+        f->value = rt_kir_load(l->a, l->k, 0, rt_b(l, RT_KIR_ADD, src, rt_i(l, r)));
+    }
+    for (int32_t r = 0; r < ws; r++) {
+        rt_kir_node *st = rt_kir_append(l->a, &lk->body, RT_KIR_N_STORE);
+        RT_LOWER_CHECK(l, st);
+        if (!st)
+            return;
+        st->buf = 0;
+        st->index = rt_b(l, RT_KIR_ADD, dst, rt_i(l, r));
+        st->value = rt_v(l, vv[r]);
+    }
+}
+
 // B's columns [s0, s0 + wcur) of the k block (p0, kcur) -> scratch after A's block, as
 // nr-wide panels (of b_sub-wide sub-panels where B's k is contiguous).
 static void rt_re_pack_b(rt_lower *l, const rt_gemm *g, rt_kir_block *blk, const rt_re_unit *u,
@@ -445,6 +513,10 @@ static void rt_re_pack_b(rt_lower *l, const rt_gemm *g, rt_kir_block *blk, const
     rt_kir_expr *bbase = rt_b(l, RT_KIR_ADD, u->b0,
                               rt_b(l, RT_KIR_ADD, rt_b(l, RT_KIR_MUL, rt_v(l, vs0), u->bn),
                                    rt_b(l, RT_KIR_MUL, rt_v(l, vp0), u->bk)));
+    if (u->b_ilv) {
+        rt_re_pack_b_ilv(l, g, blk, u, bbase, vwc, vkc);
+        return;
+    }
     rt_gemm_pack_sub(l, blk,
                      u->b_sub ? "B columns of the entry (k contiguous) -> scratch, nr-wide panels "
                                 "of 8-wide k-major sub-panels"
@@ -616,7 +688,7 @@ static void rt_re_tri_units(rt_lower *l, const rt_gemm *g, rt_kir_block *blk, co
 // the entry's (var vs), is in [lo, hi) run.
 static void rt_re_entry_units(rt_lower *l, const rt_gemm *g, rt_kir_block *blk,
                               const rt_re_entry *en, int32_t vs, rt_kir_expr *lo, rt_kir_expr *hi,
-                              int64_t a_elems, int64_t b_cols) {
+                              int64_t a_elems, int64_t b_cols, int64_t t_elems) {
     const rt_stmt *s = &l->op->stmts[g->stmt];
     rt_re_unit u = {.en = *en, .a_elems = a_elems};
     int32_t va[RT_MAX_DIMS], vb[RT_MAX_DIMS];
@@ -638,6 +710,8 @@ static void rt_re_entry_units(rt_lower *l, const rt_gemm *g, rt_kir_block *blk,
     // per k step; as 8-row sub-panels its pack runs the k steps in vector lanes with 8x8
     // transposes (rt_gemm_pack_panels) and the micro-kernel reads one stream per sub-panel.
     u.b_sub = rt_perf_cpu_rentry_b_sub(g->nr, l->rp->cpu.uk_lanes, rt_re_const(u.bk) == 1);
+    u.b_ilv = rt_perf_cpu_rentry_b_ilv(g->nr, l->rp->cpu.uk_lanes, rt_re_const(u.bk) == 1);
+    u.t_elems = t_elems;
     // Row block r starts at cost vs + r U (U: a full block's cost; only the last is shorter):
     // this item's are r in [ceil((lo - vs) / U), ceil((hi - vs) / U)) within [0, nb).
     rt_kir_expr *nb = rt_re_ceil(l, en->ext[0], g->mc);
@@ -706,7 +780,8 @@ rt_status rt_lower_gemm_rentry(rt_lower *l, const rt_gemm *g) {
     int64_t a_elems = rt_round_up((int64_t)g->mc * g->kc, 16);
     rt_perf_cpu_gemm pg = {.N = g->N, .kc = g->kc, .nc = g->nc};
     int64_t b_cols = rt_perf_cpu_rentry_b_cols(&pg);
-    l->p->scratch_bytes = (a_elems + rt_round_up(b_cols, g->nr) * g->kc) * 4;
+    int64_t t_elems = a_elems + rt_round_up(b_cols, g->nr) * g->kc;
+    l->p->scratch_bytes = (t_elems + (int64_t)g->nr * g->kc) * 4;
     if (l->p->scratch_bytes > l->k->scratch_bytes)
         l->k->scratch_bytes = l->p->scratch_bytes;
     rt_kir_block *body = &l->p->body;
@@ -735,7 +810,7 @@ rt_status rt_lower_gemm_rentry(rt_lower *l, const rt_gemm *g) {
         rt_re_let(l, e2, "run_cost", rt_b(l, RT_KIR_MUL, en.cost, rt_i(l, run)));
     rt_kir_block *eb = rt_re_if(l, e2, rt_re_meets(l, vs, run_cost, lo, hi));
     if (eb && run == 1) {
-        rt_re_entry_units(l, g, eb, &en, vs, lo, hi, a_elems, b_cols);
+        rt_re_entry_units(l, g, eb, &en, vs, lo, hi, a_elems, b_cols, t_elems);
     } else if (eb) { // the run's entries one by one, from its first cost
         rt_re_entry ef;
         int32_t vf, vsf = rt_re_var(l, eb, "e_cost1", rt_v(l, vs));
@@ -743,7 +818,7 @@ rt_status rt_lower_gemm_rentry(rt_lower *l, const rt_gemm *g) {
         rt_kir_block *e3 = vsf >= 0 ? rt_re_entries(l, g, eb, &ef, first, run, 1, &vf) : NULL;
         rt_kir_block *fb = e3 ? rt_re_if(l, e3, rt_re_meets(l, vsf, ef.cost, lo, hi)) : NULL;
         if (fb)
-            rt_re_entry_units(l, g, fb, &ef, vsf, lo, hi, a_elems, b_cols);
+            rt_re_entry_units(l, g, fb, &ef, vsf, lo, hi, a_elems, b_cols, t_elems);
         if (e3)
             rt_let(l, e3, vsf, rt_b(l, RT_KIR_ADD, rt_v(l, vsf), ef.cost));
     }

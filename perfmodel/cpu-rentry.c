@@ -284,6 +284,11 @@ int32_t rt_perf_cpu_rentry_b_sub(int32_t nr, int64_t lanes, bool k_unit) {
     return k_unit && nr > ws && nr % ws == 0 && lanes >= 1 && ws % lanes == 0 ? ws : 0;
 }
 
+bool rt_perf_cpu_rentry_b_ilv(int32_t nr, int64_t lanes, bool k_unit) {
+    int32_t ws = RT_PERF_CPU_MAX_INTERLEAVE;
+    return k_unit && rt_perf_cpu_rentry_b_sub(nr, lanes, k_unit) == 0 && nr > ws && nr % ws == 0;
+}
+
 int64_t rt_perf_cpu_rentry_b_cols(const rt_perf_cpu_gemm *g) {
     int64_t nc = rt_max64(1, g->nc), kc = rt_max64(1, g->kc);
     int64_t fit = rt_max64(1, RT_PERF_RENTRY_B_BYTES / (4 * kc) / nc);
@@ -420,6 +425,21 @@ static double rentry_tri_row_block(const rt_perf_model *m, const rt_perf_cpu_gem
     return cyc;
 }
 
+// Cycles of packing `cols` columns of B over kk k steps: where rt_perf_cpu_rentry_b_ilv, as
+// 8-wide sub-panels of the valid columns (interleaved by shuffles), then one 8-float load and
+// store per sub-panel and k step into the nr-wide panels.
+static double rentry_b_pack(const rt_perf_model *m, const rt_perf_cpu_gemm *g, int64_t cols,
+                            int64_t kk, double ghz) {
+    rt_perf_cpu_uk_rules ur;
+    rt_perf_cpu_uk_rules_of(m->dev, &ur);
+    if (!rt_perf_cpu_rentry_b_ilv((int32_t)g->nr, ur.lanes, g->b_k_unit))
+        return rt_perf_cpu_pack_cycles(m->dev, g, true, cols, kk, ghz);
+    rt_perf_cpu_gemm sub = *g;
+    sub.nr = sub.b_sub = RT_PERF_CPU_MAX_INTERLEAVE;
+    double runs = (double)rt_ceil_div(cols, sub.nr) * (double)kk;
+    return rt_perf_cpu_pack_cycles(m->dev, &sub, true, cols, kk, ghz) + runs;
+}
+
 // Cycles of B's packs of one entry: once per k block and run of b_cols columns.
 static double rentry_b_packs(const rt_perf_model *m, const rt_perf_cpu_gemm *g, int64_t Ne,
                              int64_t Ke, double ghz) {
@@ -427,9 +447,9 @@ static double rentry_b_packs(const rt_perf_model *m, const rt_perf_cpu_gemm *g, 
     rentry_kblocks(g, Ke, &nkb, &kk);
     double b = 0;
     if (runs > 1)
-        b += (double)(runs - 1) * rt_perf_cpu_pack_cycles(m->dev, g, true, w, kk, ghz);
+        b += (double)(runs - 1) * rentry_b_pack(m, g, w, kk, ghz);
     if (runs > 0)
-        b += rt_perf_cpu_pack_cycles(m->dev, g, true, Ne - (runs - 1) * w, kk, ghz);
+        b += rentry_b_pack(m, g, Ne - (runs - 1) * w, kk, ghz);
     return (double)nkb * b;
 }
 
