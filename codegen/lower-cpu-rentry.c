@@ -473,37 +473,31 @@ static void rt_re_pack_b_ilv(rt_lower *l, const rt_gemm *g, rt_kir_block *blk, c
     rt_kir_node *lk = lh ? rt_re_loop(l, &lh->body, "bk", &vk, rt_i(l, 0), rt_v(l, vkc)) : NULL;
     if (!lk)
         return;
-    // The run's 8 loads, then its 8 stores (one vector each once LLVM's SLP pass has them).
-    rt_kir_expr *k = rt_v(l, vk), *kc = rt_v(l, vkc);
+    // The run of 8 in vector lanes (the JIT's pipeline vectorizes marked loops, no SLP).
+    int32_t vr = rt_kir_add_var(l->a, l->p, "br", RT_KIR_I64);
+    rt_kir_node *lr =
+        vr >= 0 ? rt_kir_loop(l->a, &lk->body, vr, rt_i(l, 0), rt_i(l, ws), RT_KIR_LOOP_VECTOR)
+                : NULL;
+    rt_kir_node *st = lr ? rt_kir_append(l->a, &lr->body, RT_KIR_N_STORE) : NULL;
+    RT_LOWER_CHECK(l, st);
+    if (!st)
+        return;
+    rt_kir_expr *k = rt_v(l, vk), *kc = rt_v(l, vkc), *r = rt_v(l, vr);
     rt_kir_expr *src =
         rt_b(l, RT_KIR_ADD, rt_i(l, u->t_elems),
-             rt_b(l, RT_KIR_MUL, rt_b(l, RT_KIR_ADD, rt_b(l, RT_KIR_MUL, rt_v(l, vh), kc), k),
-                  rt_i(l, ws)));
-    rt_kir_expr *dst =
+             rt_b(l, RT_KIR_ADD,
+                  rt_b(l, RT_KIR_MUL, rt_b(l, RT_KIR_ADD, rt_b(l, RT_KIR_MUL, rt_v(l, vh), kc), k),
+                       rt_i(l, ws)),
+                  r));
+    st->buf = 0;
+    st->index =
         rt_b(l, RT_KIR_ADD, rt_i(l, u->a_elems),
              rt_b(l, RT_KIR_ADD,
                   rt_b(l, RT_KIR_MUL, rt_b(l, RT_KIR_ADD, rt_b(l, RT_KIR_MUL, rt_v(l, vp), kc), k),
                        rt_i(l, g->nr)),
-                  rt_b(l, RT_KIR_MUL, rt_v(l, vh), rt_i(l, ws))));
-    int32_t vv[RT_PERF_CPU_MAX_INTERLEAVE];
-    for (int32_t r = 0; r < ws; r++) {
-        vv[r] = rt_kir_add_var(l->a, l->p, "bv", RT_KIR_F32);
-        rt_kir_node *f = vv[r] >= 0 ? rt_kir_append(l->a, &lk->body, RT_KIR_N_FSET) : NULL;
-        RT_LOWER_CHECK(l, f);
-        if (!f)
-            return;
-        f->var = vv[r];
-        f->value = rt_kir_load(l->a, l->k, 0, rt_b(l, RT_KIR_ADD, src, rt_i(l, r)));
-    }
-    for (int32_t r = 0; r < ws; r++) {
-        rt_kir_node *st = rt_kir_append(l->a, &lk->body, RT_KIR_N_STORE);
-        RT_LOWER_CHECK(l, st);
-        if (!st)
-            return;
-        st->buf = 0;
-        st->index = rt_b(l, RT_KIR_ADD, dst, rt_i(l, r));
-        st->value = rt_v(l, vv[r]);
-    }
+                  rt_b(l, RT_KIR_ADD, rt_b(l, RT_KIR_MUL, rt_v(l, vh), rt_i(l, ws)), r)));
+    st->value = rt_kir_load(l->a, l->k, 0, src);
+    RT_LOWER_CHECK(l, st->index && st->value);
 }
 
 // B's columns [s0, s0 + wcur) of the k block (p0, kcur) -> scratch after A's block, as
