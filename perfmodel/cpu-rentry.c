@@ -266,6 +266,7 @@ bool rt_perf_cpu_rentry_groups(const rt_perf_model *m, rt_perf_cpu_gemm *g) {
     double e = (double)r.entries;
     if (r.tri) // the triangle's var: about half the rows' extent on average
         mean[r.tri] = 0.5 * (mean[0] + 1.0);
+    g->re_n_mean = mean[1];
     g->a_bytes = 4.0 * e * mean[0] * mean[2];
     g->b_bytes = 4.0 * e * mean[2] * mean[1];
     g->c_bytes = 4.0 * e * mean[0] * mean[1];
@@ -307,6 +308,10 @@ void rt_perf_cpu_rentry_block(const rt_device *dev, rt_perf_cpu_gemm *g) {
     g->items = rt_perf_cpu_rentry_items(dev);
     rt_perf_cpu_uk_rules ur;
     rt_perf_cpu_uk_rules_of(dev, &ur);
+    // Short entries (N one vector on average: sentence-length attention scores) take one
+    // vector of columns: a wider micro-kernel would mostly multiply the zeros past N.
+    if (g->re_n_mean <= (double)ur.lanes && g->nr > ur.lanes && g->nc % ur.lanes == 0)
+        g->nr = ur.lanes;
     g->b_sub = rt_perf_cpu_rentry_b_sub((int32_t)g->nr, ur.lanes, g->b_k_unit);
 }
 

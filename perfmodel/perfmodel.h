@@ -149,7 +149,8 @@ typedef struct rt_perf_cpu_gemm {
                     // the work list of (entry, row block) units by cost (cpu-rentry.c)
     int32_t re_tri; // per-entry plan with a causal range (rt_perf_gemm_rentry.tri, tri_c)
     int64_t re_tri_c;
-    int64_t re_run; // per-entry plan: entries of equal cost in a row (rt_perf_gemm_rentry_run)
+    int64_t re_run;   // per-entry plan: entries of equal cost in a row (rt_perf_gemm_rentry_run)
+    double re_n_mean; // per-entry plan: the mean of the entries' N
 } rt_perf_cpu_gemm;
 typedef enum rt_perf_cpu_win_pack {
     RT_PERF_CPU_WIN_PACK_NONE, // read in place
