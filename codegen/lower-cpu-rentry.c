@@ -444,10 +444,11 @@ static void rt_re_tiles(rt_lower *l, const rt_gemm *g, rt_kir_block *blk, const 
 }
 
 // B's k contiguous on vectors wider than 8 lanes (rt_perf_cpu_rentry_b_ilv): an nr-wide panel
-// would be gathered nr rows per k step. Per panel, its valid rows go as 8-wide k-major
-// sub-panels to t_elems (k steps in vector lanes, 8 rows interleaved by shuffles, zeros up to
-// the next 8), then each k step's runs of 8 are copied into the panel's row. The columns past
-// them keep what they held: the micro-kernel's accumulators of those are never stored.
+// would be gathered nr rows per k step. Per panel, its rows go as 8-wide k-major sub-panels to
+// t_elems (k steps in vector lanes, 8 rows interleaved by shuffles, zeros past the valid ones),
+// then each k step's runs of 8 are copied into the panel's row. The whole panel is written:
+// columns left from an earlier pack could hold denormals, on which the micro-kernel's FMAs
+// (whose results are never stored) would run many times slower.
 static void rt_re_pack_b_ilv(rt_lower *l, const rt_gemm *g, rt_kir_block *blk, const rt_re_unit *u,
                              rt_kir_expr *bbase, int32_t vwc, int32_t vkc) {
     int32_t ws = RT_PERF_CPU_MAX_INTERLEAVE, vp, vk, vh;
@@ -462,14 +463,14 @@ static void rt_re_pack_b_ilv(rt_lower *l, const rt_gemm *g, rt_kir_block *blk, c
     rt_kir_expr *base = rt_b(l, RT_KIR_ADD, bbase, rt_b(l, RT_KIR_MUL, c0, u->bn));
     rt_gemm_pack_sub(l, &lp->body,
                      "B panel of the entry (k contiguous) -> scratch, 8-wide k-major sub-panels",
-                     ws, ws, valid, rt_v(l, vkc), l->data_buf[g->tb], base, rt_re_const(u->bn), 1,
-                     u->bn, u->bk, 1.0, rt_i(l, u->t_elems));
+                     g->nr, ws, valid, rt_v(l, vkc), l->data_buf[g->tb], base, rt_re_const(u->bn),
+                     1, u->bn, u->bk, 1.0, rt_i(l, u->t_elems));
     rt_kir_node *cp = rt_kir_append(l->a, &lp->body, RT_KIR_N_COPY);
     RT_LOWER_CHECK(l, cp);
     if (!cp)
         return;
     cp->text = "B sub-panels -> the nr-wide k-major panel";
-    rt_kir_node *lh = rt_re_loop(l, &cp->body, "bsub", &vh, rt_i(l, 0), rt_re_ceil(l, valid, ws));
+    rt_kir_node *lh = rt_re_loop(l, &cp->body, "bsub", &vh, rt_i(l, 0), rt_i(l, g->nr / ws));
     rt_kir_node *lk = lh ? rt_re_loop(l, &lh->body, "bk", &vk, rt_i(l, 0), rt_v(l, vkc)) : NULL;
     if (!lk)
         return;

@@ -431,8 +431,8 @@ static double rentry_tri_row_block(const rt_perf_model *m, const rt_perf_cpu_gem
 }
 
 // Cycles of packing `cols` columns of B over kk k steps: where rt_perf_cpu_rentry_b_ilv, as
-// 8-wide sub-panels of the valid columns (interleaved by shuffles), then one 8-float load and
-// store per sub-panel and k step into the nr-wide panels.
+// 8-wide sub-panels of whole nr-wide panels (interleaved by shuffles, zeros past cols), then
+// one 8-float load and store per sub-panel and k step into the panels.
 static double rentry_b_pack(const rt_perf_model *m, const rt_perf_cpu_gemm *g, int64_t cols,
                             int64_t kk, double ghz) {
     rt_perf_cpu_uk_rules ur;
@@ -441,8 +441,9 @@ static double rentry_b_pack(const rt_perf_model *m, const rt_perf_cpu_gemm *g, i
         return rt_perf_cpu_pack_cycles(m->dev, g, true, cols, kk, ghz);
     rt_perf_cpu_gemm sub = *g;
     sub.nr = sub.b_sub = RT_PERF_CPU_MAX_INTERLEAVE;
-    double runs = (double)rt_ceil_div(cols, sub.nr) * (double)kk;
-    return rt_perf_cpu_pack_cycles(m->dev, &sub, true, cols, kk, ghz) + runs;
+    int64_t whole = rt_round_up(cols, g->nr);
+    double runs = (double)(whole / sub.nr) * (double)kk;
+    return rt_perf_cpu_pack_cycles(m->dev, &sub, true, whole, kk, ghz) + runs;
 }
 
 // Cycles of B's packs of one entry: once per k block and run of b_cols columns.
