@@ -179,7 +179,9 @@ typedef struct rt_re_unit {
     int32_t vi0, vmc;
     rt_kir_expr *p0; // the k block's first step
     int32_t b_sub;   // B's sub-panel width (rt_perf_cpu_rentry_b_sub; 0: nr-wide panels)
+    bool b_ilv;      // B packed per panel as 8-wide sub-panels, then interleaved (rt_re_pack_b)
     int64_t a_elems;
+    int64_t t_elems; // ilv: the sub-panels' place in scratch (after B's panels)
     // Small entries (rt_re_next_fits): the next entry's A and B as rows of contiguous elements
     // (per matrix: its buffer, first element, row stride, rows, elements per row; rows NULL:
     // none), whose lines the row panels of this entry prefetch (rt_re_prefetch_next_entry).
@@ -368,8 +370,11 @@ static void rt_re_tiles(rt_lower *l, const rt_gemm *g, rt_kir_block *blk, const 
     int32_t vip, vjp;
     rt_kir_node *li =
         rt_re_loop(l, blk, "ir", &vip, rt_i(l, 0), rt_re_ceil(l, rt_v(l, u->vmc), g->mr));
-    if (li)
-        rt_re_prefetch_next_b(l, g, &li->body, u, vip, vkc, bcol, vnc_run);
+    // (With one column block in the run the next is this one: nothing to prefetch.)
+    rt_kir_block *more =
+        li ? rt_re_if(l, &li->body, rt_b(l, RT_KIR_GT, rt_v(l, vnc_run), rt_i(l, g->nc))) : NULL;
+    if (more)
+        rt_re_prefetch_next_b(l, g, more, u, vip, vkc, bcol, vnc_run);
     if (li && (u->nxr[0] || u->nxr[1])) {
         rt_kir_block *first = rt_re_if(l, &li->body, rt_b(l, RT_KIR_EQ, bcol, rt_i(l, 0)));
         if (first)
@@ -438,6 +443,64 @@ static void rt_re_tiles(rt_lower *l, const rt_gemm *g, rt_kir_block *blk, const 
                           uk->accumulate);
 }
 
+// B's k contiguous on vectors wider than 8 lanes (rt_perf_cpu_rentry_b_ilv): an nr-wide panel
+// would be gathered nr rows per k step. Per panel, its rows go as 8-wide k-major sub-panels to
+// t_elems (k steps in vector lanes, 8 rows interleaved by shuffles, zeros past the valid ones),
+// then each k step's runs of 8 are copied into the panel's row. The whole panel is written:
+// columns left from an earlier pack could hold denormals, on which the micro-kernel's FMAs
+// (whose results are never stored) would run many times slower.
+static void rt_re_pack_b_ilv(rt_lower *l, const rt_gemm *g, rt_kir_block *blk, const rt_re_unit *u,
+                             rt_kir_expr *bbase, int32_t vwc, int32_t vkc) {
+    int32_t ws = RT_PERF_CPU_MAX_INTERLEAVE, vp, vk, vh;
+    rt_kir_node *lp =
+        rt_re_loop(l, blk, "bpanel", &vp, rt_i(l, 0), rt_re_ceil(l, rt_v(l, vwc), g->nr));
+    if (!lp)
+        return;
+    rt_kir_expr *c0 = rt_b(l, RT_KIR_MUL, rt_v(l, vp), rt_i(l, g->nr));
+    rt_kir_expr *valid =
+        rt_re_let(l, &lp->body, "bvalid",
+                  rt_b(l, RT_KIR_MIN, rt_i(l, g->nr), rt_b(l, RT_KIR_SUB, rt_v(l, vwc), c0)));
+    rt_kir_expr *base = rt_b(l, RT_KIR_ADD, bbase, rt_b(l, RT_KIR_MUL, c0, u->bn));
+    rt_gemm_pack_sub(l, &lp->body,
+                     "B panel of the entry (k contiguous) -> scratch, 8-wide k-major sub-panels",
+                     g->nr, ws, valid, rt_v(l, vkc), l->data_buf[g->tb], base, rt_re_const(u->bn),
+                     1, u->bn, u->bk, 1.0, rt_i(l, u->t_elems));
+    rt_kir_node *cp = rt_kir_append(l->a, &lp->body, RT_KIR_N_COPY);
+    RT_LOWER_CHECK(l, cp);
+    if (!cp)
+        return;
+    cp->text = "B sub-panels -> the nr-wide k-major panel";
+    rt_kir_node *lh = rt_re_loop(l, &cp->body, "bsub", &vh, rt_i(l, 0), rt_i(l, g->nr / ws));
+    rt_kir_node *lk = lh ? rt_re_loop(l, &lh->body, "bk", &vk, rt_i(l, 0), rt_v(l, vkc)) : NULL;
+    if (!lk)
+        return;
+    // The run of 8 in vector lanes (the JIT's pipeline vectorizes marked loops, no SLP).
+    int32_t vr = rt_kir_add_var(l->a, l->p, "br", RT_KIR_I64);
+    rt_kir_node *lr =
+        vr >= 0 ? rt_kir_loop(l->a, &lk->body, vr, rt_i(l, 0), rt_i(l, ws), RT_KIR_LOOP_VECTOR)
+                : NULL;
+    rt_kir_node *st = lr ? rt_kir_append(l->a, &lr->body, RT_KIR_N_STORE) : NULL;
+    RT_LOWER_CHECK(l, st);
+    if (!st)
+        return;
+    rt_kir_expr *k = rt_v(l, vk), *kc = rt_v(l, vkc), *r = rt_v(l, vr);
+    rt_kir_expr *src =
+        rt_b(l, RT_KIR_ADD, rt_i(l, u->t_elems),
+             rt_b(l, RT_KIR_ADD,
+                  rt_b(l, RT_KIR_MUL, rt_b(l, RT_KIR_ADD, rt_b(l, RT_KIR_MUL, rt_v(l, vh), kc), k),
+                       rt_i(l, ws)),
+                  r));
+    st->buf = 0;
+    st->index =
+        rt_b(l, RT_KIR_ADD, rt_i(l, u->a_elems),
+             rt_b(l, RT_KIR_ADD,
+                  rt_b(l, RT_KIR_MUL, rt_b(l, RT_KIR_ADD, rt_b(l, RT_KIR_MUL, rt_v(l, vp), kc), k),
+                       rt_i(l, g->nr)),
+                  rt_b(l, RT_KIR_ADD, rt_b(l, RT_KIR_MUL, rt_v(l, vh), rt_i(l, ws)), r)));
+    st->value = rt_kir_load(l->a, l->k, 0, src);
+    RT_LOWER_CHECK(l, st->index && st->value);
+}
+
 // B's columns [s0, s0 + wcur) of the k block (p0, kcur) -> scratch after A's block, as
 // nr-wide panels (of b_sub-wide sub-panels where B's k is contiguous).
 static void rt_re_pack_b(rt_lower *l, const rt_gemm *g, rt_kir_block *blk, const rt_re_unit *u,
@@ -445,6 +508,10 @@ static void rt_re_pack_b(rt_lower *l, const rt_gemm *g, rt_kir_block *blk, const
     rt_kir_expr *bbase = rt_b(l, RT_KIR_ADD, u->b0,
                               rt_b(l, RT_KIR_ADD, rt_b(l, RT_KIR_MUL, rt_v(l, vs0), u->bn),
                                    rt_b(l, RT_KIR_MUL, rt_v(l, vp0), u->bk)));
+    if (u->b_ilv) {
+        rt_re_pack_b_ilv(l, g, blk, u, bbase, vwc, vkc);
+        return;
+    }
     rt_gemm_pack_sub(l, blk,
                      u->b_sub ? "B columns of the entry (k contiguous) -> scratch, nr-wide panels "
                                 "of 8-wide k-major sub-panels"
@@ -616,7 +683,7 @@ static void rt_re_tri_units(rt_lower *l, const rt_gemm *g, rt_kir_block *blk, co
 // the entry's (var vs), is in [lo, hi) run.
 static void rt_re_entry_units(rt_lower *l, const rt_gemm *g, rt_kir_block *blk,
                               const rt_re_entry *en, int32_t vs, rt_kir_expr *lo, rt_kir_expr *hi,
-                              int64_t a_elems, int64_t b_cols) {
+                              int64_t a_elems, int64_t b_cols, int64_t t_elems) {
     const rt_stmt *s = &l->op->stmts[g->stmt];
     rt_re_unit u = {.en = *en, .a_elems = a_elems};
     int32_t va[RT_MAX_DIMS], vb[RT_MAX_DIMS];
@@ -638,6 +705,8 @@ static void rt_re_entry_units(rt_lower *l, const rt_gemm *g, rt_kir_block *blk,
     // per k step; as 8-row sub-panels its pack runs the k steps in vector lanes with 8x8
     // transposes (rt_gemm_pack_panels) and the micro-kernel reads one stream per sub-panel.
     u.b_sub = rt_perf_cpu_rentry_b_sub(g->nr, l->rp->cpu.uk_lanes, rt_re_const(u.bk) == 1);
+    u.b_ilv = rt_perf_cpu_rentry_b_ilv(g->nr, l->rp->cpu.uk_lanes, rt_re_const(u.bk) == 1);
+    u.t_elems = t_elems;
     // Row block r starts at cost vs + r U (U: a full block's cost; only the last is shorter):
     // this item's are r in [ceil((lo - vs) / U), ceil((hi - vs) / U)) within [0, nb).
     rt_kir_expr *nb = rt_re_ceil(l, en->ext[0], g->mc);
@@ -661,15 +730,24 @@ static void rt_re_entry_units(rt_lower *l, const rt_gemm *g, rt_kir_block *blk,
         rt_re_units_body(l, g, ub, &u, r[0], r[1], b_cols);
 }
 
-// A loop over the entries in blk with the entry's extents and cost bound in its body.
+// A loop over n entries in blk, the v-th of them entry e0 + v step (its var in *var), with the
+// entry's extents and cost bound in its body.
 static rt_kir_block *rt_re_entries(rt_lower *l, const rt_gemm *g, rt_kir_block *blk,
-                                   rt_re_entry *en) {
-    int32_t ve;
-    rt_kir_node *n = rt_re_loop(l, blk, "entry", &ve, rt_i(l, 0), rt_i(l, g->batch));
-    if (!n)
+                                   rt_re_entry *en, rt_kir_expr *e0, int64_t n, int64_t step,
+                                   int32_t *var) {
+    rt_kir_node *nd = rt_re_loop(l, blk, "entry", var, rt_i(l, 0), rt_i(l, n));
+    if (!nd)
         return NULL;
-    rt_re_bind_entry(l, g, &n->body, rt_v(l, ve), en);
-    return l->oom ? NULL : &n->body;
+    rt_kir_expr *e = rt_b(l, RT_KIR_ADD, e0, rt_b(l, RT_KIR_MUL, rt_v(l, *var), rt_i(l, step)));
+    rt_re_bind_entry(l, g, &nd->body, e, en);
+    return l->oom ? NULL : &nd->body;
+}
+
+// Does the cost range [vs, vs + cost) meet this item's [lo, hi)?
+static rt_kir_expr *rt_re_meets(rt_lower *l, int32_t vs, rt_kir_expr *cost, rt_kir_expr *lo,
+                                rt_kir_expr *hi) {
+    return rt_b(l, RT_KIR_AND, rt_b(l, RT_KIR_LT, rt_v(l, vs), hi),
+                rt_b(l, RT_KIR_GT, rt_b(l, RT_KIR_ADD, rt_v(l, vs), cost), lo));
 }
 
 rt_status rt_lower_gemm_rentry(rt_lower *l, const rt_gemm *g) {
@@ -697,17 +775,21 @@ rt_status rt_lower_gemm_rentry(rt_lower *l, const rt_gemm *g) {
     int64_t a_elems = rt_round_up((int64_t)g->mc * g->kc, 16);
     rt_perf_cpu_gemm pg = {.N = g->N, .kc = g->kc, .nc = g->nc};
     int64_t b_cols = rt_perf_cpu_rentry_b_cols(&pg);
-    l->p->scratch_bytes = (a_elems + rt_round_up(b_cols, g->nr) * g->kc) * 4;
+    int64_t t_elems = a_elems + rt_round_up(b_cols, g->nr) * g->kc;
+    l->p->scratch_bytes = (t_elems + (int64_t)g->nr * g->kc) * 4;
     if (l->p->scratch_bytes > l->k->scratch_bytes)
         l->k->scratch_bytes = l->p->scratch_bytes;
     rt_kir_block *body = &l->p->body;
     rt_re_entry en;
-    // The total cost W, then this item's share [lo, hi) of it.
-    int32_t vw = rt_re_var(l, body, "w_total", rt_i(l, 0));
-    rt_kir_block *e1 = vw >= 0 ? rt_re_entries(l, g, body, &en) : NULL;
+    // Entries come in runs of `run` of equal cost (rt_perf_gemm_rentry_run: the heads of one
+    // sequence): the walks step over runs, and only a run that meets the item's share is
+    // walked entry by entry. The total cost W, then this item's share [lo, hi) of it.
+    int64_t run = rt_perf_gemm_rentry_run(&g->re), runs = g->batch / run;
+    int32_t vw = rt_re_var(l, body, "w_total", rt_i(l, 0)), vg;
+    rt_kir_block *e1 = vw >= 0 ? rt_re_entries(l, g, body, &en, rt_i(l, 0), runs, run, &vg) : NULL;
     if (!e1)
         return rt_fail(l->err, RT_ERR_NOMEM, RT_NOLOC, "out of memory");
-    rt_let(l, e1, vw, rt_b(l, RT_KIR_ADD, rt_v(l, vw), en.cost));
+    rt_let(l, e1, vw, rt_b(l, RT_KIR_ADD, rt_v(l, vw), rt_b(l, RT_KIR_MUL, en.cost, rt_i(l, run))));
     rt_kir_expr *item = rt_v(l, l->p->item_var);
     rt_kir_expr *lo =
         rt_re_let(l, body, "w_lo", rt_re_ceil(l, rt_b(l, RT_KIR_MUL, item, rt_v(l, vw)), items));
@@ -716,15 +798,26 @@ rt_status rt_lower_gemm_rentry(rt_lower *l, const rt_gemm *g) {
         rt_re_ceil(l, rt_b(l, RT_KIR_MUL, rt_b(l, RT_KIR_ADD, item, rt_i(l, 1)), rt_v(l, vw)),
                    items));
     int32_t vs = rt_re_var(l, body, "e_cost0", rt_i(l, 0));
-    rt_kir_block *e2 = vs >= 0 ? rt_re_entries(l, g, body, &en) : NULL;
+    rt_kir_block *e2 = vs >= 0 ? rt_re_entries(l, g, body, &en, rt_i(l, 0), runs, run, &vg) : NULL;
     if (!e2)
         return rt_fail(l->err, RT_ERR_NOMEM, RT_NOLOC, "out of memory");
-    rt_kir_expr *meets = rt_b(l, RT_KIR_AND, rt_b(l, RT_KIR_LT, rt_v(l, vs), hi),
-                              rt_b(l, RT_KIR_GT, rt_b(l, RT_KIR_ADD, rt_v(l, vs), en.cost), lo));
-    rt_kir_block *eb = rt_re_if(l, e2, meets);
-    if (eb)
-        rt_re_entry_units(l, g, eb, &en, vs, lo, hi, a_elems, b_cols);
-    rt_let(l, e2, vs, rt_b(l, RT_KIR_ADD, rt_v(l, vs), en.cost));
+    rt_kir_expr *run_cost =
+        rt_re_let(l, e2, "run_cost", rt_b(l, RT_KIR_MUL, en.cost, rt_i(l, run)));
+    rt_kir_block *eb = rt_re_if(l, e2, rt_re_meets(l, vs, run_cost, lo, hi));
+    if (eb && run == 1) {
+        rt_re_entry_units(l, g, eb, &en, vs, lo, hi, a_elems, b_cols, t_elems);
+    } else if (eb) { // the run's entries one by one, from its first cost
+        rt_re_entry ef;
+        int32_t vf, vsf = rt_re_var(l, eb, "e_cost1", rt_v(l, vs));
+        rt_kir_expr *first = rt_b(l, RT_KIR_MUL, rt_v(l, vg), rt_i(l, run));
+        rt_kir_block *e3 = vsf >= 0 ? rt_re_entries(l, g, eb, &ef, first, run, 1, &vf) : NULL;
+        rt_kir_block *fb = e3 ? rt_re_if(l, e3, rt_re_meets(l, vsf, ef.cost, lo, hi)) : NULL;
+        if (fb)
+            rt_re_entry_units(l, g, fb, &ef, vsf, lo, hi, a_elems, b_cols, t_elems);
+        if (e3)
+            rt_let(l, e3, vsf, rt_b(l, RT_KIR_ADD, rt_v(l, vsf), ef.cost));
+    }
+    rt_let(l, e2, vs, rt_b(l, RT_KIR_ADD, rt_v(l, vs), run_cost));
     if (l->oom)
         return rt_fail(l->err, RT_ERR_NOMEM, RT_NOLOC, "out of memory");
     return RT_OK;

@@ -202,6 +202,17 @@ bool rt_perf_gemm_rentry_of(const rt_op *op, const rt_stmt *s, rt_perf_gemm_rent
     return ragged; // all-dense batches are the implicit GEMM's
 }
 
+int64_t rt_perf_gemm_rentry_run(const rt_perf_gemm_rentry *r) {
+    int64_t run = 1;
+    for (int32_t i = r->n_batch - 1; i >= 0; i--) {
+        for (int32_t g = 0; g < 3; g++)
+            if (r->len[g] >= 0 && r->len_b[g] == r->batch_var[i])
+                return run;
+        run *= r->batch_ext[i];
+    }
+    return run;
+}
+
 bool rt_perf_cpu_rentry_groups(const rt_perf_model *m, rt_perf_cpu_gemm *g) {
     rt_perf_gemm_rentry r;
     if (m->n_access != 3 || !rt_perf_gemm_rentry_of(m->op, &m->op->stmts[m->main_stmt], &r))
@@ -243,6 +254,7 @@ bool rt_perf_cpu_rentry_groups(const rt_perf_model *m, rt_perf_cpu_gemm *g) {
     g->batch = r.entries;
     g->rentry = true;
     g->re_tri = r.tri, g->re_tri_c = r.tri_c;
+    g->re_run = rt_perf_gemm_rentry_run(&r);
     // A's and B's panels read along k where k is the read's innermost dim.
     g->a_k_unit = r.ra->args[r.ra->n_args - 1]->var == r.k_var;
     g->b_k_unit = r.rb->args[r.rb->n_args - 1]->var == r.k_var;
@@ -254,6 +266,7 @@ bool rt_perf_cpu_rentry_groups(const rt_perf_model *m, rt_perf_cpu_gemm *g) {
     double e = (double)r.entries;
     if (r.tri) // the triangle's var: about half the rows' extent on average
         mean[r.tri] = 0.5 * (mean[0] + 1.0);
+    g->re_n_mean = mean[1];
     g->a_bytes = 4.0 * e * mean[0] * mean[2];
     g->b_bytes = 4.0 * e * mean[2] * mean[1];
     g->c_bytes = 4.0 * e * mean[0] * mean[1];
@@ -270,6 +283,11 @@ int64_t rt_perf_cpu_rentry_items(const rt_device *dev) {
 int32_t rt_perf_cpu_rentry_b_sub(int32_t nr, int64_t lanes, bool k_unit) {
     int32_t ws = RT_PERF_CPU_MAX_INTERLEAVE;
     return k_unit && nr > ws && nr % ws == 0 && lanes >= 1 && ws % lanes == 0 ? ws : 0;
+}
+
+bool rt_perf_cpu_rentry_b_ilv(int32_t nr, int64_t lanes, bool k_unit) {
+    int32_t ws = RT_PERF_CPU_MAX_INTERLEAVE;
+    return k_unit && rt_perf_cpu_rentry_b_sub(nr, lanes, k_unit) == 0 && nr > ws && nr % ws == 0;
 }
 
 int64_t rt_perf_cpu_rentry_b_cols(const rt_perf_cpu_gemm *g) {
@@ -290,6 +308,10 @@ void rt_perf_cpu_rentry_block(const rt_device *dev, rt_perf_cpu_gemm *g) {
     g->items = rt_perf_cpu_rentry_items(dev);
     rt_perf_cpu_uk_rules ur;
     rt_perf_cpu_uk_rules_of(dev, &ur);
+    // Short entries (N one vector on average: sentence-length attention scores) take one
+    // vector of columns: a wider micro-kernel would mostly multiply the zeros past N.
+    if (g->re_n_mean <= (double)ur.lanes && g->nr > ur.lanes && g->nc % ur.lanes == 0)
+        g->nr = ur.lanes;
     g->b_sub = rt_perf_cpu_rentry_b_sub((int32_t)g->nr, ur.lanes, g->b_k_unit);
 }
 
@@ -408,6 +430,22 @@ static double rentry_tri_row_block(const rt_perf_model *m, const rt_perf_cpu_gem
     return cyc;
 }
 
+// Cycles of packing `cols` columns of B over kk k steps: where rt_perf_cpu_rentry_b_ilv, as
+// 8-wide sub-panels of whole nr-wide panels (interleaved by shuffles, zeros past cols), then
+// one 8-float load and store per sub-panel and k step into the panels.
+static double rentry_b_pack(const rt_perf_model *m, const rt_perf_cpu_gemm *g, int64_t cols,
+                            int64_t kk, double ghz) {
+    rt_perf_cpu_uk_rules ur;
+    rt_perf_cpu_uk_rules_of(m->dev, &ur);
+    if (!rt_perf_cpu_rentry_b_ilv((int32_t)g->nr, ur.lanes, g->b_k_unit))
+        return rt_perf_cpu_pack_cycles(m->dev, g, true, cols, kk, ghz);
+    rt_perf_cpu_gemm sub = *g;
+    sub.nr = sub.b_sub = RT_PERF_CPU_MAX_INTERLEAVE;
+    int64_t whole = rt_round_up(cols, g->nr);
+    double runs = (double)(whole / sub.nr) * (double)kk;
+    return rt_perf_cpu_pack_cycles(m->dev, &sub, true, whole, kk, ghz) + runs;
+}
+
 // Cycles of B's packs of one entry: once per k block and run of b_cols columns.
 static double rentry_b_packs(const rt_perf_model *m, const rt_perf_cpu_gemm *g, int64_t Ne,
                              int64_t Ke, double ghz) {
@@ -415,9 +453,9 @@ static double rentry_b_packs(const rt_perf_model *m, const rt_perf_cpu_gemm *g, 
     rentry_kblocks(g, Ke, &nkb, &kk);
     double b = 0;
     if (runs > 1)
-        b += (double)(runs - 1) * rt_perf_cpu_pack_cycles(m->dev, g, true, w, kk, ghz);
+        b += (double)(runs - 1) * rentry_b_pack(m, g, w, kk, ghz);
     if (runs > 0)
-        b += rt_perf_cpu_pack_cycles(m->dev, g, true, Ne - (runs - 1) * w, kk, ghz);
+        b += rentry_b_pack(m, g, Ne - (runs - 1) * w, kk, ghz);
     return (double)nkb * b;
 }
 
@@ -517,8 +555,10 @@ bool rt_perf_cpu_rentry_time(const rt_perf_model *m, const rt_perf_cpu_gemm *g, 
     }
     int64_t units = dev->units > 0 ? dev->units : 1;
     double entries = (double)g->batch;
-    // The work list's walk: every item visits every entry twice (its cost, then its units).
-    double walk = 8.0 * (double)g->items * entries / (double)units;
+    // The work list's walk: every item visits every run of equal-cost entries twice (their
+    // cost, then their units) and the entries of the runs its share meets (about two).
+    double run = (double)rt_max64(1, g->re_run);
+    double walk = 8.0 * (double)g->items * (entries / run + 2.0 * run) / (double)units;
     // A thread's share ends within one unit of its cost range; where it starts inside an entry
     // it packs that entry's B too.
     double busiest = entries * total / (double)units + unit + (units > 1 ? b_pack : 0) + walk;

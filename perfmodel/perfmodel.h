@@ -159,6 +159,8 @@ typedef struct rt_perf_cpu_gemm {
                     // the work list of (entry, row block) units by cost (cpu-rentry.c)
     int32_t re_tri; // per-entry plan with a causal range (rt_perf_gemm_rentry.tri, tri_c)
     int64_t re_tri_c;
+    int64_t re_run;   // per-entry plan: entries of equal cost in a row (rt_perf_gemm_rentry_run)
+    double re_n_mean; // per-entry plan: the mean of the entries' N
 } rt_perf_cpu_gemm;
 typedef enum rt_perf_cpu_win_pack {
     RT_PERF_CPU_WIN_PACK_NONE, // read in place
@@ -549,6 +551,9 @@ typedef struct rt_perf_gemm_rentry {
     int64_t tri_c;
 } rt_perf_gemm_rentry;
 bool rt_perf_gemm_rentry_of(const rt_op *op, const rt_stmt *s, rt_perf_gemm_rentry *out);
+// Entries in a row of equal extents (so equal cost): the product of the innermost batch vars'
+// extents up to the first one a length is read at (the heads of one sequence).
+int64_t rt_perf_gemm_rentry_run(const rt_perf_gemm_rentry *r);
 // The model's groups of such a contraction (g->rentry), its blocks and work items, and the
 // busiest thread's time over the length distributions (rt_perf_cpu_gemm_time calls it).
 bool rt_perf_cpu_rentry_groups(const rt_perf_model *m, rt_perf_cpu_gemm *g);
@@ -557,6 +562,9 @@ int64_t rt_perf_cpu_rentry_items(const rt_device *dev);
 // Width of the per-entry plan's B sub-panels (codegen/kir.h b_sub): 8 where B's k is contiguous
 // (k_unit) and nr a multiple of 8 above it, on vectors of at most 8 lanes; else 0 (nr-wide).
 int32_t rt_perf_cpu_rentry_b_sub(int32_t nr, int64_t lanes, bool k_unit);
+// Where B's k is contiguous but the sub-panels would be narrower than a vector: B packed panel
+// by panel as 8-wide sub-panels (interleaved by shuffles), then copied into its nr-wide panel.
+bool rt_perf_cpu_rentry_b_ilv(int32_t nr, int64_t lanes, bool k_unit);
 // Columns of B the per-entry plan packs at once (a multiple of nc): B is packed once per entry,
 // k block and run of this many columns, and every row block of the entry that a thread owns
 // reuses it; the longest entry's N, up to RT_PERF_RENTRY_B_BYTES of panels.

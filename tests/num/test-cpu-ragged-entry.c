@@ -88,6 +88,23 @@ static void run_case(const rt_device *dev, const ecase *c, uint64_t seed) {
         if (strstr(c->text, "def qkt"))
             RT_EXPECT(cd->c_source && strstr(cd->c_source, "__builtin_prefetch(&t_Q[") &&
                       strstr(cd->c_source, "__builtin_prefetch(&t_K["));
+        // K's k contiguous, vectors wider than 8 lanes: its panels are packed as 8-wide
+        // sub-panels, then interleaved (rt_perf_cpu_rentry_b_ilv), where nr is a multiple of 8.
+        int mr = 0, nr = 0;
+        const char *uk = strstr(cd->summary, "micro-kernel ");
+        if (uk && sscanf(uk, "micro-kernel %dx%d", &mr, &nr) == 2 && strstr(c->text, "K(b, j"))
+            RT_EXPECT((strstr(cd->c_source, "B sub-panels -> the nr-wide k-major panel") != NULL) ==
+                      (dev->lanes > 8 && nr > 8 && nr % 8 == 0));
+        // Entries one vector wide on average (as planned) take a micro-kernel of one vector of
+        // columns (rt_perf_cpu_rentry_block); the longer ones a wider one.
+        double mean_n = 0;
+        for (int32_t e = 0; e < c->n; e++)
+            mean_n += (double)(any_planned(c, 0) ? c->planned[0][e] : c->lens[0][e]) / c->n;
+        if (strstr(c->text, "def qkt") && dev->lanes == 16 && !(mean_n <= 16 ? nr == 16 : nr > 16))
+            fprintf(stderr, "case %llu: mean N %.1f, micro-kernel %dx%d\n",
+                    (unsigned long long)seed, mean_n, mr, nr);
+        if (strstr(c->text, "def qkt") && dev->lanes == 16)
+            RT_EXPECT(mean_n <= 16 ? nr == 16 : nr > 16);
     }
     rt_arena_free(a);
 }
@@ -145,6 +162,16 @@ int main(void) {
          3,
          {{200, 7, 1}, {120, 1, 13}, {400, 3, 0}},
          {{40, 7, 1}, {9, 1, 3}, {50, 3, 1}}},
+        // Heads inside the sequences (runs of 7 equal-cost entries that the work items' cost
+        // ranges cut), an empty sequence's run, primes; then the heads outside (runs of one).
+        {QKT(5, 7, 64), 5, 1, {{1, 0, 23, 2, 11}}, {{0}}},
+        {"size B = 5\ndef f(int32(B) len, float(b:B, len(b), 3, 64) Q, float(b:B, len(b), 3, 64) K)"
+         " -> (float(h:3, b:B, len(b), len(b)) S) {\n"
+         "    S(h, b, i, j) +=! Q(b, i, h, d) * K(b, j, h, d)\n}",
+         5,
+         1,
+         {{13, 1, 0, 29, 17}},
+         {{0}}},
         // '+=' onto the caller's output.
         {"size B = 4\ndef f(int32(B) len, float(b:B, len(b), 2, 17) Q, float(b:B, len(b), 2, 17) K)"
          " -> (float(b:B, 2, len(b), len(b)) S) {\n"
