@@ -846,6 +846,55 @@ static const char *rt_gemm_phase_what(rt_arena *a, const rt_gemm *g) {
                            g->nc, g->kc, g->mr, g->nr);
 }
 
+// An item that is a whole entry (item = entry): the next entry's A and B rows, spread over the
+// row panels (loop var vip, body blk).
+static void rt_gemm_prefetch_next_entry(rt_lower *l, const rt_gemm *g, rt_kir_block *blk,
+                                        int32_t vip) {
+    int64_t n_ip = rt_ceil_div(g->M, g->mr);
+    rt_kir_expr *next = rt_b(l, RT_KIR_ADD, rt_v(l, l->p->item_var), rt_i(l, 1));
+    rt_gemm_next_pf pfa, pfb;
+    if (rt_gemm_next_entry_pf(l, g, g->ra, g->gvar[RT_GEMM_G_M], g->n_gvar[RT_GEMM_G_M], g->M, next,
+                              n_ip, &pfa))
+        rt_gemm_next_entry_lines(l, blk, vip, &pfa);
+    if (rt_gemm_next_entry_pf(l, g, g->rb, g->gvar[RT_GEMM_G_N], g->n_gvar[RT_GEMM_G_N], g->N, next,
+                              n_ip, &pfb))
+        rt_gemm_next_entry_lines(l, blk, vip, &pfb);
+}
+
+// A serial loop of var v over [lo, hi) in blk; *body its body.
+static rt_status rt_gemm_loop(rt_lower *l, rt_kir_block *blk, int32_t v, rt_kir_expr *lo,
+                              rt_kir_expr *hi, rt_kir_block **body) {
+    rt_kir_node *lp = rt_kir_loop(l->a, blk, v, lo, hi, RT_KIR_LOOP_SERIAL);
+    RT_LOWER_CHECK(l, lp);
+    if (!lp)
+        return rt_fail(l->err, RT_ERR_NOMEM, RT_NOLOC, "out of memory");
+    *body = &lp->body;
+    return RT_OK;
+}
+
+// The loop of the panels of step elements over [0, vcur) (var v) in blk; *body its body.
+static rt_status rt_gemm_panel_loop(rt_lower *l, rt_kir_block *blk, int32_t v, int32_t vcur,
+                                    int64_t step, rt_kir_block **body) {
+    return rt_gemm_loop(
+        l, blk, v, rt_i(l, 0),
+        rt_b(l, RT_KIR_DIV, rt_b(l, RT_KIR_ADD, rt_v(l, vcur), rt_i(l, step - 1)), rt_i(l, step)),
+        body);
+}
+
+// A batched GEMM's A of one k block with rows contiguous along k (attention's Q, K = 64) is read
+// in place by the micro-kernel, as a brgemm does: its pack cost 7% of 96 x 128x128x64 on a
+// Sapphire Rapids core (the A block is used by only N / nr column panels). *a_srow its row
+// stride, *a_base its address.
+static bool rt_gemm_a_in_place(rt_lower *l, const rt_gemm *g, bool masked_a, int64_t *a_srow,
+                               rt_kir_expr **a_base) {
+    int64_t a_sk = 0;
+    return g->implicit && g->a_batch && g->alpha == 1.0 && g->K <= g->kc && !g->tri.on &&
+           !g->tokens && !masked_a &&
+           rt_gemm_plain_read(l, g, g->ra, g->gvar[RT_GEMM_G_M], g->n_gvar[RT_GEMM_G_M], a_srow,
+                              &a_sk, a_base) &&
+           a_sk == 1 && *a_srow > 1;
+}
+
 rt_status rt_lower_gemm(rt_lower *l, const rt_gemm *g, const rt_gemm_epi *epi) {
     rt_arena *a = l->a;
     const rt_stmt *s = &l->op->stmts[g->stmt];
@@ -915,13 +964,9 @@ rt_status rt_lower_gemm(rt_lower *l, const rt_gemm *g, const rt_gemm_epi *epi) {
     int32_t vpl = -1, vph = -1;
     if (g->tri.on) // only the k blocks the row block's range meets
         rt_gemm_tri_kblocks(l, g, body, vi0, vmc, &vpl, &vph);
-    rt_kir_node *lk = rt_kir_loop(a, body, vpk, vpl >= 0 ? rt_v(l, vpl) : rt_i(l, 0),
-                                  vph >= 0 ? rt_v(l, vph) : rt_i(l, rt_ceil_div(g->K, g->kc)),
-                                  RT_KIR_LOOP_SERIAL);
-    RT_LOWER_CHECK(l, lk);
-    if (!lk)
-        return rt_fail(l->err, RT_ERR_NOMEM, RT_NOLOC, "out of memory");
-    rt_kir_block *kb = &lk->body;
+    rt_kir_block *kb = NULL;
+    RT_TRY(rt_gemm_loop(l, body, vpk, vpl >= 0 ? rt_v(l, vpl) : rt_i(l, 0),
+                        vph >= 0 ? rt_v(l, vph) : rt_i(l, rt_ceil_div(g->K, g->kc)), &kb));
     rt_let(l, kb, vp0, rt_b(l, RT_KIR_MUL, rt_v(l, vpk), rt_i(l, g->kc)));
     rt_let(l, kb, vkc,
            rt_b(l, RT_KIR_MIN, rt_i(l, g->kc), rt_b(l, RT_KIR_SUB, rt_i(l, g->K), rt_v(l, vp0))));
@@ -930,28 +975,17 @@ rt_status rt_lower_gemm(rt_lower *l, const rt_gemm *g, const rt_gemm_epi *epi) {
     int32_t buf_b = l->data_buf[g->tb], buf_c = l->data_buf[s->out];
     // A block (mcur x kcur) as mr-tall panels (alpha folded in) once per k block, then for each
     // nc block of the run the B block (kcur x ncur) as nr-wide panels after it.
-    // A batched GEMM's A of one k block with rows contiguous along k (attention's Q, K = 64) is
-    // read in place by the micro-kernel, as a brgemm does: its pack cost 7% of 96 x 128x128x64
-    // on a Sapphire Rapids core (the A block is used by only N / nr column panels).
-    int64_t a_srow = 0, a_sk = 0;
+    int64_t a_srow = 0;
     rt_kir_expr *a_base = NULL;
-    bool a_direct = g->implicit && g->a_batch && g->alpha == 1.0 && g->K <= g->kc && !g->tri.on &&
-                    !g->tokens && !masked_a &&
-                    rt_gemm_plain_read(l, g, g->ra, g->gvar[RT_GEMM_G_M], g->n_gvar[RT_GEMM_G_M],
-                                       &a_srow, &a_sk, &a_base) &&
-                    a_sk == 1 && a_srow > 1;
+    bool a_direct = rt_gemm_a_in_place(l, g, masked_a, &a_srow, &a_base);
     rt_gemm_operand opa = {false, g->mr, vmc, vkc, vi0, vp0, 0, masked_a ? &mask_a : NULL,
                            tbl_a, rows_a};
     if (!a_direct)
         RT_TRY(rt_gemm_pack_operand(l, kb, g, &opa));
-    rt_kir_node *lb =
-        rt_kir_loop(a, kb, vcb, jb_lo,
-                    rt_b(l, RT_KIR_MIN, rt_i(l, nblk), rt_b(l, RT_KIR_ADD, jb_lo, rt_i(l, bpg))),
-                    RT_KIR_LOOP_SERIAL);
-    RT_LOWER_CHECK(l, lb);
-    if (!lb)
-        return rt_fail(l->err, RT_ERR_NOMEM, RT_NOLOC, "out of memory");
-    rt_kir_block *jbb = &lb->body;
+    rt_kir_block *jbb = NULL;
+    RT_TRY(rt_gemm_loop(
+        l, kb, vcb, jb_lo,
+        rt_b(l, RT_KIR_MIN, rt_i(l, nblk), rt_b(l, RT_KIR_ADD, jb_lo, rt_i(l, bpg))), &jbb));
     if (batched) {
         // Column block cb = batch index x ntl + nc block; the batch vars index C and B directly.
         rt_let(l, jbb, vjb, rt_b(l, RT_KIR_MOD, rt_v(l, vcb), rt_i(l, ntl)));
@@ -977,39 +1011,17 @@ rt_status rt_lower_gemm(rt_lower *l, const rt_gemm *g, const rt_gemm_epi *epi) {
     // rather than by the nr-wide B panel (kc x 64 floats would fill a 32 KiB L1 at kc = 80):
     // on a Zen 4 core this order at kc = 512 ran 3-5% faster than B panels outside at kc = 80-160
     // (1024^3-4096^3, BERT's FFN, 3x3 convolution; interleaved runs).
-    rt_kir_node *li = rt_kir_loop(
-        a, jbb, vip, rt_i(l, 0),
-        rt_b(l, RT_KIR_DIV, rt_b(l, RT_KIR_ADD, rt_v(l, vmc), rt_i(l, g->mr - 1)), rt_i(l, g->mr)),
-        RT_KIR_LOOP_SERIAL);
-    RT_LOWER_CHECK(l, li);
-    if (!li)
-        return rt_fail(l->err, RT_ERR_NOMEM, RT_NOLOC, "out of memory");
+    rt_kir_block *ib = NULL, *jpb = NULL;
+    RT_TRY(rt_gemm_panel_loop(l, jbb, vip, vmc, g->mr, &ib));
     if (pf_next)
-        rt_gemm_prefetch_next_b(l, g, &li->body, vip, buf_b, vjn, vpn,
+        rt_gemm_prefetch_next_b(l, g, ib, vip, buf_b, vjn, vpn,
                                 g->tri.on ? rt_gemm_tri_khi(l, g, vi0, vmc) : NULL);
-    // An item that is a whole entry: the next entry's A and B, spread over the row panels.
-    if (g->a_batch && mt == 1 && ng == 1 && !g->tokens && !g->tri.on) {
-        int64_t n_ip = rt_ceil_div(g->M, g->mr);
-        rt_kir_expr *next = rt_b(
-            l, RT_KIR_ADD, rt_b(l, RT_KIR_DIV, rt_v(l, p->item_var), rt_i(l, mt * ng)), rt_i(l, 1));
-        rt_gemm_next_pf pfa, pfb;
-        if (rt_gemm_next_entry_pf(l, g, g->ra, g->gvar[RT_GEMM_G_M], g->n_gvar[RT_GEMM_G_M], g->M,
-                                  next, n_ip, &pfa))
-            rt_gemm_next_entry_lines(l, &li->body, vip, &pfa);
-        if (rt_gemm_next_entry_pf(l, g, g->rb, g->gvar[RT_GEMM_G_N], g->n_gvar[RT_GEMM_G_N], g->N,
-                                  next, n_ip, &pfb))
-            rt_gemm_next_entry_lines(l, &li->body, vip, &pfb);
-    }
+    if (g->a_batch && mt == 1 && ng == 1 && !g->tokens && !g->tri.on)
+        rt_gemm_prefetch_next_entry(l, g, ib, vip);
     int32_t vks = -1, vkn = -1;
     if (g->tri.on) // the row panel's k steps
-        rt_gemm_tri_panel_k(l, g, &li->body, vip, vi0, vmc, vp0, vkc, &vks, &vkn);
-    rt_kir_node *lj = rt_kir_loop(
-        a, &li->body, vjp, rt_i(l, 0),
-        rt_b(l, RT_KIR_DIV, rt_b(l, RT_KIR_ADD, rt_v(l, vnc), rt_i(l, g->nr - 1)), rt_i(l, g->nr)),
-        RT_KIR_LOOP_SERIAL);
-    RT_LOWER_CHECK(l, lj);
-    if (!lj)
-        return rt_fail(l->err, RT_ERR_NOMEM, RT_NOLOC, "out of memory");
+        rt_gemm_tri_panel_k(l, g, ib, vip, vi0, vmc, vp0, vkc, &vks, &vkn);
+    RT_TRY(rt_gemm_panel_loop(l, ib, vjp, vnc, g->nr, &jpb));
     rt_gemm_uk_at at = {vip,
                         vjp,
                         vkc,
@@ -1029,5 +1041,5 @@ rt_status rt_lower_gemm(rt_lower *l, const rt_gemm *g, const rt_gemm_epi *epi) {
                         l->data_buf[g->ta],
                         vp0,
                         a_base};
-    return rt_gemm_ukernel_call(l, &lj->body, g, epi, &at);
+    return rt_gemm_ukernel_call(l, jpb, g, epi, &at);
 }
