@@ -112,8 +112,10 @@ void rt_perf_tri_access_view(rt_perf_model *m) {
             xm = x;
     for (int32_t i = 0; i < m->n_access && xm >= 0; i++) {
         rt_perf_access *acc = &m->access[i];
-        if (!acc->is_output && acc->tensor == t.rb->tensor && acc->n_dims == 2 && acc->affine[0])
+        if (!acc->is_output && acc->tensor == t.rb->tensor && acc->n_dims == 2 && acc->affine[0]) {
             acc->coef[0][xm] = 0;
+            rt_perf_access_terms(m, acc);
+        }
     }
 }
 

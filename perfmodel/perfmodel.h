@@ -324,6 +324,8 @@ typedef struct rt_perf_access {
     int8_t n_terms[RT_MAX_DIMS];
     int8_t term_axis[RT_MAX_DIMS][RT_PERF_MAX_AXES];
 } rt_perf_access;
+// Derives acc's n_terms and term_axis from its coef: after every change of coef.
+void rt_perf_access_terms(const rt_perf_model *m, rt_perf_access *acc);
 
 // The main statement's flat axis (rt_perf_cpu_flat_axis): n members (0: none), outer first,
 // of model axis `axis`, whose range is total points.

@@ -436,10 +436,16 @@ static void build_access(rt_perf_model *m, const rt_stmt *st, const var_info *vi
         nd = 1;
     }
     acc->n_dims = nd;
-    for (int32_t d = 0; d < nd; d++)
+    rt_perf_access_terms(m, acc);
+}
+
+void rt_perf_access_terms(const rt_perf_model *m, rt_perf_access *acc) {
+    for (int32_t d = 0; d < acc->n_dims; d++) {
+        acc->n_terms[d] = 0;
         for (int32_t x = 0; x < m->n_axes; x++)
             if (acc->coef[d][x])
                 acc->term_axis[d][acc->n_terms[d]++] = (int8_t)x;
+    }
 }
 
 typedef struct read_list {

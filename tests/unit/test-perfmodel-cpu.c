@@ -8,6 +8,8 @@
 #include "test.h"
 #include "test-perfmodel-ops.h"
 
+#include <math.h>
+
 static bool load_dev(const char *path, rt_device *dev) {
     rt_err err = {0};
     if (rt_hal_load_device(path, dev, &err) != RT_OK) {
@@ -890,6 +892,49 @@ static void test_rentry_pack_edges(const rt_device *avx512) {
     rt_arena_free(a);
 }
 
+// vgemm's M, N and K from three length tensors of 64 distinct lengths each: the per-entry time
+// sums over at most RT_PERF_RENTRY_MAX_POINTS joint entries (the sources coarsened), not 64^3,
+// and its mean stays that of the lengths (one construction took 31 s of 64^3 entries).
+static void test_rentry_sources(const rt_device *dev) {
+    const char *text = "size B = 64\ndef f(int32(B) Ml, int32(B) Nl, int32(B) Kl, "
+                       "float(b:B, Ml(b), Kl(b)) A, float(b:B, Kl(b), Nl(b)) Bt) -> (C) {\n"
+                       " C(b, m, n) +=! A(b, m, k) * Bt(b, k, n)\n}\n";
+    rt_arena *a = rt_arena_new(1 << 20);
+    rt_err err = {0};
+    rt_op *op = NULL;
+    int64_t lens[3][64];
+    for (int32_t i = 0; i < 64; i++)
+        lens[0][i] = 512 + 8 * i, lens[1][i] = 520 + 8 * i, lens[2][i] = 528 + 8 * i;
+    rt_perf_length_dist d[3] = {{.tensor = "Ml"}, {.tensor = "Nl"}, {.tensor = "Kl"}};
+    RT_EXPECT_EQ(rt_spec_parse(a, text, "vgemm.spec", NULL, 0, &op, &err), RT_OK);
+    for (int32_t t = 0; t < 3; t++)
+        RT_EXPECT_EQ(rt_extent_dist_from_samples(a, lens[t], 64, (rt_loc){0}, &d[t].dist, &err),
+                     RT_OK);
+    rt_perf_options opt = {.lengths = d, .n_lengths = 3};
+    rt_perf_model *m = NULL;
+    RT_EXPECT(op && rt_perf_model_build(a, op, dev, &opt, &m, &err) == RT_OK);
+    rt_rprog p;
+    memset(&p, 0, sizeof p);
+    rt_perf_cpu_gemm g;
+    for (int32_t l = 1; m && l <= m->top; l++)
+        for (int32_t x = 0; x < m->n_axes; x++)
+            p.tile[l].shape[x] = 8;
+    if (!m || !rt_perf_cpu_gemm_view(m, &p, &g) || !g.rentry) {
+        RT_EXPECT(false);
+        rt_arena_free(a);
+        return;
+    }
+    int64_t before = *m->steps;
+    double ns, pk, eff;
+    RT_EXPECT(rt_perf_cpu_rentry_time(m, &g, &ns, &pk, &eff));
+    int64_t steps = *m->steps - before;
+    if (steps > RT_PERF_RENTRY_MAX_POINTS)
+        fprintf(stderr, "rentry: %lld entries summed\n", (long long)steps);
+    RT_EXPECT(steps >= 27 && steps <= RT_PERF_RENTRY_MAX_POINTS);
+    RT_EXPECT(isfinite(ns) && ns > 0);
+    rt_arena_free(a);
+}
+
 int main(void) {
     rt_device dev;
     if (!load_dev("devices/x86-avx512.ini", &dev)) {
@@ -904,6 +949,7 @@ int main(void) {
     test_batched_view(&dev);
     test_tokens_view(&dev);
     test_rentry_pack_edges(&dev);
+    test_rentry_sources(&dev);
     test_gemm_items(&dev);
     test_c_revisits(&dev);
     test_loops(&dev);

@@ -221,6 +221,16 @@ static void test_upper_view(void) {
             nx++;
             RT_EXPECT_EQ(acc->coef[0][xk], 1);
             RT_EXPECT_EQ(acc->coef[0][xi], d == 0 ? 0 : 1);
+            // The data tile follows the view: X's rows grow with the i tile only on the GPU.
+            int64_t shape[RT_PERF_MAX_AXES], dt[2][RT_MAX_DIMS];
+            for (int32_t t = 0; t < 2; t++) {
+                for (int32_t x = 0; x < RT_PERF_MAX_AXES; x++)
+                    shape[x] = 4;
+                shape[xi] = t ? 16 : 4;
+                rt_perf_data_tile(m, i, shape, dt[t]);
+            }
+            RT_EXPECT_EQ(dt[1][0] - dt[0][0], d == 0 ? 0 : 12);
+            RT_EXPECT_EQ(acc->n_terms[0], d == 0 ? 1 : 2); // the sparse form follows coef
         }
         RT_EXPECT_EQ(nx, 1);
     }
