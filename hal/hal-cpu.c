@@ -10,8 +10,10 @@
 
 #include <llvm-c/Core.h>
 #include <llvm-c/Error.h>
+#include <llvm-c/ExecutionEngine.h>
 #include <llvm-c/LLJIT.h>
 #include <llvm-c/Orc.h>
+#include <llvm-c/OrcEE.h>
 #include <llvm-c/Target.h>
 #include <llvm-c/TargetMachine.h>
 
@@ -235,6 +237,19 @@ static rt_status rt_cpu_tm_new(rt_arena *a, const rt_device *dev, rt_cpu_jit *j,
     return RT_OK;
 }
 
+// RTGEN_PERF_JIT=1: the JIT's code is announced to perf (a jitdump file per process, for
+// `perf record -k 1` then `perf inject --jit`), so a profile names the kernels' functions.
+static LLVMOrcObjectLayerRef rt_cpu_perf_layer(void *ctx, LLVMOrcExecutionSessionRef es,
+                                               const char *triple) {
+    (void)ctx;
+    (void)triple;
+    LLVMOrcObjectLayerRef layer = LLVMOrcCreateRTDyldObjectLinkingLayerWithSectionMemoryManager(es);
+    LLVMJITEventListenerRef listener = LLVMCreatePerfJITEventListener();
+    if (listener)
+        LLVMOrcRTDyldObjectLinkingLayerRegisterJITEventListener(layer, listener);
+    return layer;
+}
+
 rt_status rt_cpu_jit_new(rt_arena *a, const rt_device *dev, rt_cpu_jit **out, rt_err *err) {
     pthread_once(&rt_cpu_llvm_once, rt_cpu_llvm_init);
     const char *why;
@@ -251,6 +266,9 @@ rt_status rt_cpu_jit_new(rt_arena *a, const rt_device *dev, rt_cpu_jit **out, rt
     LLVMOrcLLJITBuilderRef jb = LLVMOrcCreateLLJITBuilder();
     LLVMOrcLLJITBuilderSetJITTargetMachineBuilder(
         jb, LLVMOrcJITTargetMachineBuilderCreateFromTargetMachine(tm2));
+    const char *perf = getenv("RTGEN_PERF_JIT");
+    if (perf && strcmp(perf, "1") == 0)
+        LLVMOrcLLJITBuilderSetObjectLinkingLayerCreator(jb, rt_cpu_perf_layer, NULL);
     LLVMErrorRef e = LLVMOrcCreateLLJIT(&j->jit, jb);
     if (e) {
         j->jit = NULL;
