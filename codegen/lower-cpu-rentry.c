@@ -180,6 +180,7 @@ typedef struct rt_re_unit {
     rt_kir_expr *p0; // the k block's first step
     int32_t b_sub;   // B's sub-panel width (rt_perf_cpu_rentry_b_sub; 0: nr-wide panels)
     bool b_ilv;      // B packed per panel as 8-wide sub-panels, then interleaved (rt_re_pack_b)
+    bool a_in_place; // the plan's re_a_in_place: A read by the micro-kernel, alpha in B's pack
     int64_t a_elems;
     int64_t t_elems; // ilv: the sub-panels' place in scratch (after B's panels)
     // Small entries (rt_re_next_fits): the next entry's A and B as rows of contiguous elements
@@ -421,10 +422,16 @@ static void rt_re_tiles(rt_lower *l, const rt_gemm *g, rt_kir_block *blk, const 
     uk->vl = (int32_t)l->rp->cpu.uk_lanes;
     uk->kc = kc;
     uk->a_off = rt_b(l, RT_KIR_MUL, rows, rt_v(l, vkc));
+    rt_kir_expr *row = rt_b(l, RT_KIR_ADD, rt_v(l, u->vi0), rows);
+    if (u->a_in_place) { // row i0 + rows of the entry's A at the k block's first step (kir.h)
+        uk->a_ld = rt_re_const(u->am);
+        uk->a_buf = l->data_buf[g->ta];
+        uk->a_off = rt_b(l, RT_KIR_ADD, u->a0,
+                         rt_b(l, RT_KIR_ADD, rt_b(l, RT_KIR_MUL, row, rt_i(l, uk->a_ld)), u->p0));
+    }
     uk->b_off = rt_b(l, RT_KIR_ADD, rt_i(l, u->a_elems),
                      rt_b(l, RT_KIR_MUL, rt_b(l, RT_KIR_ADD, bcol, cols), rt_v(l, vkc)));
     uk->c_buf = l->data_buf[s->out];
-    rt_kir_expr *row = rt_b(l, RT_KIR_ADD, rt_v(l, u->vi0), rows);
     uk->c_off = rt_b(l, RT_KIR_ADD, u->c0,
                      rt_b(l, RT_KIR_ADD, rt_b(l, RT_KIR_MUL, row, u->ldc),
                           rt_b(l, RT_KIR_ADD, rt_v(l, vj0), cols)));
@@ -464,7 +471,7 @@ static void rt_re_pack_b_ilv(rt_lower *l, const rt_gemm *g, rt_kir_block *blk, c
     rt_gemm_pack_sub(l, &lp->body,
                      "B panel of the entry (k contiguous) -> scratch, 8-wide k-major sub-panels",
                      g->nr, ws, valid, rt_v(l, vkc), l->data_buf[g->tb], base, rt_re_const(u->bn),
-                     1, u->bn, u->bk, 1.0, rt_i(l, u->t_elems));
+                     1, u->bn, u->bk, u->a_in_place ? g->alpha : 1.0, rt_i(l, u->t_elems));
     rt_kir_node *cp = rt_kir_append(l->a, &lp->body, RT_KIR_N_COPY);
     RT_LOWER_CHECK(l, cp);
     if (!cp)
@@ -518,7 +525,7 @@ static void rt_re_pack_b(rt_lower *l, const rt_gemm *g, rt_kir_block *blk, const
                               : "B columns of the entry -> scratch, nr-wide k-major panels",
                      g->nr, u->b_sub ? u->b_sub : g->nr, rt_v(l, vwc), rt_v(l, vkc),
                      l->data_buf[g->tb], bbase, rt_re_const(u->bn), rt_re_const(u->bk), u->bn,
-                     u->bk, 1.0, rt_i(l, u->a_elems));
+                     u->bk, u->a_in_place ? g->alpha : 1.0, rt_i(l, u->a_elems));
 }
 
 static void rt_re_row_block_b(rt_lower *l, const rt_gemm *g, rt_kir_block *blk, const rt_re_unit *u,
@@ -534,6 +541,10 @@ static void rt_re_row_block(rt_lower *l, const rt_gemm *g, rt_kir_block *blk, co
         gt.tri_s = gt.tri_c = 0;
         rt_status st = rt_gemm_tri_pack_a(l, blk, &gt, u->vmc, vkc, u->vi0, vp0, 0);
         RT_LOWER_CHECK(l, st == RT_OK);
+        rt_re_row_block_b(l, g, blk, u, vpk, vkc, vs0, vwc);
+        return;
+    }
+    if (u->a_in_place) { // the micro-kernels read A's rows (rt_re_tiles)
         rt_re_row_block_b(l, g, blk, u, vpk, vkc, vs0, vwc);
         return;
     }
@@ -707,6 +718,9 @@ static void rt_re_entry_units(rt_lower *l, const rt_gemm *g, rt_kir_block *blk,
     u.b_sub = rt_perf_cpu_rentry_b_sub(g->nr, l->rp->cpu.uk_lanes, rt_re_const(u.bk) == 1);
     u.b_ilv = rt_perf_cpu_rentry_b_ilv(g->nr, l->rp->cpu.uk_lanes, rt_re_const(u.bk) == 1);
     u.t_elems = t_elems;
+    u.a_in_place = l->rp->cpu.gemm.re_a_in_place;
+    // The model's rows along k at a constant stride (rentry_a_in_place) are the layout's.
+    RT_LOWER_CHECK(l, !u.a_in_place || (rt_re_const(u.am) > 0 && rt_re_const(u.ak) == 1));
     // Row block r starts at cost vs + r U (U: a full block's cost; only the last is shorter):
     // this item's are r in [ceil((lo - vs) / U), ceil((hi - vs) / U)) within [0, nb).
     rt_kir_expr *nb = rt_re_ceil(l, en->ext[0], g->mc);

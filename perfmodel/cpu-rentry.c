@@ -213,6 +213,29 @@ int64_t rt_perf_gemm_rentry_run(const rt_perf_gemm_rentry *r) {
     return run;
 }
 
+// A per-entry A is read in place by the micro-kernel, as a brgemm does, where its rows run
+// along k with a constant stride (the dims after m's are dense: attention's Q as (b, i, h, d))
+// and it needs no causal pack: an entry's A block is used by only N / nr column panels, so its
+// pack (a transpose into mr-tall panels, about a third of a short entry's time) buys little.
+static bool rentry_a_in_place(const rt_op *op, const rt_perf_gemm_rentry *r) {
+    const rt_expr *ra = r->ra;
+    const rt_tensor *t = &op->tensors[ra->tensor];
+    if (r->tri == 2 || ra->n_args != t->n_dims || ra->args[ra->n_args - 1]->var != r->k_var)
+        return false;
+    int32_t dm = -1;
+    for (int32_t d = 0; d < ra->n_args; d++)
+        if (ra->args[d]->kind == RT_EXPR_INDEX && ra->args[d]->var == r->m_var)
+            dm = d;
+    if (dm < 0)
+        return false;
+    for (int32_t d = dm + 1; d < t->n_dims; d++) {
+        int64_t ext;
+        if (ra->args[d]->kind != RT_EXPR_INDEX || !rt_expr_const_int(op, t->dims[d].extent, &ext))
+            return false;
+    }
+    return true;
+}
+
 bool rt_perf_cpu_rentry_groups(const rt_perf_model *m, rt_perf_cpu_gemm *g) {
     rt_perf_gemm_rentry r;
     if (m->n_access != 3 || !rt_perf_gemm_rentry_of(m->op, &m->op->stmts[m->main_stmt], &r))
@@ -258,6 +281,7 @@ bool rt_perf_cpu_rentry_groups(const rt_perf_model *m, rt_perf_cpu_gemm *g) {
     // A's and B's panels read along k where k is the read's innermost dim.
     g->a_k_unit = r.ra->args[r.ra->n_args - 1]->var == r.k_var;
     g->b_k_unit = r.rb->args[r.rb->n_args - 1]->var == r.k_var;
+    g->re_a_in_place = rentry_a_in_place(m->op, &r);
     double mean[3];
     const int32_t ax[3] = {g->axis_m, g->axis_n, g->axis_k};
     for (int32_t i = 0; i < 3; i++)
@@ -346,7 +370,8 @@ static double rentry_row_block(const rt_perf_model *m, const rt_perf_cpu_gemm *g
     double runs = (double)rt_max64(1, rt_ceil_div(Ne, rt_perf_cpu_rentry_b_cols(g)));
     rt_perf_ukernel uk;
     (void)rt_perf_cpu_ukernel(dev, 4, g->mr, g->nr, rt_max64(1, kk), &uk);
-    double a = rt_perf_cpu_pack_cycles(dev, g, false, r, kk, ghz), blk = runs * a;
+    double a = g->re_a_in_place ? 0 : rt_perf_cpu_pack_cycles(dev, g, false, r, kk, ghz);
+    double blk = runs * a;
     // Edge tiles: the last row panel (r % mr rows) and the last column panel of a block.
     rt_perf_cpu_uk_rules ur;
     rt_perf_cpu_uk_rules_of(dev, &ur);

@@ -88,6 +88,12 @@ static void run_case(const rt_device *dev, const ecase *c, uint64_t seed) {
         if (strstr(c->text, "def qkt"))
             RT_EXPECT(cd->c_source && strstr(cd->c_source, "__builtin_prefetch(&t_Q[") &&
                       strstr(cd->c_source, "__builtin_prefetch(&t_K["));
+        // Q's rows along k at a constant stride (H x D): the micro-kernel reads them in place,
+        // the scale folded into K's pack (perfmodel re_a_in_place); P (rows len(b) apart) and
+        // vgemm's A (Kl(b)) are packed.
+        bool q_rows = strstr(c->text, "Q(b, i, h, d)") != NULL;
+        RT_EXPECT((strstr(cd->c_source, "const float *ua = t_Q +") != NULL) == q_rows);
+        RT_EXPECT((strstr(cd->c_source, "A block of the entry -> scratch") != NULL) == !q_rows);
         // K's k contiguous, vectors wider than 8 lanes: its panels are packed as 8-wide
         // sub-panels, then interleaved (rt_perf_cpu_rentry_b_ilv), where nr is a multiple of 8.
         int mr = 0, nr = 0;
