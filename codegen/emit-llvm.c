@@ -594,6 +594,56 @@ static void rt_l_uk_edge_cols(rt_lemit *l, const rt_kir_ukernel *u, LLVMValueRef
     LLVMPositionBuilderAtEnd(b, jd);
 }
 
+// The edge tile with mask registers (kernel masked_edge): per row i < mv (unrolled), each vector
+// with columns below nvv straight from its accumulator, its lanes past nvv masked off (C's old
+// value loaded under the same mask where the call accumulates); branches to bend.
+static void rt_l_uk_edge_masked(rt_lemit *l, const rt_kir_ukernel *u, const LLVMValueRef *acc,
+                                LLVMValueRef c_off, LLVMValueRef mv, LLVMValueRef nvv,
+                                LLVMValueRef accum, LLVMBasicBlockRef bend) {
+    LLVMBuilderRef b = l->b;
+    int32_t nv = u->nr / u->vl;
+    LLVMTypeRef vt = LLVMVectorType(l->f32, (unsigned)u->vl);
+    LLVMValueRef st_fn = LLVMGetIntrinsicDeclaration(
+        l->m, LLVMLookupIntrinsicID("llvm.masked.store", 17), (LLVMTypeRef[]){vt, l->ptr}, 2);
+    LLVMValueRef ld_fn = LLVMGetIntrinsicDeclaration(
+        l->m, LLVMLookupIntrinsicID("llvm.masked.load", 16), (LLVMTypeRef[]){vt, l->ptr}, 2);
+    LLVMValueRef iota[64]; // a vector register's floats: 16 at most on the CPU targets
+    for (int32_t e = 0; e < u->vl; e++)
+        iota[e] = rt_l_i64(l, e);
+    LLVMValueRef lanes = LLVMConstVector(iota, (unsigned)u->vl);
+    LLVMValueRef mask[RT_KIR_UK_MAX_NV];
+    for (int32_t j = 0; j < nv; j++) { // lane e of vector j: column vl j + e < nvv
+        LLVMValueRef left = LLVMBuildSub(b, nvv, rt_l_i64(l, (int64_t)u->vl * j), "");
+        LLVMTypeRef vi = LLVMVectorType(l->i64, (unsigned)u->vl);
+        LLVMValueRef ins =
+            LLVMBuildInsertElement(b, LLVMGetUndef(vi), left, LLVMConstInt(l->i32, 0, 0), "");
+        LLVMValueRef splat = LLVMBuildShuffleVector(
+            b, ins, LLVMGetUndef(vi), LLVMConstNull(LLVMVectorType(l->i32, (unsigned)u->vl)), "");
+        mask[j] = LLVMBuildICmp(b, LLVMIntSLT, lanes, splat, "");
+    }
+    LLVMValueRef align = LLVMConstInt(l->i32, 4, 0);
+    LLVMValueRef ldc = rt_l_uk_ldc(l, u);
+    for (int32_t i = 0; i < u->mr; i++) {
+        LLVMBasicBlockRef brow = rt_l_block(l, "uk.mrow"), bnext = rt_l_block(l, "uk.mnext");
+        LLVMBuildCondBr(b, LLVMBuildICmp(b, LLVMIntSLT, rt_l_i64(l, i), mv, ""), brow, bend);
+        LLVMPositionBuilderAtEnd(b, brow);
+        for (int32_t j = 0; j < nv; j++) {
+            LLVMValueRef at = LLVMBuildNSWAdd(b, LLVMBuildNSWMul(b, rt_l_i64(l, i), ldc, ""),
+                                              rt_l_i64(l, (int64_t)u->vl * j), "");
+            LLVMValueRef p = rt_l_addr(l, u->c_buf, LLVMBuildNSWAdd(b, c_off, at, ""));
+            LLVMValueRef la[4] = {p, align, mask[j], LLVMConstNull(vt)};
+            LLVMValueRef old = LLVMBuildCall2(b, LLVMGlobalGetValueType(ld_fn), ld_fn, la, 4, "");
+            LLVMValueRef v = LLVMBuildFAdd(b, LLVMBuildSelect(b, accum, old, LLVMConstNull(vt), ""),
+                                           acc[i * nv + j], "");
+            LLVMValueRef sa[4] = {v, p, align, mask[j]};
+            LLVMBuildCall2(b, LLVMGlobalGetValueType(st_fn), st_fn, sa, 4, "");
+        }
+        LLVMBuildBr(b, bnext);
+        LLVMPositionBuilderAtEnd(b, bnext);
+    }
+    LLVMBuildBr(b, bend);
+}
+
 // The micro-kernel's edge tile (rt_l_ukernel): from bpart, the accumulators spilled to the stack
 // buffer, then per valid row (i < mv) each of its vectors whose vl columns are all below nvv
 // with one vector load and store, and the columns of the vector that nvv cuts element by
@@ -606,6 +656,10 @@ static void rt_l_uk_edge(rt_lemit *l, const rt_kir_ukernel *u, const LLVMValueRe
     int32_t nv = u->nr / u->vl, na = u->mr * nv;
     LLVMTypeRef vt = LLVMVectorType(l->f32, (unsigned)u->vl);
     LLVMPositionBuilderAtEnd(b, bpart);
+    if (l->k->masked_edge && u->vl <= 64) {
+        rt_l_uk_edge_masked(l, u, acc, c_off, mv, nvv, accum, bend);
+        return;
+    }
     for (int32_t i = 0; i < na; i++) {
         LLVMValueRef idx = rt_l_i64(l, (int64_t)u->vl * i);
         LLVMValueRef st =

@@ -266,6 +266,8 @@ typedef struct rt_kir_kernel {
     double bytes;            // compulsory DRAM traffic of one run (for GB/s)
     bool compute_bound;      // report GFLOP/s rather than GB/s
     rt_kir_contraction gemm; // valid when the kernel is one packed contraction
+    bool masked_edge;        // micro-kernel edge tiles store their cut vectors masked, straight
+                             // from the registers (the model's rt_perf_cpu_uk_rules.masked_edge)
 } rt_kir_kernel;
 
 // Construction. Each returns NULL when out of memory, which the builders in lower-cpu.c check

@@ -743,6 +743,9 @@ rt_status rt_lower_cpu(rt_arena *a, const rt_op *op, const rt_device *dev, const
         l.dev = dev;
         l.m = m;
         l.rp = p;
+        rt_perf_cpu_uk_rules ur;
+        rt_perf_cpu_uk_rules_of(dev, &ur);
+        l.k->masked_edge = ur.masked_edge;
     }
     rt_gemm g;
     int32_t main_stmt = m ? m->main_stmt : -1;

@@ -343,12 +343,15 @@ void rt_perf_cpu_rentry_block(const rt_device *dev, rt_perf_cpu_gemm *g) {
 // with rows x cols valid: the accumulators spilled to the stack, then per valid row its whole
 // vectors (a load of the spill, C's load and store) and the columns of the vector that cols
 // cuts one by one (a load of the spill, C's load and store each; about 1.4 cycles per element
-// measured on a Zen 3 core, 34.1 ns per 6 x 13 tile).
-static double rentry_edge_cycles(const rt_perf_cpu_gemm *g, int64_t lanes, int64_t rows,
-                                 int64_t cols) {
+// measured on a Zen 3 core, 34.1 ns per 6 x 13 tile). With mask registers (ur->masked_edge)
+// no spill: per valid row its vectors straight from the registers, the cut one masked.
+static double rentry_edge_cycles(const rt_perf_cpu_gemm *g, const rt_perf_cpu_uk_rules *ur,
+                                 int64_t rows, int64_t cols) {
     if (rows >= g->mr && cols >= g->nr)
         return 0;
-    int64_t vl = lanes > 0 ? lanes : 1, whole = cols / vl, cut = cols % vl;
+    int64_t vl = ur->lanes > 0 ? ur->lanes : 1, whole = cols / vl, cut = cols % vl;
+    if (ur->masked_edge) // per valid row its vectors from the registers, the cut one masked
+        return (double)rows * ((double)rt_ceil_div(cols, vl) * 2.0 + 1.0);
     double spill = (double)(g->mr * (g->nr / vl));
     return spill + (double)rows * ((double)whole * 3.0 + (double)cut * 1.4 + 1.0);
 }
@@ -379,9 +382,9 @@ static double rentry_row_block(const rt_perf_model *m, const rt_perf_cpu_gemm *g
     for (int32_t lc = 0; lc < 2 && ncb > 0; lc++) {
         int64_t c = lc ? Ne - (ncb - 1) * g->nc : g->nc, ct = lc ? 1 : ncb - 1;
         int64_t cm = c % g->nr, cfull = c / g->nr;
-        double edge = (double)cfull * (rm ? rentry_edge_cycles(g, ur.lanes, rm, g->nr) : 0) +
-                      (double)rfull * (cm ? rentry_edge_cycles(g, ur.lanes, g->mr, cm) : 0) +
-                      (rm && cm ? rentry_edge_cycles(g, ur.lanes, rm, cm) : 0);
+        double edge = (double)cfull * (rm ? rentry_edge_cycles(g, &ur, rm, g->nr) : 0) +
+                      (double)rfull * (cm ? rentry_edge_cycles(g, &ur, g->mr, cm) : 0) +
+                      (rm && cm ? rentry_edge_cycles(g, &ur, rm, cm) : 0);
         blk += (double)ct * ((double)(rp * rt_ceil_div(c, g->nr)) * uk.call_cycles + edge);
     }
     *pack = (double)nkb * runs * a;
@@ -447,8 +450,8 @@ static double rentry_tri_row_block(const rt_perf_model *m, const rt_perf_cpu_gem
                 continue;
             double call = uk.call_cycles * (double)rt_max64(1, ks) / (double)rt_max64(1, kk);
             double edge = (double)(ncb - (cm ? 1 : 0)) *
-                              (rows < g->mr ? rentry_edge_cycles(g, ur.lanes, rows, g->nr) : 0) +
-                          (cm ? rentry_edge_cycles(g, ur.lanes, rows, cm) : 0);
+                              (rows < g->mr ? rentry_edge_cycles(g, &ur, rows, g->nr) : 0) +
+                          (cm ? rentry_edge_cycles(g, &ur, rows, cm) : 0);
             cyc += (double)ncb * call + edge;
         }
     }

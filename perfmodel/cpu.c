@@ -111,6 +111,7 @@ void rt_perf_cpu_uk_rules_of(const rt_device *dev, rt_perf_cpu_uk_rules *out) {
         out->acc_min = out->regs > 3 ? out->regs - 2 : 1;
     }
     out->nv_min = out->nv_max < 2 ? out->nv_max : 2;
+    out->masked_edge = out->lanes == 16;
 }
 
 int64_t rt_perf_cpu_uk_max_mr(const rt_perf_cpu_uk_rules *r, int64_t nv) {
@@ -872,6 +873,8 @@ bool rt_perf_cpu_gemm_time(const rt_perf_model *m, const rt_perf_cpu_gemm *g, do
     (void)rt_perf_cpu_ukernel(dev, 4, g->mr, g->nr, g->kc, &uk);
     (void)rt_perf_cpu_ukernel(dev, 4, g->mr, g->nr, k_last > 0 ? k_last : g->kc, &uk_last);
     *eff = uk.eff;
+    rt_perf_cpu_uk_rules ur;
+    rt_perf_cpu_uk_rules_of(dev, &ur);
     int64_t mt = rt_ceil_div(g->M, g->mc), ntl = rt_ceil_div(g->N, g->nc);
     int64_t batch = g->batch > 0 ? g->batch : 1, nblk = gemm_nblk(g, batch, ntl);
     int64_t ng = g->ng > 0 && g->ng <= nblk ? g->ng : nblk;
@@ -894,12 +897,14 @@ bool rt_perf_cpu_gemm_time(const rt_perf_model *m, const rt_perf_cpu_gemm *g, do
                 double rows = (double)rt_ceil_div(mcur, g->mr),
                        cols = (double)rt_ceil_div(nc2, g->nr);
                 // A partial tile (the last row or column panel) runs the full k loop on its
-                // zero-padded panels, then goes to C through a buffer element by element.
+                // zero-padded panels, then goes to C through a buffer element by element, or
+                // with masked vectors straight from the registers (uk_rules.masked_edge).
                 double edges = (mcur % g->mr ? cols : 0) + (nc2 % g->nr ? rows : 0) -
                                (mcur % g->mr && nc2 % g->nr ? 1 : 0);
-                c.calls[e][f][kl] =
-                    rows * cols * (kl ? uk_last.call_cycles : uk.call_cycles) +
-                    edges * (double)(g->mr * g->nr) * 2.0 / rt_perf_cpu_load_ports(dev);
+                double per_edge = ur.masked_edge ? (double)(g->mr * rt_ceil_div(g->nr, ur.lanes))
+                                                 : (double)(g->mr * g->nr);
+                c.calls[e][f][kl] = rows * cols * (kl ? uk_last.call_cycles : uk.call_cycles) +
+                                    edges * per_edge * 2.0 / rt_perf_cpu_load_ports(dev);
             }
         }
     int64_t units = dev->units > 0 ? dev->units : 1;

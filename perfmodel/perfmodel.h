@@ -159,8 +159,8 @@ typedef struct rt_perf_cpu_gemm {
                     // the work list of (entry, row block) units by cost (cpu-rentry.c)
     int32_t re_tri; // per-entry plan with a causal range (rt_perf_gemm_rentry.tri, tri_c)
     int64_t re_tri_c;
-    int64_t re_run;   // per-entry plan: entries of equal cost in a row (rt_perf_gemm_rentry_run)
-    double re_n_mean; // per-entry plan: the mean of the entries' N
+    int64_t re_run;     // per-entry plan: entries of equal cost in a row (rt_perf_gemm_rentry_run)
+    double re_n_mean;   // per-entry plan: the mean of the entries' N
     bool re_a_in_place; // per-entry plan: the micro-kernel reads A's rows where they are (k
                         // contiguous, a constant row stride, no causal pack), alpha folded into
                         // B's pack (rt_perf_cpu_rentry_a_in_place)
@@ -472,6 +472,8 @@ typedef struct rt_perf_cpu_uk_rules {
     int64_t regs;  // vector registers
     int64_t acc_min;
     int64_t nv_min, nv_max;
+    bool masked_edge; // vectors with mask registers (16 lanes: AVX-512): an edge tile's cut
+                      // vector is stored as one masked vector, not element by element
 } rt_perf_cpu_uk_rules;
 void rt_perf_cpu_uk_rules_of(const rt_device *dev, rt_perf_cpu_uk_rules *out);
 // The most rows whose accumulators, nv B vectors and the broadcast fit the registers.
