@@ -594,6 +594,91 @@ static void rt_l_uk_edge_cols(rt_lemit *l, const rt_kir_ukernel *u, LLVMValueRef
     LLVMPositionBuilderAtEnd(b, jd);
 }
 
+// A transposing pack (kir.h rt_kir_tpack) by blocks of 16 k steps: the 16 rows loaded with
+// masks (k steps past kcur and rows past `rows` read nothing and give zeros), transposed by four
+// rounds of interleaving rows r and r + 8 (lanes 0-7 of each into the even result, 8-15 into the
+// odd one: four perfect shuffles are the transpose), scaled, and stored as 16 k-major rows (the
+// block's valid ones where it is the last, short one).
+static void rt_l_tpack(rt_lemit *l, const rt_kir_tpack *t) {
+    LLVMBuilderRef b = l->b;
+    LLVMTypeRef vt = LLVMVectorType(l->f32, 16), vi = LLVMVectorType(l->i64, 16);
+    LLVMValueRef ld_fn = LLVMGetIntrinsicDeclaration(
+        l->m, LLVMLookupIntrinsicID("llvm.masked.load", 16), (LLVMTypeRef[]){vt, l->ptr}, 2);
+    LLVMValueRef base = rt_l_expr(l, t->base), s_row = rt_l_expr(l, t->s_row);
+    LLVMValueRef rows = rt_l_expr(l, t->rows), kcur = rt_l_expr(l, t->kcur);
+    LLVMValueRef dst0 = rt_l_expr(l, t->dst0);
+    LLVMValueRef iota[16], lo[16], hi[16];
+    for (int32_t e = 0; e < 16; e++) {
+        iota[e] = rt_l_i64(l, e);
+        lo[e] = LLVMConstInt(l->i32, (unsigned long long)(e / 2 + (e % 2) * 16), 0);
+        hi[e] = LLVMConstInt(l->i32, (unsigned long long)(8 + e / 2 + (e % 2) * 16), 0);
+    }
+    LLVMValueRef lanes = LLVMConstVector(iota, 16);
+    LLVMValueRef mlo = LLVMConstVector(lo, 16), mhi = LLVMConstVector(hi, 16);
+    LLVMValueRef align = LLVMConstInt(l->i32, 4, 0), zero = LLVMConstNull(vt);
+    LLVMBasicBlockRef pre = LLVMGetInsertBlock(b);
+    LLVMBasicBlockRef head = rt_l_block(l, "tp.loop"), body = rt_l_block(l, "tp.body"),
+                      done = rt_l_block(l, "tp.done");
+    LLVMBuildBr(b, head);
+    LLVMPositionBuilderAtEnd(b, head);
+    LLVMValueRef k0 = LLVMBuildPhi(b, l->i64, "k0");
+    LLVMValueRef z = rt_l_i64(l, 0);
+    LLVMAddIncoming(k0, &z, &pre, 1);
+    LLVMBuildCondBr(b, LLVMBuildICmp(b, LLVMIntSLT, k0, kcur, ""), body, done);
+    LLVMPositionBuilderAtEnd(b, body);
+    LLVMValueRef kn = LLVMBuildSub(b, kcur, k0, "");
+    LLVMValueRef ins =
+        LLVMBuildInsertElement(b, LLVMGetUndef(vi), kn, LLVMConstInt(l->i32, 0, 0), "");
+    LLVMValueRef kmask =
+        LLVMBuildICmp(b, LLVMIntSLT, lanes,
+                      LLVMBuildShuffleVector(b, ins, LLVMGetUndef(vi),
+                                             LLVMConstNull(LLVMVectorType(l->i32, 16)), ""),
+                      "");
+    LLVMValueRef v[16], w[16];
+    for (int32_t r = 0; r < 16; r++) {
+        LLVMValueRef in = LLVMBuildICmp(b, LLVMIntSLT, rt_l_i64(l, r), rows, "");
+        LLVMValueRef m = LLVMBuildSelect(b, in, kmask, LLVMConstNull(LLVMTypeOf(kmask)), "");
+        // Rows past `rows` load nothing: their address is row 0's.
+        LLVMValueRef at = LLVMBuildAdd(
+            b, base,
+            LLVMBuildAdd(b,
+                         LLVMBuildMul(b, LLVMBuildSelect(b, in, rt_l_i64(l, r), z, ""), s_row, ""),
+                         k0, ""),
+            "");
+        LLVMValueRef args[4] = {rt_l_addr(l, t->src, at), align, m, zero};
+        v[r] = LLVMBuildCall2(b, LLVMGlobalGetValueType(ld_fn), ld_fn, args, 4, "");
+    }
+    for (int32_t round = 0; round < 4; round++) {
+        for (int32_t i = 0; i < 8; i++) {
+            w[2 * i] = LLVMBuildShuffleVector(b, v[i], v[i + 8], mlo, "");
+            w[2 * i + 1] = LLVMBuildShuffleVector(b, v[i], v[i + 8], mhi, "");
+        }
+        memcpy(v, w, sizeof v);
+    }
+    if (t->alpha != 1.0) {
+        LLVMValueRef al = rt_l_splat_n(l, LLVMConstReal(l->f32, t->alpha), 16);
+        for (int32_t c = 0; c < 16; c++)
+            v[c] = LLVMBuildFMul(b, v[c], al, "");
+    }
+    // Column c of the block (k step k0 + c) goes to row k0 + c of the panel.
+    LLVMValueRef ld = rt_l_i64(l, t->dst_ld);
+    LLVMBasicBlockRef latch = rt_l_block(l, "tp.latch");
+    for (int32_t c = 0; c < 16; c++) {
+        LLVMBasicBlockRef bs = rt_l_block(l, "tp.st");
+        LLVMBuildCondBr(b, LLVMBuildICmp(b, LLVMIntSLT, rt_l_i64(l, c), kn, ""), bs, latch);
+        LLVMPositionBuilderAtEnd(b, bs);
+        LLVMValueRef at = LLVMBuildAdd(
+            b, dst0, LLVMBuildMul(b, LLVMBuildAdd(b, k0, rt_l_i64(l, c), ""), ld, ""), "");
+        LLVMSetAlignment(LLVMBuildStore(b, v[c], rt_l_addr(l, t->dst, at)), 4);
+    }
+    LLVMBuildBr(b, latch);
+    LLVMPositionBuilderAtEnd(b, latch);
+    LLVMValueRef k1 = LLVMBuildAdd(b, k0, rt_l_i64(l, 16), "");
+    LLVMBuildBr(b, head);
+    LLVMAddIncoming(k0, &k1, &latch, 1);
+    LLVMPositionBuilderAtEnd(b, done);
+}
+
 // The edge tile with mask registers (kernel masked_edge): per row i < mv (unrolled), each vector
 // with columns below nvv straight from its accumulator, its lanes past nvv masked off (C's old
 // value loaded under the same mask where the call accumulates); branches to bend.
@@ -1043,7 +1128,10 @@ static void rt_l_node(rt_lemit *l, const rt_kir_node *n) {
         return;
     }
     case RT_KIR_N_COPY:
-        rt_l_nodes(l, &n->body);
+        if (n->tpack)
+            rt_l_tpack(l, n->tpack);
+        else
+            rt_l_nodes(l, &n->body);
         return;
     case RT_KIR_N_UKERNEL:
         rt_l_ukernel(l, &n->uk);

@@ -958,8 +958,17 @@ static rt_status rt_kir_check_node(rt_kir_check *c, const rt_kir_node *n) {
         RT_TRY(rt_kir_check_expr(c, n->cond, true));
         RT_TRY(rt_kir_check_block(c, &n->body));
         return rt_kir_check_block(c, &n->else_body);
-    case RT_KIR_N_COPY:
+    case RT_KIR_N_COPY: {
+        const rt_kir_tpack *t = n->tpack;
+        int32_t nb = c->k->n_bufs;
+        if (t && (t->src < 0 || t->src >= nb || t->dst < 0 || t->dst >= nb ||
+                  c->k->bufs[t->src].type != RT_KIR_F32 || c->k->bufs[t->dst].type != RT_KIR_F32 ||
+                  !t->base || !t->s_row || !t->rows || !t->kcur || !t->dst0 || t->dst_ld < 16 ||
+                  t->dst_ld % 16 != 0))
+            return rt_kir_bad(c, "transposing pack (expected two f32 buffers, its five "
+                                 "expressions and a row step of whole 16-float rows)");
         return rt_kir_check_block(c, &n->body);
+    }
     case RT_KIR_N_UKERNEL: {
         const rt_kir_ukernel *u = &n->uk;
         bool vl_ok = u->vl >= 1 && u->vl <= 64 && (u->vl & (u->vl - 1)) == 0;

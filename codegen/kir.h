@@ -149,6 +149,20 @@ typedef struct rt_kir_ukernel {
     int64_t epi_pf_ld;
 } rt_kir_ukernel;
 
+// A transposing pack (COPY): dst[dst0 + kk * dst_ld + r] = alpha * src[base + r * s_row + kk]
+// for r < rows, 0 for rows <= r < 16, kk < kcur: 16 rows contiguous along k become 16-wide
+// k-major rows (a k-contiguous B into its nr-wide panel, dst_ld = nr). The COPY's body does the
+// same element by element (the C emitter prints it); the LLVM emitter runs blocks of 16 k steps
+// as 16 masked vector loads, a 16 x 16 transpose in registers and 16 vector stores.
+typedef struct rt_kir_tpack {
+    int32_t src, dst;          // f32 buffers
+    rt_kir_expr *base, *s_row; // I64: the source's element (0, 0) and its row step
+    rt_kir_expr *rows, *kcur;  // I64: valid rows (at most 16), k steps
+    rt_kir_expr *dst0;         // I64: the destination's element (k 0, row 0)
+    int64_t dst_ld;            // elements between k steps (a multiple of 16)
+    double alpha;
+} rt_kir_tpack;
+
 typedef struct rt_kir_node rt_kir_node;
 typedef struct rt_kir_block {
     int32_t n, cap;
@@ -169,6 +183,7 @@ struct rt_kir_node {
     rt_kir_expr *cond;          // IF
     rt_kir_ukernel uk;          // UKERNEL
     const char *text;           // COPY, COMMENT (one line)
+    const rt_kir_tpack *tpack;  // COPY: a transposing pack (NULL: the body only)
     int32_t src_buf;            // MOVE4: source (buf, index: destination)
     rt_kir_expr *src_index;     // MOVE4
     int64_t stride, src_stride; // MOVE4: element steps of the destination and the source

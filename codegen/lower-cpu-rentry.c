@@ -179,10 +179,9 @@ typedef struct rt_re_unit {
     int32_t vi0, vmc;
     rt_kir_expr *p0; // the k block's first step
     int32_t b_sub;   // B's sub-panel width (rt_perf_cpu_rentry_b_sub; 0: nr-wide panels)
-    bool b_ilv;      // B packed per panel as 8-wide sub-panels, then interleaved (rt_re_pack_b)
+    bool b_t16;      // B packed per panel by 16 x 16 transposes (rt_re_pack_b_t16)
     bool a_in_place; // the plan's re_a_in_place: A read by the micro-kernel, alpha in B's pack
     int64_t a_elems;
-    int64_t t_elems; // ilv: the sub-panels' place in scratch (after B's panels)
     // Small entries (rt_re_next_fits): the next entry's A and B as rows of contiguous elements
     // (per matrix: its buffer, first element, row stride, rows, elements per row; rows NULL:
     // none), whose lines the row panels of this entry prefetch (rt_re_prefetch_next_entry).
@@ -450,62 +449,69 @@ static void rt_re_tiles(rt_lower *l, const rt_gemm *g, rt_kir_block *blk, const 
                           uk->accumulate);
 }
 
-// B's k contiguous on vectors wider than 8 lanes (rt_perf_cpu_rentry_b_ilv): an nr-wide panel
-// would be gathered nr rows per k step. Per panel, its rows go as 8-wide k-major sub-panels to
-// t_elems (k steps in vector lanes, 8 rows interleaved by shuffles, zeros past the valid ones),
-// then each k step's runs of 8 are copied into the panel's row. The whole panel is written:
-// columns left from an earlier pack could hold denormals, on which the micro-kernel's FMAs
-// (whose results are never stored) would run many times slower.
-static void rt_re_pack_b_ilv(rt_lower *l, const rt_gemm *g, rt_kir_block *blk, const rt_re_unit *u,
-                             rt_kir_expr *bbase, int32_t vwc, int32_t vkc) {
-    int32_t ws = RT_PERF_CPU_MAX_INTERLEAVE, vp, vk, vh;
+// B's k contiguous on 16-lane vectors (rt_perf_cpu_rentry_b_t16): an nr-wide panel would be
+// gathered nr rows per k step. Per panel, each group of 16 rows is one transposing pack (kir.h
+// rt_kir_tpack: 16 x 16 transposes in registers) into its 16 columns of the panel. The whole
+// panel is written: columns left from an earlier pack could hold denormals, on which the
+// micro-kernel's FMAs (whose results are never stored) would run many times slower.
+static void rt_re_pack_b_t16(rt_lower *l, const rt_gemm *g, rt_kir_block *blk, const rt_re_unit *u,
+                             rt_kir_expr *bbase, int32_t vwc, int32_t vkc, double alpha) {
+    int32_t vp, vh, vk, vr;
     rt_kir_node *lp =
         rt_re_loop(l, blk, "bpanel", &vp, rt_i(l, 0), rt_re_ceil(l, rt_v(l, vwc), g->nr));
-    if (!lp)
+    rt_kir_node *lh =
+        lp ? rt_re_loop(l, &lp->body, "bsub", &vh, rt_i(l, 0), rt_i(l, g->nr / 16)) : NULL;
+    rt_kir_node *cp = lh ? rt_kir_append(l->a, &lh->body, RT_KIR_N_COPY) : NULL;
+    rt_kir_tpack *t = cp ? rt_arena_alloc(l->a, sizeof *t) : NULL;
+    RT_LOWER_CHECK(l, t);
+    if (!t)
         return;
-    rt_kir_expr *c0 = rt_b(l, RT_KIR_MUL, rt_v(l, vp), rt_i(l, g->nr));
-    rt_kir_expr *valid =
-        rt_re_let(l, &lp->body, "bvalid",
-                  rt_b(l, RT_KIR_MIN, rt_i(l, g->nr), rt_b(l, RT_KIR_SUB, rt_v(l, vwc), c0)));
-    rt_kir_expr *base = rt_b(l, RT_KIR_ADD, bbase, rt_b(l, RT_KIR_MUL, c0, u->bn));
-    rt_gemm_pack_sub(l, &lp->body,
-                     "B panel of the entry (k contiguous) -> scratch, 8-wide k-major sub-panels",
-                     g->nr, ws, valid, rt_v(l, vkc), l->data_buf[g->tb], base, rt_re_const(u->bn),
-                     1, u->bn, u->bk, u->a_in_place ? g->alpha : 1.0, rt_i(l, u->t_elems));
-    rt_kir_node *cp = rt_kir_append(l->a, &lp->body, RT_KIR_N_COPY);
-    RT_LOWER_CHECK(l, cp);
-    if (!cp)
-        return;
-    cp->text = "B sub-panels -> the nr-wide k-major panel";
-    rt_kir_node *lh = rt_re_loop(l, &cp->body, "bsub", &vh, rt_i(l, 0), rt_i(l, g->nr / ws));
-    rt_kir_node *lk = lh ? rt_re_loop(l, &lh->body, "bk", &vk, rt_i(l, 0), rt_v(l, vkc)) : NULL;
-    if (!lk)
-        return;
-    // The run of 8 in vector lanes (the JIT's pipeline vectorizes marked loops, no SLP).
-    int32_t vr = rt_kir_add_var(l->a, l->p, "br", RT_KIR_I64);
+    rt_kir_expr *r0 = rt_b(l, RT_KIR_ADD, rt_b(l, RT_KIR_MUL, rt_v(l, vp), rt_i(l, g->nr)),
+                           rt_b(l, RT_KIR_MUL, rt_v(l, vh), rt_i(l, 16)));
+    *t = (rt_kir_tpack){
+        .src = l->data_buf[g->tb],
+        .dst = 0,
+        .base = rt_b(l, RT_KIR_ADD, bbase, rt_b(l, RT_KIR_MUL, r0, u->bn)),
+        .s_row = u->bn,
+        .rows = rt_b(l, RT_KIR_MIN, rt_i(l, 16),
+                     rt_b(l, RT_KIR_MAX, rt_i(l, 0), rt_b(l, RT_KIR_SUB, rt_v(l, vwc), r0))),
+        .kcur = rt_v(l, vkc),
+        .dst0 = rt_b(l, RT_KIR_ADD, rt_i(l, u->a_elems),
+                     rt_b(l, RT_KIR_ADD,
+                          rt_b(l, RT_KIR_MUL, rt_b(l, RT_KIR_MUL, rt_v(l, vp), rt_v(l, vkc)),
+                               rt_i(l, g->nr)),
+                          rt_b(l, RT_KIR_MUL, rt_v(l, vh), rt_i(l, 16)))),
+        .dst_ld = g->nr,
+        .alpha = alpha};
+    cp->tpack = t;
+    cp->text = "B rows of the entry (k contiguous) -> the nr-wide k-major panel, 16 x 16 "
+               "transposes";
+    // The body, element by element: k steps outside, the 16 rows in vector lanes.
+    rt_kir_node *lk = rt_re_loop(l, &cp->body, "bk", &vk, rt_i(l, 0), t->kcur);
+    vr = lk ? rt_kir_add_var(l->a, l->p, "br", RT_KIR_I64) : -1;
     rt_kir_node *lr =
-        vr >= 0 ? rt_kir_loop(l->a, &lk->body, vr, rt_i(l, 0), rt_i(l, ws), RT_KIR_LOOP_VECTOR)
+        vr >= 0 ? rt_kir_loop(l->a, &lk->body, vr, rt_i(l, 0), rt_i(l, 16), RT_KIR_LOOP_VECTOR)
                 : NULL;
-    rt_kir_node *st = lr ? rt_kir_append(l->a, &lr->body, RT_KIR_N_STORE) : NULL;
-    RT_LOWER_CHECK(l, st);
-    if (!st)
+    rt_kir_node *iff = lr ? rt_kir_append(l->a, &lr->body, RT_KIR_N_IF) : NULL;
+    rt_kir_node *s1 = iff ? rt_kir_append(l->a, &iff->body, RT_KIR_N_STORE) : NULL;
+    rt_kir_node *s0 = iff ? rt_kir_append(l->a, &iff->else_body, RT_KIR_N_STORE) : NULL;
+    RT_LOWER_CHECK(l, s1 && s0);
+    if (!s0)
         return;
-    rt_kir_expr *k = rt_v(l, vk), *kc = rt_v(l, vkc), *r = rt_v(l, vr);
-    rt_kir_expr *src =
-        rt_b(l, RT_KIR_ADD, rt_i(l, u->t_elems),
-             rt_b(l, RT_KIR_ADD,
-                  rt_b(l, RT_KIR_MUL, rt_b(l, RT_KIR_ADD, rt_b(l, RT_KIR_MUL, rt_v(l, vh), kc), k),
-                       rt_i(l, ws)),
-                  r));
-    st->buf = 0;
-    st->index =
-        rt_b(l, RT_KIR_ADD, rt_i(l, u->a_elems),
-             rt_b(l, RT_KIR_ADD,
-                  rt_b(l, RT_KIR_MUL, rt_b(l, RT_KIR_ADD, rt_b(l, RT_KIR_MUL, rt_v(l, vp), kc), k),
-                       rt_i(l, g->nr)),
-                  rt_b(l, RT_KIR_ADD, rt_b(l, RT_KIR_MUL, rt_v(l, vh), rt_i(l, ws)), r)));
-    st->value = rt_kir_load(l->a, l->k, 0, src);
-    RT_LOWER_CHECK(l, st->index && st->value);
+    rt_kir_expr *k = rt_v(l, vk), *r = rt_v(l, vr);
+    iff->cond = rt_b(l, RT_KIR_LT, r, t->rows);
+    rt_kir_expr *v = rt_kir_load(
+        l->a, l->k, t->src,
+        rt_b(l, RT_KIR_ADD, t->base, rt_b(l, RT_KIR_ADD, rt_b(l, RT_KIR_MUL, r, t->s_row), k)));
+    if (alpha != 1.0)
+        v = rt_b(l, RT_KIR_MUL, v, rt_kir_flt(l->a, RT_KIR_F32, alpha));
+    rt_kir_expr *at = rt_b(l, RT_KIR_ADD, t->dst0,
+                           rt_b(l, RT_KIR_ADD, rt_b(l, RT_KIR_MUL, k, rt_i(l, g->nr)), r));
+    s1->buf = s0->buf = 0;
+    s1->index = s0->index = at;
+    s1->value = v;
+    s0->value = rt_kir_flt(l->a, RT_KIR_F32, 0.0);
+    RT_LOWER_CHECK(l, at && v && s0->value);
 }
 
 // B's columns [s0, s0 + wcur) of the k block (p0, kcur) -> scratch after A's block, as
@@ -515,8 +521,8 @@ static void rt_re_pack_b(rt_lower *l, const rt_gemm *g, rt_kir_block *blk, const
     rt_kir_expr *bbase = rt_b(l, RT_KIR_ADD, u->b0,
                               rt_b(l, RT_KIR_ADD, rt_b(l, RT_KIR_MUL, rt_v(l, vs0), u->bn),
                                    rt_b(l, RT_KIR_MUL, rt_v(l, vp0), u->bk)));
-    if (u->b_ilv) {
-        rt_re_pack_b_ilv(l, g, blk, u, bbase, vwc, vkc);
+    if (u->b_t16) {
+        rt_re_pack_b_t16(l, g, blk, u, bbase, vwc, vkc, u->a_in_place ? g->alpha : 1.0);
         return;
     }
     rt_gemm_pack_sub(l, blk,
@@ -694,7 +700,7 @@ static void rt_re_tri_units(rt_lower *l, const rt_gemm *g, rt_kir_block *blk, co
 // the entry's (var vs), is in [lo, hi) run.
 static void rt_re_entry_units(rt_lower *l, const rt_gemm *g, rt_kir_block *blk,
                               const rt_re_entry *en, int32_t vs, rt_kir_expr *lo, rt_kir_expr *hi,
-                              int64_t a_elems, int64_t b_cols, int64_t t_elems) {
+                              int64_t a_elems, int64_t b_cols) {
     const rt_stmt *s = &l->op->stmts[g->stmt];
     rt_re_unit u = {.en = *en, .a_elems = a_elems};
     int32_t va[RT_MAX_DIMS], vb[RT_MAX_DIMS];
@@ -716,8 +722,7 @@ static void rt_re_entry_units(rt_lower *l, const rt_gemm *g, rt_kir_block *blk,
     // per k step; as 8-row sub-panels its pack runs the k steps in vector lanes with 8x8
     // transposes (rt_gemm_pack_panels) and the micro-kernel reads one stream per sub-panel.
     u.b_sub = rt_perf_cpu_rentry_b_sub(g->nr, l->rp->cpu.uk_lanes, rt_re_const(u.bk) == 1);
-    u.b_ilv = rt_perf_cpu_rentry_b_ilv(g->nr, l->rp->cpu.uk_lanes, rt_re_const(u.bk) == 1);
-    u.t_elems = t_elems;
+    u.b_t16 = rt_perf_cpu_rentry_b_t16(g->nr, l->rp->cpu.uk_lanes, rt_re_const(u.bk) == 1);
     u.a_in_place = l->rp->cpu.gemm.re_a_in_place;
     // The model's rows along k at a constant stride (rentry_a_in_place) are the layout's.
     RT_LOWER_CHECK(l, !u.a_in_place || (rt_re_const(u.am) > 0 && rt_re_const(u.ak) == 1));
@@ -789,8 +794,7 @@ rt_status rt_lower_gemm_rentry(rt_lower *l, const rt_gemm *g) {
     int64_t a_elems = rt_round_up((int64_t)g->mc * g->kc, 16);
     rt_perf_cpu_gemm pg = {.N = g->N, .kc = g->kc, .nc = g->nc};
     int64_t b_cols = rt_perf_cpu_rentry_b_cols(&pg);
-    int64_t t_elems = a_elems + rt_round_up(b_cols, g->nr) * g->kc;
-    l->p->scratch_bytes = (t_elems + (int64_t)g->nr * g->kc) * 4;
+    l->p->scratch_bytes = (a_elems + rt_round_up(b_cols, g->nr) * g->kc) * 4;
     if (l->p->scratch_bytes > l->k->scratch_bytes)
         l->k->scratch_bytes = l->p->scratch_bytes;
     rt_kir_block *body = &l->p->body;
@@ -819,7 +823,7 @@ rt_status rt_lower_gemm_rentry(rt_lower *l, const rt_gemm *g) {
         rt_re_let(l, e2, "run_cost", rt_b(l, RT_KIR_MUL, en.cost, rt_i(l, run)));
     rt_kir_block *eb = rt_re_if(l, e2, rt_re_meets(l, vs, run_cost, lo, hi));
     if (eb && run == 1) {
-        rt_re_entry_units(l, g, eb, &en, vs, lo, hi, a_elems, b_cols, t_elems);
+        rt_re_entry_units(l, g, eb, &en, vs, lo, hi, a_elems, b_cols);
     } else if (eb) { // the run's entries one by one, from its first cost
         rt_re_entry ef;
         int32_t vf, vsf = rt_re_var(l, eb, "e_cost1", rt_v(l, vs));
@@ -827,7 +831,7 @@ rt_status rt_lower_gemm_rentry(rt_lower *l, const rt_gemm *g) {
         rt_kir_block *e3 = vsf >= 0 ? rt_re_entries(l, g, eb, &ef, first, run, 1, &vf) : NULL;
         rt_kir_block *fb = e3 ? rt_re_if(l, e3, rt_re_meets(l, vsf, ef.cost, lo, hi)) : NULL;
         if (fb)
-            rt_re_entry_units(l, g, fb, &ef, vsf, lo, hi, a_elems, b_cols, t_elems);
+            rt_re_entry_units(l, g, fb, &ef, vsf, lo, hi, a_elems, b_cols);
         if (e3)
             rt_let(l, e3, vsf, rt_b(l, RT_KIR_ADD, rt_v(l, vsf), ef.cost));
     }

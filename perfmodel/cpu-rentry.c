@@ -309,9 +309,8 @@ int32_t rt_perf_cpu_rentry_b_sub(int32_t nr, int64_t lanes, bool k_unit) {
     return k_unit && nr > ws && nr % ws == 0 && lanes >= 1 && ws % lanes == 0 ? ws : 0;
 }
 
-bool rt_perf_cpu_rentry_b_ilv(int32_t nr, int64_t lanes, bool k_unit) {
-    int32_t ws = RT_PERF_CPU_MAX_INTERLEAVE;
-    return k_unit && rt_perf_cpu_rentry_b_sub(nr, lanes, k_unit) == 0 && nr > ws && nr % ws == 0;
+bool rt_perf_cpu_rentry_b_t16(int32_t nr, int64_t lanes, bool k_unit) {
+    return k_unit && lanes == 16 && nr % 16 == 0;
 }
 
 int64_t rt_perf_cpu_rentry_b_cols(const rt_perf_cpu_gemm *g) {
@@ -458,20 +457,21 @@ static double rentry_tri_row_block(const rt_perf_model *m, const rt_perf_cpu_gem
     return cyc;
 }
 
-// Cycles of packing `cols` columns of B over kk k steps: where rt_perf_cpu_rentry_b_ilv, as
-// 8-wide sub-panels of whole nr-wide panels (interleaved by shuffles, zeros past cols), then
-// one 8-float load and store per sub-panel and k step into the panels.
+// One 16 x 16 transpose of a k-contiguous B (rt_perf_cpu_rentry_b_t16): 16 vector loads, 64
+// two-source shuffles on the one shuffle port (four rounds of interleaving pairs of rows), 16
+// vector stores.
+#define RT_PERF_RENTRY_T16_CYCLES 72.0
+
+// Cycles of packing `cols` columns of B over kk k steps: where rt_perf_cpu_rentry_b_t16, every
+// group of 16 rows of the whole nr-wide panels (zeros past cols) by blocks of 16 k steps.
 static double rentry_b_pack(const rt_perf_model *m, const rt_perf_cpu_gemm *g, int64_t cols,
                             int64_t kk, double ghz) {
     rt_perf_cpu_uk_rules ur;
     rt_perf_cpu_uk_rules_of(m->dev, &ur);
-    if (!rt_perf_cpu_rentry_b_ilv((int32_t)g->nr, ur.lanes, g->b_k_unit))
+    if (!rt_perf_cpu_rentry_b_t16((int32_t)g->nr, ur.lanes, g->b_k_unit))
         return rt_perf_cpu_pack_cycles(m->dev, g, true, cols, kk, ghz);
-    rt_perf_cpu_gemm sub = *g;
-    sub.nr = sub.b_sub = RT_PERF_CPU_MAX_INTERLEAVE;
-    int64_t whole = rt_round_up(cols, g->nr);
-    double runs = (double)(whole / sub.nr) * (double)kk;
-    return rt_perf_cpu_pack_cycles(m->dev, &sub, true, whole, kk, ghz) + runs;
+    double groups = (double)(rt_round_up(cols, g->nr) / 16);
+    return groups * (double)rt_ceil_div(kk, 16) * RT_PERF_RENTRY_T16_CYCLES;
 }
 
 // Cycles of B's packs of one entry: once per k block and run of b_cols columns.

@@ -94,13 +94,13 @@ static void run_case(const rt_device *dev, const ecase *c, uint64_t seed) {
         bool q_rows = strstr(c->text, "Q(b, i, h, d)") != NULL;
         RT_EXPECT((strstr(cd->c_source, "const float *ua = t_Q +") != NULL) == q_rows);
         RT_EXPECT((strstr(cd->c_source, "A block of the entry -> scratch") != NULL) == !q_rows);
-        // K's k contiguous, vectors wider than 8 lanes: its panels are packed as 8-wide
-        // sub-panels, then interleaved (rt_perf_cpu_rentry_b_ilv), where nr is a multiple of 8.
+        // K's k contiguous on 16-lane vectors: each 16 rows of its panels are packed by 16 x 16
+        // transposes (rt_perf_cpu_rentry_b_t16).
         int mr = 0, nr = 0;
         const char *uk = strstr(cd->summary, "micro-kernel ");
         if (uk && sscanf(uk, "micro-kernel %dx%d", &mr, &nr) == 2 && strstr(c->text, "K(b, j"))
-            RT_EXPECT((strstr(cd->c_source, "B sub-panels -> the nr-wide k-major panel") != NULL) ==
-                      (dev->lanes > 8 && nr > 8 && nr % 8 == 0));
+            RT_EXPECT((strstr(cd->c_source, "16 x 16 transposes") != NULL) ==
+                      (dev->lanes == 16 && nr % 16 == 0));
         // Entries one vector wide on average (as planned) take a micro-kernel of one vector of
         // columns (rt_perf_cpu_rentry_block); the longer ones a wider one.
         double mean_n = 0;
