@@ -185,6 +185,74 @@ static void rt_gemm_pack_sub_ex(rt_lower *l, rt_kir_block *blk, const char *what
                         e_row, e_k, alpha, dst0, vars, vec_edge);
 }
 
+void rt_gemm_pack_t16(rt_lower *l, rt_kir_block *blk, const char *what, int32_t w,
+                      rt_kir_expr *valid, rt_kir_expr *kcur, int32_t src, rt_kir_expr *base,
+                      rt_kir_expr *s_row, double alpha, rt_kir_expr *dst0) {
+    rt_arena *a = l->a;
+    int32_t vp = rt_kir_add_var(a, l->p, "bpanel", RT_KIR_I64);
+    int32_t vh = rt_kir_add_var(a, l->p, "bsub", RT_KIR_I64);
+    int32_t vk = rt_kir_add_var(a, l->p, "bk", RT_KIR_I64);
+    int32_t vr = rt_kir_add_var(a, l->p, "br", RT_KIR_I64);
+    rt_kir_node *lp =
+        vr >= 0 ? rt_kir_loop(
+                      a, blk, vp, rt_i(l, 0),
+                      rt_b(l, RT_KIR_DIV, rt_b(l, RT_KIR_ADD, valid, rt_i(l, w - 1)), rt_i(l, w)),
+                      RT_KIR_LOOP_SERIAL)
+                : NULL;
+    rt_kir_node *lh =
+        lp ? rt_kir_loop(a, &lp->body, vh, rt_i(l, 0), rt_i(l, w / 16), RT_KIR_LOOP_SERIAL) : NULL;
+    rt_kir_node *cp = lh ? rt_kir_append(a, &lh->body, RT_KIR_N_COPY) : NULL;
+    rt_kir_tpack *t = cp ? rt_arena_alloc(a, sizeof *t) : NULL;
+    RT_LOWER_CHECK(l, t);
+    if (!t)
+        return;
+    rt_kir_expr *r0 = rt_b(l, RT_KIR_ADD, rt_b(l, RT_KIR_MUL, rt_v(l, vp), rt_i(l, w)),
+                           rt_b(l, RT_KIR_MUL, rt_v(l, vh), rt_i(l, 16)));
+    rt_kir_expr *d0 = rt_b(
+        l, RT_KIR_ADD, dst0,
+        rt_b(l, RT_KIR_ADD, rt_b(l, RT_KIR_MUL, rt_b(l, RT_KIR_MUL, rt_v(l, vp), kcur), rt_i(l, w)),
+             rt_b(l, RT_KIR_MUL, rt_v(l, vh), rt_i(l, 16))));
+    *t = (rt_kir_tpack){.src = src,
+                        .dst = 0,
+                        .base = rt_b(l, RT_KIR_ADD, base, rt_b(l, RT_KIR_MUL, r0, s_row)),
+                        .s_row = s_row,
+                        .rows =
+                            rt_b(l, RT_KIR_MIN, rt_i(l, 16),
+                                 rt_b(l, RT_KIR_MAX, rt_i(l, 0), rt_b(l, RT_KIR_SUB, valid, r0))),
+                        .kcur = kcur,
+                        .dst0 = d0,
+                        .dst_ld = w,
+                        .alpha = alpha};
+    cp->tpack = t;
+    cp->text = rt_arena_printf(a, "%s, 16 x 16 transposes", what);
+    // The body, element by element: k steps outside, the 16 rows in vector lanes. The whole
+    // panel is written: columns left from an earlier pack could hold denormals, on which the
+    // micro-kernel's FMAs (whose results are never stored) would run many times slower.
+    rt_kir_node *lk = rt_kir_loop(a, &cp->body, vk, rt_i(l, 0), kcur, RT_KIR_LOOP_SERIAL);
+    rt_kir_node *lr =
+        lk ? rt_kir_loop(a, &lk->body, vr, rt_i(l, 0), rt_i(l, 16), RT_KIR_LOOP_VECTOR) : NULL;
+    rt_kir_node *iff = lr ? rt_kir_append(a, &lr->body, RT_KIR_N_IF) : NULL;
+    rt_kir_node *s1 = iff ? rt_kir_append(a, &iff->body, RT_KIR_N_STORE) : NULL;
+    rt_kir_node *s0 = iff ? rt_kir_append(a, &iff->else_body, RT_KIR_N_STORE) : NULL;
+    RT_LOWER_CHECK(l, s1 && s0 && cp->text);
+    if (!s0)
+        return;
+    rt_kir_expr *k = rt_v(l, vk), *r = rt_v(l, vr);
+    iff->cond = rt_b(l, RT_KIR_LT, r, t->rows);
+    rt_kir_expr *v = rt_kir_load(
+        a, l->k, src,
+        rt_b(l, RT_KIR_ADD, t->base, rt_b(l, RT_KIR_ADD, rt_b(l, RT_KIR_MUL, r, s_row), k)));
+    if (alpha != 1.0)
+        v = rt_b(l, RT_KIR_MUL, v, rt_kir_flt(a, RT_KIR_F32, alpha));
+    rt_kir_expr *at =
+        rt_b(l, RT_KIR_ADD, d0, rt_b(l, RT_KIR_ADD, rt_b(l, RT_KIR_MUL, k, rt_i(l, w)), r));
+    s1->buf = s0->buf = 0;
+    s1->index = s0->index = at;
+    s1->value = v;
+    s0->value = rt_kir_flt(a, RT_KIR_F32, 0.0);
+    RT_LOWER_CHECK(l, at && v && s0->value);
+}
+
 // Binds the statement vars vars[0..n) (outer first, each over [0, hi)) to the digits of the
 // flat index x in blk: v_i = x / (product of the later extents) mod hi_i.
 void rt_gemm_unflatten(rt_lower *l, rt_kir_block *blk, rt_kir_expr *x, const int32_t *vars,

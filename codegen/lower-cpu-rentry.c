@@ -449,69 +449,13 @@ static void rt_re_tiles(rt_lower *l, const rt_gemm *g, rt_kir_block *blk, const 
                           uk->accumulate);
 }
 
-// B's k contiguous on 16-lane vectors (rt_perf_cpu_rentry_b_t16): an nr-wide panel would be
-// gathered nr rows per k step. Per panel, each group of 16 rows is one transposing pack (kir.h
-// rt_kir_tpack: 16 x 16 transposes in registers) into its 16 columns of the panel. The whole
-// panel is written: columns left from an earlier pack could hold denormals, on which the
-// micro-kernel's FMAs (whose results are never stored) would run many times slower.
+// B's k contiguous on 16-lane vectors (rt_perf_cpu_b_t16): an nr-wide panel would be gathered
+// nr rows per k step; each group of 16 rows goes by 16 x 16 transposes (rt_gemm_pack_t16).
 static void rt_re_pack_b_t16(rt_lower *l, const rt_gemm *g, rt_kir_block *blk, const rt_re_unit *u,
                              rt_kir_expr *bbase, int32_t vwc, int32_t vkc, double alpha) {
-    int32_t vp, vh, vk, vr;
-    rt_kir_node *lp =
-        rt_re_loop(l, blk, "bpanel", &vp, rt_i(l, 0), rt_re_ceil(l, rt_v(l, vwc), g->nr));
-    rt_kir_node *lh =
-        lp ? rt_re_loop(l, &lp->body, "bsub", &vh, rt_i(l, 0), rt_i(l, g->nr / 16)) : NULL;
-    rt_kir_node *cp = lh ? rt_kir_append(l->a, &lh->body, RT_KIR_N_COPY) : NULL;
-    rt_kir_tpack *t = cp ? rt_arena_alloc(l->a, sizeof *t) : NULL;
-    RT_LOWER_CHECK(l, t);
-    if (!t)
-        return;
-    rt_kir_expr *r0 = rt_b(l, RT_KIR_ADD, rt_b(l, RT_KIR_MUL, rt_v(l, vp), rt_i(l, g->nr)),
-                           rt_b(l, RT_KIR_MUL, rt_v(l, vh), rt_i(l, 16)));
-    *t = (rt_kir_tpack){
-        .src = l->data_buf[g->tb],
-        .dst = 0,
-        .base = rt_b(l, RT_KIR_ADD, bbase, rt_b(l, RT_KIR_MUL, r0, u->bn)),
-        .s_row = u->bn,
-        .rows = rt_b(l, RT_KIR_MIN, rt_i(l, 16),
-                     rt_b(l, RT_KIR_MAX, rt_i(l, 0), rt_b(l, RT_KIR_SUB, rt_v(l, vwc), r0))),
-        .kcur = rt_v(l, vkc),
-        .dst0 = rt_b(l, RT_KIR_ADD, rt_i(l, u->a_elems),
-                     rt_b(l, RT_KIR_ADD,
-                          rt_b(l, RT_KIR_MUL, rt_b(l, RT_KIR_MUL, rt_v(l, vp), rt_v(l, vkc)),
-                               rt_i(l, g->nr)),
-                          rt_b(l, RT_KIR_MUL, rt_v(l, vh), rt_i(l, 16)))),
-        .dst_ld = g->nr,
-        .alpha = alpha};
-    cp->tpack = t;
-    cp->text = "B rows of the entry (k contiguous) -> the nr-wide k-major panel, 16 x 16 "
-               "transposes";
-    // The body, element by element: k steps outside, the 16 rows in vector lanes.
-    rt_kir_node *lk = rt_re_loop(l, &cp->body, "bk", &vk, rt_i(l, 0), t->kcur);
-    vr = lk ? rt_kir_add_var(l->a, l->p, "br", RT_KIR_I64) : -1;
-    rt_kir_node *lr =
-        vr >= 0 ? rt_kir_loop(l->a, &lk->body, vr, rt_i(l, 0), rt_i(l, 16), RT_KIR_LOOP_VECTOR)
-                : NULL;
-    rt_kir_node *iff = lr ? rt_kir_append(l->a, &lr->body, RT_KIR_N_IF) : NULL;
-    rt_kir_node *s1 = iff ? rt_kir_append(l->a, &iff->body, RT_KIR_N_STORE) : NULL;
-    rt_kir_node *s0 = iff ? rt_kir_append(l->a, &iff->else_body, RT_KIR_N_STORE) : NULL;
-    RT_LOWER_CHECK(l, s1 && s0);
-    if (!s0)
-        return;
-    rt_kir_expr *k = rt_v(l, vk), *r = rt_v(l, vr);
-    iff->cond = rt_b(l, RT_KIR_LT, r, t->rows);
-    rt_kir_expr *v = rt_kir_load(
-        l->a, l->k, t->src,
-        rt_b(l, RT_KIR_ADD, t->base, rt_b(l, RT_KIR_ADD, rt_b(l, RT_KIR_MUL, r, t->s_row), k)));
-    if (alpha != 1.0)
-        v = rt_b(l, RT_KIR_MUL, v, rt_kir_flt(l->a, RT_KIR_F32, alpha));
-    rt_kir_expr *at = rt_b(l, RT_KIR_ADD, t->dst0,
-                           rt_b(l, RT_KIR_ADD, rt_b(l, RT_KIR_MUL, k, rt_i(l, g->nr)), r));
-    s1->buf = s0->buf = 0;
-    s1->index = s0->index = at;
-    s1->value = v;
-    s0->value = rt_kir_flt(l->a, RT_KIR_F32, 0.0);
-    RT_LOWER_CHECK(l, at && v && s0->value);
+    rt_gemm_pack_t16(l, blk, "B rows of the entry (k contiguous) -> the nr-wide k-major panel",
+                     g->nr, rt_v(l, vwc), rt_v(l, vkc), l->data_buf[g->tb], bbase, u->bn, alpha,
+                     rt_i(l, u->a_elems));
 }
 
 // B's columns [s0, s0 + wcur) of the k block (p0, kcur) -> scratch after A's block, as
@@ -722,7 +666,7 @@ static void rt_re_entry_units(rt_lower *l, const rt_gemm *g, rt_kir_block *blk,
     // per k step; as 8-row sub-panels its pack runs the k steps in vector lanes with 8x8
     // transposes (rt_gemm_pack_panels) and the micro-kernel reads one stream per sub-panel.
     u.b_sub = rt_perf_cpu_rentry_b_sub(g->nr, l->rp->cpu.uk_lanes, rt_re_const(u.bk) == 1);
-    u.b_t16 = rt_perf_cpu_rentry_b_t16(g->nr, l->rp->cpu.uk_lanes, rt_re_const(u.bk) == 1);
+    u.b_t16 = rt_perf_cpu_b_t16(g->nr, l->rp->cpu.uk_lanes, rt_re_const(u.bk) == 1);
     u.a_in_place = l->rp->cpu.gemm.re_a_in_place;
     // The model's rows along k at a constant stride (rentry_a_in_place) are the layout's.
     RT_LOWER_CHECK(l, !u.a_in_place || (rt_re_const(u.am) > 0 && rt_re_const(u.ak) == 1));

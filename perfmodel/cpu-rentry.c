@@ -309,10 +309,6 @@ int32_t rt_perf_cpu_rentry_b_sub(int32_t nr, int64_t lanes, bool k_unit) {
     return k_unit && nr > ws && nr % ws == 0 && lanes >= 1 && ws % lanes == 0 ? ws : 0;
 }
 
-bool rt_perf_cpu_rentry_b_t16(int32_t nr, int64_t lanes, bool k_unit) {
-    return k_unit && lanes == 16 && nr % 16 == 0;
-}
-
 int64_t rt_perf_cpu_rentry_b_cols(const rt_perf_cpu_gemm *g) {
     int64_t nc = rt_max64(1, g->nc), kc = rt_max64(1, g->kc);
     int64_t fit = rt_max64(1, RT_PERF_RENTRY_B_BYTES / (4 * kc) / nc);
@@ -457,23 +453,6 @@ static double rentry_tri_row_block(const rt_perf_model *m, const rt_perf_cpu_gem
     return cyc;
 }
 
-// One 16 x 16 transpose of a k-contiguous B (rt_perf_cpu_rentry_b_t16): 16 vector loads, 64
-// two-source shuffles on the one shuffle port (four rounds of interleaving pairs of rows), 16
-// vector stores.
-#define RT_PERF_RENTRY_T16_CYCLES 72.0
-
-// Cycles of packing `cols` columns of B over kk k steps: where rt_perf_cpu_rentry_b_t16, every
-// group of 16 rows of the whole nr-wide panels (zeros past cols) by blocks of 16 k steps.
-static double rentry_b_pack(const rt_perf_model *m, const rt_perf_cpu_gemm *g, int64_t cols,
-                            int64_t kk, double ghz) {
-    rt_perf_cpu_uk_rules ur;
-    rt_perf_cpu_uk_rules_of(m->dev, &ur);
-    if (!rt_perf_cpu_rentry_b_t16((int32_t)g->nr, ur.lanes, g->b_k_unit))
-        return rt_perf_cpu_pack_cycles(m->dev, g, true, cols, kk, ghz);
-    double groups = (double)(rt_round_up(cols, g->nr) / 16);
-    return groups * (double)rt_ceil_div(kk, 16) * RT_PERF_RENTRY_T16_CYCLES;
-}
-
 // Cycles of B's packs of one entry: once per k block and run of b_cols columns.
 static double rentry_b_packs(const rt_perf_model *m, const rt_perf_cpu_gemm *g, int64_t Ne,
                              int64_t Ke, double ghz) {
@@ -481,9 +460,9 @@ static double rentry_b_packs(const rt_perf_model *m, const rt_perf_cpu_gemm *g, 
     rentry_kblocks(g, Ke, &nkb, &kk);
     double b = 0;
     if (runs > 1)
-        b += (double)(runs - 1) * rentry_b_pack(m, g, w, kk, ghz);
+        b += (double)(runs - 1) * rt_perf_cpu_pack_cycles(m->dev, g, true, w, kk, ghz);
     if (runs > 0)
-        b += rentry_b_pack(m, g, Ne - (runs - 1) * w, kk, ghz);
+        b += rt_perf_cpu_pack_cycles(m->dev, g, true, Ne - (runs - 1) * w, kk, ghz);
     return (double)nkb * b;
 }
 

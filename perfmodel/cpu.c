@@ -724,7 +724,8 @@ static double source_gbps(const rt_device *dev, double bytes, double chunk_bytes
 // Cycles of packing one block of `rows` x kcur elements of a matrix of `bytes` read with chunks
 // of rows x kc: B rows contiguous along n are vector copies; A panels, and B panels of a B
 // contiguous along k only (b_k_unit), read along k are loaded as vectors and interleaved by shuffles (one per vector) up to RT_PERF_CPU_MAX_INTERLEAVE rows,
-// gathered row by row (the device's gather_cycles per element) when taller, and otherwise read
+// gathered row by row (the device's gather_cycles per element) when taller (on 16-lane vectors
+// a k-contiguous B goes by 16 x 16 transposes instead: rt_perf_cpu_b_t16), and otherwise read
 // one element per load across rows; either is bound by its load slots or by the bandwidth of
 // the level its source lives in. A B read through a window (a convolution's y + r) is packed by
 // masked loads or clamped row segments: the bounds test costs about one more pass over its
@@ -744,7 +745,10 @@ static double pack_cycles(const rt_device *dev, const rt_perf_cpu_gemm *g, bool 
         is_b ? e / vec_elems / ports * (g->b_window ? 3 : 2) : e / ports + e / vec_elems / ports;
     bool k_unit = is_b ? g->b_k_unit : g->a_k_unit;
     int64_t w = is_b ? (g->b_sub > 0 ? g->b_sub : g->nr) : g->mr;
-    if (k_unit)
+    if (is_b && rt_perf_cpu_b_t16(g->nr, dev->lanes, k_unit))
+        slots = (double)(rt_round_up(rows, g->nr) / 16) * (double)rt_ceil_div(kcur, 16) *
+                RT_PERF_CPU_T16_CYCLES;
+    else if (k_unit)
         slots = w <= RT_PERF_CPU_MAX_INTERLEAVE
                     ? e / vec_elems / ports * 2 + e / vec_elems
                     : e * rt_hal_cpu_costs(dev).gather_cycles + e / vec_elems / ports;
@@ -758,6 +762,10 @@ static double pack_cycles(const rt_device *dev, const rt_perf_cpu_gemm *g, bool 
         bw = l2_gbps > 0 ? e * 4 / l2_gbps * ghz : 0;
     }
     return slots > bw ? slots : bw;
+}
+
+bool rt_perf_cpu_b_t16(int64_t nr, int64_t lanes, bool k_unit) {
+    return k_unit && lanes == 16 && nr % 16 == 0;
 }
 
 double rt_perf_cpu_pack_cycles(const rt_device *dev, const rt_perf_cpu_gemm *g, bool is_b,

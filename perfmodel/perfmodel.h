@@ -569,9 +569,12 @@ int64_t rt_perf_cpu_rentry_items(const rt_device *dev);
 // Width of the per-entry plan's B sub-panels (codegen/kir.h b_sub): 8 where B's k is contiguous
 // (k_unit) and nr a multiple of 8 above it, on vectors of at most 8 lanes; else 0 (nr-wide).
 int32_t rt_perf_cpu_rentry_b_sub(int32_t nr, int64_t lanes, bool k_unit);
-// Where B's k is contiguous on 16-lane vectors: each group of 16 rows of an nr-wide panel is
-// packed by 16 x 16 transposes in registers (codegen/kir.h rt_kir_tpack).
-bool rt_perf_cpu_rentry_b_t16(int32_t nr, int64_t lanes, bool k_unit);
+// Where B's k is contiguous on 16-lane vectors (per-entry and dense packed GEMMs): each group of
+// 16 rows of an nr-wide panel is packed by 16 x 16 transposes in registers (codegen/kir.h
+// rt_kir_tpack), RT_PERF_CPU_T16_CYCLES per 16 x 16 block: 16 vector loads, 64 two-source
+// shuffles on the one shuffle port (four rounds of interleaving pairs of rows), 16 stores.
+bool rt_perf_cpu_b_t16(int64_t nr, int64_t lanes, bool k_unit);
+#define RT_PERF_CPU_T16_CYCLES 72.0
 // Columns of B the per-entry plan packs at once (a multiple of nc): B is packed once per entry,
 // k block and run of this many columns, and every row block of the entry that a thread owns
 // reuses it; the longest entry's N, up to RT_PERF_RENTRY_B_BYTES of panels.

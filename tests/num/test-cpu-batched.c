@@ -11,8 +11,9 @@
 #include "num-host.h"
 
 // Candidates whose micro-kernel reads A in place (kir.h a_ld; the C source's clamped row
-// bound "uma") and which prefetch the next entry's operands ("pf_line").
-static int32_t n_in_place, n_next_pf;
+// bound "uma"), which prefetch the next entry's operands ("pf_line") and which pack B by 16 x 16
+// transposes (kir.h rt_kir_tpack).
+static int32_t n_in_place, n_next_pf, n_t16;
 
 // Runs the top_k of text: every candidate on the path named path and "ok" by the interpreter.
 static void run_case_k(const rt_device *dev, const char *text, uint64_t seed, int32_t top_k,
@@ -29,6 +30,7 @@ static void run_case_k(const rt_device *dev, const char *text, uint64_t seed, in
             cpu_case_expect(&c, i, strstr(cd->summary, path) != NULL, "interpreter");
             n_in_place += cd->c_source && strstr(cd->c_source, "const int64_t uma =") != NULL;
             n_next_pf += cd->c_source && strstr(cd->c_source, "pf_line") != NULL;
+            n_t16 += cd->c_source && strstr(cd->c_source, "16 x 16 transposes") != NULL;
         }
     rt_arena_free(a);
 }
@@ -89,8 +91,11 @@ int main(void) {
         "def f(float(3, 7, 1031) A, float(3, 53, 1031) B) -> (float(3, 7, 53) C) {\n"
         " C(b, i, j) += A(b, i, k) * B(b, j, k)\n}",
     };
+    // On 16-lane vectors their panels go by 16 x 16 transposes (rt_perf_cpu_b_t16).
+    int32_t t16_before = n_t16;
     for (size_t i = 0; i < sizeof wide / sizeof *wide; i++)
         run_case_k(&dev, wide[i], 20 + i, 6, "implicit GEMM");
+    RT_EXPECT(dev.lanes != 16 || n_t16 - t16_before >= 12);
     run_case_k(&dev,
                "def f(float(67, 41) A, float(97, 41) B) -> (C) {\n"
                " C(i, j) +=! A(i, k) * B(j, k)\n}",

@@ -95,7 +95,7 @@ static void run_case(const rt_device *dev, const ecase *c, uint64_t seed) {
         RT_EXPECT((strstr(cd->c_source, "const float *ua = t_Q +") != NULL) == q_rows);
         RT_EXPECT((strstr(cd->c_source, "A block of the entry -> scratch") != NULL) == !q_rows);
         // K's k contiguous on 16-lane vectors: each 16 rows of its panels are packed by 16 x 16
-        // transposes (rt_perf_cpu_rentry_b_t16).
+        // transposes (rt_perf_cpu_b_t16).
         int mr = 0, nr = 0;
         const char *uk = strstr(cd->summary, "micro-kernel ");
         if (uk && sscanf(uk, "micro-kernel %dx%d", &mr, &nr) == 2 && strstr(c->text, "K(b, j"))
