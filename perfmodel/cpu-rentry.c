@@ -297,11 +297,15 @@ bool rt_perf_cpu_rentry_groups(const rt_perf_model *m, rt_perf_cpu_gemm *g) {
     return true;
 }
 
-// Work items of the per-entry plan: a multiple of every small thread count, so that the
-// cost ranges (the backend's split) fall evenly at 1, 2, 4 ... 64 threads.
+// Work items of the per-entry plan: four per thread, rounded up to a power of two, so that the
+// cost ranges (the backend's split) fall evenly at every power-of-two thread count up to the
+// device's. Each item walks the work list's runs to find its share (the model's `walk`): more
+// items than that only multiply the walks (64 items cost a tenth of short entries' time).
 int64_t rt_perf_cpu_rentry_items(const rt_device *dev) {
-    int64_t units = dev && dev->units > 0 ? dev->units : 1;
-    return 64 * rt_ceil_div(units, 16);
+    int64_t units = dev && dev->units > 0 ? dev->units : 1, items = 4;
+    while (items < 4 * units)
+        items *= 2;
+    return items;
 }
 
 int32_t rt_perf_cpu_rentry_b_sub(int32_t nr, int64_t lanes, bool k_unit) {
