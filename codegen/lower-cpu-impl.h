@@ -1,6 +1,7 @@
 // lower-cpu-impl.h: internal to the CPU lowering (lower-cpu.c and the files it is split into:
 // lower-cpu-window.c the blocked loop nests and window reductions, lower-cpu-gemm.c the packed
-// GEMM, lower-cpu-pack.c its packing). Nothing outside codegen/lower-cpu*.c includes it.
+// GEMM, lower-cpu-pack.c its packing, lower-cpu-naive.c the naive kernel's reduction order).
+// Nothing outside codegen/lower-cpu*.c includes it.
 #ifndef RT_LOWER_CPU_IMPL_H
 #define RT_LOWER_CPU_IMPL_H
 
@@ -38,6 +39,7 @@ typedef struct rt_lower {
     int64_t win_dy;                     // output row (of the win_pack->yu) being translated
     const struct rt_win_pack *win_pack; // the strided read packed into scratch (NULL: none)
     rt_perf_cpu_plan done; // the plan the kernel executes (kind NONE: naive), for the header
+    bool naive;            // the naive kernel (rt_lower_options.naive): plain loop nests
 } rt_lower;
 
 #define RT_LOWER_CHECK(l, x)                                                                       \
@@ -240,6 +242,14 @@ rt_kir_node *rt_lower_store_out(rt_lower *l, rt_kir_block *blk, rt_kir_expr *off
                                 rt_kir_expr *value);
 int64_t rt_largest_cache_bytes(const rt_device *dev);
 rt_status rt_lower_element(rt_lower *l, rt_kir_block *blk, const int32_t *red, int32_t n_red);
+
+// The naive kernel's loop order for a reduction (lower-cpu-naive.c): the kept var to run
+// innermost, under the reduced vars, or -1 for the plain nest; then the loops of that order
+// under blk, where the other kept vars are bound.
+int32_t rt_naive_inner_var(const rt_lower *l, const int32_t *kept, int32_t nk, int32_t first,
+                           const int32_t *red, int32_t nr);
+rt_status rt_lower_naive_rows(rt_lower *l, rt_kir_block *blk, int32_t c, const int32_t *red,
+                              int32_t nr);
 
 // lower-cpu-window.c
 rt_kir_node *rt_prefetch_lines(rt_lower *l, rt_kir_block *blk, int32_t var, rt_kir_expr *len,
