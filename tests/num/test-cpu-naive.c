@@ -217,6 +217,32 @@ static void ffn_case(const rt_device *dev) {
     rt_arena_free(r.a);
 }
 
+// A sum inside an '=' statement: its row accumulates in scratch, then the epilogue pass applies
+// the rest of the right side along f. max(sum, -1e30) is the sum itself: bitwise the chain.
+static void inner_sum_case(const rt_device *dev) {
+    naive_run r;
+    if (naive_run_new(dev,
+                      "size B = 7\nsize D = 37\nsize F = 53\n"
+                      "def ffs(int32(B) len, float(b:B, len(b), D) X, float(D, F) W) -> (G) {\n"
+                      " G(b, i, f) = max(X(b, i, m) * W(m, f), -1e30)\n}",
+                      ffn_lens, 7, &r)) {
+        RT_EXPECT_STR(loops_of(&r, "G"), "f_2<i"); // the epilogue, after the zeroing and the row
+        RT_EXPECT(r.k->scratch_bytes >= 53 * 4);   // each thread's row of sums
+        int32_t x = rt_op_tensor_index(r.op, "X"), w = rt_op_tensor_index(r.op, "W");
+        expect_chain("ffs G", f32_of(&r, "G"), NULL, r.init[x], r.init[w], 55, 53, 37);
+        expect_interp(&r, "ffs");
+    }
+    rt_arena_free(r.a);
+    if (naive_run_new(dev,
+                      "def ts(float(9, 31) X, float(31, 41) W, float(41) s) -> (Y) {\n"
+                      " Y(m, n) = tanh(X(m, k) * W(k, n)) * s(n)\n}",
+                      NULL, 0, &r)) {
+        RT_EXPECT_STR(loops_of(&r, "Y"), "n_2");
+        expect_interp(&r, "ts");
+    }
+    rt_arena_free(r.a);
+}
+
 // += accumulates into the caller's values: each element's chain starts from its own.
 static void acc_case(const rt_device *dev) {
     naive_run r;
@@ -292,6 +318,7 @@ int main(void) {
     if (!rt_num_host(&dev))
         return 77;
     ffn_case(&dev);
+    inner_sum_case(&dev);
     acc_case(&dev);
     order_cases(&dev);
     profile_case(&dev);
