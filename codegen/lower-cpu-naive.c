@@ -1,16 +1,20 @@
 // lower-cpu-naive.c: the loop order of the naive kernel (the check oracle, rt_lower_options.naive)
 // for a reduction statement. The plain nest runs the kept vars, then the reduced ones innermost
 // into one accumulator per output element: a contraction C(m, n) +=! A(m, k) * B(k, n) then
-// walks B down a column, one cache line per multiply-add (FFN1 of an encoder layer at batch 64
-// took 80 s as the reference). Where a kept var c is the unit-stride one of the output and of
-// the reads that move with it, and the reduction's innermost var is not, the nest becomes
-//     kept vars but c { for c: out = identity;  reduced vars { for c: out = out + body } }
-// accumulating into the output itself, and the innermost loop walks B's and C's rows. Each
-// element takes its terms strictly in the reduced vars' order, from the identity (or the caller's
-// value with +=), in the output's type, through the plain nest's operation (acc + term, a fused
-// multiply-add where the term is a product): one chain per element whatever the vectorizer does
-// with the row loop. The plain nest's own reduction loop is vector-hinted (emit-llvm.c), which
-// lets LLVM split the sum into lane partial sums: its bits differ from the chain's by rounding.
+// walks B down a column, one cache line per multiply-add (FFN1 of the CORA encoder layer,
+// 22722 x 2048 x 512 at batch 64 of RACE, took 70 s as the reference). Where a kept var c is
+// the unit-stride one of the output and of the reads that move with it, and the reduction's
+// innermost var is not, the nest becomes
+//     kept vars but c { for c: acc = identity;  reduced vars { for c: acc = acc + body } }
+// with acc the output itself, or, for the one sum inside an '=' statement (Y = tanh(sum)), a row
+// of sums in the phase's per-thread scratch followed by a pass over c that stores the right side
+// with the sum read from the row (the epilogue). The innermost loop then walks B's and C's rows
+// (the same FFN1: 3.4 s). Each element takes its terms strictly in the reduced vars' order, from
+// the identity (or the caller's value with +=), in the output's type, through the plain nest's
+// operation (acc + term, a fused multiply-add where the term is a product): one chain per
+// element whatever the vectorizer does with the row loop. The plain nest's own reduction loop is
+// vector-hinted (emit-llvm.c), which lets LLVM split the sum into lane partial sums: its bits
+// differ from the chain's by rounding.
 #include "lower-cpu-impl.h"
 
 // Whether e mentions statement var v.
@@ -96,7 +100,7 @@ static rt_naive_score rt_naive_score_of(const rt_lower *l, const rt_expr *body, 
 
 // Longest row of sums kept in scratch (elements): a sum's row longer than this keeps the plain
 // nest rather than growing the phase's per-thread scratch without bound.
-#define RT_NAIVE_ROW_MAX ((int64_t)1 << 20)
+#define RT_NAIVE_ROW_MAX ((int64_t)1 << 16)
 
 // Whether statement l->s can run the reordered nest, and its sum: the statement's own (+=!,
 // += with the reduced vars red[0..nr), accumulating into its output, of the compute type, no sum

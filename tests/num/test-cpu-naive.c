@@ -3,12 +3,14 @@
 // reduction outside its output row (lower-cpu-naive.c): C's row along n innermost, under k.
 // Each case is lowered naive for the host, JIT-compiled and run on its own buffers (outputs
 // poisoned first): the loop order must be the one asked for, each element of a reordered
-// contraction must be bitwise the chain of its terms in k order from the identity (or from the
-// caller's value with +=), in the kernel's type, and every output must equal the interpreter's
+// contraction (or of a sum inside an '=' statement, through its row of sums in scratch and the
+// epilogue pass) must be bitwise the chain of its terms in k order from the identity (or from
+// the caller's value with +=), in the kernel's type, and every output must equal the interpreter's
 // within the tolerance table. The orders that must stay plain (a k range depending on the
 // column, an op whose reduction is already the unit-stride loop) keep it. Then the profile of
-// a ragged contraction + GELU with lengths 0, 1 and primes, its reference forced to the naive
-// kernel, passes every candidate by "naive-kernel".
+// a ragged contraction + GELU with lengths 0, 1 and primes (and of a tanh of a sum in one
+// statement), its reference forced to the naive kernel, passes every candidate by
+// "naive-kernel".
 #include "test.h"
 #include "num-host.h"
 #include "cpu-case.h"
@@ -298,10 +300,10 @@ static void order_cases(const rt_device *dev) {
 
 // The profile's reference forced to the naive kernel (an interpreter limit of one point; the
 // GELU epilogue keeps the random-vector check off): every candidate passes by it.
-static void profile_case(const rt_device *dev) {
+static void profile_case(const rt_device *dev, const char *spec) {
     rt_arena *a = rt_arena_new(1 << 20);
-    cpu_case c = {.text = ffn_spec,
-                  .file = "ffn1.spec",
+    cpu_case c = {.text = spec,
+                  .file = "naive.spec",
                   .top_k = 2,
                   .seed = 3,
                   .interp_max_points = 1,
@@ -321,6 +323,10 @@ int main(void) {
     inner_sum_case(&dev);
     acc_case(&dev);
     order_cases(&dev);
-    profile_case(&dev);
+    profile_case(&dev, ffn_spec);
+    profile_case(&dev,
+                 "size B = 7\nsize D = 37\nsize F = 53\n"
+                 "def ffs(int32(B) len, float(b:B, len(b), D) X, float(D, F) W, float(F) s) -> "
+                 "(G) {\n G(b, i, f) = tanh(X(b, i, m) * W(m, f)) * s(f)\n}");
     return rt_test_finish("test-cpu-naive");
 }
