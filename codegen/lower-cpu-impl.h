@@ -1,6 +1,7 @@
 // lower-cpu-impl.h: internal to the CPU lowering (lower-cpu.c and the files it is split into:
 // lower-cpu-window.c the blocked loop nests and window reductions, lower-cpu-gemm.c the packed
-// GEMM, lower-cpu-pack.c its packing). Nothing outside codegen/lower-cpu*.c includes it.
+// GEMM, lower-cpu-pack.c its packing, lower-cpu-naive.c the naive kernel's reduction order).
+// Nothing outside codegen/lower-cpu*.c includes it.
 #ifndef RT_LOWER_CPU_IMPL_H
 #define RT_LOWER_CPU_IMPL_H
 
@@ -38,6 +39,9 @@ typedef struct rt_lower {
     int64_t win_dy;                     // output row (of the win_pack->yu) being translated
     const struct rt_win_pack *win_pack; // the strided read packed into scratch (NULL: none)
     rt_perf_cpu_plan done; // the plan the kernel executes (kind NONE: naive), for the header
+    bool naive;            // the naive kernel (rt_lower_options.naive): plain loop nests
+    const rt_expr *sum_at; // a sum already computed (rt_lx.sum_at), NULL when none
+    rt_kir_expr *sum_value;
 } rt_lower;
 
 #define RT_LOWER_CHECK(l, x)                                                                       \
@@ -240,6 +244,24 @@ rt_kir_node *rt_lower_store_out(rt_lower *l, rt_kir_block *blk, rt_kir_expr *off
                                 rt_kir_expr *value);
 int64_t rt_largest_cache_bytes(const rt_device *dev);
 rt_status rt_lower_element(rt_lower *l, rt_kir_block *blk, const int32_t *red, int32_t n_red);
+
+// The naive kernel's loop order for a reduction (lower-cpu-naive.c): kept var c innermost,
+// under the reduced vars, accumulating the term body of the statement's own sum (sum NULL) or
+// of the sum inside its right side.
+typedef struct rt_naive_order {
+    int32_t c;          // the kept var run innermost
+    const rt_expr *sum; // the sum inside an '=' statement's right side (NULL: the statement's)
+    const rt_expr *body;
+    const int32_t *red; // the reduced vars, outer first
+    int32_t nr;
+} rt_naive_order;
+
+// Whether statement l->s (kept vars kept[first..nk) to loop over, reduced vars red[0..nr))
+// takes the reordered nest, and its order in *o; then its loops under blk, where the other
+// kept vars are bound.
+bool rt_naive_plan(const rt_lower *l, const int32_t *kept, int32_t nk, int32_t first,
+                   const int32_t *red, int32_t nr, rt_naive_order *o);
+rt_status rt_lower_naive_rows(rt_lower *l, rt_kir_block *blk, const rt_naive_order *o);
 
 // lower-cpu-window.c
 rt_kir_node *rt_prefetch_lines(rt_lower *l, rt_kir_block *blk, int32_t var, rt_kir_expr *len,

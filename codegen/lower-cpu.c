@@ -232,6 +232,8 @@ rt_lx rt_tr_ctx(rt_lower *l) {
                    .local_base = l->local_base,
                    .local_dims = l->local_dims,
                    .tree_child_buf = l->tree_child,
+                   .sum_at = l->sum_at,
+                   .sum_value = l->sum_value,
                    .user = l,
                    .err = l->err};
 }
@@ -419,12 +421,17 @@ static rt_status rt_lower_nest(rt_lower *l, rt_kir_block *blk, int32_t first) {
         else
             kept[nk++] = v;
     }
+    // The naive kernel may run a kept var innermost, under the reduced ones (lower-cpu-naive.c).
+    rt_naive_order order;
+    int32_t inner = rt_naive_plan(l, kept, nk, first, red, nr, &order) ? order.c : -1;
     for (int32_t i = first; i < nk; i++) {
         int32_t v = kept[i];
+        if (v == inner)
+            continue;
         rt_kir_expr *lo, *hi;
         RT_TRY(rt_tr_loops_range(l, v, &lo, &hi));
         l->var_of[v] = rt_kir_add_var(l->a, l->p, s->vars[v].name, RT_KIR_I64);
-        bool innermost = i == nk - 1 && nr == 0;
+        bool innermost = i == nk - 1 && nr == 0 && inner < 0;
         rt_kir_node *loop = rt_kir_loop(l->a, blk, l->var_of[v], lo, hi,
                                         innermost ? RT_KIR_LOOP_VECTOR : RT_KIR_LOOP_SERIAL);
         RT_LOWER_CHECK(l, loop);
@@ -432,6 +439,8 @@ static rt_status rt_lower_nest(rt_lower *l, rt_kir_block *blk, int32_t first) {
             return RT_OK;
         blk = &loop->body;
     }
+    if (inner >= 0)
+        return rt_lower_naive_rows(l, blk, &order);
     return rt_lower_element(l, blk, red, nr);
 }
 
@@ -730,6 +739,7 @@ rt_status rt_lower_cpu(rt_arena *a, const rt_op *op, const rt_device *dev, const
     l.a = a;
     l.op = op;
     l.err = err;
+    l.naive = naive;
     const char *name = naive ? rt_arena_printf(a, "rt_%s_naive", op->name)
                              : rt_arena_printf(a, "rt_%s_c%d", op->name, opt ? opt->rank : 0);
     l.k = name ? rt_kir_kernel_new(a, name) : NULL;

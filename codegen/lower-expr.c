@@ -377,6 +377,10 @@ rt_status rt_lx_num(rt_lx *x, const rt_expr *e, rt_kir_expr **out) {
         *out = u;
         break;
     case RT_EXPR_SUM:
+        if (e == x->sum_at) {
+            *out = x->sum_value;
+            break;
+        }
         return rt_lx_sum(x, e, out);
     default:
         return rt_lx_unsupported(x, e->loc, "this expression");

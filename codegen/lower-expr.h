@@ -46,6 +46,10 @@ struct rt_lx {
     // has none. T.child(x, c) loads it; a read at a missing child (-1) is 0, as in the
     // interpreter.
     const int32_t *tree_child_buf;
+    // A sum whose value the lowering has computed itself (NULL: none): that RT_EXPR_SUM node
+    // becomes sum_value (the naive CPU kernel's row of sums, lower-cpu-naive.c).
+    const rt_expr *sum_at;
+    rt_kir_expr *sum_value;
     void *user; // the lowering's own state, for ops->read
     bool oom;
     rt_err *err;
