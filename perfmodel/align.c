@@ -86,11 +86,10 @@ static bool rule_transaction(const rt_perf_model *m, const int64_t *shape, int32
                 alone = false;
         if (!alone)
             continue;
-        int64_t dt[RT_MAX_DIMS];
-        rt_perf_data_tile(m, i, t, dt);
-        if (dt[d] >= acc->dim_extent[d])
+        int64_t inner = rt_perf_data_tile_inner(m, i, t);
+        if (inner >= acc->dim_extent[d])
             continue;
-        if ((dt[d] * acc->elem_bytes) % txn != 0)
+        if ((inner * acc->elem_bytes) % txn != 0)
             return false;
     }
     return true;

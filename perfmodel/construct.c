@@ -119,6 +119,13 @@ static double traffic(const cons *c, int32_t l, const int64_t *t) {
     return rt_perf_traffic_bytes(m, l, t, (!m->acc_persist && l == m->top) ? c->full : NULL);
 }
 
+// The same from t's data tiles.
+static double traffic_of(const cons *c, int32_t l, const int64_t *t,
+                         const int64_t (*dt)[RT_MAX_DIMS]) {
+    const rt_perf_model *m = c->m;
+    return rt_perf_traffic_of(m, l, t, dt, (!m->acc_persist && l == m->top) ? c->full : NULL);
+}
+
 static int64_t threads_of(const cons *c, int32_t l, const int64_t *t) {
     const rt_perf_model *m = c->m;
     if (m->thread_level < 0 || l != m->block_level || l >= m->thread_level)
@@ -361,8 +368,13 @@ static void enlarge(cons *c, int32_t l, const int64_t *t) {
         return;
     c->evals++;
     const int64_t *upper = l < m->top ? c->tiles[l + 1] : NULL;
-    double q = traffic(c, l, t);
-    int64_t f = rt_perf_footprint_bytes(m, l, t, upper, NULL);
+    // Data tiles of t, and of each grown tile from them (only the accesses of its axis change).
+    int64_t dt[RT_PERF_MAX_ACCESS][RT_MAX_DIMS], dt2[RT_PERF_MAX_ACCESS][RT_MAX_DIMS];
+    rt_perf_data_tiles(m, t, NULL, -1, dt);
+    const int64_t(*cdt)[RT_MAX_DIMS] = (const int64_t(*)[RT_MAX_DIMS])dt;
+    const int64_t(*cdt2)[RT_MAX_DIMS] = (const int64_t(*)[RT_MAX_DIMS])dt2;
+    double q = traffic_of(c, l, t, cdt);
+    int64_t f = rt_perf_footprint_of(m, l, cdt, upper, NULL);
     grow g[RT_PERF_MAX_AXES];
     int32_t ng = 0;
     bool best_blocked = false;
@@ -375,8 +387,9 @@ static void enlarge(cons *c, int32_t l, const int64_t *t) {
         gi->shape[x] = v;
         gi->axis = x;
         gi->pref = axis_pref(m, x);
-        int64_t f2 = rt_perf_footprint_bytes(m, l, gi->shape, upper, NULL);
-        double q2 = traffic(c, l, gi->shape);
+        rt_perf_data_tiles(m, gi->shape, cdt, x, dt2);
+        int64_t f2 = rt_perf_footprint_of(m, l, cdt2, upper, NULL);
+        double q2 = traffic_of(c, l, gi->shape, cdt2);
         double df = (double)(f2 - f);
         gi->score = df > 0 ? (q - q2) / df : (q2 < q ? 1e30 : 0);
         gi->fits = eligible(c, l, gi->shape, f2);

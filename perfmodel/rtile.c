@@ -440,11 +440,14 @@ static void build_access(rt_perf_model *m, const rt_stmt *st, const var_info *vi
 }
 
 void rt_perf_access_terms(const rt_perf_model *m, rt_perf_access *acc) {
+    acc->axes_mask = 0;
     for (int32_t d = 0; d < acc->n_dims; d++) {
         acc->n_terms[d] = 0;
         for (int32_t x = 0; x < m->n_axes; x++)
-            if (acc->coef[d][x])
+            if (acc->coef[d][x]) {
                 acc->term_axis[d][acc->n_terms[d]++] = (int8_t)x;
+                acc->axes_mask |= 1u << x;
+            }
     }
 }
 
@@ -847,6 +850,11 @@ rt_status rt_perf_model_build(rt_arena *a, const rt_op *op, const rt_device *dev
     model_local(m);
     m->warm = rt_perf_cpu_warm(m);
     rt_perf_cpu_flat_axis(m, st, &m->flat);
+    if (m->thread_level < 0) {
+        m->gemm_memo = rt_perf_gemm_memo_new(a);
+        if (!m->gemm_memo)
+            return rt_fail(err, RT_ERR_NOMEM, RT_NOLOC, "out of memory");
+    }
     *out = m;
     return RT_OK;
 }
@@ -855,20 +863,41 @@ rt_status rt_perf_model_build(rt_arena *a, const rt_op *op, const rt_device *dev
 // What a tile implies
 // ---------------------------------------------------------------------------------------------
 
+// Extent of dim d of access acc's data tile for shape.
+static int64_t data_tile_dim(const rt_perf_access *acc, int32_t d, const int64_t *shape) {
+    int64_t ext = 1;
+    for (int32_t k = 0; k < acc->n_terms[d]; k++) {
+        int32_t x = acc->term_axis[d][k];
+        if (acc->affine[d])
+            ext += acc->coef[d][x] * (shape[x] - 1);
+        else
+            ext *= shape[x];
+    }
+    if (acc->dim_extent[d] > 0 && ext > acc->dim_extent[d])
+        ext = acc->dim_extent[d];
+    return ext < 1 ? 1 : ext;
+}
+
 void rt_perf_data_tile(const rt_perf_model *m, int32_t i, const int64_t *shape, int64_t *out) {
     const rt_perf_access *acc = &m->access[i];
-    for (int32_t d = 0; d < acc->n_dims; d++) {
-        int64_t ext = 1;
-        for (int32_t k = 0; k < acc->n_terms[d]; k++) {
-            int32_t x = acc->term_axis[d][k];
-            if (acc->affine[d])
-                ext += acc->coef[d][x] * (shape[x] - 1);
-            else
-                ext *= shape[x];
-        }
-        if (acc->dim_extent[d] > 0 && ext > acc->dim_extent[d])
-            ext = acc->dim_extent[d];
-        out[d] = ext < 1 ? 1 : ext;
+    for (int32_t d = 0; d < acc->n_dims; d++)
+        out[d] = data_tile_dim(acc, d, shape);
+}
+
+int64_t rt_perf_data_tile_inner(const rt_perf_model *m, int32_t i, const int64_t *shape) {
+    const rt_perf_access *acc = &m->access[i];
+    return data_tile_dim(acc, acc->n_dims - 1, shape);
+}
+
+void rt_perf_data_tiles(const rt_perf_model *m, const int64_t *shape,
+                        const int64_t (*from)[RT_MAX_DIMS], int32_t axis,
+                        int64_t (*out)[RT_MAX_DIMS]) {
+    for (int32_t i = 0; i < m->n_access; i++) {
+        const rt_perf_access *acc = &m->access[i];
+        if (from && !(acc->axes_mask >> axis & 1u))
+            memcpy(out[i], from[i], sizeof(int64_t) * (size_t)acc->n_dims);
+        else
+            rt_perf_data_tile(m, i, shape, out[i]);
     }
 }
 
@@ -940,10 +969,16 @@ int64_t rt_perf_capacity_bytes(const rt_perf_model *m, int32_t level) {
     return cap;
 }
 
-int64_t rt_perf_footprint_bytes(const rt_perf_model *m, int32_t level, const int64_t *shape,
-                                const int64_t *reader, int64_t *pad_out) {
+// Does the footprint at level count the output's data tile?
+static bool footprint_with_out(const rt_perf_model *m, int32_t level) {
+    return level == m->top || m->dev->level[level].managed == RT_MEM_CACHE;
+}
+
+int64_t rt_perf_footprint_of(const rt_perf_model *m, int32_t level,
+                             const int64_t (*dt)[RT_MAX_DIMS], const int64_t *reader,
+                             int64_t *pad_out) {
     const rt_mem_level *l = &m->dev->level[level];
-    bool with_out = level == m->top || l->managed == RT_MEM_CACHE;
+    bool with_out = footprint_with_out(m, level);
     bool banked = l->managed == RT_MEM_EXPLICIT && l->banks > 0 && l->bank_bytes > 0 &&
                   level != m->thread_level && level != m->top;
     int64_t total = 0;
@@ -955,19 +990,12 @@ int64_t rt_perf_footprint_bytes(const rt_perf_model *m, int32_t level, const int
                 pad_out[i] = 0;
             continue;
         }
-        int64_t dt[RT_MAX_DIMS];
-        rt_perf_data_tile(m, i, shape, dt);
         int64_t rows = 1;
         for (int32_t d = 0; d + 1 < acc->n_dims; d++)
-            rows *= dt[d];
-        int64_t inner = dt[acc->n_dims - 1];
+            rows *= dt[i][d];
+        int64_t inner = dt[i][acc->n_dims - 1];
         if (banked && rows > 1 && !acc->is_output) {
-            int64_t rd[RT_MAX_DIMS];
-            int64_t reader_inner = 1;
-            if (reader) {
-                rt_perf_data_tile(m, i, reader, rd);
-                reader_inner = rd[acc->n_dims - 1];
-            }
+            int64_t reader_inner = reader ? rt_perf_data_tile_inner(m, i, reader) : 1;
             pad = rt_perf_bank_pad_elems(l->banks, l->bank_bytes, acc->elem_bytes, inner,
                                          reader_inner);
         }
@@ -976,6 +1004,16 @@ int64_t rt_perf_footprint_bytes(const rt_perf_model *m, int32_t level, const int
         total += rows * (inner + pad) * acc->elem_bytes;
     }
     return total;
+}
+
+int64_t rt_perf_footprint_bytes(const rt_perf_model *m, int32_t level, const int64_t *shape,
+                                const int64_t *reader, int64_t *pad_out) {
+    bool with_out = footprint_with_out(m, level);
+    int64_t dt[RT_PERF_MAX_ACCESS][RT_MAX_DIMS];
+    for (int32_t i = 0; i < m->n_access; i++)
+        if (!m->access[i].is_output || with_out)
+            rt_perf_data_tile(m, i, shape, dt[i]);
+    return rt_perf_footprint_of(m, level, (const int64_t(*)[RT_MAX_DIMS])dt, reader, pad_out);
 }
 
 // Bytes of one data tile moved with transactions of txn bytes.
@@ -991,8 +1029,8 @@ static double rounded_bytes(const rt_perf_access *acc, const int64_t *dt, int32_
     return (double)rows * (double)rt_round_up(inner, txn);
 }
 
-double rt_perf_traffic_bytes(const rt_perf_model *m, int32_t level, const int64_t *shape,
-                             const int64_t *red_shape) {
+double rt_perf_traffic_of(const rt_perf_model *m, int32_t level, const int64_t *shape,
+                          const int64_t (*dt)[RT_MAX_DIMS], const int64_t *red_shape) {
     const rt_mem_level *src = &m->dev->level[level > 0 ? level - 1 : 0];
     // Registers are filled by per-thread (vector) loads: no transaction rounding into them.
     int32_t txn = level == m->top              ? 0
@@ -1004,9 +1042,7 @@ double rt_perf_traffic_bytes(const rt_perf_model *m, int32_t level, const int64_
     for (int32_t i = 0; i < m->n_access; i++) {
         if (m->access[i].local && level < m->top)
             continue; // a row in L1 scratch: nothing moves into the caches (model_local)
-        int64_t dt[RT_MAX_DIMS];
-        rt_perf_data_tile(m, i, shape, dt);
-        double b = rounded_bytes(&m->access[i], dt, txn);
+        double b = rounded_bytes(&m->access[i], dt[i], txn);
         if (!m->access[i].is_output) {
             in += b;
             continue;
@@ -1027,4 +1063,13 @@ double rt_perf_traffic_bytes(const rt_perf_model *m, int32_t level, const int64_
     if (level == 1)
         t += m->extra_dram_bytes;
     return t;
+}
+
+double rt_perf_traffic_bytes(const rt_perf_model *m, int32_t level, const int64_t *shape,
+                             const int64_t *red_shape) {
+    int64_t dt[RT_PERF_MAX_ACCESS][RT_MAX_DIMS];
+    for (int32_t i = 0; i < m->n_access; i++)
+        if (!(m->access[i].local && level < m->top))
+            rt_perf_data_tile(m, i, shape, dt[i]);
+    return rt_perf_traffic_of(m, level, shape, (const int64_t(*)[RT_MAX_DIMS])dt, red_shape);
 }
