@@ -901,6 +901,11 @@ void rt_perf_data_tiles(const rt_perf_model *m, const int64_t *shape,
     }
 }
 
+// ceil(e / t) for e >= 0 and t >= 1, without dividing when one tile covers e.
+static int64_t tiles_of(int64_t e, int64_t t) {
+    return e >= 0 && t >= e ? (e > 0) : rt_ceil_div(e, t);
+}
+
 // E[prod f(v, T_a)] over axes, f = ceil(v/T) (count) or ceil(v/T)*T (padded) or v (real).
 static double expect_over_axes(const rt_perf_model *m, const int64_t *shape, bool spatial_only,
                                int mode) {
@@ -913,8 +918,8 @@ static double expect_over_axes(const rt_perf_model *m, const int64_t *shape, boo
         int64_t t = shape[x] < 1 ? 1 : shape[x];
         if (ax->group < 0 || ax->dist.n <= 1) {
             int64_t e = ax->dist.n == 1 ? ax->dist.values[0] : ax->extent;
-            r *= mode == 0   ? (double)rt_ceil_div(e, t)
-                 : mode == 1 ? (double)(rt_ceil_div(e, t) * t)
+            r *= mode == 0   ? (double)tiles_of(e, t)
+                 : mode == 1 ? (double)(tiles_of(e, t) * t)
                              : (double)e;
             continue;
         }
@@ -945,6 +950,27 @@ static double expect_over_axes(const rt_perf_model *m, const int64_t *shape, boo
 
 double rt_perf_tile_count(const rt_perf_model *m, const int64_t *shape, bool spatial_only) {
     return expect_over_axes(m, shape, spatial_only, 0);
+}
+
+// rt_perf_tile_count(m, shape, false) in *n_all and (.., true) in *n_sp: over dense axes in one
+// pass (the same products in the same order), else as two calls.
+static void tile_counts(const rt_perf_model *m, const int64_t *shape, double *n_all, double *n_sp) {
+    double ra = 1, rs = 1;
+    for (int32_t x = 0; x < m->n_axes; x++) {
+        const rt_perf_axis *ax = &m->axes[x];
+        if (ax->group >= 0 && ax->dist.n > 1) {
+            *n_all = expect_over_axes(m, shape, false, 0);
+            *n_sp = expect_over_axes(m, shape, true, 0);
+            return;
+        }
+        int64_t e = ax->dist.n == 1 ? ax->dist.values[0] : ax->extent;
+        double f = (double)tiles_of(e, shape[x] < 1 ? 1 : shape[x]);
+        ra *= f;
+        if (!ax->is_reduce)
+            rs *= f;
+    }
+    *n_all = ra;
+    *n_sp = rs;
 }
 
 double rt_perf_padded_points(const rt_perf_model *m, const int64_t *shape) {
@@ -1036,8 +1062,8 @@ double rt_perf_traffic_of(const rt_perf_model *m, int32_t level, const int64_t *
     int32_t txn = level == m->top              ? 0
                   : src->transaction_bytes > 0 ? src->transaction_bytes
                                                : src->line_bytes;
-    double n_all = rt_perf_tile_count(m, shape, false);
-    double n_sp = rt_perf_tile_count(m, shape, true);
+    double n_all, n_sp;
+    tile_counts(m, shape, &n_all, &n_sp);
     double in = 0, out = 0;
     for (int32_t i = 0; i < m->n_access; i++) {
         if (m->access[i].local && level < m->top)
@@ -1049,9 +1075,12 @@ double rt_perf_traffic_of(const rt_perf_model *m, int32_t level, const int64_t *
         }
         double passes = 1;
         if (!m->acc_persist) {
-            double n_red = red_shape ? rt_perf_tile_count(m, red_shape, false) /
-                                           rt_perf_tile_count(m, red_shape, true)
-                                     : n_all / n_sp;
+            double n_red = n_all / n_sp;
+            if (red_shape) {
+                double red_all, red_sp;
+                tile_counts(m, red_shape, &red_all, &red_sp);
+                n_red = red_all / red_sp;
+            }
             if (n_red > 1)
                 passes = 2 * n_red - 1;
         }
