@@ -14,6 +14,7 @@
 #include "gpu-plan.h"
 
 #include <math.h>
+#include <stddef.h>
 #include <stdlib.h>
 #include <stdio.h>
 #include <string.h>
@@ -225,6 +226,41 @@ static bool gpu_plan(cons *c, rt_rprog *p, const char **why) {
     return rt_perf_evaluate(c->m, p, why);
 }
 
+// Room for one more found rProgram; false (c->st set) when out of memory.
+static bool found_room(cons *c) {
+    if (c->n_found < c->cap_found)
+        return true;
+    int32_t ncap = c->cap_found ? c->cap_found * 2 : 64;
+    rt_rprog *nf = rt_arena_calloc(c->a, (size_t)ncap, sizeof *nf);
+    uint64_t *nk = rt_arena_calloc(c->a, (size_t)ncap, sizeof *nk);
+    if (!nf || !nk) {
+        c->st = rt_fail(c->err, RT_ERR_NOMEM, RT_NOLOC, "out of memory");
+        return false;
+    }
+    if (c->n_found) {
+        memcpy(nf, c->found, sizeof *nf * (size_t)c->n_found);
+        memcpy(nk, c->found_key, sizeof *nk * (size_t)c->n_found);
+    }
+    c->found = nf;
+    c->found_key = nk;
+    c->cap_found = ncap;
+    return true;
+}
+
+// The rProgram record() evaluates: the first free found slot, zeroed as a whole. Only the levels
+// the device has are cleared: the others (an rt_rprog holds RT_MAX_MEM_LEVELS) are never written
+// by the construction or the model, so they still hold the zeros the slot was allocated with.
+static rt_rprog *record_slot(cons *c) {
+    if (!found_room(c))
+        return NULL;
+    rt_rprog *p = &c->found[c->n_found];
+    size_t head = offsetof(rt_rprog, tile) + sizeof(rt_rtile) * (size_t)c->m->dev->n_levels;
+    size_t tail = offsetof(rt_rprog, threads_per_block);
+    memset(p, 0, head);
+    memset((char *)p + tail, 0, sizeof *p - tail);
+    return p;
+}
+
 static void record(cons *c) {
     const rt_perf_model *m = c->m;
     uint64_t h = 0x51;
@@ -233,32 +269,33 @@ static void record(cons *c) {
             h = hash_mix(h, (uint64_t)c->tiles[l][x]);
     if (set_insert(c, &c->seen, &c->seen_cap, &c->seen_n, h))
         return;
-    rt_rprog p;
-    memset(&p, 0, sizeof p);
+    rt_rprog *p = record_slot(c);
+    if (!p)
+        return;
     for (int32_t l = 1; l <= m->top; l++)
-        memcpy(p.tile[l].shape, c->tiles[l], sizeof(int64_t) * RT_PERF_MAX_AXES);
+        memcpy(p->tile[l].shape, c->tiles[l], sizeof(int64_t) * RT_PERF_MAX_AXES);
     const char *why = NULL;
-    bool fits = rt_perf_evaluate(m, &p, &why);
+    bool fits = rt_perf_evaluate(m, p, &why);
     if (c->explain) {
         char b1[160];
-        shape_str(m, p.tile[1].shape, b1, sizeof b1);
+        shape_str(m, p->tile[1].shape, b1, sizeof b1);
         if (fits)
             rt_buf_linef(c->explain, 1,
                          "rprog %s threads %lld blocks %lld: predicted %.4g ns "
                          "(%.4g GFLOP/s), kept",
-                         b1, (long long)p.threads_per_block, (long long)p.blocks, p.predicted_ns,
-                         p.flops / p.predicted_ns);
+                         b1, (long long)p->threads_per_block, (long long)p->blocks, p->predicted_ns,
+                         p->flops / p->predicted_ns);
         else
             rt_buf_linef(c->explain, 1, "rprog %s: dropped (%s)", b1, why);
     }
     if (fits && m->thread_level >= 0)
-        fits = gpu_plan(c, &p, &why);
+        fits = gpu_plan(c, p, &why);
     if (!fits)
         return;
     c->n_recorded++;
-    p.epsilon = m->epsilon;
-    p.construct_ns = now_ns() - c->t0_ns;
-    uint64_t key = kernel_key(c, &p);
+    p->epsilon = m->epsilon;
+    p->construct_ns = now_ns() - c->t0_ns;
+    uint64_t key = kernel_key(c, p);
     for (int32_t i = 0; i < c->n_found; i++) {
         if (c->found_key[i] != key)
             continue;
@@ -267,34 +304,17 @@ static void record(cons *c) {
         c->n_same++;
         if (c->explain)
             rt_buf_linef(c->explain, 1, "  same kernel as rprog %d%s", (int)c->found[i].order,
-                         p.predicted_ns < c->found[i].predicted_ns ? ", replaces it" : "");
-        if (p.predicted_ns < c->found[i].predicted_ns) {
-            p.order = c->found[i].order;
-            c->found[i] = p;
+                         p->predicted_ns < c->found[i].predicted_ns ? ", replaces it" : "");
+        if (p->predicted_ns < c->found[i].predicted_ns) {
+            p->order = c->found[i].order;
+            c->found[i] = *p;
         }
         return;
     }
-    if (c->n_found == c->cap_found) {
-        int32_t ncap = c->cap_found ? c->cap_found * 2 : 64;
-        rt_rprog *nf = rt_arena_calloc(c->a, (size_t)ncap, sizeof *nf);
-        uint64_t *nk = rt_arena_calloc(c->a, (size_t)ncap, sizeof *nk);
-        if (!nf || !nk) {
-            c->st = rt_fail(c->err, RT_ERR_NOMEM, RT_NOLOC, "out of memory");
-            return;
-        }
-        if (c->n_found) {
-            memcpy(nf, c->found, sizeof *nf * (size_t)c->n_found);
-            memcpy(nk, c->found_key, sizeof *nk * (size_t)c->n_found);
-        }
-        c->found = nf;
-        c->found_key = nk;
-        c->cap_found = ncap;
-    }
-    p.order = c->n_found;
+    p->order = c->n_found;
     if (c->top1_ns == 0)
-        c->top1_ns = p.construct_ns;
-    c->found_key[c->n_found] = key;
-    c->found[c->n_found++] = p;
+        c->top1_ns = p->construct_ns;
+    c->found_key[c->n_found++] = key;
 }
 
 // Records t at level l and continues at the level below, starting from t re-aligned.
