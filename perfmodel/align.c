@@ -78,13 +78,8 @@ static bool rule_transaction(const rt_perf_model *m, const int64_t *shape, int32
         if (acc->is_output && !with_out)
             continue;
         int32_t d = acc->n_dims - 1;
-        if (!acc->affine[d] || acc->coef[d][axis] != 1)
-            continue;
-        bool alone = true;
-        for (int32_t x = 0; x < m->n_axes; x++)
-            if (x != axis && acc->coef[d][x])
-                alone = false;
-        if (!alone)
+        // axis alone: its coefficient the only nonzero one of the dim (rt_perf_access_terms)
+        if (!acc->affine[d] || acc->coef[d][axis] != 1 || acc->n_terms[d] != 1)
             continue;
         int64_t inner = rt_perf_data_tile_inner(m, i, t);
         if (inner >= acc->dim_extent[d])
@@ -140,11 +135,8 @@ const char *rt_perf_align_check(const rt_perf_model *m, const int64_t *shape, in
 static int64_t next_multiplier(int64_t k) {
     if (k < 4)
         return k + 1;
-    // k is 2^j or 3*2^j
-    int64_t p = 1;
-    while (p * 2 <= k)
-        p *= 2;
-    return k == p ? p + p / 2 : 2 * p;
+    // k is 2^j (then 3 * 2^(j-1) follows) or 3 * 2^j (then 2^(j+2))
+    return (k & (k - 1)) == 0 ? k + k / 2 : k / 3 * 4;
 }
 
 int64_t rt_perf_next_aligned_size(const rt_perf_model *m, const int64_t *shape, int32_t axis,

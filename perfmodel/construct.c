@@ -230,7 +230,7 @@ static bool gpu_plan(cons *c, rt_rprog *p, const char **why) {
 static bool found_room(cons *c) {
     if (c->n_found < c->cap_found)
         return true;
-    int32_t ncap = c->cap_found ? c->cap_found * 2 : 64;
+    int32_t ncap = c->cap_found ? c->cap_found * 2 : 32;
     rt_rprog *nf = rt_arena_calloc(c->a, (size_t)ncap, sizeof *nf);
     uint64_t *nk = rt_arena_calloc(c->a, (size_t)ncap, sizeof *nk);
     if (!nf || !nk) {
