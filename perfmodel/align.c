@@ -62,7 +62,7 @@ static bool rule_lanes(const rt_perf_model *m, const int64_t *shape, int32_t axi
 // filled by vector loads, not transactions, so the top level is exempt.
 static bool rule_transaction(const rt_perf_model *m, const int64_t *shape, int32_t axis,
                              int32_t level, const int64_t *upper, int64_t value) {
-    (void)upper;
+    (void)shape, (void)upper;
     if (level < 1 || level >= m->top)
         return true;
     const rt_mem_level *src = &m->dev->level[level - 1];
@@ -70,9 +70,6 @@ static bool rule_transaction(const rt_perf_model *m, const int64_t *shape, int32
     if (txn <= 0)
         return true;
     bool with_out = m->dev->level[level].managed == RT_MEM_CACHE;
-    int64_t t[RT_PERF_MAX_AXES];
-    memcpy(t, shape, sizeof(int64_t) * (size_t)m->n_axes);
-    t[axis] = value;
     for (int32_t i = 0; i < m->n_access; i++) {
         const rt_perf_access *acc = &m->access[i];
         if (acc->is_output && !with_out)
@@ -81,7 +78,10 @@ static bool rule_transaction(const rt_perf_model *m, const int64_t *shape, int32
         // axis alone: its coefficient the only nonzero one of the dim (rt_perf_access_terms)
         if (!acc->affine[d] || acc->coef[d][axis] != 1 || acc->n_terms[d] != 1)
             continue;
-        int64_t inner = rt_perf_data_tile_inner(m, i, t);
+        // the data tile's inner extent: 1 + (value - 1), capped as rt_perf_data_tile caps it
+        int64_t inner = acc->dim_extent[d] > 0 && value > acc->dim_extent[d] ? acc->dim_extent[d]
+                        : value < 1                                          ? 1
+                                                                             : value;
         if (inner >= acc->dim_extent[d])
             continue;
         if ((inner * acc->elem_bytes) % txn != 0)
