@@ -40,6 +40,7 @@ typedef struct cons {
     double t0_ns, top1_ns;
     bool relaxed; // last resort: record without thread-count alignment
     bool has_red;
+    bool dense; // no ragged axis: pricing a tile counts no model steps (it may be reused)
     rt_status st;
     rt_err *err;
 } cons;
@@ -188,7 +189,8 @@ static bool recordable(const cons *c, int32_t l, const int64_t *t) {
     return true;
 }
 
-static void enlarge(cons *c, int32_t l, const int64_t *t);
+typedef struct grow grow;
+static void enlarge(cons *c, int32_t l, const int64_t *t, const grow *from);
 
 // The kernel the backend lowers p to, as a hash: two rPrograms with the same key compile to
 // the same code (up to names), so only the better predicted one is kept and the top-K are K
@@ -342,17 +344,19 @@ static void descend(cons *c, int32_t l, const int64_t *t) {
         int64_t v = rt_perf_next_aligned_size(m, t0, x, l - 1, t, true);
         t0[x] = v > 0 ? v : t[x];
     }
-    enlarge(c, l - 1, t0);
+    enlarge(c, l - 1, t0, NULL);
     c->limit = saved;
 }
 
-typedef struct grow {
+// A tile grown along one axis, priced: its traffic q and footprint f at the level.
+struct grow {
     int32_t axis;
     int64_t shape[RT_PERF_MAX_AXES];
-    double score;
+    double score, q;
+    int64_t f;
     bool fits;
     int32_t pref;
-} grow;
+};
 
 // Preference among equal scores: spatial before reduction, the output's inner axes first.
 static int32_t axis_pref(const rt_perf_model *m, int32_t x) {
@@ -376,7 +380,9 @@ static void sort_grows(grow *g, int32_t n) {
     }
 }
 
-static void enlarge(cons *c, int32_t l, const int64_t *t) {
+// Scale-up at level l from tile t; from, when given, is the grow of this level that made t, whose
+// traffic and footprint are t's (reused where pricing counts no model steps).
+static void enlarge(cons *c, int32_t l, const int64_t *t, const grow *from) {
     const rt_perf_model *m = c->m;
     if (done(c))
         return;
@@ -393,8 +399,9 @@ static void enlarge(cons *c, int32_t l, const int64_t *t) {
     rt_perf_data_tiles(m, t, NULL, -1, dt);
     const int64_t(*cdt)[RT_MAX_DIMS] = (const int64_t(*)[RT_MAX_DIMS])dt;
     const int64_t(*cdt2)[RT_MAX_DIMS] = (const int64_t(*)[RT_MAX_DIMS])dt2;
-    double q = traffic_of(c, l, t, cdt);
-    int64_t f = rt_perf_footprint_of(m, l, cdt, upper, NULL);
+    bool reuse = from && c->dense;
+    double q = reuse ? from->q : traffic_of(c, l, t, cdt);
+    int64_t f = reuse ? from->f : rt_perf_footprint_of(m, l, cdt, upper, NULL);
     grow g[RT_PERF_MAX_AXES];
     int32_t ng = 0;
     bool best_blocked = false;
@@ -412,6 +419,8 @@ static void enlarge(cons *c, int32_t l, const int64_t *t) {
         double q2 = traffic_of(c, l, gi->shape, cdt2);
         double df = (double)(f2 - f);
         gi->score = df > 0 ? (q - q2) / df : (q2 < q ? 1e30 : 0);
+        gi->q = q2;
+        gi->f = f2;
         gi->fits = eligible(c, l, gi->shape, f2);
         ng++;
     }
@@ -452,7 +461,7 @@ static void enlarge(cons *c, int32_t l, const int64_t *t) {
         // Record, and keep enlarging along the best axis (Fig. 8 line 20); with no reuse left
         // the larger tiles differ only in parallelism, which the model ranks.
         descend(c, l, t);
-        enlarge(c, l, g[0].shape);
+        enlarge(c, l, g[0].shape, &g[0]);
         // A CPU register block is a micro-kernel whose shape (rows x vectors) the reuse score
         // cannot rank: every compute-bound block already hides the FMA latency, and its rows
         // against its vectors trade broadcasts for loads, C updates and the kc that fits L1.
@@ -460,7 +469,7 @@ static void enlarge(cons *c, int32_t l, const int64_t *t) {
         if (m->thread_level < 0 && l == m->top && c->has_red)
             for (int32_t i = 1; i < n_fit && !done(c); i++)
                 if (!m->axes[g[i].axis].is_reduce)
-                    enlarge(c, l, g[i].shape);
+                    enlarge(c, l, g[i].shape, &g[i]);
         return;
     }
     // Memory bound: try the two best axes (the second only when it also saves traffic).
@@ -469,7 +478,7 @@ static void enlarge(cons *c, int32_t l, const int64_t *t) {
             break;
         int64_t tt[RT_PERF_MAX_AXES];
         memcpy(tt, g[i].shape, sizeof tt);
-        enlarge(c, l, tt);
+        enlarge(c, l, tt, &g[i]);
     }
 }
 
@@ -488,7 +497,7 @@ static void start(cons *c) {
         memset(c->memo, 0, sizeof *c->memo * (size_t)c->memo_cap);
     c->evals = 0;
     c->limit = INT32_MAX;
-    enlarge(c, m->top, t);
+    enlarge(c, m->top, t, NULL);
     c->total_evals += c->evals;
 }
 
@@ -586,9 +595,11 @@ rt_status rt_perf_construct(rt_arena *a, const rt_op *op, const rt_device *dev,
     int32_t k = opt && opt->top_k > 0 ? opt->top_k : 10;
     c.want = k * 2 > 24 ? k * 2 : 24;
     c.max_evals = opt && opt->max_evals > 0 ? opt->max_evals : 1000;
+    c.dense = true;
     for (int32_t x = 0; x < m->n_axes; x++) {
         c.full[x] = m->axes[x].extent;
         c.has_red = c.has_red || m->axes[x].is_reduce;
+        c.dense = c.dense && !(m->axes[x].group >= 0 && m->axes[x].dist.n > 1);
     }
     static const double eps[] = {0, 0.05, 0.1, 0.2, 0.4, 0.7, 1.0};
     for (size_t e = 0; e < sizeof eps / sizeof eps[0] && c.st == RT_OK; e++) {
