@@ -40,7 +40,8 @@ typedef struct cons {
     double t0_ns, top1_ns;
     bool relaxed; // last resort: record without thread-count alignment
     bool has_red;
-    bool dense; // no ragged axis: pricing a tile counts no model steps (it may be reused)
+    bool dense;      // no ragged axis: pricing a tile counts no model steps (it may be reused)
+    double full_red; // dense: the tile count along the reduction of the whole iteration space
     rt_status st;
     rt_err *err;
 } cons;
@@ -126,6 +127,19 @@ static double traffic_of(const cons *c, int32_t l, const int64_t *t,
                          const int64_t (*dt)[RT_MAX_DIMS]) {
     const rt_perf_model *m = c->m;
     return rt_perf_traffic_of(m, l, t, dt, (!m->acc_persist && l == m->top) ? c->full : NULL);
+}
+
+// The same for a dense model from the per-axis tile counts fac of t (rt_perf_axis_tiles) with
+// axis x's replaced by that of size v.
+static double grown_traffic(const cons *c, int32_t l, double *fac, int32_t x, int64_t v,
+                            const int64_t (*dt)[RT_MAX_DIMS]) {
+    const rt_perf_model *m = c->m;
+    double keep = fac[x], n_all, n_sp;
+    fac[x] = rt_perf_axis_tiles(m, x, v);
+    rt_perf_tile_counts_of(m, fac, &n_all, &n_sp);
+    fac[x] = keep;
+    return rt_perf_traffic_counted(m, l, dt, n_all, n_sp,
+                                   (!m->acc_persist && l == m->top) ? c->full_red : -1);
 }
 
 static int64_t threads_of(const cons *c, int32_t l, const int64_t *t) {
@@ -399,6 +413,9 @@ static void enlarge(cons *c, int32_t l, const int64_t *t, const grow *from) {
     rt_perf_data_tiles(m, t, NULL, -1, dt);
     const int64_t(*cdt)[RT_MAX_DIMS] = (const int64_t(*)[RT_MAX_DIMS])dt;
     const int64_t(*cdt2)[RT_MAX_DIMS] = (const int64_t(*)[RT_MAX_DIMS])dt2;
+    double fac[RT_PERF_MAX_AXES];
+    for (int32_t x = 0; c->dense && x < m->n_axes; x++)
+        fac[x] = rt_perf_axis_tiles(m, x, t[x]);
     bool reuse = from && c->dense;
     double q = reuse ? from->q : traffic_of(c, l, t, cdt);
     int64_t f = reuse ? from->f : rt_perf_footprint_of(m, l, cdt, upper, NULL);
@@ -416,7 +433,8 @@ static void enlarge(cons *c, int32_t l, const int64_t *t, const grow *from) {
         gi->pref = axis_pref(m, x);
         rt_perf_data_tiles(m, gi->shape, cdt, x, dt2);
         int64_t f2 = rt_perf_footprint_of(m, l, cdt2, upper, NULL);
-        double q2 = traffic_of(c, l, gi->shape, cdt2);
+        double q2 =
+            c->dense ? grown_traffic(c, l, fac, x, v, cdt2) : traffic_of(c, l, gi->shape, cdt2);
         double df = (double)(f2 - f);
         gi->score = df > 0 ? (q - q2) / df : (q2 < q ? 1e30 : 0);
         gi->q = q2;
@@ -601,6 +619,8 @@ rt_status rt_perf_construct(rt_arena *a, const rt_op *op, const rt_device *dev,
         c.has_red = c.has_red || m->axes[x].is_reduce;
         c.dense = c.dense && !(m->axes[x].group >= 0 && m->axes[x].dist.n > 1);
     }
+    if (c.dense)
+        c.full_red = rt_perf_tile_count(m, c.full, false) / rt_perf_tile_count(m, c.full, true);
     static const double eps[] = {0, 0.05, 0.1, 0.2, 0.4, 0.7, 1.0};
     for (size_t e = 0; e < sizeof eps / sizeof eps[0] && c.st == RT_OK; e++) {
         m->epsilon = eps[e];

@@ -427,6 +427,17 @@ double rt_perf_traffic_bytes(const rt_perf_model *m, int32_t level, const int64_
 // The same from the shape's data tiles dt (rt_perf_data_tiles).
 double rt_perf_traffic_of(const rt_perf_model *m, int32_t level, const int64_t *shape,
                           const int64_t (*dt)[RT_MAX_DIMS], const int64_t *red_shape);
+// Models without a ragged axis (no joint expectations), for a construction that weighs many
+// tiles differing along one axis: the tiles of shape[x] along dense axis x (a factor of
+// rt_perf_tile_count's product); the products of such factors f, over all axes and over the
+// spatial ones (rt_perf_tile_count's, the same doubles); the traffic from the data tiles and
+// those counts, n_red the tile count along the reduction that the output's accumulators go
+// through (rt_perf_tile_count(red_shape, false) / (.., true); negative: n_all / n_sp).
+double rt_perf_axis_tiles(const rt_perf_model *m, int32_t x, int64_t tile);
+void rt_perf_tile_counts_of(const rt_perf_model *m, const double *f, double *n_all, double *n_sp);
+double rt_perf_traffic_counted(const rt_perf_model *m, int32_t level,
+                               const int64_t (*dt)[RT_MAX_DIMS], double n_all, double n_sp,
+                               double n_red);
 // Effective capacity of one rTile at level (tile_capacity_bytes; for caches minus one way).
 int64_t rt_perf_capacity_bytes(const rt_perf_model *m, int32_t level);
 

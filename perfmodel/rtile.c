@@ -952,6 +952,23 @@ double rt_perf_tile_count(const rt_perf_model *m, const int64_t *shape, bool spa
     return expect_over_axes(m, shape, spatial_only, 0);
 }
 
+double rt_perf_axis_tiles(const rt_perf_model *m, int32_t x, int64_t tile) {
+    const rt_perf_axis *ax = &m->axes[x];
+    int64_t e = ax->dist.n == 1 ? ax->dist.values[0] : ax->extent;
+    return (double)tiles_of(e, tile < 1 ? 1 : tile);
+}
+
+void rt_perf_tile_counts_of(const rt_perf_model *m, const double *f, double *n_all, double *n_sp) {
+    double ra = 1, rs = 1;
+    for (int32_t x = 0; x < m->n_axes; x++) {
+        ra *= f[x];
+        if (!m->axes[x].is_reduce)
+            rs *= f[x];
+    }
+    *n_all = ra;
+    *n_sp = rs;
+}
+
 // rt_perf_tile_count(m, shape, false) in *n_all and (.., true) in *n_sp: over dense axes in one
 // pass (the same products in the same order), else as two calls.
 static void tile_counts(const rt_perf_model *m, const int64_t *shape, double *n_all, double *n_sp) {
@@ -1055,15 +1072,16 @@ static double rounded_bytes(const rt_perf_access *acc, const int64_t *dt, int32_
     return (double)rows * (double)rt_round_up(inner, txn);
 }
 
-double rt_perf_traffic_of(const rt_perf_model *m, int32_t level, const int64_t *shape,
-                          const int64_t (*dt)[RT_MAX_DIMS], const int64_t *red_shape) {
+// Traffic from the data tiles and the tile counts: the output's passes over the reduction from
+// red_shape's counts (computed here, once per output access), else from n_red when it is not
+// negative, else from n_all / n_sp.
+static double traffic_sum(const rt_perf_model *m, int32_t level, const int64_t (*dt)[RT_MAX_DIMS],
+                          double n_all, double n_sp, const int64_t *red_shape, double n_red_in) {
     const rt_mem_level *src = &m->dev->level[level > 0 ? level - 1 : 0];
     // Registers are filled by per-thread (vector) loads: no transaction rounding into them.
     int32_t txn = level == m->top              ? 0
                   : src->transaction_bytes > 0 ? src->transaction_bytes
                                                : src->line_bytes;
-    double n_all, n_sp;
-    tile_counts(m, shape, &n_all, &n_sp);
     double in = 0, out = 0;
     for (int32_t i = 0; i < m->n_access; i++) {
         if (m->access[i].local && level < m->top)
@@ -1075,7 +1093,7 @@ double rt_perf_traffic_of(const rt_perf_model *m, int32_t level, const int64_t *
         }
         double passes = 1;
         if (!m->acc_persist) {
-            double n_red = n_all / n_sp;
+            double n_red = n_red_in >= 0 ? n_red_in : n_all / n_sp;
             if (red_shape) {
                 double red_all, red_sp;
                 tile_counts(m, red_shape, &red_all, &red_sp);
@@ -1092,6 +1110,19 @@ double rt_perf_traffic_of(const rt_perf_model *m, int32_t level, const int64_t *
     if (level == 1)
         t += m->extra_dram_bytes;
     return t;
+}
+
+double rt_perf_traffic_of(const rt_perf_model *m, int32_t level, const int64_t *shape,
+                          const int64_t (*dt)[RT_MAX_DIMS], const int64_t *red_shape) {
+    double n_all, n_sp;
+    tile_counts(m, shape, &n_all, &n_sp);
+    return traffic_sum(m, level, dt, n_all, n_sp, red_shape, -1);
+}
+
+double rt_perf_traffic_counted(const rt_perf_model *m, int32_t level,
+                               const int64_t (*dt)[RT_MAX_DIMS], double n_all, double n_sp,
+                               double n_red) {
+    return traffic_sum(m, level, dt, n_all, n_sp, NULL, n_red);
 }
 
 double rt_perf_traffic_bytes(const rt_perf_model *m, int32_t level, const int64_t *shape,

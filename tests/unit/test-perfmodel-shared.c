@@ -3,8 +3,9 @@
 // (rt_perf_model.gemm_memo) against views made without the memo; data tiles grown along one
 // axis from a neighbour's (rt_perf_data_tiles) against data tiles from scratch; footprint and
 // traffic against the formulas written out here with rt_perf_data_tile and rt_perf_tile_count
-// (rtile.c counts tiles over dense axes in one pass); and every constructed candidate against
-// its evaluation in a zeroed rProgram (construct.c evaluates in a reused slot).
+// (rtile.c counts tiles over dense axes in one pass, or from per-axis counts); and every
+// constructed candidate against its evaluation in a zeroed rProgram (construct.c evaluates in a
+// reused slot).
 #include "test.h"
 #include "test-perfmodel-ops.h"
 
@@ -177,6 +178,13 @@ static double ref_traffic(const rt_perf_model *m, int32_t level, const int64_t *
     return n_all * in + n_sp * out + (level == 1 ? m->extra_dram_bytes : 0);
 }
 
+static bool dense_model(const rt_perf_model *m) {
+    for (int32_t x = 0; x < m->n_axes; x++)
+        if (m->axes[x].group >= 0 && m->axes[x].dist.n > 1)
+            return false;
+    return true;
+}
+
 // Data tiles grown from a neighbour's, footprint and traffic from data tiles, against the
 // references, on random shapes at every level.
 static void test_tiles(rt_arena *a, const rt_device *dev) {
@@ -218,6 +226,19 @@ static void test_tiles(rt_arena *a, const rt_device *dev) {
                     fprintf(stderr, "case %d level %d: traffic %.17g, expected %.17g\n", (int)c,
                             (int)l, q, want);
                 RT_EXPECT(q == want);
+                if (!dense_model(m))
+                    continue;
+                // from per-axis tile counts, as the construction prices a grown tile
+                double fac[RT_PERF_MAX_AXES], n_all, n_sp;
+                for (int32_t x = 0; x < m->n_axes; x++)
+                    fac[x] = rt_perf_axis_tiles(m, x, t[x]);
+                rt_perf_tile_counts_of(m, fac, &n_all, &n_sp);
+                RT_EXPECT(n_all == rt_perf_tile_count(m, t, false));
+                RT_EXPECT(n_sp == rt_perf_tile_count(m, t, true));
+                double n_red =
+                    red ? rt_perf_tile_count(m, red, false) / rt_perf_tile_count(m, red, true) : -1;
+                RT_EXPECT(rt_perf_traffic_counted(m, l, (const int64_t(*)[RT_MAX_DIMS])dt, n_all,
+                                                  n_sp, n_red) == want);
             }
         }
     }
