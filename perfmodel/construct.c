@@ -204,7 +204,8 @@ static bool recordable(const cons *c, int32_t l, const int64_t *t) {
 }
 
 typedef struct grow grow;
-static void enlarge(cons *c, int32_t l, const int64_t *t, const grow *from);
+static void enlarge(cons *c, int32_t l, const int64_t *t, const grow *from,
+                    const int64_t (*from_dt)[RT_MAX_DIMS]);
 
 // The kernel the backend lowers p to, as a hash: two rPrograms with the same key compile to
 // the same code (up to names), so only the better predicted one is kept and the top-K are K
@@ -358,7 +359,7 @@ static void descend(cons *c, int32_t l, const int64_t *t) {
         int64_t v = rt_perf_next_aligned_size(m, t0, x, l - 1, t, true);
         t0[x] = v > 0 ? v : t[x];
     }
-    enlarge(c, l - 1, t0, NULL);
+    enlarge(c, l - 1, t0, NULL, NULL);
     c->limit = saved;
 }
 
@@ -395,8 +396,10 @@ static void sort_grows(grow *g, int32_t n) {
 }
 
 // Scale-up at level l from tile t; from, when given, is the grow of this level that made t, whose
-// traffic and footprint are t's (reused where pricing counts no model steps).
-static void enlarge(cons *c, int32_t l, const int64_t *t, const grow *from) {
+// traffic and footprint are t's (reused where pricing counts no model steps), from the tile of
+// data tiles from_dt.
+static void enlarge(cons *c, int32_t l, const int64_t *t, const grow *from,
+                    const int64_t (*from_dt)[RT_MAX_DIMS]) {
     const rt_perf_model *m = c->m;
     if (done(c))
         return;
@@ -410,7 +413,7 @@ static void enlarge(cons *c, int32_t l, const int64_t *t, const grow *from) {
     const int64_t *upper = l < m->top ? c->tiles[l + 1] : NULL;
     // Data tiles of t, and of each grown tile from them (only the accesses of its axis change).
     int64_t dt[RT_PERF_MAX_ACCESS][RT_MAX_DIMS], dt2[RT_PERF_MAX_ACCESS][RT_MAX_DIMS];
-    rt_perf_data_tiles(m, t, NULL, -1, dt);
+    rt_perf_data_tiles(m, t, from ? from_dt : NULL, from ? from->axis : -1, dt);
     const int64_t(*cdt)[RT_MAX_DIMS] = (const int64_t(*)[RT_MAX_DIMS])dt;
     const int64_t(*cdt2)[RT_MAX_DIMS] = (const int64_t(*)[RT_MAX_DIMS])dt2;
     double fac[RT_PERF_MAX_AXES];
@@ -479,7 +482,7 @@ static void enlarge(cons *c, int32_t l, const int64_t *t, const grow *from) {
         // Record, and keep enlarging along the best axis (Fig. 8 line 20); with no reuse left
         // the larger tiles differ only in parallelism, which the model ranks.
         descend(c, l, t);
-        enlarge(c, l, g[0].shape, &g[0]);
+        enlarge(c, l, g[0].shape, &g[0], cdt);
         // A CPU register block is a micro-kernel whose shape (rows x vectors) the reuse score
         // cannot rank: every compute-bound block already hides the FMA latency, and its rows
         // against its vectors trade broadcasts for loads, C updates and the kc that fits L1.
@@ -487,7 +490,7 @@ static void enlarge(cons *c, int32_t l, const int64_t *t, const grow *from) {
         if (m->thread_level < 0 && l == m->top && c->has_red)
             for (int32_t i = 1; i < n_fit && !done(c); i++)
                 if (!m->axes[g[i].axis].is_reduce)
-                    enlarge(c, l, g[i].shape, &g[i]);
+                    enlarge(c, l, g[i].shape, &g[i], cdt);
         return;
     }
     // Memory bound: try the two best axes (the second only when it also saves traffic).
@@ -496,7 +499,7 @@ static void enlarge(cons *c, int32_t l, const int64_t *t, const grow *from) {
             break;
         int64_t tt[RT_PERF_MAX_AXES];
         memcpy(tt, g[i].shape, sizeof tt);
-        enlarge(c, l, tt, &g[i]);
+        enlarge(c, l, tt, &g[i], cdt);
     }
 }
 
@@ -515,7 +518,7 @@ static void start(cons *c) {
         memset(c->memo, 0, sizeof *c->memo * (size_t)c->memo_cap);
     c->evals = 0;
     c->limit = INT32_MAX;
-    enlarge(c, m->top, t, NULL);
+    enlarge(c, m->top, t, NULL, NULL);
     c->total_evals += c->evals;
 }
 
