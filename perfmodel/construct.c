@@ -264,16 +264,24 @@ static bool found_room(cons *c) {
     return true;
 }
 
-// The rProgram record() evaluates: the first free found slot, zeroed as a whole. Only the levels
-// the device has are cleared: the others (an rt_rprog holds RT_MAX_MEM_LEVELS) are never written
-// by the construction or the model, so they still hold the zeros the slot was allocated with.
+// The rProgram record() evaluates: the first free found slot, zeroed as a whole. Only what the
+// model may write is cleared: the levels the device has, and in each the data tiles of the
+// model's accesses. The rest (an rt_rprog holds RT_MAX_MEM_LEVELS levels of RT_PERF_MAX_ACCESS
+// data tiles) is never written by the construction or the model, so it still holds the zeros
+// the slot was allocated with.
 static rt_rprog *record_slot(cons *c) {
     if (!found_room(c))
         return NULL;
     rt_rprog *p = &c->found[c->n_found];
-    size_t head = offsetof(rt_rprog, tile) + sizeof(rt_rtile) * (size_t)c->m->dev->n_levels;
     size_t tail = offsetof(rt_rprog, threads_per_block);
-    memset(p, 0, head);
+    size_t rest = offsetof(rt_rtile, pad_elems);
+    memset(p, 0, offsetof(rt_rprog, tile));
+    for (int32_t l = 0; l < c->m->dev->n_levels; l++) {
+        rt_rtile *t = &p->tile[l];
+        memset(t, 0, offsetof(rt_rtile, data));
+        memset(t->data, 0, sizeof t->data[0] * (size_t)c->m->n_access);
+        memset((char *)t + rest, 0, sizeof *t - rest);
+    }
     memset((char *)p + tail, 0, sizeof *p - tail);
     return p;
 }
