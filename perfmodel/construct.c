@@ -130,12 +130,12 @@ static double traffic_of(const cons *c, int32_t l, const int64_t *t,
 }
 
 // The same for a dense model from the per-axis tile counts fac of t (rt_perf_axis_tiles) with
-// axis x's replaced by that of size v.
-static double grown_traffic(const cons *c, int32_t l, double *fac, int32_t x, int64_t v,
+// axis x's replaced by fac_x (that of the grown size).
+static double grown_traffic(const cons *c, int32_t l, double *fac, int32_t x, double fac_x,
                             const int64_t (*dt)[RT_MAX_DIMS]) {
     const rt_perf_model *m = c->m;
     double keep = fac[x], n_all, n_sp;
-    fac[x] = rt_perf_axis_tiles(m, x, v);
+    fac[x] = fac_x;
     rt_perf_tile_counts_of(m, fac, &n_all, &n_sp);
     fac[x] = keep;
     return rt_perf_traffic_counted(m, l, dt, n_all, n_sp,
@@ -204,8 +204,7 @@ static bool recordable(const cons *c, int32_t l, const int64_t *t) {
 }
 
 typedef struct grow grow;
-static void enlarge(cons *c, int32_t l, const int64_t *t, const grow *from,
-                    const int64_t (*from_dt)[RT_MAX_DIMS]);
+static void enlarge(cons *c, int32_t l, const int64_t *t, const grow *from);
 
 // The kernel the backend lowers p to, as a hash: two rPrograms with the same key compile to
 // the same code (up to names), so only the better predicted one is kept and the top-K are K
@@ -367,18 +366,21 @@ static void descend(cons *c, int32_t l, const int64_t *t) {
         int64_t v = rt_perf_next_aligned_size(m, t0, x, l - 1, t, true);
         t0[x] = v > 0 ? v : t[x];
     }
-    enlarge(c, l - 1, t0, NULL, NULL);
+    enlarge(c, l - 1, t0, NULL);
     c->limit = saved;
 }
 
-// A tile grown along one axis, priced: its traffic q and footprint f at the level.
+// A tile grown along one axis, priced: its traffic q and footprint f at the level; the data tiles
+// dt and per-axis tile counts fac (dense models; fac_x along the axis) of the tile it grew from.
 struct grow {
     int32_t axis;
     int64_t shape[RT_PERF_MAX_AXES];
-    double score, q;
+    double score, q, fac_x;
     int64_t f;
     bool fits;
     int32_t pref;
+    const int64_t (*dt)[RT_MAX_DIMS];
+    const double *fac;
 };
 
 // Preference among equal scores: spatial before reduction, the output's inner axes first.
@@ -403,11 +405,10 @@ static void sort_grows(grow *g, int32_t n) {
     }
 }
 
-// Scale-up at level l from tile t; from, when given, is the grow of this level that made t, whose
-// traffic and footprint are t's (reused where pricing counts no model steps), from the tile of
-// data tiles from_dt.
-static void enlarge(cons *c, int32_t l, const int64_t *t, const grow *from,
-                    const int64_t (*from_dt)[RT_MAX_DIMS]) {
+// Scale-up at level l from tile t; from, when given, is the grow of this level that made t: t's
+// traffic and footprint (reused where pricing counts no model steps), and data tiles and tile
+// counts follow from those of the tile it grew from.
+static void enlarge(cons *c, int32_t l, const int64_t *t, const grow *from) {
     const rt_perf_model *m = c->m;
     if (done(c))
         return;
@@ -421,12 +422,13 @@ static void enlarge(cons *c, int32_t l, const int64_t *t, const grow *from,
     const int64_t *upper = l < m->top ? c->tiles[l + 1] : NULL;
     // Data tiles of t, and of each grown tile from them (only the accesses of its axis change).
     int64_t dt[RT_PERF_MAX_ACCESS][RT_MAX_DIMS], dt2[RT_PERF_MAX_ACCESS][RT_MAX_DIMS];
-    rt_perf_data_tiles(m, t, from ? from_dt : NULL, from ? from->axis : -1, dt);
+    rt_perf_data_tiles(m, t, from ? from->dt : NULL, from ? from->axis : -1, dt);
     const int64_t(*cdt)[RT_MAX_DIMS] = (const int64_t(*)[RT_MAX_DIMS])dt;
     const int64_t(*cdt2)[RT_MAX_DIMS] = (const int64_t(*)[RT_MAX_DIMS])dt2;
     double fac[RT_PERF_MAX_AXES];
     for (int32_t x = 0; c->dense && x < m->n_axes; x++)
-        fac[x] = rt_perf_axis_tiles(m, x, t[x]);
+        fac[x] =
+            from ? (x == from->axis ? from->fac_x : from->fac[x]) : rt_perf_axis_tiles(m, x, t[x]);
     bool reuse = from && c->dense;
     double q = reuse ? from->q : traffic_of(c, l, t, cdt);
     int64_t f = reuse ? from->f : rt_perf_footprint_of(m, l, cdt, upper, NULL);
@@ -444,8 +446,11 @@ static void enlarge(cons *c, int32_t l, const int64_t *t, const grow *from,
         gi->pref = axis_pref(m, x);
         rt_perf_data_tiles(m, gi->shape, cdt, x, dt2);
         int64_t f2 = rt_perf_footprint_of(m, l, cdt2, upper, NULL);
-        double q2 =
-            c->dense ? grown_traffic(c, l, fac, x, v, cdt2) : traffic_of(c, l, gi->shape, cdt2);
+        gi->dt = cdt;
+        gi->fac = fac;
+        gi->fac_x = c->dense ? rt_perf_axis_tiles(m, x, v) : 0;
+        double q2 = c->dense ? grown_traffic(c, l, fac, x, gi->fac_x, cdt2)
+                             : traffic_of(c, l, gi->shape, cdt2);
         double df = (double)(f2 - f);
         gi->score = df > 0 ? (q - q2) / df : (q2 < q ? 1e30 : 0);
         gi->q = q2;
@@ -490,7 +495,7 @@ static void enlarge(cons *c, int32_t l, const int64_t *t, const grow *from,
         // Record, and keep enlarging along the best axis (Fig. 8 line 20); with no reuse left
         // the larger tiles differ only in parallelism, which the model ranks.
         descend(c, l, t);
-        enlarge(c, l, g[0].shape, &g[0], cdt);
+        enlarge(c, l, g[0].shape, &g[0]);
         // A CPU register block is a micro-kernel whose shape (rows x vectors) the reuse score
         // cannot rank: every compute-bound block already hides the FMA latency, and its rows
         // against its vectors trade broadcasts for loads, C updates and the kc that fits L1.
@@ -498,7 +503,7 @@ static void enlarge(cons *c, int32_t l, const int64_t *t, const grow *from,
         if (m->thread_level < 0 && l == m->top && c->has_red)
             for (int32_t i = 1; i < n_fit && !done(c); i++)
                 if (!m->axes[g[i].axis].is_reduce)
-                    enlarge(c, l, g[i].shape, &g[i], cdt);
+                    enlarge(c, l, g[i].shape, &g[i]);
         return;
     }
     // Memory bound: try the two best axes (the second only when it also saves traffic).
@@ -507,7 +512,7 @@ static void enlarge(cons *c, int32_t l, const int64_t *t, const grow *from,
             break;
         int64_t tt[RT_PERF_MAX_AXES];
         memcpy(tt, g[i].shape, sizeof tt);
-        enlarge(c, l, tt, &g[i], cdt);
+        enlarge(c, l, tt, &g[i]);
     }
 }
 
@@ -526,7 +531,7 @@ static void start(cons *c) {
         memset(c->memo, 0, sizeof *c->memo * (size_t)c->memo_cap);
     c->evals = 0;
     c->limit = INT32_MAX;
-    enlarge(c, m->top, t, NULL, NULL);
+    enlarge(c, m->top, t, NULL);
     c->total_evals += c->evals;
 }
 
