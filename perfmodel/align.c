@@ -62,7 +62,7 @@ static bool rule_lanes(const rt_perf_model *m, const int64_t *shape, int32_t axi
 // filled by vector loads, not transactions, so the top level is exempt.
 static bool rule_transaction(const rt_perf_model *m, const int64_t *shape, int32_t axis,
                              int32_t level, const int64_t *upper, int64_t value) {
-    (void)upper;
+    (void)shape, (void)upper;
     if (level < 1 || level >= m->top)
         return true;
     const rt_mem_level *src = &m->dev->level[level - 1];
@@ -70,27 +70,21 @@ static bool rule_transaction(const rt_perf_model *m, const int64_t *shape, int32
     if (txn <= 0)
         return true;
     bool with_out = m->dev->level[level].managed == RT_MEM_CACHE;
-    int64_t t[RT_PERF_MAX_AXES];
-    memcpy(t, shape, sizeof(int64_t) * (size_t)m->n_axes);
-    t[axis] = value;
     for (int32_t i = 0; i < m->n_access; i++) {
         const rt_perf_access *acc = &m->access[i];
         if (acc->is_output && !with_out)
             continue;
         int32_t d = acc->n_dims - 1;
-        if (!acc->affine[d] || acc->coef[d][axis] != 1)
+        // axis alone: its coefficient the only nonzero one of the dim (rt_perf_access_terms)
+        if (!acc->affine[d] || acc->coef[d][axis] != 1 || acc->n_terms[d] != 1)
             continue;
-        bool alone = true;
-        for (int32_t x = 0; x < m->n_axes; x++)
-            if (x != axis && acc->coef[d][x])
-                alone = false;
-        if (!alone)
+        // the data tile's inner extent: 1 + (value - 1), capped as rt_perf_data_tile caps it
+        int64_t inner = acc->dim_extent[d] > 0 && value > acc->dim_extent[d] ? acc->dim_extent[d]
+                        : value < 1                                          ? 1
+                                                                             : value;
+        if (inner >= acc->dim_extent[d])
             continue;
-        int64_t dt[RT_MAX_DIMS];
-        rt_perf_data_tile(m, i, t, dt);
-        if (dt[d] >= acc->dim_extent[d])
-            continue;
-        if ((dt[d] * acc->elem_bytes) % txn != 0)
+        if ((inner * acc->elem_bytes) % txn != 0)
             return false;
     }
     return true;
@@ -141,11 +135,8 @@ const char *rt_perf_align_check(const rt_perf_model *m, const int64_t *shape, in
 static int64_t next_multiplier(int64_t k) {
     if (k < 4)
         return k + 1;
-    // k is 2^j or 3*2^j
-    int64_t p = 1;
-    while (p * 2 <= k)
-        p *= 2;
-    return k == p ? p + p / 2 : 2 * p;
+    // k is 2^j (then 3 * 2^(j-1) follows) or 3 * 2^j (then 2^(j+2))
+    return (k & (k - 1)) == 0 ? k + k / 2 : k / 3 * 4;
 }
 
 int64_t rt_perf_next_aligned_size(const rt_perf_model *m, const int64_t *shape, int32_t axis,

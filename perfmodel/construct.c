@@ -14,6 +14,7 @@
 #include "gpu-plan.h"
 
 #include <math.h>
+#include <stddef.h>
 #include <stdlib.h>
 #include <stdio.h>
 #include <string.h>
@@ -39,6 +40,8 @@ typedef struct cons {
     double t0_ns, top1_ns;
     bool relaxed; // last resort: record without thread-count alignment
     bool has_red;
+    bool dense;      // no ragged axis: pricing a tile counts no model steps (it may be reused)
+    double full_red; // dense: the tile count along the reduction of the whole iteration space
     rt_status st;
     rt_err *err;
 } cons;
@@ -119,6 +122,26 @@ static double traffic(const cons *c, int32_t l, const int64_t *t) {
     return rt_perf_traffic_bytes(m, l, t, (!m->acc_persist && l == m->top) ? c->full : NULL);
 }
 
+// The same from t's data tiles.
+static double traffic_of(const cons *c, int32_t l, const int64_t *t,
+                         const int64_t (*dt)[RT_MAX_DIMS]) {
+    const rt_perf_model *m = c->m;
+    return rt_perf_traffic_of(m, l, t, dt, (!m->acc_persist && l == m->top) ? c->full : NULL);
+}
+
+// The same for a dense model from the per-axis tile counts fac of t (rt_perf_axis_tiles) with
+// axis x's replaced by fac_x (that of the grown size).
+static double grown_traffic(const cons *c, int32_t l, double *fac, int32_t x, double fac_x,
+                            const int64_t (*dt)[RT_MAX_DIMS]) {
+    const rt_perf_model *m = c->m;
+    double keep = fac[x], n_all, n_sp;
+    fac[x] = fac_x;
+    rt_perf_tile_counts_of(m, fac, &n_all, &n_sp);
+    fac[x] = keep;
+    return rt_perf_traffic_counted(m, l, dt, n_all, n_sp,
+                                   (!m->acc_persist && l == m->top) ? c->full_red : -1);
+}
+
 static int64_t threads_of(const cons *c, int32_t l, const int64_t *t) {
     const rt_perf_model *m = c->m;
     if (m->thread_level < 0 || l != m->block_level || l >= m->thread_level)
@@ -180,7 +203,8 @@ static bool recordable(const cons *c, int32_t l, const int64_t *t) {
     return true;
 }
 
-static void enlarge(cons *c, int32_t l, const int64_t *t);
+typedef struct grow grow;
+static void enlarge(cons *c, int32_t l, const int64_t *t, const grow *from);
 
 // The kernel the backend lowers p to, as a hash: two rPrograms with the same key compile to
 // the same code (up to names), so only the better predicted one is kept and the top-K are K
@@ -218,6 +242,49 @@ static bool gpu_plan(cons *c, rt_rprog *p, const char **why) {
     return rt_perf_evaluate(c->m, p, why);
 }
 
+// Room for one more found rProgram; false (c->st set) when out of memory.
+static bool found_room(cons *c) {
+    if (c->n_found < c->cap_found)
+        return true;
+    int32_t ncap = c->cap_found ? c->cap_found * 2 : 32;
+    rt_rprog *nf = rt_arena_calloc(c->a, (size_t)ncap, sizeof *nf);
+    uint64_t *nk = rt_arena_calloc(c->a, (size_t)ncap, sizeof *nk);
+    if (!nf || !nk) {
+        c->st = rt_fail(c->err, RT_ERR_NOMEM, RT_NOLOC, "out of memory");
+        return false;
+    }
+    if (c->n_found) {
+        memcpy(nf, c->found, sizeof *nf * (size_t)c->n_found);
+        memcpy(nk, c->found_key, sizeof *nk * (size_t)c->n_found);
+    }
+    c->found = nf;
+    c->found_key = nk;
+    c->cap_found = ncap;
+    return true;
+}
+
+// The rProgram record() evaluates: the first free found slot, zeroed as a whole. Only what the
+// model may write is cleared: the levels the device has, and in each the data tiles of the
+// model's accesses. The rest (an rt_rprog holds RT_MAX_MEM_LEVELS levels of RT_PERF_MAX_ACCESS
+// data tiles) is never written by the construction or the model, so it still holds the zeros
+// the slot was allocated with.
+static rt_rprog *record_slot(cons *c) {
+    if (!found_room(c))
+        return NULL;
+    rt_rprog *p = &c->found[c->n_found];
+    size_t tail = offsetof(rt_rprog, threads_per_block);
+    size_t rest = offsetof(rt_rtile, pad_elems);
+    memset(p, 0, offsetof(rt_rprog, tile));
+    for (int32_t l = 0; l < c->m->dev->n_levels; l++) {
+        rt_rtile *t = &p->tile[l];
+        memset(t, 0, offsetof(rt_rtile, data));
+        memset(t->data, 0, sizeof t->data[0] * (size_t)c->m->n_access);
+        memset((char *)t + rest, 0, sizeof *t - rest);
+    }
+    memset((char *)p + tail, 0, sizeof *p - tail);
+    return p;
+}
+
 static void record(cons *c) {
     const rt_perf_model *m = c->m;
     uint64_t h = 0x51;
@@ -226,32 +293,33 @@ static void record(cons *c) {
             h = hash_mix(h, (uint64_t)c->tiles[l][x]);
     if (set_insert(c, &c->seen, &c->seen_cap, &c->seen_n, h))
         return;
-    rt_rprog p;
-    memset(&p, 0, sizeof p);
+    rt_rprog *p = record_slot(c);
+    if (!p)
+        return;
     for (int32_t l = 1; l <= m->top; l++)
-        memcpy(p.tile[l].shape, c->tiles[l], sizeof(int64_t) * RT_PERF_MAX_AXES);
+        memcpy(p->tile[l].shape, c->tiles[l], sizeof(int64_t) * RT_PERF_MAX_AXES);
     const char *why = NULL;
-    bool fits = rt_perf_evaluate(m, &p, &why);
+    bool fits = rt_perf_evaluate(m, p, &why);
     if (c->explain) {
         char b1[160];
-        shape_str(m, p.tile[1].shape, b1, sizeof b1);
+        shape_str(m, p->tile[1].shape, b1, sizeof b1);
         if (fits)
             rt_buf_linef(c->explain, 1,
                          "rprog %s threads %lld blocks %lld: predicted %.4g ns "
                          "(%.4g GFLOP/s), kept",
-                         b1, (long long)p.threads_per_block, (long long)p.blocks, p.predicted_ns,
-                         p.flops / p.predicted_ns);
+                         b1, (long long)p->threads_per_block, (long long)p->blocks, p->predicted_ns,
+                         p->flops / p->predicted_ns);
         else
             rt_buf_linef(c->explain, 1, "rprog %s: dropped (%s)", b1, why);
     }
     if (fits && m->thread_level >= 0)
-        fits = gpu_plan(c, &p, &why);
+        fits = gpu_plan(c, p, &why);
     if (!fits)
         return;
     c->n_recorded++;
-    p.epsilon = m->epsilon;
-    p.construct_ns = now_ns() - c->t0_ns;
-    uint64_t key = kernel_key(c, &p);
+    p->epsilon = m->epsilon;
+    p->construct_ns = now_ns() - c->t0_ns;
+    uint64_t key = kernel_key(c, p);
     for (int32_t i = 0; i < c->n_found; i++) {
         if (c->found_key[i] != key)
             continue;
@@ -260,34 +328,17 @@ static void record(cons *c) {
         c->n_same++;
         if (c->explain)
             rt_buf_linef(c->explain, 1, "  same kernel as rprog %d%s", (int)c->found[i].order,
-                         p.predicted_ns < c->found[i].predicted_ns ? ", replaces it" : "");
-        if (p.predicted_ns < c->found[i].predicted_ns) {
-            p.order = c->found[i].order;
-            c->found[i] = p;
+                         p->predicted_ns < c->found[i].predicted_ns ? ", replaces it" : "");
+        if (p->predicted_ns < c->found[i].predicted_ns) {
+            p->order = c->found[i].order;
+            c->found[i] = *p;
         }
         return;
     }
-    if (c->n_found == c->cap_found) {
-        int32_t ncap = c->cap_found ? c->cap_found * 2 : 64;
-        rt_rprog *nf = rt_arena_calloc(c->a, (size_t)ncap, sizeof *nf);
-        uint64_t *nk = rt_arena_calloc(c->a, (size_t)ncap, sizeof *nk);
-        if (!nf || !nk) {
-            c->st = rt_fail(c->err, RT_ERR_NOMEM, RT_NOLOC, "out of memory");
-            return;
-        }
-        if (c->n_found) {
-            memcpy(nf, c->found, sizeof *nf * (size_t)c->n_found);
-            memcpy(nk, c->found_key, sizeof *nk * (size_t)c->n_found);
-        }
-        c->found = nf;
-        c->found_key = nk;
-        c->cap_found = ncap;
-    }
-    p.order = c->n_found;
+    p->order = c->n_found;
     if (c->top1_ns == 0)
-        c->top1_ns = p.construct_ns;
-    c->found_key[c->n_found] = key;
-    c->found[c->n_found++] = p;
+        c->top1_ns = p->construct_ns;
+    c->found_key[c->n_found++] = key;
 }
 
 // Records t at level l and continues at the level below, starting from t re-aligned.
@@ -315,17 +366,22 @@ static void descend(cons *c, int32_t l, const int64_t *t) {
         int64_t v = rt_perf_next_aligned_size(m, t0, x, l - 1, t, true);
         t0[x] = v > 0 ? v : t[x];
     }
-    enlarge(c, l - 1, t0);
+    enlarge(c, l - 1, t0, NULL);
     c->limit = saved;
 }
 
-typedef struct grow {
+// A tile grown along one axis, priced: its traffic q and footprint f at the level; the data tiles
+// dt and per-axis tile counts fac (dense models; fac_x along the axis) of the tile it grew from.
+struct grow {
     int32_t axis;
     int64_t shape[RT_PERF_MAX_AXES];
-    double score;
+    double score, q, fac_x;
+    int64_t f;
     bool fits;
     int32_t pref;
-} grow;
+    const int64_t (*dt)[RT_MAX_DIMS];
+    const double *fac;
+};
 
 // Preference among equal scores: spatial before reduction, the output's inner axes first.
 static int32_t axis_pref(const rt_perf_model *m, int32_t x) {
@@ -349,7 +405,10 @@ static void sort_grows(grow *g, int32_t n) {
     }
 }
 
-static void enlarge(cons *c, int32_t l, const int64_t *t) {
+// Scale-up at level l from tile t; from, when given, is the grow of this level that made t: t's
+// traffic and footprint (reused where pricing counts no model steps), and data tiles and tile
+// counts follow from those of the tile it grew from.
+static void enlarge(cons *c, int32_t l, const int64_t *t, const grow *from) {
     const rt_perf_model *m = c->m;
     if (done(c))
         return;
@@ -361,8 +420,18 @@ static void enlarge(cons *c, int32_t l, const int64_t *t) {
         return;
     c->evals++;
     const int64_t *upper = l < m->top ? c->tiles[l + 1] : NULL;
-    double q = traffic(c, l, t);
-    int64_t f = rt_perf_footprint_bytes(m, l, t, upper, NULL);
+    // Data tiles of t, and of each grown tile from them (only the accesses of its axis change).
+    int64_t dt[RT_PERF_MAX_ACCESS][RT_MAX_DIMS], dt2[RT_PERF_MAX_ACCESS][RT_MAX_DIMS];
+    rt_perf_data_tiles(m, t, from ? from->dt : NULL, from ? from->axis : -1, dt);
+    const int64_t(*cdt)[RT_MAX_DIMS] = (const int64_t(*)[RT_MAX_DIMS])dt;
+    const int64_t(*cdt2)[RT_MAX_DIMS] = (const int64_t(*)[RT_MAX_DIMS])dt2;
+    double fac[RT_PERF_MAX_AXES];
+    for (int32_t x = 0; c->dense && x < m->n_axes; x++)
+        fac[x] =
+            from ? (x == from->axis ? from->fac_x : from->fac[x]) : rt_perf_axis_tiles(m, x, t[x]);
+    bool reuse = from && c->dense;
+    double q = reuse ? from->q : traffic_of(c, l, t, cdt);
+    int64_t f = reuse ? from->f : rt_perf_footprint_of(m, l, cdt, upper, NULL);
     grow g[RT_PERF_MAX_AXES];
     int32_t ng = 0;
     bool best_blocked = false;
@@ -375,10 +444,17 @@ static void enlarge(cons *c, int32_t l, const int64_t *t) {
         gi->shape[x] = v;
         gi->axis = x;
         gi->pref = axis_pref(m, x);
-        int64_t f2 = rt_perf_footprint_bytes(m, l, gi->shape, upper, NULL);
-        double q2 = traffic(c, l, gi->shape);
+        rt_perf_data_tiles(m, gi->shape, cdt, x, dt2);
+        int64_t f2 = rt_perf_footprint_of(m, l, cdt2, upper, NULL);
+        gi->dt = cdt;
+        gi->fac = fac;
+        gi->fac_x = c->dense ? rt_perf_axis_tiles(m, x, v) : 0;
+        double q2 = c->dense ? grown_traffic(c, l, fac, x, gi->fac_x, cdt2)
+                             : traffic_of(c, l, gi->shape, cdt2);
         double df = (double)(f2 - f);
         gi->score = df > 0 ? (q - q2) / df : (q2 < q ? 1e30 : 0);
+        gi->q = q2;
+        gi->f = f2;
         gi->fits = eligible(c, l, gi->shape, f2);
         ng++;
     }
@@ -419,7 +495,7 @@ static void enlarge(cons *c, int32_t l, const int64_t *t) {
         // Record, and keep enlarging along the best axis (Fig. 8 line 20); with no reuse left
         // the larger tiles differ only in parallelism, which the model ranks.
         descend(c, l, t);
-        enlarge(c, l, g[0].shape);
+        enlarge(c, l, g[0].shape, &g[0]);
         // A CPU register block is a micro-kernel whose shape (rows x vectors) the reuse score
         // cannot rank: every compute-bound block already hides the FMA latency, and its rows
         // against its vectors trade broadcasts for loads, C updates and the kc that fits L1.
@@ -427,7 +503,7 @@ static void enlarge(cons *c, int32_t l, const int64_t *t) {
         if (m->thread_level < 0 && l == m->top && c->has_red)
             for (int32_t i = 1; i < n_fit && !done(c); i++)
                 if (!m->axes[g[i].axis].is_reduce)
-                    enlarge(c, l, g[i].shape);
+                    enlarge(c, l, g[i].shape, &g[i]);
         return;
     }
     // Memory bound: try the two best axes (the second only when it also saves traffic).
@@ -436,7 +512,7 @@ static void enlarge(cons *c, int32_t l, const int64_t *t) {
             break;
         int64_t tt[RT_PERF_MAX_AXES];
         memcpy(tt, g[i].shape, sizeof tt);
-        enlarge(c, l, tt);
+        enlarge(c, l, tt, &g[i]);
     }
 }
 
@@ -455,7 +531,7 @@ static void start(cons *c) {
         memset(c->memo, 0, sizeof *c->memo * (size_t)c->memo_cap);
     c->evals = 0;
     c->limit = INT32_MAX;
-    enlarge(c, m->top, t);
+    enlarge(c, m->top, t, NULL);
     c->total_evals += c->evals;
 }
 
@@ -553,10 +629,14 @@ rt_status rt_perf_construct(rt_arena *a, const rt_op *op, const rt_device *dev,
     int32_t k = opt && opt->top_k > 0 ? opt->top_k : 10;
     c.want = k * 2 > 24 ? k * 2 : 24;
     c.max_evals = opt && opt->max_evals > 0 ? opt->max_evals : 1000;
+    c.dense = true;
     for (int32_t x = 0; x < m->n_axes; x++) {
         c.full[x] = m->axes[x].extent;
         c.has_red = c.has_red || m->axes[x].is_reduce;
+        c.dense = c.dense && !(m->axes[x].group >= 0 && m->axes[x].dist.n > 1);
     }
+    if (c.dense)
+        c.full_red = rt_perf_tile_count(m, c.full, false) / rt_perf_tile_count(m, c.full, true);
     static const double eps[] = {0, 0.05, 0.1, 0.2, 0.4, 0.7, 1.0};
     for (size_t e = 0; e < sizeof eps / sizeof eps[0] && c.st == RT_OK; e++) {
         m->epsilon = eps[e];

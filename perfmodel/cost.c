@@ -271,9 +271,9 @@ static bool nest_and_fit(const rt_perf_model *m, rt_rprog *p, const char **why) 
                     return false;
                 }
         const int64_t *reader = l < top ? p->tile[l + 1].shape : NULL;
-        t->footprint_bytes = rt_perf_footprint_bytes(m, l, t->shape, reader, t->pad_elems);
-        for (int32_t i = 0; i < m->n_access; i++)
-            rt_perf_data_tile(m, i, t->shape, t->data[i]);
+        rt_perf_data_tiles(m, t->shape, NULL, -1, t->data);
+        t->footprint_bytes = rt_perf_footprint_of(m, l, (const int64_t(*)[RT_MAX_DIMS])t->data,
+                                                  reader, t->pad_elems);
         if (t->footprint_bytes > rt_perf_capacity_bytes(m, l)) {
             *why = "footprint exceeds the level's capacity";
             return false;
@@ -439,7 +439,8 @@ bool rt_perf_evaluate(const rt_perf_model *m, rt_rprog *p, const char **why) {
         rt_rtile *t = &p->tile[l];
         const int64_t *red =
             (!m->acc_persist && l == top && top - 1 >= 1) ? p->tile[top - 1].shape : NULL;
-        t->traffic_bytes = rt_perf_traffic_bytes(m, l, t->shape, red);
+        t->traffic_bytes =
+            rt_perf_traffic_of(m, l, t->shape, (const int64_t(*)[RT_MAX_DIMS])t->data, red);
         double gbps =
             l == 1 && inflight_bytes > 0
                 ? gpu_inflight_gbps(&dev->level[0], inflight_bytes)

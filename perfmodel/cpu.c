@@ -210,7 +210,7 @@ static double access_bytes(const rt_perf_access *acc) {
 // (a_batch). Fills the groups, extents, accesses and tensor sizes of g; false for anything else
 // (an output axis neither input holds, a reduction one input lacks, ragged extents, other dtypes
 // or assignments).
-static bool gemm_groups(const rt_perf_model *m, rt_perf_cpu_gemm *g) {
+bool rt_perf_cpu_gemm_groups(const rt_perf_model *m, rt_perf_cpu_gemm *g) {
     if (m->n_access != 3 || m->dtype != RT_DTYPE_F32 ||
         (m->assign != RT_ASSIGN_ADD_INIT && m->assign != RT_ASSIGN_ADD))
         return false;
@@ -627,82 +627,6 @@ void rt_perf_cpu_gemm_block(const rt_device *dev, int64_t batch, rt_perf_cpu_gem
     g->items = (g->a_batch ? batch : 1) * rows * g->ng;
     g->batch = batch;
     g->steps = steps;
-}
-
-// The groups of a token-flattened contraction (rt_perf_gemm_tokens_of): the fused (b.i) axis is
-// m, of the expected sum(len) rows (its extent: the model's bulk-padded axis), the axes of the
-// n run (h.d of a projection to heads) n, of the k run k; a plain GEMM (A's rows contiguous
-// along k, W's strides as stored) of batch 1.
-static bool gemm_tokens(const rt_perf_model *m, rt_perf_cpu_gemm *g) {
-    rt_perf_gemm_tokens tk;
-    if (m->n_access != 3 || !rt_perf_gemm_tokens_of(m->op, &m->op->stmts[m->main_stmt], &tk))
-        return false;
-    memset(g, 0, sizeof *g);
-    int32_t xm = -1, xn = -1, xk = -1;
-    const rt_stmt *s = &m->op->stmts[m->main_stmt];
-    if (s->n_axes != m->n_axes)
-        return false;
-    for (int32_t x = 0; x < RT_PERF_MAX_AXES; x++)
-        g->group[x] = -1;
-    for (int32_t x = 0; x < s->n_axes; x++) {
-        int32_t grp = rt_perf_gemm_tokens_group(&s->axes[x], &tk);
-        if (grp < 0 || (grp == RT_PERF_GEMM_M && xm >= 0))
-            return false;
-        g->group[x] = grp;
-        *(grp == RT_PERF_GEMM_M ? &xm : grp == RT_PERF_GEMM_N ? &xn : &xk) = x; // the innermost
-    }
-    if (xm < 0 || xn < 0 || xk < 0)
-        return false;
-    for (int32_t i = 0; i < 2; i++)
-        if (m->access[i].tensor == tk.ta)
-            g->in_a = i;
-    g->in_b = 1 - g->in_a;
-    if (m->access[g->in_b].tensor != tk.tw)
-        return false;
-    g->axis_m = xm, g->axis_n = xn, g->axis_k = xk;
-    g->M = rt_max64(1, m->axes[xm].extent);
-    g->N = tk.N, g->K = tk.K, g->batch = 1;
-    g->tokens = true;
-    g->b_prefetch = tk.wn == 1;
-    g->a_k_unit = true;
-    g->b_k_unit = tk.wk == 1 && tk.wn != 1;
-    g->a_bytes = (double)g->M * (double)g->K * 4;
-    g->b_bytes = (double)g->K * (double)g->N * 4;
-    g->c_bytes = (double)g->M * (double)g->N * 4;
-    return true;
-}
-
-// The packed GEMM codegen/lower-cpu.c compiles for p: the rTiles give the seeds (register tile
-// -> mr x nr, L1 -> kc, L2 -> mc, the level below -> nc; a group's tile is the product of its
-// axes' tiles, as the backend takes it), rt_perf_cpu_gemm_block the blocking.
-bool rt_perf_cpu_gemm_view(const rt_perf_model *m, const rt_rprog *p, rt_perf_cpu_gemm *g) {
-    memset(g, 0, sizeof *g);
-    if (m->thread_level >= 0)
-        return false;
-    // A triangular contraction first: its k axis may also look dense where it has one value.
-    if (!rt_perf_cpu_tri_groups(m, g)) {
-        memset(g, 0, sizeof *g);
-        if (!(gemm_groups(m, g) || gemm_tokens(m, g) || rt_perf_cpu_rentry_groups(m, g)))
-            return false;
-    }
-    int32_t top = m->top;
-    int64_t t[RT_PERF_GEMM_GROUP_COUNT][RT_MAX_MEM_LEVELS];
-    for (int32_t gi = 0; gi < RT_PERF_GEMM_GROUP_COUNT; gi++)
-        for (int32_t l = 0; l < RT_MAX_MEM_LEVELS; l++)
-            t[gi][l] = 1;
-    for (int32_t x = 0; x < m->n_axes; x++)
-        for (int32_t l = 0; l <= top; l++)
-            t[g->group[x]][l] *= p->tile[l].shape[x];
-    g->mr = t[RT_PERF_GEMM_M][top];
-    g->nr = t[RT_PERF_GEMM_N][top];
-    g->kc = top >= 1 ? t[RT_PERF_GEMM_K][top - 1] : 256;
-    g->mc = top >= 2 ? t[RT_PERF_GEMM_M][top - 2] : 96;
-    g->nc = top >= 3 ? t[RT_PERF_GEMM_N][top - 3] : 1024;
-    rt_perf_cpu_gemm_block(m->dev, g->batch, g);
-    rt_perf_cpu_tri_block(m->dev, g);
-    rt_perf_cpu_rentry_block(m->dev, g);
-    rt_perf_count_steps(m, g->steps);
-    return true;
 }
 
 // Bandwidth per core (GB/s) of the level a matrix of `bytes` is read from: the first level

@@ -106,6 +106,7 @@ typedef struct rt_rtile {
 
 typedef struct rt_perf_model rt_perf_model;
 typedef struct rt_rprog rt_rprog;
+typedef struct rt_perf_gemm_memo rt_perf_gemm_memo;
 
 // Groups of a contraction's axes (rt_perf_cpu_gemm.group). ORDER RT_GEMM_G: codegen's groups.
 typedef enum rt_perf_gemm_group {
@@ -326,7 +327,9 @@ typedef struct rt_perf_access {
     // runs for every tile the construction weighs).
     int8_t n_terms[RT_MAX_DIMS];
     int8_t term_axis[RT_MAX_DIMS][RT_PERF_MAX_AXES];
+    uint32_t axes_mask; // bit x: some dim has a term of axis x (its data tile depends on it)
 } rt_perf_access;
+_Static_assert(RT_PERF_MAX_AXES <= 32, "rt_perf_access.axes_mask");
 // Derives acc's n_terms and term_axis from its coef: after every change of coef.
 void rt_perf_access_terms(const rt_perf_model *m, rt_perf_access *acc);
 
@@ -374,6 +377,11 @@ struct rt_perf_model {
     // measure of the model's work, which the memory hierarchy and the cores bound, not the
     // extents. Arena-owned; NULL counts nothing.
     int64_t *steps;
+    // CPU: rt_perf_cpu_gemm_view's results (cpu-view.c), which depend on the model and five rTile
+    // seeds only: arena-owned, made with the model (rt_perf_gemm_memo_new), filled as views are
+    // asked for. NULL: every view is made anew. The model must not change once built (epsilon,
+    // which the view does not read, aside).
+    rt_perf_gemm_memo *gemm_memo;
 };
 
 static inline void rt_perf_count_steps(const rt_perf_model *m, int64_t n) {
@@ -388,6 +396,15 @@ rt_status rt_perf_model_build(rt_arena *a, const rt_op *op, const rt_device *dev
 // Data tile of access i for tile shape (extent per dim, capped at the storage extent): an affine
 // dim sum c_a * x_a + c0 spans sum |c_a| * (T_a - 1) + 1, so 2*y + r spans 2*(Ty-1) + Tr.
 void rt_perf_data_tile(const rt_perf_model *m, int32_t i, const int64_t *shape, int64_t *out);
+// The innermost extent of that data tile alone.
+int64_t rt_perf_data_tile_inner(const rt_perf_model *m, int32_t i, const int64_t *shape);
+// The data tiles of every access for shape (out[i] as rt_perf_data_tile's), each computed, or,
+// given from (those of a shape that differs from shape along `axis` only), computed for the
+// accesses whose dims have a term of axis and copied from from for the others: the
+// construction weighs every axis's growth of one tile.
+void rt_perf_data_tiles(const rt_perf_model *m, const int64_t *shape,
+                        const int64_t (*from)[RT_MAX_DIMS], int32_t axis,
+                        int64_t (*out)[RT_MAX_DIMS]);
 // Expected number of tiles of shape over the iteration space (spatial axes only when asked).
 double rt_perf_tile_count(const rt_perf_model *m, const int64_t *shape, bool spatial_only);
 // Expected padded iteration points when tiled by shape.
@@ -401,11 +418,29 @@ int64_t rt_perf_bank_pad_elems(int32_t banks, int32_t bank_bytes, int32_t elem_b
 // against reader (the tile one level up, or NULL). pad_out (may be NULL) receives per access.
 int64_t rt_perf_footprint_bytes(const rt_perf_model *m, int32_t level, const int64_t *shape,
                                 const int64_t *reader, int64_t *pad_out);
+// The same from the shape's data tiles dt (rt_perf_data_tiles).
+int64_t rt_perf_footprint_of(const rt_perf_model *m, int32_t level,
+                             const int64_t (*dt)[RT_MAX_DIMS], const int64_t *reader,
+                             int64_t *pad_out);
 // Bytes moved into level from level-1 for the whole operator at the granularity of shape,
 // counting transaction rounding of level-1. red_shape (may be NULL) is the tile whose reduction
 // extent the output accumulators live across when they do not persist (CPU register level).
 double rt_perf_traffic_bytes(const rt_perf_model *m, int32_t level, const int64_t *shape,
                              const int64_t *red_shape);
+// The same from the shape's data tiles dt (rt_perf_data_tiles).
+double rt_perf_traffic_of(const rt_perf_model *m, int32_t level, const int64_t *shape,
+                          const int64_t (*dt)[RT_MAX_DIMS], const int64_t *red_shape);
+// Models without a ragged axis (no joint expectations), for a construction that weighs many
+// tiles differing along one axis: the tiles of shape[x] along dense axis x (a factor of
+// rt_perf_tile_count's product); the products of such factors f, over all axes and over the
+// spatial ones (rt_perf_tile_count's, the same doubles); the traffic from the data tiles and
+// those counts, n_red the tile count along the reduction that the output's accumulators go
+// through (rt_perf_tile_count(red_shape, false) / (.., true); negative: n_all / n_sp).
+double rt_perf_axis_tiles(const rt_perf_model *m, int32_t x, int64_t tile);
+void rt_perf_tile_counts_of(const rt_perf_model *m, const double *f, double *n_all, double *n_sp);
+double rt_perf_traffic_counted(const rt_perf_model *m, int32_t level,
+                               const int64_t (*dt)[RT_MAX_DIMS], double n_all, double n_sp,
+                               double n_red);
 // Effective capacity of one rTile at level (tile_capacity_bytes; for caches minus one way).
 int64_t rt_perf_capacity_bytes(const rt_perf_model *m, int32_t level);
 
@@ -501,6 +536,11 @@ bool rt_perf_cpu_ukernel(const rt_device *dev, int32_t elem_bytes, int64_t mr, i
 // variables). False when the statement is not such a contraction or the device has a thread
 // level.
 bool rt_perf_cpu_gemm_view(const rt_perf_model *m, const rt_rprog *p, rt_perf_cpu_gemm *g);
+// An empty memo of views for rt_perf_model.gemm_memo; NULL when out of memory.
+rt_perf_gemm_memo *rt_perf_gemm_memo_new(rt_arena *a);
+// The groups of a plain or implicit GEMM (cpu.c): C (+)= A * B grouped as codegen/lower-cpu.c
+// groups the statement's variables (rt_gemm_detect_implicit); false for anything else.
+bool rt_perf_cpu_gemm_groups(const rt_perf_model *m, rt_perf_cpu_gemm *g);
 // A token-flattened contraction (CORA's proj, a ragged FFN): C(b, i, n) (+)= A(b, i, k) * W(k, n)
 // (W also as W(n, k)) times constants, where A and C are packed ragged tensors of dims
 // (b:B, len(b), D) of one length tensor and W is dense. In the packed layout (src/ref/layout.h)

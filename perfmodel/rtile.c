@@ -440,11 +440,14 @@ static void build_access(rt_perf_model *m, const rt_stmt *st, const var_info *vi
 }
 
 void rt_perf_access_terms(const rt_perf_model *m, rt_perf_access *acc) {
+    acc->axes_mask = 0;
     for (int32_t d = 0; d < acc->n_dims; d++) {
         acc->n_terms[d] = 0;
         for (int32_t x = 0; x < m->n_axes; x++)
-            if (acc->coef[d][x])
+            if (acc->coef[d][x]) {
                 acc->term_axis[d][acc->n_terms[d]++] = (int8_t)x;
+                acc->axes_mask |= 1u << x;
+            }
     }
 }
 
@@ -847,6 +850,11 @@ rt_status rt_perf_model_build(rt_arena *a, const rt_op *op, const rt_device *dev
     model_local(m);
     m->warm = rt_perf_cpu_warm(m);
     rt_perf_cpu_flat_axis(m, st, &m->flat);
+    if (m->thread_level < 0) {
+        m->gemm_memo = rt_perf_gemm_memo_new(a);
+        if (!m->gemm_memo)
+            return rt_fail(err, RT_ERR_NOMEM, RT_NOLOC, "out of memory");
+    }
     *out = m;
     return RT_OK;
 }
@@ -855,21 +863,47 @@ rt_status rt_perf_model_build(rt_arena *a, const rt_op *op, const rt_device *dev
 // What a tile implies
 // ---------------------------------------------------------------------------------------------
 
+// Extent of dim d of access acc's data tile for shape.
+static int64_t data_tile_dim(const rt_perf_access *acc, int32_t d, const int64_t *shape) {
+    int64_t ext = 1;
+    for (int32_t k = 0; k < acc->n_terms[d]; k++) {
+        int32_t x = acc->term_axis[d][k];
+        if (acc->affine[d])
+            ext += acc->coef[d][x] * (shape[x] - 1);
+        else
+            ext *= shape[x];
+    }
+    if (acc->dim_extent[d] > 0 && ext > acc->dim_extent[d])
+        ext = acc->dim_extent[d];
+    return ext < 1 ? 1 : ext;
+}
+
 void rt_perf_data_tile(const rt_perf_model *m, int32_t i, const int64_t *shape, int64_t *out) {
     const rt_perf_access *acc = &m->access[i];
-    for (int32_t d = 0; d < acc->n_dims; d++) {
-        int64_t ext = 1;
-        for (int32_t k = 0; k < acc->n_terms[d]; k++) {
-            int32_t x = acc->term_axis[d][k];
-            if (acc->affine[d])
-                ext += acc->coef[d][x] * (shape[x] - 1);
-            else
-                ext *= shape[x];
-        }
-        if (acc->dim_extent[d] > 0 && ext > acc->dim_extent[d])
-            ext = acc->dim_extent[d];
-        out[d] = ext < 1 ? 1 : ext;
+    for (int32_t d = 0; d < acc->n_dims; d++)
+        out[d] = data_tile_dim(acc, d, shape);
+}
+
+int64_t rt_perf_data_tile_inner(const rt_perf_model *m, int32_t i, const int64_t *shape) {
+    const rt_perf_access *acc = &m->access[i];
+    return data_tile_dim(acc, acc->n_dims - 1, shape);
+}
+
+void rt_perf_data_tiles(const rt_perf_model *m, const int64_t *shape,
+                        const int64_t (*from)[RT_MAX_DIMS], int32_t axis,
+                        int64_t (*out)[RT_MAX_DIMS]) {
+    for (int32_t i = 0; i < m->n_access; i++) {
+        const rt_perf_access *acc = &m->access[i];
+        if (from && !(acc->axes_mask >> axis & 1u))
+            memcpy(out[i], from[i], sizeof(int64_t) * (size_t)acc->n_dims);
+        else
+            rt_perf_data_tile(m, i, shape, out[i]);
     }
+}
+
+// ceil(e / t) for e >= 0 and t >= 1, without dividing when one tile covers e.
+static int64_t tiles_of(int64_t e, int64_t t) {
+    return e >= 0 && t >= e ? (e > 0) : rt_ceil_div(e, t);
 }
 
 // E[prod f(v, T_a)] over axes, f = ceil(v/T) (count) or ceil(v/T)*T (padded) or v (real).
@@ -884,8 +918,8 @@ static double expect_over_axes(const rt_perf_model *m, const int64_t *shape, boo
         int64_t t = shape[x] < 1 ? 1 : shape[x];
         if (ax->group < 0 || ax->dist.n <= 1) {
             int64_t e = ax->dist.n == 1 ? ax->dist.values[0] : ax->extent;
-            r *= mode == 0   ? (double)rt_ceil_div(e, t)
-                 : mode == 1 ? (double)(rt_ceil_div(e, t) * t)
+            r *= mode == 0   ? (double)tiles_of(e, t)
+                 : mode == 1 ? (double)(tiles_of(e, t) * t)
                              : (double)e;
             continue;
         }
@@ -918,6 +952,44 @@ double rt_perf_tile_count(const rt_perf_model *m, const int64_t *shape, bool spa
     return expect_over_axes(m, shape, spatial_only, 0);
 }
 
+double rt_perf_axis_tiles(const rt_perf_model *m, int32_t x, int64_t tile) {
+    const rt_perf_axis *ax = &m->axes[x];
+    int64_t e = ax->dist.n == 1 ? ax->dist.values[0] : ax->extent;
+    return (double)tiles_of(e, tile < 1 ? 1 : tile);
+}
+
+void rt_perf_tile_counts_of(const rt_perf_model *m, const double *f, double *n_all, double *n_sp) {
+    double ra = 1, rs = 1;
+    for (int32_t x = 0; x < m->n_axes; x++) {
+        ra *= f[x];
+        if (!m->axes[x].is_reduce)
+            rs *= f[x];
+    }
+    *n_all = ra;
+    *n_sp = rs;
+}
+
+// rt_perf_tile_count(m, shape, false) in *n_all and (.., true) in *n_sp: over dense axes in one
+// pass (the same products in the same order), else as two calls.
+static void tile_counts(const rt_perf_model *m, const int64_t *shape, double *n_all, double *n_sp) {
+    double ra = 1, rs = 1;
+    for (int32_t x = 0; x < m->n_axes; x++) {
+        const rt_perf_axis *ax = &m->axes[x];
+        if (ax->group >= 0 && ax->dist.n > 1) {
+            *n_all = expect_over_axes(m, shape, false, 0);
+            *n_sp = expect_over_axes(m, shape, true, 0);
+            return;
+        }
+        int64_t e = ax->dist.n == 1 ? ax->dist.values[0] : ax->extent;
+        double f = (double)tiles_of(e, shape[x] < 1 ? 1 : shape[x]);
+        ra *= f;
+        if (!ax->is_reduce)
+            rs *= f;
+    }
+    *n_all = ra;
+    *n_sp = rs;
+}
+
 double rt_perf_padded_points(const rt_perf_model *m, const int64_t *shape) {
     return expect_over_axes(m, shape, false, 1);
 }
@@ -940,10 +1012,16 @@ int64_t rt_perf_capacity_bytes(const rt_perf_model *m, int32_t level) {
     return cap;
 }
 
-int64_t rt_perf_footprint_bytes(const rt_perf_model *m, int32_t level, const int64_t *shape,
-                                const int64_t *reader, int64_t *pad_out) {
+// Does the footprint at level count the output's data tile?
+static bool footprint_with_out(const rt_perf_model *m, int32_t level) {
+    return level == m->top || m->dev->level[level].managed == RT_MEM_CACHE;
+}
+
+int64_t rt_perf_footprint_of(const rt_perf_model *m, int32_t level,
+                             const int64_t (*dt)[RT_MAX_DIMS], const int64_t *reader,
+                             int64_t *pad_out) {
     const rt_mem_level *l = &m->dev->level[level];
-    bool with_out = level == m->top || l->managed == RT_MEM_CACHE;
+    bool with_out = footprint_with_out(m, level);
     bool banked = l->managed == RT_MEM_EXPLICIT && l->banks > 0 && l->bank_bytes > 0 &&
                   level != m->thread_level && level != m->top;
     int64_t total = 0;
@@ -955,19 +1033,12 @@ int64_t rt_perf_footprint_bytes(const rt_perf_model *m, int32_t level, const int
                 pad_out[i] = 0;
             continue;
         }
-        int64_t dt[RT_MAX_DIMS];
-        rt_perf_data_tile(m, i, shape, dt);
         int64_t rows = 1;
         for (int32_t d = 0; d + 1 < acc->n_dims; d++)
-            rows *= dt[d];
-        int64_t inner = dt[acc->n_dims - 1];
+            rows *= dt[i][d];
+        int64_t inner = dt[i][acc->n_dims - 1];
         if (banked && rows > 1 && !acc->is_output) {
-            int64_t rd[RT_MAX_DIMS];
-            int64_t reader_inner = 1;
-            if (reader) {
-                rt_perf_data_tile(m, i, reader, rd);
-                reader_inner = rd[acc->n_dims - 1];
-            }
+            int64_t reader_inner = reader ? rt_perf_data_tile_inner(m, i, reader) : 1;
             pad = rt_perf_bank_pad_elems(l->banks, l->bank_bytes, acc->elem_bytes, inner,
                                          reader_inner);
         }
@@ -976,6 +1047,16 @@ int64_t rt_perf_footprint_bytes(const rt_perf_model *m, int32_t level, const int
         total += rows * (inner + pad) * acc->elem_bytes;
     }
     return total;
+}
+
+int64_t rt_perf_footprint_bytes(const rt_perf_model *m, int32_t level, const int64_t *shape,
+                                const int64_t *reader, int64_t *pad_out) {
+    bool with_out = footprint_with_out(m, level);
+    int64_t dt[RT_PERF_MAX_ACCESS][RT_MAX_DIMS];
+    for (int32_t i = 0; i < m->n_access; i++)
+        if (!m->access[i].is_output || with_out)
+            rt_perf_data_tile(m, i, shape, dt[i]);
+    return rt_perf_footprint_of(m, level, (const int64_t(*)[RT_MAX_DIMS])dt, reader, pad_out);
 }
 
 // Bytes of one data tile moved with transactions of txn bytes.
@@ -991,31 +1072,33 @@ static double rounded_bytes(const rt_perf_access *acc, const int64_t *dt, int32_
     return (double)rows * (double)rt_round_up(inner, txn);
 }
 
-double rt_perf_traffic_bytes(const rt_perf_model *m, int32_t level, const int64_t *shape,
-                             const int64_t *red_shape) {
+// Traffic from the data tiles and the tile counts: the output's passes over the reduction from
+// red_shape's counts (computed here, once per output access), else from n_red when it is not
+// negative, else from n_all / n_sp.
+static double traffic_sum(const rt_perf_model *m, int32_t level, const int64_t (*dt)[RT_MAX_DIMS],
+                          double n_all, double n_sp, const int64_t *red_shape, double n_red_in) {
     const rt_mem_level *src = &m->dev->level[level > 0 ? level - 1 : 0];
     // Registers are filled by per-thread (vector) loads: no transaction rounding into them.
     int32_t txn = level == m->top              ? 0
                   : src->transaction_bytes > 0 ? src->transaction_bytes
                                                : src->line_bytes;
-    double n_all = rt_perf_tile_count(m, shape, false);
-    double n_sp = rt_perf_tile_count(m, shape, true);
     double in = 0, out = 0;
     for (int32_t i = 0; i < m->n_access; i++) {
         if (m->access[i].local && level < m->top)
             continue; // a row in L1 scratch: nothing moves into the caches (model_local)
-        int64_t dt[RT_MAX_DIMS];
-        rt_perf_data_tile(m, i, shape, dt);
-        double b = rounded_bytes(&m->access[i], dt, txn);
+        double b = rounded_bytes(&m->access[i], dt[i], txn);
         if (!m->access[i].is_output) {
             in += b;
             continue;
         }
         double passes = 1;
         if (!m->acc_persist) {
-            double n_red = red_shape ? rt_perf_tile_count(m, red_shape, false) /
-                                           rt_perf_tile_count(m, red_shape, true)
-                                     : n_all / n_sp;
+            double n_red = n_red_in >= 0 ? n_red_in : n_all / n_sp;
+            if (red_shape) {
+                double red_all, red_sp;
+                tile_counts(m, red_shape, &red_all, &red_sp);
+                n_red = red_all / red_sp;
+            }
             if (n_red > 1)
                 passes = 2 * n_red - 1;
         }
@@ -1027,4 +1110,26 @@ double rt_perf_traffic_bytes(const rt_perf_model *m, int32_t level, const int64_
     if (level == 1)
         t += m->extra_dram_bytes;
     return t;
+}
+
+double rt_perf_traffic_of(const rt_perf_model *m, int32_t level, const int64_t *shape,
+                          const int64_t (*dt)[RT_MAX_DIMS], const int64_t *red_shape) {
+    double n_all, n_sp;
+    tile_counts(m, shape, &n_all, &n_sp);
+    return traffic_sum(m, level, dt, n_all, n_sp, red_shape, -1);
+}
+
+double rt_perf_traffic_counted(const rt_perf_model *m, int32_t level,
+                               const int64_t (*dt)[RT_MAX_DIMS], double n_all, double n_sp,
+                               double n_red) {
+    return traffic_sum(m, level, dt, n_all, n_sp, NULL, n_red);
+}
+
+double rt_perf_traffic_bytes(const rt_perf_model *m, int32_t level, const int64_t *shape,
+                             const int64_t *red_shape) {
+    int64_t dt[RT_PERF_MAX_ACCESS][RT_MAX_DIMS];
+    for (int32_t i = 0; i < m->n_access; i++)
+        if (!(m->access[i].local && level < m->top))
+            rt_perf_data_tile(m, i, shape, dt[i]);
+    return rt_perf_traffic_of(m, level, shape, (const int64_t(*)[RT_MAX_DIMS])dt, red_shape);
 }
