@@ -594,6 +594,27 @@ static void rt_l_uk_edge_cols(rt_lemit *l, const rt_kir_ukernel *u, LLVMValueRef
     LLVMPositionBuilderAtEnd(b, jd);
 }
 
+// The lanes e < n (I64) of a vl-lane vector, as a <vl x i1> mask.
+static LLVMValueRef rt_l_lanes_below(rt_lemit *l, LLVMValueRef n, int32_t vl) {
+    LLVMBuilderRef b = l->b;
+    LLVMTypeRef vi = LLVMVectorType(l->i64, (unsigned)vl);
+    LLVMValueRef iota[64]; // a vector register's floats: 16 at most on the CPU targets
+    for (int32_t e = 0; e < vl; e++)
+        iota[e] = rt_l_i64(l, e);
+    LLVMValueRef ins =
+        LLVMBuildInsertElement(b, LLVMGetUndef(vi), n, LLVMConstInt(l->i32, 0, 0), "");
+    LLVMValueRef splat = LLVMBuildShuffleVector(
+        b, ins, LLVMGetUndef(vi), LLVMConstNull(LLVMVectorType(l->i32, (unsigned)vl)), "");
+    return LLVMBuildICmp(b, LLVMIntSLT, LLVMConstVector(iota, (unsigned)vl), splat, "");
+}
+
+// llvm.masked.load (store false) or llvm.masked.store of vectors of type vt.
+static LLVMValueRef rt_l_masked_fn(rt_lemit *l, bool store, LLVMTypeRef vt) {
+    const char *name = store ? "llvm.masked.store" : "llvm.masked.load";
+    LLVMTypeRef types[2] = {vt, l->ptr};
+    return LLVMGetIntrinsicDeclaration(l->m, LLVMLookupIntrinsicID(name, strlen(name)), types, 2);
+}
+
 // A transposing pack (kir.h rt_kir_tpack) by blocks of 16 k steps: the 16 rows loaded with
 // masks (k steps past kcur and rows past `rows` read nothing and give zeros), transposed by four
 // rounds of interleaving rows r and r + 8 (lanes 0-7 of each into the even result, 8-15 into the
@@ -601,19 +622,16 @@ static void rt_l_uk_edge_cols(rt_lemit *l, const rt_kir_ukernel *u, LLVMValueRef
 // block's valid ones where it is the last, short one).
 static void rt_l_tpack(rt_lemit *l, const rt_kir_tpack *t) {
     LLVMBuilderRef b = l->b;
-    LLVMTypeRef vt = LLVMVectorType(l->f32, 16), vi = LLVMVectorType(l->i64, 16);
-    LLVMValueRef ld_fn = LLVMGetIntrinsicDeclaration(
-        l->m, LLVMLookupIntrinsicID("llvm.masked.load", 16), (LLVMTypeRef[]){vt, l->ptr}, 2);
+    LLVMTypeRef vt = LLVMVectorType(l->f32, 16);
+    LLVMValueRef ld_fn = rt_l_masked_fn(l, false, vt);
     LLVMValueRef base = rt_l_expr(l, t->base), s_row = rt_l_expr(l, t->s_row);
     LLVMValueRef rows = rt_l_expr(l, t->rows), kcur = rt_l_expr(l, t->kcur);
     LLVMValueRef dst0 = rt_l_expr(l, t->dst0);
-    LLVMValueRef iota[16], lo[16], hi[16];
+    LLVMValueRef lo[16], hi[16];
     for (int32_t e = 0; e < 16; e++) {
-        iota[e] = rt_l_i64(l, e);
         lo[e] = LLVMConstInt(l->i32, (unsigned long long)(e / 2 + (e % 2) * 16), 0);
         hi[e] = LLVMConstInt(l->i32, (unsigned long long)(8 + e / 2 + (e % 2) * 16), 0);
     }
-    LLVMValueRef lanes = LLVMConstVector(iota, 16);
     LLVMValueRef mlo = LLVMConstVector(lo, 16), mhi = LLVMConstVector(hi, 16);
     LLVMValueRef align = LLVMConstInt(l->i32, 4, 0), zero = LLVMConstNull(vt);
     LLVMBasicBlockRef pre = LLVMGetInsertBlock(b);
@@ -627,13 +645,7 @@ static void rt_l_tpack(rt_lemit *l, const rt_kir_tpack *t) {
     LLVMBuildCondBr(b, LLVMBuildICmp(b, LLVMIntSLT, k0, kcur, ""), body, done);
     LLVMPositionBuilderAtEnd(b, body);
     LLVMValueRef kn = LLVMBuildSub(b, kcur, k0, "");
-    LLVMValueRef ins =
-        LLVMBuildInsertElement(b, LLVMGetUndef(vi), kn, LLVMConstInt(l->i32, 0, 0), "");
-    LLVMValueRef kmask =
-        LLVMBuildICmp(b, LLVMIntSLT, lanes,
-                      LLVMBuildShuffleVector(b, ins, LLVMGetUndef(vi),
-                                             LLVMConstNull(LLVMVectorType(l->i32, 16)), ""),
-                      "");
+    LLVMValueRef kmask = rt_l_lanes_below(l, kn, 16);
     LLVMValueRef v[16], w[16];
     for (int32_t r = 0; r < 16; r++) {
         LLVMValueRef in = LLVMBuildICmp(b, LLVMIntSLT, rt_l_i64(l, r), rows, "");
@@ -688,23 +700,11 @@ static void rt_l_uk_edge_masked(rt_lemit *l, const rt_kir_ukernel *u, const LLVM
     LLVMBuilderRef b = l->b;
     int32_t nv = u->nr / u->vl;
     LLVMTypeRef vt = LLVMVectorType(l->f32, (unsigned)u->vl);
-    LLVMValueRef st_fn = LLVMGetIntrinsicDeclaration(
-        l->m, LLVMLookupIntrinsicID("llvm.masked.store", 17), (LLVMTypeRef[]){vt, l->ptr}, 2);
-    LLVMValueRef ld_fn = LLVMGetIntrinsicDeclaration(
-        l->m, LLVMLookupIntrinsicID("llvm.masked.load", 16), (LLVMTypeRef[]){vt, l->ptr}, 2);
-    LLVMValueRef iota[64]; // a vector register's floats: 16 at most on the CPU targets
-    for (int32_t e = 0; e < u->vl; e++)
-        iota[e] = rt_l_i64(l, e);
-    LLVMValueRef lanes = LLVMConstVector(iota, (unsigned)u->vl);
+    LLVMValueRef st_fn = rt_l_masked_fn(l, true, vt), ld_fn = rt_l_masked_fn(l, false, vt);
     LLVMValueRef mask[RT_KIR_UK_MAX_NV];
     for (int32_t j = 0; j < nv; j++) { // lane e of vector j: column vl j + e < nvv
-        LLVMValueRef left = LLVMBuildSub(b, nvv, rt_l_i64(l, (int64_t)u->vl * j), "");
-        LLVMTypeRef vi = LLVMVectorType(l->i64, (unsigned)u->vl);
-        LLVMValueRef ins =
-            LLVMBuildInsertElement(b, LLVMGetUndef(vi), left, LLVMConstInt(l->i32, 0, 0), "");
-        LLVMValueRef splat = LLVMBuildShuffleVector(
-            b, ins, LLVMGetUndef(vi), LLVMConstNull(LLVMVectorType(l->i32, (unsigned)u->vl)), "");
-        mask[j] = LLVMBuildICmp(b, LLVMIntSLT, lanes, splat, "");
+        mask[j] =
+            rt_l_lanes_below(l, LLVMBuildSub(b, nvv, rt_l_i64(l, (int64_t)u->vl * j), ""), u->vl);
     }
     LLVMValueRef align = LLVMConstInt(l->i32, 4, 0);
     LLVMValueRef ldc = rt_l_uk_ldc(l, u);
