@@ -741,7 +741,7 @@ static void rt_l_uk_edge(rt_lemit *l, const rt_kir_ukernel *u, const LLVMValueRe
     int32_t nv = u->nr / u->vl, na = u->mr * nv;
     LLVMTypeRef vt = LLVMVectorType(l->f32, (unsigned)u->vl);
     LLVMPositionBuilderAtEnd(b, bpart);
-    if (l->k->masked_edge && u->vl <= 64) {
+    if (l->k->masked_edge) {
         rt_l_uk_edge_masked(l, u, acc, c_off, mv, nvv, accum, bend);
         return;
     }

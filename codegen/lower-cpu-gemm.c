@@ -696,8 +696,7 @@ static rt_status rt_gemm_pack_operand(rt_lower *l, rt_kir_block *blk, const rt_g
             rt_b(l, RT_KIR_ADD, rt_b(l, RT_KIR_MUL, rt_v(l, op->v_row0), rt_i(l, srow)),
                  rt_b(l, RT_KIR_MUL, rt_v(l, op->v_k0), rt_i(l, sk)));
         if (op->is_b && srow != 1 && rt_perf_cpu_b_t16(op->w, l->rp->cpu.uk_lanes, sk == 1)) {
-            rt_gemm_pack_t16(l, blk, "B block -> scratch, nr-wide k-major panels (L2 level)", op->w,
-                             rt_v(l, op->v_valid), rt_v(l, op->v_kcur), buf,
+            rt_gemm_pack_t16(l, blk, wh[0], op->w, rt_v(l, op->v_valid), rt_v(l, op->v_kcur), buf,
                              g->implicit ? rt_b(l, RT_KIR_ADD, pbase, off) : off, rt_i(l, srow),
                              alpha, rt_i(l, op->dst0));
             return RT_OK;

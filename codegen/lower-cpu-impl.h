@@ -318,16 +318,16 @@ void rt_gemm_pack_strided(rt_lower *l, rt_kir_block *blk, const char *what, int3
                           double alpha, rt_kir_expr *dst0);
 void rt_gemm_unflatten(rt_lower *l, rt_kir_block *blk, rt_kir_expr *x, const int32_t *vars,
                        int32_t n);
-// rt_gemm_pack_strided into ws-wide panels (w a multiple of ws), as many as cover the rows
-// up to valid rounded up to w: the layout of a micro-kernel whose B has b_sub = ws (kir.h).
-// Where k is contiguous, the partial panels too run the k steps in vector lanes (rows past
-// valid read row valid - 1 and are replaced by 0) instead of testing every element.
 // Packs rows of a matrix contiguous along k into w-wide k-major panels (w a multiple of 16) by
 // 16 x 16 transposes (kir.h rt_kir_tpack; perfmodel rt_perf_cpu_b_t16): scratch[dst0 + (panel *
 // kcur + kk) * w + r] = alpha * src[base + (panel * w + r) * s_row + kk], rows < valid, else 0.
 void rt_gemm_pack_t16(rt_lower *l, rt_kir_block *blk, const char *what, int32_t w,
                       rt_kir_expr *valid, rt_kir_expr *kcur, int32_t src, rt_kir_expr *base,
                       rt_kir_expr *s_row, double alpha, rt_kir_expr *dst0);
+// rt_gemm_pack_strided into ws-wide panels (w a multiple of ws), as many as cover the rows
+// up to valid rounded up to w: the layout of a micro-kernel whose B has b_sub = ws (kir.h).
+// Where k is contiguous, the partial panels too run the k steps in vector lanes (rows past
+// valid read row valid - 1 and are replaced by 0) instead of testing every element.
 void rt_gemm_pack_sub(rt_lower *l, rt_kir_block *blk, const char *what, int32_t w, int32_t ws,
                       rt_kir_expr *valid, rt_kir_expr *kcur, int32_t src, rt_kir_expr *base,
                       int64_t s_row, int64_t s_k, rt_kir_expr *e_row, rt_kir_expr *e_k,

@@ -17,18 +17,6 @@
 // differ from the chain's by rounding.
 #include "lower-cpu-impl.h"
 
-// Whether e mentions statement var v.
-static bool rt_naive_mentions(const rt_expr *e, int32_t v) {
-    if (!e)
-        return false;
-    if (e->kind == RT_EXPR_INDEX && e->var == v)
-        return true;
-    for (int32_t i = 0; i < e->n_args; i++)
-        if (rt_naive_mentions(e->args[i], v))
-            return true;
-    return false;
-}
-
 // The sums in e (RT_EXPR_SUM nodes), the last one in *last.
 static int32_t rt_naive_sums(const rt_expr *e, const rt_expr **last) {
     int32_t n = e->kind == RT_EXPR_SUM;
@@ -49,7 +37,7 @@ static rt_naive_step rt_naive_step_of(const rt_lower *l, int32_t t, rt_expr *con
                                       int32_t v) {
     int64_t stride = 0;
     for (int32_t d = 0; d < n; d++) {
-        if (!rt_naive_mentions(args[d], v))
+        if (!rt_expr_uses_var(args[d], v))
             continue;
         rt_affine af;
         if (!rt_expr_affine(l->op, args[d], &af))
@@ -135,7 +123,7 @@ bool rt_naive_plan(const rt_lower *l, const int32_t *kept, int32_t nk, int32_t f
         bool legal = true;
         for (int32_t w = 0; w < s->n_vars && legal; w++)
             legal = w == c ||
-                    (!rt_naive_mentions(s->vars[w].lo, c) && !rt_naive_mentions(s->vars[w].hi, c));
+                    (!rt_expr_uses_var(s->vars[w].lo, c) && !rt_expr_uses_var(s->vars[w].hi, c));
         int64_t lo, hi;
         if (legal && o->sum)
             legal = rt_var_range(l, c, &lo, &hi) && hi - lo <= RT_NAIVE_ROW_MAX;

@@ -71,18 +71,6 @@ rt_kir_block *rt_gemm_token_rows(rt_lower *l, const rt_gemm *g, rt_kir_block *bo
     return rb;
 }
 
-// Does e mention index var v?
-static bool rt_tok_mentions(const rt_expr *e, int32_t v) {
-    if (!e)
-        return false;
-    if (e->kind == RT_EXPR_INDEX && e->var == v)
-        return true;
-    for (int32_t i = 0; i < e->n_args; i++)
-        if (rt_tok_mentions(e->args[i], v))
-            return true;
-    return false;
-}
-
 static bool rt_tok_reads(const rt_expr *e, int32_t t) {
     if (!e)
         return false;
@@ -110,7 +98,7 @@ static bool rt_tok_epi_reads_ok(const rt_expr *e, int32_t t, int32_t y, const in
         return true;
     }
     if (e->kind == RT_EXPR_READ)
-        return !rt_tok_mentions(e, bin[0]) && !rt_tok_mentions(e, bin[1]);
+        return !rt_expr_uses_var(e, bin[0]) && !rt_expr_uses_var(e, bin[1]);
     for (int32_t i = 0; i < e->n_args; i++)
         if (e->args[i] && !rt_tok_epi_reads_ok(e->args[i], t, y, bin))
             return false;

@@ -179,7 +179,7 @@ typedef struct rt_re_unit {
     int32_t vi0, vmc;
     rt_kir_expr *p0; // the k block's first step
     int32_t b_sub;   // B's sub-panel width (rt_perf_cpu_rentry_b_sub; 0: nr-wide panels)
-    bool b_t16;      // B packed per panel by 16 x 16 transposes (rt_re_pack_b_t16)
+    bool b_t16;      // B packed per panel by 16 x 16 transposes (rt_gemm_pack_t16)
     bool a_in_place; // the plan's re_a_in_place: A read by the micro-kernel, alpha in B's pack
     int64_t a_elems;
     // Small entries (rt_re_next_fits): the next entry's A and B as rows of contiguous elements
@@ -449,15 +449,6 @@ static void rt_re_tiles(rt_lower *l, const rt_gemm *g, rt_kir_block *blk, const 
                           uk->accumulate);
 }
 
-// B's k contiguous on 16-lane vectors (rt_perf_cpu_b_t16): an nr-wide panel would be gathered
-// nr rows per k step; each group of 16 rows goes by 16 x 16 transposes (rt_gemm_pack_t16).
-static void rt_re_pack_b_t16(rt_lower *l, const rt_gemm *g, rt_kir_block *blk, const rt_re_unit *u,
-                             rt_kir_expr *bbase, int32_t vwc, int32_t vkc, double alpha) {
-    rt_gemm_pack_t16(l, blk, "B rows of the entry (k contiguous) -> the nr-wide k-major panel",
-                     g->nr, rt_v(l, vwc), rt_v(l, vkc), l->data_buf[g->tb], bbase, u->bn, alpha,
-                     rt_i(l, u->a_elems));
-}
-
 // B's columns [s0, s0 + wcur) of the k block (p0, kcur) -> scratch after A's block, as
 // nr-wide panels (of b_sub-wide sub-panels where B's k is contiguous).
 static void rt_re_pack_b(rt_lower *l, const rt_gemm *g, rt_kir_block *blk, const rt_re_unit *u,
@@ -465,8 +456,11 @@ static void rt_re_pack_b(rt_lower *l, const rt_gemm *g, rt_kir_block *blk, const
     rt_kir_expr *bbase = rt_b(l, RT_KIR_ADD, u->b0,
                               rt_b(l, RT_KIR_ADD, rt_b(l, RT_KIR_MUL, rt_v(l, vs0), u->bn),
                                    rt_b(l, RT_KIR_MUL, rt_v(l, vp0), u->bk)));
-    if (u->b_t16) {
-        rt_re_pack_b_t16(l, g, blk, u, bbase, vwc, vkc, u->a_in_place ? g->alpha : 1.0);
+    double alpha = u->a_in_place ? g->alpha : 1.0; // A's scale, where A is not packed
+    if (u->b_t16) { // 16 rows per 16 x 16 transposes instead of a gather per k step
+        rt_gemm_pack_t16(l, blk, "B rows of the entry (k contiguous) -> the nr-wide k-major panel",
+                         g->nr, rt_v(l, vwc), rt_v(l, vkc), l->data_buf[g->tb], bbase, u->bn, alpha,
+                         rt_i(l, u->a_elems));
         return;
     }
     rt_gemm_pack_sub(l, blk,
@@ -475,7 +469,7 @@ static void rt_re_pack_b(rt_lower *l, const rt_gemm *g, rt_kir_block *blk, const
                               : "B columns of the entry -> scratch, nr-wide k-major panels",
                      g->nr, u->b_sub ? u->b_sub : g->nr, rt_v(l, vwc), rt_v(l, vkc),
                      l->data_buf[g->tb], bbase, rt_re_const(u->bn), rt_re_const(u->bk), u->bn,
-                     u->bk, u->a_in_place ? g->alpha : 1.0, rt_i(l, u->a_elems));
+                     u->bk, alpha, rt_i(l, u->a_elems));
 }
 
 static void rt_re_row_block_b(rt_lower *l, const rt_gemm *g, rt_kir_block *blk, const rt_re_unit *u,
@@ -663,8 +657,9 @@ static void rt_re_entry_units(rt_lower *l, const rt_gemm *g, rt_kir_block *blk,
     else
         rt_re_matrix(l, g, blk, s->out, s->lhs_vars, g->m_var, -1, &u.c0, &u.ldc, &unused);
     // B's k contiguous (K of Q.K^T read as (b, j, h, d)): its nr-wide panel would gather nr rows
-    // per k step; as 8-row sub-panels its pack runs the k steps in vector lanes with 8x8
-    // transposes (rt_gemm_pack_panels) and the micro-kernel reads one stream per sub-panel.
+    // per k step. On vectors of at most 8 lanes, as 8-row sub-panels its pack runs the k steps in
+    // vector lanes with 8x8 transposes (rt_gemm_pack_panels) and the micro-kernel reads one
+    // stream per sub-panel; on 16 lanes, 16 rows at a time by 16x16 transposes into the panel.
     u.b_sub = rt_perf_cpu_rentry_b_sub(g->nr, l->rp->cpu.uk_lanes, rt_re_const(u.bk) == 1);
     u.b_t16 = rt_perf_cpu_b_t16(g->nr, l->rp->cpu.uk_lanes, rt_re_const(u.bk) == 1);
     u.a_in_place = l->rp->cpu.gemm.re_a_in_place;

@@ -353,17 +353,6 @@ static rt_status rt_win_loop(rt_lower *l, rt_kir_block *blk, int32_t xv, rt_kir_
     return RT_OK;
 }
 
-static bool rt_mentions_var(const rt_expr *e, int32_t v) {
-    if (!e)
-        return false;
-    if (e->kind == RT_EXPR_INDEX && e->var == v)
-        return true;
-    for (int32_t i = 0; i < e->n_args; i++)
-        if (rt_mentions_var(e->args[i], v))
-            return true;
-    return false;
-}
-
 // Number of reads below e with an index mentioning var v; *found gets the last.
 static int32_t rt_reads_with_var(const rt_expr *e, int32_t v, const rt_expr **found) {
     if (!e)
@@ -371,7 +360,7 @@ static int32_t rt_reads_with_var(const rt_expr *e, int32_t v, const rt_expr **fo
     int32_t n = 0;
     for (int32_t i = 0; i < e->n_args; i++)
         n += rt_reads_with_var(e->args[i], v, found);
-    if (e->kind == RT_EXPR_READ && rt_mentions_var(e, v)) {
+    if (e->kind == RT_EXPR_READ && rt_expr_uses_var(e, v)) {
         *found = e;
         n++;
     }

@@ -164,7 +164,7 @@ typedef struct rt_perf_cpu_gemm {
     double re_n_mean;   // per-entry plan: the mean of the entries' N
     bool re_a_in_place; // per-entry plan: the micro-kernel reads A's rows where they are (k
                         // contiguous, a constant row stride, no causal pack), alpha folded into
-                        // B's pack (rt_perf_cpu_rentry_a_in_place)
+                        // B's pack (cpu-rentry.c rentry_a_in_place)
 } rt_perf_cpu_gemm;
 typedef enum rt_perf_cpu_win_pack {
     RT_PERF_CPU_WIN_PACK_NONE, // read in place

@@ -1042,18 +1042,6 @@ rt_status rt_interp_run(const rt_op *op, rt_bindings *b, rt_err *err) {
 // Useful arithmetic: the statements' points on the bound data
 // ---------------------------------------------------------------------------------------------
 
-// Whether e reads index var v anywhere (in an index, a length-tensor read, a condition).
-static bool rt_expr_uses_var(const rt_expr *e, int32_t v) {
-    if (!e)
-        return false;
-    if (e->kind == RT_EXPR_INDEX && e->var == v)
-        return true;
-    for (int32_t i = 0; i < e->n_args; i++)
-        if (rt_expr_uses_var(e->args[i], v))
-            return true;
-    return false;
-}
-
 // Whether a range of a reduced var of an RT_EXPR_SUM inside e depends on var v.
 static bool rt_sums_use_var(const rt_stmt *s, const rt_expr *e, int32_t v) {
     if (!e)

@@ -108,7 +108,14 @@ rt_expr *rt_expr_subst_dimrefs(rt_arena *a, const rt_expr *e, rt_expr *const *ar
 }
 
 bool rt_expr_uses_var(const rt_expr *e, int32_t v) {
-    return rt_expr_count_var(e, v) > 0;
+    if (!e)
+        return false;
+    if (e->kind == RT_EXPR_INDEX && e->var == v)
+        return true;
+    for (int32_t i = 0; i < e->n_args; i++)
+        if (rt_expr_uses_var(e->args[i], v))
+            return true;
+    return false;
 }
 
 int32_t rt_expr_count_var(const rt_expr *e, int32_t v) {

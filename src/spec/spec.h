@@ -332,6 +332,8 @@ bool rt_expr_equal(const rt_expr *a, const rt_expr *b);
 bool rt_expr_mentions_dimref(const rt_expr *e);
 // Whether e reads outer dim `dim` of its tensor (any outer dim when dim < 0).
 bool rt_expr_mentions_dim(const rt_expr *e, int32_t dim);
+// True when e mentions index var v (anywhere, including inside reads and conditions).
+bool rt_expr_uses_var(const rt_expr *e, int32_t v);
 // The value an accumulator of op starts from: 1 for *=!, -inf for max=!, +inf for min=!, else 0.
 double rt_assign_identity(rt_assign op);
 // Whether e is max, min or abs of integer arguments only (an integer result).

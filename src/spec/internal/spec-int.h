@@ -60,8 +60,6 @@ rt_expr *rt_expr_new(rt_arena *a, rt_expr_kind kind, rt_loc loc);
 rt_expr *rt_expr_copy(rt_arena *a, const rt_expr *e);
 // Deep copy with every RT_EXPR_DIMREF k replaced by a copy of args[k] (k < n_args).
 rt_expr *rt_expr_subst_dimrefs(rt_arena *a, const rt_expr *e, rt_expr *const *args, int32_t n_args);
-// True when e mentions index var v (anywhere, including inside reads).
-bool rt_expr_uses_var(const rt_expr *e, int32_t v);
 // True when e contains a node of kind k.
 bool rt_expr_has_kind(const rt_expr *e, rt_expr_kind k);
 // Number of uses of index var v in e.
