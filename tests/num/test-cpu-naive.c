@@ -265,37 +265,31 @@ static void acc_case(const rt_device *dev) {
 // plain (the column loop cannot go inside k's); a contraction whose k is already unit-stride
 // in both reads (Q.K^T) or gains nothing in a row (a sum broadcast along j) — plain.
 static void order_cases(const rt_device *dev) {
-    naive_run r;
-    if (naive_run_new(dev,
-                      "def trmm(float(i:23, i + 1) L, float(23, 31) X) -> (Y) {\n"
-                      " Y(i, p) +=! L(i, k) * X(k, p)\n}",
-                      NULL, 0, &r)) {
-        RT_EXPECT_STR(loops_of(&r, "Y"), "p_1<k");
-        expect_interp(&r, "trmm");
+    static const struct {
+        const char *name, *text, *out, *loops;
+    } cases[] = {
+        {"trmm",
+         "def trmm(float(i:23, i + 1) L, float(23, 31) X) -> (Y) {\n"
+         " Y(i, p) +=! L(i, k) * X(k, p)\n}",
+         "Y", "p_1<k"},
+        {"upper",
+         "def upper(float(11, 19) A, float(19, 19) B) -> (float(11, 19) C) {\n"
+         " C(i, j) +=! A(i, k) * B(k, j) where k in 0:j+1\n}",
+         "C", "j"},
+        {"qk",
+         "def qk(float(13, 16) Q, float(17, 16) K) -> (S) {\n S(i, j) +=! Q(i, d) * K(j, d)\n}",
+         "S", "j"},
+        {"bsum", "def bsum(float(7, 29) A) -> (float(7, 5) C) {\n C(i, j) +=! A(i, k)\n}", "C",
+         "j"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+        naive_run r;
+        if (naive_run_new(dev, cases[i].text, NULL, 0, &r)) {
+            RT_EXPECT_STR(loops_of(&r, cases[i].out), cases[i].loops);
+            expect_interp(&r, cases[i].name);
+        }
+        rt_arena_free(r.a);
     }
-    rt_arena_free(r.a);
-    if (naive_run_new(dev,
-                      "def upper(float(11, 19) A, float(19, 19) B) -> (float(11, 19) C) {\n"
-                      " C(i, j) +=! A(i, k) * B(k, j) where k in 0:j+1\n}",
-                      NULL, 0, &r)) {
-        RT_EXPECT_STR(loops_of(&r, "C"), "j");
-        expect_interp(&r, "upper");
-    }
-    rt_arena_free(r.a);
-    if (naive_run_new(dev,
-                      "def qk(float(13, 16) Q, float(17, 16) K) -> (S) {\n"
-                      " S(i, j) +=! Q(i, d) * K(j, d)\n}",
-                      NULL, 0, &r)) {
-        RT_EXPECT_STR(loops_of(&r, "S"), "j");
-        expect_interp(&r, "qk");
-    }
-    rt_arena_free(r.a);
-    if (naive_run_new(dev, "def bsum(float(7, 29) A) -> (float(7, 5) C) {\n C(i, j) +=! A(i, k)\n}",
-                      NULL, 0, &r)) {
-        RT_EXPECT_STR(loops_of(&r, "C"), "j");
-        expect_interp(&r, "bsum");
-    }
-    rt_arena_free(r.a);
 }
 
 // The profile's reference forced to the naive kernel (an interpreter limit of one point; the
