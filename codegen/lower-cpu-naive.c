@@ -12,9 +12,9 @@
 // (the same FFN1: 3.4 s). Each element takes its terms strictly in the reduced vars' order, from
 // the identity (or the caller's value with +=), in the output's type, through the plain nest's
 // operation (acc + term, a fused multiply-add where the term is a product): one chain per
-// element whatever the vectorizer does with the row loop. The plain nest's own reduction loop is
-// vector-hinted (emit-llvm.c), which lets LLVM split the sum into lane partial sums: its bits
-// differ from the chain's by rounding.
+// element whatever the vectorizer does with the row loop. The plain nest's reduction loop is
+// serial in the naive kernel (no vector hint, which would let LLVM split the sum into lane
+// partial sums): there too each element is one chain in the reduced vars' order.
 #include "lower-cpu-impl.h"
 
 // The sums in e (RT_EXPR_SUM nodes), the last one in *last.

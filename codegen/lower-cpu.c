@@ -101,6 +101,10 @@ static rt_status rt_lower_buffers(rt_lower *l) {
 // ---------------------------------------------------------------------------------------------
 
 static const struct rt_lx_ops rt_tr_ops = {.backend = "CPU", .sum_inner_loop = RT_KIR_LOOP_VECTOR};
+// The naive kernel's: a vector-hinted reduction loop lets LLVM split a sum into lane partial sums;
+// the oracle takes each element's terms in order, one chain.
+static const struct rt_lx_ops rt_tr_ops_naive = {.backend = "CPU",
+                                                 .sum_inner_loop = RT_KIR_LOOP_SERIAL};
 
 // Position of statement var v among the window vars, -1 when it is not one.
 int32_t rt_win_index(const rt_lower *l, int32_t v) {
@@ -217,7 +221,9 @@ static const struct rt_lx_ops rt_tr_ops_window = {
 
 // The expression context (lower-expr.h) of statement l->s; rt_tr_done hands its oom back to l.
 rt_lx rt_tr_ctx(rt_lower *l) {
-    return (rt_lx){.ops = l->win ? &rt_tr_ops_window : &rt_tr_ops,
+    return (rt_lx){.ops = l->win     ? &rt_tr_ops_window
+                          : l->naive ? &rt_tr_ops_naive
+                                     : &rt_tr_ops,
                    .a = l->a,
                    .op = l->op,
                    .k = l->k,
@@ -380,9 +386,10 @@ rt_status rt_lower_element(rt_lower *l, rt_kir_block *blk, const int32_t *red, i
             rt_kir_expr *lo, *hi;
             RT_TRY(rt_tr_loops_range(l, v, &lo, &hi));
             l->var_of[v] = rt_kir_add_var(a, l->p, s->vars[v].name, RT_KIR_I64);
-            rt_kir_node *loop =
-                rt_kir_loop(a, inner, l->var_of[v], lo, hi,
-                            i == n_red - 1 ? RT_KIR_LOOP_VECTOR : RT_KIR_LOOP_SERIAL);
+            // Serial in the naive kernel, one chain per element (rt_tr_ops_naive).
+            bool vec = i == n_red - 1 && !l->naive;
+            rt_kir_node *loop = rt_kir_loop(a, inner, l->var_of[v], lo, hi,
+                                            vec ? RT_KIR_LOOP_VECTOR : RT_KIR_LOOP_SERIAL);
             RT_LOWER_CHECK(l, loop);
             if (!loop)
                 return RT_OK;

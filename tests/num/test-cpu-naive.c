@@ -261,6 +261,17 @@ static void acc_case(const rt_device *dev) {
     rt_arena_free(r.a);
 }
 
+// The plain nest's reduction loop is serial: each S(i, j) is the chain of Q(i, d) * K(j, d) in d
+// order, bitwise (a vectorized loop would split it into lane partial sums).
+static void qk_chain(const naive_run *r) {
+    int32_t q = rt_op_tensor_index(r->op, "Q"), k = rt_op_tensor_index(r->op, "K");
+    double kt[67 * 17];
+    for (int32_t j = 0; j < 17; j++)
+        for (int32_t d = 0; d < 67; d++)
+            kt[d * 17 + j] = r->init[k][j * 67 + d];
+    expect_chain("qk S", f32_of(r, "S"), NULL, r->init[q], kt, 13, 17, 67);
+}
+
 // A triangular B: k's range depends on i (an outer kept var) — reordered; on the column —
 // plain (the column loop cannot go inside k's); a contraction whose k is already unit-stride
 // in both reads (Q.K^T) or gains nothing in a row (a sum broadcast along j) — plain.
@@ -277,7 +288,7 @@ static void order_cases(const rt_device *dev) {
          " C(i, j) +=! A(i, k) * B(k, j) where k in 0:j+1\n}",
          "C", "j"},
         {"qk",
-         "def qk(float(13, 16) Q, float(17, 16) K) -> (S) {\n S(i, j) +=! Q(i, d) * K(j, d)\n}",
+         "def qk(float(13, 67) Q, float(17, 67) K) -> (S) {\n S(i, j) +=! Q(i, d) * K(j, d)\n}",
          "S", "j"},
         {"bsum", "def bsum(float(7, 29) A) -> (float(7, 5) C) {\n C(i, j) +=! A(i, k)\n}", "C",
          "j"},
@@ -287,6 +298,8 @@ static void order_cases(const rt_device *dev) {
         if (naive_run_new(dev, cases[i].text, NULL, 0, &r)) {
             RT_EXPECT_STR(loops_of(&r, cases[i].out), cases[i].loops);
             expect_interp(&r, cases[i].name);
+            if (strcmp(cases[i].name, "qk") == 0)
+                qk_chain(&r);
         }
         rt_arena_free(r.a);
     }
