@@ -390,6 +390,12 @@ int main(void) {
         " O(n, c, x) +=! I(n, c, 2*x + s - 2) * Wt(c, s)\n}",
         "def pool1d(float(3, 70) I pad -1e30, float(4) S) -> (float(3, 4, 34) O) {\n"
         " O(n, c, x) max=! I(n, 2*x + s - 2) * S(c)   where s in 0:5\n}",
+        // An empty window (a where-range of extent 0): the identity, scaled, or the caller's
+        // values with '+=' (fuzz-gen found the window lowering without an accumulator).
+        "def empty(float(2, 3, 9, 37) I pad 0) -> (float(2, 3, 5, 19) O) {\n"
+        " O(n, c, y, x) +=! I(n, c, 2*y + r - 1, 2*x + s - 1) / 9   where r in 2:2, s in 0:3\n}",
+        "def empty_acc(float(2, 3, 9, 37) I) -> (float(2, 3, 7, 35) O) {\n"
+        " O(n, c, y, x) += I(n, c, y + r, x + s)   where r in 0:3, s in 1:1\n}",
         "examples/ragged_softmax.spec",
         "examples/softmax.spec",
     };
