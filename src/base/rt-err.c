@@ -160,7 +160,7 @@ static double rt_round_small_float(double v, int mant, int min_exp, int max_exp)
     double quantum = ldexp(1.0, e - mant);
     double r = nearbyint(v / quantum) * quantum;
     if (fabs(r) >= ldexp(2.0 - ldexp(1.0, -mant), max_exp) * (1.0 + ldexp(1.0, -mant - 1)))
-        return v > 0 ? INFINITY : -INFINITY;
+        return v > 0 ? HUGE_VAL : -HUGE_VAL;
     return r;
 }
 
