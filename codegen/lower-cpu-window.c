@@ -190,7 +190,9 @@ static rt_status rt_win_body(rt_lower *l, rt_kir_block *blk) {
     // the end: a row has only a few vector iterations, too few to hide one chain of 25 dependent
     // adds (a 5x5 window); more would spill the window's weights held in registers. An empty
     // window (where r in 2:2) keeps one, which stores the identity.
-    int32_t n_acc = n_points < 1 ? 1 : n_points < 4 / yu ? (int32_t)n_points : 4 / yu,
+    int32_t n_acc = n_points < 1        ? 1
+                    : n_points < 4 / yu ? (int32_t)n_points
+                                        : 4 / yu,
             acc[RT_WIN_Y_ROWS][4];
     rt_kir_expr *off[RT_WIN_Y_ROWS], *out_now[RT_WIN_Y_ROWS];
     for (int32_t dy = 0; dy < yu; dy++) {
