@@ -77,9 +77,9 @@ skipped_tests build-asan "$asan_log"
 if [ "$fuzz_seconds" -gt 0 ]; then
     echo "== fuzzing (${fuzz_seconds}s per target)"
     CC=clang-16 cmake -S . -B build-fuzz -DCMAKE_BUILD_TYPE=Debug -DRTGEN_FUZZ=ON >/dev/null
-    cmake --build build-fuzz -j"$jobs" --target fuzz-spec fuzz-ini fuzz-gen
-    for t in spec ini gen; do
-        if [ $t = ini ]; then seeds=devices; else seeds=examples; fi
+    cmake --build build-fuzz -j"$jobs" --target fuzz-spec fuzz-ini fuzz-lengths fuzz-gen
+    for t in spec ini lengths gen; do
+        case $t in ini) seeds=devices ;; lengths) seeds=bench/data ;; *) seeds=examples ;; esac
         corpus=build-fuzz/corpus-$t
         mkdir -p "$corpus"
         log=build-fuzz/fuzz-$t.log
