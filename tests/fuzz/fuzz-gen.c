@@ -4,6 +4,7 @@
 // the GPU (nothing is compiled or run). Any step may refuse the op with an error, which must
 // carry a message; none may crash, hang, leak or trip a sanitizer. Seed the corpus with
 // examples/ and bench/specs/. Build with -DRTGEN_FUZZ=ON and CC=clang-16.
+#include "fuzz-text.h"
 #include "emit.h"
 #include "gpu.h"
 #include "hal.h"
@@ -67,16 +68,14 @@ static void emit_one(rt_arena *a, const rt_op *op, const rt_device *dev, const r
 }
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
-    if (size > 1 << 12)
+    rt_arena *a;
+    char *text = rt_fuzz_text(data, size, 1 << 12, &a);
+    if (!text)
         return 0;
-    rt_arena *a = rt_arena_new(1 << 16);
-    if (!a)
-        return 0;
-    char *text = rt_arena_strndup(a, (const char *)data, size);
     rt_err err;
     rt_err_clear(&err);
     rt_op *op = NULL;
-    if (text && rt_spec_parse(a, text, "fuzz.spec", NULL, 0, &op, &err) == RT_OK) {
+    if (rt_spec_parse(a, text, "fuzz.spec", NULL, 0, &op, &err) == RT_OK) {
         for (int d = 0; d < 2; d++) {
             rt_perf_options popt = {.top_k = 2, .max_evals = 200};
             rt_perf_result *res = NULL;

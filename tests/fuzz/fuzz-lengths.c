@@ -4,6 +4,7 @@
 // an error that names the file and carries a 1-based line (or none), and turns into the CLI's
 // option-style message: never crash, hang, leak or trip a sanitizer. Seed the corpus with
 // bench/data/ (histograms) and tests/err/cmd/ (malformed files).
+#include "fuzz-text.h"
 #include "lengths.h"
 
 #include <stdlib.h>
@@ -12,16 +13,14 @@
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
-    if (size > 1 << 16)
+    rt_arena *a;
+    char *text = rt_fuzz_text(data, size, 1 << 16, &a);
+    if (!text)
         return 0;
-    rt_arena *a = rt_arena_new(1 << 16);
-    if (!a)
-        return 0;
-    char *text = rt_arena_strndup(a, (const char *)data, size);
     rt_err err;
     rt_err_clear(&err);
     rt_lengths_file *f = NULL;
-    rt_status st = text ? rt_lengths_parse(a, text, "fuzz.len", &f, &err) : RT_ERR_NOMEM;
+    rt_status st = rt_lengths_parse(a, text, "fuzz.len", &f, &err);
     if (st == RT_OK) {
         // A list must hold exactly the count asked for; a histogram is sampled.
         int32_t out[7];

@@ -1,6 +1,7 @@
 // fuzz-spec.c: libFuzzer target for the op-spec front end. Any input must either parse into a
 // checked IR (which is then printed, to exercise the printer and JSON) or fail with an error
 // that carries a location inside the input — never crash, hang, leak or trip a sanitizer.
+#include "fuzz-text.h"
 #include "rt.h"
 #include "spec.h"
 
@@ -11,12 +12,10 @@
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
-    if (size > 1 << 16)
+    rt_arena *a;
+    char *text = rt_fuzz_text(data, size, 1 << 16, &a);
+    if (!text)
         return 0;
-    rt_arena *a = rt_arena_new(1 << 16);
-    if (!a)
-        return 0;
-    char *text = rt_arena_strndup(a, (const char *)data, size);
     rt_err err;
     rt_err_clear(&err);
     rt_op *op = NULL;
