@@ -23,6 +23,7 @@ struct rt_arena {
     rt_defer *defers;
     size_t chunk_bytes, used_bytes;
     long fail_after; // < 0: never
+    bool failed;     // an allocation returned NULL
 };
 
 rt_arena *rt_arena_new(size_t chunk_bytes) {
@@ -56,14 +57,18 @@ size_t rt_arena_used_bytes(const rt_arena *a) {
     return a->used_bytes;
 }
 
+bool rt_arena_failed(const rt_arena *a) {
+    return a->failed;
+}
+
 void *rt_arena_alloc(rt_arena *a, size_t bytes) {
-    if (a->fail_after == 0)
+    if (a->fail_after == 0 || bytes > SIZE_MAX / 2) {
+        a->failed = true;
         return NULL;
+    }
     if (a->fail_after > 0)
         a->fail_after--;
     const size_t align = _Alignof(max_align_t);
-    if (bytes > SIZE_MAX / 2)
-        return NULL;
     size_t need = (bytes + align - 1) & ~(align - 1);
     if (need == 0)
         need = align;
@@ -71,8 +76,10 @@ void *rt_arena_alloc(rt_arena *a, size_t bytes) {
     if (!c || c->size - c->used < need) {
         size_t size = need > a->chunk_bytes ? need : a->chunk_bytes;
         c = malloc(sizeof *c + size);
-        if (!c)
+        if (!c) {
+            a->failed = true;
             return NULL;
+        }
         c->size = size;
         c->used = 0;
         if (a->head && need > a->chunk_bytes) {
@@ -92,8 +99,10 @@ void *rt_arena_alloc(rt_arena *a, size_t bytes) {
 }
 
 void *rt_arena_calloc(rt_arena *a, size_t n, size_t elem_bytes) {
-    if (elem_bytes && n > SIZE_MAX / 2 / elem_bytes)
+    if (elem_bytes && n > SIZE_MAX / 2 / elem_bytes) {
+        a->failed = true;
         return NULL;
+    }
     return rt_arena_alloc(a, n * elem_bytes);
 }
 
@@ -107,7 +116,7 @@ char *rt_arena_strndup(rt_arena *a, const char *s, size_t n) {
 }
 
 char *rt_arena_strdup(rt_arena *a, const char *s) {
-    return rt_arena_strndup(a, s, strlen(s));
+    return s ? rt_arena_strndup(a, s, strlen(s)) : NULL;
 }
 
 char *rt_arena_printf(rt_arena *a, const char *fmt, ...) {

@@ -102,7 +102,7 @@ void rt_arena_free(rt_arena *a);            // runs deferred releases in reverse
 // Returns NULL (and records nothing) when out of memory or on size overflow.
 void *rt_arena_alloc(rt_arena *a, size_t bytes);
 void *rt_arena_calloc(rt_arena *a, size_t n, size_t elem_bytes); // overflow-checked n * elem
-char *rt_arena_strdup(rt_arena *a, const char *s);
+char *rt_arena_strdup(rt_arena *a, const char *s); // NULL for NULL (a failed printf passes on)
 char *rt_arena_strndup(rt_arena *a, const char *s, size_t n);
 char *rt_arena_printf(rt_arena *a, const char *fmt, ...) RT_PRINTF(2, 3);
 // Registers fn(handle) to run at rt_arena_free, in reverse registration order.
@@ -110,6 +110,8 @@ rt_status rt_arena_defer(rt_arena *a, void (*fn)(void *), void *handle);
 // Debug aid: the n-th allocation from now fails (n < 0: never). Reaches every NOMEM path in tests.
 void rt_arena_fail_after(rt_arena *a, long n);
 size_t rt_arena_used_bytes(const rt_arena *a);
+// Whether an allocation of a has failed (returned NULL) since rt_arena_new.
+bool rt_arena_failed(const rt_arena *a);
 
 // Allocation helpers that turn NULL into RT_ERR_NOMEM. n == 0 allocates one element.
 static inline size_t rt_at_least_one(size_t n) {
