@@ -521,7 +521,7 @@ rt_status rt_gpu_emit(rt_arena *a, const rt_gpu_kernel *k, const rt_gpu_dialect 
     rt_buf_linef(&b, 0, "%s", "");
     for (int32_t i = 0; i < k->kir->n_phases; i++)
         rt_ge_phase(&g, i);
-    if (b.oom)
+    if (b.oom || (g.bad && rt_arena_failed(a))) // a part not printed for want of memory
         return rt_fail(err, RT_ERR_NOMEM, RT_NOLOC, "out of memory");
     if (g.bad)
         return rt_fail(err, RT_ERR_BACKEND, RT_NOLOC,

@@ -310,6 +310,8 @@ rt_status rt_lower_out_offset(rt_lower *l, rt_kir_expr **off) {
         idx[d] = v >= 0 && v < s->n_vars && l->var_of[v] >= 0
                      ? rt_kir_var_ref(l->a, l->p, l->var_of[v])
                      : NULL;
+        if (!idx[d] && rt_arena_failed(l->a)) // its loop var or the reference not allocated
+            return rt_fail(l->err, RT_ERR_NOMEM, RT_NOLOC, "out of memory");
         if (!idx[d])
             return rt_fail(l->err, RT_ERR_SPEC, s->loc, "output index outside its loop");
     }
@@ -822,8 +824,14 @@ rt_status rt_lower_cpu(rt_arena *a, const rt_op *op, const rt_device *dev, const
         RT_TRY(rt_lower_general(&l, 0, op->n_stmts, !naive));
         l.k->flops = p ? p->flops : 0.0;
     }
-    if (l.oom || (!naive && (!rt_kir_fuse_loops(a, l.k) || !rt_kir_hoist_reciprocals(a, l.k))))
-        return rt_fail(err, RT_ERR_NOMEM, RT_NOLOC, "out of memory");
+    if (l.oom || (!naive && (!rt_kir_fuse_loops(a, l.k) || !rt_kir_hoist_reciprocals(a, l.k)))) {
+        // A node left without a part is out of memory only where the arena says so.
+        if (rt_arena_failed(a))
+            return rt_fail(err, RT_ERR_NOMEM, RT_NOLOC, "out of memory");
+        return rt_fail(err, RT_ERR_BACKEND, RT_NOLOC,
+                       "internal: the CPU lowering of %s left a kernel node incomplete%s", op->name,
+                       naive ? " (naive kernel)" : "");
+    }
     rt_lower_header(&l, dev, naive ? NULL : m, naive ? NULL : p, opt);
     RT_TRY(rt_kir_validate(l.k, err));
     *out = l.k;

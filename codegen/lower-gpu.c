@@ -514,6 +514,8 @@ static rt_status rt_gl_out_offset(rt_gl *l, rt_kir_expr **out) {
         idx[d] = v >= 0 && v < s->n_vars && l->var_of[l->si][v] >= 0
                      ? rt_kir_var_ref(l->a, l->ph, l->var_of[l->si][v])
                      : NULL;
+        if (!idx[d] && rt_arena_failed(l->a)) // its loop var or the reference not allocated
+            return rt_fail(l->err, RT_ERR_NOMEM, RT_NOLOC, "out of memory");
         if (!idx[d])
             return rt_fail(l->err, RT_ERR_SPEC, s->loc, "output index outside its loop");
     }
