@@ -14,10 +14,10 @@
 #include <llvm-c/TargetMachine.h>
 #include <llvm-c/Transforms/PassBuilder.h>
 
+#include <stdio.h>
 #include <string.h>
 
 typedef struct rt_lemit {
-    rt_arena *a;
     const rt_kir_kernel *k;
     const rt_kir_phase *p;
     LLVMContextRef ctx;
@@ -1220,7 +1220,9 @@ static void rt_l_phase(rt_lemit *l, const rt_kir_phase *p, bool avx512) {
     params[k->n_bufs] = l->i64;
     params[k->n_bufs + 1] = l->i64;
     LLVMTypeRef body_t = LLVMFunctionType(LLVMVoidTypeInContext(l->ctx), params, (unsigned)np, 0);
-    char *bname = rt_arena_printf(l->a, "%s_%s_body", k->name, p->name);
+    char bname[512], wname[512]; // names on the stack: nothing here can fail for want of memory
+    snprintf(bname, sizeof bname, "%s_%s_body", k->name, p->name);
+    snprintf(wname, sizeof wname, "%s_%s", k->name, p->name);
     LLVMValueRef body = LLVMAddFunction(l->m, bname, body_t);
     LLVMSetLinkage(body, LLVMInternalLinkage);
     rt_l_attrs(l, body, avx512);
@@ -1256,7 +1258,6 @@ static void rt_l_phase(rt_lemit *l, const rt_kir_phase *p, bool avx512) {
     // Wrapper with the common ABI: (void **args, i64 lo, i64 hi, float *scratch).
     LLVMTypeRef wparams[4] = {l->ptr, l->i64, l->i64, l->ptr};
     LLVMTypeRef wrap_t = LLVMFunctionType(LLVMVoidTypeInContext(l->ctx), wparams, 4, 0);
-    char *wname = rt_arena_printf(l->a, "%s_%s", k->name, p->name);
     LLVMValueRef wrap = LLVMAddFunction(l->m, wname, wrap_t);
     rt_l_attrs(l, wrap, avx512);
     l->fn = wrap;
@@ -1293,7 +1294,6 @@ rt_status rt_emit_llvm(rt_arena *a, const rt_kir_kernel *k, const rt_llvm_target
     RT_TRY(rt_kir_validate(k, err));
     rt_lemit l;
     memset(&l, 0, sizeof l);
-    l.a = a;
     l.k = k;
     l.ctx = t->context;
     l.i1 = LLVMInt1TypeInContext(l.ctx);

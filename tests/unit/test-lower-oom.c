@@ -1,7 +1,7 @@
 // test-lower-oom.c: the CPU lowering and the C emitter under injected out-of-memory
 // (rt_arena_fail_after), for the top-1 of a dense GEMM, a window reduction (and an empty one), a
 // per-entry ragged GEMM, a triangular GEMM and the naive kernel, and the same through the GPU
-// lowering and the CUDA emitter: every failure is RT_ERR_NOMEM
+// lowering and the CUDA emitter, and the run layer's build of the top K (no profile): every failure is RT_ERR_NOMEM
 // with "out of memory", never a crash and never the lowering's internal error (an incomplete
 // node that the arena did not cause), and the sweep ends in a kernel and its text.
 #include "test.h"
@@ -10,6 +10,8 @@
 #include "gpu.h"
 #include "hal.h"
 #include "perfmodel.h"
+#include "bindings.h"
+#include "rtgen.h"
 #include "spec.h"
 
 #include <stdio.h>
@@ -66,6 +68,41 @@ static void sweep(const rt_device *dev, const char *text, bool naive) {
     rt_arena_free(a);
 }
 
+// The run layer's build without a profile (lowering and C emission of the top K, the report)
+// on a fresh arena with allocation n + 1 failing, n growing by a sixteenth (each try builds LLVM
+// modules), until it succeeds.
+static void sweep_build(const rt_device *dev, const char *text) {
+    bool done = false;
+    for (long n = 0; !done && n < 1000000; n += 1 + n / 16) {
+        rt_arena *b = rt_arena_new(4096);
+        rt_err err = {0};
+        rt_op *op = NULL;
+        rt_perf_result *res = NULL;
+        rt_bindings *bd = NULL;
+        rt_perf_options po = {.top_k = 3};
+        if (rt_spec_parse(b, text, "oom.spec", NULL, 0, &op, &err) != RT_OK ||
+            rt_perf_construct(b, op, dev, &po, &res, &err) != RT_OK ||
+            rt_bindings_new(b, op, 1, &bd, &err) != RT_OK) {
+            RT_EXPECT(false);
+            rt_arena_free(b);
+            return;
+        }
+        rt_arena_fail_after(b, n);
+        rt_cpu_options co = {.emit = RT_CPU_EMIT_C};
+        rt_cpu_report *rep = NULL;
+        rt_status st = rt_cpu_build_and_profile(b, op, dev, bd, res, &co, &rep, &err);
+        if (st != RT_OK) {
+            n_failures++;
+            if (st != RT_ERR_NOMEM || strcmp(err.msg, "out of memory") != 0)
+                fprintf(stderr, "build %.30s, allocation %ld failing: %s\n", text, n + 1, err.msg);
+            RT_EXPECT_EQ(st, RT_ERR_NOMEM);
+        }
+        done = st == RT_OK && rep && rep->n == res->n_cands;
+        rt_arena_free(b);
+    }
+    RT_EXPECT(done);
+}
+
 int main(void) {
     rt_device dev;
     rt_err err = {0};
@@ -94,6 +131,8 @@ int main(void) {
         sweep(&dev, specs[i], false);
     sweep(&dev, gemm, true);
     sweep(&dev, attn_v, true);
+    sweep_build(&dev, gemm);
+    sweep_build(&dev, attn_v);
     // The GPU lowering and the CUDA emitter (a100.ini), the plan's kernel and the naive one.
     rt_device gpu;
     if (rt_hal_load_device("devices/a100.ini", &gpu, &err) != RT_OK) {
