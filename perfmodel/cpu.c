@@ -771,17 +771,21 @@ static double tri_cycles(const rt_perf_cpu_gemm *g, const gemm_costs *c, const r
         // costs linear in them.
         double nk = (double)(kb1 - kb0), kf = (double)(hi - lo) / (double)g->kc;
         double a = steps / ((double)pan * (double)g->kc) * c->a_pack[er][0];
+        // The item's column blocks [cb0, cb1): whole ones and at most one edge block (the last
+        // of all), counted rather than walked (N may be huge).
         int64_t cb0 = (i / mt) * bpg, cb1 = rt_min64(ntl, cb0 + bpg);
+        int64_t n_edge = g->N % g->nc && cb0 < cb1 && cb1 == ntl ? 1 : 0;
+        const int64_t n_blocks[2] = {rt_max64(0, cb1 - cb0 - n_edge), n_edge};
         double cost = a, pk = a;
-        for (int64_t cb = cb0; cb < cb1; cb++) {
-            int32_t ec = g->N % g->nc && cb == ntl - 1;
+        for (int32_t ec = 0; ec < 2; ec++) {
             int64_t width = ec ? g->N % g->nc : g->nc;
             double cols = (double)rt_ceil_div(width, g->nr);
             double calls = cols * ((double)pan * nk * fixed + steps * uk->cycles_per_k);
             double bp = kf * c->b_pack[ec][0], fetch = kf * c->b_fetch[ec][0];
-            cost += bp + (fetch > calls ? fetch : calls) +
-                    nk * 2.0 * (double)mcur * (double)width * 4.0 * c->c_cycles_per_byte;
-            pk += bp;
+            double per = bp + (fetch > calls ? fetch : calls) +
+                         nk * 2.0 * (double)mcur * (double)width * 4.0 * c->c_cycles_per_byte;
+            cost += (double)n_blocks[ec] * per;
+            pk += (double)n_blocks[ec] * bp;
         }
         total += cost;
         *pack += pk;

@@ -1,7 +1,8 @@
 // test-perfmodel-scale.c: construction and lowering cost what the memory hierarchy and the cores
-// bound, not the extents (issue 18 item 12). A 10^6 x 10^6 x 10^6 GEMM, a 10^8-element ReLU and
-// a ragged QK^T over a batch of 10^5 distinct lengths (examples/matmul.spec, a ReLU over
-// N x C x H x W and examples/qkt.spec, sizes bound as rtgen --set binds them) against the same
+// bound, not the extents (issue 18 item 12). A 10^6 x 10^6 x 10^6 GEMM, a 10^8-element ReLU, a
+// triangular 10^5 x 10^5 times 10^5 x 2 10^10 and a ragged QK^T over a batch of 10^5 distinct
+// lengths (examples/matmul.spec, a ReLU over N x C x H x W, examples/trmm.spec and
+// examples/qkt.spec, sizes bound as rtgen --set binds them) against the same
 // operators at 10^3: the model's loop steps (rt_perf_result.n_steps: work items, column blocks,
 // blocking choices and distribution values it sums) of one evaluation, of the top-10
 // construction and of lowering the top-1, and the lowered kernel's C text, each within twice
@@ -27,13 +28,14 @@ static double now_ms(void) {
     return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
 }
 
-typedef enum scale_op { SCALE_GEMM, SCALE_RELU, SCALE_QKT } scale_op;
+typedef enum scale_op { SCALE_GEMM, SCALE_RELU, SCALE_QKT, SCALE_TRMM } scale_op;
 
 static const char relu_spec[] = "size N = 1\nsize C = 1\nsize H = 1\nsize W = 1\n"
                                 "def relu(float(N, C, H, W) I) -> (O) {\n"
                                 "    O(n, c, h, w) = max(I(n, c, h, w), 0)\n}\n";
 
-// One operator at one size: GEMM M, N, K; ReLU N, C, H, W; QK^T B with B lengths spread over
+// One operator at one size: GEMM M, N, K; ReLU N, C, H, W; triangular L . X N, P; QK^T B with B
+// lengths spread over
 // 1..size[1] (a seeded shuffle of a ramp: min(B, size[1]) distinct values).
 typedef struct scale_case {
     scale_op op;
@@ -60,6 +62,9 @@ static bool load_case(const scale_case *c, scale_run *out) {
     if (c->op == SCALE_GEMM) {
         rt_size_binding set[] = {{"M", c->size[0]}, {"N", c->size[1]}, {"K", c->size[2]}};
         st = rt_spec_load(out->a, "examples/matmul.spec", set, 3, &out->op, &err);
+    } else if (c->op == SCALE_TRMM) {
+        rt_size_binding set[] = {{"N", c->size[0]}, {"P", c->size[1]}};
+        st = rt_spec_load(out->a, "examples/trmm.spec", set, 2, &out->op, &err);
     } else if (c->op == SCALE_RELU) {
         rt_size_binding set[] = {
             {"N", c->size[0]}, {"C", c->size[1]}, {"H", c->size[2]}, {"W", c->size[3]}};
@@ -207,6 +212,10 @@ int main(void) {
                      relu8 = {SCALE_RELU, {100, 100, 100, 100}};
     // 1000 sequences of lengths 1..512 against 10^5 of lengths 1..10^5 (8 heads of 64).
     const scale_case qkt3 = {SCALE_QKT, {1000, 512}}, qkt5 = {SCALE_QKT, {100000, 100000}};
+    // A triangular GEMM 10^3 x 4 10^3 against one 10^5 x 2 10^10 (fuzz-gen found its cost walking
+    // each item's column blocks: minutes at P = 2 10^10).
+    const scale_case trmm3 = {SCALE_TRMM, {1000, 4000}},
+                     trmm10 = {SCALE_TRMM, {100000, 20000000000}};
     for (size_t i = 0; i < sizeof paths / sizeof paths[0]; i++) {
         rt_device dev;
         rt_err err = {0};
@@ -218,6 +227,7 @@ int main(void) {
         scale_pair(&dev, "gemm 10^3 -> 10^6", &gemm3, &gemm6, 2e9, 2e18);
         scale_pair(&dev, "relu 10^3 -> 10^8", &relu3, &relu8, 1e3, 1e8);
         scale_pair(&dev, "qkt 10^3 -> 10^5 lengths", &qkt3, &qkt5, 1, 1);
+        scale_pair(&dev, "trmm 10^3 x 4 10^3 -> 10^5 x 2 10^10", &trmm3, &trmm10, 1, 1);
     }
     return rt_test_finish("test-perfmodel-scale");
 }
