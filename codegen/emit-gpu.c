@@ -461,8 +461,8 @@ static void rt_ge_phase(rt_ge *g, int32_t pi) {
     rt_buf_linef(b, 0, "%s", "");
 }
 
-rt_status rt_gpu_emit(rt_arena *a, const rt_gpu_kernel *k, const rt_gpu_dialect *d,
-                      const char **out_text, rt_err *err) {
+static rt_status rt_gpu_emit_text(rt_arena *a, const rt_gpu_kernel *k, const rt_gpu_dialect *d,
+                                  const char **out_text, rt_err *err) {
     RT_TRY(rt_kir_validate(k->kir, err));
     for (int32_t i = 0; i < k->kir->n_phases; i++)
         if (k->kir->phases[i].threads < 1)
@@ -521,11 +521,16 @@ rt_status rt_gpu_emit(rt_arena *a, const rt_gpu_kernel *k, const rt_gpu_dialect 
     rt_buf_linef(&b, 0, "%s", "");
     for (int32_t i = 0; i < k->kir->n_phases; i++)
         rt_ge_phase(&g, i);
-    if (b.oom || (g.bad && rt_arena_failed(a))) // a part not printed for want of memory
+    if (b.oom)
         return rt_fail(err, RT_ERR_NOMEM, RT_NOLOC, "out of memory");
     if (g.bad)
         return rt_fail(err, RT_ERR_BACKEND, RT_NOLOC,
                        "kernel %s has a construct the GPU emitter cannot print", k->kir->name);
     *out_text = b.data;
     return RT_OK;
+}
+
+rt_status rt_gpu_emit(rt_arena *a, const rt_gpu_kernel *k, const rt_gpu_dialect *d,
+                      const char **out_text, rt_err *err) {
+    return rt_arena_status(a, rt_gpu_emit_text(a, k, d, out_text, err), err);
 }

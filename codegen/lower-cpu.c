@@ -310,8 +310,6 @@ rt_status rt_lower_out_offset(rt_lower *l, rt_kir_expr **off) {
         idx[d] = v >= 0 && v < s->n_vars && l->var_of[v] >= 0
                      ? rt_kir_var_ref(l->a, l->p, l->var_of[v])
                      : NULL;
-        if (!idx[d] && rt_arena_failed(l->a)) // its loop var or the reference not allocated
-            return rt_fail(l->err, RT_ERR_NOMEM, RT_NOLOC, "out of memory");
         if (!idx[d])
             return rt_fail(l->err, RT_ERR_SPEC, s->loc, "output index outside its loop");
     }
@@ -739,9 +737,10 @@ static void rt_lower_header(rt_lower *l, const rt_device *dev, const rt_perf_mod
     l->k->header = b.oom ? "" : b.data;
 }
 
-rt_status rt_lower_cpu(rt_arena *a, const rt_op *op, const rt_device *dev, const rt_perf_model *m,
-                       const rt_rprog *p, const rt_lower_options *opt, rt_kir_kernel **out,
-                       rt_err *err) {
+static rt_status rt_lower_cpu_kernel(rt_arena *a, const rt_op *op, const rt_device *dev,
+                                     const rt_perf_model *m, const rt_rprog *p,
+                                     const rt_lower_options *opt, rt_kir_kernel **out,
+                                     rt_err *err) {
     bool naive = (opt && opt->naive) || !p || !m;
     rt_lower l;
     memset(&l, 0, sizeof l);
@@ -825,9 +824,7 @@ rt_status rt_lower_cpu(rt_arena *a, const rt_op *op, const rt_device *dev, const
         l.k->flops = p ? p->flops : 0.0;
     }
     if (l.oom || (!naive && (!rt_kir_fuse_loops(a, l.k) || !rt_kir_hoist_reciprocals(a, l.k)))) {
-        // A node left without a part is out of memory only where the arena says so.
-        if (rt_arena_failed(a))
-            return rt_fail(err, RT_ERR_NOMEM, RT_NOLOC, "out of memory");
+        // Out of memory where the arena says so (rt_lower_cpu), else a lowering defect.
         return rt_fail(err, RT_ERR_BACKEND, RT_NOLOC,
                        "internal: the CPU lowering of %s left a kernel node incomplete%s", op->name,
                        naive ? " (naive kernel)" : "");
@@ -836,4 +833,10 @@ rt_status rt_lower_cpu(rt_arena *a, const rt_op *op, const rt_device *dev, const
     RT_TRY(rt_kir_validate(l.k, err));
     *out = l.k;
     return RT_OK;
+}
+
+rt_status rt_lower_cpu(rt_arena *a, const rt_op *op, const rt_device *dev, const rt_perf_model *m,
+                       const rt_rprog *p, const rt_lower_options *opt, rt_kir_kernel **out,
+                       rt_err *err) {
+    return rt_arena_status(a, rt_lower_cpu_kernel(a, op, dev, m, p, opt, out, err), err);
 }

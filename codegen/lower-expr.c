@@ -158,10 +158,7 @@ rt_status rt_lx_read(rt_lx *x, const rt_expr *e, rt_kir_expr **out) {
 }
 
 static rt_status rt_lx_var(rt_lx *x, const rt_expr *e, rt_kir_expr **out) {
-    bool bound = x->s && e->var >= 0 && e->var < x->s->n_vars && x->var_of[e->var] >= 0;
-    if (!bound && rt_arena_failed(x->a)) // its loop var not allocated
-        return rt_lx_nomem(x);
-    if (!bound)
+    if (!x->s || e->var < 0 || e->var >= x->s->n_vars || x->var_of[e->var] < 0)
         return rt_fail(x->err, RT_ERR_SPEC, e->loc, "index variable outside its loop");
     *out = rt_kir_var_ref(x->a, x->ph, x->var_of[e->var]);
     rt_lx_check(x, *out);

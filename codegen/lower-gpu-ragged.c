@@ -44,8 +44,6 @@ rt_status rt_gl_ragged_valid(rt_gl *l, int32_t t, rt_kir_expr **idx, rt_kir_expr
         if (l->start_buf[t][d] < 0)
             continue;
         rt_kir_expr *ext = rt_gl_extent_at(l, tn->dims[d].extent, idx);
-        if (!ext && rt_arena_failed(a))
-            return rt_fail(l->err, RT_ERR_NOMEM, RT_NOLOC, "out of memory");
         if (!ext)
             return rt_gl_unsupported(l, tn->loc, "this ragged extent in a staged copy");
         *valid =

@@ -514,8 +514,6 @@ static rt_status rt_gl_out_offset(rt_gl *l, rt_kir_expr **out) {
         idx[d] = v >= 0 && v < s->n_vars && l->var_of[l->si][v] >= 0
                      ? rt_kir_var_ref(l->a, l->ph, l->var_of[l->si][v])
                      : NULL;
-        if (!idx[d] && rt_arena_failed(l->a)) // its loop var or the reference not allocated
-            return rt_fail(l->err, RT_ERR_NOMEM, RT_NOLOC, "out of memory");
         if (!idx[d])
             return rt_fail(l->err, RT_ERR_SPEC, s->loc, "output index outside its loop");
     }
@@ -1366,9 +1364,10 @@ static const char *rt_gl_header(rt_gl *l, const rt_gpu_lower_options *opt,
     return b.oom ? NULL : b.data;
 }
 
-rt_status rt_gpu_lower(rt_arena *a, const rt_op *op, const rt_device *dev, const rt_perf_model *m,
-                       const rt_rprog *p, const rt_gpu_lower_options *opt, rt_gpu_kernel **out,
-                       rt_err *err) {
+static rt_status rt_gpu_lower_kernel(rt_arena *a, const rt_op *op, const rt_device *dev,
+                                     const rt_perf_model *m, const rt_rprog *p,
+                                     const rt_gpu_lower_options *opt, rt_gpu_kernel **out,
+                                     rt_err *err) {
     rt_gpu_lower_options defaults = {.rank = 1};
     if (!opt)
         opt = &defaults;
@@ -1468,4 +1467,10 @@ rt_status rt_gpu_lower(rt_arena *a, const rt_op *op, const rt_device *dev, const
     RT_TRY(rt_kir_validate(l.k, err));
     *out = gk;
     return RT_OK;
+}
+
+rt_status rt_gpu_lower(rt_arena *a, const rt_op *op, const rt_device *dev, const rt_perf_model *m,
+                       const rt_rprog *p, const rt_gpu_lower_options *opt, rt_gpu_kernel **out,
+                       rt_err *err) {
+    return rt_arena_status(a, rt_gpu_lower_kernel(a, op, dev, m, p, opt, out, err), err);
 }

@@ -61,6 +61,14 @@ bool rt_arena_failed(const rt_arena *a) {
     return a->failed;
 }
 
+rt_status rt_arena_status(rt_arena *a, rt_status st, rt_err *err) {
+    if (st == RT_OK || st == RT_ERR_NOMEM || !a->failed)
+        return st;
+    if (err)
+        rt_err_clear(err); // else the first error would stand (rt_err_vset)
+    return rt_fail(err, RT_ERR_NOMEM, RT_NOLOC, "out of memory");
+}
+
 void *rt_arena_alloc(rt_arena *a, size_t bytes) {
     if (a->fail_after == 0 || bytes > SIZE_MAX / 2) {
         a->failed = true;

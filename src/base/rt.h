@@ -112,6 +112,10 @@ void rt_arena_fail_after(rt_arena *a, long n);
 size_t rt_arena_used_bytes(const rt_arena *a);
 // Whether an allocation of a has failed (returned NULL) since rt_arena_new.
 bool rt_arena_failed(const rt_arena *a);
+// st, except that a failure after an allocation of a failed is RT_ERR_NOMEM "out of memory": the
+// NULL may have reached a check that blamed something else (an unbound index, an unprintable
+// node). For the entry points of a pass whose every allocation is in a.
+rt_status rt_arena_status(rt_arena *a, rt_status st, rt_err *err);
 
 // Allocation helpers that turn NULL into RT_ERR_NOMEM. n == 0 allocates one element.
 static inline size_t rt_at_least_one(size_t n) {
