@@ -213,15 +213,6 @@ static bool prove_le(rt_checker *c, const rt_expr *a, const rt_expr *b, int64_t 
     return lf_add(c->op, &f, a, 1) && lf_add(c->op, &f, b, -1) && lf_max(c, f, &m) && m <= slack;
 }
 
-// Whether b < a for every value of the index vars: a range a:b that is certainly empty. False
-// where a or b is not affine (nothing proved).
-static bool prove_lt(rt_checker *c, const rt_expr *b, const rt_expr *a) {
-    rt_lf f = {0};
-    int64_t m;
-    c->budget = RT_LF_BUDGET;
-    return lf_add(c->op, &f, b, 1) && lf_add(c->op, &f, a, -1) && lf_max(c, f, &m) && m < 0;
-}
-
 static bool prove_nonneg(rt_checker *c, const rt_expr *a) {
     rt_lf f = {0};
     int64_t m;
@@ -546,7 +537,7 @@ static rt_status check_deps(rt_checker *c) {
             rt_expr_has_kind(iv->lo, RT_EXPR_READ) || rt_expr_has_kind(iv->hi, RT_EXPR_READ);
         // A where-range of sizes and constants that ends before it starts is a mistake (one that
         // depends on an outer var, as 0:i + 1, may be empty on some rows: that is its shape).
-        if (iv->from_where && !iv->ragged && prove_lt(c, iv->hi, iv->lo))
+        if (iv->from_where && !iv->ragged && prove_le(c, iv->hi, iv->lo, -1)) // hi < lo
             return rt_fail(c->err, RT_ERR_SPEC, iv->loc,
                            "where-range of '%s' ends before it starts (%s:%s)", iv->name,
                            print_expr(c, NULL, iv->lo), print_expr(c, NULL, iv->hi));
