@@ -284,11 +284,17 @@ static rt_status rt_gpu_cuda_compile(rt_arena *a, const rt_device *dev, const ch
     RT_TRY(rt_cuda_pick_arch(a, dev, bin, err));
     const char *arch = bin->compiled_arch;
     int32_t n_opts = 0;
-    const char **o = rt_arena_calloc(a, (size_t)(8 + rt_max64(opts->n_extra, 0)), sizeof *o);
+    const char **o = rt_arena_calloc(a, (size_t)(9 + rt_max64(opts->n_extra, 0)), sizeof *o);
     if (!o)
         return rt_fail(err, RT_ERR_NOMEM, RT_NOLOC, "out of memory");
     o[n_opts++] = rt_arena_printf(a, "--gpu-architecture=%s", arch);
     o[n_opts++] = "--ptxas-options=-v";
+    // NVRTC 12.9 and later keep compiled cubins in the driver's compute cache (with a driver
+    // present) and answer a repeated compile from it without running ptxas, so the log has no
+    // resource report: the second rtgen run of the same op on a GPU machine failed every
+    // candidate that way (H200, CUDA 13.0). rtgen reads registers and spills from every compile.
+    if (rt_cuda_archs.major > 12 || (rt_cuda_archs.major == 12 && rt_cuda_archs.minor >= 9))
+        o[n_opts++] = "--no-cache";
     o[n_opts++] = "-I" RT_CUDA_INCLUDE_DIR;
     o[n_opts++] = "-default-device";
     o[n_opts++] = "--std=c++17";

@@ -83,6 +83,10 @@ static void test_cuda(void) {
     test_cuda_sgemm(a, "sm_75");
     test_cuda_sgemm(a, "sm_80");
     test_cuda_sgemm(a, "sm_90");
+    // The same source and options again: with a CUDA driver present, NVRTC 12.9+ answers this
+    // compile from the driver's cache without running ptxas (no resource report) unless rtgen
+    // passes --no-cache. Without a driver (here) it only shows that the repeat is harmless.
+    test_cuda_sgemm(a, "sm_90");
 
     // sm_70 (V100): not in NVRTC 13, compile-checked at the lowest supported arch.
     rt_device v100;
