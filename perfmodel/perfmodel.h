@@ -76,6 +76,9 @@ double rt_extent_dist_padded(const rt_extent_dist *d, int64_t tile);
 typedef struct rt_perf_length_dist {
     const char *tensor;
     rt_extent_dist dist;
+    // Where the values come from when not a file the user gave (generated lengths), reported as
+    // the construction's length_note; NULL for a file.
+    const char *note;
 } rt_perf_length_dist;
 
 typedef struct rt_perf_options {
@@ -371,7 +374,7 @@ struct rt_perf_model {
     rt_perf_flat flat; // CPU loop nests: the main statement's flat axis
     double peak_gflops;
     double epsilon;                // current tensor-padding bound
-    const char *default_dist_note; // set when a vloop got the default distribution
+    const char *default_dist_note; // where a vloop's lengths came from when no file gave them
     // Steps of the model's loops whose trip counts come from the operator (work items, column
     // blocks, blocking choices, distribution values) since the model was built: a deterministic
     // measure of the model's work, which the memory hierarchy and the cores bound, not the

@@ -224,14 +224,20 @@ static void collect_vars(const rt_expr *e, bool *used, int32_t n_vars) {
         collect_vars(e->args[i], used, n_vars);
 }
 
-static const rt_extent_dist *find_length(const rt_perf_options *opt, const char *name) {
+static const rt_perf_length_dist *find_length_entry(const rt_perf_options *opt,
+                                                    const char *name) {
     if (!opt || !name)
         return NULL;
     for (int32_t i = 0; i < opt->n_lengths; i++)
         if (opt->lengths[i].tensor && strcmp(opt->lengths[i].tensor, name) == 0 &&
             opt->lengths[i].dist.n > 0)
-            return &opt->lengths[i].dist;
+            return &opt->lengths[i];
     return NULL;
+}
+
+static const rt_extent_dist *find_length(const rt_perf_options *opt, const char *name) {
+    const rt_perf_length_dist *e = find_length_entry(opt, name);
+    return e ? &e->dist : NULL;
 }
 
 // The extent of every variable of st: dense, a length source, an affine bound, or the default.
@@ -262,9 +268,11 @@ static rt_status analyze_vars(rt_arena *a, rt_perf_model *m, const rt_stmt *st,
         bool done = false;
         if (hi && hi->kind == RT_EXPR_READ && hi->tensor >= 0 && hi->tensor < op->n_tensors) {
             // lens(b): the length source is the tensor; b is pinned to tile 1.
-            const rt_extent_dist *d = find_length(opt, op->tensors[hi->tensor].name);
+            const rt_perf_length_dist *d = find_length_entry(opt, op->tensors[hi->tensor].name);
             if (d) {
-                vi[v].dist = *d;
+                vi[v].dist = d->dist;
+                if (d->note)
+                    m->default_dist_note = d->note;
             } else {
                 RT_TRY(rt_extent_dist_uniform(a, 1, dmax, RT_EXTENT_DIST_MAX_POINTS, &vi[v].dist,
                                               err));

@@ -176,6 +176,8 @@ void rt_perf_print_table(const rt_perf_result *r, rt_buf *out) {
         char buf[200];
         rt_buf_printf(out, "note: %s\n", rt_perf_fewer_note(r->n_cands, r->top_k, buf, sizeof buf));
     }
+    if (m->default_dist_note)
+        rt_buf_printf(out, "lengths: %s\n", m->default_dist_note);
     rt_buf_puts(out, "axes");
     for (int32_t x = 0; x < m->n_axes; x++)
         rt_buf_printf(out, " %s%s", m->axes[x].name, m->axes[x].is_reduce ? "(r)" : "");

@@ -346,29 +346,56 @@ static rt_status rt_driver_interpret(rt_arena *a, const rt_op *op, rt_bindings *
     return RT_OK;
 }
 
-// Length tensors bound from files feed the model as distributions (CORA: extents are
-// histograms, not integers); unbound ones get the model's default.
-static rt_status rt_driver_length_dists(rt_arena *a, const rt_driver_options *o, const rt_op *op,
-                                        rt_bindings *b, rt_perf_options *popt, rt_err *err) {
-    if (o->n_lengths == 0)
-        return RT_OK;
-    rt_perf_length_dist *d;
-    RT_ALLOC(a, d, o->n_lengths, err);
-    int32_t n_dists = 0;
-    for (int32_t i = 0; i < o->n_lengths; i++) {
-        int32_t t = rt_op_tensor_index(op, o->lengths[i].name);
-        if (t < 0) // a def of a layer that does not read this length tensor
+// The lengths the run binds feed the model as distributions (CORA: extents are histograms, not
+// integers): those of --lengths files, and the generated ones of every other length tensor
+// (uniform over 0..b->max_length, seeded), so that the model prices the problem the profile
+// runs and checks; the report's length_note says which were generated.
+static rt_status rt_driver_length_dists(rt_arena *a, const rt_op *op, rt_bindings *b,
+                                        rt_perf_options *popt, rt_err *err) {
+    int32_t n_len = 0;
+    bool generated = false;
+    for (int32_t t = 0; t < op->n_tensors; t++) {
+        if (!op->tensors[t].is_length)
             continue;
-        rt_tensor_data *td = rt_bindings_data(b, o->lengths[i].name);
-        rt_assert(t >= 0 && td && td->laid_out);
+        n_len++;
+        rt_tensor_data *td = &b->tensors[t];
+        generated = generated || !td->bound;
+    }
+    if (n_len == 0)
+        return RT_OK;
+    if (generated) // generates the unbound lengths (and trees) as the profile will
+        RT_TRY(rt_bindings_shape(b, err));
+    rt_buf note;
+    rt_buf_init(&note, a);
+    rt_perf_length_dist *d;
+    RT_ALLOC(a, d, n_len, err);
+    int32_t n_dists = 0;
+    for (int32_t t = 0; t < op->n_tensors; t++) {
+        if (!op->tensors[t].is_length)
+            continue;
+        rt_tensor_data *td = &b->tensors[t];
+        rt_assert(td->laid_out);
         int64_t n = td->layout.elems;
+        if (n <= 0) // an empty batch: nothing to price by
+            continue;
         int64_t *samples;
         RT_ALLOC(a, samples, n, err);
         for (int64_t k = 0; k < n; k++)
             samples[k] = (int64_t)td->data[k];
         d[n_dists].tensor = op->tensors[t].name;
+        if (!td->bound)
+            rt_buf_printf(&note, "%s%s", note.len ? ", " : "", op->tensors[t].name);
         RT_TRY(rt_extent_dist_from_samples(a, samples, (int32_t)n, op->tensors[t].loc,
                                            &d[n_dists++].dist, err));
+    }
+    if (note.len) {
+        rt_buf_printf(&note,
+                      ": generated, uniform over 0..%lld (seed %llu; --lengths binds real ones)",
+                      (long long)b->max_length, (unsigned long long)b->seed);
+        if (note.oom)
+            return rt_fail(err, RT_ERR_NOMEM, RT_NOLOC, "out of memory");
+        for (int32_t i = 0; i < n_dists; i++)
+            d[i].note = note.data;
     }
     popt->lengths = d;
     popt->n_lengths = n_dists;
@@ -524,7 +551,7 @@ static rt_status rt_driver_construct(rt_arena *a, const rt_driver_options *o, co
     rt_perf_options popt;
     memset(&popt, 0, sizeof popt);
     popt.top_k = o->top_k;
-    RT_TRY(rt_driver_length_dists(a, o, op, b, &popt, err));
+    RT_TRY(rt_driver_length_dists(a, op, b, &popt, err));
     rt_buf explain;
     rt_buf_init(&explain, a);
     if (o->explain)
@@ -713,7 +740,7 @@ static rt_status rt_driver_layer_op_on(rt_arena *a, const rt_driver_options *o, 
     rt_perf_options popt;
     memset(&popt, 0, sizeof popt);
     popt.top_k = o->top_k;
-    RT_TRY(rt_driver_length_dists(a, o, op, b, &popt, err));
+    RT_TRY(rt_driver_length_dists(a, op, b, &popt, err));
     if (rt_driver_cpu_profiles(o, dev))
         RT_TRY(rt_cpu_profile_fits(a, op, b, NULL, NULL, err));
     RT_TRY(rt_perf_construct(a, op, dev, &popt, res, err));
@@ -875,7 +902,7 @@ static rt_status rt_driver_layer_gpu_defs(rt_arena *a, const rt_driver_options *
         rt_perf_options popt;
         memset(&popt, 0, sizeof popt);
         popt.top_k = o->top_k;
-        RT_TRY(rt_driver_length_dists(a, o, op, lb->ops[k], &popt, err));
+        RT_TRY(rt_driver_length_dists(a, op, lb->ops[k], &popt, err));
         RT_TRY(rt_perf_construct(a, op, dev, &popt, &res[k], err));
         RT_ALLOC(a, g[k], 1, err);
         RT_TRY(rt_driver_gpu_kernels(a, o, dev, lb->ops[k], res[k], g[k], err));

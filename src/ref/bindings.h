@@ -72,6 +72,11 @@ rt_status rt_bindings_load_tree(rt_bindings *b, const char *name, const char *pa
 // [0, extent of the dim they index); other integer tensors uniform in [-4, 4]; each tensor from
 // its own stream seeded by (seed, tensor index). Idempotent.
 rt_status rt_bindings_prepare(rt_bindings *b, rt_err *err);
+// Fixes what every layout reads, as rt_bindings_prepare would: generates the trees and length
+// tensors nothing bound (lengths uniform in [0, max_length]), checks every size is bound. No
+// other tensor is laid out or allocated. Lengths and trees cannot be bound afterwards.
+// Errors: an unbound size, a tree of a bad node count (RT_ERR_SPEC).
+rt_status rt_bindings_shape(rt_bindings *b, rt_err *err);
 // The stored element count of every tensor, out[op->n_tensors], before any tensor's data is
 // allocated (for sizing what a run will need): trees and lengths are generated as
 // rt_bindings_prepare would, ragged layouts built, dense tensors counted in double (so one too

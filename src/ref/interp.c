@@ -719,7 +719,7 @@ static void rt_generate(rt_bindings *b, int32_t ti) {
 
 // The first half of rt_bindings_prepare: trees, sizes and length tensors, which every layout
 // reads. Lengths cannot be bound once it ran.
-static rt_status rt_bindings_shape(rt_bindings *b, rt_err *err) {
+rt_status rt_bindings_shape(rt_bindings *b, rt_err *err) {
     if (b->shaped)
         return RT_OK;
     const rt_op *op = b->op;

@@ -268,7 +268,7 @@ static void test_ragged(rt_arena *a) {
     int64_t lens[] = {10, 30, 70, 128};
     rt_extent_dist d;
     RT_EXPECT_EQ(rt_extent_dist_from_samples(a, lens, 4, RT_NOLOC, &d, &err), RT_OK);
-    rt_perf_length_dist ld = {"len", d};
+    rt_perf_length_dist ld = {"len", d, NULL};
     rt_perf_options opt = {0};
     opt.lengths = &ld;
     opt.n_lengths = 1;

@@ -117,6 +117,23 @@ run 0 --no-profile --top-k=1 -o "$t/o8" $big
 files "$t/o8" "matmul.json matmul.ll"
 grep -q '"profiled": false' "$t/o8/matmul.json" || fail "--no-profile report: profiled"
 
+# Lengths that no --lengths file binds are generated (uniform over 0..16, seed 1), and the model
+# prices those: the construction's axes have their extents and the note says where they came from
+# (it priced uniform 1..512 while the profile ran these once, which made vgemm on the H200 read
+# 0.34 GFLOP/s against a prediction for 3000x the FLOPs).
+run 0 --no-profile --top-k=1 --json -o "$t/o12" examples/vgemm.spec
+grep -q '"length_note": "Ml, Nl, Kl: generated, uniform over 0..16 (seed 1; --lengths binds real ones)"' "$t/stdout" ||
+    fail "generated lengths: note: $(grep -o '"length_note": [^,]*' "$t/stdout")"
+grep -A3 '"name": "k",' "$t/stdout" | grep -Eq '^ *"extent": 1[0-6],$' ||
+    fail "generated lengths: k's extent: $(grep -A3 '"name": "k",' "$t/stdout")"
+run 0 --no-profile --top-k=1 -o "$t/o13" examples/vgemm.spec
+grep -qx 'lengths: Ml, Nl, Kl: generated, uniform over 0..16 (seed 1; --lengths binds real ones)' "$t/stdout" ||
+    fail "generated lengths: text: $(head -n 4 "$t/stdout")"
+printf '3\n5\n' >"$t/len2"
+run 0 --no-profile --top-k=1 --json --set B=2 --lengths "Ml=$t/len2" -o "$t/o14" examples/vgemm.spec
+grep -q '"length_note": "Nl, Kl: generated' "$t/stdout" ||
+    fail "a bound and generated lengths: note: $(grep -o '"length_note": [^,]*' "$t/stdout")"
+
 # The GPU-structured path (OpenCL on PoCL): every candidate wrong exits 3 the same way.
 RTGEN_TEST_FAULT=corrupt "$rtgen" --device=devices/pocl-cpu.ini -o "$t/o9" $small >"$t/stdout" 2>"$t/stderr"
 code=$?

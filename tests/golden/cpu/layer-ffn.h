@@ -1,7 +1,7 @@
 // rtgen 0.1.0: layer ffn (examples/layers/ffn.spec), 3 defs run in order by rt_layer_ffn():
-//   1. ffn1 -> H: rt_ffn1_c0 in ffn1.c, the model's top-1, not profiled (plan: gemm M=2080 N=256 K=64 batch=1 micro-kernel=6x16 lanes=8 kc=64 mc=522 nc=256 ng=1 items=4 prefetch-b tokens)
+//   1. ffn1 -> H: rt_ffn1_c0 in ffn1.c, the model's top-1, not profiled (plan: gemm M=42 N=256 K=64 batch=1 micro-kernel=6x16 lanes=8 kc=64 mc=42 nc=64 ng=4 items=4 prefetch-b tokens)
 //   2. bias_gelu -> G: rt_bias_gelu_c0 in bias_gelu.c, the model's top-1, not profiled (plan: loops items=16 b=untiled i=untiled n=0+256:16/8)
-//   3. ffn2 -> Y: rt_ffn2_c0 in ffn2.c, the model's top-1, not profiled (plan: gemm M=2080 N=64 K=256 batch=1 micro-kernel=6x16 lanes=8 kc=256 mc=522 nc=64 ng=1 items=4 prefetch-b tokens)
+//   3. ffn2 -> Y: rt_ffn2_c0 in ffn2.c, the model's top-1, not profiled (plan: gemm M=42 N=64 K=256 batch=1 micro-kernel=6x16 lanes=8 kc=256 mc=12 nc=16 ng=1 items=4 prefetch-b tokens)
 // sizes: B=8 D=64 F=256
 // The prelude (1 start array of the packed ragged rows) is computed once per call from the lengths
 // and shared by every kernel; the 2 intermediates and the defs' temporaries are allocated and freed here.
