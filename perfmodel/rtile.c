@@ -224,8 +224,7 @@ static void collect_vars(const rt_expr *e, bool *used, int32_t n_vars) {
         collect_vars(e->args[i], used, n_vars);
 }
 
-static const rt_perf_length_dist *find_length_entry(const rt_perf_options *opt,
-                                                    const char *name) {
+static const rt_perf_length_dist *find_length_entry(const rt_perf_options *opt, const char *name) {
     if (!opt || !name)
         return NULL;
     for (int32_t i = 0; i < opt->n_lengths; i++)
