@@ -143,3 +143,48 @@ rt_status rt_gl_block_live(rt_gl *l, const rt_gpu_phase_plan *pl, const int32_t 
     *live = rt_kir_is_int(cond, &always) && always ? NULL : cond;
     return RT_OK;
 }
+
+// red_masked: *body becomes the body of a test that the bound reduction vars of the tiling
+// statement lie in their ranges at the element's own spatial vars.
+rt_status rt_gl_own_ranges(rt_gl *l, rt_kir_block **body) {
+    rt_arena *a = l->a;
+    const rt_stmt *s = l->s;
+    rt_kir_expr *in = rt_kir_int(a, 1);
+    for (int32_t v = s->n_lhs; v < s->n_vars; v++) {
+        if (l->var_of[l->si][v] < 0)
+            continue;
+        rt_kir_expr *lo, *hi;
+        RT_TRY(rt_gl_range(l, v, &lo, &hi));
+        rt_kir_expr *x = rt_kir_var_ref(a, l->ph, l->var_of[l->si][v]);
+        in = rt_kir_bin(a, RT_KIR_AND, in,
+                        rt_kir_bin(a, RT_KIR_AND, rt_kir_bin(a, RT_KIR_GE, x, lo),
+                                   rt_kir_bin(a, RT_KIR_LT, x, hi)));
+    }
+    rt_kir_node *n = rt_kir_append(a, *body, RT_KIR_N_IF);
+    if (!n)
+        return rt_gl_nomem(l);
+    n->cond = in;
+    *body = &n->body;
+    return RT_OK;
+}
+
+// red_masked: serial loops over reduction vars red[0 .. nr) of l->s from min(lo[0][i], lo[1][i])
+// to max(hi[0][i], hi[1][i]) (the ranges at a thread's first and last element), binding them;
+// *inner (where they nest) receives the innermost body.
+rt_status rt_gl_union_loops(rt_gl *l, const int32_t *red, int32_t nr,
+                            rt_kir_expr *const lo[2][2 * RT_MAX_DIMS],
+                            rt_kir_expr *const hi[2][2 * RT_MAX_DIMS], rt_kir_block **inner) {
+    rt_arena *a = l->a;
+    for (int32_t i = 0; i < nr && *inner; i++) {
+        int32_t pv = rt_kir_add_var(a, l->ph, l->s->vars[red[i]].name, RT_KIR_I64);
+        l->var_of[l->si][red[i]] = pv;
+        rt_kir_node *loop =
+            pv >= 0 ? rt_kir_loop(a, *inner, pv, rt_kir_bin(a, RT_KIR_MIN, lo[0][i], lo[1][i]),
+                                  rt_kir_bin(a, RT_KIR_MAX, hi[0][i], hi[1][i]), RT_KIR_LOOP_SERIAL)
+                    : NULL;
+        if (!loop)
+            return rt_gl_nomem(l);
+        *inner = &loop->body;
+    }
+    return RT_OK;
+}
