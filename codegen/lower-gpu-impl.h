@@ -74,11 +74,5 @@ rt_status rt_gl_range_at_origin(rt_gl *l, const rt_gpu_phase_plan *pl, const int
                                 int32_t v, bool *uniform, rt_kir_expr **lo, rt_kir_expr **hi);
 rt_status rt_gl_block_live(rt_gl *l, const rt_gpu_phase_plan *pl, const int32_t *base_var,
                            rt_kir_expr **live);
-// red_masked (gpu-plan.h): *body becomes the body of a test that l->s's bound reduction vars lie
-// in their ranges at the element's own spatial vars.
-rt_status rt_gl_own_ranges(rt_gl *l, rt_kir_block **body);
-rt_status rt_gl_union_loops(rt_gl *l, const int32_t *red, int32_t nr,
-                            rt_kir_expr *const lo[2][2 * RT_MAX_DIMS],
-                            rt_kir_expr *const hi[2][2 * RT_MAX_DIMS], rt_kir_block **inner);
 
 #endif

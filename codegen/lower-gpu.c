@@ -700,8 +700,6 @@ static rt_status rt_gl_acc_step(rt_gl *l, const rt_gpu_phase_plan *pl, rt_kir_bl
             return rt_gl_nomem(l);
         body = &in->body;
     }
-    if (pl->red_masked) // the element's own ranges of the reduction vars (gpu-plan.h)
-        RT_TRY(rt_gl_own_ranges(l, &body));
     l->pre = body;
     rt_kir_expr *x;
     l->frag_e = l->staging && pl->vec4 ? rt_kir_var_ref(a, l->ph, ev) : NULL;
@@ -952,20 +950,6 @@ static rt_status rt_gl_staged_reduce(rt_gl *l, const rt_gpu_phase_plan *pl, rt_k
 static rt_status rt_gl_plain_reduce(rt_gl *l, const rt_gpu_phase_plan *pl, rt_kir_block *b,
                                     const int32_t *red, int32_t nr, int32_t acc) {
     rt_kir_block *inner = b;
-    if (pl->red_masked) { // loops over the union of the thread's elements' ranges
-        rt_arena *a = l->a;
-        rt_kir_expr *lo[2][2 * RT_MAX_DIMS], *hi[2][2 * RT_MAX_DIMS], *ok;
-        for (int32_t c = 0; c < 2; c++) { // the first and the last element of the tile
-            RT_TRY(rt_gl_bind(l, pl, b, rt_kir_int(a, c ? pl->Rtot - 1 : 0), &ok));
-            rt_gl_set_stmt(l, pl->tstmt);
-            for (int32_t i = 0; i < nr; i++)
-                RT_TRY(rt_gl_range(l, red[i], &lo[c][i], &hi[c][i]));
-        }
-        RT_TRY(rt_gl_union_loops(l, red, nr, lo, hi, &inner));
-        if (!inner)
-            return rt_gl_nomem(l);
-        return rt_gl_acc_step(l, pl, inner, acc, true);
-    }
     for (int32_t i = 0; i < nr && inner; i++)
         RT_TRY(rt_gl_var_loop(l, inner, red[i], &inner));
     if (!inner)

@@ -890,40 +890,6 @@ static bool rt_gp_single(rt_gp *g, rt_gpu_phase_plan *pl, const rt_stmt *t) {
     return false;
 }
 
-// Whether every reduction range of t that depends on a spatial var varying within the block is
-// affine with those vars' coefficients all of one sign, and mentions no reduction var: its
-// extremes over a thread's register tile are then at the tile's first and last element (the
-// regtile's masked ranges, red_masked).
-static bool rt_gp_masked_ranges(const rt_gp *g, const rt_gpu_phase_plan *pl, const rt_stmt *t) {
-    for (int32_t v = t->n_lhs; v < t->n_vars; v++) {
-        const rt_expr *bound[2] = {t->vars[v].lo, t->vars[v].hi};
-        for (int32_t k = 0; k < 2; k++) {
-            if (!bound[k])
-                continue;
-            rt_affine aff;
-            if (!rt_expr_affine(g->op, bound[k], &aff))
-                return false;
-            int sign = 0;
-            for (int32_t i = 0; i < aff.n_terms; i++) {
-                int32_t w = aff.var[i];
-                if (w < 0 || w >= t->n_lhs)
-                    return false; // a reduction var (or unknown)
-                if (aff.coef[i] == 0 || rt_gp_uniform_var(pl, w))
-                    continue;
-                bool dense = false;
-                for (int32_t d = 0; d < pl->n_dims; d++)
-                    dense = dense || (pl->dims[d].n_members == 1 && pl->dims[d].members[0] == w &&
-                                      !pl->dims[d].ragged);
-                int sg = aff.coef[i] > 0 ? 1 : -1;
-                if (!dense || (sign != 0 && sg != sign))
-                    return false;
-                sign = sg;
-            }
-        }
-    }
-    return true;
-}
-
 // The mode of a tiled phase, its staging, block order and unrolling.
 static void rt_gp_mode(rt_gp *g, rt_gpu_phase_plan *pl) {
     const rt_stmt *t = &g->op->stmts[pl->tstmt];
@@ -939,19 +905,14 @@ static void rt_gp_mode(rt_gp *g, rt_gpu_phase_plan *pl) {
                      rt_gp_mentions_var(t->vars[v].hi, w)) &&
                     !rt_gp_uniform_var(pl, w))
                     uniform = false;
-        if (uniform) {
+        if (uniform)
             pl->mode = RT_GPU_REGTILE;
-        } else if (rt_gp_masked_ranges(g, pl, t)) {
-            pl->mode = RT_GPU_REGTILE;
-            pl->red_masked = true;
-        }
     }
-    if (pl->mode == RT_GPU_REGTILE && pl->from_prog && !pl->red_masked &&
-        rt_gp_plan_stage(g, pl, t))
+    if (pl->mode == RT_GPU_REGTILE && pl->from_prog && rt_gp_plan_stage(g, pl, t))
         pl->mode = RT_GPU_STAGED;
     if (pl->mode == RT_GPU_DIRECT)
         pl->epi = -1;
-    if (pl->mode == RT_GPU_REGTILE && pl->from_prog && !pl->red_masked)
+    if (pl->mode == RT_GPU_REGTILE && pl->from_prog)
         rt_gp_mma(g, pl);
     pl->unroll = pl->mode != RT_GPU_DIRECT || pl->Rtot <= 16;
     // Grouped block order (L2 reuse) where the device file gives its group width.
@@ -992,7 +953,6 @@ static uint64_t rt_gp_key(const rt_gpu_plan *pl) {
         for (int32_t v2 = 0; ph->mode == RT_GPU_STAGED && v2 < RT_GPU_PLAN_MAX_VARS; v2++)
             h = rt_gp_mix(h, (uint64_t)ph->red_T1[v2]);
         h = rt_gp_mix(h, (uint64_t)ph->red_exact);
-        h = rt_gp_mix(h, (uint64_t)ph->red_masked);
         h = rt_gp_mix(h, (uint64_t)ph->vec4);
         const rt_gpu_mma *mm = &ph->mma;
         const int64_t mw[] = {mm->on, mm->a,    mm->wgm,    mm->wgn,
@@ -1140,8 +1100,6 @@ void rt_gpu_plan_print_phase(const rt_op *op, const rt_gpu_plan *pl, int32_t i, 
     }
     rt_buf_printf(out, "; register tile %lld%s", (long long)ph->Rtot,
                   ph->unroll ? " unrolled" : " in a loop");
-    if (ph->red_masked)
-        rt_buf_puts(out, "; reduction over the union of the tile's ranges, masked per element");
     if (ph->raster > 0)
         rt_buf_printf(out, "; grouped block order %lld", (long long)ph->raster);
 }

@@ -235,12 +235,6 @@ typedef struct rt_gpu_phase_plan {
     // and the model read them
     int32_t step_var;
     int64_t step_unroll;
-    // regtile: some reduction range depends on a spatial var that varies within the block (a
-    // triangular k in 0:i + 1, or i:N): each thread loops over the union of its register-tile
-    // elements' ranges (the bounds at its first and last element: every such bound is affine,
-    // its block-varying vars' coefficients of one sign) and masks each element's update to
-    // its own range (rt_gp_masked_ranges).
-    bool red_masked;
     int64_t row;    // tree: threads per node (the longest row of the group's statements)
     rt_gpu_mma mma; // matrix instructions (rt_gp_mma), mma.on false: scalar FMAs
 } rt_gpu_phase_plan;
