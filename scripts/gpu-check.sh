@@ -148,6 +148,7 @@ while IFS='|' read -r name spec k args; do
     (cd "$root" && timeout "$t" "$rtgen" --device="$dev" --json --top-k="$k" $args \
         -o "$tmp/k-$name" "$spec") >"$tmp/op-$name.json" 2>"$tmp/op-$name.err"
     rc=$?
+    [ $rc -eq 124 ] && echo "timed out after ${t} s (its share of the ${budget} s budget)" >>"$tmp/op-$name.err"
     echo $rc >"$tmp/op-$name.rc"
     echo "$name|$spec|$k|$args" >>"$tmp/ops.done"
     sed "s/^/  $name: /" "$tmp/op-$name.err" >>"$log"
