@@ -615,6 +615,8 @@ static void bl_print_row(const bl_row *r, int counts[4]) {
     counts[g[0] == 'P' ? 0 : g[0] == 'M' ? 1 : 2]++;
     printf(bl_head, r->c->name, r->data, f[0], f[1], f[2], f[3], f[4], f[5], bmed, f[6], f[7], g,
            f[10], f[8], prel <= 2 ? "ok" : "over", f[11], f[9]);
+    if (!r->have_dense && r->dense.why[0])
+        printf("  (b) n/a: %s\n", r->dense.why);
     printf("  %-10s %10s %10s %7s  %s\n", "op", "rt_us", "a_us", "a/rt", "rtgen kernel");
     for (int k = 0; k < r->rt.l->n_ops; k++) {
         const rt_cpu_report *c = r->rt.cpu[k];
