@@ -24,7 +24,8 @@
 // (tests/data/half-gemm.spec 4096^3, GPU check 2026-11-27) k 32 ran 20-45 % faster, where the
 // model had priced every k step alike. The model prices WMMA and mma.sync alike but for
 // ldmatrix's bank conflicts (none on the padded rows); the plan prefers mma.sync on a tie
-// (gpu-plan.c). Neither the multi-stage nor the mma.sync kernels have been timed on a GPU yet.
+// (gpu-plan.c). On the H200 (2026-11-28) the model's top-1, mma.sync with 3 cp.async stages,
+// ran 0.54 ms for 4096^3 f16 (predicted 0.48).
 // MFMA (gfx90a, codegen/lower-gpu-mfma.c) is priced by the same steps over wavefronts of 64:
 // one stage (no asynchronous copy), a 16x16 f32 accumulator 4 registers per lane, an operand 2,
 // the matrix peak of the INI's mma_* rows over its units and 4 SIMDs (teus_per_unit); never run
@@ -35,6 +36,13 @@
 #include <stdio.h>
 #include <string.h>
 
+// Loads in flight per thread in an element-by-element tile copy: lower-gpu-mma.c's loop of one
+// element per thread and round, unrolled 4. On the H200 (GPU check 2026-11-28) the four guarded
+// WMMA GEMMs of 4096^3 (k step 48 or tiles of 192 and 144: copies element by element, one block
+// per unit) ran 3.0-3.7 ms where the model, pricing their copies with the whole tile in flight,
+// said 0.61-0.74; with 2 KiB in flight per unit (the global curve's first point, 516 GB/s) the
+// copies alone take 3.2-3.3 ms.
+#define RT_GPU_MMA_SCALAR_LOADS 4
 // Nominal: cycles one __syncthreads of a block whose warps arrive together costs the unit.
 #define RT_GPU_MMA_BARRIER_CYCLES 40
 // Nominal: registers per thread besides fragments (addresses, indices, loop counters), fitted to
@@ -178,9 +186,24 @@ bool rt_gpu_mma_price(const rt_device *dev, const rt_gpu_mma *mm, int64_t T1m, i
     double r = (double)rt_min64(resident, per_unit);
     double warps = (double)(threads / wave), teus = dev->teus_per_unit > 0 ? dev->teus_per_unit : 4;
     double ks = (double)mm->ks, copy_bytes = (double)(T1m + T1n) * ks * 2;
-    // in flight: the copies of stages - 1 steps ahead (one without cp.async)
+    // in flight: the copies of stages - 1 steps ahead (one without cp.async); both tiles
+    // copied 16 bytes per access: every access of the step at once; else A's copy and then B's,
+    // an element-by-element one with 4 loads per thread in flight
     double ahead = mm->stages > 2 ? (double)(mm->stages - 1) : 1;
-    double gbps = rt_gpu_mma_gbps(&dev->level[0], r * copy_bytes * ahead) / (double)units;
+    double a_bytes = (double)T1m * ks * 2, b_bytes = (double)T1n * ks * 2;
+    double scalar = (double)threads * RT_GPU_MMA_SCALAR_LOADS * 2, copy_ns = 0;
+    if (mm->vec_a && mm->vec_b) {
+        double gbps = rt_gpu_mma_gbps(&dev->level[0], r * copy_bytes * ahead) / (double)units;
+        copy_ns = gbps > 0 ? r * copy_bytes / gbps : 0;
+    } else {
+        const double bytes[2] = {a_bytes, b_bytes};
+        const bool vec[2] = {mm->vec_a, mm->vec_b};
+        for (int i = 0; i < 2; i++) {
+            double flight = vec[i] ? bytes[i] : fmin(bytes[i], scalar);
+            double gbps = rt_gpu_mma_gbps(&dev->level[0], r * flight) / (double)units;
+            copy_ns += gbps > 0 ? r * bytes[i] / gbps : 0;
+        }
+    }
     double sh_gbps = (dev->level[1].bandwidth_gbps > 0 ? dev->level[1].bandwidth_gbps
                                                        : dev->level[0].bandwidth_gbps) /
                      (double)units;
@@ -196,7 +219,7 @@ bool rt_gpu_mma_price(const rt_device *dev, const rt_gpu_mma *mm, int64_t T1m, i
         warps * ((double)(mm->wm / 16) * wa + (double)(mm->wn / 16) * wb) * (ks / 16) * 512;
     double clock_ghz = dev->clock_mhz > 0 ? dev->clock_mhz / 1000 : 1;
     out->resident = (int64_t)r;
-    out->copy_ns = gbps > 0 ? r * copy_bytes / gbps : 0;
+    out->copy_ns = copy_ns;
     out->mma_ns = r * 2.0 * (double)T1m * (double)T1n * ks / (mma_gbps * fill);
     out->shared_ns = sh_gbps > 0 ? r * (frag_bytes + copy_bytes) / sh_gbps : 0;
     out->barrier_ns = (mm->stages > 1 ? 1 : 2) * r * RT_GPU_MMA_BARRIER_CYCLES / clock_ghz;

@@ -113,6 +113,10 @@ typedef struct rt_gpu_mma {
     int64_t ks;         // k step (a multiple of 16)
     int64_t M, N, K;    // extents
     bool full;          // M, N, K multiples of the block tile and k step: no guards
+    // A's (B's) tile is copied 16 bytes per access (full tiles, A's rows along k, B's along n
+    // in memory: lower-gpu-mma.c's rt_gm_copy_vec), every access of a step in flight at once;
+    // else element by element, 4 loads per thread in flight (its unroll 4)
+    bool vec_a, vec_b;
     // 1: copy, barrier, compute, barrier per k step; 2 .. RT_GPU_MMA_MAX_STAGES (sm_80+, full
     // tiles whose copies are 16-byte vectors): that many shared stages filled by cp.async, the
     // copy of step t + stages - 1 issued before step t's compute, one barrier per step. The

@@ -181,6 +181,8 @@ static void test_devices(void) {
                          .N = 4096,
                          .K = 4096,
                          .full = true,
+                         .vec_a = true,
+                         .vec_b = true,
                          .stages = 1};
         RT_EXPECT_EQ(rt_gpu_mma_wave(&mm), 64);
         mm.smem_bytes = rt_gpu_mma_smem_bytes(&mm, 256, 256, 1024);
