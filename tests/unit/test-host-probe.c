@@ -360,7 +360,8 @@ static void test_probe_and_cache(void) {
 // The default device's f32 peak per core against the test's own FMA loop, within 15%: a peak
 // taken from a nominal clock (2450 MHz on the Zen 3 VM that runs at 3.1 GHz: 22% low) or from
 // a probe whose accumulators spill (half the rate) fails. Both sides are the best of many short
-// runs; a disagreement is measured again (fresh probe) up to 4 times before it counts.
+// runs; a disagreement is measured again (fresh probe, the loop's best kept) up to 4 times before
+// it counts.
 static void test_peak_vs_fma_loop(void) {
     env_reset();
     double per_core = 0, loop = 0;
@@ -369,15 +370,22 @@ static void test_peak_vs_fma_loop(void) {
         remove_cache_files();
         if (probed_device() != RT_OK)
             break;
-        loop = rt_test_fma_gflops(dev.lanes, 0.2);
+        // the loop's figure is a best-of: the tries add wall time to it (0.4 s each) rather
+        // than start over, so a try whose runs all met a slow core (another process, a clock
+        // ramping up) does not stand alone
+        double now = rt_test_fma_gflops(dev.lanes, 0.4);
+        loop = now > loop ? now : loop;
         if (loop <= 0.0) {
             printf("  no FMA loop for %d lanes on this host: peak not checked\n", (int)dev.lanes);
             return;
         }
         per_core = dev.peak_gflops[RT_DTYPE_F32] / dev.units;
         ok = fabs(per_core / loop - 1.0) <= 0.15;
-        printf("  f32 peak per core %.4g GFLOP/s, FMA loop %.4g GFLOP/s (%+.1f%%)\n", per_core,
-               loop, 100.0 * (per_core / loop - 1.0));
+        // where the peak came from: "measured <date>" or "nominal" (a disturbed probe)
+        printf("  f32 peak per core %.4g GFLOP/s (%s; clock %.0f MHz), FMA loop %.4g GFLOP/s "
+               "(%+.1f%%)\n",
+               per_core, label(dev.compute_source, "f32_gflops"), dev.clock_mhz, loop,
+               100.0 * (per_core / loop - 1.0));
     }
     RT_EXPECT(ok);
     remove_cache_files();
