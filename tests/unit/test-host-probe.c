@@ -298,7 +298,7 @@ static void test_probe_and_cache(void) {
     char path[512], key[512];
     RT_EXPECT_EQ(cache_files(path, sizeof path), 1);
     rt_hal_host_key(key, sizeof key);
-    rt_host_figures f;
+    rt_host_figures f = {0}; // zero when the cache could not be read (a failed check above)
     char why[256] = "";
     const char *text = read_text(path);
     RT_EXPECT(text && rt_hal_host_figures_parse(text, key, &f, why, sizeof why));
