@@ -295,8 +295,11 @@ static void test_probe_and_cache(void) {
     env_reset();
     RT_EXPECT_EQ(probed_device(), RT_OK);
     RT_EXPECT(dev.detected);
-    char path[512], key[512];
-    RT_EXPECT_EQ(cache_files(path, sizeof path), 1);
+    char path[512] = "", key[512];
+    int n_cache = cache_files(path, sizeof path);
+    RT_EXPECT_EQ(n_cache, 1);
+    if (n_cache != 1) // no cache file (a disturbed probe): the cases below would write to `path`
+        return;
     rt_hal_host_key(key, sizeof key);
     rt_host_figures f = {0}; // zero when the cache could not be read (a failed check above)
     char why[256] = "";
