@@ -838,9 +838,10 @@ static void rt_gp_mma(rt_gp *g, rt_gpu_phase_plan *pl) {
     mm.full = mm.M % T1m == 0 && mm.N % T1n == 0 && mm.K % mm.ks == 0;
     // cp.async's 16-byte copies and ldmatrix(.trans): A's rows run along k and B's along n in
     // memory (gpu-mma.c)
-    bool async_ok = ea->args[1]->var == mm.vk && eb->args[1]->var == mm.vn;
-    mm.vec_a = mm.full && ea->args[1]->var == mm.vk;
-    mm.vec_b = mm.full && eb->args[1]->var == mm.vn;
+    bool a_rows_k = ea->args[1]->var == mm.vk, b_rows_n = eb->args[1]->var == mm.vn;
+    bool async_ok = a_rows_k && b_rows_n;
+    mm.vec_a = mm.full && a_rows_k;
+    mm.vec_b = mm.full && b_rows_n;
     int64_t threads = rt_gp_mma_choose(g, &mm, T1m, T1n, pl, async_ok);
     if (threads == 0)
         return;

@@ -349,7 +349,7 @@ static rt_status rt_driver_interpret(rt_arena *a, const rt_op *op, rt_bindings *
 // The lengths the run binds feed the model as distributions (CORA: extents are histograms, not
 // integers): those of --lengths files, and the generated ones of every other length tensor
 // (uniform over 0..b->max_length, seeded), so that the model prices the problem the profile
-// runs and checks; the report's length_note says which were generated.
+// runs and checks; the generated ones carry the note (the report's length_note) naming them.
 static rt_status rt_driver_length_dists(rt_arena *a, const rt_op *op, rt_bindings *b,
                                         rt_perf_options *popt, rt_err *err) {
     int32_t n_len = 0;
@@ -383,8 +383,10 @@ static rt_status rt_driver_length_dists(rt_arena *a, const rt_op *op, rt_binding
         for (int64_t k = 0; k < n; k++)
             samples[k] = (int64_t)td->data[k];
         d[n_dists].tensor = op->tensors[t].name;
-        if (!td->bound)
+        if (!td->bound) { // marked here, the note's text set below once it is whole
             rt_buf_printf(&note, "%s%s", note.len ? ", " : "", op->tensors[t].name);
+            d[n_dists].note = "";
+        }
         RT_TRY(rt_extent_dist_from_samples(a, samples, (int32_t)n, op->tensors[t].loc,
                                            &d[n_dists++].dist, err));
     }
@@ -395,7 +397,8 @@ static rt_status rt_driver_length_dists(rt_arena *a, const rt_op *op, rt_binding
         if (note.oom)
             return rt_fail(err, RT_ERR_NOMEM, RT_NOLOC, "out of memory");
         for (int32_t i = 0; i < n_dists; i++)
-            d[i].note = note.data;
+            if (d[i].note)
+                d[i].note = note.data;
     }
     popt->lengths = d;
     popt->n_lengths = n_dists;
