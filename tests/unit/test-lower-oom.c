@@ -1,9 +1,10 @@
 // test-lower-oom.c: the CPU lowering and the C emitter under injected out-of-memory
 // (rt_arena_fail_after), for the top-1 of a dense GEMM, a window reduction (and an empty one), a
-// per-entry ragged GEMM, a triangular GEMM and the naive kernel, and the same through the GPU
-// lowering and the CUDA emitter, and the run layer's build of the top K (no profile): every failure is RT_ERR_NOMEM
-// with "out of memory", never a crash and never the lowering's internal error (an incomplete
-// node that the arena did not cause), and the sweep ends in a kernel and its text.
+// per-entry ragged GEMM, a triangular GEMM and the naive kernel; the same through the GPU
+// lowering and the CUDA emitter, and through the run layer's build of the top K (no profile).
+// Every failure is RT_ERR_NOMEM with "out of memory", never a crash and never the lowering's
+// internal error (an incomplete node that the arena did not cause), and the sweep ends in a
+// kernel and its text.
 #include "test.h"
 
 #include "emit.h"

@@ -35,8 +35,7 @@ static const char relu_spec[] = "size N = 1\nsize C = 1\nsize H = 1\nsize W = 1\
                                 "    O(n, c, h, w) = max(I(n, c, h, w), 0)\n}\n";
 
 // One operator at one size: GEMM M, N, K; ReLU N, C, H, W; triangular L . X N, P; QK^T B with B
-// lengths spread over
-// 1..size[1] (a seeded shuffle of a ramp: min(B, size[1]) distinct values).
+// lengths spread over 1..size[1] (a seeded shuffle of a ramp: min(B, size[1]) distinct values).
 typedef struct scale_case {
     scale_op op;
     int64_t size[4];
