@@ -111,6 +111,24 @@ static rt_status bl_length_dist(rt_arena *a, const rt_op *op, const int32_t *len
     return RT_OK;
 }
 
+// Def k profiled as `rtgen` profiles a layer's def: on bindings of its own in a scratch arena
+// (rt_layer_bindings_def), released with its profiling data, so that the row holds one def's
+// doubles at a time besides the layer's buffers (every def prepared at once, a BERT layer on
+// RACE b64 held two copies of every intermediate and ran out of memory beside its peers).
+static rt_status bl_profile_def(bl_rt *r, int32_t k, const rt_device *dev,
+                                const rt_perf_result *perf, const rt_cpu_options *copt,
+                                rt_err *err) {
+    rt_arena *s = rt_arena_new(1 << 16);
+    if (!s)
+        return rt_fail(err, RT_ERR_NOMEM, RT_NOLOC, "out of memory");
+    rt_bindings *b = NULL;
+    rt_status st = rt_layer_bindings_def(s, r->lb, k, &b, err);
+    if (st == RT_OK)
+        st = rt_cpu_build_and_profile(r->a, r->l->ops[k], dev, b, perf, copt, &r->cpu[k], err);
+    rt_arena_free(s);
+    return st;
+}
+
 // The layer of config c on lengths len[0..b), every def constructed for `threads` cores of dev
 // and profiled on that many threads, bound into a layer runner.
 static rt_status bl_rt_build(const bl_config *c, const int32_t *len, int64_t b, int threads,
@@ -123,7 +141,7 @@ static rt_status bl_rt_build(const bl_config *c, const int32_t *len, int64_t b, 
         return rt_fail(err, RT_ERR_USAGE, RT_NOLOC, "%s: more than %d defs", path, BL_MAX_OPS);
     RT_TRY(rt_layer_bindings_new(r->a, r->l, BL_SEED, &r->lb, err));
     RT_TRY(rt_bindings_set_lengths(r->lb->ops[0], "len", len, b, err));
-    RT_TRY(rt_layer_bindings_prepare(r->lb, err));
+    RT_TRY(rt_layer_bindings_prepare_inputs(r->lb, err));
     rt_device dev_row = *dev; // constructed for the cores it runs on, as oneDNN blocks for its
     if (threads > 0)
         rt_hal_device_on_units(&dev_row, threads); // the peaks scaled with the cores
@@ -135,8 +153,7 @@ static rt_status bl_rt_build(const bl_config *c, const int32_t *len, int64_t b, 
         rt_perf_result *perf;
         RT_TRY(bl_length_dist(r->a, op, len, b, &popt, err));
         RT_TRY(rt_perf_construct(r->a, op, &dev_row, &popt, &perf, err));
-        RT_TRY(rt_cpu_build_and_profile(r->a, op, &dev_row, r->lb->ops[k], perf, &copt, &r->cpu[k],
-                                        err));
+        RT_TRY(bl_profile_def(r, k, &dev_row, perf, &copt, err));
         const rt_cpu_cand *c0 = &r->cpu[k]->cands[0];
         if (r->cpu[k]->winner < 0)
             return rt_fail(err, RT_ERR_BACKEND, RT_NOLOC,
