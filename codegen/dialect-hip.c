@@ -24,6 +24,7 @@ const rt_gpu_dialect rt_gpu_dialect_hip = {
     .thread_idx        = "threadIdx.x",
     .block_idx         = {"blockIdx.x", "blockIdx.y", "blockIdx.z"},
     .barrier           = "__syncthreads();",
+    .barrier_global    = "__syncthreads();", // orders global and shared accesses alike
     .unroll            = "#pragma unroll",
     .i64               = "long long",
     .vec4              = "float4",

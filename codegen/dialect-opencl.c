@@ -21,6 +21,7 @@ const rt_gpu_dialect rt_gpu_dialect_opencl = {
     .thread_idx        = "get_local_id(0)",
     .block_idx         = {"get_group_id(0)", "get_group_id(1)", "get_group_id(2)"},
     .barrier           = "barrier(CLK_LOCAL_MEM_FENCE);",
+    .barrier_global    = "barrier(CLK_LOCAL_MEM_FENCE | CLK_GLOBAL_MEM_FENCE);",
     .unroll            = "#pragma unroll",
     .i64               = "long",
     .vec4              = "float4",

@@ -364,7 +364,7 @@ static void rt_ge_node(rt_ge *g, const rt_kir_node *n, int ind) {
         rt_ge_block(g, &n->body, ind);
         return;
     case RT_KIR_N_BARRIER:
-        rt_buf_linef(b, ind, "%s", g->d->barrier);
+        rt_buf_linef(b, ind, "%s", n->var == 1 ? g->d->barrier_global : g->d->barrier);
         return;
     case RT_KIR_N_COMMENT:
         rt_buf_linef(b, ind, "// %s", n->text ? n->text : "");

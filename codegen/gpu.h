@@ -40,6 +40,7 @@ typedef struct rt_gpu_dialect {
     const char *thread_idx;          // thread index in the block
     const char *block_idx[3];        // block index along x, y, z
     const char *barrier;             // block barrier statement
+    const char *barrier_global;      // the same, ordering global memory accesses as well
     const char *unroll;              // pragma line asking for full unrolling
     const char *i64;                 // 64-bit signed integer type
     const char *vec4;                // 4-wide float vector type

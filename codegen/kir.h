@@ -81,7 +81,8 @@ typedef enum rt_kir_nkind {
     RT_KIR_N_IF,      // if (cond) body else else_body
     RT_KIR_N_COPY,    // a tile copy between levels (packing): body does it, text names it
     RT_KIR_N_UKERNEL, // register-tile micro-kernel, see rt_kir_ukernel
-    RT_KIR_N_BARRIER, // all work items of the level reach this point (GPU block level)
+    RT_KIR_N_BARRIER, // all work items of the level reach this point (GPU block level); var 1:
+                      // their global memory accesses before it are visible after it too
     RT_KIR_N_COMMENT, // text only
     // A hint that the cache line of buf[index] will be read soon (CPU emitters; GPU emitters
     // print it as a comment). It never faults, even outside the buffer, and changes no result.

@@ -46,6 +46,9 @@ typedef struct rt_gl {
     rt_kir_expr *subst_value;
     int32_t *work_buf;  // per plan phase: its work list's kernel argument (bufs index), -1 none
     int32_t *work_kbuf; // and its kernel IR buffer
+    // rows mode with a work list: the block holds an entry (no branch around the body's
+    // barriers); NULL otherwise
+    rt_kir_expr *work_live;
     bool oom;
 } rt_gl;
 
@@ -64,6 +67,32 @@ rt_status rt_gl_nomem(rt_gl *l);
 rt_kir_expr *rt_gl_offset(rt_gl *l, int32_t t, rt_kir_expr **idx, rt_kir_expr **valid);
 // The range of var v of l->s with its bound vars.
 rt_status rt_gl_range(rt_gl *l, int32_t v, rt_kir_expr **lo, rt_kir_expr **hi);
+
+// lower-gpu.c's builders, shared with the files of the other modes.
+rt_kir_expr *rt_gl_udiv(rt_arena *a, rt_kir_expr *x, int64_t d); // of non-negative x, folded
+rt_kir_expr *rt_gl_umod(rt_arena *a, rt_kir_expr *x, int64_t d);
+// Appends `var = value` (an integer named name) and returns a reference to var; NULL: oom.
+rt_kir_expr *rt_gl_let(rt_gl *l, rt_kir_block *b, const char *name, rt_kir_expr *value);
+// Appends buf[idx] = value (converted to buf's type).
+void rt_gl_store(rt_gl *l, rt_kir_block *b, int32_t buf, rt_kir_expr *idx, rt_kir_expr *value);
+rt_kir_node *rt_gl_if(rt_gl *l, rt_kir_block *b, rt_kir_expr *cond); // NULL: oom
+// A serial loop over var v of l->s in its range, binding it; *body: its body (NULL: oom).
+rt_status rt_gl_var_loop(rt_gl *l, rt_kir_block *b, int32_t v, rt_kir_block **body);
+// Expression e of l->s at its bound vars (sums inside it loop in l->pre).
+rt_status rt_gl_num(rt_gl *l, const rt_expr *e, rt_kir_expr **out);
+// cur combined with x by reduction op (+, *, max, min).
+rt_kir_expr *rt_gl_combine(rt_arena *a, rt_assign op, rt_kir_expr *cur, rt_kir_expr *x);
+// Binds the tiling statement's LHS vars (and the phase's other statements' prefix) to element
+// e of the thread's register tile; *valid: the element lies in the iteration space.
+rt_status rt_gl_bind(rt_gl *l, const rt_gpu_phase_plan *pl, rt_kir_block *b, rt_kir_expr *e,
+                     rt_kir_expr **valid);
+void rt_gl_set_stmt(rt_gl *l, int32_t si);               // l->s, l->si and l->ct of statement si
+rt_status rt_gl_out_offset(rt_gl *l, rt_kir_expr **out); // l->s's output at its bound vars
+
+// lower-gpu-rows.c: the body of a rows phase (gpu-plan.h) into b, td the thread's index in its
+// row; adds its shared arrays' bytes to *smem_bytes.
+rt_status rt_gl_rows(rt_gl *l, const rt_gpu_phase_plan *pl, rt_kir_block *b, rt_kir_expr *td,
+                     int64_t *smem_bytes);
 
 // lower-gpu-ragged.c
 rt_kir_expr *rt_gl_extent_at(rt_gl *l, const rt_expr *e, rt_kir_expr **idx);

@@ -12,8 +12,9 @@
 //            number of steps, and a block whose tile starts past a ragged extent skips them;
 //   regtile  other reductions (pooling, reduce_mean, ragged proj / vgemm): the same register
 //            tile, inputs read from global memory, ragged bounds from the length tensors;
-//   direct   everything else (elementwise, softmax's statement chains, triangular ranges):
-//            each thread runs the group's statements for each element of its register tile.
+//   direct   everything else (elementwise, triangular ranges): each thread runs the group's
+//            statements for each element of its register tile;
+//   rows     row-wise groups (softmax, layernorm): a row's threads share it (lower-gpu-rows.c);
 //   tree     a tree group, level by level (lower-tree.c).
 // Grid dims of ragged (vloop) extents are grid y / z, sized at launch from the bound lengths
 // (src/run/gpu-launch.c) — or, where the plan says so (gpu-plan.h work_list), the phase runs a
@@ -36,7 +37,7 @@ rt_status rt_gl_nomem(rt_gl *l) {
 }
 
 // Truncating division / modulo of non-negative integers, folding constants and 1.
-static rt_kir_expr *rt_gl_udiv(rt_arena *a, rt_kir_expr *x, int64_t d) {
+rt_kir_expr *rt_gl_udiv(rt_arena *a, rt_kir_expr *x, int64_t d) {
     int64_t c;
     if (!x || d == 1)
         return x;
@@ -44,7 +45,7 @@ static rt_kir_expr *rt_gl_udiv(rt_arena *a, rt_kir_expr *x, int64_t d) {
         return rt_kir_int(a, c / d);
     return rt_kir_bin(a, RT_KIR_UDIV, x, rt_kir_int(a, d));
 }
-static rt_kir_expr *rt_gl_umod(rt_arena *a, rt_kir_expr *x, int64_t d) {
+rt_kir_expr *rt_gl_umod(rt_arena *a, rt_kir_expr *x, int64_t d) {
     int64_t c;
     if (!x)
         return NULL;
@@ -56,7 +57,7 @@ static rt_kir_expr *rt_gl_umod(rt_arena *a, rt_kir_expr *x, int64_t d) {
 }
 
 // Appends `var = value` (integer) and returns a reference to var.
-static rt_kir_expr *rt_gl_let(rt_gl *l, rt_kir_block *b, const char *name, rt_kir_expr *value) {
+rt_kir_expr *rt_gl_let(rt_gl *l, rt_kir_block *b, const char *name, rt_kir_expr *value) {
     int32_t v = rt_kir_add_var(l->a, l->ph, name, RT_KIR_I64);
     rt_kir_node *n = v >= 0 && value ? rt_kir_append(l->a, b, RT_KIR_N_LET) : NULL;
     if (!n) {
@@ -68,8 +69,7 @@ static rt_kir_expr *rt_gl_let(rt_gl *l, rt_kir_block *b, const char *name, rt_ki
     return rt_kir_var_ref(l->a, l->ph, v);
 }
 
-static void rt_gl_store(rt_gl *l, rt_kir_block *b, int32_t buf, rt_kir_expr *idx,
-                        rt_kir_expr *value) {
+void rt_gl_store(rt_gl *l, rt_kir_block *b, int32_t buf, rt_kir_expr *idx, rt_kir_expr *value) {
     rt_kir_node *n = idx && value ? rt_kir_append(l->a, b, RT_KIR_N_STORE) : NULL;
     RT_GL_CHECK(l, n);
     if (n) {
@@ -80,7 +80,7 @@ static void rt_gl_store(rt_gl *l, rt_kir_block *b, int32_t buf, rt_kir_expr *idx
     }
 }
 
-static rt_kir_node *rt_gl_if(rt_gl *l, rt_kir_block *b, rt_kir_expr *cond) {
+rt_kir_node *rt_gl_if(rt_gl *l, rt_kir_block *b, rt_kir_expr *cond) {
     rt_kir_node *n = cond ? rt_kir_append(l->a, b, RT_KIR_N_IF) : NULL;
     RT_GL_CHECK(l, n);
     if (n)
@@ -305,7 +305,7 @@ rt_status rt_gl_range(rt_gl *l, int32_t v, rt_kir_expr **lo, rt_kir_expr **hi) {
 }
 
 // A serial loop over statement var v in its range, binding it; returns the body (NULL: oom).
-static rt_status rt_gl_var_loop(rt_gl *l, rt_kir_block *b, int32_t v, rt_kir_block **body) {
+rt_status rt_gl_var_loop(rt_gl *l, rt_kir_block *b, int32_t v, rt_kir_block **body) {
     rt_kir_expr *lo, *hi;
     RT_TRY(rt_gl_range(l, v, &lo, &hi));
     int32_t pv = rt_kir_add_var(l->a, l->ph, l->s->vars[v].name, RT_KIR_I64);
@@ -316,7 +316,7 @@ static rt_status rt_gl_var_loop(rt_gl *l, rt_kir_block *b, int32_t v, rt_kir_blo
     return RT_OK;
 }
 
-static rt_status rt_gl_num(rt_gl *l, const rt_expr *e, rt_kir_expr **out) {
+rt_status rt_gl_num(rt_gl *l, const rt_expr *e, rt_kir_expr **out) {
     rt_lx x = rt_gl_ctx(l);
     return rt_gl_done(l, &x, rt_lx_num(&x, e, out));
 }
@@ -325,7 +325,7 @@ static rt_status rt_gl_num(rt_gl *l, const rt_expr *e, rt_kir_expr **out) {
 // Accumulators
 // ---------------------------------------------------------------------------------------------
 
-static rt_kir_expr *rt_gl_combine(rt_arena *a, rt_assign op, rt_kir_expr *cur, rt_kir_expr *x) {
+rt_kir_expr *rt_gl_combine(rt_arena *a, rt_assign op, rt_kir_expr *cur, rt_kir_expr *x) {
     switch (op) {
     case RT_ASSIGN_MUL_INIT:
         return rt_kir_bin(a, RT_KIR_MUL, cur, x);
@@ -344,10 +344,10 @@ static rt_kir_expr *rt_gl_combine(rt_arena *a, rt_assign op, rt_kir_expr *cur, r
 
 // Block coordinates: the grid x linear index `item` decomposed over the dense dims (inner dims
 // fastest, optionally in grouped order over the two innermost), ragged dims from the vars
-// gy[0] / gy[1] (grid y / z, or a work list's entry); thread coordinates from the thread index
-// (inner dims fastest: coalesced).
+// gy[0] / gy[1] (grid y / z, or a work list's entry); thread coordinates from `thread` (the
+// thread index; in rows mode its row slot) (inner dims fastest: coalesced).
 static void rt_gl_coords(rt_gl *l, const rt_gpu_phase_plan *pl, rt_kir_block *b, rt_kir_expr *item,
-                         const int32_t *gy) {
+                         const int32_t *gy, rt_kir_expr *thread) {
     rt_arena *a = l->a;
     int32_t xs[RT_GL_MAX_DIMS], nx = 0;
     for (int32_t d = 0; d < pl->n_dims; d++)
@@ -405,7 +405,7 @@ static void rt_gl_coords(rt_gl *l, const rt_gpu_phase_plan *pl, rt_kir_block *b,
     for (int32_t d = 0; d < pl->n_dims; d++)
         if (pl->dims[d].grid > 0)
             l->bvar[d] = gy[pl->dims[d].grid - 1];
-    rest = rt_kir_var_ref(a, l->ph, l->ph->thread_var);
+    rest = thread;
     int32_t outer_t = -1;
     for (int32_t d = 0; d < pl->n_dims; d++)
         if (pl->dims[d].nt > 1 && outer_t < 0)
@@ -424,8 +424,8 @@ static void rt_gl_coords(rt_gl *l, const rt_gpu_phase_plan *pl, rt_kir_block *b,
 
 // Binds the tiling statement's LHS vars (and the prefix of the phase's other statements) to
 // element e of the thread's register tile; *valid receives the in-range condition.
-static rt_status rt_gl_bind(rt_gl *l, const rt_gpu_phase_plan *pl, rt_kir_block *b, rt_kir_expr *e,
-                            rt_kir_expr **valid) {
+rt_status rt_gl_bind(rt_gl *l, const rt_gpu_phase_plan *pl, rt_kir_block *b, rt_kir_expr *e,
+                     rt_kir_expr **valid) {
     rt_arena *a = l->a;
     const rt_stmt *ts = &l->op->stmts[pl->tstmt];
     int32_t si = l->si;
@@ -499,14 +499,14 @@ static rt_status rt_gl_bind(rt_gl *l, const rt_gpu_phase_plan *pl, rt_kir_block 
     return st;
 }
 
-static void rt_gl_set_stmt(rt_gl *l, int32_t si) {
+void rt_gl_set_stmt(rt_gl *l, int32_t si) {
     l->si = si;
     l->s = &l->op->stmts[si];
     l->ct = l->op->tensors[l->s->out].dtype == RT_DTYPE_F64 ? RT_KIR_F64 : RT_KIR_F32;
 }
 
 // Output offset of statement l->s at its bound LHS vars.
-static rt_status rt_gl_out_offset(rt_gl *l, rt_kir_expr **out) {
+rt_status rt_gl_out_offset(rt_gl *l, rt_kir_expr **out) {
     const rt_stmt *s = l->s;
     rt_kir_expr *idx[RT_MAX_DIMS];
     for (int32_t d = 0; d < s->n_lhs; d++) {
@@ -1086,6 +1086,7 @@ static rt_status rt_gl_tree_phase(rt_gl *l, const rt_gpu_phase_plan *pl, const r
     if (l->ph->thread_var < 0 || l->ph->levels.level_var < 0)
         return rt_gl_nomem(l);
     l->plan = pl;
+    l->work_live = NULL;
     for (int32_t i = 0; i < op->n_stmts; i++)
         for (int32_t v = 0; v < op->stmts[i].n_vars; v++)
             l->var_of[i][v] = -1;
@@ -1139,32 +1140,45 @@ static rt_status rt_gl_tree_phase(rt_gl *l, const rt_gpu_phase_plan *pl, const r
 // A work-list phase's opening (gpu-plan.h work_list): block `item` runs entry item of list
 // w = {count, (x item, y, z) per entry} when item < count; the body goes into *body, and
 // *x, gy[] hold the entry's coordinates.
+// A phase whose body has barriers (live non-NULL: rows mode) takes no branch around them:
+// *live gets the condition item < count, and a block past the list reads entry coordinates 0
+// (its body guards every statement by *live).
 static rt_status rt_gl_work_entry(rt_gl *l, int32_t wb, rt_kir_block **body, rt_kir_expr **x,
-                                  int32_t *gy) {
+                                  int32_t *gy, rt_kir_expr **live) {
     rt_arena *a = l->a;
     rt_kir_block *b = &l->ph->body;
     rt_kir_expr *item = rt_kir_var_ref(a, l->ph, l->ph->item_var);
     rt_kir_expr *n = rt_gl_let(
         l, b, "work_n", rt_kir_cast(a, RT_KIR_I64, rt_kir_load(a, l->k, wb, rt_kir_int(a, 0))));
-    rt_kir_node *in = n ? rt_gl_if(l, b, rt_kir_bin(a, RT_KIR_LT, item, n)) : NULL;
-    if (!in)
+    rt_kir_expr *in_list = n ? rt_kir_bin(a, RT_KIR_LT, item, n) : NULL;
+    rt_kir_node *in = NULL;
+    if (live) {
+        *live = rt_gl_let(l, b, "work_live", in_list);
+        if (!*live)
+            return rt_gl_nomem(l);
+    } else if (!(in = in_list ? rt_gl_if(l, b, in_list) : NULL)) {
         return rt_gl_nomem(l);
-    rt_kir_expr *at = rt_gl_let(l, &in->body, "work_at",
+    }
+    rt_kir_block *ib = in ? &in->body : b;
+    rt_kir_expr *at = rt_gl_let(l, ib, "work_at",
                                 rt_kir_bin(a, RT_KIR_ADD, rt_kir_int(a, 1),
                                            rt_kir_bin(a, RT_KIR_MUL, item, rt_kir_int(a, 3))));
     const char *names[3] = {"blk_x", "blk_y", "blk_z"};
     rt_kir_expr *c[3] = {NULL, NULL, NULL};
-    for (int32_t i = 0; i < 3 && at; i++)
-        c[i] = rt_gl_let(
-            l, &in->body, names[i],
+    for (int32_t i = 0; i < 3 && at; i++) {
+        rt_kir_expr *v =
             rt_kir_cast(a, RT_KIR_I64,
-                        rt_kir_load(a, l->k, wb, rt_kir_bin(a, RT_KIR_ADD, at, rt_kir_int(a, i)))));
+                        rt_kir_load(a, l->k, wb, rt_kir_bin(a, RT_KIR_ADD, at, rt_kir_int(a, i))));
+        if (live)
+            v = rt_kir_select(a, *live, v, rt_kir_int(a, 0));
+        c[i] = rt_gl_let(l, ib, names[i], v);
+    }
     if (!c[0] || !c[1] || !c[2])
         return rt_gl_nomem(l);
     *x = c[0];
     gy[0] = c[1]->var;
     gy[1] = c[2]->var;
-    *body = &in->body;
+    *body = ib;
     return RT_OK;
 }
 
@@ -1216,14 +1230,22 @@ static rt_status rt_gl_phase(rt_gl *l, const rt_gpu_phase_plan *pl, int32_t pi, 
                            (int)pi);
         gp->work = pl;
         gp->work_buf = l->work_buf[pi];
-        RT_TRY(rt_gl_work_entry(l, l->work_kbuf[pi], &b, &item, gy));
+        RT_TRY(rt_gl_work_entry(l, l->work_kbuf[pi], &b, &item, gy,
+                                pl->mode == RT_GPU_ROWS ? &l->work_live : NULL));
+    }
+    rt_kir_expr *thread = rt_kir_var_ref(a, l->ph, l->ph->thread_var), *td = NULL;
+    if (pl->mode == RT_GPU_ROWS) { // thread = slot * row_threads + td: a row's threads adjacent
+        td = rt_gl_let(l, b, "td", rt_gl_umod(a, thread, pl->row_threads));
+        thread = rt_gl_let(l, b, "slot", rt_gl_udiv(a, thread, pl->row_threads));
     }
     if (!pl->mma.on)
-        rt_gl_coords(l, pl, b, item, gy);
+        rt_gl_coords(l, pl, b, item, gy, thread);
     if (pl->mma.on) { // matrix instructions: the body is lower-gpu-mma.c's
         RT_TRY(rt_gpu_mma_body(a, op, pl, l->k, l->data_buf, &gp->body, l->err));
         gp->mma_sync = pl->mma.inst == RT_GPU_MMA_SYNC;
         gp->mfma = pl->mma.inst == RT_GPU_MMA_MFMA;
+    } else if (pl->mode == RT_GPU_ROWS) {
+        RT_TRY(rt_gl_rows(l, pl, b, td, &gp->smem_bytes));
     } else if (pl->mode == RT_GPU_DIRECT) {
         int32_t ev = rt_kir_add_var(a, l->ph, "e", RT_KIR_I64);
         rt_kir_node *el = ev >= 0

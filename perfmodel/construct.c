@@ -40,6 +40,9 @@ typedef struct cons {
     double t0_ns, top1_ns;
     bool relaxed; // last resort: record without thread-count alignment
     bool has_red;
+    // GPU: the reduction axis whose threads share a row element in rows mode (gpu-plan.h
+    // rt_gpu_plan_rows_axis); they count in the block's threads. -1: none.
+    int32_t rows_axis;
     bool dense;      // no ragged axis: pricing a tile counts no model steps (it may be reused)
     double full_red; // dense: the tile count along the reduction of the whole iteration space
     rt_status st;
@@ -148,7 +151,7 @@ static int64_t threads_of(const cons *c, int32_t l, const int64_t *t) {
         return 1;
     int64_t th = 1;
     for (int32_t x = 0; x < m->n_axes; x++)
-        if (!m->axes[x].is_reduce)
+        if (!m->axes[x].is_reduce || x == c->rows_axis)
             th *= t[x] / c->tiles[m->thread_level][x];
     return th;
 }
@@ -405,6 +408,20 @@ static void sort_grows(grow *g, int32_t n) {
     }
 }
 
+// A GPU rows phase's block tile along its row axis is the threads each row element gets
+// (gpu-plan.h): parallelism, not reuse, which the model ranks. At the block level it grows too
+// when none of the first `tried` grows g[0 .. tried) of the level took that axis.
+static void enlarge_rows(cons *c, int32_t l, grow *g, int32_t n_fit, int32_t tried) {
+    if (l != c->m->block_level || c->rows_axis < 0)
+        return;
+    for (int32_t i = 0; i < tried && i < n_fit; i++)
+        if (g[i].axis == c->rows_axis)
+            return;
+    for (int32_t i = tried; i < n_fit && !done(c); i++)
+        if (g[i].axis == c->rows_axis)
+            enlarge(c, l, g[i].shape, &g[i]);
+}
+
 // Scale-up at level l from tile t; from, when given, is the grow of this level that made t: t's
 // traffic and footprint (reused where pricing counts no model steps), and data tiles and tile
 // counts follow from those of the tile it grew from.
@@ -504,16 +521,20 @@ static void enlarge(cons *c, int32_t l, const int64_t *t, const grow *from) {
             for (int32_t i = 1; i < n_fit && !done(c); i++)
                 if (!m->axes[g[i].axis].is_reduce)
                     enlarge(c, l, g[i].shape, &g[i]);
+        enlarge_rows(c, l, g, n_fit, 1);
         return;
     }
     // Memory bound: try the two best axes (the second only when it also saves traffic).
+    int32_t tried = 0;
     for (int32_t i = 0; i < n_fit && i < 2 && !done(c); i++) {
         if (i > 0 && g[i].score <= 0)
             break;
         int64_t tt[RT_PERF_MAX_AXES];
         memcpy(tt, g[i].shape, sizeof tt);
         enlarge(c, l, tt, &g[i]);
+        tried = i + 1;
     }
+    enlarge_rows(c, l, g, n_fit, tried);
 }
 
 // The tile at the top level before any growth.
@@ -630,6 +651,7 @@ rt_status rt_perf_construct(rt_arena *a, const rt_op *op, const rt_device *dev,
     c.want = k * 2 > 24 ? k * 2 : 24;
     c.max_evals = opt && opt->max_evals > 0 ? opt->max_evals : 1000;
     c.dense = true;
+    RT_TRY(rt_gpu_plan_rows_axis(a, op, dev, m, &c.rows_axis, err));
     for (int32_t x = 0; x < m->n_axes; x++) {
         c.full[x] = m->axes[x].extent;
         c.has_red = c.has_red || m->axes[x].is_reduce;

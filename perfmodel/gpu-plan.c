@@ -8,7 +8,7 @@
 #include <string.h>
 
 // ORDER rt_gpu_mode
-static const char *const rt_gpu_mode_names[] = {"direct", "regtile", "staged", "tree"};
+static const char *const rt_gpu_mode_names[] = {"direct", "regtile", "staged", "tree", "rows"};
 _Static_assert(sizeof rt_gpu_mode_names / sizeof rt_gpu_mode_names[0] == RT_GPU_MODE_COUNT,
                "ORDER rt_gpu_mode");
 
@@ -878,19 +878,75 @@ static bool rt_gp_work_list(const rt_gpu_phase_plan *pl, const rt_stmt *t) {
     return any && !pl->mma.on && pl->mode != RT_GPU_TREE;
 }
 
-// A single contraction, or one followed by an '=' epilogue over the same element (pl->epi).
-static bool rt_gp_single(rt_gp *g, rt_gpu_phase_plan *pl, const rt_stmt *t) {
+// Phase pl is a single contraction (*epi -1), or one followed by an '=' epilogue over the same
+// element (*epi: that statement).
+static bool rt_gp_is_single(const rt_op *op, const rt_gpu_phase_plan *pl, int32_t *epi) {
+    const rt_stmt *t = &op->stmts[pl->tstmt];
+    *epi = -1;
     if (pl->first != pl->tstmt)
         return false;
     if (pl->n_stmts == 1)
         return true;
-    const rt_stmt *e = &g->op->stmts[pl->first + 1];
+    const rt_stmt *e = &op->stmts[pl->first + 1];
     if (pl->n_stmts == 2 && e->op == RT_ASSIGN_SET && e->n_lhs == t->n_lhs &&
         e->n_loops == e->n_lhs && !rt_gp_has_sum(e->rhs) && !rt_gp_reads_tensor(e->rhs, e->out)) {
-        pl->epi = pl->first + 1;
+        *epi = pl->first + 1;
         return true;
     }
     return false;
+}
+
+static bool rt_gp_single(rt_gp *g, rt_gpu_phase_plan *pl, const rt_stmt *t) {
+    (void)t;
+    return rt_gp_is_single(g->op, pl, &pl->epi);
+}
+
+// Whether phase pl is a row-wise group for the rows mode (gpu-plan.h), tiles aside: its tiling
+// statement reduces, it is not a single contraction (a regtile phase), and every statement is a
+// reduction to the row element (LHS the tiling statement's, an initialized accumulator) or an
+// '=' over it.
+static bool rt_gp_rows_group(const rt_op *op, const rt_gpu_phase_plan *pl) {
+    const rt_stmt *t = &op->stmts[pl->tstmt];
+    int32_t epi;
+    if (pl->mode == RT_GPU_TREE || t->n_loops <= t->n_lhs || rt_gp_is_single(op, pl, &epi))
+        return false;
+    for (int32_t k = pl->first; k < pl->first + pl->n_stmts; k++) {
+        const rt_stmt *s = &op->stmts[k];
+        bool reduces = s->n_loops > s->n_lhs;
+        if (s->op == RT_ASSIGN_ADD || (reduces && s->n_lhs != t->n_lhs) ||
+            (!reduces && s->op != RT_ASSIGN_SET))
+            return false;
+    }
+    return true;
+}
+
+// The main statement's innermost reduction axis of model m, -1 none.
+static int32_t rt_gp_rows_axis_of(const rt_perf_model *m) {
+    int32_t inner = -1;
+    for (int32_t x = 0; x < m->n_axes; x++)
+        if (m->axes[x].is_reduce)
+            inner = x;
+    return inner;
+}
+
+// The rows mode (gpu-plan.h) of a direct phase tiled by the rProgram that is a row-wise group
+// (rt_gp_rows_group): threads per row element from the rProgram's tiles of the innermost
+// reduction axis, at least 2 and within the device's block. Else the phase stays direct.
+static void rt_gp_rows(rt_gp *g, rt_gpu_phase_plan *pl) {
+    if (!pl->from_prog || pl->mode != RT_GPU_DIRECT || !rt_gp_rows_group(g->op, pl))
+        return;
+    const rt_perf_model *m = g->m;
+    int32_t bl = m->block_level >= 0 ? m->block_level : 1, tl = m->thread_level;
+    int32_t inner = rt_gp_rows_axis_of(m);
+    if (inner < 0 || tl < 0)
+        return;
+    int64_t T1 = g->p->tile[bl].shape[inner], R = g->p->tile[tl].shape[inner];
+    int64_t nt = R > 0 ? T1 / R : 0, threads = pl->threads * nt;
+    if (nt < 2 || (g->dev->max_threads_per_block > 0 && threads > g->dev->max_threads_per_block))
+        return;
+    pl->mode = RT_GPU_ROWS;
+    pl->row_threads = nt;
+    pl->threads = threads;
 }
 
 // The mode of a tiled phase, its staging, block order and unrolling.
@@ -915,6 +971,8 @@ static void rt_gp_mode(rt_gp *g, rt_gpu_phase_plan *pl) {
         pl->mode = RT_GPU_STAGED;
     if (pl->mode == RT_GPU_DIRECT)
         pl->epi = -1;
+    if (pl->mode == RT_GPU_DIRECT)
+        rt_gp_rows(g, pl);
     if (pl->mode == RT_GPU_REGTILE && pl->from_prog)
         rt_gp_mma(g, pl);
     pl->unroll = pl->mode != RT_GPU_DIRECT || pl->Rtot <= 16;
@@ -938,10 +996,10 @@ static uint64_t rt_gp_key(const rt_gpu_plan *pl) {
     for (int32_t i = 0; i < pl->n_phases; i++) {
         const rt_gpu_phase_plan *ph = &pl->phases[i];
         bool rt = !ph->mma.on; // a phase on matrix instructions has no register tile
-        const int64_t v[] = {ph->first,        ph->n_stmts,   ph->tstmt,    ph->epi,
-                             ph->mode,         ph->n_dims,    ph->threads,  ph->Rtot * rt,
-                             ph->unroll && rt, ph->raster,    ph->n_stage,  ph->row,
-                             ph->blocks,       ph->from_prog, ph->work_list};
+        const int64_t v[] = {ph->first,        ph->n_stmts,   ph->tstmt,     ph->epi,
+                             ph->mode,         ph->n_dims,    ph->threads,   ph->Rtot * rt,
+                             ph->unroll && rt, ph->raster,    ph->n_stage,   ph->row,
+                             ph->blocks,       ph->from_prog, ph->work_list, ph->row_threads};
         for (size_t k = 0; k < sizeof v / sizeof v[0]; k++)
             h = rt_gp_mix(h, (uint64_t)v[k]);
         for (int32_t d = 0; d < ph->n_dims; d++) {
@@ -1001,6 +1059,22 @@ rt_status rt_gpu_plan_make(rt_arena *a, const rt_op *op, const rt_device *dev,
     }
     pl->key = rt_gp_key(pl);
     *out = pl;
+    return RT_OK;
+}
+
+rt_status rt_gpu_plan_rows_axis(rt_arena *a, const rt_op *op, const rt_device *dev,
+                                const rt_perf_model *m, int32_t *axis, rt_err *err) {
+    *axis = -1;
+    if (!m || m->thread_level < 0 || m->main_stmt < 0)
+        return RT_OK;
+    rt_gp g = {.a = a, .op = op, .dev = dev, .m = m, .err = err};
+    rt_gpu_phase_plan *phases;
+    int32_t n;
+    RT_ALLOC(a, phases, op->n_stmts, err);
+    RT_TRY(rt_gp_group(&g, phases, &n));
+    for (int32_t i = 0; i < n; i++)
+        if (phases[i].tstmt == m->main_stmt && rt_gp_rows_group(op, &phases[i]))
+            *axis = rt_gp_rows_axis_of(m);
     return RT_OK;
 }
 
@@ -1101,6 +1175,9 @@ void rt_gpu_plan_print_phase(const rt_op *op, const rt_gpu_plan *pl, int32_t i, 
                       mm->full ? "; full tiles" : "; guarded edges");
         return;
     }
+    if (ph->mode == RT_GPU_ROWS)
+        rt_buf_printf(out, "; %lld threads per row, reductions through shared memory",
+                      (long long)ph->row_threads);
     rt_buf_printf(out, "; register tile %lld%s", (long long)ph->Rtot,
                   ph->unroll ? " unrolled" : " in a loop");
     if (ph->raster > 0)

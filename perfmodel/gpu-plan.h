@@ -15,7 +15,12 @@
 //   regtile  other reductions: the same register tile, inputs read from global memory;
 //   direct   everything else: each thread runs the statements for each element of its tile;
 //   tree     a tree group (recursion over a tree), launched level by level, `row` threads per
-//            node.
+//            node;
+//   rows     a row-wise group (softmax, layernorm: reductions over a row and elementwise
+//            statements on it) tiled by the rProgram: `row_threads` threads share each row
+//            element of the register tile, every statement's innermost loop strided over them
+//            (coalesced), each reduction combined across them through shared memory (a tree),
+//            a barrier after every statement.
 #ifndef RT_GPU_PLAN_H
 #define RT_GPU_PLAN_H
 
@@ -30,6 +35,7 @@ typedef enum rt_gpu_mode {
     RT_GPU_REGTILE,
     RT_GPU_STAGED,
     RT_GPU_TREE,
+    RT_GPU_ROWS,
     RT_GPU_MODE_COUNT
 } rt_gpu_mode;
 const char *rt_gpu_mode_name(rt_gpu_mode m);
@@ -239,7 +245,10 @@ typedef struct rt_gpu_phase_plan {
     // and the model read them
     int32_t step_var;
     int64_t step_unroll;
-    int64_t row;    // tree: threads per node (the longest row of the group's statements)
+    int64_t row; // tree: threads per node (the longest row of the group's statements)
+    // rows: threads per row element (the block-level rTile of the main statement's innermost
+    // reduction axis over its thread-level one); threads counts them (row elements x this)
+    int64_t row_threads;
     rt_gpu_mma mma; // matrix instructions (rt_gp_mma), mma.on false: scalar FMAs
 } rt_gpu_phase_plan;
 
@@ -282,6 +291,12 @@ double rt_gpu_plan_main_issue_share(const rt_gpu_plan *pl, int32_t main_stmt);
 rt_gpu_mode rt_gpu_plan_main_mode(const rt_gpu_plan *pl, int32_t main_stmt);
 // The phase tiled by the rProgram when it runs on matrix instructions (mma.on); else NULL.
 const rt_gpu_phase_plan *rt_gpu_plan_main_mma(const rt_gpu_plan *pl, int32_t main_stmt);
+// The axis of model m whose tiles give a rows phase its threads per row element (block-level
+// rTile over thread-level), the main statement's innermost reduction axis, when the phase of
+// m's main statement is a row-wise group that runs in rows mode given such threads; else -1.
+// The construction counts those threads in a block's (construct.c threads_of).
+rt_status rt_gpu_plan_rows_axis(rt_arena *a, const rt_op *op, const rt_device *dev,
+                                const rt_perf_model *m, int32_t *axis, rt_err *err);
 // Shared-memory bytes of phase ph's staged tiles.
 int64_t rt_gpu_plan_smem_bytes(const rt_gpu_phase_plan *ph);
 // ---------------------------------------------------------------------------------------------

@@ -37,7 +37,8 @@ static int32_t parse_sets(rt_arena *a, const char *text, rt_size_binding *out) {
 // n_vec_shared / n_vec_global: candidates reading register fragments from shared memory with
 // vload4 / copying tiles from global memory with vload4 (the plan's 128-bit loads); n_split:
 // candidates whose plan splits interior from edge blocks (the plan's "edge split").
-static int n_staged, n_runs, n_vec_shared, n_vec_global, n_split;
+// n_rows: phases in rows mode (gpu-plan.h: a row's threads sharing its reductions).
+static int n_staged, n_runs, n_vec_shared, n_vec_global, n_split, n_rows;
 // run_cases fails when fewer kernels than this are staged (set by a test before it).
 static int min_staged;
 
@@ -96,8 +97,10 @@ static void run_case(rt_gpu_runtime *rt, const rt_device *ocl, const rt_device *
             RT_EXPECT(0);
             continue;
         }
-        for (int32_t i = 0; i < cand.kernel->n_phases; i++)
+        for (int32_t i = 0; i < cand.kernel->n_phases; i++) {
             n_staged += cand.kernel->phases[i].staged;
+            n_rows += strncmp(cand.kernel->phases[i].what, "rows:", 5) == 0;
+        }
         n_vec_shared += strstr(cand.source, "= vload4(0, &sh_") != NULL;
         n_vec_global += strstr(cand.source, "= vload4(0, &t_") != NULL;
         n_split += strstr(cand.source, "; edge split: interior ") != NULL;
