@@ -275,7 +275,8 @@ int64_t rt_gpu_plan_main_threads(const rt_gpu_plan *pl, int32_t main_stmt);
 // Bytes one block of the phase tiled by the rProgram has in flight from global memory at once:
 // staged, its shared tiles of one reduction step (loaded together before the barrier);
 // regtile, each thread's register-tile row per dim of one reduction step; direct, one element
-// per thread, or the register tile when unrolled; regtile and direct times 4 for a loop over a
+// per thread, or the register tile when unrolled; rows, one element per thread (the register
+// tile's elements are apart, barriers between them); regtile and direct times 4 for a loop over a
 // reduction (reduces: the main statement has a reduction axis). 0 when pl has no such phase. The model
 // reads the global level's bandwidth curve at this times the blocks resident on a unit (cost.c).
 double rt_gpu_plan_main_inflight_bytes(const rt_gpu_plan *pl, int32_t main_stmt, int32_t elem_bytes,

@@ -10,6 +10,8 @@
 //     back to scalar copies where the tiles are not full; the model prices the decision (issue
 //     share); the lowering prints float4 accesses and declares its shared arrays aligned;
 //   - regtile reads priced as global loads: sectors per warp through the L1, issue slots.
+//   - the rows mode of row-wise groups (softmax): threads per row from the rProgram, counted
+//     in the block's threads; a group that accumulates ('+=') stays direct;
 //   - the interior/edge split (issue 22): at 1000 x 1000 x 999 the top-1 on h100 runs its
 //     interior blocks' full steps unguarded, B (rows of 1000 floats) copied 128-bit there and
 //     A (rows of 999) not; the lowering executes it (an interior branch, then the guarded
@@ -332,7 +334,48 @@ static void test_edge_split(void) {
     rt_arena_free(a);
 }
 
+// The rows mode: softmax on h100 runs its row group with several threads per row, the block's
+// threads (the model's) counting them, from the rProgram's tiles of the reduction axis d
+// (block-level over thread-level); the top-1 keeps one warp or more per block. Softmax added
+// into the caller's Y ('+=') stays direct, and the construction counts no row threads there.
+static void test_rows(void) {
+    rt_device dev;
+    rt_err err = {0};
+    RT_EXPECT_EQ(rt_hal_load_device("devices/h100.ini", &dev, &err), RT_OK);
+    rt_arena *a = rt_arena_new(1 << 20);
+    rt_perf_result *r = construct(a, "examples/softmax.spec", &dev, 8);
+    RT_EXPECT(r != NULL && r->n_cands > 0);
+    int32_t n_rows = 0;
+    for (int32_t c = 0; r && c < r->n_cands; c++) {
+        const rt_rprog *p = &r->cands[c];
+        const rt_gpu_phase_plan *ph = p->gpu ? &p->gpu->phases[0] : NULL;
+        if (!ph || ph->mode != RT_GPU_ROWS)
+            continue;
+        n_rows++;
+        const rt_perf_model *m = r->model;
+        int64_t rows_d = p->tile[m->block_level].shape[1] / p->tile[m->thread_level].shape[1];
+        int64_t rows_n = p->tile[m->block_level].shape[0] / p->tile[m->thread_level].shape[0];
+        RT_EXPECT_EQ(ph->row_threads, rows_d);
+        RT_EXPECT_EQ(ph->threads, rows_n * rows_d);
+        RT_EXPECT_EQ(p->threads_per_block, ph->threads);
+    }
+    RT_EXPECT(n_rows >= 4);
+    const rt_gpu_phase_plan *top = r && r->cands[0].gpu ? &r->cands[0].gpu->phases[0] : NULL;
+    RT_EXPECT(top && top->mode == RT_GPU_ROWS && top->row_threads >= 8 && top->threads >= 32);
+    int32_t axis = 0;
+    RT_EXPECT_EQ(rt_gpu_plan_rows_axis(a, r->model->op, &dev, r->model, &axis, &err), RT_OK);
+    RT_EXPECT_EQ(axis, 1);
+    rt_perf_result *acc = construct(a, "tests/data/softmax-acc.spec", &dev, 4);
+    RT_EXPECT(acc != NULL && acc->n_cands > 0);
+    for (int32_t c = 0; acc && c < acc->n_cands; c++)
+        RT_EXPECT(acc->cands[c].gpu && acc->cands[c].gpu->phases[0].mode == RT_GPU_DIRECT);
+    RT_EXPECT_EQ(rt_gpu_plan_rows_axis(a, acc->model->op, &dev, acc->model, &axis, &err), RT_OK);
+    RT_EXPECT_EQ(axis, -1);
+    rt_arena_free(a);
+}
+
 int main(void) {
+    test_rows();
     test_candidates();
     test_lowering_executes_plan();
     test_vec4();
