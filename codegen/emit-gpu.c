@@ -530,6 +530,18 @@ static rt_status rt_gpu_emit_text(rt_arena *a, const rt_gpu_kernel *k, const rt_
     return RT_OK;
 }
 
+const char *rt_gpu_candidate_line(rt_arena *a, const rt_device *dev, const rt_rprog *p,
+                                  int32_t rank) {
+    return rt_arena_printf(a,
+                           "candidate %d: predicted %.2f us, bottleneck %s, threads %lld, "
+                           "blocks %lld\n",
+                           (int)rank, p->predicted_ns / 1000.0,
+                           p->bottleneck >= 0 && p->bottleneck < dev->n_levels
+                               ? dev->level[p->bottleneck].name
+                               : "compute",
+                           (long long)p->threads_per_block, (long long)p->blocks);
+}
+
 rt_status rt_gpu_emit(rt_arena *a, const rt_gpu_kernel *k, const rt_gpu_dialect *d,
                       const char **out_text, rt_err *err) {
     return rt_arena_status(a, rt_gpu_emit_text(a, k, d, out_text, err), err);

@@ -177,4 +177,10 @@ rt_status rt_gpu_mma_body(rt_arena *a, const rt_op *op, const struct rt_gpu_phas
 rt_status rt_gpu_emit(rt_arena *a, const rt_gpu_kernel *k, const rt_gpu_dialect *d,
                       const char **out_text, rt_err *err);
 
+// The line of a kernel's opening comment that gives candidate `rank`'s (rProgram p's on dev)
+// predicted time, bottleneck, threads and blocks (no comment marker, a newline at the end);
+// NULL when out of memory. The runtime rewrites it once the compiled registers reprice p.
+const char *rt_gpu_candidate_line(rt_arena *a, const rt_device *dev, const rt_rprog *p,
+                                  int32_t rank);
+
 #endif

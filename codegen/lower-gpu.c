@@ -1355,14 +1355,9 @@ static const char *rt_gl_header(rt_gl *l, const rt_gpu_lower_options *opt,
     if (l->p && l->m) {
         const rt_perf_model *m = l->m;
         const rt_rprog *p = l->p;
-        rt_buf_printf(&b,
-                      "candidate %d: predicted %.2f us, bottleneck %s, threads %lld, "
-                      "blocks %lld\n",
-                      (int)opt->rank, p->predicted_ns / 1000.0,
-                      p->bottleneck >= 0 && p->bottleneck < dev->n_levels
-                          ? dev->level[p->bottleneck].name
-                          : "compute",
-                      (long long)p->threads_per_block, (long long)p->blocks);
+        const char *line = rt_gpu_candidate_line(a, dev, p, opt->rank);
+        RT_GL_CHECK(l, line);
+        rt_buf_puts(&b, line ? line : "");
         rt_buf_puts(&b, "axes:");
         for (int32_t x = 0; x < m->n_axes; x++)
             rt_buf_printf(&b, " %s%s", m->axes[x].name, m->axes[x].is_reduce ? "(r)" : "");

@@ -32,7 +32,8 @@ rt_status rt_gpu_emit_candidate(rt_arena *a, const rt_perf_result *r, int32_t ra
 // Candidate i's price with the registers its compiled kernel uses (rt_perf_reprice_compiled);
 // a kernel whose block no longer fits a unit keeps the construction's price, and its note says
 // so.
-static void rt_gc_reprice(const rt_perf_result *r, int32_t i, rt_gpu_candidate *c) {
+// The source's opening comment then gives the new price (the kernel's code is unchanged).
+static void rt_gc_reprice(rt_arena *a, const rt_perf_result *r, int32_t i, rt_gpu_candidate *c) {
     rt_rprog *p = &r->cands[i];
     rt_rprog before = *p;
     const char *why = NULL;
@@ -40,7 +41,18 @@ static void rt_gc_reprice(const rt_perf_result *r, int32_t i, rt_gpu_candidate *
         *p = before;
         if (!c->note)
             c->note = "not priced with the compiler's registers: no block fits on a unit";
+        return;
     }
+    const rt_device *dev = r->model->dev;
+    const char *was = rt_gpu_candidate_line(a, dev, &before, i + 1);
+    const char *now = rt_gpu_candidate_line(a, dev, p, i + 1);
+    const char *at = was && now && c->source ? strstr(c->source, was) : NULL;
+    if (!at || !strcmp(was, now))
+        return;
+    char *text =
+        rt_arena_printf(a, "%.*s%s%s", (int)(at - c->source), c->source, now, at + strlen(was));
+    if (text)
+        c->source = text;
 }
 
 // Emits the n candidates, then compiles all their phases in one batch on up to n_threads threads
@@ -117,7 +129,7 @@ rt_status rt_gc_loop_compile(void *ctx, int32_t n, int32_t n_threads, rt_err *er
         if (!c->compiled)
             c->occupancy = 0.0;
         else if (c->regs > 0) // priced again with the compiler's registers (occupancy)
-            rt_gc_reprice(r, i, c);
+            rt_gc_reprice(a, r, i, c);
     }
     return RT_OK;
 }
