@@ -11,6 +11,8 @@
 //           GELU; the inputs are rtgen's, padded with zeros;
 //   (b)     rtgen's own kernels on the padded batch: the same layer spec with every length set
 //           to the longest, constructed and profiled likewise.
+// Each row also prints its ceiling: the FMA peak measured on its threads after its turns
+// (rt_bench_fma_peak_gflops), with rtgen's useful and (a)'s padded GFLOP/s as shares of it.
 // rtgen's layer output Y is compared with (a)'s on every valid row of every row of the table
 // (max |rtgen - a| / max |a|); above BL_TOL the line reads WRONG. Reported, never asserted
 // (style.md section 6); --self-test runs a tiny layer and checks only that rtgen's layer agrees
@@ -464,6 +466,7 @@ typedef struct bl_row {
     rt_bench_stats st_rt, st_dn, st_dense;
     double op_rt[BL_MAX_OPS], op_dn[BL_MAX_OPS];
     int rounds, op_reps; // of the turns, of the per-op runs
+    double fma_gflops;   // the FMA peak on the row's threads, measured after its turns
     char why[220];
 } bl_row;
 
@@ -540,6 +543,7 @@ static void bl_time_row(bl_row *r, const bl_opts *o) {
     if (r->have_dense)
         r->st_dense = st[2];
     bl_time_ops(r, r->op_reps);
+    r->fma_gflops = rt_bench_fma_peak_gflops(r->threads);
 }
 
 static void bl_run_row(bl_row *r, const rt_device *dev, const bl_opts *o, dnnl_engine_t eng,
@@ -645,6 +649,12 @@ static void bl_print_row(const bl_row *r, int counts[4]) {
            "oneDNN: %s\n",
            r->rt.prelude_ns * 1e-3, (int)rt_layer_runner_report(r->rt.rn)->n_prelude, r->rounds,
            r->op_reps, r->dn.impl);
+    if (r->fma_gflops > 0) // the ceiling: rtgen's useful rate against the FMA peak
+        printf("  ceiling: FMA peak %.1f GFLOP/s on %d thread(s), measured after the row; rtgen "
+               "%.1f useful GFLOP/s (%.1f %% of it), (a) %.1f padded GFLOP/s (%.1f %%)\n",
+               r->fma_gflops, r->threads, r->useful / rt, 100 * r->useful / rt / r->fma_gflops,
+               r->padded / r->st_dn.median_ns,
+               100 * r->padded / r->st_dn.median_ns / r->fma_gflops);
 }
 
 // ---------------------------------------------------------------------------------------------
