@@ -407,6 +407,49 @@ static rt_status rt_layout_fill_last(rt_layout_build *lb, rt_layout *l, int32_t 
     return RT_OK;
 }
 
+// The slope (+1 or -1) of extent e in index k when e is k plus or minus, or minus k, a term that
+// does not read k (a causal row's j in 0:i + 1, an upper triangle's N - i); 0 otherwise.
+static int32_t rt_layout_unit_slope(const rt_expr *e, int32_t k) {
+    if (e->kind != RT_EXPR_BINARY || (e->bop != RT_BOP_ADD && e->bop != RT_BOP_SUB))
+        return 0;
+    const rt_expr *x = e->args[0], *y = e->args[1];
+    bool xk = x->kind == RT_EXPR_DIMREF && x->dim == k;
+    bool yk = y->kind == RT_EXPR_DIMREF && y->dim == k;
+    if (xk && !rt_expr_mentions_dim(y, k))
+        return 1;
+    if (yk && !rt_expr_mentions_dim(x, k))
+        return e->bop == RT_BOP_ADD ? 1 : -1;
+    return 0;
+}
+
+// The extent of the last ragged level k + 1 is index k's plus a term of the outer indices
+// (rt_layout_unit_slope): row i has e0 + slope * i elements, from two evaluations instead of
+// one per row (a causal layer's prelude evaluated i + 1 for each of its rows). False (nothing
+// done) when a row would be negative: the row-by-row visit then reports it where it lies.
+static rt_status rt_layout_fill_affine(rt_layout_build *lb, rt_layout *l, int32_t k, int64_t base,
+                                       int64_t extent, int32_t slope, bool *done) {
+    int64_t e0;
+    lb->idx[k] = 0;
+    RT_TRY(rt_dim_extent(lb->b, lb->ti, k + 1, lb->idx, &e0, lb->err));
+    int64_t last = e0 + slope * (extent - 1);
+    *done = false;
+    if (last < 0 || last > RT_INTERP_MAX_ELEMS)
+        return RT_OK;
+    int64_t *running = &lb->running[k + 1];
+    for (int64_t i = 0; i < extent; i++) {
+        int64_t row = e0 + slope * i;
+        if (row > RT_INTERP_MAX_ELEMS - *running)
+            return rt_fail(lb->err, RT_ERR_SPEC, lb->b->op->tensors[lb->ti].loc,
+                           "tensor %s is too large to interpret (more than %lld elements)",
+                           lb->b->op->tensors[lb->ti].name, (long long)RT_INTERP_MAX_ELEMS);
+        if (lb->fill)
+            l->start[k + 1][base + i] = *running;
+        *running += row;
+    }
+    *done = true;
+    return RT_OK;
+}
+
 // Visits the prefixes of length k in lexicographic order (pos = rank of the prefix of length k).
 static rt_status rt_layout_visit(rt_layout_build *lb, rt_layout *l, int32_t k, int64_t pos) {
     if (k > lb->last_ragged)
@@ -430,6 +473,13 @@ static rt_status rt_layout_visit(rt_layout_build *lb, rt_layout *l, int32_t k, i
     const rt_expr *inner = lb->b->op->tensors[lb->ti].dims[k + 1].extent;
     if (k + 1 == lb->last_ragged && extent > 0 && !rt_expr_mentions_dim(inner, k))
         return rt_layout_fill_last(lb, l, k, base, extent);
+    int32_t slope = k + 1 == lb->last_ragged && extent > 0 ? rt_layout_unit_slope(inner, k) : 0;
+    if (slope != 0) {
+        bool done;
+        RT_TRY(rt_layout_fill_affine(lb, l, k, base, extent, slope, &done));
+        if (done)
+            return RT_OK;
+    }
     for (int64_t i = 0; i < extent; i++) {
         lb->idx[k] = i;
         RT_TRY(rt_layout_visit(lb, l, k + 1, base + i));
