@@ -896,11 +896,6 @@ static bool rt_gp_is_single(const rt_op *op, const rt_gpu_phase_plan *pl, int32_
     return false;
 }
 
-static bool rt_gp_single(rt_gp *g, rt_gpu_phase_plan *pl, const rt_stmt *t) {
-    (void)t;
-    return rt_gp_is_single(g->op, pl, &pl->epi);
-}
-
 // Whether phase pl is a row-wise group for the rows mode (gpu-plan.h), tiles aside: its tiling
 // statement reduces, it is not a single contraction (a regtile phase), and every statement is a
 // reduction to the row element (LHS the tiling statement's, an initialized accumulator) or an
@@ -933,7 +928,7 @@ static int32_t rt_gp_rows_axis_of(const rt_perf_model *m) {
 // (rt_gp_rows_group): threads per row element from the rProgram's tiles of the innermost
 // reduction axis, at least 2 and within the device's block. Else the phase stays direct.
 static void rt_gp_rows(rt_gp *g, rt_gpu_phase_plan *pl) {
-    if (!pl->from_prog || pl->mode != RT_GPU_DIRECT || !rt_gp_rows_group(g->op, pl))
+    if (!pl->from_prog || !rt_gp_rows_group(g->op, pl))
         return;
     const rt_perf_model *m = g->m;
     int32_t bl = m->block_level >= 0 ? m->block_level : 1, tl = m->thread_level;
@@ -954,7 +949,7 @@ static void rt_gp_mode(rt_gp *g, rt_gpu_phase_plan *pl) {
     const rt_stmt *t = &g->op->stmts[pl->tstmt];
     pl->mode = RT_GPU_DIRECT;
     bool has_red = t->n_loops > t->n_lhs;
-    bool single = rt_gp_single(g, pl, t);
+    bool single = rt_gp_is_single(g->op, pl, &pl->epi);
     if (has_red && single && pl->Rtot <= 256 && !rt_gp_has_sum(t->rhs) && t->op != RT_ASSIGN_ADD) {
         // reduction ranges may depend only on block-uniform vars
         bool uniform = true;
@@ -969,13 +964,15 @@ static void rt_gp_mode(rt_gp *g, rt_gpu_phase_plan *pl) {
     }
     if (pl->mode == RT_GPU_REGTILE && pl->from_prog && rt_gp_plan_stage(g, pl, t))
         pl->mode = RT_GPU_STAGED;
-    if (pl->mode == RT_GPU_DIRECT)
+    if (pl->mode == RT_GPU_DIRECT) {
         pl->epi = -1;
-    if (pl->mode == RT_GPU_DIRECT)
         rt_gp_rows(g, pl);
+    }
     if (pl->mode == RT_GPU_REGTILE && pl->from_prog)
         rt_gp_mma(g, pl);
-    pl->unroll = pl->mode != RT_GPU_DIRECT || pl->Rtot <= 16;
+    // direct and rows tiles (every statement per element; rows: its trees and barriers too)
+    // unroll only when small
+    pl->unroll = (pl->mode != RT_GPU_DIRECT && pl->mode != RT_GPU_ROWS) || pl->Rtot <= 16;
     // Grouped block order (L2 reuse) where the device file gives its group width.
     int32_t nx = 0;
     for (int32_t d = 0; d < pl->n_dims; d++)
