@@ -371,6 +371,20 @@ static void test_rows(void) {
         RT_EXPECT(acc->cands[c].gpu && acc->cands[c].gpu->phases[0].mode == RT_GPU_DIRECT);
     RT_EXPECT_EQ(rt_gpu_plan_rows_axis(a, acc->model->op, &dev, acc->model, &axis, &err), RT_OK);
     RT_EXPECT_EQ(axis, -1);
+    // A rows tile of many elements stays a loop (each element holds every statement, its trees
+    // and barriers): v100's top-10 has one of 32.
+    rt_device v100;
+    RT_EXPECT_EQ(rt_hal_load_device("devices/v100.ini", &v100, &err), RT_OK);
+    rt_perf_result *rv = construct(a, "examples/softmax.spec", &v100, 10);
+    int32_t n_big = 0;
+    for (int32_t c = 0; rv && c < rv->n_cands; c++) {
+        const rt_gpu_phase_plan *ph = rv->cands[c].gpu ? &rv->cands[c].gpu->phases[0] : NULL;
+        if (!ph || ph->mode != RT_GPU_ROWS)
+            continue;
+        RT_EXPECT_EQ(ph->unroll, ph->Rtot <= 16);
+        n_big += ph->Rtot > 16;
+    }
+    RT_EXPECT(n_big >= 1);
     rt_arena_free(a);
 }
 
