@@ -62,6 +62,8 @@ FAKE_EXPORT int cuCtxSetCurrent(void *c) {
 }
 FAKE_EXPORT int cuMemAlloc_v2(uint64_t *p, size_t n) {
     void *m = malloc(n);
+    if (m) // uninitialized, as device memory is: NaN bytes, so a GEMM that reads C with beta 0
+        memset(m, 0xff, n); // fails here and not only where malloc happens to reuse memory
     *p = (uint64_t)(uintptr_t)m;
     return m ? 0 : 2;
 }
@@ -138,8 +140,9 @@ static int fake_gemm(int ta, int tb, int m, int n, int k, const float *alpha, co
             double s = 0;
             for (int l = 0; l < k; l++)
                 s += fake_elem(A, at, (size_t)l * lda + i) * fake_elem(B, bt, (size_t)j * ldb + l);
-            C[(size_t)j * ldc + i] =
-                (float)((double)*alpha * s + (double)*beta * (double)C[(size_t)j * ldc + i]);
+            // As cuBLAS: beta == 0 does not read C (device memory is uninitialized; 0 * NaN).
+            double c0 = *beta == 0.0f ? 0.0 : (double)*beta * (double)C[(size_t)j * ldc + i];
+            C[(size_t)j * ldc + i] = (float)((double)*alpha * s + c0);
         }
     const char *w = getenv("FAKE_CUBLAS_WRONG");
     if (w && *w == '1')
