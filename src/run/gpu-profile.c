@@ -530,7 +530,7 @@ rt_status rt_gp_loop_measure(void *ctx, int32_t i, double best_ns, rt_run_measur
     (void)best_ns; // each candidate is timed to its budget: no early stop
     rt_gpu_result *r = &L->out[i];
     RT_TRY(rt_gp_profile_one(L->a, L->rt, L->dev, &L->cands[i], L->b, &L->ref, L->o, r, err));
-    *m = (rt_run_measure){r->status == RT_GPU_CAND_OK, r->timing.median_ns};
+    *m = (rt_run_measure){r->status == RT_GPU_CAND_OK, r->timing.median_ns, false};
     return RT_OK;
 }
 

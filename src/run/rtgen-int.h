@@ -11,6 +11,8 @@
 // Repetitions a candidate may time within its budget. At 64 a 70 us kernel stopped after 4.5 ms
 // of an 80 ms budget, and its median moved 10-20% between profiling runs on the 2-core VM.
 #define RT_CPU_MAX_REPS 4096
+// Turns of the run-off (run.h): each runs every contender for budget_ms / RT_CPU_RUNOFF_TURNS.
+#define RT_CPU_RUNOFF_TURNS 5
 
 // How far a profiling child got: a crash or a timeout is reported with the phase it struck in.
 // ORDER RT_CPU_PHASE: names in rtgen.c.
@@ -32,6 +34,9 @@ typedef struct rt_cpu_shared {
     char why[512];   // what the check found, or why the child gave up (NUL-terminated)
     int32_t reps;
     double times_ns[RT_CPU_MAX_REPS];
+    // The run-off's child (rtgen.c rt_cpu_runoff_main): per contender the median of each turn.
+    int32_t runoff_turns;
+    double runoff_ns[RT_RUN_RUNOFF_MAX][RT_CPU_RUNOFF_TURNS];
 } rt_cpu_shared;
 
 // Typed copies of the bound data, in the buffer order shared by every kernel of the op.

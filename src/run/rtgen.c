@@ -722,7 +722,7 @@ static rt_status rt_cpu_loop_measure(void *ctx, int32_t i, double best, rt_run_m
         c->gbps = o->gbps;
         c->peak_pct = o->peak_pct;
         c->compute_bound = o->compute_bound;
-        *m = (rt_run_measure){c->status == RT_CPU_CAND_OK, c->median_ns};
+        *m = (rt_run_measure){c->status == RT_CPU_CAND_OK, c->median_ns, true};
         return RT_OK;
     }
     if (L->tty)
@@ -745,15 +745,98 @@ static rt_status rt_cpu_loop_measure(void *ctx, int32_t i, double best, rt_run_m
         else
             c->peak_pct = r->peak_gbps > 0 ? 100.0 * c->gbps / r->peak_gbps : 0.0;
     }
-    *m = (rt_run_measure){c->status == RT_CPU_CAND_OK, c->median_ns};
+    *m = (rt_run_measure){c->status == RT_CPU_CAND_OK, c->median_ns, false};
     return RT_OK;
 }
+
+// The run-off's child: per turn, every contender in order runs for slice_ms (at least once),
+// and the turn's median of each goes to the shared memory.
+typedef struct rt_cpu_runoff_child {
+    rt_cpu_impl *im;
+    const int32_t *cands;
+    int32_t n;
+    rt_cpu_data *d;
+    rt_cpu_shared *sh;
+    double slice_ms;
+} rt_cpu_runoff_child;
+
+static int rt_cpu_runoff_main(void *ctx) {
+    rt_cpu_runoff_child *ro = ctx;
+    rt_cpu_launch launch[RT_RUN_RUNOFF_MAX];
+    rt_err err;
+    rt_err_clear(&err);
+    for (int32_t j = 0; j < ro->n; j++) {
+        int32_t c = ro->cands[j];
+        if (rt_cpu_launch_of(ro->im->a, ro->im->kernels[c], ro->im->fns[c], ro->d->args, &launch[j],
+                             &err) != RT_OK)
+            return 3;
+    }
+    rt_cpu_pool *pool = rt_cpu_pool_new(ro->im->threads);
+    if (!pool)
+        return 2;
+    static double t[RT_CPU_MAX_REPS]; // the child's own copy (forked)
+    for (int32_t turn = 0; turn < RT_CPU_RUNOFF_TURNS; turn++) {
+        for (int32_t j = 0; j < ro->n; j++) {
+            int32_t reps = 0;
+            double start = rt_cpu_now_ns();
+            do {
+                if (ro->d->restore_each)
+                    rt_cpu_data_restore(ro->im->kernels[0], ro->d);
+                double t0 = rt_cpu_now_ns();
+                if (!rt_cpu_pool_run(pool, &launch[j])) {
+                    rt_cpu_pool_free(pool);
+                    return 3;
+                }
+                t[reps++] = rt_cpu_now_ns() - t0;
+            } while (reps < RT_CPU_MAX_REPS && rt_cpu_ms(start) < ro->slice_ms);
+            ro->sh->runoff_ns[j][turn] = rt_cpu_median(t, reps);
+        }
+        ro->sh->runoff_turns = turn + 1;
+    }
+    rt_cpu_pool_free(pool);
+    return 0;
+}
+
+// The CPU run-off (run.h): the contenders in one forked child, each its budget again in all.
+// A child that fails leaves the first medians to decide (no contender timed).
+static rt_status rt_cpu_loop_runoff(void *ctx, const int32_t *cands, int32_t n, double *median_ns,
+                                    rt_err *err) {
+    rt_cpu_loop *L = ctx;
+    rt_cpu_report *r = L->r;
+    rt_cpu_shared *sh = L->sh;
+    memset(sh, 0, sizeof *sh);
+    double budget_ms = L->opt->budget_ms > 0 ? L->opt->budget_ms : 80.0, runs_ms = 0;
+    for (int32_t j = 0; j < n; j++)
+        runs_ms += r->cands[cands[j]].median_ns * 1e-6;
+    rt_cpu_runoff_child ro = {L->im, cands, n, L->d, sh, budget_ms / RT_CPU_RUNOFF_TURNS};
+    if (L->tty)
+        fprintf(stderr, "\r\033[Krtgen: run-off of %d candidates", (int)n);
+    // Each turn: a slice and one run past it per contender; ten times that, or 10 s.
+    double timeout_ms = fmax(10000.0, 10.0 * RT_CPU_RUNOFF_TURNS * (n * ro.slice_ms + 2 * runs_ms));
+    rt_cpu_child_status cs;
+    int code = 0;
+    RT_TRY(rt_cpu_run_isolated(rt_cpu_runoff_main, &ro, timeout_ms, &cs, &code, err));
+    if (cs != RT_CPU_CHILD_OK || sh->runoff_turns < 1)
+        return RT_OK;
+    r->n_runoff = n;
+    r->runoff_turns = sh->runoff_turns;
+    for (int32_t j = 0; j < n; j++) {
+        median_ns[j] = rt_cpu_median(sh->runoff_ns[j], sh->runoff_turns);
+        r->runoff[j] = cands[j];
+        r->cands[cands[j]].runoff_ns = median_ns[j];
+    }
+    return RT_OK;
+}
+
+_Static_assert(sizeof((rt_cpu_report *)0)->runoff / sizeof(int32_t) == RT_RUN_RUNOFF_MAX,
+               "rt_cpu_report.runoff holds RT_RUN_RUNOFF_MAX contenders");
 
 static const rt_run_hooks rt_cpu_loop_hooks = {
     .backend = "cpu",
     .compile = rt_cpu_loop_compile,
     .prepare = rt_cpu_loop_prepare,
     .measure = rt_cpu_loop_measure,
+    .runoff = rt_cpu_loop_runoff,
 };
 
 // The report, the JIT (or the target machine of a foreign isa) and the ceilings, before the
@@ -1059,6 +1142,8 @@ void *rt_cpu_report_to_json(const rt_cpu_report *r) {
             json_object_set_new(o, "measured_min_ns", json_real(c->min_ns));
             json_object_set_new(o, "measured_median_ns", json_real(c->median_ns));
             json_object_set_new(o, "reps", json_integer(c->reps));
+            if (c->runoff_ns > 0)
+                json_object_set_new(o, "runoff_median_ns", json_real(c->runoff_ns));
             json_object_set_new(o, "flops", json_real(r->flops));
             json_object_set_new(o, "gflops", json_real(c->gflops));
             json_object_set_new(o, "gbps", json_real(c->gbps));
@@ -1118,6 +1203,18 @@ void rt_cpu_report_print(const rt_cpu_report *r, rt_buf *out) {
                       "GFLOP/s: %.4g MFLOP, the operator's arithmetic on the bound lengths (no "
                       "padding), over the median\n",
                       r->flops * 1e-6);
+    if (r->n_runoff > 0) {
+        rt_buf_printf(out,
+                      "run-off of the candidates within %.0f%% of the best median, %d "
+                      "interleaved turns:",
+                      100.0 * RT_RUN_RUNOFF_MARGIN, (int)r->runoff_turns);
+        for (int32_t j = 0; j < r->n_runoff; j++) {
+            const rt_cpu_cand *c = &r->cands[r->runoff[j]];
+            rt_buf_printf(out, "%s rank %d %.2f us", j ? "," : "", (int)c->rank + 1,
+                          c->runoff_ns * 1e-3);
+        }
+        rt_buf_printf(out, " (median of the turns' medians); the fastest wins\n");
+    }
     for (int32_t i = 0; i < r->n; i++)
         if (r->cands[i].reason && r->cands[i].same_as < 0)
             rt_buf_printf(out, "rank %d %s: %s\n", (int)r->cands[i].rank + 1,

@@ -105,13 +105,18 @@ typedef struct rt_cpu_cand {
                         // signal, where a timeout struck)
     int32_t same_as;    // an earlier candidate lowered to identical code (its JIT'd
                         // functions and profile are shared), -1 when this one is unique
+    double runoff_ns;   // its median over the run-off's interleaved turns (run.h); 0: not in it
 } rt_cpu_cand;
 
 typedef struct rt_cpu_report {
     int32_t n;
     rt_cpu_cand *cands;
     int32_t winner; // index into cands, -1 when nothing was profiled correct
-    bool profiled;  // candidates were run and checked (opt->profile)
+    // The run-off (run.h): its contenders (indices into cands, rank order) and turns; n_runoff
+    // is 0 when there was none (fewer than two close contenders). The winner is its fastest.
+    int32_t n_runoff, runoff_turns;
+    int32_t runoff[4]; // RT_RUN_RUNOFF_MAX (checked in rtgen.c)
+    bool profiled;     // candidates were run and checked (opt->profile)
     int32_t threads;
     double top1_ms;      // from the call until top-1 was JIT-compiled and callable
     double reference_ms; // computing the reference: the interpreter's or the naive kernel's

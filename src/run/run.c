@@ -23,6 +23,35 @@ const int32_t *rt_run_tree_array(const rt_tree_data *t, rt_kir_tree_field f, int
     }
 }
 
+// The run-off of the contenders within RT_RUN_RUNOFF_MARGIN of best among the n closest
+// (close, ascending medians): the hook times them again, in rank order, and the lowest of its
+// medians (the better rank on a tie) becomes the winner.
+static rt_status rt_run_runoff(const rt_run_hooks *h, void *ctx, const rt_run_options *opt,
+                               int32_t *close, const double *close_ns, int32_t n, double best,
+                               int32_t *winner, rt_err *err) {
+    int32_t k = 0;
+    while (k < n && close_ns[k] <= best * (1.0 + RT_RUN_RUNOFF_MARGIN))
+        k++;
+    if (!h->runoff || k < 2)
+        return RT_OK;
+    for (int32_t i = 1; i < k; i++) // rank order
+        for (int32_t j = i; j > 0 && close[j - 1] > close[j]; j--) {
+            int32_t t = close[j];
+            close[j] = close[j - 1], close[j - 1] = t;
+        }
+    if (opt->on_step)
+        opt->on_step(opt->obs, "runoff", -1);
+    double med[RT_RUN_RUNOFF_MAX] = {0};
+    RT_TRY(h->runoff(ctx, close, k, med, err));
+    double low = (double)INFINITY;
+    for (int32_t j = 0; j < k; j++)
+        if (med[j] > 0 && med[j] < low) {
+            low = med[j];
+            *winner = close[j];
+        }
+    return RT_OK;
+}
+
 rt_status rt_run_candidates(const rt_run_hooks *h, void *ctx, int32_t n, const rt_run_options *opt,
                             int32_t *winner, rt_err *err) {
     *winner = -1;
@@ -45,15 +74,33 @@ rt_status rt_run_candidates(const rt_run_hooks *h, void *ctx, int32_t n, const r
     if (!measure)
         return RT_OK;
     double best = (double)INFINITY;
+    // The closest accepted medians so far (ascending; the better rank first on a tie).
+    int32_t close[RT_RUN_RUNOFF_MAX];
+    double close_ns[RT_RUN_RUNOFF_MAX];
+    int32_t n_close = 0;
     for (int32_t i = 0; i < n; i++) {
         if (opt->on_step)
             opt->on_step(opt->obs, "measure", i);
-        rt_run_measure m = {false, 0.0};
+        rt_run_measure m = {false, 0.0, false};
         RT_TRY(h->measure(ctx, i, best, &m, err));
-        if (m.accepted && m.median_ns < best) {
+        if (!m.accepted)
+            continue;
+        if (m.median_ns < best) {
             best = m.median_ns;
             *winner = i;
         }
+        if (m.duplicate)
+            continue;
+        int32_t at = n_close;
+        while (at > 0 && close_ns[at - 1] > m.median_ns)
+            at--;
+        if (at == RT_RUN_RUNOFF_MAX)
+            continue;
+        for (int32_t j = (n_close < RT_RUN_RUNOFF_MAX ? n_close : RT_RUN_RUNOFF_MAX - 1); j > at;
+             j--)
+            close[j] = close[j - 1], close_ns[j] = close_ns[j - 1];
+        close[at] = i, close_ns[at] = m.median_ns;
+        n_close += n_close < RT_RUN_RUNOFF_MAX;
     }
-    return RT_OK;
+    return rt_run_runoff(h, ctx, opt, close, close_ns, n_close, best, winner, err);
 }

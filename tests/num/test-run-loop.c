@@ -25,13 +25,17 @@
 
 enum { N_FAKE = 5 };
 
+enum { N_RUNOFF = 8 };
+
 typedef struct fake_loop {
     char trace[512]; // every step, in order
     int32_t compile_threads;
     bool measure; // what prepare answers
-    bool accepted[N_FAKE];
-    double median_ns[N_FAKE];
-    double best_seen[N_FAKE]; // best_ns each measure was given
+    bool accepted[N_RUNOFF];
+    bool duplicate[N_RUNOFF];
+    double median_ns[N_RUNOFF];
+    double best_seen[N_RUNOFF]; // best_ns each measure was given
+    double runoff_ns[N_RUNOFF]; // what the run-off hook answers per candidate (0: not timed)
 } fake_loop;
 
 static void fake_note(fake_loop *f, const char *what) {
@@ -65,12 +69,27 @@ static rt_status fake_measure(void *ctx, int32_t i, double best_ns, rt_run_measu
     snprintf(s, sizeof s, "measure:%d", (int)i);
     fake_note(f, s);
     f->best_seen[i] = best_ns;
-    *m = (rt_run_measure){f->accepted[i], f->median_ns[i]};
+    *m = (rt_run_measure){f->accepted[i], f->median_ns[i], f->duplicate[i]};
+    return RT_OK;
+}
+
+// Notes "runoff:" and the contenders as given (rank order), answers runoff_ns of each.
+static rt_status fake_runoff(void *ctx, const int32_t *cands, int32_t n, double *median_ns,
+                             rt_err *err) {
+    fake_loop *f = ctx;
+    (void)err;
+    char s[64] = "runoff:";
+    for (int32_t j = 0; j < n; j++) {
+        size_t l = strlen(s);
+        snprintf(s + l, sizeof s - l, "%s%d", j ? "," : "", (int)cands[j]);
+        median_ns[j] = f->runoff_ns[cands[j]];
+    }
+    fake_note(f, s);
     return RT_OK;
 }
 
 static void test_loop_rules(void) {
-    const rt_run_hooks hooks = {"fake", fake_compile, fake_prepare, fake_measure};
+    const rt_run_hooks hooks = {"fake", fake_compile, fake_prepare, fake_measure, NULL};
     // Rank 2 is rejected however fast; ranks 3 and 4 tie: the better rank (3) wins.
     fake_loop f = {.measure = true,
                    .accepted = {true, false, true, true, false},
@@ -96,11 +115,57 @@ static void test_loop_rules(void) {
     RT_EXPECT_EQ(winner, -1);
     RT_EXPECT_STR(off.trace, "compile:5 prepare");
     // Compile only (no measure hook): prepare is not called either.
-    const rt_run_hooks compile_only = {"fake", fake_compile, fake_prepare, NULL};
+    const rt_run_hooks compile_only = {"fake", fake_compile, fake_prepare, NULL, NULL};
     fake_loop co = {.measure = true};
     RT_EXPECT_EQ(rt_run_candidates(&compile_only, &co, N_FAKE, NULL, &winner, &err), RT_OK);
     RT_EXPECT_STR(co.trace, "compile:5");
     RT_EXPECT_EQ(rt_run_candidates(&hooks, &co, -1, NULL, &winner, &err), RT_ERR_USAGE);
+}
+
+// Notes the loop's whole-batch steps other than compile and prepare ("step:runoff").
+static void on_step_fake(void *obs, const char *step, int32_t i) {
+    char s[32];
+    if (i < 0 && strcmp(step, "compile") != 0 && strcmp(step, "prepare") != 0) {
+        snprintf(s, sizeof s, "step:%s", step);
+        fake_note(obs, s);
+    }
+}
+
+// The run-off: the accepted candidates within 30% of the best median, at most the 4 closest,
+// no duplicate of an earlier one's code, are timed again in rank order; its lowest median wins
+// (the better rank on a tie), one it did not time (0) cannot; fewer than two: no run-off.
+static void test_runoff_rules(void) {
+    const rt_run_hooks hooks = {"fake", fake_compile, fake_prepare, fake_measure, fake_runoff};
+    rt_err err = {0};
+    int32_t winner = 99;
+    rt_run_options o = {.on_step = on_step_fake, .obs = NULL};
+    // Best 100 (rank 1). Within 130: ranks 0 (120), 1, 3 (125), 5 (110), 6 (101), 7 (100, a
+    // duplicate); rank 2 (131) is out, rank 4 rejected. The 4 closest: 1, 6, 5, 0 -> rank order.
+    fake_loop f = {.measure = true,
+                   .accepted = {true, true, true, true, false, true, true, true},
+                   .duplicate = {false, false, false, false, false, false, false, true},
+                   .median_ns = {120, 100, 131, 125, 50, 110, 101, 100},
+                   .runoff_ns = {90, 95, 1, 1, 1, 90, 0, 1}};
+    o.obs = &f;
+    RT_EXPECT_EQ(rt_run_candidates(&hooks, &f, N_RUNOFF, &o, &winner, &err), RT_OK);
+    RT_EXPECT_STR(f.trace, "compile:8 prepare measure:0 measure:1 measure:2 measure:3 measure:4 "
+                           "measure:5 measure:6 measure:7 step:runoff runoff:0,1,5,6");
+    RT_EXPECT_EQ(winner, 0); // 90 ties with rank 5: the better rank; rank 6 was not timed
+    // One contender within the margin: no run-off, the first medians decide.
+    fake_loop one = {.measure = true,
+                     .accepted = {true, true, true},
+                     .median_ns = {200, 100, 140},
+                     .runoff_ns = {1, 1, 1}};
+    o.obs = &one;
+    RT_EXPECT_EQ(rt_run_candidates(&hooks, &one, 3, &o, &winner, &err), RT_OK);
+    RT_EXPECT_EQ(winner, 1);
+    RT_EXPECT(strstr(one.trace, "runoff") == NULL);
+    // A run-off that timed none (every median 0): the first medians decide.
+    fake_loop none = {.measure = true, .accepted = {true, true}, .median_ns = {105, 100}};
+    o.obs = &none;
+    RT_EXPECT_EQ(rt_run_candidates(&hooks, &none, 2, &o, &winner, &err), RT_OK);
+    RT_EXPECT_STR(none.trace, "compile:2 prepare measure:0 measure:1 step:runoff runoff:0,1");
+    RT_EXPECT_EQ(winner, 1);
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -175,6 +240,57 @@ static void test_cpu_path(rt_arena *a, const rt_device *host) {
         RT_EXPECT_STR(rt_cpu_cand_status_name(rep->cands[i].status), "wrong");
     json_t *arr = rt_cpu_report_to_json(rep);
     expect_all_wrong_json(arr, rep->n, "cpu");
+    json_decref(arr);
+}
+
+// The CPU run-off on real kernels (relu2's top 3, all correct): when it ran (two candidates
+// within the margin, nearly always for three variants of an elementwise op), its contenders are
+// correct, unique, in rank order, timed over all turns, the winner is the one of them with the
+// lowest run-off median, and exactly they carry runoff_median_ns in the JSON.
+static void test_cpu_runoff(rt_arena *a, const rt_device *host) {
+    rt_err err = {0};
+    rt_op *op;
+    rt_perf_result *perf;
+    rt_perf_options popt = {.top_k = 3};
+    rt_bindings *b;
+    fake_loop steps = {0};
+    rt_cpu_options copt = {
+        .profile = true, .budget_ms = 2, .threads = 2, .on_step = on_step, .obs = &steps};
+    rt_cpu_report *rep = NULL;
+    if (rt_spec_parse(a, spec, "inline.spec", NULL, 0, &op, &err) != RT_OK ||
+        rt_perf_construct(a, op, host, &popt, &perf, &err) != RT_OK ||
+        rt_bindings_new(a, op, 1, &b, &err) != RT_OK ||
+        rt_cpu_build_and_profile(a, op, host, b, perf, &copt, &rep, &err) != RT_OK) {
+        fprintf(stderr, "cpu run-off: %s\n", err.msg);
+        RT_EXPECT(0);
+        return;
+    }
+    printf("cpu run-off:  %d contenders, %d turns; steps %s\n", (int)rep->n_runoff,
+           (int)rep->runoff_turns, steps.trace);
+    RT_EXPECT(rep->winner >= 0);
+    RT_EXPECT((strstr(steps.trace, " runoff") != NULL) == (rep->n_runoff > 0));
+    if (rep->n_runoff > 0) {
+        RT_EXPECT(rep->n_runoff >= 2 && rep->n_runoff <= 4);
+        RT_EXPECT_EQ(rep->runoff_turns, 5);
+        double low = (double)INFINITY;
+        int32_t fastest = -1;
+        for (int32_t j = 0; j < rep->n_runoff; j++) {
+            const rt_cpu_cand *c = &rep->cands[rep->runoff[j]];
+            RT_EXPECT(j == 0 || rep->runoff[j] > rep->runoff[j - 1]);
+            RT_EXPECT(c->status == RT_CPU_CAND_OK && c->same_as < 0 && c->runoff_ns > 0);
+            if (c->runoff_ns < low)
+                low = c->runoff_ns, fastest = rep->runoff[j];
+        }
+        RT_EXPECT_EQ(rep->winner, fastest);
+    }
+    json_t *arr = rt_cpu_report_to_json(rep);
+    for (int32_t i = 0; i < rep->n; i++) {
+        bool in = false;
+        for (int32_t j = 0; j < rep->n_runoff; j++)
+            in = in || rep->runoff[j] == i;
+        json_t *v = json_object_get(json_array_get(arr, (size_t)i), "runoff_median_ns");
+        RT_EXPECT(in ? json_real_value(v) == rep->cands[i].runoff_ns : v == NULL);
+    }
     json_decref(arr);
 }
 
@@ -253,11 +369,13 @@ static void test_opencl_path(rt_arena *a, const rt_device *ocl) {
 
 int main(void) {
     test_loop_rules();
+    test_runoff_rules();
     rt_arena *a = rt_arena_new(1 << 20);
     rt_device host;
-    if (rt_num_host(&host))
+    if (rt_num_host(&host)) {
         test_cpu_path(a, &host);
-    else
+        test_cpu_runoff(a, &host);
+    } else
         RT_EXPECT(0);
     rt_device ocl;
     rt_err err = {0};
