@@ -160,7 +160,7 @@ static void rt_c_ukernel(rt_cemit *c, const rt_kir_ukernel *u, int ind) {
                   u->a_ld > 0 ? c->k->bufs[u->a_buf].name : "scratch");
     rt_c_expr(c, u->a_off);
     rt_buf_puts(b, ";\n");
-    if (u->a_ld > 0) { // A read in place, rows past m_valid clamped (kir.h)
+    if (u->a_ld > 0 || u->tail_acc > 0) { // A read in place, rows past m_valid clamped (kir.h)
         rt_buf_printf(b, "%*sconst int64_t uma = ", 4 * (ind + 1), "");
         rt_c_expr(c, u->m_valid);
         rt_buf_puts(b, ";\n");
@@ -174,7 +174,13 @@ static void rt_c_ukernel(rt_cemit *c, const rt_kir_ukernel *u, int ind) {
     rt_c_expr(c, u->kc);
     rt_buf_puts(b, ";\n");
     rt_buf_linef(b, ind + 1, "for (int64_t uk = 0; uk < ukc; uk++) {");
-    rt_buf_linef(b, ind + 2, "for (int ui = 0; ui < %d; ui++) {", u->mr);
+    if (u->tail_acc > 0) { // row tails: the valid rows rounded up (rt_perf_cpu_tail_rows)
+        int q = u->mr / 4 > 1 ? u->mr / 4 : 1;
+        rt_buf_linef(b, ind + 2,
+                     "for (int ui = 0; ui < (uma < %d ? (uma + %d) / %d * %d : %d); ui++) {", u->mr,
+                     q - 1, q, q, u->mr);
+    } else
+        rt_buf_linef(b, ind + 2, "for (int ui = 0; ui < %d; ui++) {", u->mr);
     if (u->a_ld > 0)
         rt_buf_linef(b, ind + 3, "const float av = ua[(ui < uma ? ui : uma - 1) * %lld + uk];",
                      (long long)u->a_ld);

@@ -526,11 +526,11 @@ static void rt_l_epi_row(rt_lemit *l, const rt_kir_ukernel *u, LLVMValueRef ii, 
 // vector per vl columns interleaved, so that the loop vectorizer and the unroller leave
 // straight-line code in which the rows' math (a branch-free erf or exp is a long dependent
 // chain) overlaps; an edge tile loops over its valid rows and columns.
-static void rt_l_uk_epilogue(rt_lemit *l, const rt_kir_ukernel *u, const LLVMValueRef *acc,
-                             LLVMValueRef c_off, LLVMValueRef mv, LLVMValueRef nvv,
-                             LLVMValueRef accum) {
+static void rt_l_uk_epilogue(rt_lemit *l, const rt_kir_ukernel *u, int32_t rows,
+                             const LLVMValueRef *acc, LLVMValueRef c_off, LLVMValueRef mv,
+                             LLVMValueRef nvv, LLVMValueRef accum) {
     LLVMBuilderRef b = l->b;
-    int32_t na = u->mr * (u->nr / u->vl);
+    int32_t na = rows * (u->nr / u->vl);
     for (int32_t i = 0; i < na; i++) {
         LLVMValueRef idx = rt_l_i64(l, (int64_t)u->vl * i);
         LLVMValueRef st =
@@ -538,13 +538,13 @@ static void rt_l_uk_epilogue(rt_lemit *l, const rt_kir_ukernel *u, const LLVMVal
         LLVMSetAlignment(st, (unsigned)u->vl * 4);
     }
     LLVMValueRef row0 = rt_l_expr(l, u->epi_row0), col0 = rt_l_expr(l, u->epi_col0);
-    LLVMValueRef full = LLVMBuildAnd(b, LLVMBuildICmp(b, LLVMIntEQ, mv, rt_l_i64(l, u->mr), ""),
+    LLVMValueRef full = LLVMBuildAnd(b, LLVMBuildICmp(b, LLVMIntEQ, mv, rt_l_i64(l, rows), ""),
                                      LLVMBuildICmp(b, LLVMIntEQ, nvv, rt_l_i64(l, u->nr), ""), "");
     LLVMBasicBlockRef bfull = rt_l_block(l, "epi.full"), bedge = rt_l_block(l, "epi.edge"),
                       done = rt_l_block(l, "epi.done");
     LLVMBuildCondBr(b, full, bfull, bedge);
     LLVMPositionBuilderAtEnd(b, bfull);
-    for (int32_t i = 0; i < u->mr; i++)
+    for (int32_t i = 0; i < rows; i++)
         rt_l_epi_row(l, u, rt_l_i64(l, i), rt_l_i64(l, u->nr), c_off, accum, row0, col0,
                      u->nr / u->vl);
     LLVMBuildBr(b, done);
@@ -694,9 +694,9 @@ static void rt_l_tpack(rt_lemit *l, const rt_kir_tpack *t) {
 // The edge tile with mask registers (kernel masked_edge): per row i < mv (unrolled), each vector
 // with columns below nvv straight from its accumulator, its lanes past nvv masked off (C's old
 // value loaded under the same mask where the call accumulates); branches to bend.
-static void rt_l_uk_edge_masked(rt_lemit *l, const rt_kir_ukernel *u, const LLVMValueRef *acc,
-                                LLVMValueRef c_off, LLVMValueRef mv, LLVMValueRef nvv,
-                                LLVMValueRef accum, LLVMBasicBlockRef bend) {
+static void rt_l_uk_edge_masked(rt_lemit *l, const rt_kir_ukernel *u, int32_t rows,
+                                const LLVMValueRef *acc, LLVMValueRef c_off, LLVMValueRef mv,
+                                LLVMValueRef nvv, LLVMValueRef accum, LLVMBasicBlockRef bend) {
     LLVMBuilderRef b = l->b;
     int32_t nv = u->nr / u->vl;
     LLVMTypeRef vt = LLVMVectorType(l->f32, (unsigned)u->vl);
@@ -708,7 +708,7 @@ static void rt_l_uk_edge_masked(rt_lemit *l, const rt_kir_ukernel *u, const LLVM
     }
     LLVMValueRef align = LLVMConstInt(l->i32, 4, 0);
     LLVMValueRef ldc = rt_l_uk_ldc(l, u);
-    for (int32_t i = 0; i < u->mr; i++) {
+    for (int32_t i = 0; i < rows; i++) {
         LLVMBasicBlockRef brow = rt_l_block(l, "uk.mrow"), bnext = rt_l_block(l, "uk.mnext");
         LLVMBuildCondBr(b, LLVMBuildICmp(b, LLVMIntSLT, rt_l_i64(l, i), mv, ""), brow, bend);
         LLVMPositionBuilderAtEnd(b, brow);
@@ -734,15 +734,16 @@ static void rt_l_uk_edge_masked(rt_lemit *l, const rt_kir_ukernel *u, const LLVM
 // with one vector load and store, and the columns of the vector that nvv cuts element by
 // element; branches to bend. (Masked vector stores, vmaskmovps, were slower on Zen 3: 52.9 ns
 // per 6 x 13 tile against 34.1 ns element by element, one core, this host.)
-static void rt_l_uk_edge(rt_lemit *l, const rt_kir_ukernel *u, const LLVMValueRef *acc,
-                         LLVMValueRef c_off, LLVMValueRef mv, LLVMValueRef nvv, LLVMValueRef accum,
-                         LLVMBasicBlockRef bpart, LLVMBasicBlockRef bend) {
+static void rt_l_uk_edge(rt_lemit *l, const rt_kir_ukernel *u, int32_t rows,
+                         const LLVMValueRef *acc, LLVMValueRef c_off, LLVMValueRef mv,
+                         LLVMValueRef nvv, LLVMValueRef accum, LLVMBasicBlockRef bpart,
+                         LLVMBasicBlockRef bend) {
     LLVMBuilderRef b = l->b;
-    int32_t nv = u->nr / u->vl, na = u->mr * nv;
+    int32_t nv = u->nr / u->vl, na = rows * nv;
     LLVMTypeRef vt = LLVMVectorType(l->f32, (unsigned)u->vl);
     LLVMPositionBuilderAtEnd(b, bpart);
     if (l->k->masked_edge) {
-        rt_l_uk_edge_masked(l, u, acc, c_off, mv, nvv, accum, bend);
+        rt_l_uk_edge_masked(l, u, rows, acc, c_off, mv, nvv, accum, bend);
         return;
     }
     for (int32_t i = 0; i < na; i++) {
@@ -831,101 +832,121 @@ static void rt_l_uk_bload(rt_lemit *l, const rt_kir_ukernel *u, LLVMTypeRef vt, 
         }
 }
 
-static void rt_l_ukernel(rt_lemit *l, const rt_kir_ukernel *u) {
+// One k step (k) of a micro-kernel tile of `rows` rows into accumulators acc (rows x nv):
+// B's vectors, then per row A's element broadcast and FMAs; the results in next.
+static void rt_l_uk_step(rt_lemit *l, const rt_kir_ukernel *u, int32_t rows, LLVMTypeRef vt,
+                         LLVMValueRef ua, const LLVMValueRef *arow, LLVMValueRef ub,
+                         LLVMValueRef kc, LLVMValueRef k, bool zero_c, const LLVMValueRef *acc,
+                         LLVMValueRef *next) {
     LLVMBuilderRef b = l->b;
-    // mr x nv accumulators of vl floats, vl the target's vector register (kir.h).
-    int32_t mr = u->mr, vl = u->vl, nv = u->nr / vl, na = mr * nv;
-    LLVMTypeRef vt = LLVMVectorType(l->f32, (unsigned)vl);
-    bool a_in_place = u->a_ld > 0; // A's rows read from its tensor (kir.h)
-    LLVMValueRef ua = rt_l_addr(l, a_in_place ? u->a_buf : 0, rt_l_expr(l, u->a_off));
-    LLVMValueRef arow[RT_KIR_UK_MAX_ACC];
-    if (a_in_place) {
-        LLVMValueRef last = LLVMBuildSub(b, rt_l_expr(l, u->m_valid), rt_l_i64(l, 1), "");
-        for (int32_t i = 0; i < u->mr; i++) {
-            LLVMValueRef r = rt_l_i64(l, i);
-            LLVMValueRef in = LLVMBuildICmp(b, LLVMIntSLT, r, last, "");
-            arow[i] =
-                LLVMBuildMul(b, LLVMBuildSelect(b, in, r, last, ""), rt_l_i64(l, u->a_ld), "");
-        }
-    }
-    LLVMValueRef ub = rt_l_addr(l, 0, rt_l_expr(l, u->b_off));
-    LLVMValueRef kc = rt_l_expr(l, u->kc);
+    int32_t nv = u->nr / u->vl;
     LLVMValueRef fma = rt_l_intrinsic(l, "llvm.fma", vt);
     LLVMTypeRef fma_t = LLVMGlobalGetValueType(fma);
-    // Prefetch the C tile for writing (every 64-byte line of its rows) before the k loop, so
-    // that its misses (C rows are ldc apart, usually in L3 or DRAM for large GEMMs) overlap
-    // the FMAs instead of stalling the stores. A hint: lines outside C never fault.
-    LLVMValueRef c_off = rt_l_expr(l, u->c_off);
-    // With a fused epilogue that does not keep C and nothing to accumulate, C is never touched;
-    // the epilogue's own output tile is prefetched instead on the last k block.
-    bool epi = u->epi && u->epi->n > 0;
-    int64_t acc0 = 1;
-    bool zero_c = rt_kir_is_int(u->accumulate, &acc0) && acc0 == 0; // the call starts from 0
-    bool c_untouched = epi && !u->epi_keep_c && zero_c;
-    if (!u->stream && !c_untouched)
-        rt_l_pf_tile(l, u->c_buf, c_off, rt_l_uk_ldc(l, u), mr, u->nr);
-    if (epi && u->epi_pf_buf >= 0) {
-        LLVMBasicBlockRef bpf = rt_l_block(l, "uk.pf"), bgo = rt_l_block(l, "uk.go");
-        LLVMBuildCondBr(b, rt_l_truth(l, u->epi_last), bpf, bgo);
-        LLVMPositionBuilderAtEnd(b, bpf);
-        rt_l_pf_tile(l, u->epi_pf_buf, rt_l_expr(l, u->epi_pf_off), rt_l_i64(l, u->epi_pf_ld), mr,
-                     u->nr);
-        LLVMBuildBr(b, bgo);
-        LLVMPositionBuilderAtEnd(b, bgo);
+    LLVMValueRef bv[RT_KIR_UK_MAX_NV];
+    rt_l_uk_bload(l, u, vt, ub, kc, k, zero_c, bv);
+    LLVMValueRef ka = LLVMBuildNSWMul(b, k, rt_l_i64(l, u->mr), "");
+    for (int32_t i = 0; i < rows; i++) {
+        LLVMValueRef idx = u->a_ld > 0 ? LLVMBuildNSWAdd(b, arow[i], k, "")
+                                       : LLVMBuildNSWAdd(b, ka, rt_l_i64(l, i), "");
+        LLVMValueRef av =
+            LLVMBuildLoad2(b, l->f32, LLVMBuildInBoundsGEP2(b, l->f32, ua, &idx, 1, ""), "a");
+        LLVMValueRef splat = rt_l_splat_n(l, av, (unsigned)u->vl);
+        for (int32_t j = 0; j < nv; j++) {
+            LLVMValueRef args[3] = {splat, bv[j], acc[i * nv + j]};
+            next[i * nv + j] = LLVMBuildCall2(b, fma_t, fma, args, 3, "");
+        }
     }
+}
+
+// A k loop over [k0, kc) in steps of `sets` (whole steps only: kphi + sets <= kc), each step
+// s of an iteration into accumulator set s (acc: sets x na, updated in place); leaves the
+// builder after the loop and returns the k it stopped at.
+static LLVMValueRef rt_l_uk_kloop(rt_lemit *l, const rt_kir_ukernel *u, int32_t rows, int32_t sets,
+                                  LLVMTypeRef vt, LLVMValueRef ua, const LLVMValueRef *arow,
+                                  LLVMValueRef ub, LLVMValueRef kc, LLVMValueRef k0, bool zero_c,
+                                  LLVMValueRef *acc) {
+    LLVMBuilderRef b = l->b;
+    int32_t na = rows * (u->nr / u->vl), nt = na * sets;
     LLVMBasicBlockRef pre = LLVMGetInsertBlock(b);
     LLVMBasicBlockRef head = rt_l_block(l, "uk.loop"), body = rt_l_block(l, "uk.body"),
                       done = rt_l_block(l, "uk.done");
     LLVMBuildBr(b, head);
     LLVMPositionBuilderAtEnd(b, head);
     LLVMValueRef kphi = LLVMBuildPhi(b, l->i64, "k");
-    LLVMValueRef acc[RT_KIR_UK_MAX_ACC], next[RT_KIR_UK_MAX_ACC];
-    LLVMValueRef zero = LLVMConstNull(vt);
-    for (int32_t i = 0; i < na; i++) {
-        acc[i] = LLVMBuildPhi(b, vt, "acc");
-        LLVMAddIncoming(acc[i], &zero, &pre, 1);
+    LLVMValueRef phi[RT_KIR_UK_MAX_ACC], next[RT_KIR_UK_MAX_ACC];
+    for (int32_t i = 0; i < nt; i++) {
+        phi[i] = LLVMBuildPhi(b, vt, "acc");
+        LLVMAddIncoming(phi[i], &acc[i], &pre, 1);
     }
-    LLVMValueRef k0 = rt_l_i64(l, 0);
     LLVMAddIncoming(kphi, &k0, &pre, 1);
-    LLVMBuildCondBr(b, LLVMBuildICmp(b, LLVMIntSLT, kphi, kc, ""), body, done);
+    LLVMValueRef more =
+        sets == 1
+            ? LLVMBuildICmp(b, LLVMIntSLT, kphi, kc, "")
+            : LLVMBuildICmp(b, LLVMIntSLE, LLVMBuildNSWAdd(b, kphi, rt_l_i64(l, sets), ""), kc, "");
+    LLVMBuildCondBr(b, more, body, done);
     LLVMPositionBuilderAtEnd(b, body);
-    LLVMValueRef bv[RT_KIR_UK_MAX_NV];
-    rt_l_uk_bload(l, u, vt, ub, kc, kphi, zero_c, bv);
-    LLVMValueRef ka = LLVMBuildNSWMul(b, kphi, rt_l_i64(l, mr), "");
-    for (int32_t i = 0; i < mr; i++) {
-        LLVMValueRef idx = a_in_place ? LLVMBuildNSWAdd(b, arow[i], kphi, "")
-                                      : LLVMBuildNSWAdd(b, ka, rt_l_i64(l, i), "");
-        LLVMValueRef av =
-            LLVMBuildLoad2(b, l->f32, LLVMBuildInBoundsGEP2(b, l->f32, ua, &idx, 1, ""), "a");
-        LLVMValueRef splat = rt_l_splat_n(l, av, (unsigned)vl);
-        for (int32_t j = 0; j < nv; j++) {
-            LLVMValueRef args[3] = {splat, bv[j], acc[i * nv + j]};
-            next[i * nv + j] = LLVMBuildCall2(b, fma_t, fma, args, 3, "");
-        }
+    for (int32_t s = 0; s < sets; s++) {
+        LLVMValueRef k = s ? LLVMBuildNSWAdd(b, kphi, rt_l_i64(l, s), "") : kphi;
+        rt_l_uk_step(l, u, rows, vt, ua, arow, ub, kc, k, zero_c, phi + s * na, next + s * na);
     }
-    LLVMValueRef k1 = LLVMBuildNSWAdd(b, kphi, rt_l_i64(l, 1), "");
+    LLVMValueRef k1 = LLVMBuildNSWAdd(b, kphi, rt_l_i64(l, sets), "");
     LLVMBasicBlockRef latch = LLVMGetInsertBlock(b);
     LLVMBuildBr(b, head);
     LLVMAddIncoming(kphi, &k1, &latch, 1);
-    for (int32_t i = 0; i < na; i++)
-        LLVMAddIncoming(acc[i], &next[i], &latch, 1);
+    for (int32_t i = 0; i < nt; i++)
+        LLVMAddIncoming(phi[i], &next[i], &latch, 1);
     LLVMPositionBuilderAtEnd(b, done);
+    memcpy(acc, phi, (size_t)nt * sizeof *acc);
+    return kphi;
+}
+
+// A micro-kernel tile of `rows` rows (kir.h rt_kir_ukernel): rows = mr with mv valid (A's
+// rows past them repeat the last valid one), or a row tail's exact rows (mv = rows) with its k
+// steps split over `sets` accumulator sets (a remainder loop of single steps into the first,
+// then their sum); then the store, the edge tile or the epilogue; branches to bend.
+static void rt_l_uk_tile(rt_lemit *l, const rt_kir_ukernel *u, int32_t rows, LLVMValueRef mv,
+                         int32_t sets, LLVMValueRef ua, LLVMValueRef ub, LLVMValueRef kc,
+                         LLVMValueRef c_off, bool zero_c, LLVMBasicBlockRef bend) {
+    LLVMBuilderRef b = l->b;
+    // rows x nv accumulators of vl floats, vl the target's vector register (kir.h).
+    int32_t vl = u->vl, nv = u->nr / vl, na = rows * nv;
+    LLVMTypeRef vt = LLVMVectorType(l->f32, (unsigned)vl);
+    LLVMValueRef arow[RT_KIR_UK_MAX_ACC];
+    if (u->a_ld > 0) { // A read in place (kir.h)
+        LLVMValueRef last = LLVMBuildSub(b, mv, rt_l_i64(l, 1), "");
+        for (int32_t i = 0; i < rows; i++) {
+            LLVMValueRef r = rt_l_i64(l, i);
+            LLVMValueRef in = LLVMBuildICmp(b, LLVMIntSLT, r, last, "");
+            arow[i] =
+                LLVMBuildMul(b, LLVMBuildSelect(b, in, r, last, ""), rt_l_i64(l, u->a_ld), "");
+        }
+    }
+    LLVMValueRef acc[RT_KIR_UK_MAX_ACC];
+    for (int32_t i = 0; i < na * sets; i++)
+        acc[i] = LLVMConstNull(vt);
+    LLVMValueRef k =
+        rt_l_uk_kloop(l, u, rows, sets, vt, ua, arow, ub, kc, rt_l_i64(l, 0), zero_c, acc);
+    if (sets > 1) {
+        (void)rt_l_uk_kloop(l, u, rows, 1, vt, ua, arow, ub, kc, k, zero_c, acc);
+        for (int32_t s = 1; s < sets; s++)
+            for (int32_t i = 0; i < na; i++)
+                acc[i] = LLVMBuildFAdd(b, acc[i], acc[s * na + i], "");
+    }
 
     // Store: full tiles with vector stores, edge tiles through the stack buffer; on the last k
     // block of a GEMM with a fused epilogue, the epilogue instead.
-    LLVMValueRef mv = rt_l_expr(l, u->m_valid), nvv = rt_l_expr(l, u->n_valid);
+    LLVMValueRef nvv = rt_l_expr(l, u->n_valid);
     LLVMValueRef accum = rt_l_truth(l, u->accumulate);
-    LLVMBasicBlockRef bend = rt_l_block(l, "uk.end");
     if (u->epi && u->epi->n > 0) {
         LLVMBasicBlockRef bepi = rt_l_block(l, "uk.epi"), bplain = rt_l_block(l, "uk.store");
         LLVMBuildCondBr(b, rt_l_truth(l, u->epi_last), bepi, bplain);
         LLVMPositionBuilderAtEnd(b, bepi);
-        rt_l_uk_epilogue(l, u, acc, c_off, mv, nvv, accum);
+        rt_l_uk_epilogue(l, u, rows, acc, c_off, mv, nvv, accum);
         LLVMBuildBr(b, bend);
         LLVMPositionBuilderAtEnd(b, bplain);
     }
     LLVMValueRef ldc = rt_l_uk_ldc(l, u); // dominates the full tile's stores below
-    LLVMValueRef full = LLVMBuildAnd(b, LLVMBuildICmp(b, LLVMIntEQ, mv, rt_l_i64(l, mr), ""),
+    LLVMValueRef full = LLVMBuildAnd(b, LLVMBuildICmp(b, LLVMIntEQ, mv, rt_l_i64(l, rows), ""),
                                      LLVMBuildICmp(b, LLVMIntEQ, nvv, rt_l_i64(l, u->nr), ""), "");
     LLVMBasicBlockRef bfull = rt_l_block(l, "uk.full"), bpart = rt_l_block(l, "uk.edge");
     LLVMBuildCondBr(b, full, bfull, bpart);
@@ -950,7 +971,7 @@ static void rt_l_ukernel(rt_lemit *l, const rt_kir_ukernel *u) {
         if (pass == 2 && !bnt)
             break;
         LLVMPositionBuilderAtEnd(b, pass == 0 ? badd : pass == 1 ? bst : bnt);
-        for (int32_t i = 0; i < mr; i++)
+        for (int32_t i = 0; i < rows; i++)
             for (int32_t j = 0; j < nv; j++) {
                 LLVMValueRef at = LLVMBuildNSWAdd(b, LLVMBuildNSWMul(b, rt_l_i64(l, i), ldc, ""),
                                                   rt_l_i64(l, (int64_t)vl * j), "");
@@ -969,7 +990,62 @@ static void rt_l_ukernel(rt_lemit *l, const rt_kir_ukernel *u) {
             }
         LLVMBuildBr(b, bend);
     }
-    rt_l_uk_edge(l, u, acc, c_off, mv, nvv, accum, bpart, bend);
+    rt_l_uk_edge(l, u, rows, acc, c_off, mv, nvv, accum, bpart, bend);
+}
+
+static void rt_l_ukernel(rt_lemit *l, const rt_kir_ukernel *u) {
+    LLVMBuilderRef b = l->b;
+    bool a_in_place = u->a_ld > 0; // A's rows read from its tensor (kir.h)
+    LLVMValueRef ua = rt_l_addr(l, a_in_place ? u->a_buf : 0, rt_l_expr(l, u->a_off));
+    LLVMValueRef ub = rt_l_addr(l, 0, rt_l_expr(l, u->b_off));
+    LLVMValueRef kc = rt_l_expr(l, u->kc);
+    // Prefetch the C tile for writing (every 64-byte line of its rows) before the k loop, so
+    // that its misses (C rows are ldc apart, usually in L3 or DRAM for large GEMMs) overlap
+    // the FMAs instead of stalling the stores. A hint: lines outside C never fault.
+    LLVMValueRef c_off = rt_l_expr(l, u->c_off);
+    // With a fused epilogue that does not keep C and nothing to accumulate, C is never touched;
+    // the epilogue's own output tile is prefetched instead on the last k block.
+    bool epi = u->epi && u->epi->n > 0;
+    int64_t acc0 = 1;
+    bool zero_c = rt_kir_is_int(u->accumulate, &acc0) && acc0 == 0; // the call starts from 0
+    bool c_untouched = epi && !u->epi_keep_c && zero_c;
+    if (!u->stream && !c_untouched)
+        rt_l_pf_tile(l, u->c_buf, c_off, rt_l_uk_ldc(l, u), u->mr, u->nr);
+    if (epi && u->epi_pf_buf >= 0) {
+        LLVMBasicBlockRef bpf = rt_l_block(l, "uk.pf"), bgo = rt_l_block(l, "uk.go");
+        LLVMBuildCondBr(b, rt_l_truth(l, u->epi_last), bpf, bgo);
+        LLVMPositionBuilderAtEnd(b, bpf);
+        rt_l_pf_tile(l, u->epi_pf_buf, rt_l_expr(l, u->epi_pf_off), rt_l_i64(l, u->epi_pf_ld),
+                     u->mr, u->nr);
+        LLVMBuildBr(b, bgo);
+        LLVMPositionBuilderAtEnd(b, bgo);
+    }
+    LLVMValueRef mv = rt_l_expr(l, u->m_valid);
+    LLVMBasicBlockRef bend = rt_l_block(l, "uk.end");
+    if (u->tail_acc > 0 && u->mr > 1) {
+        // Row tails: a switch on the valid rows; each count below mr goes to the kernel of its
+        // tail rows (rt_perf_cpu_tail_rows), one per distinct count.
+        LLVMBasicBlockRef bmr = rt_l_block(l, "uk.mr"), br = NULL;
+        LLVMValueRef sw = LLVMBuildSwitch(b, mv, bmr, (unsigned)(u->mr - 1));
+        int64_t t_prev = 0;
+        for (int32_t r = 1; r < u->mr; r++) {
+            int64_t t = rt_perf_cpu_tail_rows(u->mr, r);
+            if (t >= u->mr)
+                break;
+            if (t != t_prev) {
+                br = rt_l_block(l, "uk.tail");
+                LLVMBasicBlockRef here = LLVMGetInsertBlock(b);
+                LLVMPositionBuilderAtEnd(b, br);
+                int64_t sets = rt_perf_cpu_tail_sets(u->mr, u->nr / u->vl, t, u->tail_acc);
+                rt_l_uk_tile(l, u, (int32_t)t, mv, (int32_t)sets, ua, ub, kc, c_off, zero_c, bend);
+                LLVMPositionBuilderAtEnd(b, here);
+                t_prev = t;
+            }
+            LLVMAddCase(sw, rt_l_i64(l, r), br);
+        }
+        LLVMPositionBuilderAtEnd(b, bmr);
+    }
+    rt_l_uk_tile(l, u, u->mr, mv, 1, ua, ub, kc, c_off, zero_c, bend);
     LLVMPositionBuilderAtEnd(b, bend);
 }
 

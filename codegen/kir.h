@@ -139,6 +139,11 @@ typedef struct rt_kir_ukernel {
     // Streaming (non-temporal) stores of full tiles that overwrite C, for GEMMs with a single
     // k block whose C is far larger than the caches (C is written once and never read back).
     bool stream;
+    // Row tails (the plan's rt_perf_cpu_gemm.row_tail_acc, > 0): a tile of m_valid < mr rows
+    // runs a micro-kernel of t = rt_perf_cpu_tail_rows(mr, m_valid) rows, its k steps split
+    // over rt_perf_cpu_tail_sets(mr, nr / vl, t, tail_acc) accumulator sets; 0: mr rows always
+    // (either way A's rows past m_valid repeat the last valid one, their results dropped).
+    int32_t tail_acc;
     struct rt_kir_block *epi; // NULL or empty: no epilogue
     int32_t epi_acc, epi_row, epi_col;
     rt_kir_expr *epi_row0, *epi_col0, *epi_last;

@@ -286,6 +286,7 @@ bool rt_gemm_blocking(rt_lower *l, rt_gemm *g) {
         return false;
     g->mr = (int32_t)v->mr, g->nr = (int32_t)v->nr, g->kc = (int32_t)v->kc;
     g->mc = (int32_t)v->mc, g->nc = (int32_t)v->nc, g->ng = v->ng;
+    g->row_tail_acc = g->rentry ? v->row_tail_acc : 0;
     return true;
 }
 
@@ -305,6 +306,7 @@ void rt_gemm_executed(rt_lower *l, const rt_gemm *g) {
     v->rentry = g->rentry;
     v->b_prefetch = !g->implicit && g->bn == 1;
     v->tri = g->tri;
+    v->row_tail_acc = g->row_tail_acc;
 }
 
 // A pack of the implicit GEMM that is a plain strided copy: rd reads a tensor without padding

@@ -128,6 +128,7 @@ typedef struct rt_gemm {
     // (the longest entry's), batch the entries; re the statement's form.
     bool rentry;
     rt_perf_gemm_rentry re;
+    int32_t row_tail_acc; // the plan's rt_perf_cpu_gemm.row_tail_acc (a per-entry plan's)
 } rt_gemm;
 
 enum { RT_GEMM_G_M, RT_GEMM_G_N, RT_GEMM_G_K, RT_GEMM_G_BATCH };

@@ -336,6 +336,24 @@ void rt_perf_cpu_rentry_block(const rt_device *dev, rt_perf_cpu_gemm *g) {
     if (g->re_n_mean <= (double)ur.lanes && g->nr > ur.lanes && g->nc % ur.lanes == 0)
         g->nr = ur.lanes;
     g->b_sub = rt_perf_cpu_rentry_b_sub((int32_t)g->nr, ur.lanes, g->b_k_unit);
+    // An entry's last row panel runs a kernel of exactly its rows (rentry_call), its k steps
+    // split until acc_min accumulators hide the FMA latency: the mr-row kernel would multiply
+    // the rows past the entry's end too (an entry of 13 rows with mr = 12: 24 rows).
+    g->row_tail_acc = g->mr > 1 ? (int32_t)ur.acc_min : 0;
+}
+
+// Cycles of one micro-kernel call on a tile of `rows` valid rows (at most mr) over kk k steps:
+// the mr-row kernel's (full, priced by the caller) or, with row tails, the exact one's.
+static double rentry_call(const rt_device *dev, const rt_perf_cpu_gemm *g,
+                          const rt_perf_ukernel *full, int64_t rows, int64_t kk) {
+    rows = rt_perf_cpu_tail_rows(g->mr, rows);
+    if (rows >= g->mr || g->row_tail_acc <= 0)
+        return full->call_cycles;
+    int64_t lanes = dev->lanes > 0 ? dev->lanes : 1, nv = rt_ceil_div(g->nr, lanes);
+    rt_perf_ukernel t;
+    (void)rt_perf_cpu_ukernel_sets(dev, 4, rows, g->nr, rt_max64(1, kk),
+                                   rt_perf_cpu_tail_sets(g->mr, nv, rows, g->row_tail_acc), &t);
+    return t.call_cycles;
 }
 
 // Extra cycles of the store of an edge tile over a full one (codegen/emit-llvm.c rt_l_uk_edge)
@@ -377,14 +395,16 @@ static double rentry_row_block(const rt_perf_model *m, const rt_perf_cpu_gemm *g
     // Edge tiles: the last row panel (r % mr rows) and the last column panel of a block.
     rt_perf_cpu_uk_rules ur;
     rt_perf_cpu_uk_rules_of(dev, &ur);
-    int64_t rm = r % g->mr, rp = rt_ceil_div(r, g->mr), rfull = r / g->mr;
+    int64_t rm = r % g->mr, rfull = r / g->mr;
+    // The row panels' calls per column panel: the full ones, and the last's of rm rows.
+    double calls = (double)rfull * uk.call_cycles + (rm ? rentry_call(dev, g, &uk, rm, kk) : 0);
     for (int32_t lc = 0; lc < 2 && ncb > 0; lc++) {
         int64_t c = lc ? Ne - (ncb - 1) * g->nc : g->nc, ct = lc ? 1 : ncb - 1;
         int64_t cm = c % g->nr, cfull = c / g->nr;
         double edge = (double)cfull * (rm ? rentry_edge_cycles(g, &ur, rm, g->nr) : 0) +
                       (double)rfull * (cm ? rentry_edge_cycles(g, &ur, g->mr, cm) : 0) +
                       (rm && cm ? rentry_edge_cycles(g, &ur, rm, cm) : 0);
-        blk += (double)ct * ((double)(rp * rt_ceil_div(c, g->nr)) * uk.call_cycles + edge);
+        blk += (double)ct * ((double)rt_ceil_div(c, g->nr) * calls + edge);
     }
     *pack = (double)nkb * runs * a;
     return (double)nkb * blk;
@@ -426,7 +446,7 @@ static double rentry_tri_row_block(const rt_perf_model *m, const rt_perf_cpu_gem
             int64_t below = rt_max64(0, i0 + p * g->mr + c) / g->nr;
             below = rt_min64(below, tiles);
             cyc +=
-                (double)tiles * uk.call_cycles +
+                (double)tiles * rentry_call(dev, g, &uk, rows, kk) +
                 (double)below * rentry_tri_store_cycles(g, ur.lanes, rows, g->nr, false) +
                 (double)(tiles - below) * rentry_tri_store_cycles(g, ur.lanes, rows, g->nr, true);
         }
@@ -447,7 +467,8 @@ static double rentry_tri_row_block(const rt_perf_model *m, const rt_perf_cpu_gem
             int64_t ks = rt_min64(kcur, rt_max64(0, i0 + p * g->mr + rows - 1 + c - p0));
             if (ks == 0 && pk > 0)
                 continue;
-            double call = uk.call_cycles * (double)rt_max64(1, ks) / (double)rt_max64(1, kk);
+            double call = rentry_call(dev, g, &uk, rows, kk) * (double)rt_max64(1, ks) /
+                          (double)rt_max64(1, kk);
             double edge = (double)(ncb - (cm ? 1 : 0)) *
                               (rows < g->mr ? rentry_edge_cycles(g, &ur, rows, g->nr) : 0) +
                           (cm ? rentry_edge_cycles(g, &ur, rows, cm) : 0);

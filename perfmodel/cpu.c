@@ -120,9 +120,27 @@ int64_t rt_perf_cpu_uk_max_mr(const rt_perf_cpu_uk_rules *r, int64_t nv) {
     return acc / nv > 1 ? acc / nv : 1;
 }
 
+int64_t rt_perf_cpu_tail_sets(int64_t mr, int64_t nv, int64_t rows, int64_t acc) {
+    if (rows < 1 || rows >= mr || nv < 1 || acc <= 0)
+        return 1;
+    int64_t s = rt_min64(rt_ceil_div(acc, rows * nv), mr / rows);
+    return s < 1 ? 1 : s;
+}
+
+int64_t rt_perf_cpu_tail_rows(int64_t mr, int64_t rows) {
+    int64_t q = mr / 4 > 1 ? mr / 4 : 1;
+    return rows >= mr ? mr : rt_min64(mr, rt_ceil_div(rows < 1 ? 1 : rows, q) * q);
+}
+
 bool rt_perf_cpu_ukernel(const rt_device *dev, int32_t elem_bytes, int64_t mr, int64_t nr,
                          int64_t kc, rt_perf_ukernel *out) {
+    return rt_perf_cpu_ukernel_sets(dev, elem_bytes, mr, nr, kc, 1, out);
+}
+
+bool rt_perf_cpu_ukernel_sets(const rt_device *dev, int32_t elem_bytes, int64_t mr, int64_t nr,
+                              int64_t kc, int64_t sets, rt_perf_ukernel *out) {
     memset(out, 0, sizeof *out);
+    sets = sets < 1 ? 1 : sets;
     int64_t vec_elems =
         (int64_t)(dev->lanes > 0 ? dev->lanes : 1) * 4 / (elem_bytes > 0 ? elem_bytes : 4);
     if (vec_elems < 1)
@@ -136,7 +154,7 @@ bool rt_perf_cpu_ukernel(const rt_device *dev, int32_t elem_bytes, int64_t mr, i
         kc = 1;
     out->acc_vectors = mr * nv;
     // Accumulators, the B vectors of one k step and one broadcast A value.
-    out->vector_regs = out->acc_vectors + nv + 1;
+    out->vector_regs = out->acc_vectors * sets + nv + 1;
     double fma = (double)out->acc_vectors / teus;
     // Accumulators beyond the register file are spilled: a reload and a store every step.
     int64_t spilled = out->vector_regs - rt_perf_cpu_vector_regs(dev);
@@ -169,7 +187,8 @@ bool rt_perf_cpu_ukernel(const rt_device *dev, int32_t elem_bytes, int64_t mr, i
                 reload = (double)(mr * elem_bytes) / l2_bytes_per_cycle;
         }
     }
-    double latency = (double)(dev->fma_latency_cycles > 0 ? dev->fma_latency_cycles : 0);
+    double latency =
+        (double)(dev->fma_latency_cycles > 0 ? dev->fma_latency_cycles : 0) / (double)sets;
     out->cycles_per_k = fma;
     if (loads > out->cycles_per_k)
         out->cycles_per_k = loads;
@@ -180,8 +199,9 @@ bool rt_perf_cpu_ukernel(const rt_device *dev, int32_t elem_bytes, int64_t mr, i
         out->cycles_per_k = latency;
     // One call: kc steps, then C (+)= acc (a load and a store per accumulator) and the loop and
     // edge-test overhead of entering the kernel.
+    // (Split sets: their sum after the loop, an add per accumulator of every set but one.)
     out->call_cycles = (double)kc * out->cycles_per_k + 2.0 * (double)out->acc_vectors / ports +
-                       RT_PERF_CPU_CALL_CYCLES;
+                       (double)((sets - 1) * out->acc_vectors) / teus + RT_PERF_CPU_CALL_CYCLES;
     out->eff = fma * (double)kc / out->call_cycles;
     return out->vector_regs <= rt_perf_cpu_vector_regs(dev);
 }

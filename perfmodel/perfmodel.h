@@ -168,6 +168,11 @@ typedef struct rt_perf_cpu_gemm {
     bool re_a_in_place; // per-entry plan: the micro-kernel reads A's rows where they are (k
                         // contiguous, a constant row stride, no causal pack), alpha folded into
                         // B's pack (cpu-rentry.c rentry_a_in_place)
+    // Per-entry plan: a tile with fewer than mr valid rows (an entry's last row panel) runs a
+    // micro-kernel of exactly those rows instead of the mr-row one, its k steps split over
+    // rt_perf_cpu_tail_sets(mr, nv, rows, row_tail_acc) accumulator sets; 0: the mr-row kernel
+    // on every tile, rows past the valid ones computed and dropped.
+    int32_t row_tail_acc;
 } rt_perf_cpu_gemm;
 typedef enum rt_perf_cpu_win_pack {
     RT_PERF_CPU_WIN_PACK_NONE, // read in place
@@ -531,6 +536,19 @@ typedef struct rt_perf_ukernel {
 // needs more vector registers than the device has.
 bool rt_perf_cpu_ukernel(const rt_device *dev, int32_t elem_bytes, int64_t mr, int64_t nr,
                          int64_t kc, rt_perf_ukernel *out);
+// The same with its k steps split over `sets` sets of accumulators (a row tail's: consecutive
+// steps go to different sets, summed after the loop), so that the FMA latency bounds the step
+// only once per sets steps.
+bool rt_perf_cpu_ukernel_sets(const rt_device *dev, int32_t elem_bytes, int64_t mr, int64_t nr,
+                              int64_t kc, int64_t sets, rt_perf_ukernel *out);
+// Row tails (rt_perf_cpu_gemm.row_tail_acc): the accumulator sets of the micro-kernel that
+// computes exactly rows (< mr) rows of nv vectors: enough for about acc accumulators in flight,
+// at most the mr x nv registers of the full kernel; 1 for a full tile or acc 0.
+int64_t rt_perf_cpu_tail_sets(int64_t mr, int64_t nv, int64_t rows, int64_t acc);
+// The rows of the kernel that runs a row tail of `rows` valid rows: rows rounded up to a
+// multiple of max(1, mr / 4), so that at most four exact kernels join the mr-row one (16 of
+// them tripled the JIT's compile time); mr for a full tile.
+int64_t rt_perf_cpu_tail_rows(int64_t mr, int64_t rows);
 
 // The packed GEMM the CPU backend compiles for a contraction C(m, n) (+)= A(m, k) * B(k, n):
 // the blocking codegen/lower-cpu.c derives from the rTiles (one rule, called by both).

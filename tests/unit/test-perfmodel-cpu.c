@@ -892,6 +892,39 @@ static void test_rentry_pack_edges(const rt_device *avx512) {
     rt_arena_free(a);
 }
 
+// Row tails (rt_perf_cpu_gemm.row_tail_acc): the sets of an exact-rows kernel reach about
+// acc accumulators within the full kernel's registers; split sets divide the FMA latency
+// bound of a tail's step. The per-entry plan takes row tails, and its price of entries of
+// 13 rows (mr = 12 on 16 lanes: a full panel and a tail of one row) is at least 20 % below
+// the price with them off (two full panels: 24 rows computed).
+static void test_rentry_row_tails(const rt_device *avx512) {
+    RT_EXPECT_EQ(rt_perf_cpu_tail_sets(12, 1, 1, 12), 12);
+    RT_EXPECT_EQ(rt_perf_cpu_tail_sets(12, 1, 5, 12), 2); // at most 12 / 5 sets of 5
+    RT_EXPECT_EQ(rt_perf_cpu_tail_sets(12, 2, 4, 12), 2);
+    RT_EXPECT_EQ(rt_perf_cpu_tail_sets(12, 1, 12, 12), 1); // a full tile
+    RT_EXPECT_EQ(rt_perf_cpu_tail_sets(6, 2, 1, 0), 1);    // no row tails
+    rt_perf_ukernel one, four;
+    RT_EXPECT(rt_perf_cpu_ukernel_sets(avx512, 4, 1, 16, 64, 1, &one));
+    RT_EXPECT(rt_perf_cpu_ukernel_sets(avx512, 4, 1, 16, 64, 4, &four));
+    RT_EXPECT_NEAR(one.cycles_per_k, (double)avx512->fma_latency_cycles, 1e-9);
+    RT_EXPECT(four.cycles_per_k < one.cycles_per_k && four.vector_regs == 4 + 1 + 1);
+    rt_arena *a = rt_arena_new(1 << 20);
+    rt_perf_model *m = NULL;
+    rt_perf_cpu_gemm g;
+    RT_EXPECT(rentry_model(a, avx512, 13, &m, &g));
+    g.mr = 12, g.nr = 16, g.mc = 24;
+    RT_EXPECT(g.row_tail_acc > 0);
+    double tails = 0, clamped = 0, pk, eff;
+    RT_EXPECT(rt_perf_cpu_rentry_time(m, &g, &tails, &pk, &eff));
+    g.row_tail_acc = 0;
+    RT_EXPECT(rt_perf_cpu_rentry_time(m, &g, &clamped, &pk, &eff));
+    if (!(tails < 0.8 * clamped))
+        fprintf(stderr, "rentry: 13-row entries %g ns with row tails, %g without\n", tails,
+                clamped);
+    RT_EXPECT(tails < 0.8 * clamped);
+    rt_arena_free(a);
+}
+
 // vgemm's M, N and K from three length tensors of 64 distinct lengths each: the per-entry time
 // sums over at most RT_PERF_RENTRY_MAX_POINTS joint entries (the sources coarsened), not 64^3,
 // and its mean stays that of the lengths (one construction took 31 s of 64^3 entries).
@@ -949,6 +982,7 @@ int main(void) {
     test_batched_view(&dev);
     test_tokens_view(&dev);
     test_rentry_pack_edges(&dev);
+    test_rentry_row_tails(&dev);
     test_rentry_sources(&dev);
     test_gemm_items(&dev);
     test_c_revisits(&dev);

@@ -18,6 +18,8 @@ conv2d) spec=examples/conv2d.spec
         sets="--set N=1 --set C=8 --set H=10 --set W=10 --set F=16 --set OH=5 --set OW=5" ;;
 linear_gelu) spec=examples/linear_gelu.spec; sets="--set M=16" ;;
 dwconv) spec=examples/dwconv.spec; sets="" ;; # a strided window read packed by rows into a ring
+# a per-entry GEMM (ragged attention scores) with row tails: entries of 0 to 13 rows
+qkt) spec=examples/qkt.spec; sets="--set B=8 --set H=2 --set D=16 --lengths len=tests/data/lens-layer.txt" ;;
 *) echo "run-golden-cpu.sh: unknown case '$name'" >&2; exit 2 ;;
 esac
 golden=tests/golden/cpu/$name-x86-avx512.c
