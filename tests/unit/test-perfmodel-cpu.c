@@ -526,6 +526,35 @@ static void test_flat_loops(const rt_device *dev) {
 // timed by DRAM: ReLU over 16 x 42 x 42 (221 KiB in and out) is bound by a cache or its loop,
 // over 1008 x 42 x 42 (14 MiB) by DRAM; the same rTiles, scaled to the size, predict the small
 // one faster per byte.
+// A softmax fused row-wise (one main statement, three fused ones) small enough to be warm:
+// the fused statements' compulsory traffic (Y, as large as X) is priced into level 2, where a
+// warm operator's compulsory traffic is (level 1's fill is not), as well as into level 1.
+static void test_warm_fused(const rt_device *dev) {
+    rt_arena *a = rt_arena_new(1 << 20);
+    rt_err err = {0};
+    const char *text = "def sm(float(512, 256) X) -> (Y) {\n mx(n) max=! X(n, d)\n"
+                       " e(n, d) = exp(X(n, d) - mx(n))\n s(n) +=! e(n, d)\n"
+                       " Y(n, d) = e(n, d) / s(n)\n}\n";
+    rt_op *op = NULL;
+    rt_perf_model *m = NULL;
+    RT_EXPECT_EQ(rt_spec_parse(a, text, "sm.spec", NULL, 0, &op, &err), RT_OK);
+    if (!op || rt_perf_model_build(a, op, dev, NULL, &m, &err) != RT_OK) {
+        RT_EXPECT(false);
+        rt_arena_free(a);
+        return;
+    }
+    RT_EXPECT(rt_perf_cpu_warm(m) && m->n_fused == 3);
+    RT_EXPECT_NEAR(m->extra_dram_bytes, 512.0 * 256 * 4, 1.0); // Y
+    int64_t shape[RT_PERF_MAX_AXES] = {0};
+    for (int32_t x = 0; x < m->n_axes; x++)
+        shape[x] = m->axes[x].extent;
+    double with = rt_perf_traffic_bytes(m, 2, shape, NULL);
+    m->warm = false;
+    double without = rt_perf_traffic_bytes(m, 2, shape, NULL);
+    RT_EXPECT_NEAR(with - without, m->extra_dram_bytes, 1.0);
+    rt_arena_free(a);
+}
+
 static void test_warm(const rt_device *dev) {
     rt_arena *a = rt_arena_new(1 << 20);
     rt_err err = {0};
@@ -989,6 +1018,7 @@ int main(void) {
     test_loops(&dev);
     test_flat_loops(&dev);
     test_warm(&dev);
+    test_warm_fused(&dev);
     test_window_pack(&dev);
     test_ranking(&dev);
     test_vector_ops(&dev);
