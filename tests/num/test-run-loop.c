@@ -184,6 +184,39 @@ static void on_step(void *obs, const char *step, int32_t i) {
     fake_note(obs, s);
 }
 
+// relu2 parsed, its top 3 constructed for dev and its data bound; false (the error printed
+// after what) when a step failed.
+static bool relu2_setup(rt_arena *a, const rt_device *dev, const char *what, rt_op **op,
+                        rt_perf_result **perf, rt_bindings **b) {
+    rt_err err = {0};
+    rt_perf_options popt = {.top_k = 3};
+    if (rt_spec_parse(a, spec, "inline.spec", NULL, 0, op, &err) != RT_OK ||
+        rt_perf_construct(a, *op, dev, &popt, perf, &err) != RT_OK ||
+        rt_bindings_new(a, *op, 1, b, &err) != RT_OK) {
+        fprintf(stderr, "%s: %s\n", what, err.msg);
+        RT_EXPECT(0);
+        return false;
+    }
+    return true;
+}
+
+// relu2's top 3 built and profiled on the host with copt (its steps noted in copt->obs).
+static bool cpu_report(rt_arena *a, const rt_device *host, const rt_cpu_options *copt,
+                       const char *what, rt_cpu_report **rep) {
+    rt_err err = {0};
+    rt_op *op;
+    rt_perf_result *perf;
+    rt_bindings *b;
+    if (!relu2_setup(a, host, what, &op, &perf, &b))
+        return false;
+    if (rt_cpu_build_and_profile(a, op, host, b, perf, copt, rep, &err) != RT_OK) {
+        fprintf(stderr, "%s: %s\n", what, err.msg);
+        RT_EXPECT(0);
+        return false;
+    }
+    return true;
+}
+
 // The loop's steps for n candidates that are all measured.
 static const char *expected_steps(rt_arena *a, int32_t n) {
     rt_buf b;
@@ -212,11 +245,6 @@ static void expect_all_wrong_json(json_t *arr, int32_t n, const char *what) {
 }
 
 static void test_cpu_path(rt_arena *a, const rt_device *host) {
-    rt_err err = {0};
-    rt_op *op;
-    rt_perf_result *perf;
-    rt_perf_options popt = {.top_k = 3};
-    rt_bindings *b;
     fake_loop steps = {0};
     rt_cpu_options copt = {.profile = true,
                            .budget_ms = 1,
@@ -225,14 +253,8 @@ static void test_cpu_path(rt_arena *a, const rt_device *host) {
                            .on_step = on_step,
                            .obs = &steps};
     rt_cpu_report *rep = NULL;
-    if (rt_spec_parse(a, spec, "inline.spec", NULL, 0, &op, &err) != RT_OK ||
-        rt_perf_construct(a, op, host, &popt, &perf, &err) != RT_OK ||
-        rt_bindings_new(a, op, 1, &b, &err) != RT_OK ||
-        rt_cpu_build_and_profile(a, op, host, b, perf, &copt, &rep, &err) != RT_OK) {
-        fprintf(stderr, "cpu: %s\n", err.msg);
-        RT_EXPECT(0);
+    if (!cpu_report(a, host, &copt, "cpu", &rep))
         return;
-    }
     printf("cpu steps:    %s\n", steps.trace);
     RT_EXPECT_STR(steps.trace, expected_steps(a, rep->n));
     RT_EXPECT_EQ(rep->winner, -1);
@@ -248,23 +270,12 @@ static void test_cpu_path(rt_arena *a, const rt_device *host) {
 // correct, unique, in rank order, timed over all turns, the winner is the one of them with the
 // lowest run-off median, and exactly they carry runoff_median_ns in the JSON.
 static void test_cpu_runoff(rt_arena *a, const rt_device *host) {
-    rt_err err = {0};
-    rt_op *op;
-    rt_perf_result *perf;
-    rt_perf_options popt = {.top_k = 3};
-    rt_bindings *b;
     fake_loop steps = {0};
     rt_cpu_options copt = {
         .profile = true, .budget_ms = 2, .threads = 2, .on_step = on_step, .obs = &steps};
     rt_cpu_report *rep = NULL;
-    if (rt_spec_parse(a, spec, "inline.spec", NULL, 0, &op, &err) != RT_OK ||
-        rt_perf_construct(a, op, host, &popt, &perf, &err) != RT_OK ||
-        rt_bindings_new(a, op, 1, &b, &err) != RT_OK ||
-        rt_cpu_build_and_profile(a, op, host, b, perf, &copt, &rep, &err) != RT_OK) {
-        fprintf(stderr, "cpu run-off: %s\n", err.msg);
-        RT_EXPECT(0);
+    if (!cpu_report(a, host, &copt, "cpu run-off", &rep))
         return;
-    }
     printf("cpu run-off:  %d contenders, %d turns; steps %s\n", (int)rep->n_runoff,
            (int)rep->runoff_turns, steps.trace);
     RT_EXPECT(rep->winner >= 0);
@@ -301,15 +312,9 @@ static bool ocl_report(rt_arena *a, const rt_device *ocl, bool profile, int32_t 
     rt_err err = {0};
     rt_op *op;
     rt_perf_result *perf;
-    rt_perf_options popt = {.top_k = 3};
     rt_bindings *b;
-    if (rt_spec_parse(a, spec, "inline.spec", NULL, 0, &op, &err) != RT_OK ||
-        rt_perf_construct(a, op, ocl, &popt, &perf, &err) != RT_OK ||
-        rt_bindings_new(a, op, 1, &b, &err) != RT_OK) {
-        fprintf(stderr, "opencl: %s\n", err.msg);
-        RT_EXPECT(0);
+    if (!relu2_setup(a, ocl, "opencl", &op, &perf, &b))
         return false;
-    }
     rt_gpu_report_options o = {.target = RT_GPU_TARGET_OPENCL,
                                .profile = profile,
                                .b = b,
