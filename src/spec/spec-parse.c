@@ -1120,8 +1120,11 @@ static rt_status parse_file(rt_parser *p, const rt_size_binding *set, int32_t n_
 
 rt_status rt_spec_parse(rt_arena *a, const char *text, const char *path, const rt_size_binding *set,
                         int32_t n_set, rt_op **out, rt_err *err) {
+    // The op and every location in it keep the path: an arena copy, so that a caller's buffer
+    // may go (bench-model's was a stack array, read after it returned).
+    path = rt_arena_strdup(a, path ? path : "<input>");
     if (!path)
-        path = "<input>";
+        return rt_fail(err, RT_ERR_NOMEM, RT_NOLOC, "out of memory");
     rt_parser p = {.a = a, .err = err};
     p.op = rt_arena_calloc(a, 1, sizeof *p.op);
     if (!p.op || !text)
@@ -1173,8 +1176,9 @@ static rt_status layer_next_parser(const rt_parser *head, rt_parser *p) {
 rt_status rt_spec_parse_layer(rt_arena *a, const char *text, const char *path,
                               const rt_size_binding *set, int32_t n_set, rt_layer **out,
                               rt_err *err) {
+    path = rt_arena_strdup(a, path ? path : "<input>"); // kept by the layer (rt_spec_parse)
     if (!path)
-        path = "<input>";
+        return rt_fail(err, RT_ERR_NOMEM, RT_NOLOC, "out of memory");
     rt_parser head = {.a = a, .err = err};
     rt_layer *l = rt_arena_calloc(a, 1, sizeof *l);
     head.op = rt_arena_calloc(a, 1, sizeof *head.op);

@@ -235,6 +235,25 @@ static void test_treernn(void) {
     rt_arena_free(a);
 }
 
+// The op and the layer keep their own copy of the path: a caller's buffer may change or go
+// after the parse (bench-model's path was a stack array read after its function returned).
+static void test_path_copied(void) {
+    rt_arena *a = rt_arena_new(1 << 16);
+    char path[32] = "mine.spec";
+    const char *text = "def f(float(4) X) -> (Y) {\n Y(i) = X(i) * 2\n}\n";
+    rt_op *op = NULL;
+    rt_layer *l = NULL;
+    rt_err err = {0};
+    RT_EXPECT_EQ(rt_spec_parse(a, text, path, NULL, 0, &op, &err), RT_OK);
+    RT_EXPECT_EQ(rt_spec_parse_layer(a, text, path, NULL, 0, &l, &err), RT_OK);
+    memset(path, 'x', sizeof path - 1);
+    RT_EXPECT(op && op->file != path);
+    RT_EXPECT_STR(op ? op->file : "", "mine.spec");
+    RT_EXPECT_STR(op ? op->tensors[0].loc.file : "", "mine.spec");
+    RT_EXPECT_STR(l ? l->file : "", "mine.spec");
+    rt_arena_free(a);
+}
+
 static void test_softmax(void) {
     rt_arena *a = rt_arena_new(1 << 16);
     rt_op *op = load(a, "examples/softmax.spec");
@@ -384,6 +403,7 @@ int main(void) {
     test_proj();
     test_treernn();
     test_softmax();
+    test_path_copied();
     test_set_bindings();
     test_syntax();
     test_print();
