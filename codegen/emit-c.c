@@ -160,7 +160,7 @@ static void rt_c_ukernel(rt_cemit *c, const rt_kir_ukernel *u, int ind) {
                   u->a_ld > 0 ? c->k->bufs[u->a_buf].name : "scratch");
     rt_c_expr(c, u->a_off);
     rt_buf_puts(b, ";\n");
-    if (u->a_ld > 0 || u->tail_acc > 0) { // A read in place, rows past m_valid clamped (kir.h)
+    if (u->a_ld > 0 || u->tail_acc > 0) { // A in place (rows past m_valid clamped), row tails
         rt_buf_printf(b, "%*sconst int64_t uma = ", 4 * (ind + 1), "");
         rt_c_expr(c, u->m_valid);
         rt_buf_puts(b, ";\n");
@@ -175,7 +175,7 @@ static void rt_c_ukernel(rt_cemit *c, const rt_kir_ukernel *u, int ind) {
     rt_buf_puts(b, ";\n");
     rt_buf_linef(b, ind + 1, "for (int64_t uk = 0; uk < ukc; uk++) {");
     if (u->tail_acc > 0) { // row tails: the valid rows rounded up (rt_perf_cpu_tail_rows)
-        int q = u->mr / 4 > 1 ? u->mr / 4 : 1;
+        int q = (int)rt_perf_cpu_tail_quantum(u->mr);
         rt_buf_linef(b, ind + 2,
                      "for (int ui = 0; ui < (uma < %d ? (uma + %d) / %d * %d : %d); ui++) {", u->mr,
                      q - 1, q, q, u->mr);

@@ -1034,11 +1034,9 @@ static void rt_l_ukernel(rt_lemit *l, const rt_kir_ukernel *u) {
                 break;
             if (t != t_prev) {
                 br = rt_l_block(l, "uk.tail");
-                LLVMBasicBlockRef here = LLVMGetInsertBlock(b);
                 LLVMPositionBuilderAtEnd(b, br);
                 int64_t sets = rt_perf_cpu_tail_sets(u->mr, u->nr / u->vl, t, u->tail_acc);
                 rt_l_uk_tile(l, u, (int32_t)t, mv, (int32_t)sets, ua, ub, kc, c_off, zero_c, bend);
-                LLVMPositionBuilderAtEnd(b, here);
                 t_prev = t;
             }
             LLVMAddCase(sw, rt_l_i64(l, r), br);

@@ -336,14 +336,14 @@ void rt_perf_cpu_rentry_block(const rt_device *dev, rt_perf_cpu_gemm *g) {
     if (g->re_n_mean <= (double)ur.lanes && g->nr > ur.lanes && g->nc % ur.lanes == 0)
         g->nr = ur.lanes;
     g->b_sub = rt_perf_cpu_rentry_b_sub((int32_t)g->nr, ur.lanes, g->b_k_unit);
-    // An entry's last row panel runs a kernel of exactly its rows (rentry_call), its k steps
-    // split until acc_min accumulators hide the FMA latency: the mr-row kernel would multiply
-    // the rows past the entry's end too (an entry of 13 rows with mr = 12: 24 rows).
+    // An entry's last row panel runs a kernel of its rows rounded up to a quarter of mr
+    // (rentry_call), its k steps split until acc_min accumulators hide the FMA latency: the
+    // mr-row kernel multiplies the rows past the entry's end too (13 rows, mr = 12: 24 rows).
     g->row_tail_acc = g->mr > 1 ? (int32_t)ur.acc_min : 0;
 }
 
 // Cycles of one micro-kernel call on a tile of `rows` valid rows (at most mr) over kk k steps:
-// the mr-row kernel's (full, priced by the caller) or, with row tails, the exact one's.
+// the mr-row kernel's (full, priced by the caller) or, with row tails, the tail kernel's.
 static double rentry_call(const rt_device *dev, const rt_perf_cpu_gemm *g,
                           const rt_perf_ukernel *full, int64_t rows, int64_t kk) {
     rows = rt_perf_cpu_tail_rows(g->mr, rows);

@@ -127,8 +127,12 @@ int64_t rt_perf_cpu_tail_sets(int64_t mr, int64_t nv, int64_t rows, int64_t acc)
     return s < 1 ? 1 : s;
 }
 
+int64_t rt_perf_cpu_tail_quantum(int64_t mr) {
+    return mr > 4 ? rt_ceil_div(mr, 4) : 1;
+}
+
 int64_t rt_perf_cpu_tail_rows(int64_t mr, int64_t rows) {
-    int64_t q = mr / 4 > 1 ? mr / 4 : 1;
+    int64_t q = rt_perf_cpu_tail_quantum(mr);
     return rows >= mr ? mr : rt_min64(mr, rt_ceil_div(rows < 1 ? 1 : rows, q) * q);
 }
 

@@ -169,9 +169,10 @@ typedef struct rt_perf_cpu_gemm {
                         // contiguous, a constant row stride, no causal pack), alpha folded into
                         // B's pack (cpu-rentry.c rentry_a_in_place)
     // Per-entry plan: a tile with fewer than mr valid rows (an entry's last row panel) runs a
-    // micro-kernel of exactly those rows instead of the mr-row one, its k steps split over
-    // rt_perf_cpu_tail_sets(mr, nv, rows, row_tail_acc) accumulator sets; 0: the mr-row kernel
-    // on every tile, rows past the valid ones computed and dropped.
+    // micro-kernel of rt_perf_cpu_tail_rows(mr, rows) rows instead of the mr-row one, its k
+    // steps split over rt_perf_cpu_tail_sets(mr, nv, those rows, row_tail_acc) accumulator
+    // sets; 0: the mr-row kernel on every tile. Either way the rows past the valid ones are
+    // computed and dropped.
     int32_t row_tail_acc;
 } rt_perf_cpu_gemm;
 typedef enum rt_perf_cpu_win_pack {
@@ -546,8 +547,10 @@ bool rt_perf_cpu_ukernel_sets(const rt_device *dev, int32_t elem_bytes, int64_t 
 // at most the mr x nv registers of the full kernel; 1 for a full tile or acc 0.
 int64_t rt_perf_cpu_tail_sets(int64_t mr, int64_t nv, int64_t rows, int64_t acc);
 // The rows of the kernel that runs a row tail of `rows` valid rows: rows rounded up to a
-// multiple of max(1, mr / 4), so that at most four exact kernels join the mr-row one (16 of
-// them tripled the JIT's compile time); mr for a full tile.
+// multiple of rt_perf_cpu_tail_quantum(mr) = ceil(mr / 4) (1 up to mr = 4), so that at most
+// three tail kernels join the mr-row one (one per row count tripled the JIT's compile time);
+// mr for a full tile.
+int64_t rt_perf_cpu_tail_quantum(int64_t mr);
 int64_t rt_perf_cpu_tail_rows(int64_t mr, int64_t rows);
 
 // The packed GEMM the CPU backend compiles for a contraction C(m, n) (+)= A(m, k) * B(k, n):

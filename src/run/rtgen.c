@@ -314,6 +314,18 @@ static double rt_cpu_median(const double *t, int32_t n) {
     return tmp[n / 2];
 }
 
+// One timed run of a launch (the written buffers restored first for an op that accumulates
+// into them): its nanoseconds, or -1 when the pool could not run it (out of memory).
+static double rt_cpu_timed_run(rt_cpu_pool *pool, const rt_cpu_launch *launch,
+                               const rt_cpu_impl *im, const rt_cpu_data *d) {
+    if (d->restore_each)
+        rt_cpu_data_restore(im->kernels[0], d);
+    double t0 = rt_cpu_now_ns();
+    if (!rt_cpu_pool_run(pool, launch))
+        return -1;
+    return rt_cpu_now_ns() - t0;
+}
+
 static int rt_cpu_child_main(void *ctx) {
     rt_cpu_child *c = ctx;
     const rt_kir_kernel *k = c->im->kernels[c->cand];
@@ -348,11 +360,9 @@ static int rt_cpu_child_main(void *ctx) {
     c->sh->phase = RT_CPU_PHASE_TIME;
     double start = rt_cpu_now_ns(), min_ns = (double)INFINITY;
     while (c->sh->reps < RT_CPU_MAX_REPS) {
-        if (c->d->restore_each)
-            rt_cpu_data_restore(c->im->kernels[0], c->d);
-        double t0 = rt_cpu_now_ns();
-        rt_cpu_pool_run(pool, &launch);
-        double t = rt_cpu_now_ns() - t0;
+        double t = rt_cpu_timed_run(pool, &launch, c->im, c->d);
+        if (t < 0)
+            break;
         c->sh->times_ns[c->sh->reps++] = t;
         min_ns = fmin(min_ns, t);
         // At least 3 repetitions, unless one alone outlasts the budget (4096^3 GEMMs). A
@@ -780,14 +790,12 @@ static int rt_cpu_runoff_main(void *ctx) {
             int32_t reps = 0;
             double start = rt_cpu_now_ns();
             do {
-                if (ro->d->restore_each)
-                    rt_cpu_data_restore(ro->im->kernels[0], ro->d);
-                double t0 = rt_cpu_now_ns();
-                if (!rt_cpu_pool_run(pool, &launch[j])) {
+                double ns = rt_cpu_timed_run(pool, &launch[j], ro->im, ro->d);
+                if (ns < 0) {
                     rt_cpu_pool_free(pool);
                     return 3;
                 }
-                t[reps++] = rt_cpu_now_ns() - t0;
+                t[reps++] = ns;
             } while (reps < RT_CPU_MAX_REPS && rt_cpu_ms(start) < ro->slice_ms);
             ro->sh->runoff_ns[j][turn] = rt_cpu_median(t, reps);
         }

@@ -932,6 +932,23 @@ static void test_rentry_row_tails(const rt_device *avx512) {
     RT_EXPECT_EQ(rt_perf_cpu_tail_sets(12, 2, 4, 12), 2);
     RT_EXPECT_EQ(rt_perf_cpu_tail_sets(12, 1, 12, 12), 1); // a full tile
     RT_EXPECT_EQ(rt_perf_cpu_tail_sets(6, 2, 1, 0), 1);    // no row tails
+    // Every mr: a tail kernel covers its rows, stays below mr, and at most 3 join the mr-row one
+    // (the JIT compiles each); 13 rows of mr = 12 run a 3-row tail after the full panel.
+    for (int64_t mr = 2; mr <= 32; mr++) {
+        int64_t kernels = 0, prev = 0;
+        for (int64_t r = 1; r < mr; r++) {
+            int64_t t = rt_perf_cpu_tail_rows(mr, r);
+            RT_EXPECT(t >= r && t <= mr);
+            kernels += t < mr && t != prev;
+            prev = t;
+        }
+        if (kernels > 3)
+            fprintf(stderr, "row tails: mr %lld has %lld tail kernels\n", (long long)mr,
+                    (long long)kernels);
+        RT_EXPECT(kernels <= 3);
+    }
+    RT_EXPECT_EQ(rt_perf_cpu_tail_rows(12, 1), 3);
+    RT_EXPECT_EQ(rt_perf_cpu_tail_rows(12, 12), 12);
     rt_perf_ukernel one, four;
     RT_EXPECT(rt_perf_cpu_ukernel_sets(avx512, 4, 1, 16, 64, 1, &one));
     RT_EXPECT(rt_perf_cpu_ukernel_sets(avx512, 4, 1, 16, 64, 4, &four));
