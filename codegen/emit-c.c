@@ -157,12 +157,17 @@ static void rt_c_ukernel(rt_cemit *c, const rt_kir_ukernel *u, int ind) {
     rt_buf_linef(b, ind, "{ // micro-kernel %dx%d: broadcast A, FMA with B rows, reduce over k",
                  u->mr, u->nr);
     rt_buf_printf(b, "%*sconst float *ua = %s + ", 4 * (ind + 1), "",
-                  u->a_ld > 0 ? c->k->bufs[u->a_buf].name : "scratch");
+                  rt_kir_uk_a_in_place(u) ? c->k->bufs[u->a_buf].name : "scratch");
     rt_c_expr(c, u->a_off);
     rt_buf_puts(b, ";\n");
-    if (u->a_ld > 0 || u->tail_acc > 0) { // A in place (rows past m_valid clamped), row tails
-        rt_buf_printf(b, "%*sconst int64_t uma = ", 4 * (ind + 1), "");
+    if (rt_kir_uk_a_in_place(u) || u->tail_acc > 0) { // A in place (rows past m_valid
+        rt_buf_printf(b, "%*sconst int64_t uma = ", 4 * (ind + 1), ""); // clamped), row tails
         rt_c_expr(c, u->m_valid);
+        rt_buf_puts(b, ";\n");
+    }
+    if (u->a_ld_rt) { // A's row stride known at run time (a ragged entry's)
+        rt_buf_printf(b, "%*sconst int64_t ulda = ", 4 * (ind + 1), "");
+        rt_c_expr(c, u->a_ld_rt);
         rt_buf_puts(b, ";\n");
     }
     rt_buf_printf(b, "%*sconst float *ub = scratch + ", 4 * (ind + 1), "");
@@ -181,7 +186,9 @@ static void rt_c_ukernel(rt_cemit *c, const rt_kir_ukernel *u, int ind) {
                      q - 1, q, q, u->mr);
     } else
         rt_buf_linef(b, ind + 2, "for (int ui = 0; ui < %d; ui++) {", u->mr);
-    if (u->a_ld > 0)
+    if (u->a_ld_rt)
+        rt_buf_linef(b, ind + 3, "const float av = ua[(ui < uma ? ui : uma - 1) * ulda + uk];");
+    else if (u->a_ld > 0)
         rt_buf_linef(b, ind + 3, "const float av = ua[(ui < uma ? ui : uma - 1) * %lld + uk];",
                      (long long)u->a_ld);
     else

@@ -846,8 +846,8 @@ static void rt_l_uk_step(rt_lemit *l, const rt_kir_ukernel *u, int32_t rows, LLV
     rt_l_uk_bload(l, u, vt, ub, kc, k, zero_c, bv);
     LLVMValueRef ka = LLVMBuildNSWMul(b, k, rt_l_i64(l, u->mr), "");
     for (int32_t i = 0; i < rows; i++) {
-        LLVMValueRef idx = u->a_ld > 0 ? LLVMBuildNSWAdd(b, arow[i], k, "")
-                                       : LLVMBuildNSWAdd(b, ka, rt_l_i64(l, i), "");
+        LLVMValueRef idx = rt_kir_uk_a_in_place(u) ? LLVMBuildNSWAdd(b, arow[i], k, "")
+                                                   : LLVMBuildNSWAdd(b, ka, rt_l_i64(l, i), "");
         LLVMValueRef av =
             LLVMBuildLoad2(b, l->f32, LLVMBuildInBoundsGEP2(b, l->f32, ua, &idx, 1, ""), "a");
         LLVMValueRef splat = rt_l_splat_n(l, av, (unsigned)u->vl);
@@ -912,13 +912,13 @@ static void rt_l_uk_tile(rt_lemit *l, const rt_kir_ukernel *u, int32_t rows, LLV
     int32_t vl = u->vl, nv = u->nr / vl, na = rows * nv;
     LLVMTypeRef vt = LLVMVectorType(l->f32, (unsigned)vl);
     LLVMValueRef arow[RT_KIR_UK_MAX_ACC];
-    if (u->a_ld > 0) { // A read in place (kir.h)
+    if (rt_kir_uk_a_in_place(u)) { // A read in place (kir.h), at a constant or run-time stride
+        LLVMValueRef ld = u->a_ld_rt ? rt_l_expr(l, u->a_ld_rt) : rt_l_i64(l, u->a_ld);
         LLVMValueRef last = LLVMBuildSub(b, mv, rt_l_i64(l, 1), "");
         for (int32_t i = 0; i < rows; i++) {
             LLVMValueRef r = rt_l_i64(l, i);
             LLVMValueRef in = LLVMBuildICmp(b, LLVMIntSLT, r, last, "");
-            arow[i] =
-                LLVMBuildMul(b, LLVMBuildSelect(b, in, r, last, ""), rt_l_i64(l, u->a_ld), "");
+            arow[i] = LLVMBuildMul(b, LLVMBuildSelect(b, in, r, last, ""), ld, "");
         }
     }
     LLVMValueRef acc[RT_KIR_UK_MAX_ACC];
@@ -995,7 +995,7 @@ static void rt_l_uk_tile(rt_lemit *l, const rt_kir_ukernel *u, int32_t rows, LLV
 
 static void rt_l_ukernel(rt_lemit *l, const rt_kir_ukernel *u) {
     LLVMBuilderRef b = l->b;
-    bool a_in_place = u->a_ld > 0; // A's rows read from its tensor (kir.h)
+    bool a_in_place = rt_kir_uk_a_in_place(u); // A's rows read from its tensor (kir.h)
     LLVMValueRef ua = rt_l_addr(l, a_in_place ? u->a_buf : 0, rt_l_expr(l, u->a_off));
     LLVMValueRef ub = rt_l_addr(l, 0, rt_l_expr(l, u->b_off));
     LLVMValueRef kc = rt_l_expr(l, u->kc);

@@ -981,9 +981,11 @@ static rt_status rt_kir_check_node(rt_kir_check *c, const rt_kir_node *n) {
                                  "that divides nr)");
         if (u->c_buf < 0 || u->c_buf >= c->k->n_bufs || c->k->bufs[u->c_buf].type != RT_KIR_F32)
             return rt_kir_bad(c, "micro-kernel output is not an f32 buffer");
-        if (u->a_ld < 0 || (u->a_ld > 0 && (u->a_buf < 1 || u->a_buf >= c->k->n_bufs ||
-                                            c->k->bufs[u->a_buf].type != RT_KIR_F32)))
+        if (u->a_ld < 0 || (rt_kir_uk_a_in_place(u) && (u->a_buf < 1 || u->a_buf >= c->k->n_bufs ||
+                                                        c->k->bufs[u->a_buf].type != RT_KIR_F32)))
             return rt_kir_bad(c, "micro-kernel A read in place is not an f32 data buffer");
+        if (u->a_ld_rt)
+            RT_TRY(rt_kir_check_expr(c, u->a_ld_rt, true));
         RT_TRY(rt_kir_check_expr(c, u->kc, true));
         RT_TRY(rt_kir_check_expr(c, u->a_off, true));
         RT_TRY(rt_kir_check_expr(c, u->b_off, true));

@@ -131,10 +131,12 @@ typedef struct rt_kir_ukernel {
     // multiple of b_sub, b_sub of vl), each kc x b_sub, one after the other: a transposed B packs
     // as independent 8-wide panels (8x8 transposes) instead of one 16-wide gather per k step.
     int32_t b_sub;
-    // A read in place (a_ld > 0; packed panels in scratch when 0): element (i, k) at
-    // a_buf[a_off + min(i, m_valid - 1) * a_ld + k], rows contiguous along k (a batched GEMM's
-    // A of one k block, not worth a pack); rows past m_valid repeat the last valid one.
+    // A read in place (a_ld > 0 or a_ld_rt; packed panels in scratch otherwise): element (i, k)
+    // at a_buf[a_off + min(i, m_valid - 1) * a_ld + k], rows contiguous along k (a batched
+    // GEMM's A of one k block, not worth a pack); rows past m_valid repeat the last valid one.
+    // a_ld_rt: the I64 row stride known at run time instead (a ragged entry's row, its length).
     int64_t a_ld;
+    rt_kir_expr *a_ld_rt;
     int32_t a_buf;
     // Streaming (non-temporal) stores of full tiles that overwrite C, for GEMMs with a single
     // k block whose C is far larger than the caches (C is written once and never read back).
@@ -313,6 +315,10 @@ rt_kir_node *rt_kir_loop(rt_arena *a, rt_kir_block *b, int32_t var, rt_kir_expr 
                          rt_kir_expr *hi, rt_kir_loop_kind kind);
 
 bool rt_kir_is_int(const rt_kir_expr *e, int64_t *out); // constant integer?
+// Does micro-kernel u read A in place (a constant or a run-time row stride)?
+static inline bool rt_kir_uk_a_in_place(const rt_kir_ukernel *u) {
+    return u->a_ld > 0 || u->a_ld_rt;
+}
 bool rt_kir_type_is_float(rt_kir_type t);
 const char *rt_kir_type_name(rt_kir_type t);  // "i64", "f32", ...
 const char *rt_kir_type_ctype(rt_kir_type t); // "int64_t", "float", ...

@@ -423,10 +423,11 @@ static void rt_re_tiles(rt_lower *l, const rt_gemm *g, rt_kir_block *blk, const 
     uk->a_off = rt_b(l, RT_KIR_MUL, rows, rt_v(l, vkc));
     rt_kir_expr *row = rt_b(l, RT_KIR_ADD, rt_v(l, u->vi0), rows);
     if (u->a_in_place) { // row i0 + rows of the entry's A at the k block's first step (kir.h)
-        uk->a_ld = rt_re_const(u->am);
+        uk->a_ld = rt_re_const(u->am); // a ragged A's rows: the entry's length, at run time
+        uk->a_ld_rt = uk->a_ld > 0 ? NULL : u->am;
         uk->a_buf = l->data_buf[g->ta];
-        uk->a_off = rt_b(l, RT_KIR_ADD, u->a0,
-                         rt_b(l, RT_KIR_ADD, rt_b(l, RT_KIR_MUL, row, rt_i(l, uk->a_ld)), u->p0));
+        uk->a_off =
+            rt_b(l, RT_KIR_ADD, u->a0, rt_b(l, RT_KIR_ADD, rt_b(l, RT_KIR_MUL, row, u->am), u->p0));
     }
     uk->b_off = rt_b(l, RT_KIR_ADD, rt_i(l, u->a_elems),
                      rt_b(l, RT_KIR_MUL, rt_b(l, RT_KIR_ADD, bcol, cols), rt_v(l, vkc)));
@@ -665,7 +666,7 @@ static void rt_re_entry_units(rt_lower *l, const rt_gemm *g, rt_kir_block *blk,
     u.b_t16 = rt_perf_cpu_b_t16(g->nr, l->rp->cpu.uk_lanes, rt_re_const(u.bk) == 1);
     u.a_in_place = l->rp->cpu.gemm.re_a_in_place;
     // The model's rows along k at a constant stride (rentry_a_in_place) are the layout's.
-    RT_LOWER_CHECK(l, !u.a_in_place || (rt_re_const(u.am) > 0 && rt_re_const(u.ak) == 1));
+    RT_LOWER_CHECK(l, !u.a_in_place || rt_re_const(u.ak) == 1);
     // Row block r starts at cost vs + r U (U: a full block's cost; only the last is shorter):
     // this item's are r in [ceil((lo - vs) / U), ceil((hi - vs) / U)) within [0, nb).
     rt_kir_expr *nb = rt_re_ceil(l, en->ext[0], g->mc);

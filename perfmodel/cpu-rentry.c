@@ -214,9 +214,11 @@ int64_t rt_perf_gemm_rentry_run(const rt_perf_gemm_rentry *r) {
 }
 
 // A per-entry A is read in place by the micro-kernel, as a brgemm does, where its rows run
-// along k with a constant stride (the dims after m's are dense: attention's Q as (b, i, h, d))
-// and it needs no causal pack: an entry's A block is used by only N / nr column panels, so its
-// pack (a transpose into mr-tall panels, about a third of a short entry's time) buys little.
+// along k (its last dim) and it needs no causal pack: an entry's A block is used by only
+// N / nr column panels, so its pack (a transpose into mr-tall panels, about a third of a short
+// entry's time) buys little. The row stride is the entry's (rentry_layout_ok): a constant
+// (attention's Q as (b, i, h, d)) or one the lengths decide (attention's P as (b, h, i, j),
+// rows of len(b)), read at run time.
 static bool rentry_a_in_place(const rt_op *op, const rt_perf_gemm_rentry *r) {
     const rt_expr *ra = r->ra;
     const rt_tensor *t = &op->tensors[ra->tensor];
@@ -228,11 +230,9 @@ static bool rentry_a_in_place(const rt_op *op, const rt_perf_gemm_rentry *r) {
             dm = d;
     if (dm < 0)
         return false;
-    for (int32_t d = dm + 1; d < t->n_dims; d++) {
-        int64_t ext;
-        if (ra->args[d]->kind != RT_EXPR_INDEX || !rt_expr_const_int(op, t->dims[d].extent, &ext))
+    for (int32_t d = dm + 1; d < t->n_dims; d++)
+        if (ra->args[d]->kind != RT_EXPR_INDEX)
             return false;
-    }
     return true;
 }
 

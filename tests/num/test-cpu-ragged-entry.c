@@ -88,12 +88,15 @@ static void run_case(const rt_device *dev, const ecase *c, uint64_t seed) {
         if (strstr(c->text, "def qkt"))
             RT_EXPECT(cd->c_source && strstr(cd->c_source, "__builtin_prefetch(&t_Q[") &&
                       strstr(cd->c_source, "__builtin_prefetch(&t_K["));
-        // Q's rows along k at a constant stride (H x D): the micro-kernel reads them in place,
-        // the scale folded into K's pack (perfmodel re_a_in_place); P (rows len(b) apart) and
-        // vgemm's A (Kl(b)) are packed.
-        bool q_rows = strstr(c->text, "Q(b, i, h, d)") != NULL;
-        RT_EXPECT((strstr(cd->c_source, "const float *ua = t_Q +") != NULL) == q_rows);
-        RT_EXPECT((strstr(cd->c_source, "A block of the entry -> scratch") != NULL) == !q_rows);
+        // A's rows along k: the micro-kernel reads them in place (perfmodel re_a_in_place), the
+        // scale folded into B's pack, at a constant stride (Q's H x D) or the entry's, read at
+        // run time (P's rows len(b) apart, vgemm's A Kl(b)); none is packed.
+        const char *ua = strstr(c->text, "Q(b, i, h, d)")   ? "const float *ua = t_Q +"
+                         : strstr(c->text, "P(b, h, i, j)") ? "const float *ua = t_P +"
+                                                            : "const float *ua = t_A +";
+        RT_EXPECT(strstr(cd->c_source, ua) != NULL);
+        RT_EXPECT(strstr(cd->c_source, "A block of the entry -> scratch") == NULL);
+        RT_EXPECT((strstr(cd->c_source, "* ulda + uk]") != NULL) == (strstr(ua, "t_Q") == NULL));
         // K's k contiguous on 16-lane vectors: each 16 rows of its panels are packed by 16 x 16
         // transposes (rt_perf_cpu_b_t16).
         int mr = 0, nr = 0;
