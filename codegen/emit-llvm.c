@@ -1001,7 +1001,8 @@ static void rt_l_ukernel(rt_lemit *l, const rt_kir_ukernel *u) {
     LLVMValueRef kc = rt_l_expr(l, u->kc);
     // Prefetch the C tile for writing (every 64-byte line of its rows) before the k loop, so
     // that its misses (C rows are ldc apart, usually in L3 or DRAM for large GEMMs) overlap
-    // the FMAs instead of stalling the stores. A hint: lines outside C never fault.
+    // the FMAs instead of stalling the stores. A hint: lines outside C never fault. Not where
+    // the plan finds C's lines in the last-level cache (no_pf_c).
     LLVMValueRef c_off = rt_l_expr(l, u->c_off);
     // With a fused epilogue that does not keep C and nothing to accumulate, C is never touched;
     // the epilogue's own output tile is prefetched instead on the last k block.
@@ -1009,7 +1010,7 @@ static void rt_l_ukernel(rt_lemit *l, const rt_kir_ukernel *u) {
     int64_t acc0 = 1;
     bool zero_c = rt_kir_is_int(u->accumulate, &acc0) && acc0 == 0; // the call starts from 0
     bool c_untouched = epi && !u->epi_keep_c && zero_c;
-    if (!u->stream && !c_untouched)
+    if (!u->stream && !c_untouched && !u->no_pf_c)
         rt_l_pf_tile(l, u->c_buf, c_off, rt_l_uk_ldc(l, u), u->mr, u->nr);
     if (epi && u->epi_pf_buf >= 0) {
         LLVMBasicBlockRef bpf = rt_l_block(l, "uk.pf"), bgo = rt_l_block(l, "uk.go");

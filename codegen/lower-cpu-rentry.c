@@ -440,6 +440,7 @@ static void rt_re_tiles(rt_lower *l, const rt_gemm *g, rt_kir_block *blk, const 
     uk->ldc_rt = uk->ldc > 0 ? NULL : u->ldc;
     uk->m_valid = rt_b(l, RT_KIR_MIN, rt_i(l, g->mr), rt_b(l, RT_KIR_SUB, rt_v(l, u->vmc), rows));
     uk->tail_acc = g->row_tail_acc;
+    uk->no_pf_c = g->c_warm;
     uk->n_valid = rt_b(l, RT_KIR_MIN, rt_i(l, g->nr), rt_b(l, RT_KIR_SUB, rt_v(l, vnc), cols));
     // '+=!' overwrites on the entry's first k block (its only one when K = 0: zeros).
     uk->accumulate =

@@ -86,7 +86,7 @@ static void gemm_view_seeds(const rt_perf_model *m, const rt_rprog *p, rt_perf_c
 static void gemm_view_block(const rt_perf_model *m, rt_perf_cpu_gemm *g) {
     rt_perf_cpu_gemm_block(m->dev, g->batch, g);
     rt_perf_cpu_tri_block(m->dev, g);
-    rt_perf_cpu_rentry_block(m->dev, g);
+    rt_perf_cpu_rentry_block(m, g);
 }
 
 // rt_perf_cpu_gemm_view's memo (rt_perf_model.gemm_memo): the groups, made once, and the views

@@ -166,8 +166,14 @@ typedef struct rt_perf_cpu_gemm {
     int64_t re_run;     // per-entry plan: entries of equal cost in a row (rt_perf_gemm_rentry_run)
     double re_n_mean;   // per-entry plan: the mean of the entries' N
     bool re_a_in_place; // per-entry plan: the micro-kernel reads A's rows where they are (k
-                        // contiguous, a constant row stride, no causal pack), alpha folded into
-                        // B's pack (cpu-rentry.c rentry_a_in_place)
+                        // contiguous, a row stride the entry decides, no causal pack), alpha
+                        // folded into B's pack (cpu-rentry.c rentry_a_in_place)
+    // Per-entry plan of a warm operator (rt_perf_cpu_warm): the micro-kernels do not prefetch
+    // their C tiles for writing (codegen/kir.h no_pf_c). The lines are in the last-level cache,
+    // a miss the store buffer absorbs; the prefetches took fill buffers from the loads of A and
+    // B (a 2-core Sapphire Rapids VM: attention over short sentences 3-7% faster without them;
+    // over long ones, whose output spills to DRAM, 8-20% slower).
+    bool re_c_warm;
     // Per-entry plan: a tile with fewer than mr valid rows (an entry's last row panel) runs a
     // micro-kernel of rt_perf_cpu_tail_rows(mr, rows) rows instead of the mr-row one, its k
     // steps split over rt_perf_cpu_tail_sets(mr, nv, those rows, row_tail_acc) accumulator
@@ -628,7 +634,7 @@ int64_t rt_perf_gemm_rentry_run(const rt_perf_gemm_rentry *r);
 // The model's groups of such a contraction (g->rentry), its blocks and work items, and the
 // busiest thread's time over the length distributions (rt_perf_cpu_gemm_time calls it).
 bool rt_perf_cpu_rentry_groups(const rt_perf_model *m, rt_perf_cpu_gemm *g);
-void rt_perf_cpu_rentry_block(const rt_device *dev, rt_perf_cpu_gemm *g);
+void rt_perf_cpu_rentry_block(const rt_perf_model *m, rt_perf_cpu_gemm *g);
 int64_t rt_perf_cpu_rentry_items(const rt_device *dev);
 // Width of the per-entry plan's B sub-panels (codegen/kir.h b_sub): 8 where B's k is contiguous
 // (k_unit) and nr a multiple of 8 above it, on vectors of at most 8 lanes; else 0 (nr-wide).

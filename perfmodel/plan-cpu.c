@@ -251,14 +251,14 @@ void rt_perf_cpu_plan_text(const rt_perf_cpu_plan *pl, const rt_op *op, const rt
         const rt_perf_cpu_gemm *g = &pl->gemm;
         rt_buf_printf(out,
                       " M=%lld N=%lld K=%lld batch=%lld micro-kernel=%lldx%lld lanes=%lld "
-                      "kc=%lld mc=%lld nc=%lld ng=%lld items=%lld%s%s%s%s%s%s%s",
+                      "kc=%lld mc=%lld nc=%lld ng=%lld items=%lld%s%s%s%s%s%s%s%s",
                       (long long)g->M, (long long)g->N, (long long)g->K, (long long)g->batch,
                       (long long)g->mr, (long long)g->nr, (long long)pl->uk_lanes, (long long)g->kc,
                       (long long)g->mc, (long long)g->nc, (long long)g->ng, (long long)g->items,
                       g->implicit ? " implicit" : "", g->a_batch ? " batch-a" : "",
                       g->b_prefetch ? " prefetch-b" : "", g->tri.on ? " triangular" : "",
                       g->tokens ? " tokens" : "", g->rentry ? " per-entry" : "",
-                      g->row_tail_acc > 0 ? " row-tails" : "");
+                      g->row_tail_acc > 0 ? " row-tails" : "", g->re_c_warm ? " c-warm" : "");
     } else if (pl->kind == RT_PERF_CPU_PLAN_LOOPS) {
         loops_text(&pl->loops, s, pl->block_level, pl->top, out);
     }
@@ -274,8 +274,9 @@ uint64_t rt_perf_cpu_plan_key(const rt_perf_cpu_plan *pl) {
     uint64_t h = key_mix(0x51, (uint64_t)pl->kind);
     if (pl->kind == RT_PERF_CPU_PLAN_GEMM) {
         const rt_perf_cpu_gemm *g = &pl->gemm;
-        const int64_t v[] = {g->mr, g->nr,    g->kc,        g->mc,      g->nc,
-                             g->ng, g->items, pl->uk_lanes, g->a_batch, g->row_tail_acc};
+        const int64_t v[] = {g->mr,      g->nr,           g->kc,       g->mc,
+                             g->nc,      g->ng,           g->items,    pl->uk_lanes,
+                             g->a_batch, g->row_tail_acc, g->re_c_warm};
         for (size_t i = 0; i < sizeof v / sizeof v[0]; i++)
             h = key_mix(h, (uint64_t)v[i]);
         return h;

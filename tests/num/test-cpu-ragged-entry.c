@@ -97,6 +97,10 @@ static void run_case(const rt_device *dev, const ecase *c, uint64_t seed) {
         RT_EXPECT(strstr(cd->c_source, ua) != NULL);
         RT_EXPECT(strstr(cd->c_source, "A block of the entry -> scratch") == NULL);
         RT_EXPECT((strstr(cd->c_source, "* ulda + uk]") != NULL) == (strstr(ua, "t_Q") == NULL));
+        // These small batches are warm (rt_perf_cpu_warm): the micro-kernels do not prefetch
+        // their C tiles for writing (the plan's c-warm, kir.h no_pf_c).
+        RT_EXPECT(cd->ll_source && strstr(cd->ll_source, " c-warm\n") &&
+                  !strstr(cd->ll_source, "i32 1, i32 3, i32 1)"));
         // K's k contiguous on 16-lane vectors: each 16 rows of its panels are packed by 16 x 16
         // transposes (rt_perf_cpu_b_t16).
         int mr = 0, nr = 0;

@@ -2,7 +2,7 @@
 // spec: examples/qkt.spec
 // sizes: B=8 H=2 D=16
 // device: x86-64 AVX-512, 2 cores (Sapphire Rapids class) (devices/x86-avx512.ini, cpu sapphirerapids)
-// plan: gemm M=17 N=17 K=16 batch=16 micro-kernel=12x16 lanes=16 kc=16 mc=24 nc=32 ng=1 items=8 per-entry row-tails
+// plan: gemm M=17 N=17 K=16 batch=16 micro-kernel=12x16 lanes=16 kc=16 mc=24 nc=32 ng=1 items=8 per-entry row-tails c-warm
 // rTile L0 dram   [b=8, h=2, i=17, j=17, d=16] footprint 0 B
 // rTile L1 l3     [b=1, h=2, i=12, j=1, d=16] footprint 1760 B
 // rTile L2 l2     [b=1, h=2, i=12, j=1, d=16] footprint 1760 B
