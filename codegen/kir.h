@@ -141,7 +141,7 @@ typedef struct rt_kir_ukernel {
     // Streaming (non-temporal) stores of full tiles that overwrite C, for GEMMs with a single
     // k block whose C is far larger than the caches (C is written once and never read back).
     bool stream;
-    // No prefetch for writing of the C tile before the k loop (the plan's re_c_warm: C's lines
+    // No prefetch for writing of the C tile before the k loop (the plan's re_warm: C's lines
     // are in the last-level cache); else every line of its rows is prefetched.
     bool no_pf_c;
     // Row tails (the plan's rt_perf_cpu_gemm.row_tail_acc, > 0): a tile of m_valid < mr rows

@@ -287,7 +287,7 @@ bool rt_gemm_blocking(rt_lower *l, rt_gemm *g) {
     g->mr = (int32_t)v->mr, g->nr = (int32_t)v->nr, g->kc = (int32_t)v->kc;
     g->mc = (int32_t)v->mc, g->nc = (int32_t)v->nc, g->ng = v->ng;
     g->row_tail_acc = g->rentry ? v->row_tail_acc : 0;
-    g->c_warm = g->rentry && v->re_c_warm;
+    g->warm = g->rentry && v->re_warm;
     return true;
 }
 
@@ -308,7 +308,7 @@ void rt_gemm_executed(rt_lower *l, const rt_gemm *g) {
     v->b_prefetch = !g->implicit && g->bn == 1;
     v->tri = g->tri;
     v->row_tail_acc = g->row_tail_acc;
-    v->re_c_warm = g->c_warm;
+    v->re_warm = g->warm;
 }
 
 // A pack of the implicit GEMM that is a plain strided copy: rd reads a tensor without padding

@@ -216,8 +216,11 @@ static rt_kir_expr *rt_re_ceil(rt_lower *l, rt_kir_expr *x, int64_t d) {
 // half of L2 beside this one's (the plan's longest entry): attention's per-head GEMMs, whose
 // rows of A and B lie 2 KiB apart (Q and K read as (b, i, h, d)) and would otherwise be
 // fetched from memory by the packs one line at a time (on a Zen 3 core, qkt over 512 entries
-// of 60 x 60 x 64: 3 of the 7 ms).
+// of 60 x 60 x 64: 3 of the 7 ms). Not for a warm operator (the plan's re_warm): the next
+// entry's lines are in the last-level cache, and the prefetches only took fill buffers.
 static bool rt_re_next_fits(const rt_lower *l, const rt_gemm *g) {
+    if (g->warm)
+        return false;
     int64_t l2 = 0;
     const rt_device *dev = l->dev;
     if (dev && dev->n_levels >= 4)
@@ -440,7 +443,7 @@ static void rt_re_tiles(rt_lower *l, const rt_gemm *g, rt_kir_block *blk, const 
     uk->ldc_rt = uk->ldc > 0 ? NULL : u->ldc;
     uk->m_valid = rt_b(l, RT_KIR_MIN, rt_i(l, g->mr), rt_b(l, RT_KIR_SUB, rt_v(l, u->vmc), rows));
     uk->tail_acc = g->row_tail_acc;
-    uk->no_pf_c = g->c_warm;
+    uk->no_pf_c = g->warm;
     uk->n_valid = rt_b(l, RT_KIR_MIN, rt_i(l, g->nr), rt_b(l, RT_KIR_SUB, rt_v(l, vnc), cols));
     // '+=!' overwrites on the entry's first k block (its only one when K = 0: zeros).
     uk->accumulate =

@@ -325,7 +325,7 @@ void rt_perf_cpu_rentry_block(const rt_perf_model *m, rt_perf_cpu_gemm *g) {
     if (!g->rentry)
         return;
     const rt_device *dev = m->dev;
-    g->re_c_warm = m->warm;
+    g->re_warm = m->warm;
     g->mc = rt_max64(g->mr, rt_min64(g->mc, rt_round_up(128, g->mr)));
     g->ng = 1;
     if (g->re_tri == 1) // scores: one k block (C is written once, by the masked epilogue)

@@ -168,12 +168,14 @@ typedef struct rt_perf_cpu_gemm {
     bool re_a_in_place; // per-entry plan: the micro-kernel reads A's rows where they are (k
                         // contiguous, a row stride the entry decides, no causal pack), alpha
                         // folded into B's pack (cpu-rentry.c rentry_a_in_place)
-    // Per-entry plan of a warm operator (rt_perf_cpu_warm): the micro-kernels do not prefetch
-    // their C tiles for writing (codegen/kir.h no_pf_c). The lines are in the last-level cache,
-    // a miss the store buffer absorbs; the prefetches took fill buffers from the loads of A and
-    // B (a 2-core Sapphire Rapids VM: attention over short sentences 3-7% faster without them;
-    // over long ones, whose output spills to DRAM, 8-20% slower).
-    bool re_c_warm;
+    // Per-entry plan of a warm operator (rt_perf_cpu_warm): no software prefetch of the C tiles
+    // for writing (codegen/kir.h no_pf_c) nor of the next entry's A and B rows. Their lines are
+    // in the last-level cache, misses the store buffer and the hardware prefetchers absorb; the
+    // prefetches took fill buffers from the loads of A and B. Same-process A/B turns on a 2-core
+    // Sapphire Rapids VM, attention over short sentences: 3-7% faster without the C prefetch,
+    // up to 8-17% more without the next entry's; over long ones, whose tensors spill to DRAM,
+    // 8-20% slower without the C prefetch, 3-5% without the next entry's.
+    bool re_warm;
     // Per-entry plan: a tile with fewer than mr valid rows (an entry's last row panel) runs a
     // micro-kernel of rt_perf_cpu_tail_rows(mr, rows) rows instead of the mr-row one, its k
     // steps split over rt_perf_cpu_tail_sets(mr, nv, those rows, row_tail_acc) accumulator

@@ -258,7 +258,7 @@ void rt_perf_cpu_plan_text(const rt_perf_cpu_plan *pl, const rt_op *op, const rt
                       g->implicit ? " implicit" : "", g->a_batch ? " batch-a" : "",
                       g->b_prefetch ? " prefetch-b" : "", g->tri.on ? " triangular" : "",
                       g->tokens ? " tokens" : "", g->rentry ? " per-entry" : "",
-                      g->row_tail_acc > 0 ? " row-tails" : "", g->re_c_warm ? " c-warm" : "");
+                      g->row_tail_acc > 0 ? " row-tails" : "", g->re_warm ? " warm" : "");
     } else if (pl->kind == RT_PERF_CPU_PLAN_LOOPS) {
         loops_text(&pl->loops, s, pl->block_level, pl->top, out);
     }
@@ -276,7 +276,7 @@ uint64_t rt_perf_cpu_plan_key(const rt_perf_cpu_plan *pl) {
         const rt_perf_cpu_gemm *g = &pl->gemm;
         const int64_t v[] = {g->mr,      g->nr,           g->kc,       g->mc,
                              g->nc,      g->ng,           g->items,    pl->uk_lanes,
-                             g->a_batch, g->row_tail_acc, g->re_c_warm};
+                             g->a_batch, g->row_tail_acc, g->re_warm};
         for (size_t i = 0; i < sizeof v / sizeof v[0]; i++)
             h = key_mix(h, (uint64_t)v[i]);
         return h;

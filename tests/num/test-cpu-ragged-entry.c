@@ -33,7 +33,9 @@ static bool any_planned(const ecase *c, int32_t t) {
     return false;
 }
 
-static void run_case(const rt_device *dev, const ecase *c, uint64_t seed) {
+// cold: every plan as the model makes it for an operator that is not warm (rt_perf_cpu_warm:
+// its tensors exceed half the last-level cache), its re_warm cleared.
+static void run_case(const rt_device *dev, const ecase *c, uint64_t seed, bool cold) {
     rt_arena *a = rt_arena_new(1 << 20);
     rt_err err = {0};
     rt_op *op = NULL;
@@ -58,6 +60,8 @@ static void run_case(const rt_device *dev, const ecase *c, uint64_t seed) {
     popt.n_lengths = c->n_len;
     if (st == RT_OK)
         st = rt_perf_construct(a, op, dev, &popt, &perf, &err);
+    for (int32_t i = 0; cold && st == RT_OK && i < perf->n_cands; i++)
+        perf->cands[i].cpu.gemm.re_warm = false;
     if (st == RT_OK)
         st = rt_bindings_new(a, op, seed, &b, &err);
     for (int32_t t = 0; t < c->n_len && st == RT_OK; t++)
@@ -84,10 +88,11 @@ static void run_case(const rt_device *dev, const ecase *c, uint64_t seed) {
         RT_EXPECT_STR(cd->check, "interpreter");
         RT_EXPECT(entry);
         // Attention's small entries: the rows of the next entry's Q and K are prefetched while
-        // one runs (lower-cpu-rentry.c rt_re_next_fits).
+        // one runs (lower-cpu-rentry.c rt_re_next_fits), unless the operator is warm (the
+        // plan's re_warm: its lines are in the last-level cache).
         if (strstr(c->text, "def qkt"))
-            RT_EXPECT(cd->c_source && strstr(cd->c_source, "__builtin_prefetch(&t_Q[") &&
-                      strstr(cd->c_source, "__builtin_prefetch(&t_K["));
+            RT_EXPECT(cd->c_source && (strstr(cd->c_source, "__builtin_prefetch(&t_Q[") &&
+                                       strstr(cd->c_source, "__builtin_prefetch(&t_K[")) == cold);
         // A's rows along k: the micro-kernel reads them in place (perfmodel re_a_in_place), the
         // scale folded into B's pack, at a constant stride (Q's H x D) or the entry's, read at
         // run time (P's rows len(b) apart, vgemm's A Kl(b)); none is packed.
@@ -98,9 +103,9 @@ static void run_case(const rt_device *dev, const ecase *c, uint64_t seed) {
         RT_EXPECT(strstr(cd->c_source, "A block of the entry -> scratch") == NULL);
         RT_EXPECT((strstr(cd->c_source, "* ulda + uk]") != NULL) == (strstr(ua, "t_Q") == NULL));
         // These small batches are warm (rt_perf_cpu_warm): the micro-kernels do not prefetch
-        // their C tiles for writing (the plan's c-warm, kir.h no_pf_c).
-        RT_EXPECT(cd->ll_source && strstr(cd->ll_source, " c-warm\n") &&
-                  !strstr(cd->ll_source, "i32 1, i32 3, i32 1)"));
+        // their C tiles for writing (the plan's re_warm, kir.h no_pf_c); cold, they do.
+        RT_EXPECT(cd->ll_source && (strstr(cd->ll_source, " warm\n") != NULL) == !cold &&
+                  (strstr(cd->ll_source, "i32 1, i32 3, i32 1)") != NULL) == cold);
         // K's k contiguous on 16-lane vectors: each 16 rows of its panels are packed by 16 x 16
         // transposes (rt_perf_cpu_b_t16).
         int mr = 0, nr = 0;
@@ -195,6 +200,9 @@ int main(void) {
          {{0}}},
     };
     for (size_t i = 0; i < sizeof cases / sizeof *cases; i++)
-        run_case(&dev, &cases[i], 1 + i);
+        run_case(&dev, &cases[i], 1 + i, false);
+    // The first two again as plans of an operator that is not warm (software prefetches).
+    for (size_t i = 0; i < 2; i++)
+        run_case(&dev, &cases[i], 1 + i, true);
     return rt_test_finish("test-cpu-ragged-entry");
 }

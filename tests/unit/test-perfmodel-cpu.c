@@ -958,8 +958,8 @@ static void test_rentry_row_tails(const rt_device *avx512) {
     rt_perf_model *m = NULL;
     rt_perf_cpu_gemm g;
     RT_EXPECT(rentry_model(a, avx512, 13, &m, &g));
-    // A warm operator's C tiles are not prefetched for writing (re_c_warm, codegen no_pf_c).
-    RT_EXPECT(m && rt_perf_cpu_warm(m) && g.re_c_warm);
+    // A warm operator's C tiles are not prefetched for writing (re_warm, codegen no_pf_c).
+    RT_EXPECT(m && rt_perf_cpu_warm(m) && g.re_warm);
     g.mr = 12, g.nr = 16, g.mc = 24;
     RT_EXPECT(g.row_tail_acc > 0);
     double tails = 0, clamped = 0, pk, eff;
@@ -1006,8 +1006,8 @@ static void test_rentry_sources(const rt_device *dev) {
         return;
     }
     // 64 matrices of about 760 x 770 x 780 exceed half the last-level cache: C's tiles are
-    // prefetched (no re_c_warm).
-    RT_EXPECT(!rt_perf_cpu_warm(m) && !g.re_c_warm);
+    // prefetched (no re_warm).
+    RT_EXPECT(!rt_perf_cpu_warm(m) && !g.re_warm);
     int64_t before = *m->steps;
     double ns, pk, eff;
     RT_EXPECT(rt_perf_cpu_rentry_time(m, &g, &ns, &pk, &eff));

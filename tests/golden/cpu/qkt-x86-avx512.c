@@ -2,7 +2,7 @@
 // spec: examples/qkt.spec
 // sizes: B=8 H=2 D=16
 // device: x86-64 AVX-512, 2 cores (Sapphire Rapids class) (devices/x86-avx512.ini, cpu sapphirerapids)
-// plan: gemm M=17 N=17 K=16 batch=16 micro-kernel=12x16 lanes=16 kc=16 mc=24 nc=32 ng=1 items=8 per-entry row-tails c-warm
+// plan: gemm M=17 N=17 K=16 batch=16 micro-kernel=12x16 lanes=16 kc=16 mc=24 nc=32 ng=1 items=8 per-entry row-tails warm
 // rTile L0 dram   [b=8, h=2, i=17, j=17, d=16] footprint 0 B
 // rTile L1 l3     [b=1, h=2, i=12, j=1, d=16] footprint 1760 B
 // rTile L2 l2     [b=1, h=2, i=12, j=1, d=16] footprint 1760 B
@@ -69,17 +69,9 @@ static void rt_qkt_c0_p0_body(float *restrict scratch, const int32_t *restrict t
     int64_t m_len_2;
     int64_t n_len_2;
     int64_t e_cost_2;
-    int64_t h_3;
-    int64_t b_3;
-    int64_t m_len_3;
-    int64_t n_len_3;
     int64_t base;
     int64_t base_1;
-    int64_t h_4;
-    int64_t b_4;
     int64_t base_2;
-    int64_t base_3;
-    int64_t base_4;
     int64_t ld;
     int64_t u_cost;
     int64_t rb_lo;
@@ -102,10 +94,6 @@ static void rt_qkt_c0_p0_body(float *restrict scratch, const int32_t *restrict t
     int64_t ncur;
     int64_t ir;
     int64_t pf_line;
-    int64_t pf_line_1;
-    int64_t pf_row;
-    int64_t pf_line_2;
-    int64_t pf_row_1;
     int64_t jr;
     (void)scratch;
     for (item = lo; item < hi; item++) {
@@ -137,18 +125,10 @@ static void rt_qkt_c0_p0_body(float *restrict scratch, const int32_t *restrict t
                     n_len_2 = ((int64_t)t_len[b_2]);
                     e_cost_2 = ((m_len_2 * ((n_len_2 + 1) * 17)) + (rt_floordiv((m_len_2 + 23), 24) * (((n_len_2 + 1) * 17) + 64)));
                     if ((int64_t)((int64_t)(e_cost1 < w_hi) && (int64_t)((e_cost1 + e_cost_2) > w_lo))) {
-                        h_3 = rt_floormod(rt_imin((((entry_1 * 2) + entry_2) + 1), 15), 2);
-                        b_3 = rt_floordiv(rt_imin((((entry_1 * 2) + entry_2) + 1), 15), 2);
-                        m_len_3 = ((int64_t)t_len[b_3]);
-                        n_len_3 = ((int64_t)t_len[b_3]);
-                        base = (((t_Q_start1[b_3] * 2) + h_3) * 16);
-                        base_1 = (((t_K_start1[b_3] * 2) + h_3) * 16);
-                        h_4 = rt_floormod(((entry_1 * 2) + entry_2), 2);
-                        b_4 = rt_floordiv(((entry_1 * 2) + entry_2), 2);
-                        base_2 = (((t_Q_start1[b_4] * 2) + h_4) * 16);
-                        base_3 = (((t_K_start1[b_4] * 2) + h_4) * 16);
-                        base_4 = t_S_start3[t_S_start2[((b_4 * 2) + h_4)]];
-                        ld = ((int64_t)t_len[b_4]);
+                        base = (((t_Q_start1[b_2] * 2) + h_2) * 16);
+                        base_1 = (((t_K_start1[b_2] * 2) + h_2) * 16);
+                        base_2 = t_S_start3[t_S_start2[((b_2 * 2) + h_2)]];
+                        ld = ((int64_t)t_len[b_2]);
                         u_cost = ((24 * ((n_len_2 + 1) * 17)) + (((n_len_2 + 1) * 17) + 64));
                         rb_lo = rt_imin(rt_floordiv((m_len_2 + 23), 24), rt_floordiv(((rt_imax(0, (w_lo - e_cost1)) + u_cost) - 1), u_cost));
                         rb_hi = rt_imin(rt_floordiv((m_len_2 + 23), 24), rt_floordiv(((rt_imax(0, (w_hi - e_cost1)) + u_cost) - 1), u_cost));
@@ -166,7 +146,7 @@ static void rt_qkt_c0_p0_body(float *restrict scratch, const int32_t *restrict t
                                                 #pragma GCC ivdep
                                                 for (br = 0; br < 16; br++) {
                                                     if ((int64_t)(br < rt_imin(16, rt_imax(0, (wcur - ((bpanel * 16) + (bsub * 16))))))) {
-                                                        scratch[((384 + (((bpanel * kcur) * 16) + (bsub * 16))) + ((bk * 16) + br))] = (t_K[(((base_3 + ((s0 * 32) + p0)) + (((bpanel * 16) + (bsub * 16)) * 32)) + ((br * 32) + bk))] * 0.125f);
+                                                        scratch[((384 + (((bpanel * kcur) * 16) + (bsub * 16))) + ((bk * 16) + br))] = (t_K[(((base_1 + ((s0 * 32) + p0)) + (((bpanel * 16) + (bsub * 16)) * 32)) + ((br * 32) + bk))] * 0.125f);
                                                     } else {
                                                         scratch[((384 + (((bpanel * kcur) * 16) + (bsub * 16))) + ((bk * 16) + br))] = 0.0f;
                                                     }
@@ -186,21 +166,9 @@ static void rt_qkt_c0_p0_body(float *restrict scratch, const int32_t *restrict t
                                                         __builtin_prefetch(&scratch[(384 + ((rt_floormod(((jb * 32) + 32), (rt_floordiv((wcur + 31), 32) * 32)) * kcur) + ((ir * rt_floordiv((((rt_imin(32, (rt_floordiv(((wcur - rt_floormod(((jb * 32) + 32), (rt_floordiv((wcur + 31), 32) * 32))) + 15), 16) * 16)) * kcur) + rt_floordiv((mcur + 11), 12)) - 1), rt_imax(1, rt_floordiv((mcur + 11), 12)))) + rt_imin((pf_line * 16), (rt_imax(0, rt_imin(rt_floordiv((((rt_imin(32, (rt_floordiv(((wcur - rt_floormod(((jb * 32) + 32), (rt_floordiv((wcur + 31), 32) * 32))) + 15), 16) * 16)) * kcur) + rt_floordiv((mcur + 11), 12)) - 1), rt_imax(1, rt_floordiv((mcur + 11), 12))), ((rt_imin(32, (rt_floordiv(((wcur - rt_floormod(((jb * 32) + 32), (rt_floordiv((wcur + 31), 32) * 32))) + 15), 16) * 16)) * kcur) - (ir * rt_floordiv((((rt_imin(32, (rt_floordiv(((wcur - rt_floormod(((jb * 32) + 32), (rt_floordiv((wcur + 31), 32) * 32))) + 15), 16) * 16)) * kcur) + rt_floordiv((mcur + 11), 12)) - 1), rt_imax(1, rt_floordiv((mcur + 11), 12))))))) - 1)))))], 0, 2);
                                                     }
                                                 }
-                                                if ((int64_t)((jb * 32) == 0)) {
-                                                    for (pf_row = ((rt_floordiv(i0, 12) + ir) * rt_floordiv(((m_len_3 + rt_imax(1, rt_floordiv((m_len_2 + 11), 12))) - 1), rt_imax(1, rt_floordiv((m_len_2 + 11), 12)))); pf_row < rt_imin(m_len_3, (((rt_floordiv(i0, 12) + ir) * rt_floordiv(((m_len_3 + rt_imax(1, rt_floordiv((m_len_2 + 11), 12))) - 1), rt_imax(1, rt_floordiv((m_len_2 + 11), 12)))) + rt_floordiv(((m_len_3 + rt_imax(1, rt_floordiv((m_len_2 + 11), 12))) - 1), rt_imax(1, rt_floordiv((m_len_2 + 11), 12))))); pf_row++) {
-                                                        for (pf_line_1 = 0; pf_line_1 < 2; pf_line_1++) {
-                                                            __builtin_prefetch(&t_Q[(base + ((pf_row * 32) + rt_imin((pf_line_1 * 16), 15)))], 0, 2);
-                                                        }
-                                                    }
-                                                    for (pf_row_1 = ((rt_floordiv(i0, 12) + ir) * rt_floordiv(((n_len_3 + rt_imax(1, rt_floordiv((m_len_2 + 11), 12))) - 1), rt_imax(1, rt_floordiv((m_len_2 + 11), 12)))); pf_row_1 < rt_imin(n_len_3, (((rt_floordiv(i0, 12) + ir) * rt_floordiv(((n_len_3 + rt_imax(1, rt_floordiv((m_len_2 + 11), 12))) - 1), rt_imax(1, rt_floordiv((m_len_2 + 11), 12)))) + rt_floordiv(((n_len_3 + rt_imax(1, rt_floordiv((m_len_2 + 11), 12))) - 1), rt_imax(1, rt_floordiv((m_len_2 + 11), 12))))); pf_row_1++) {
-                                                        for (pf_line_2 = 0; pf_line_2 < 2; pf_line_2++) {
-                                                            __builtin_prefetch(&t_K[(base_1 + ((pf_row_1 * 32) + rt_imin((pf_line_2 * 16), 15)))], 0, 2);
-                                                        }
-                                                    }
-                                                }
                                                 for (jr = 0; jr < rt_floordiv((ncur + 15), 16); jr++) {
                                                     { // micro-kernel 12x16: broadcast A, FMA with B rows, reduce over k
-                                                        const float *ua = t_Q + (base_2 + (((i0 + (ir * 12)) * 32) + p0));
+                                                        const float *ua = t_Q + (base + (((i0 + (ir * 12)) * 32) + p0));
                                                         const int64_t uma = rt_imin(12, (mcur - (ir * 12)));
                                                         const float *ub = scratch + (384 + (((jb * 32) + (jr * 16)) * kcur));
                                                         float uacc[12][16];
@@ -213,7 +181,7 @@ static void rt_qkt_c0_p0_body(float *restrict scratch, const int32_t *restrict t
                                                                     uacc[ui][uj] += av * ub[uk * 16 + uj];
                                                             }
                                                         }
-                                                        float *uc = t_S + (base_4 + (((i0 + (ir * 12)) * ld) + (j0 + (jr * 16))));
+                                                        float *uc = t_S + (base_2 + (((i0 + (ir * 12)) * ld) + (j0 + (jr * 16))));
                                                         const int64_t uldc = ld;
                                                         const int64_t umv = rt_imin(12, (mcur - (ir * 12))), unv = rt_imin(16, (ncur - (jr * 16)));
                                                         if ((int64_t)(pk > 0)) {
