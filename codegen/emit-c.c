@@ -160,8 +160,9 @@ static void rt_c_ukernel(rt_cemit *c, const rt_kir_ukernel *u, int ind) {
                   rt_kir_uk_a_in_place(u) ? c->k->bufs[u->a_buf].name : "scratch");
     rt_c_expr(c, u->a_off);
     rt_buf_puts(b, ";\n");
-    if (rt_kir_uk_a_in_place(u) || u->tail_acc > 0) { // A in place (rows past m_valid
-        rt_buf_printf(b, "%*sconst int64_t uma = ", 4 * (ind + 1), ""); // clamped), row tails
+    // A in place (rows past m_valid clamped) and row tails read the valid rows.
+    if (rt_kir_uk_a_in_place(u) || u->tail_acc > 0) {
+        rt_buf_printf(b, "%*sconst int64_t uma = ", 4 * (ind + 1), "");
         rt_c_expr(c, u->m_valid);
         rt_buf_puts(b, ";\n");
     }

@@ -129,7 +129,7 @@ typedef struct rt_gemm {
     bool rentry;
     rt_perf_gemm_rentry re;
     int32_t row_tail_acc; // the plan's rt_perf_cpu_gemm.row_tail_acc (a per-entry plan's)
-    bool warm; // the plan's re_warm: no prefetch of C's tiles (kir.h no_pf_c), of next entries
+    bool warm; // the plan's re_warm: no prefetch of C's tiles (kir no_pf_c) nor of next entries
 } rt_gemm;
 
 enum { RT_GEMM_G_M, RT_GEMM_G_N, RT_GEMM_G_K, RT_GEMM_G_BATCH };

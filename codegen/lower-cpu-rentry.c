@@ -669,7 +669,8 @@ static void rt_re_entry_units(rt_lower *l, const rt_gemm *g, rt_kir_block *blk,
     u.b_sub = rt_perf_cpu_rentry_b_sub(g->nr, l->rp->cpu.uk_lanes, rt_re_const(u.bk) == 1);
     u.b_t16 = rt_perf_cpu_b_t16(g->nr, l->rp->cpu.uk_lanes, rt_re_const(u.bk) == 1);
     u.a_in_place = l->rp->cpu.gemm.re_a_in_place;
-    // The model's rows along k at a constant stride (rentry_a_in_place) are the layout's.
+    // The model's A rows run along k (rentry_a_in_place); their stride is the layout's, a
+    // constant or the entry's (uk a_ld_rt).
     RT_LOWER_CHECK(l, !u.a_in_place || rt_re_const(u.ak) == 1);
     // Row block r starts at cost vs + r U (U: a full block's cost; only the last is shorter):
     // this item's are r in [ceil((lo - vs) / U), ceil((hi - vs) / U)) within [0, nb).
