@@ -274,9 +274,8 @@ uint64_t rt_perf_cpu_plan_key(const rt_perf_cpu_plan *pl) {
     uint64_t h = key_mix(0x51, (uint64_t)pl->kind);
     if (pl->kind == RT_PERF_CPU_PLAN_GEMM) {
         const rt_perf_cpu_gemm *g = &pl->gemm;
-        const int64_t v[] = {g->mr,      g->nr,           g->kc,       g->mc,
-                             g->nc,      g->ng,           g->items,    pl->uk_lanes,
-                             g->a_batch, g->row_tail_acc, g->re_warm};
+        const int64_t v[] = {g->mr,    g->nr,        g->kc,      g->mc,           g->nc,     g->ng,
+                             g->items, pl->uk_lanes, g->a_batch, g->row_tail_acc, g->re_warm};
         for (size_t i = 0; i < sizeof v / sizeof v[0]; i++)
             h = key_mix(h, (uint64_t)v[i]);
         return h;
