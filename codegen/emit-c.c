@@ -171,7 +171,8 @@ static void rt_c_ukernel(rt_cemit *c, const rt_kir_ukernel *u, int ind) {
         rt_c_expr(c, u->a_ld_rt);
         rt_buf_puts(b, ";\n");
     }
-    rt_buf_printf(b, "%*sconst float *ub = scratch + ", 4 * (ind + 1), "");
+    rt_buf_printf(b, "%*sconst float *ub = %s + ", 4 * (ind + 1), "",
+                  rt_kir_uk_b_in_place(u) ? c->k->bufs[u->b_buf].name : "scratch");
     rt_c_expr(c, u->b_off);
     rt_buf_puts(b, ";\n");
     rt_buf_linef(b, ind + 1, "float uacc[%d][%d];", u->mr, u->nr);
@@ -199,8 +200,9 @@ static void rt_c_ukernel(rt_cemit *c, const rt_kir_ukernel *u, int ind) {
         rt_buf_linef(b, ind + 4,
                      "uacc[ui][uj] += av * ub[(uj / %d) * ukc * %d + uk * %d + uj %% %d];",
                      u->b_sub, u->b_sub, u->b_sub, u->b_sub);
-    else
-        rt_buf_linef(b, ind + 4, "uacc[ui][uj] += av * ub[uk * %d + uj];", u->nr);
+    else // B's rows nr apart in its panel, or b_ld apart in its tensor (kir.h)
+        rt_buf_linef(b, ind + 4, "uacc[ui][uj] += av * ub[uk * %lld + uj];",
+                     (long long)(u->b_ld > 0 ? u->b_ld : u->nr));
     rt_buf_linef(b, ind + 2, "}");
     rt_buf_linef(b, ind + 1, "}");
     rt_buf_printf(b, "%*sfloat *uc = %s + ", 4 * (ind + 1), "", c->k->bufs[u->c_buf].name);

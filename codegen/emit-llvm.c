@@ -28,6 +28,7 @@ typedef struct rt_lemit {
     LLVMValueRef *bufs;
     LLVMValueRef *vars;
     LLVMValueRef uk_tmp, uk_i, uk_j; // entry-block allocas of the micro-kernel edge path
+    LLVMValueRef uk_bld; // the micro-kernel's B row stride where it reads B in place, else NULL
     unsigned loop_kind;
 } rt_lemit;
 
@@ -801,9 +802,10 @@ static void rt_l_uk_bload(rt_lemit *l, const rt_kir_ukernel *u, LLVMTypeRef vt, 
                           LLVMValueRef kc, LLVMValueRef kphi, bool zero_c, LLVMValueRef *bv) {
     LLVMBuilderRef b = l->b;
     int32_t vl = u->vl, nv = u->nr / vl;
-    // B's k step: nr floats, or b_sub floats in each of nr / b_sub sub-panels of kc steps.
+    // B's k step: nr floats, or b_sub floats in each of nr / b_sub sub-panels of kc steps; in
+    // place (kir.h), row k of B's tensor, uk_bld apart.
     int32_t bw = u->b_sub > 0 && u->b_sub < u->nr ? u->b_sub : u->nr;
-    LLVMValueRef kb = LLVMBuildNSWMul(b, kphi, rt_l_i64(l, bw), "");
+    LLVMValueRef kb = LLVMBuildNSWMul(b, kphi, l->uk_bld ? l->uk_bld : rt_l_i64(l, bw), "");
     for (int32_t j = 0; j < nv; j++) {
         int64_t sub = (int64_t)vl * j / bw, at = (int64_t)vl * j % bw;
         LLVMValueRef idx = LLVMBuildNSWAdd(b, kb, rt_l_i64(l, at), "");
@@ -824,7 +826,12 @@ static void rt_l_uk_bload(rt_lemit *l, const rt_kir_ukernel *u, LLVMTypeRef vt, 
     if (zero_c)
         // One per 64-byte line of the step; with sub-panels, one per sub-panel's stream.
         for (int32_t j = 0; j < (bw == u->nr ? (u->nr + 15) / 16 : u->nr / bw); j++) {
-            LLVMValueRef at = LLVMBuildAdd(b, kb, rt_l_i64(l, RT_UK_PREFETCH_ELEMS), "");
+            LLVMValueRef at =
+                LLVMBuildAdd(b, kb,
+                             l->uk_bld ? LLVMBuildNSWMul(b, l->uk_bld,
+                                                         rt_l_i64(l, RT_UK_PREFETCH_ELEMS / bw), "")
+                                       : rt_l_i64(l, RT_UK_PREFETCH_ELEMS),
+                             "");
             at = bw == u->nr
                      ? LLVMBuildAdd(b, at, rt_l_i64(l, 16 * j), "")
                      : LLVMBuildAdd(b, at, LLVMBuildNSWMul(b, kc, rt_l_i64(l, bw * j), ""), "");
@@ -997,7 +1004,9 @@ static void rt_l_ukernel(rt_lemit *l, const rt_kir_ukernel *u) {
     LLVMBuilderRef b = l->b;
     bool a_in_place = rt_kir_uk_a_in_place(u); // A's rows read from its tensor (kir.h)
     LLVMValueRef ua = rt_l_addr(l, a_in_place ? u->a_buf : 0, rt_l_expr(l, u->a_off));
-    LLVMValueRef ub = rt_l_addr(l, 0, rt_l_expr(l, u->b_off));
+    bool b_in_place = rt_kir_uk_b_in_place(u); // B's rows read from its tensor (kir.h)
+    LLVMValueRef ub = rt_l_addr(l, b_in_place ? u->b_buf : 0, rt_l_expr(l, u->b_off));
+    l->uk_bld = b_in_place ? rt_l_i64(l, u->b_ld) : NULL;
     LLVMValueRef kc = rt_l_expr(l, u->kc);
     // Prefetch the C tile for writing (every 64-byte line of its rows) before the k loop, so
     // that its misses (C rows are ldc apart, usually in L3 or DRAM for large GEMMs) overlap

@@ -138,6 +138,12 @@ typedef struct rt_kir_ukernel {
     int64_t a_ld;
     rt_kir_expr *a_ld_rt;
     int32_t a_buf;
+    // B read in place (b_ld > 0; packed panels in scratch when 0): element (k, j) at
+    // b_buf[b_off + k * b_ld + j], rows contiguous along j and every column of the tile valid
+    // (the producer guarantees n_valid == nr); b_sub is 0. A per-entry GEMM whose B rows are
+    // whole vectors (attention x V's V as (b, j, h, d)): its pack bought nothing.
+    int64_t b_ld;
+    int32_t b_buf;
     // Streaming (non-temporal) stores of full tiles that overwrite C, for GEMMs with a single
     // k block whose C is far larger than the caches (C is written once and never read back).
     bool stream;
@@ -321,6 +327,10 @@ bool rt_kir_is_int(const rt_kir_expr *e, int64_t *out); // constant integer?
 // Does micro-kernel u read A in place (a constant or a run-time row stride)?
 static inline bool rt_kir_uk_a_in_place(const rt_kir_ukernel *u) {
     return u->a_ld > 0 || u->a_ld_rt;
+}
+// Does micro-kernel u read B in place (a constant or a run-time row stride)?
+static inline bool rt_kir_uk_b_in_place(const rt_kir_ukernel *u) {
+    return u->b_ld > 0;
 }
 bool rt_kir_type_is_float(rt_kir_type t);
 const char *rt_kir_type_name(rt_kir_type t);  // "i64", "f32", ...

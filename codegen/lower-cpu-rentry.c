@@ -9,7 +9,9 @@
 // order, get a cost (their multiply-adds plus their packing), and work item i of the plan's n
 // runs the units whose first cost falls in [i W / n, (i + 1) W / n) of the total W. B is packed
 // once per entry, k block (equal depths) and run of b_cols columns by each item that owns some
-// of the entry's units, and reused by all of them (rt_perf_cpu_rentry_b_cols).
+// of the entry's units, and reused by all of them (rt_perf_cpu_rentry_b_cols); where the plan
+// reads B in place (re_b_in_place: attention x V's V over short sentences) the micro-kernels
+// load its rows from the tensor instead.
 // The pool gives each thread a contiguous run of items (hal-cpu.c), so every thread gets an
 // equal share of the cost, within one unit, at any thread count.
 // Causal attention (rt_perf_gemm_rentry.tri: j in 0:i + 1, the triangle stored packed, row i
@@ -181,6 +183,7 @@ typedef struct rt_re_unit {
     int32_t b_sub;   // B's sub-panel width (rt_perf_cpu_rentry_b_sub; 0: nr-wide panels)
     bool b_t16;      // B packed per panel by 16 x 16 transposes (rt_gemm_pack_t16)
     bool a_in_place; // the plan's re_a_in_place: A read by the micro-kernel, alpha in B's pack
+    bool b_in_place; // the plan's re_b_in_place: B's rows read by the micro-kernel, no B pack
     int64_t a_elems;
     // Small entries (rt_re_next_fits): the next entry's A and B as rows of contiguous elements
     // (per matrix: its buffer, first element, row stride, rows, elements per row; rows NULL:
@@ -375,7 +378,9 @@ static void rt_re_tiles(rt_lower *l, const rt_gemm *g, rt_kir_block *blk, const 
         rt_re_loop(l, blk, "ir", &vip, rt_i(l, 0), rt_re_ceil(l, rt_v(l, u->vmc), g->mr));
     // (With one column block in the run the next is this one: nothing to prefetch.)
     rt_kir_block *more =
-        li ? rt_re_if(l, &li->body, rt_b(l, RT_KIR_GT, rt_v(l, vnc_run), rt_i(l, g->nc))) : NULL;
+        li && !u->b_in_place
+            ? rt_re_if(l, &li->body, rt_b(l, RT_KIR_GT, rt_v(l, vnc_run), rt_i(l, g->nc)))
+            : NULL;
     if (more)
         rt_re_prefetch_next_b(l, g, more, u, vip, vkc, bcol, vnc_run);
     if (li && (u->nxr[0] || u->nxr[1])) {
@@ -434,6 +439,13 @@ static void rt_re_tiles(rt_lower *l, const rt_gemm *g, rt_kir_block *blk, const 
     }
     uk->b_off = rt_b(l, RT_KIR_ADD, rt_i(l, u->a_elems),
                      rt_b(l, RT_KIR_MUL, rt_b(l, RT_KIR_ADD, bcol, cols), rt_v(l, vkc)));
+    if (u->b_in_place) { // B's rows from the k block's first step, columns j0 + cols (kir.h)
+        uk->b_ld = rt_re_const(u->bk);
+        uk->b_buf = l->data_buf[g->tb];
+        uk->b_off =
+            rt_b(l, RT_KIR_ADD, rt_b(l, RT_KIR_ADD, u->b0, rt_b(l, RT_KIR_MUL, u->p0, u->bk)),
+                 rt_b(l, RT_KIR_ADD, rt_v(l, vj0), cols));
+    }
     uk->c_buf = l->data_buf[s->out];
     uk->c_off = rt_b(l, RT_KIR_ADD, u->c0,
                      rt_b(l, RT_KIR_ADD, rt_b(l, RT_KIR_MUL, row, u->ldc),
@@ -564,7 +576,8 @@ static void rt_re_units_body(rt_lower *l, const rt_gemm *g, rt_kir_block *blk, r
         l, sbb, "wcur", rt_b(l, RT_KIR_MIN, rt_i(l, b_cols), rt_b(l, RT_KIR_SUB, N, rt_v(l, vs0))));
     if (vs0 < 0 || vwc < 0)
         return;
-    rt_re_pack_b(l, g, sbb, u, vs0, vwc, vp0, vkc);
+    if (!u->b_in_place)
+        rt_re_pack_b(l, g, sbb, u, vs0, vwc, vp0, vkc);
     rt_kir_node *lr = rt_re_loop(l, sbb, "rb", &vrb, rb_lo, rb_hi);
     if (!lr)
         return;
@@ -672,6 +685,11 @@ static void rt_re_entry_units(rt_lower *l, const rt_gemm *g, rt_kir_block *blk,
     // The model's A rows run along k (rentry_a_in_place); their stride is the layout's, a
     // constant or the entry's (uk a_ld_rt).
     RT_LOWER_CHECK(l, !u.a_in_place || rt_re_const(u.ak) == 1);
+    // B in place: its rows along n, whole nr-wide panels only (rentry_b_in_place).
+    u.b_in_place = l->rp->cpu.gemm.re_b_in_place;
+    RT_LOWER_CHECK(l,
+                   !u.b_in_place || (rt_re_const(u.bn) == 1 && rt_re_const(u.bk) > 0 && !u.b_sub &&
+                                     !u.b_t16 && g->re.ext[1] % g->nr == 0 && g->nc % g->nr == 0));
     // Row block r starts at cost vs + r U (U: a full block's cost; only the last is shorter):
     // this item's are r in [ceil((lo - vs) / U), ceil((hi - vs) / U)) within [0, nb).
     rt_kir_expr *nb = rt_re_ceil(l, en->ext[0], g->mc);
@@ -740,7 +758,8 @@ rt_status rt_lower_gemm_rentry(rt_lower *l, const rt_gemm *g) {
     int64_t a_elems = rt_round_up((int64_t)g->mc * g->kc, 16);
     rt_perf_cpu_gemm pg = {.N = g->N, .kc = g->kc, .nc = g->nc};
     int64_t b_cols = rt_perf_cpu_rentry_b_cols(&pg);
-    l->p->scratch_bytes = (a_elems + rt_round_up(b_cols, g->nr) * g->kc) * 4;
+    bool b_packed = !l->rp->cpu.gemm.re_b_in_place;
+    l->p->scratch_bytes = (a_elems + (b_packed ? rt_round_up(b_cols, g->nr) * g->kc : 0)) * 4;
     if (l->p->scratch_bytes > l->k->scratch_bytes)
         l->k->scratch_bytes = l->p->scratch_bytes;
     rt_kir_block *body = &l->p->body;

@@ -168,6 +168,12 @@ typedef struct rt_perf_cpu_gemm {
     bool re_a_in_place; // per-entry plan: the micro-kernel reads A's rows where they are (k
                         // contiguous, a row stride the entry decides, no causal pack), alpha
                         // folded into B's pack (cpu-rentry.c rentry_a_in_place)
+    // Per-entry plan: the micro-kernel reads B's rows where they are (codegen/kir.h b_ld): n is
+    // B's innermost dim, of a constant extent that nr and nc divide, no causal range, and
+    // alpha 1 where A is read in place too (no pack to fold it into). Attention x V's V: its
+    // pack only copied whole rows of nr floats (cpu-rentry.c rentry_b_in_place).
+    bool re_b_in_place;
+    int64_t re_b_ld; // its row stride (elements between B's k steps)
     // Per-entry plan of a warm operator (rt_perf_cpu_warm): no software prefetch of the C tiles
     // for writing (codegen/kir.h no_pf_c) nor of the next entry's A and B rows. Their lines are
     // in the last-level cache, misses the store buffer and the hardware prefetchers absorb; the

@@ -22,6 +22,7 @@ typedef struct ecase {
     int32_t n_len;                 // length tensors, named as in names[]
     int32_t lens[MAX_L][MAX_B];    // bound at run time
     int32_t planned[MAX_L][MAX_B]; // the model's distribution (all 0: the bound lengths)
+    int32_t v_in_place;            // attn_v: 1 V read in place, -1 packed, 0 either
 } ecase;
 
 static const char *const names[2][MAX_L] = {{"len"}, {"Ml", "Nl", "Kl"}};
@@ -102,6 +103,25 @@ static void run_case(const rt_device *dev, const ecase *c, uint64_t seed, bool c
         RT_EXPECT(strstr(cd->c_source, ua) != NULL);
         RT_EXPECT(strstr(cd->c_source, "A block of the entry -> scratch") == NULL);
         RT_EXPECT((strstr(cd->c_source, "* ulda + uk]") != NULL) == (strstr(ua, "t_Q") == NULL));
+        // B's rows read in place where the plan says so (perfmodel re_b_in_place: V's rows of
+        // nr-divisible D, a k block's rows within L1's ways at their stride), with no B pack;
+        // packed otherwise. Short sentences over H = 8, D = 64 (rows 2 KiB apart) are read in
+        // place on an L1 of 64 sets of at least 8 ways (2 x 8 rows >= 13). (num/test-layer-emit
+        // compiles and runs such C: CORA's encoder layer's attention x V.)
+        bool b_in = perf->cands[cd->rank].cpu.gemm.re_b_in_place;
+        RT_EXPECT((strstr(cd->c_source, "const float *ub = t_V +") != NULL) == b_in);
+        bool b_packed = strstr(cd->c_source, "B columns of the entry") ||
+                        strstr(cd->c_source, "B rows of the entry");
+        RT_EXPECT(b_packed == !b_in);
+        const rt_mem_level *l1 = &dev->level[dev->n_levels - 2];
+        if (c->v_in_place > 0 && l1->ways >= 8 && l1->capacity_bytes / (64 * l1->ways) == 64) {
+            if (!b_in)
+                fprintf(stderr, "case %llu candidate %d (%s): V packed\n", (unsigned long long)seed,
+                        (int)i, cd->summary);
+            RT_EXPECT(b_in);
+        }
+        if (!strstr(c->text, "def attn_v") || c->v_in_place < 0)
+            RT_EXPECT(!b_in);
         // These small batches are warm (rt_perf_cpu_warm): the micro-kernels do not prefetch
         // their C tiles for writing (the plan's re_warm, kir.h no_pf_c); cold, they do.
         RT_EXPECT(cd->ll_source && (strstr(cd->ll_source, " warm\n") != NULL) == !cold &&
@@ -147,30 +167,35 @@ int main(void) {
         return 77;
     static const ecase cases[] = {
         // qkt: lengths 0, 1 and primes; a prime head size.
-        {QKT(8, 3, 37), 8, 1, {{5, 0, 1, 13, 7, 3, 0, 31}}, {{0}}},
+        {QKT(8, 3, 37), 8, 1, {{5, 0, 1, 13, 7, 3, 0, 31}}, {{0}}, 0},
         // K's transposed pack into 8-row sub-panels (kir.h b_sub): a prime head size above kc's
         // vector steps (a tail of k lanes), lengths whose last 16-wide panel has a cut 8-row
         // sub-panel (29), one valid row (17), none in its second half (8), several column
         // blocks (113), and 0 and 1.
-        {QKT(6, 2, 67), 6, 1, {{17, 29, 0, 1, 113, 8}}, {{0}}},
+        {QKT(6, 2, 67), 6, 1, {{17, 29, 0, 1, 113, 8}}, {{0}}, 0},
         // All equal, a multiple of the micro-kernel.
-        {QKT(4, 2, 64), 4, 1, {{48, 48, 48, 48}}, {{0}}},
+        {QKT(4, 2, 64), 4, 1, {{48, 48, 48, 48}}, {{0}}, 0},
         // One long plus many short: several row and column blocks in one entry.
-        {QKT(12, 2, 16), 12, 1, {{401, 1, 2, 1, 3, 0, 1, 2, 5, 1, 1, 1}}, {{0}}},
+        {QKT(12, 2, 16), 12, 1, {{401, 1, 2, 1, 3, 0, 1, 2, 5, 1, 1, 1}}, {{0}}, 0},
         // Bound lengths longer and shorter than planned.
-        {QKT(4, 2, 8), 4, 1, {{90, 0, 61, 2}}, {{1, 2, 1, 1}}},
+        {QKT(4, 2, 8), 4, 1, {{90, 0, 61, 2}}, {{1, 2, 1, 1}}, 0},
         // attn_v: the reduction over len(b), primes, 0 and 1.
-        {ATTNV(8, 3, 29), 8, 1, {{5, 0, 1, 13, 7, 3, 0, 31}}, {{0}}},
+        {ATTNV(8, 3, 29), 8, 1, {{5, 0, 1, 13, 7, 3, 0, 31}}, {{0}}, 0},
         // A long reduction (several k blocks) beside short ones.
-        {ATTNV(6, 2, 16), 6, 1, {{700, 1, 0, 2, 3, 1}}, {{0}}},
+        {ATTNV(6, 2, 16), 6, 1, {{700, 1, 0, 2, 3, 1}}, {{0}}, 0},
+        // V read in place (BERT's heads, short sentences: 0, 1, primes); then longer ones
+        // whose rows, 2 KiB apart, would not stay in L1: V packed.
+        {ATTNV(6, 8, 64), 6, 1, {{5, 0, 1, 13, 11, 2}}, {{0}}, 1},
+        {ATTNV(4, 8, 64), 4, 1, {{97, 3, 0, 41}}, {{0}}, -1},
         // vgemm: M, N, K of their own per entry, zeros anywhere (K = 0: C must be zeroed).
         {VGEMM(6),
          6,
          3,
          {{7, 0, 13, 1, 20, 5}, {11, 4, 0, 1, 33, 6}, {3, 9, 5, 1, 0, 300}},
-         {{0}, {0}, {0}}},
+         {{0}, {0}, {0}},
+         0},
         // All equal.
-        {VGEMM(3), 3, 3, {{32, 32, 32}, {48, 48, 48}, {16, 16, 16}}, {{0}, {0}, {0}}},
+        {VGEMM(3), 3, 3, {{32, 32, 32}, {48, 48, 48}, {16, 16, 16}}, {{0}, {0}, {0}}, 0},
         // B packed once per entry, k block and run of columns, and reused by every row block
         // of the entry a thread owns: an entry of several row blocks (split between the 2
         // threads) and k blocks (of equal depth) beside small ones, bound where the plan
@@ -179,17 +204,19 @@ int main(void) {
          3,
          3,
          {{200, 7, 1}, {120, 1, 13}, {400, 3, 0}},
-         {{40, 7, 1}, {9, 1, 3}, {50, 3, 1}}},
+         {{40, 7, 1}, {9, 1, 3}, {50, 3, 1}},
+         0},
         // Heads inside the sequences (runs of 7 equal-cost entries that the work items' cost
         // ranges cut), an empty sequence's run, primes; then the heads outside (runs of one).
-        {QKT(5, 7, 64), 5, 1, {{1, 0, 23, 2, 11}}, {{0}}},
+        {QKT(5, 7, 64), 5, 1, {{1, 0, 23, 2, 11}}, {{0}}, 0},
         {"size B = 5\ndef f(int32(B) len, float(b:B, len(b), 3, 64) Q, float(b:B, len(b), 3, 64) K)"
          " -> (float(h:3, b:B, len(b), len(b)) S) {\n"
          "    S(h, b, i, j) +=! Q(b, i, h, d) * K(b, j, h, d)\n}",
          5,
          1,
          {{13, 1, 0, 29, 17}},
-         {{0}}},
+         {{0}},
+         0},
         // '+=' onto the caller's output.
         {"size B = 4\ndef f(int32(B) len, float(b:B, len(b), 2, 17) Q, float(b:B, len(b), 2, 17) K)"
          " -> (float(b:B, 2, len(b), len(b)) S) {\n"
@@ -197,7 +224,8 @@ int main(void) {
          4,
          1,
          {{3, 0, 19, 1}},
-         {{0}}},
+         {{0}},
+         0},
     };
     for (size_t i = 0; i < sizeof cases / sizeof *cases; i++)
         run_case(&dev, &cases[i], 1 + i, false);

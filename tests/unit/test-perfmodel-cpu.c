@@ -973,6 +973,52 @@ static void test_rentry_row_tails(const rt_device *avx512) {
     rt_arena_free(a);
 }
 
+// Attention x V's V (b, j, h, d) is read in place by the per-entry micro-kernel where a k
+// block's rows stay in L1 at their stride (perfmodel re_b_in_place): H x D = 512 floats apart,
+// 2 KiB, the rows start in 2 of a 48 KiB 12-way L1's 64 sets, so up to 24 of them. Its B pack
+// is then not priced. Q.K^T's K (k contiguous) is never read in place.
+static void test_rentry_b_in_place(const rt_device *avx512) {
+    rt_arena *a = rt_arena_new(1 << 20);
+    rt_err err = {0};
+    for (int32_t c = 0; c < 2; c++) {
+        const char *text = "size B = 4\ndef f(int32(B) len, float(b:B, 8, i:len(b), len(b)) P, "
+                           "float(b:B, len(b), 8, 64) V) -> (O) {\n"
+                           " O(b, i, h, d) +=! P(b, h, i, j) * V(b, j, h, d)\n}\n";
+        int64_t len = c ? 97 : 13, lens[4] = {len, len, len, len};
+        rt_perf_length_dist d = {.tensor = "len"};
+        rt_op *op = NULL;
+        rt_perf_model *m = NULL;
+        RT_EXPECT_EQ(rt_spec_parse(a, text, "attn_v.spec", NULL, 0, &op, &err), RT_OK);
+        RT_EXPECT_EQ(rt_extent_dist_from_samples(a, lens, 4, (rt_loc){0}, &d.dist, &err), RT_OK);
+        rt_perf_options opt = {.lengths = &d, .n_lengths = 1};
+        RT_EXPECT(op && rt_perf_model_build(a, op, avx512, &opt, &m, &err) == RT_OK);
+        rt_rprog p;
+        memset(&p, 0, sizeof p);
+        for (int32_t l = 1; m && l <= m->top; l++)
+            for (int32_t x = 0; x < m->n_axes; x++)
+                p.tile[l].shape[x] = 8;
+        rt_perf_cpu_gemm g;
+        if (!m || !rt_perf_cpu_gemm_view(m, &p, &g) || !g.rentry) {
+            RT_EXPECT(false);
+            continue;
+        }
+        RT_EXPECT_EQ(g.re_b_ld, 512);
+        RT_EXPECT_EQ(g.re_b_in_place, c == 0); // 13 rows stay in L1, 97 would not
+        if (c == 0) {                          // no B pack priced: the packed plan costs more
+            double in_place, packed, pk_in, pk_packed, eff;
+            RT_EXPECT(rt_perf_cpu_rentry_time(m, &g, &in_place, &pk_in, &eff));
+            g.re_b_in_place = false;
+            RT_EXPECT(rt_perf_cpu_rentry_time(m, &g, &packed, &pk_packed, &eff));
+            RT_EXPECT(in_place < packed && pk_in < pk_packed);
+        }
+    }
+    rt_perf_model *m = NULL;
+    rt_perf_cpu_gemm g;
+    RT_EXPECT(rentry_model(a, avx512, 13, &m, &g));
+    RT_EXPECT(!g.re_b_in_place);
+    rt_arena_free(a);
+}
+
 // vgemm's M, N and K from three length tensors of 64 distinct lengths each: the per-entry time
 // sums over at most RT_PERF_RENTRY_MAX_POINTS joint entries (the sources coarsened), not 64^3,
 // and its mean stays that of the lengths (one construction took 31 s of 64^3 entries).
@@ -1035,6 +1081,7 @@ int main(void) {
     test_rentry_pack_edges(&dev);
     test_rentry_row_tails(&dev);
     test_rentry_sources(&dev);
+    test_rentry_b_in_place(&dev);
     test_gemm_items(&dev);
     test_c_revisits(&dev);
     test_loops(&dev);
