@@ -639,6 +639,11 @@ int main(int argc, char **argv) {
         rt_arena_free(a);
         return 1;
     }
+    // --threads=N: constructed for the N cores it runs on, as the other benches construct for
+    // their rows' cores (the peaks scaled with them), so that the model is judged on the device
+    // it priced.
+    if (mo.threads > 0 && mo.threads < dev.units)
+        rt_hal_device_on_units(&dev, mo.threads);
     model_print_intro(&dev, &mo);
     if (mo.tuning_set)
         model_run_set("tuning", "the ops the model's changes were tuned on", model_ops, MODEL_N_OPS,
