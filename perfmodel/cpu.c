@@ -193,11 +193,11 @@ bool rt_perf_cpu_ukernel_sets(const rt_device *dev, int32_t elem_bytes, int64_t 
     }
     double latency =
         (double)(dev->fma_latency_cycles > 0 ? dev->fma_latency_cycles : 0) / (double)sets;
-    out->cycles_per_k = fma;
-    if (loads > out->cycles_per_k)
-        out->cycles_per_k = loads;
-    if (stream > out->cycles_per_k)
-        out->cycles_per_k = stream;
+    double busy = fma > loads ? fma : loads;
+    out->cycles_per_k = stream > 0 ? pow(pow(busy, RT_PERF_CPU_STREAM_OVERLAP_P) +
+                                             pow(stream, RT_PERF_CPU_STREAM_OVERLAP_P),
+                                         1.0 / RT_PERF_CPU_STREAM_OVERLAP_P)
+                                   : busy;
     out->cycles_per_k += RT_PERF_CPU_RELOAD_EXPOSED * reload;
     if (latency > out->cycles_per_k)
         out->cycles_per_k = latency;

@@ -505,6 +505,15 @@ double rt_perf_compute_ns(const rt_perf_model *m, double flops, double eff);
 // kc = 256, a 49 KiB set in a 48 KiB L1, ran 9-11% behind 8x32); the A micro-panel that is
 // resident now rarely overflows (kc is sized to half of L1 for it).
 #define RT_PERF_CPU_RELOAD_EXPOSED 0.5
+// The k step's time where the B stream from L2 and the FMAs (or the loads) both take most of
+// it: they overlap imperfectly (the stream's lines arrive in bursts the FMAs wait on), so the
+// step takes their p-norm (busy^p + stream^p)^(1/p) rather than the larger one. A 4x64 kernel
+// whose 256 B of B per step need its 8 FMA cycles at 32 B per cycle takes 19% more; 12x32's
+// 128 B over 12 cycles 0.4%. Policy: p chosen so that on a 2-core Sapphire Rapids VM, one
+// thread, 1024^3 and 512x1024x1024, the kernels at a stream equal to their FMA time (4x64,
+// 4x48) and above it (3x64) ran 5-25% behind 12x32, 14x32 and 6x64, which the plain maximum
+// priced alike.
+#define RT_PERF_CPU_STREAM_OVERLAP_P 4.0
 
 // The core clock in GHz that cycle counts convert with: the one the measured FP32 FMA peak
 // implies (peak / (units x FMA ports x lanes x 2)), since cores run FMA-heavy code at their

@@ -8,7 +8,7 @@
 // rTile L2 l2     [n=1, f=16, y=6, x=5, c=4, r=3, s=3] footprint 5504 B
 // rTile L3 l1     [n=1, f=8, y=3, x=5, c=2, r=3, s=3] footprint 1616 B
 // rTile L4 reg    [n=1, f=8, y=3, x=5, c=1, r=3, s=3] footprint 1048 B
-// predicted: 0.435 us (bottleneck compute), 6.912e-05 GFLOP
+// predicted: 0.436 us (bottleneck compute), 6.912e-05 GFLOP
 // phase p0: statement 0: implicit GEMM 1 x 16x25x72 (gathered packs), blocks mc=8 nc=32 kc=72, micro-kernel 8x32, 2 work items
 // Build: cc -O3 -march=native -fopenmp -shared -fPIC -o kernel.so kernel.c -lm
 #include <math.h>

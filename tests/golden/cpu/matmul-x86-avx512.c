@@ -8,7 +8,7 @@
 // rTile L2 l2     [m=32, n=48, k=32] footprint 16384 B
 // rTile L3 l1     [m=8, n=48, k=16] footprint 5120 B
 // rTile L4 reg    [m=8, n=48, k=1] footprint 1760 B
-// predicted: 1.042 us (bottleneck compute), 0.0001966 GFLOP
+// predicted: 1.045 us (bottleneck compute), 0.0001966 GFLOP
 // phase p0: statement 0: packed GEMM 64x48x32, blocks mc=32 nc=48 kc=32, micro-kernel 8x48, 2 work items
 // Build: cc -O3 -march=native -fopenmp -shared -fPIC -o kernel.so kernel.c -lm
 #include <math.h>
