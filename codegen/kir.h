@@ -170,7 +170,8 @@ typedef struct rt_kir_ukernel {
 // for r < rows, 0 for rows <= r < 16, kk < kcur: 16 rows contiguous along k become 16-wide
 // k-major rows (a k-contiguous B into its nr-wide panel, dst_ld = nr). The COPY's body does the
 // same element by element (the C emitter prints it); the LLVM emitter runs blocks of 16 k steps
-// as 16 masked vector loads, a 16 x 16 transpose in registers and 16 vector stores.
+// as 16 masked vector loads, a 16 x 16 transpose in registers and 16 vector stores, and
+// prefetches the same line of the next 16 rows (the next call's, at base + 16 s_row).
 typedef struct rt_kir_tpack {
     int32_t src, dst;          // f32 buffers
     rt_kir_expr *base, *s_row; // I64: the source's element (0, 0) and its row step
