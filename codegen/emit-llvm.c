@@ -820,7 +820,7 @@ static void rt_l_uk_bload(rt_lemit *l, const rt_kir_ukernel *u, LLVMTypeRef vt, 
         bv[j] = LLVMBuildLoad2(b, vt, p, "b");
         LLVMSetAlignment(bv[j], 4);
     }
-    // Software prefetch of the B stream 1 KiB ahead, every line of a k step: the micro-kernel
+    // Software prefetch of the packed B stream 1 KiB ahead, every line of a k step: the kernel
     // streams the packed B block's panel from L2 while its A micro-panel stays in L1 (the row
     // panel loop is outside the column panel loop). Past the panel's end it touches the next
     // panel, which the next call reads, or stays a hint. Only where the call starts from a
@@ -828,15 +828,10 @@ static void rt_l_uk_bload(rt_lemit *l, const rt_kir_ukernel *u, LLVMTypeRef vt, 
     // and the prefetches slowed the k loop. Measured on a Zen 5 core, alternating runs: without
     // them 4096^3 (4 k blocks) ran 2-3% faster at 1 and 2 threads and 2048^3 (3) 3% at 1,
     // 512x1024x4096 and 128x1000x4032 (4) alike; with them 1024^3 (1 k block) 1-2% faster.
-    if (zero_c)
+    if (zero_c && !l->uk_bld) // (B in place: its rows are L1-resident, rentry_b_rows_fit)
         // One per 64-byte line of the step; with sub-panels, one per sub-panel's stream.
         for (int32_t j = 0; j < (bw == u->nr ? (u->nr + 15) / 16 : u->nr / bw); j++) {
-            LLVMValueRef at =
-                LLVMBuildAdd(b, kb,
-                             l->uk_bld ? LLVMBuildNSWMul(b, l->uk_bld,
-                                                         rt_l_i64(l, RT_UK_PREFETCH_ELEMS / bw), "")
-                                       : rt_l_i64(l, RT_UK_PREFETCH_ELEMS),
-                             "");
+            LLVMValueRef at = LLVMBuildAdd(b, kb, rt_l_i64(l, RT_UK_PREFETCH_ELEMS), "");
             at = bw == u->nr
                      ? LLVMBuildAdd(b, at, rt_l_i64(l, 16 * j), "")
                      : LLVMBuildAdd(b, at, LLVMBuildNSWMul(b, kc, rt_l_i64(l, bw * j), ""), "");

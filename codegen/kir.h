@@ -329,7 +329,7 @@ bool rt_kir_is_int(const rt_kir_expr *e, int64_t *out); // constant integer?
 static inline bool rt_kir_uk_a_in_place(const rt_kir_ukernel *u) {
     return u->a_ld > 0 || u->a_ld_rt;
 }
-// Does micro-kernel u read B in place (a constant or a run-time row stride)?
+// Does micro-kernel u read B in place (rows b_ld apart)?
 static inline bool rt_kir_uk_b_in_place(const rt_kir_ukernel *u) {
     return u->b_ld > 0;
 }

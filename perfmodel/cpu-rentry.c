@@ -535,9 +535,9 @@ static double rentry_tri_row_block(const rt_perf_model *m, const rt_perf_cpu_gem
 // Cycles of B's packs of one entry: once per k block and run of b_cols columns.
 static double rentry_b_packs(const rt_perf_model *m, const rt_perf_cpu_gemm *g, int64_t Ne,
                              int64_t Ke, double ghz) {
-    int64_t nkb, kk, w = rt_perf_cpu_rentry_b_cols(g), runs = rt_ceil_div(Ne, w);
     if (g->re_b_in_place) // the micro-kernels read B's rows where they are
         return 0;
+    int64_t nkb, kk, w = rt_perf_cpu_rentry_b_cols(g), runs = rt_ceil_div(Ne, w);
     rentry_kblocks(g, Ke, &nkb, &kk);
     double b = 0;
     if (runs > 1)

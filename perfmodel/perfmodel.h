@@ -169,9 +169,10 @@ typedef struct rt_perf_cpu_gemm {
                         // contiguous, a row stride the entry decides, no causal pack), alpha
                         // folded into B's pack (cpu-rentry.c rentry_a_in_place)
     // Per-entry plan: the micro-kernel reads B's rows where they are (codegen/kir.h b_ld): n is
-    // B's innermost dim, of a constant extent that nr and nc divide, no causal range, and
-    // alpha 1 where A is read in place too (no pack to fold it into). Attention x V's V: its
-    // pack only copied whole rows of nr floats (cpu-rentry.c rentry_b_in_place).
+    // B's innermost dim, of a constant extent that nr and nc divide, no causal range, alpha 1
+    // where A is read in place too (no pack to fold it into), and a k block's rows stay in L1
+    // at their stride. Attention x V's V over short sentences: its pack only copied whole rows
+    // of nr floats (cpu-rentry.c rentry_b_in_place, rentry_b_rows_fit).
     bool re_b_in_place;
     int64_t re_b_ld; // its row stride (elements between B's k steps)
     // Per-entry plan of a warm operator (rt_perf_cpu_warm): no software prefetch of the C tiles
