@@ -171,6 +171,11 @@ static void rt_c_ukernel(rt_cemit *c, const rt_kir_ukernel *u, int ind) {
         rt_c_expr(c, u->a_ld_rt);
         rt_buf_puts(b, ";\n");
     }
+    if (u->a_pf_next) { // where the next call's rows are: prefetched, one row per k step
+        rt_buf_printf(b, "%*sconst int64_t upf = ", 4 * (ind + 1), "");
+        rt_c_expr(c, u->a_pf_next);
+        rt_buf_puts(b, ";\n");
+    }
     rt_buf_printf(b, "%*sconst float *ub = %s + ", 4 * (ind + 1), "",
                   rt_kir_uk_b_in_place(u) ? c->k->bufs[u->b_buf].name : "scratch");
     rt_c_expr(c, u->b_off);
@@ -181,6 +186,13 @@ static void rt_c_ukernel(rt_cemit *c, const rt_kir_ukernel *u, int ind) {
     rt_c_expr(c, u->kc);
     rt_buf_puts(b, ";\n");
     rt_buf_linef(b, ind + 1, "for (int64_t uk = 0; uk < ukc; uk++) {");
+    if (u->a_pf_next) {
+        char ld[32] = "ulda";
+        if (!u->a_ld_rt)
+            snprintf(ld, sizeof ld, "%lld", (long long)u->a_ld);
+        rt_buf_linef(b, ind + 2, "__builtin_prefetch(&ua[upf + uk %% %d * %s + uk], 0, 2);", u->mr,
+                     ld);
+    }
     if (u->tail_acc > 0) { // row tails: the valid rows rounded up (rt_perf_cpu_tail_rows)
         int q = (int)rt_perf_cpu_tail_quantum(u->mr);
         rt_buf_linef(b, ind + 2,

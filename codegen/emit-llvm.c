@@ -29,6 +29,7 @@ typedef struct rt_lemit {
     LLVMValueRef *vars;
     LLVMValueRef uk_tmp, uk_i, uk_j; // entry-block allocas of the micro-kernel edge path
     LLVMValueRef uk_bld; // the micro-kernel's B row stride where it reads B in place, else NULL
+    LLVMValueRef uk_apf, uk_ald; // its prefetch of A's next rows (kir.h a_pf_next), A's stride
     unsigned loop_kind;
 } rt_lemit;
 
@@ -852,6 +853,11 @@ static void rt_l_uk_step(rt_lemit *l, const rt_kir_ukernel *u, int32_t rows, LLV
     LLVMValueRef bv[RT_KIR_UK_MAX_NV];
     rt_l_uk_bload(l, u, vt, ub, kc, k, zero_c, bv);
     LLVMValueRef ka = LLVMBuildNSWMul(b, k, rt_l_i64(l, u->mr), "");
+    if (l->uk_apf) { // the next rows' lines: row k mod rows at column k, into L2 (kir.h)
+        LLVMValueRef r = LLVMBuildMul(b, LLVMBuildURem(b, k, rt_l_i64(l, rows), ""), l->uk_ald, "");
+        rt_l_prefetch(l, l->f32, ua, LLVMBuildAdd(b, LLVMBuildAdd(b, l->uk_apf, r, ""), k, ""), 0,
+                      2);
+    }
     for (int32_t i = 0; i < rows; i++) {
         LLVMValueRef idx = rt_kir_uk_a_in_place(u) ? LLVMBuildNSWAdd(b, arow[i], k, "")
                                                    : LLVMBuildNSWAdd(b, ka, rt_l_i64(l, i), "");
@@ -955,8 +961,7 @@ static void rt_l_uk_tile(rt_lemit *l, const rt_kir_ukernel *u, int32_t rows, LLV
     LLVMTypeRef vt = LLVMVectorType(l->f32, (unsigned)vl);
     LLVMValueRef arow[RT_KIR_UK_MAX_ACC];
     if (rt_kir_uk_a_in_place(u)) { // A read in place (kir.h), at a constant or run-time stride
-        LLVMValueRef ld = u->a_ld_rt ? rt_l_expr(l, u->a_ld_rt) : rt_l_i64(l, u->a_ld);
-        LLVMValueRef last = LLVMBuildSub(b, mv, rt_l_i64(l, 1), "");
+        LLVMValueRef ld = l->uk_ald, last = LLVMBuildSub(b, mv, rt_l_i64(l, 1), "");
         for (int32_t i = 0; i < rows; i++) {
             LLVMValueRef r = rt_l_i64(l, i);
             LLVMValueRef in = LLVMBuildICmp(b, LLVMIntSLT, r, last, "");
@@ -1044,6 +1049,8 @@ static void rt_l_ukernel(rt_lemit *l, const rt_kir_ukernel *u) {
     bool b_in_place = rt_kir_uk_b_in_place(u); // B's rows read from its tensor (kir.h)
     LLVMValueRef ub = rt_l_addr(l, b_in_place ? u->b_buf : 0, rt_l_expr(l, u->b_off));
     l->uk_bld = b_in_place ? rt_l_i64(l, u->b_ld) : NULL;
+    l->uk_apf = u->a_pf_next ? rt_l_expr(l, u->a_pf_next) : NULL;
+    l->uk_ald = u->a_ld_rt ? rt_l_expr(l, u->a_ld_rt) : rt_l_i64(l, u->a_ld);
     LLVMValueRef kc = rt_l_expr(l, u->kc);
     // Prefetch the C tile for writing (every 64-byte line of its rows) before the k loop, so
     // that its misses (C rows are ldc apart, usually in L3 or DRAM for large GEMMs) overlap

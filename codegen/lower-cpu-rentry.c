@@ -236,31 +236,6 @@ static bool rt_re_next_fits(const rt_lower *l, const rt_gemm *g) {
     return !g->warm && rt_re_small(l, g);
 }
 
-// Larger entries with A read in place: each row panel prefetches the next one's rows of A over
-// the k block (every line), which the hardware prefetchers do not follow across mr rows a row
-// stride apart. Same-process A/B turns on Sapphire Rapids: attention x V over long sequences
-// (P's rows from memory) 8-14% faster, scores 2%; small entries 6% slower (the loop's cost).
-static void rt_re_prefetch_next_rows(rt_lower *l, const rt_gemm *g, rt_kir_block *blk,
-                                     const rt_re_unit *u, rt_kir_expr *rows, int32_t vkc) {
-    int32_t vr, vq = rt_kir_add_var(l->a, l->p, "pfa_line", RT_KIR_I64);
-    rt_kir_expr *end = rt_b(l, RT_KIR_ADD, rt_v(l, u->vi0), rt_v(l, u->vmc));
-    rt_kir_expr *r0 =
-        rt_b(l, RT_KIR_ADD, rt_b(l, RT_KIR_ADD, rt_v(l, u->vi0), rows), rt_i(l, g->mr));
-    rt_kir_node *lr =
-        vq >= 0 ? rt_re_loop(l, blk, "pfa_row", &vr, r0,
-                             rt_b(l, RT_KIR_MIN, rt_b(l, RT_KIR_ADD, r0, rt_i(l, g->mr)), end))
-                : NULL;
-    rt_kir_expr *off = NULL;
-    rt_kir_node *pf = lr ? rt_prefetch_lines(l, &lr->body, vq, rt_v(l, vkc), &off) : NULL;
-    if (!pf)
-        return;
-    pf->buf = l->data_buf[g->ta];
-    pf->index = rt_b(l, RT_KIR_ADD, u->a0,
-                     rt_b(l, RT_KIR_ADD, rt_b(l, RT_KIR_MUL, rt_v(l, vr), u->am),
-                          rt_b(l, RT_KIR_ADD, u->p0, off)));
-    RT_LOWER_CHECK(l, pf->index);
-}
-
 // The next entry's matrix i (tensor t, its vars, row var rv over rows, column var cv over K) as
 // rows of contiguous elements: where cv is contiguous, its rows along rv (rows x K); where rv
 // is, along cv (K x rows).
@@ -417,8 +392,6 @@ static void rt_re_tiles(rt_lower *l, const rt_gemm *g, rt_kir_block *blk, const 
             rt_re_prefetch_next_entry(l, g, first, u, vip);
     }
     rt_kir_expr *rows = rt_b(l, RT_KIR_MUL, rt_v(l, vip), rt_i(l, g->mr));
-    if (li && u->a_in_place && !rt_re_small(l, g))
-        rt_re_prefetch_next_rows(l, g, &li->body, u, rows, vkc);
     rt_kir_expr *jr_hi = rt_re_ceil(l, rt_v(l, vnc), g->nr), *kc = rt_v(l, vkc);
     if (li && g->re.tri) {
         // The panel's last row's range end (row i: [0, i + tri_c)), less the block's start.
@@ -466,6 +439,19 @@ static void rt_re_tiles(rt_lower *l, const rt_gemm *g, rt_kir_block *blk, const 
         uk->a_buf = l->data_buf[g->ta];
         uk->a_off =
             rt_b(l, RT_KIR_ADD, u->a0, rt_b(l, RT_KIR_ADD, rt_b(l, RT_KIR_MUL, row, u->am), u->p0));
+        // Larger entries: the first column panel's call prefetches the next row panel's rows
+        // over the k block (kir.h a_pf_next), which the hardware prefetchers do not follow
+        // across mr rows a row stride apart, one row per k step. (Every line of them in a loop
+        // before the call stalled on the fill buffers: 19% of attention x V's time over RACE's
+        // sequences on a Sapphire Rapids core; spread over the k loop it ran 1.10-1.22x faster
+        // in same-process A/B turns; Q.K^T over SQuAD's and RACE's within the noise.)
+        if (!rt_re_small(l, g))
+            uk->a_pf_next =
+                rt_kir_select(l->a,
+                              rt_b(l, RT_KIR_AND, rt_b(l, RT_KIR_EQ, rt_v(l, vjp), rt_i(l, 0)),
+                                   rt_b(l, RT_KIR_LT, rt_b(l, RT_KIR_ADD, rows, rt_i(l, g->mr)),
+                                        rt_v(l, u->vmc))),
+                              rt_b(l, RT_KIR_MUL, rt_i(l, g->mr), u->am), rt_i(l, 0));
     }
     uk->b_off = rt_b(l, RT_KIR_ADD, rt_i(l, u->a_elems),
                      rt_b(l, RT_KIR_MUL, rt_b(l, RT_KIR_ADD, bcol, cols), rt_v(l, vkc)));

@@ -104,12 +104,13 @@ static void run_case(const rt_device *dev, const ecase *c, uint64_t seed, bool c
         RT_EXPECT(strstr(cd->c_source, "A block of the entry -> scratch") == NULL);
         RT_EXPECT((strstr(cd->c_source, "* ulda + uk]") != NULL) == (strstr(ua, "t_Q") == NULL));
         // Long entries (two of them beyond half of any L2) prefetch the next row panel's rows of
-        // A while one runs (lower-cpu-rentry.c rt_re_prefetch_next_rows); short ones do not.
+        // A while one runs, in the micro-kernel's k loop (kir.h a_pf_next); short ones do not.
         int32_t lmax = 0;
         for (int32_t e = 0; e < c->n; e++)
             lmax = c->lens[0][e] > lmax ? c->lens[0][e] : lmax;
         if (lmax >= 700 || lmax <= 32)
-            RT_EXPECT((strstr(cd->c_source, "pfa_row") != NULL) == (lmax >= 700));
+            RT_EXPECT((strstr(cd->c_source, "__builtin_prefetch(&ua[upf + uk % ") != NULL) ==
+                      (lmax >= 700));
         // B's rows read in place where the plan says so (perfmodel re_b_in_place: V's rows of
         // nr-divisible D, a k block's rows within L1's ways at their stride), with no B pack;
         // packed otherwise. Short sentences over H = 8, D = 64 (rows 2 KiB apart) are read in
