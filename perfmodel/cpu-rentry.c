@@ -410,7 +410,7 @@ static double rentry_call(const rt_device *dev, const rt_perf_cpu_gemm *g,
     return t.call_cycles;
 }
 
-// Extra cycles of the store of an edge tile over a full one (codegen/emit-llvm.c rt_l_uk_edge)
+// Extra cycles of the store of an edge tile over a full one (codegen/emit-llvm-uk.c rt_l_uk_edge)
 // with rows x cols valid: the accumulators spilled to the stack, then per valid row its whole
 // vectors (a load of the spill, C's load and store) and the columns of the vector that cols
 // cuts one by one (a load of the spill, C's load and store each; about 1.4 cycles per element

@@ -1,7 +1,7 @@
 // hal-cpu.h: the CPU device class at run time — an ORC LLJIT for the device's CPU (LLVM 16),
 // a small thread pool that runs a kernel's phases over the cores, and fork-based isolation of
 // one candidate run (a crash or a hang is reported, never fatal). LLVM objects cross this
-// header untyped (void *) so that only hal-cpu.c and codegen/emit-llvm.c include llvm-c.
+// header untyped (void *) so that only hal-cpu.c and codegen/emit-llvm*.c include llvm-c.
 #ifndef RT_HAL_CPU_H
 #define RT_HAL_CPU_H
 
