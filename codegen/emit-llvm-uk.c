@@ -4,6 +4,7 @@
 // and the 16 x 16 transposing pack (rt_kir_tpack).
 #include "emit-llvm-impl.h"
 
+#include <stdio.h>
 #include <string.h>
 
 // Prefetch distance of the micro-kernel's B stream in elements (1 KiB).
@@ -31,6 +32,35 @@ static LLVMValueRef rt_l_uk_ldc(rt_lemit *l, const rt_kir_ukernel *u) {
     return u->ldc_rt ? rt_l_expr(l, u->ldc_rt) : rt_l_i64(l, u->ldc);
 }
 
+// Opens a loop over columns [lo, hi) of row ii of the stack buffer (var uk_j, blocks named
+// "pfx.j..."): leaves the builder in its body and returns the column, with the buffer's element
+// in *tv and C's address in *cp; *head is the loop's head (for the back edge), *done its exit.
+static LLVMValueRef rt_l_uk_cols(rt_lemit *l, const rt_kir_ukernel *u, const char *pfx,
+                                 LLVMValueRef ii, LLVMValueRef lo, LLVMValueRef hi,
+                                 LLVMValueRef c_off, LLVMBasicBlockRef *head,
+                                 LLVMBasicBlockRef *done, LLVMValueRef *tv, LLVMValueRef *cp) {
+    LLVMBuilderRef b = l->b;
+    LLVMValueRef jv = l->uk_j; // promoted by mem2reg
+    char name[3][16];
+    for (int i = 0; i < 3; i++)
+        snprintf(name[i], sizeof name[i], "%s.%s", pfx, i == 0 ? "j" : i == 1 ? "jb" : "jdone");
+    LLVMBuildStore(b, lo, jv);
+    LLVMBasicBlockRef jb = rt_l_block(l, name[1]);
+    *head = rt_l_block(l, name[0]), *done = rt_l_block(l, name[2]);
+    LLVMBuildBr(b, *head);
+    LLVMPositionBuilderAtEnd(b, *head);
+    LLVMBuildCondBr(b, LLVMBuildICmp(b, LLVMIntSLT, LLVMBuildLoad2(b, l->i64, jv, ""), hi, ""), jb,
+                    *done);
+    LLVMPositionBuilderAtEnd(b, jb);
+    LLVMValueRef jj = LLVMBuildLoad2(b, l->i64, jv, "");
+    LLVMValueRef tidx = LLVMBuildNSWAdd(b, LLVMBuildNSWMul(b, ii, rt_l_i64(l, u->nr), ""), jj, "");
+    *tv = LLVMBuildLoad2(b, l->f32, LLVMBuildInBoundsGEP2(b, l->f32, l->uk_tmp, &tidx, 1, ""), "");
+    LLVMValueRef cidx = LLVMBuildNSWAdd(
+        b, c_off, LLVMBuildNSWAdd(b, LLVMBuildNSWMul(b, ii, rt_l_uk_ldc(l, u), ""), jj, ""), "");
+    *cp = rt_l_addr(l, u->c_buf, cidx);
+    return jj;
+}
+
 // One row ii of a micro-kernel epilogue (kir.h): for j < hi, marked for vectorization, the
 // element's final value ((accumulate ? C : 0) + the spilled accumulator) and coordinates are
 // bound and the epilogue block runs.
@@ -38,24 +68,10 @@ static void rt_l_epi_row(rt_lemit *l, const rt_kir_ukernel *u, LLVMValueRef ii, 
                          LLVMValueRef c_off, LLVMValueRef accum, LLVMValueRef row0,
                          LLVMValueRef col0, int32_t interleave) {
     LLVMBuilderRef b = l->b;
-    LLVMValueRef jv = l->uk_j;
-    LLVMBuildStore(b, rt_l_i64(l, 0), jv);
-    LLVMBasicBlockRef jh = rt_l_block(l, "epi.j"), jb = rt_l_block(l, "epi.jb"),
-                      done = rt_l_block(l, "epi.jdone");
-    LLVMBuildBr(b, jh);
-    LLVMPositionBuilderAtEnd(b, jh);
-    LLVMBuildCondBr(b, LLVMBuildICmp(b, LLVMIntSLT, LLVMBuildLoad2(b, l->i64, jv, ""), hi, ""), jb,
-                    done);
-    LLVMPositionBuilderAtEnd(b, jb);
-    LLVMValueRef jj = LLVMBuildLoad2(b, l->i64, jv, "");
-    LLVMValueRef tidx = LLVMBuildNSWAdd(b, LLVMBuildNSWMul(b, ii, rt_l_i64(l, u->nr), ""), jj, "");
-    LLVMValueRef tv =
-        LLVMBuildLoad2(b, l->f32, LLVMBuildInBoundsGEP2(b, l->f32, l->uk_tmp, &tidx, 1, ""), "");
-    LLVMValueRef cp = rt_l_addr(
-        l, u->c_buf,
-        LLVMBuildNSWAdd(b, c_off,
-                        LLVMBuildNSWAdd(b, LLVMBuildNSWMul(b, ii, rt_l_uk_ldc(l, u), ""), jj, ""),
-                        ""));
+    LLVMValueRef jv = l->uk_j, tv, cp;
+    LLVMBasicBlockRef jh, done;
+    LLVMValueRef jj =
+        rt_l_uk_cols(l, u, "epi", ii, rt_l_i64(l, 0), hi, c_off, &jh, &done, &tv, &cp);
     LLVMValueRef f = tv;
     if (!LLVMIsAConstantInt(accum) || LLVMConstIntGetZExtValue(accum) != 0) {
         LLVMValueRef old = LLVMBuildLoad2(b, l->f32, cp, "");
@@ -123,26 +139,13 @@ static void rt_l_uk_edge_cols(rt_lemit *l, const rt_kir_ukernel *u, LLVMValueRef
                               LLVMValueRef lo, LLVMValueRef hi, LLVMValueRef c_off,
                               LLVMValueRef accum) {
     LLVMBuilderRef b = l->b;
-    LLVMValueRef jv = l->uk_j; // promoted by mem2reg
-    LLVMBuildStore(b, lo, jv);
-    LLVMBasicBlockRef jh = rt_l_block(l, "uk.j"), jb = rt_l_block(l, "uk.jb"),
-                      jd = rt_l_block(l, "uk.jd");
-    LLVMBuildBr(b, jh);
-    LLVMPositionBuilderAtEnd(b, jh);
-    LLVMValueRef j_ = LLVMBuildLoad2(b, l->i64, jv, "");
-    LLVMBuildCondBr(b, LLVMBuildICmp(b, LLVMIntSLT, j_, hi, ""), jb, jd);
-    LLVMPositionBuilderAtEnd(b, jb);
-    LLVMValueRef jj = LLVMBuildLoad2(b, l->i64, jv, "");
-    LLVMValueRef tidx = LLVMBuildNSWAdd(b, LLVMBuildNSWMul(b, ii, rt_l_i64(l, u->nr), ""), jj, "");
-    LLVMValueRef tv =
-        LLVMBuildLoad2(b, l->f32, LLVMBuildInBoundsGEP2(b, l->f32, l->uk_tmp, &tidx, 1, ""), "");
-    LLVMValueRef cidx = LLVMBuildNSWAdd(
-        b, c_off, LLVMBuildNSWAdd(b, LLVMBuildNSWMul(b, ii, rt_l_uk_ldc(l, u), ""), jj, ""), "");
-    LLVMValueRef cp = rt_l_addr(l, u->c_buf, cidx);
+    LLVMValueRef tv, cp;
+    LLVMBasicBlockRef jh, jd;
+    LLVMValueRef jj = rt_l_uk_cols(l, u, "uk", ii, lo, hi, c_off, &jh, &jd, &tv, &cp);
     LLVMValueRef old = LLVMBuildLoad2(b, l->f32, cp, "");
     LLVMValueRef base = LLVMBuildSelect(b, accum, old, LLVMConstReal(l->f32, 0.0), "");
     LLVMBuildStore(b, LLVMBuildFAdd(b, base, tv, ""), cp);
-    LLVMBuildStore(b, LLVMBuildNSWAdd(b, jj, rt_l_i64(l, 1), ""), jv);
+    LLVMBuildStore(b, LLVMBuildNSWAdd(b, jj, rt_l_i64(l, 1), ""), l->uk_j);
     LLVMBuildBr(b, jh);
     LLVMPositionBuilderAtEnd(b, jd);
 }
