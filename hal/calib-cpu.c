@@ -403,9 +403,10 @@ static rt_status rt_calib_measure(rt_calib *c, rt_probe *p, rt_err *err) {
 // value is the best of them: RT_CALIB_HOST_GOOD undisturbed samples, or fewer where other work
 // makes them slow to come by (RT_CALIB_HOST_ENOUGH after RT_CALIB_HOST_SOON_S, any after
 // RT_CALIB_HOST_LATE_S); fewer than RT_CALIB_HOST_MIN skip the probe (the note says so), and so
-// does a probe still short of them after RT_CALIB_HOST_GIVE_UP_S (a DRAM triad sample over twice
-// a large L3 takes a tenth of a second: 400 tries would keep a loaded first run waiting). 50: the
-// best of 20 read the L3 of the Zen 3 VM anywhere from 62 to 133 GB/s, of 50 from 104 to 129.
+// does a probe still short of them after RT_CALIB_HOST_GIVE_UP_S: on a loaded machine each
+// sample of a two-thread probe can wait out a descheduled thread's time slice, 400 of them
+// seconds (a first-use probe in CI's sanitizer run once took over 10 s). 50: the best of 20
+// read the L3 of the Zen 3 VM anywhere from 62 to 133 GB/s, of 50 from 104 to 129.
 #define RT_CALIB_RUN_SHARE      0.9
 #define RT_CALIB_HOST_TRIES     400
 #define RT_CALIB_HOST_GOOD      50
@@ -419,6 +420,7 @@ static rt_status rt_calib_measure_host(rt_calib *c, rt_probe *p, rt_err *err) {
     double samples[RT_CALIB_HOST_TRIES];
     int32_t good = 0, tries = 0;
     int64_t count = rt_calib_count(c, p);
+    double share = c->opts->run_share > 0 ? c->opts->run_share : RT_CALIB_RUN_SHARE;
     double t0 = rt_now_s();
     for (; tries < RT_CALIB_HOST_TRIES && good < RT_CALIB_HOST_GOOD; tries++) {
         double spent = rt_now_s() - t0;
@@ -435,7 +437,7 @@ static rt_status rt_calib_measure_host(rt_calib *c, rt_probe *p, rt_err *err) {
         double t = last - first;
         bool ran = t > 0;
         for (int32_t i = 0; i < p->threads; i++)
-            ran = ran && c->cpu_s[i] >= RT_CALIB_RUN_SHARE * t;
+            ran = ran && c->cpu_s[i] >= share * t;
         if (t < 0.5 * c->target_s && count < ((int64_t)1 << 40)) {
             // Too short to time (the count was calibrated on a slow first run): longer ones.
             count = (int64_t)fmin(1e12, (double)count * c->target_s / t);
@@ -449,7 +451,7 @@ static rt_status rt_calib_measure_host(rt_calib *c, rt_probe *p, rt_err *err) {
         snprintf(p->v.note, sizeof p->v.note,
                  "skipped: %d of %d samples had a thread descheduled for over %.0f%% of the time "
                  "(a loaded machine)",
-                 (int)(tries - good), (int)tries, 100.0 * (1.0 - RT_CALIB_RUN_SHARE));
+                 (int)(tries - good), (int)tries, 100.0 * (1.0 - fmin(share, 1.0)));
         return RT_OK;
     }
     RT_TRY(rt_calib_stats_of(samples, good, &p->v.stats, err));
@@ -982,6 +984,9 @@ rt_status rt_calib_cpu_run(const rt_device *base, const rt_calib_opts *opts, rt_
     if (!(opts->max_spread >= 0.0))
         return rt_fail(err, RT_ERR_USAGE, RT_NOLOC, "max spread must be >= 0 (got %g)",
                        opts->max_spread);
+    if (!(opts->run_share >= 0.0))
+        return rt_fail(err, RT_ERR_USAGE, RT_NOLOC, "run share must be >= 0 (got %g)",
+                       opts->run_share);
     double t_start = rt_now_s();
     cpu_set_t saved;
     bool have_mask = sched_getaffinity(0, sizeof saved, &saved) == 0;

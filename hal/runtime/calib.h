@@ -105,6 +105,9 @@ typedef struct rt_calib_opts {
     // about 0.2 s in all. Samples whose threads were descheduled are dropped
     // (rt_calib_measure_host); a probe without enough others is skipped.
     bool host_probe;
+    // The host probe's share of a sample's span that each thread must have run for the sample to
+    // count (0: 0.9); over 1, none counts (tests: a probe that never gets an undisturbed sample).
+    double run_share;
     void (*progress)(void *ctx, const rt_calib_event *ev); // may be NULL
     void *progress_ctx;
 } rt_calib_opts;

@@ -779,6 +779,34 @@ static void test_host_probe_run(void) {
     RT_EXPECT(fabs(fma / loop - 1.0) <= 0.15);
 }
 
+// A host probe that never gets an undisturbed sample (run_share over 1: none counts) skips every
+// probe with its note, within its tries or RT_CALIB_HOST_GIVE_UP_S (1.5 s) each, whichever
+// comes first (on a loaded machine, 400 tries kept CI's sanitizer run over 10 s); a negative
+// share is an error.
+static void test_host_probe_gives_up(void) {
+    static rt_device host;
+    static rt_calib_result res;
+    rt_err err;
+    rt_err_clear(&err);
+    RT_EXPECT_EQ(rt_hal_detect_host(NULL, &host, &err), RT_OK);
+    rt_calib_opts opts = {.repeats = 5, .max_spread = 0.05, .host_probe = true, .run_share = 2.0};
+    RT_EXPECT_EQ(rt_calib_cpu_run(&host, &opts, &res, &err), RT_OK);
+    RT_EXPECT(res.n_values == 4 || res.n_values == 5);
+    for (int i = 0; i < res.n_values; i++) {
+        RT_EXPECT(res.values[i].skipped);
+        RT_EXPECT(strstr(res.values[i].note, "skipped: ") == res.values[i].note &&
+                  strstr(res.values[i].note, " samples had a thread descheduled for over 0% of "
+                                             "the time (a loaded machine)"));
+    }
+    // Each probe's give-up, plus its count calibration and trial run.
+    RT_EXPECT(res.seconds < 1.5 * res.n_values + 3.0);
+    printf("  host probe with no undisturbed sample: %d probes skipped in %.1f s\n",
+           (int)res.n_values, res.seconds);
+    opts.run_share = -1.0;
+    RT_EXPECT_EQ(rt_calib_cpu_run(&host, &opts, &res, &err), RT_ERR_USAGE);
+    RT_EXPECT_STR(err.msg, "run share must be >= 0 (got -1)");
+}
+
 int main(void) {
     snprintf(tmp_dir, sizeof tmp_dir, "/tmp/rt-test-calib-XXXXXX");
     if (!mkdtemp(tmp_dir)) {
@@ -795,6 +823,7 @@ int main(void) {
     test_atomic();
     test_quick_run();
     test_host_probe_run();
+    test_host_probe_gives_up();
     rmdir(tmp_dir);
     return rt_test_finish("test-calib");
 }
