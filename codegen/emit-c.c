@@ -190,7 +190,8 @@ static void rt_c_ukernel(rt_cemit *c, const rt_kir_ukernel *u, int ind) {
         char ld[32] = "ulda";
         if (!u->a_ld_rt)
             snprintf(ld, sizeof ld, "%lld", (long long)u->a_ld);
-        rt_buf_linef(b, ind + 2, "__builtin_prefetch(&ua[upf + uk %% %d * %s + uk], 0, 2);", u->mr,
+        rt_buf_linef(b, ind + 2,
+                     "__builtin_prefetch(&ua[upf + (upf ? uk %% %d * %s : 0) + uk], 0, 2);", u->mr,
                      ld);
     }
     if (u->tail_acc > 0) { // row tails: the valid rows rounded up (rt_perf_cpu_tail_rows)

@@ -409,6 +409,8 @@ static void rt_l_uk_step(rt_lemit *l, const rt_kir_ukernel *u, int32_t rows, LLV
     LLVMValueRef ka = LLVMBuildNSWMul(b, k, rt_l_i64(l, u->mr), "");
     if (l->uk_apf) { // the next rows' lines: row k mod rows at column k, into L2 (kir.h)
         LLVMValueRef r = LLVMBuildMul(b, LLVMBuildURem(b, k, rt_l_i64(l, rows), ""), l->uk_ald, "");
+        r = LLVMBuildSelect(b, LLVMBuildICmp(b, LLVMIntNE, l->uk_apf, rt_l_i64(l, 0), ""), r,
+                            rt_l_i64(l, 0), "");
         rt_l_prefetch(l, l->f32, ua, LLVMBuildAdd(b, LLVMBuildAdd(b, l->uk_apf, r, ""), k, ""), 0,
                       2);
     }

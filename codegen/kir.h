@@ -140,8 +140,8 @@ typedef struct rt_kir_ukernel {
     int32_t a_buf;
     // A read in place: the I64 offset from the tile's row 0 to the rows the next call reads
     // (the next row panel's), whose lines the k loop prefetches (for L2), one row per k step in
-    // turn: the row k mod rows, at column k. 0 at run time re-touches the tile's own rows (no
-    // next panel); NULL: no such prefetch.
+    // turn: the row k mod rows, at column k (all mr of them must exist). 0 at run time: no
+    // whole next panel, and the hint touches the tile's row 0 at column k; NULL: no such hint.
     rt_kir_expr *a_pf_next;
     // B read in place (b_ld > 0; packed panels in scratch when 0): element (k, j) at
     // b_buf[b_off + k * b_ld + j], rows contiguous along j and every column of the tile valid

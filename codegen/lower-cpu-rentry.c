@@ -444,12 +444,13 @@ static void rt_re_tiles(rt_lower *l, const rt_gemm *g, rt_kir_block *blk, const 
         // across mr rows a row stride apart, one row per k step. (Every line of them in a loop
         // before the call stalled on the fill buffers: 19% of attention x V's time over RACE's
         // sequences on a Sapphire Rapids core; spread over the k loop it ran 1.10-1.22x faster
-        // in same-process A/B turns; Q.K^T over SQuAD's and RACE's within the noise.)
+        // in same-process A/B turns; Q.K^T over SQuAD's and RACE's within the noise.) Only a
+        // whole next panel within the block: every address the hints form is one of its rows.
         if (!rt_re_small(l, g))
             uk->a_pf_next =
                 rt_kir_select(l->a,
                               rt_b(l, RT_KIR_AND, rt_b(l, RT_KIR_EQ, rt_v(l, vjp), rt_i(l, 0)),
-                                   rt_b(l, RT_KIR_LT, rt_b(l, RT_KIR_ADD, rows, rt_i(l, g->mr)),
+                                   rt_b(l, RT_KIR_LE, rt_b(l, RT_KIR_ADD, rows, rt_i(l, 2 * g->mr)),
                                         rt_v(l, u->vmc))),
                               rt_b(l, RT_KIR_MUL, rt_i(l, g->mr), u->am), rt_i(l, 0));
     }

@@ -109,7 +109,7 @@ static void run_case(const rt_device *dev, const ecase *c, uint64_t seed, bool c
         for (int32_t e = 0; e < c->n; e++)
             lmax = c->lens[0][e] > lmax ? c->lens[0][e] : lmax;
         if (lmax >= 700 || lmax <= 32)
-            RT_EXPECT((strstr(cd->c_source, "__builtin_prefetch(&ua[upf + uk % ") != NULL) ==
+            RT_EXPECT((strstr(cd->c_source, "__builtin_prefetch(&ua[upf + (upf ? uk % ") != NULL) ==
                       (lmax >= 700));
         // B's rows read in place where the plan says so (perfmodel re_b_in_place: V's rows of
         // nr-divisible D, a k block's rows within L1's ways at their stride), with no B pack;

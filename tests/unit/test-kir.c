@@ -158,12 +158,14 @@ static rt_kir_kernel *build_elementwise(rt_arena *a, int64_t n) {
 }
 
 // C(MxN) = A(MxK) * B(KxN) with A, B packed by copy loops into scratch and one micro-kernel
-// per mr x nr tile (edge tiles included); then the same product is accumulated on top.
+// per mr x nr tile (edge tiles included); then the same product is accumulated on top. With
+// a_in_place, the micro-kernels read A's rows where they are (kir.h a_ld) and prefetch the next
+// row panel's where a whole one follows (a_pf_next).
 static rt_kir_kernel *build_gemm(rt_arena *a, int64_t m, int64_t n, int64_t kk, int32_t mr,
-                                 int32_t nr, int32_t vl) {
+                                 int32_t nr, int32_t vl, bool a_in_place) {
     rt_kir_kernel *k = rt_kir_kernel_new(
-        a, rt_arena_printf(a, "t_gemm_%lldx%lldx%lld_%dx%dv%d", (long long)m, (long long)n,
-                           (long long)kk, (int)mr, (int)nr, (int)vl));
+        a, rt_arena_printf(a, "t_gemm_%lldx%lldx%lld_%dx%dv%d%s", (long long)m, (long long)n,
+                           (long long)kk, (int)mr, (int)nr, (int)vl, a_in_place ? "_a" : ""));
     int32_t ba = rt_kir_add_buf(a, k, "A", RT_KIR_BUF_DATA, RT_KIR_F32, 0, -1);
     int32_t bb = rt_kir_add_buf(a, k, "B", RT_KIR_BUF_DATA, RT_KIR_F32, 1, -1);
     int32_t bc = rt_kir_add_buf(a, k, "C", RT_KIR_BUF_DATA, RT_KIR_F32, 2, -1);
@@ -188,7 +190,7 @@ static rt_kir_kernel *build_gemm(rt_arena *a, int64_t m, int64_t n, int64_t kk, 
                                  rt_kir_bin(a, RT_KIR_SUB, rt_kir_int(a, m), i0));
     rt_kir_expr *nv = rt_kir_bin(a, RT_KIR_MIN, rt_kir_int(a, nr),
                                  rt_kir_bin(a, RT_KIR_SUB, rt_kir_int(a, n), j0));
-    for (int which = 0; which < 2; which++) {
+    for (int which = a_in_place ? 1 : 0; which < 2; which++) {
         int32_t w = which ? nr : mr;
         rt_kir_node *copy = rt_kir_append(a, &p->body, RT_KIR_N_COPY);
         copy->text = which ? "B panel" : "A panel";
@@ -235,6 +237,16 @@ static rt_kir_kernel *build_gemm(rt_arena *a, int64_t m, int64_t n, int64_t kk, 
             .n_valid = nv,
             .accumulate = rt_kir_int(a, acc),
             .stream = acc == 0};
+        if (a_in_place) {
+            u->uk.a_ld = kk;
+            u->uk.a_buf = ba;
+            u->uk.a_off = rt_kir_bin(a, RT_KIR_MUL, i0, rt_kir_int(a, kk));
+            rt_kir_expr *whole =
+                rt_kir_bin(a, RT_KIR_LE, rt_kir_bin(a, RT_KIR_ADD, i0, rt_kir_int(a, 2 * mr)),
+                           rt_kir_int(a, m));
+            u->uk.a_pf_next =
+                rt_kir_select(a, whole, rt_kir_int(a, (int64_t)mr * kk), rt_kir_int(a, 0));
+        }
     }
     return k;
 }
@@ -621,11 +633,16 @@ static void test_fuse(rt_arena *a, rt_cpu_jit *jit) {
 // A GEMM of micro-kernels mr x nr in vectors of vl floats (16: AVX-512, 8: AVX2, 4: NEON; any
 // width runs on this host, LLVM splits or joins the vectors).
 static void test_gemm(rt_arena *a, rt_cpu_jit *jit, int64_t m, int64_t n, int64_t kk, int32_t mr,
-                      int32_t nr, int32_t vl) {
-    rt_kir_kernel *k = build_gemm(a, m, n, kk, mr, nr, vl);
+                      int32_t nr, int32_t vl, bool a_in_place) {
+    rt_kir_kernel *k = build_gemm(a, m, n, kk, mr, nr, vl, a_in_place);
     runner rl, rc;
     const char *c;
     RT_EXPECT(build_both(a, jit, k, &rl, &rc, &c));
+    // A in place: no A pack, and the hint of the next panel's rows in the k loop (both emitters;
+    // to L2, locality 2, where the B stream's are 3).
+    RT_EXPECT((strstr(c, "A panel") == NULL) == a_in_place);
+    RT_EXPECT((strstr(c, "__builtin_prefetch(&ua[upf + (upf ? uk % ") != NULL) == a_in_place);
+    RT_EXPECT((strstr(last_ll, ", i32 0, i32 2, i32 1)") != NULL) == a_in_place);
     // The B stream is prefetched (reads at locality 3, one per line of a k step) only by the
     // micro-kernel that starts from a zero C, not by the one that adds to C.
     int32_t b_prefetches = 0;
@@ -662,6 +679,17 @@ static void test_gemm(rt_arena *a, rt_cpu_jit *jit, int64_t m, int64_t n, int64_
             max_err = fmax(max_err, fabs((double)C2[i * n + j] - s));
         }
     RT_EXPECT_NEAR(max_err, 0.0, 1e-3);
+}
+
+// The hint of the next rows belongs to an A read in place: on a packed A it is refused.
+static void test_apf_invalid(rt_arena *a) {
+    rt_kir_kernel *k = build_gemm(a, 12, 32, 8, 6, 32, 16, false);
+    expect_validate(k, NULL);
+    rt_kir_block *body = &k->phases[0].body;
+    for (int32_t i = 0; i < body->n; i++)
+        if (body->nodes[i]->kind == RT_KIR_N_UKERNEL)
+            body->nodes[i]->uk.a_pf_next = rt_kir_int(a, 6 * 8);
+    expect_validate(k, "micro-kernel prefetch of the next rows of an A not in place");
 }
 
 // A CPU device whose code does not run here: another isa (devices/arm-neoverse-n1.ini on an
@@ -729,12 +757,18 @@ int main(void) {
         test_window_acc(a, jit);
         test_fuse(a, jit);
         test_fuse_bounds(a);
-        test_gemm(a, jit, 13, 37, 29, 6, 32, 16); // edge tiles in both m and n
-        test_gemm(a, jit, 12, 32, 8, 6, 32, 16);  // full tiles only
-        test_gemm(a, jit, 5, 16, 1, 4, 16, 16);   // k = 1
-        test_gemm(a, jit, 13, 37, 29, 6, 16, 8);  // AVX2's 6x16 and 4x24, edges
-        test_gemm(a, jit, 12, 48, 9, 4, 24, 8);
-        test_gemm(a, jit, 7, 20, 5, 6, 16, 4); // NEON's widths
+        test_gemm(a, jit, 13, 37, 29, 6, 32, 16, false); // edge tiles in both m and n
+        test_gemm(a, jit, 12, 32, 8, 6, 32, 16, false);  // full tiles only
+        test_gemm(a, jit, 5, 16, 1, 4, 16, 16, false);   // k = 1
+        test_gemm(a, jit, 13, 37, 29, 6, 16, 8, false);  // AVX2's 6x16 and 4x24, edges
+        test_gemm(a, jit, 12, 48, 9, 4, 24, 8, false);
+        test_gemm(a, jit, 7, 20, 5, 6, 16, 4, false); // NEON's widths
+        // A in place with the next panel's hint: 31 rows of 6 (4 whole panels, one of 1 row),
+        // 12 of 6 (the first panel's next is whole, the second's none), 5 of 6 (one cut panel).
+        test_gemm(a, jit, 31, 37, 29, 6, 32, 16, true);
+        test_gemm(a, jit, 12, 32, 17, 6, 32, 16, true);
+        test_gemm(a, jit, 5, 16, 3, 6, 16, 8, true);
+        test_apf_invalid(a);
     }
     rt_arena_free(a);
     return rt_test_finish("test-kir");
