@@ -986,10 +986,11 @@ static rt_status rt_kir_check_node(rt_kir_check *c, const rt_kir_node *n) {
             return rt_kir_bad(c, "micro-kernel A read in place is not an f32 data buffer");
         if (u->a_ld_rt)
             RT_TRY(rt_kir_check_expr(c, u->a_ld_rt, true));
-        if (u->a_pf_next && !rt_kir_uk_a_in_place(u))
-            return rt_kir_bad(c, "micro-kernel prefetch of the next rows of an A not in place");
-        if (u->a_pf_next)
+        if (u->a_pf_next) {
+            if (!rt_kir_uk_a_in_place(u))
+                return rt_kir_bad(c, "micro-kernel prefetch of the next rows of an A not in place");
             RT_TRY(rt_kir_check_expr(c, u->a_pf_next, true));
+        }
         if (u->b_ld < 0 ||
             (rt_kir_uk_b_in_place(u) && (u->b_buf < 1 || u->b_buf >= c->k->n_bufs ||
                                          c->k->bufs[u->b_buf].type != RT_KIR_F32 || u->b_sub != 0)))

@@ -421,12 +421,12 @@ static rt_status rt_calib_measure_host(rt_calib *c, rt_probe *p, rt_err *err) {
     int32_t good = 0, tries = 0;
     int64_t count = rt_calib_count(c, p);
     double share = c->opts->run_share > 0 ? c->opts->run_share : RT_CALIB_RUN_SHARE;
+    double give_up = c->opts->give_up_s > 0 ? c->opts->give_up_s : RT_CALIB_HOST_GIVE_UP_S;
     double t0 = rt_now_s();
     for (; tries < RT_CALIB_HOST_TRIES && good < RT_CALIB_HOST_GOOD; tries++) {
         double spent = rt_now_s() - t0;
         if ((good >= RT_CALIB_HOST_ENOUGH && spent > RT_CALIB_HOST_SOON_S) ||
-            (good >= RT_CALIB_HOST_MIN && spent > RT_CALIB_HOST_LATE_S) ||
-            spent > RT_CALIB_HOST_GIVE_UP_S)
+            (good >= RT_CALIB_HOST_MIN && spent > RT_CALIB_HOST_LATE_S) || spent > give_up)
             break;
         rt_calib_once(c, p, count);
         double first = c->start_s[0], last = c->end_s[0];
@@ -984,9 +984,10 @@ rt_status rt_calib_cpu_run(const rt_device *base, const rt_calib_opts *opts, rt_
     if (!(opts->max_spread >= 0.0))
         return rt_fail(err, RT_ERR_USAGE, RT_NOLOC, "max spread must be >= 0 (got %g)",
                        opts->max_spread);
-    if (!(opts->run_share >= 0.0))
-        return rt_fail(err, RT_ERR_USAGE, RT_NOLOC, "run share must be >= 0 (got %g)",
-                       opts->run_share);
+    if (!(opts->run_share >= 0.0) || !(opts->give_up_s >= 0.0))
+        return rt_fail(err, RT_ERR_USAGE, RT_NOLOC,
+                       "run share and give-up time must be >= 0 (got %g and %g)", opts->run_share,
+                       opts->give_up_s);
     double t_start = rt_now_s();
     cpu_set_t saved;
     bool have_mask = sched_getaffinity(0, sizeof saved, &saved) == 0;

@@ -108,6 +108,8 @@ typedef struct rt_calib_opts {
     // The host probe's share of a sample's span that each thread must have run for the sample to
     // count (0: 0.9); over 1, none counts (tests: a probe that never gets an undisturbed sample).
     double run_share;
+    // Seconds after which a host probe still short of undisturbed samples is skipped (0: 1.5).
+    double give_up_s;
     void (*progress)(void *ctx, const rt_calib_event *ev); // may be NULL
     void *progress_ctx;
 } rt_calib_opts;

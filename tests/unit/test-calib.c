@@ -781,8 +781,8 @@ static void test_host_probe_run(void) {
 
 // A host probe that never gets an undisturbed sample (run_share over 1: none counts) skips every
 // probe with its note, within its tries or RT_CALIB_HOST_GIVE_UP_S (1.5 s) each, whichever
-// comes first (on a loaded machine, 400 tries kept CI's sanitizer run over 10 s); a negative
-// share is an error.
+// comes first (on a loaded machine, 400 tries kept CI's sanitizer run over 10 s); a shorter
+// give-up (opts.give_up_s) cuts the tries short; a negative share or give-up is an error.
 static void test_host_probe_gives_up(void) {
     static rt_device host;
     static rt_calib_result res;
@@ -802,9 +802,23 @@ static void test_host_probe_gives_up(void) {
     RT_EXPECT(res.seconds < 1.5 * res.n_values + 3.0);
     printf("  host probe with no undisturbed sample: %d probes skipped in %.1f s\n",
            (int)res.n_values, res.seconds);
+    // A give-up after 5 ms ends each probe well before its 400 tries (its note counts them):
+    // without the give-up every probe would run all 400.
+    opts.give_up_s = 0.005;
+    RT_EXPECT_EQ(rt_calib_cpu_run(&host, &opts, &res, &err), RT_OK);
+    for (int i = 0; i < res.n_values; i++) {
+        int bad = -1, tries = -1;
+        RT_EXPECT(res.values[i].skipped);
+        RT_EXPECT_EQ(sscanf(res.values[i].note, "skipped: %d of %d samples", &bad, &tries), 2);
+        RT_EXPECT(tries >= 1 && tries < 400 && bad == tries);
+    }
     opts.run_share = -1.0;
     RT_EXPECT_EQ(rt_calib_cpu_run(&host, &opts, &res, &err), RT_ERR_USAGE);
-    RT_EXPECT_STR(err.msg, "run share must be >= 0 (got -1)");
+    RT_EXPECT_STR(err.msg, "run share and give-up time must be >= 0 (got -1 and 0.005)");
+    rt_err_clear(&err);
+    opts.run_share = 2.0, opts.give_up_s = -1.0;
+    RT_EXPECT_EQ(rt_calib_cpu_run(&host, &opts, &res, &err), RT_ERR_USAGE);
+    RT_EXPECT_STR(err.msg, "run share and give-up time must be >= 0 (got 2 and -1)");
 }
 
 int main(void) {
