@@ -394,6 +394,11 @@ void rt_perf_cpu_rentry_block(const rt_perf_model *m, rt_perf_cpu_gemm *g) {
     // rows of a k block within L1's ways at their stride (rentry_b_rows_fit).
     g->re_b_in_place = g->re_b_in_place && g->b_sub == 0 && g->N % g->nr == 0 &&
                        g->nc % g->nr == 0 && rentry_b_rows_fit(dev, g);
+    // A in place only for narrow entries: where they are RT_PERF_RENTRY_A_PACK_COLS wide on
+    // average, each A element feeds that many multiply-adds and its pack is a few percent of
+    // the entry, while the micro-kernel then reads one stream instead of mr rows.
+    if (g->re_n_mean >= RT_PERF_RENTRY_A_PACK_COLS)
+        g->re_a_in_place = false;
 }
 
 // Cycles of one micro-kernel call on a tile of `rows` valid rows (at most mr) over kk k steps:

@@ -96,13 +96,22 @@ static void run_case(const rt_device *dev, const ecase *c, uint64_t seed, bool c
                                        strstr(cd->c_source, "__builtin_prefetch(&t_K[")) == cold);
         // A's rows along k: the micro-kernel reads them in place (perfmodel re_a_in_place), the
         // scale folded into B's pack, at a constant stride (Q's H x D) or the entry's, read at
-        // run time (P's rows len(b) apart, vgemm's A Kl(b)); none is packed.
+        // run time (P's rows len(b) apart, vgemm's A Kl(b)), unless the entries are at least
+        // RT_PERF_RENTRY_A_PACK_COLS wide on average (as planned): then A is packed.
         const char *ua = strstr(c->text, "Q(b, i, h, d)")   ? "const float *ua = t_Q +"
                          : strstr(c->text, "P(b, h, i, j)") ? "const float *ua = t_P +"
                                                             : "const float *ua = t_A +";
-        RT_EXPECT(strstr(cd->c_source, ua) != NULL);
-        RT_EXPECT(strstr(cd->c_source, "A block of the entry -> scratch") == NULL);
-        RT_EXPECT((strstr(cd->c_source, "* ulda + uk]") != NULL) == (strstr(ua, "t_Q") == NULL));
+        int32_t tn = c->n_len == 1 ? 0 : 1; // N's length tensor (qkt's len, vgemm's Nl)
+        double mean_pn = 0;
+        for (int32_t e = 0; e < c->n; e++)
+            mean_pn += (double)(any_planned(c, tn) ? c->planned[tn][e] : c->lens[tn][e]) / c->n;
+        bool a_in = perf->cands[cd->rank].cpu.gemm.re_a_in_place;
+        // (attention x V's N is D, at most 64 here)
+        RT_EXPECT(a_in == (strstr(c->text, "def attn_v") || mean_pn < RT_PERF_RENTRY_A_PACK_COLS));
+        RT_EXPECT((strstr(cd->c_source, ua) != NULL) == a_in);
+        RT_EXPECT((strstr(cd->c_source, "A block of the entry -> scratch") == NULL) == a_in);
+        RT_EXPECT((strstr(cd->c_source, "* ulda + uk]") != NULL) ==
+                  (a_in && strstr(ua, "t_Q") == NULL));
         // Long entries (two of them beyond half of any L2) prefetch the next row panel's rows of
         // A while one runs, in the micro-kernel's k loop (kir.h a_pf_next); short ones do not.
         int32_t lmax = 0;
@@ -219,6 +228,9 @@ int main(void) {
          {{200, 7, 1}, {120, 1, 13}, {400, 3, 0}},
          {{40, 7, 1}, {9, 1, 3}, {50, 3, 1}},
          0},
+        // Wide entries (N 529-700, as planned): A packed, not read in place (a prime M, K of
+        // 3 and 0 rows).
+        {VGEMM(3), 3, 3, {{5, 0, 17}, {600, 700, 529}, {3, 40, 11}}, {{0}, {0}, {0}}, 0},
         // Heads inside the sequences (runs of 7 equal-cost entries that the work items' cost
         // ranges cut), an empty sequence's run, primes; then the heads outside (runs of one).
         {QKT(5, 7, 64), 5, 1, {{1, 0, 23, 2, 11}}, {{0}}, 0},
