@@ -439,6 +439,17 @@ static void rentry_kblocks(const rt_perf_cpu_gemm *g, int64_t Ke, int64_t *nkb, 
     *kk = rt_ceil_div(Ke, *nkb);
 }
 
+// Cycles of C's traffic for rows x cols of an entry over nkb k blocks: the first block's stores
+// write it, each later one reads and writes it again, at the bandwidth of the level the whole
+// output lives in (an entry's C is not read again once done, so no cache keeps it for the
+// next). The micro-kernels' stores of lines that miss stall the k loop once the store buffer
+// fills: perf over Q.K^T on RACE sentences puts 17% of the kernel's samples on its C stores.
+static double rentry_c_cycles(const rt_device *dev, const rt_perf_cpu_gemm *g, int64_t rows,
+                              int64_t cols, int64_t nkb, double ghz) {
+    double bytes = 4.0 * (double)rows * (double)cols * (double)(2 * rt_max64(1, nkb) - 1);
+    return bytes * rt_perf_cpu_stream_cycles_per_byte(dev, g->c_bytes, 4.0 * (double)g->nr, ghz);
+}
+
 // Cycles of one entry's row block of r rows (packing share in *pack): per k block and run of
 // b_cols columns of B, A's pack, then per column block of nc the micro-kernel calls.
 static double rentry_row_block(const rt_perf_model *m, const rt_perf_cpu_gemm *g, int64_t r,
@@ -466,7 +477,7 @@ static double rentry_row_block(const rt_perf_model *m, const rt_perf_cpu_gemm *g
         blk += (double)ct * ((double)rt_ceil_div(c, g->nr) * calls + edge);
     }
     *pack = (double)nkb * runs * a;
-    return (double)nkb * blk;
+    return (double)nkb * blk + rentry_c_cycles(dev, g, r, Ne, nkb, ghz);
 }
 
 // Extra cycles of the masked epilogue store of a scores tile (rows x cols, the causal C of
@@ -506,6 +517,7 @@ static double rentry_tri_row_block(const rt_perf_model *m, const rt_perf_cpu_gem
             below = rt_min64(below, tiles);
             cyc +=
                 (double)tiles * rentry_call(dev, g, &uk, rows, kk) +
+                rentry_c_cycles(dev, g, rows, rt_min64(hi, tiles * g->nr), 1, ghz) +
                 (double)below * rentry_tri_store_cycles(g, ur.lanes, rows, g->nr, false) +
                 (double)(tiles - below) * rentry_tri_store_cycles(g, ur.lanes, rows, g->nr, true);
         }
@@ -534,7 +546,7 @@ static double rentry_tri_row_block(const rt_perf_model *m, const rt_perf_cpu_gem
             cyc += (double)ncb * call + edge;
         }
     }
-    return cyc;
+    return cyc + rentry_c_cycles(dev, g, r, e[1], nkb, ghz);
 }
 
 // Cycles of B's packs of one entry: once per k block and run of b_cols columns.

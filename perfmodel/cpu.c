@@ -721,6 +721,12 @@ double rt_perf_cpu_pack_cycles(const rt_device *dev, const rt_perf_cpu_gemm *g, 
     return pack_cycles(dev, g, is_b, rows, kcur, ghz, NULL);
 }
 
+double rt_perf_cpu_stream_cycles_per_byte(const rt_device *dev, double total_bytes,
+                                          double chunk_bytes, double ghz) {
+    double gbps = source_gbps(dev, total_bytes, chunk_bytes);
+    return gbps > 0 ? ghz / gbps : 0;
+}
+
 // Per-thread cost of the packed GEMM as the backend runs it: work item i is row block i % mt
 // times the run of column blocks [(i / mt) * bpg, + bpg) (column blocks: the nc blocks of every
 // batch entry, batch-major); per k block it packs A for the row block once, then for each column

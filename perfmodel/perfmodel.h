@@ -679,6 +679,11 @@ bool rt_perf_cpu_rentry_time(const rt_perf_model *m, const rt_perf_cpu_gemm *g, 
 // Cycles of packing one rows x kcur block of A or B of g (cpu.c).
 double rt_perf_cpu_pack_cycles(const rt_device *dev, const rt_perf_cpu_gemm *g, bool is_b,
                                int64_t rows, int64_t kcur, double ghz);
+// Cycles per byte, on one core, of a stream over a tensor of total_bytes in chunks of
+// chunk_bytes, at the bandwidth share of the level it lives in (the first whose half holds it,
+// DRAM otherwise), as the packs read their sources (cpu.c).
+double rt_perf_cpu_stream_cycles_per_byte(const rt_device *dev, double total_bytes,
+                                          double chunk_bytes, double ghz);
 
 // Tile of statement var v in a tile of `tile` points over the fused model axis ax, as the CPU
 // backend splits it: the members are filled from the innermost (whole rows of the inner
