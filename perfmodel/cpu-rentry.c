@@ -460,8 +460,16 @@ static double rentry_row_block(const rt_perf_model *m, const rt_perf_cpu_gemm *g
     double runs = (double)rt_max64(1, rt_ceil_div(Ne, rt_perf_cpu_rentry_b_cols(g)));
     rt_perf_ukernel uk;
     (void)rt_perf_cpu_ukernel(dev, 4, g->mr, g->nr, rt_max64(1, kk), &uk);
+    // A read in place saves its pack's instructions, not its read: the first column panel's
+    // micro-kernels bring the block's rows from the level A lives in, at that level's bandwidth
+    // share, once per k block (the pack is bound by the same read where A is large).
+    double a_read = g->re_a_in_place
+                        ? 4.0 * (double)r * (double)kk *
+                              rt_perf_cpu_stream_cycles_per_byte(
+                                  dev, g->a_bytes, 4.0 * (double)r * (double)g->kc, ghz)
+                        : 0;
     double a = g->re_a_in_place ? 0 : rt_perf_cpu_pack_cycles(dev, g, false, r, kk, ghz);
-    double blk = runs * a;
+    double blk = runs * a + a_read;
     // Edge tiles: the last row panel (r % mr rows) and the last column panel of a block.
     rt_perf_cpu_uk_rules ur;
     rt_perf_cpu_uk_rules_of(dev, &ur);

@@ -8,7 +8,7 @@
 // rTile L2 l2     [b=1, h=2, i=12, j=1, d=16] footprint 1760 B
 // rTile L3 l1     [b=1, h=2, i=12, j=1, d=16] footprint 1760 B
 // rTile L4 reg    [b=1, h=2, i=12, j=1, d=8] footprint 928 B
-// predicted: 1.279 us (bottleneck compute), 7.258e-05 GFLOP
+// predicted: 1.292 us (bottleneck compute), 7.258e-05 GFLOP
 // phase p0: statement 0: packed GEMM per entry of 16 (each at its own extents, at most 17x17x16), work units of mc=24 rows split by cost over 8 items, nc=32 kc=16, micro-kernel 12x16, 8 work items
 // Build: cc -O3 -march=native -fopenmp -shared -fPIC -o kernel.so kernel.c -lm
 #include <math.h>
