@@ -244,9 +244,9 @@ static bool cpu_price_plan(const rt_perf_model *m, rt_rprog *p, int64_t units, d
                                    : rt_perf_compute_ns(m, m->extra_flops, p->wave_eff));
             *worst = p->compute_ns;
             p->bottleneck = -1;
-            if (dram_ns > *worst) {
+            if (dram_ns > *worst) { // the level the operands come from: L3 when warm
                 *worst = dram_ns;
-                p->bottleneck = 0;
+                p->bottleneck = m->warm ? 1 : 0;
             }
             p->wave_eff = (double)g.items / (double)(units * rt_ceil_div(g.items, units));
         } else if (gwhy[0]) {
