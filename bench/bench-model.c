@@ -225,13 +225,13 @@ static rt_status model_load(rt_arena *a, const model_op *o, rt_op **op, rt_bindi
         const char *eq = strchr(p, '='), *end = strchr(p, ',');
         if (!end)
             end = p + strlen(p);
-        char *tensor = eq && eq < end ? rt_arena_strndup(a, p, (size_t)(eq - p)) : NULL;
-        char *file =
-            tensor ? rt_arena_printf(a, "%s/%.*s", RTGEN_SOURCE_DIR, (int)(end - eq - 1), eq + 1)
-                   : NULL;
-        if (!file)
-            return rt_fail(err, RT_ERR_NOMEM, RT_NOLOC, "out of memory or no '=' in %s",
+        if (!eq || eq > end)
+            return rt_fail(err, RT_ERR_USAGE, RT_NOLOC, "lengths entry without '=' in %s",
                            o->lengths);
+        char *tensor = rt_arena_strndup(a, p, (size_t)(eq - p));
+        char *file = rt_arena_printf(a, "%s/%.*s", RTGEN_SOURCE_DIR, (int)(end - eq - 1), eq + 1);
+        if (!tensor || !file)
+            return rt_fail(err, RT_ERR_NOMEM, RT_NOLOC, "out of memory");
         p = *end ? end + 1 : end;
         RT_TRY(rt_bindings_load_lengths(*b, tensor, file, 0, err));
         rt_tensor_data *td = rt_bindings_data(*b, tensor);

@@ -1040,6 +1040,71 @@ static void test_rentry_b_in_place(const rt_device *avx512) {
     rt_arena_free(a);
 }
 
+// The per-entry plan pays for C's traffic (written once per k block, read again by each later
+// one) and for the read of an A it reads in place, each at the bandwidth of the level it lives
+// in (rt_perf_cpu_stream_cycles_per_byte of its total bytes): an output or an A moved from L1
+// to beyond every cache (only g.c_bytes or g.a_bytes changed) costs each entry's bytes at the
+// slower rate, on every core's share of the entries.
+static void test_rentry_traffic(const rt_device *avx512) {
+    rt_arena *a = rt_arena_new(1 << 20);
+    rt_perf_model *m = NULL;
+    rt_perf_cpu_gemm g;
+    const int64_t len = 256;
+    if (!rentry_model(a, avx512, len, &m, &g)) {
+        RT_EXPECT(false);
+        rt_arena_free(a);
+        return;
+    }
+    RT_EXPECT(g.re_a_in_place && g.kc >= g.K); // A read in place, one k block
+    double ghz = rt_perf_cpu_ghz(avx512), per_core = (double)g.batch / (double)avx512->units;
+    int64_t r = g.mc < len ? g.mc : len;
+    for (int32_t which = 0; which < 2; which++) { // 0: C, 1: A
+        double bytes = which ? 4.0 * (double)(len * g.K) : 4.0 * (double)(len * len);
+        double chunk = which ? 4.0 * (double)(r * g.kc) : 4.0 * (double)g.nr;
+        double cpb_near = rt_perf_cpu_stream_cycles_per_byte(avx512, 1.0, chunk, ghz);
+        double cpb_far = rt_perf_cpu_stream_cycles_per_byte(avx512, 1e12, chunk, ghz);
+        RT_EXPECT(cpb_far > cpb_near && cpb_near > 0);
+        double ns[2] = {0, 0}, pk, eff;
+        for (int32_t far = 0; far < 2; far++) {
+            rt_perf_cpu_gemm h = g;
+            *(which ? &h.a_bytes : &h.c_bytes) = far ? 1e12 : 1.0;
+            RT_EXPECT(rt_perf_cpu_rentry_time(m, &h, &ns[far], &pk, &eff));
+        }
+        double want = per_core * bytes * (cpb_far - cpb_near) / ghz;
+        if (!(isfinite(ns[1]) && ns[1] - ns[0] >= 0.999 * want))
+            fprintf(stderr, "rentry: %s near %g ns, far %g ns, want %g ns more\n",
+                    which ? "A" : "C", ns[0], ns[1], want);
+        RT_EXPECT(isfinite(ns[1]) && ns[1] - ns[0] >= 0.999 * want);
+    }
+    rt_arena_free(a);
+}
+
+// A packed GEMM bound by reading its operands names the level they come from: a warm operator
+// (attention x V over four 13-token sentences, all of it within half of L3) names L3, whose
+// bandwidth its roof used, never DRAM.
+static void test_rentry_warm_roof(const rt_device *avx512) {
+    const char *text = "size B = 4\ndef f(int32(B) len, float(b:B, 8, i:len(b), len(b)) P, "
+                       "float(b:B, len(b), 8, 64) V) -> (O) {\n"
+                       " O(b, i, h, d) +=! P(b, h, i, j) * V(b, j, h, d)\n}\n";
+    rt_arena *a = rt_arena_new(1 << 20);
+    rt_err err = {0};
+    rt_op *op = NULL;
+    int64_t lens[4] = {13, 13, 13, 13};
+    rt_perf_length_dist d = {.tensor = "len"};
+    RT_EXPECT_EQ(rt_spec_parse(a, text, "attn_v.spec", NULL, 0, &op, &err), RT_OK);
+    RT_EXPECT_EQ(rt_extent_dist_from_samples(a, lens, 4, (rt_loc){0}, &d.dist, &err), RT_OK);
+    rt_perf_options opt = {.top_k = 4, .lengths = &d, .n_lengths = 1};
+    rt_perf_result *res = NULL;
+    RT_EXPECT(op && rt_perf_construct(a, op, avx512, &opt, &res, &err) == RT_OK);
+    int32_t at_l3 = 0;
+    for (int32_t i = 0; res && i < res->n_cands; i++) {
+        RT_EXPECT(res->cands[i].bottleneck != 0);
+        at_l3 += res->cands[i].bottleneck == 1;
+    }
+    RT_EXPECT(at_l3 > 0);
+    rt_arena_free(a);
+}
+
 // vgemm's M, N and K from three length tensors of 64 distinct lengths each: the per-entry time
 // sums over at most RT_PERF_RENTRY_MAX_POINTS joint entries (the sources coarsened), not 64^3,
 // and its mean stays that of the lengths (one construction took 31 s of 64^3 entries).
@@ -1103,6 +1168,8 @@ int main(void) {
     test_rentry_row_tails(&dev);
     test_rentry_sources(&dev);
     test_rentry_b_in_place(&dev);
+    test_rentry_traffic(&dev);
+    test_rentry_warm_roof(&dev);
     test_gemm_items(&dev);
     test_c_revisits(&dev);
     test_loops(&dev);
