@@ -879,6 +879,24 @@ static void test_tokens_view(const rt_device *dev) {
     RT_EXPECT_NEAR(extra[1], 2 * extra[0], 1e-9 * extra[1]);
 }
 
+// Attention x V over four entries of 8 heads of 64 (P packed per head, V as (b, j, h, d)).
+static const char attn_v_text[] =
+    "size B = 4\ndef f(int32(B) len, float(b:B, 8, i:len(b), len(b)) P, "
+    "float(b:B, len(b), 8, 64) V) -> (O) {\n"
+    " O(b, i, h, d) +=! P(b, h, i, j) * V(b, j, h, d)\n}\n";
+
+// A ragged op of four entries whose length tensor "len" holds len each: the op (NULL on error)
+// and its length distribution in *d, as the model options take it.
+static rt_op *ragged_op(rt_arena *a, const char *text, int64_t len, rt_perf_length_dist *d) {
+    rt_err err = {0};
+    rt_op *op = NULL;
+    int64_t lens[4] = {len, len, len, len};
+    *d = (rt_perf_length_dist){.tensor = "len"};
+    RT_EXPECT_EQ(rt_spec_parse(a, text, "ragged.spec", NULL, 0, &op, &err), RT_OK);
+    RT_EXPECT_EQ(rt_extent_dist_from_samples(a, lens, 4, (rt_loc){0}, &d->dist, &err), RT_OK);
+    return err.msg[0] ? NULL : op;
+}
+
 // The per-entry plan of Q.K^T over a ragged batch (rt_perf_cpu_rentry_*), all lengths len.
 static bool rentry_model(rt_arena *a, const rt_device *dev, int64_t len, rt_perf_model **m,
                          rt_perf_cpu_gemm *g) {
@@ -886,14 +904,10 @@ static bool rentry_model(rt_arena *a, const rt_device *dev, int64_t len, rt_perf
                        "float(b:B, len(b), 2, 64) K) -> (S) {\n"
                        " S(b, h, i, j) +=! Q(b, i, h, d) * K(b, j, h, d)\n}\n";
     rt_err err = {0};
-    rt_op *op = NULL;
-    int64_t lens[4] = {len, len, len, len};
-    rt_perf_length_dist d = {.tensor = "len"};
-    if (rt_spec_parse(a, text, "rentry.spec", NULL, 0, &op, &err) != RT_OK ||
-        rt_extent_dist_from_samples(a, lens, 4, (rt_loc){0}, &d.dist, &err) != RT_OK)
-        return false;
+    rt_perf_length_dist d;
+    rt_op *op = ragged_op(a, text, len, &d);
     rt_perf_options opt = {.lengths = &d, .n_lengths = 1};
-    if (rt_perf_model_build(a, op, dev, &opt, m, &err) != RT_OK)
+    if (!op || rt_perf_model_build(a, op, dev, &opt, m, &err) != RT_OK)
         return false;
     rt_rprog p;
     memset(&p, 0, sizeof p);
@@ -1002,15 +1016,9 @@ static void test_rentry_b_in_place(const rt_device *avx512) {
     rt_arena *a = rt_arena_new(1 << 20);
     rt_err err = {0};
     for (int32_t c = 0; c < 2; c++) {
-        const char *text = "size B = 4\ndef f(int32(B) len, float(b:B, 8, i:len(b), len(b)) P, "
-                           "float(b:B, len(b), 8, 64) V) -> (O) {\n"
-                           " O(b, i, h, d) +=! P(b, h, i, j) * V(b, j, h, d)\n}\n";
-        int64_t len = c ? 97 : 13, lens[4] = {len, len, len, len};
-        rt_perf_length_dist d = {.tensor = "len"};
-        rt_op *op = NULL;
+        rt_perf_length_dist d;
+        rt_op *op = ragged_op(a, attn_v_text, c ? 97 : 13, &d);
         rt_perf_model *m = NULL;
-        RT_EXPECT_EQ(rt_spec_parse(a, text, "attn_v.spec", NULL, 0, &op, &err), RT_OK);
-        RT_EXPECT_EQ(rt_extent_dist_from_samples(a, lens, 4, (rt_loc){0}, &d.dist, &err), RT_OK);
         rt_perf_options opt = {.lengths = &d, .n_lengths = 1};
         RT_EXPECT(op && rt_perf_model_build(a, op, avx512, &opt, &m, &err) == RT_OK);
         rt_rprog p;
@@ -1083,16 +1091,10 @@ static void test_rentry_traffic(const rt_device *avx512) {
 // (attention x V over four 13-token sentences, all of it within half of L3) names L3, whose
 // bandwidth its roof used, never DRAM.
 static void test_rentry_warm_roof(const rt_device *avx512) {
-    const char *text = "size B = 4\ndef f(int32(B) len, float(b:B, 8, i:len(b), len(b)) P, "
-                       "float(b:B, len(b), 8, 64) V) -> (O) {\n"
-                       " O(b, i, h, d) +=! P(b, h, i, j) * V(b, j, h, d)\n}\n";
     rt_arena *a = rt_arena_new(1 << 20);
     rt_err err = {0};
-    rt_op *op = NULL;
-    int64_t lens[4] = {13, 13, 13, 13};
-    rt_perf_length_dist d = {.tensor = "len"};
-    RT_EXPECT_EQ(rt_spec_parse(a, text, "attn_v.spec", NULL, 0, &op, &err), RT_OK);
-    RT_EXPECT_EQ(rt_extent_dist_from_samples(a, lens, 4, (rt_loc){0}, &d.dist, &err), RT_OK);
+    rt_perf_length_dist d;
+    rt_op *op = ragged_op(a, attn_v_text, 13, &d);
     rt_perf_options opt = {.top_k = 4, .lengths = &d, .n_lengths = 1};
     rt_perf_result *res = NULL;
     RT_EXPECT(op && rt_perf_construct(a, op, avx512, &opt, &res, &err) == RT_OK);
