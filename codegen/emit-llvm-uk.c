@@ -171,25 +171,69 @@ static LLVMValueRef rt_l_masked_fn(rt_lemit *l, bool store, LLVMTypeRef vt) {
     return LLVMGetIntrinsicDeclaration(l->m, LLVMLookupIntrinsicID(name, strlen(name)), types, 2);
 }
 
-// A transposing pack (kir.h rt_kir_tpack) by blocks of 16 k steps: the 16 rows loaded with
-// masks (k steps past kcur and rows past `rows` read nothing and give zeros), transposed by four
-// rounds of interleaving rows r and r + 8 (lanes 0-7 of each into the even result, 8-15 into the
-// odd one: four perfect shuffles are the transpose), scaled, and stored as 16 k-major rows (the
-// block's valid ones where it is the last, short one).
-void rt_l_tpack(rt_lemit *l, const rt_kir_tpack *t) {
+// One block of rt_l_tpack: 16 rows of 16 k steps from src at element at0 + r * s_row (+ k0),
+// transposed by four rounds of interleaving rows r and r + 8 (lanes 0-7 of each into the even
+// result, 8-15 into the odd one: four perfect shuffles are the transpose) and scaled; v gets
+// column c (k step k0 + c) as a 16-row vector. Masked (kmask non-NULL): each row r < rows loads
+// the lanes of kmask and the others load nothing (zeros), 16 masks. Clamped (kmask NULL): a whole
+// block of k steps and 1 <= rows: rows past `rows` load row rows - 1 with plain loads, and one
+// lane mask (rows below `rows`, where rows < 16) zeroes their lanes after the transpose.
+static void rt_l_tpack_block(rt_lemit *l, const rt_kir_tpack *t, LLVMValueRef at0,
+                             LLVMValueRef s_row, LLVMValueRef rows, LLVMValueRef kmask,
+                             LLVMValueRef v[16]) {
     LLVMBuilderRef b = l->b;
     LLVMTypeRef vt = LLVMVectorType(l->f32, 16);
-    LLVMValueRef ld_fn = rt_l_masked_fn(l, false, vt);
-    LLVMValueRef base = rt_l_expr(l, t->base), s_row = rt_l_expr(l, t->s_row);
-    LLVMValueRef rows = rt_l_expr(l, t->rows), kcur = rt_l_expr(l, t->kcur);
-    LLVMValueRef dst0 = rt_l_expr(l, t->dst0);
-    LLVMValueRef lo[16], hi[16];
+    LLVMValueRef z = rt_l_i64(l, 0), zero = LLVMConstNull(vt);
+    LLVMValueRef ld_fn = rt_l_masked_fn(l, false, vt), align = LLVMConstInt(l->i32, 4, 0);
+    for (int32_t r = 0; r < 16; r++) {
+        LLVMValueRef in = LLVMBuildICmp(b, LLVMIntSLT, rt_l_i64(l, r), rows, "");
+        // Masked, rows past `rows` load nothing at row 0's address; clamped, they read the last
+        // valid row.
+        LLVMValueRef row = LLVMBuildSelect(
+            b, in, rt_l_i64(l, r), kmask ? z : LLVMBuildSub(b, rows, rt_l_i64(l, 1), ""), "");
+        LLVMValueRef p =
+            rt_l_addr(l, t->src, LLVMBuildAdd(b, at0, LLVMBuildMul(b, row, s_row, ""), ""));
+        if (kmask) {
+            LLVMValueRef m = LLVMBuildSelect(b, in, kmask, LLVMConstNull(LLVMTypeOf(kmask)), "");
+            LLVMValueRef args[4] = {p, align, m, zero};
+            v[r] = LLVMBuildCall2(b, LLVMGlobalGetValueType(ld_fn), ld_fn, args, 4, "");
+        } else {
+            v[r] = LLVMBuildLoad2(b, vt, p, "");
+            LLVMSetAlignment(v[r], 4);
+        }
+    }
+    LLVMValueRef lo[16], hi[16], w[16];
     for (int32_t e = 0; e < 16; e++) {
         lo[e] = LLVMConstInt(l->i32, (unsigned long long)(e / 2 + (e % 2) * 16), 0);
         hi[e] = LLVMConstInt(l->i32, (unsigned long long)(8 + e / 2 + (e % 2) * 16), 0);
     }
     LLVMValueRef mlo = LLVMConstVector(lo, 16), mhi = LLVMConstVector(hi, 16);
-    LLVMValueRef align = LLVMConstInt(l->i32, 4, 0), zero = LLVMConstNull(vt);
+    for (int32_t round = 0; round < 4; round++) {
+        for (int32_t i = 0; i < 8; i++) {
+            w[2 * i] = LLVMBuildShuffleVector(b, v[i], v[i + 8], mlo, "");
+            w[2 * i + 1] = LLVMBuildShuffleVector(b, v[i], v[i + 8], mhi, "");
+        }
+        memcpy(v, w, sizeof w);
+    }
+    LLVMValueRef rmask = kmask ? NULL : rt_l_lanes_below(l, rows, 16);
+    LLVMValueRef al = rt_l_splat_n(l, LLVMConstReal(l->f32, t->alpha), 16);
+    for (int32_t c = 0; c < 16; c++) {
+        if (t->alpha != 1.0)
+            v[c] = LLVMBuildFMul(b, v[c], al, "");
+        if (rmask)
+            v[c] = LLVMBuildSelect(b, rmask, v[c], zero, "");
+    }
+}
+
+// A transposing pack (kir.h rt_kir_tpack) by blocks of 16 k steps (rt_l_tpack_block), stored as
+// 16 k-major rows (the block's valid ones where it is the last, short one). A whole block of k
+// steps from at least one row takes the clamped form (plain loads, one lane mask); a short
+// block, or none of the rows, the masked one.
+void rt_l_tpack(rt_lemit *l, const rt_kir_tpack *t) {
+    LLVMBuilderRef b = l->b;
+    LLVMValueRef base = rt_l_expr(l, t->base), s_row = rt_l_expr(l, t->s_row);
+    LLVMValueRef rows = rt_l_expr(l, t->rows), kcur = rt_l_expr(l, t->kcur);
+    LLVMValueRef dst0 = rt_l_expr(l, t->dst0);
     LLVMBasicBlockRef pre = LLVMGetInsertBlock(b);
     LLVMBasicBlockRef head = rt_l_block(l, "tp.loop"), body = rt_l_block(l, "tp.body"),
                       done = rt_l_block(l, "tp.done");
@@ -201,50 +245,34 @@ void rt_l_tpack(rt_lemit *l, const rt_kir_tpack *t) {
     LLVMBuildCondBr(b, LLVMBuildICmp(b, LLVMIntSLT, k0, kcur, ""), body, done);
     LLVMPositionBuilderAtEnd(b, body);
     LLVMValueRef kn = LLVMBuildSub(b, kcur, k0, "");
-    LLVMValueRef kmask = rt_l_lanes_below(l, kn, 16);
-    LLVMValueRef v[16], w[16];
+    LLVMValueRef at0 = LLVMBuildAdd(b, base, k0, "");
     // The next call's 16 rows' line of this block (kir.h): rows 2 KiB apart defeat the hardware
     // prefetchers (qkt 2-5% faster in same-process A/B turns). Hints never fault.
-    LLVMValueRef src = rt_l_addr(l, t->src, LLVMBuildAdd(b, base, k0, ""));
+    LLVMValueRef src = rt_l_addr(l, t->src, at0);
     for (int32_t r = 16; r < 32; r++)
         rt_l_prefetch(l, l->f32, src, LLVMBuildMul(b, rt_l_i64(l, r), s_row, ""), 0, 3);
-    for (int32_t r = 0; r < 16; r++) {
-        LLVMValueRef in = LLVMBuildICmp(b, LLVMIntSLT, rt_l_i64(l, r), rows, "");
-        LLVMValueRef m = LLVMBuildSelect(b, in, kmask, LLVMConstNull(LLVMTypeOf(kmask)), "");
-        // Rows past `rows` load nothing: their address is row 0's.
-        LLVMValueRef at = LLVMBuildAdd(
-            b, base,
-            LLVMBuildAdd(b,
-                         LLVMBuildMul(b, LLVMBuildSelect(b, in, rt_l_i64(l, r), z, ""), s_row, ""),
-                         k0, ""),
-            "");
-        LLVMValueRef args[4] = {rt_l_addr(l, t->src, at), align, m, zero};
-        v[r] = LLVMBuildCall2(b, LLVMGlobalGetValueType(ld_fn), ld_fn, args, 4, "");
-    }
-    for (int32_t round = 0; round < 4; round++) {
-        for (int32_t i = 0; i < 8; i++) {
-            w[2 * i] = LLVMBuildShuffleVector(b, v[i], v[i + 8], mlo, "");
-            w[2 * i + 1] = LLVMBuildShuffleVector(b, v[i], v[i + 8], mhi, "");
-        }
-        memcpy(v, w, sizeof v);
-    }
-    if (t->alpha != 1.0) {
-        LLVMValueRef al = rt_l_splat_n(l, LLVMConstReal(l->f32, t->alpha), 16);
-        for (int32_t c = 0; c < 16; c++)
-            v[c] = LLVMBuildFMul(b, v[c], al, "");
-    }
+    LLVMValueRef whole = LLVMBuildAnd(b, LLVMBuildICmp(b, LLVMIntSGE, kn, rt_l_i64(l, 16), ""),
+                                      LLVMBuildICmp(b, LLVMIntSGE, rows, rt_l_i64(l, 1), ""), "");
+    LLVMBasicBlockRef bcl = rt_l_block(l, "tp.clamped"), bmk = rt_l_block(l, "tp.masked"),
+                      latch = rt_l_block(l, "tp.latch");
+    LLVMBuildCondBr(b, whole, bcl, bmk);
+    LLVMValueRef ld = rt_l_i64(l, t->dst_ld), v[16];
     // Column c of the block (k step k0 + c) goes to row k0 + c of the panel.
-    LLVMValueRef ld = rt_l_i64(l, t->dst_ld);
-    LLVMBasicBlockRef latch = rt_l_block(l, "tp.latch");
-    for (int32_t c = 0; c < 16; c++) {
-        LLVMBasicBlockRef bs = rt_l_block(l, "tp.st");
-        LLVMBuildCondBr(b, LLVMBuildICmp(b, LLVMIntSLT, rt_l_i64(l, c), kn, ""), bs, latch);
-        LLVMPositionBuilderAtEnd(b, bs);
-        LLVMValueRef at = LLVMBuildAdd(
-            b, dst0, LLVMBuildMul(b, LLVMBuildAdd(b, k0, rt_l_i64(l, c), ""), ld, ""), "");
-        LLVMSetAlignment(LLVMBuildStore(b, v[c], rt_l_addr(l, t->dst, at)), 4);
+    for (int32_t form = 0; form < 2; form++) {
+        LLVMPositionBuilderAtEnd(b, form == 0 ? bcl : bmk);
+        rt_l_tpack_block(l, t, at0, s_row, rows, form == 0 ? NULL : rt_l_lanes_below(l, kn, 16), v);
+        for (int32_t c = 0; c < 16; c++) {
+            if (form == 1) {
+                LLVMBasicBlockRef bs = rt_l_block(l, "tp.st");
+                LLVMBuildCondBr(b, LLVMBuildICmp(b, LLVMIntSLT, rt_l_i64(l, c), kn, ""), bs, latch);
+                LLVMPositionBuilderAtEnd(b, bs);
+            }
+            LLVMValueRef at = LLVMBuildAdd(
+                b, dst0, LLVMBuildMul(b, LLVMBuildAdd(b, k0, rt_l_i64(l, c), ""), ld, ""), "");
+            LLVMSetAlignment(LLVMBuildStore(b, v[c], rt_l_addr(l, t->dst, at)), 4);
+        }
+        LLVMBuildBr(b, latch);
     }
-    LLVMBuildBr(b, latch);
     LLVMPositionBuilderAtEnd(b, latch);
     LLVMValueRef k1 = LLVMBuildAdd(b, k0, rt_l_i64(l, 16), "");
     LLVMBuildBr(b, head);
