@@ -17,7 +17,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#define RT_HOST_CACHE_VERSION 1
+#define RT_HOST_CACHE_VERSION 2
 #define RT_HOST_CACHE_MAX     4096 // bytes; a larger file is not a cache file
 
 // ---------------------------------------------------------------------------------------------
@@ -35,8 +35,9 @@ static double rt_host_round4(double x) {
 
 rt_status rt_hal_host_probe(const rt_device *nominal, rt_host_figures *out, rt_err *err) {
     memset(out, 0, sizeof *out);
-    // Throughputs keep their best sample (a loaded core only ever reads low); a spread over 5%
-    // samples the probe once more.
+    // Bandwidths keep their best sample (memory shared with other work only ever reads low),
+    // the clock and the FMA rate their median (the rate a core holds, calib-cpu.c); a spread
+    // over 5% samples the probe once more.
     rt_calib_opts opts = {.repeats = 5, .max_spread = 0.05, .host_probe = true};
     rt_calib_result *res = calloc(1, sizeof *res);
     if (!res)

@@ -752,6 +752,14 @@ static void test_host_probe_run(void) {
             const rt_calib_value *v = &res.values[i];
             if (v->target == RT_CALIB_INSN && strcmp(v->insn, "f32_fma") == 0 && !v->skipped)
                 fma = v->value;
+            // The clock and the FMA rate a core holds: their samples' median; bandwidths their
+            // best (calib-cpu.c rt_probe_holds_clock).
+            if (!v->skipped)
+                RT_EXPECT_NEAR(v->value,
+                               v->target == RT_CALIB_CLOCK || v->target == RT_CALIB_INSN
+                                   ? v->stats.median
+                                   : v->stats.max,
+                               0);
             if (v->target == RT_CALIB_LEVEL_STREAM)
                 levels |= 4 * (v->level == 0);
             if (v->target != RT_CALIB_LEVEL_BW && v->target != RT_CALIB_LEVEL_STREAM)

@@ -186,7 +186,7 @@ static void test_cache_text(void) {
         {"clock_mhz", "clock_mhz = 3131x\n"},      // not a number
         {"clock_mhz", "clock_mhz = nan\n"},        // not finite
         {"clock_mhz", "clock_mhz = 1e9\n"},        // out of range
-        {"version", "version = 2\n"},              // another version
+        {"version", "version = 1\n"},              // an older version
         {"date", "date = 2026-1-27\n"},            // not a date
         {"dram_gbps", "dram_gbps = 0\n"},          // a figure the probe always measures
         {"dram_stream_gbps", ""},                  // missing (an older cache file)
