@@ -372,7 +372,8 @@ static void model_run(const model_op *o, const model_opts *mo, const rt_device *
             res->ceiling = rt_hal_peak_gflops(dev, RT_DTYPE_F32, false) * share;
         } else {
             const rt_mem_level *lv = &dev->level[p->bottleneck];
-            double traffic = p->tile[p->bottleneck + 1].traffic_bytes;
+            double traffic =
+                p->bound_bytes > 0 ? p->bound_bytes : p->tile[p->bottleneck + 1].traffic_bytes;
             res->bottleneck = lv->name;
             res->unit = "GB/s";
             res->achieved = traffic / meas[0];

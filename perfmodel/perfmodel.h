@@ -285,6 +285,9 @@ typedef struct rt_rprog {
     double compute_ns;                // compute time
     double predicted_ns;              // bottleneck time + launch overhead
     int32_t bottleneck;               // level whose bandwidth binds, or -1 when compute bound
+    double bound_bytes;               // bytes priced at that level's bandwidth where the CPU's
+                                      // packed GEMM reads its operands (its roof); 0: the
+                                      // traffic of the bottleneck's tile (tile[b + 1])
     double waste;                     // padded iteration points / real points - 1
     double flops;                     // arithmetic including padding and fused statements
     double construct_ns;              // time from the start of construction to this candidate
@@ -808,6 +811,11 @@ static inline bool rt_perf_expr_is_leaf(const rt_expr *e) {
 // at 95-140 GB/s against a 26 GB/s DRAM triad, the L3 bandwidth rtcalib measures being 86 GB/s.
 // rt_perf_model_build sets the model's warm from it.
 bool rt_perf_cpu_warm(const rt_perf_model *m);
+// The bandwidth (GB/s) at which the CPU's packed GEMM reads its operands' bytes once, on units
+// cores (its roof), and in *level the level named for it: DRAM's for an operator that is not
+// warm; for a warm one L3's, blended by time with L2's for the share of the operator that half
+// the cores' own L2s hold (cost.c cpu_l2_share), named l2 where that share is half or more.
+double rt_perf_cpu_roof_gbps(const rt_perf_model *m, double bytes, int64_t units, int32_t *level);
 // Per work item: decomposing the item index into tile bases (a multiply-shift division by a
 // constant per tiled variable) and the bounds of the tiles.
 #define RT_PERF_CPU_ITEM_CYCLES 12.0

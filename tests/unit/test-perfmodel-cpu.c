@@ -1088,16 +1088,20 @@ static void test_rentry_traffic(const rt_device *avx512) {
 }
 
 // A packed GEMM bound by reading its operands names the level they come from: a warm operator
-// (attention x V over four 13-token sentences, all of it within half of L3) names L3, whose
-// bandwidth its roof used, never DRAM.
+// (attention x V over four 13-token sentences, all of it within half of L3) of which the cores'
+// L2s (cut to 64 KiB each) hold about a quarter names L3 (cut to 20 GB/s, so that the roof
+// binds), whose bandwidth its roof mostly used, never DRAM.
 static void test_rentry_warm_roof(const rt_device *avx512) {
     rt_arena *a = rt_arena_new(1 << 20);
     rt_err err = {0};
     rt_perf_length_dist d;
+    rt_device dev = *avx512;
+    dev.level[1].bandwidth_gbps = 20.0;
+    dev.level[2].capacity_bytes = 64 << 10;
     rt_op *op = ragged_op(a, attn_v_text, 13, &d);
     rt_perf_options opt = {.top_k = 4, .lengths = &d, .n_lengths = 1};
     rt_perf_result *res = NULL;
-    RT_EXPECT(op && rt_perf_construct(a, op, avx512, &opt, &res, &err) == RT_OK);
+    RT_EXPECT(op && rt_perf_construct(a, op, &dev, &opt, &res, &err) == RT_OK);
     int32_t at_l3 = 0;
     for (int32_t i = 0; res && i < res->n_cands; i++) {
         RT_EXPECT(res->cands[i].bottleneck != 0);
@@ -1105,6 +1109,51 @@ static void test_rentry_warm_roof(const rt_device *avx512) {
     }
     RT_EXPECT(at_l3 > 0);
     rt_arena_free(a);
+}
+
+// The warm packed GEMM's roof (rt_perf_cpu_roof_gbps): the L2's bandwidth where half the
+// cores' L2s hold the whole operator (about 0.2 MB), named l2; between the L2's and the L3's
+// where they hold a part (64 KiB of L2 per core), named l3; the L3's alone where the device has
+// no unit-scope L2; DRAM's for a cold operator.
+static void test_warm_l2_share(const rt_device *avx512) {
+    for (int32_t c = 0; c < 4; c++) {
+        rt_device dev = *avx512;
+        if (c == 1)
+            dev.level[2].capacity_bytes = 64 << 10;
+        if (c == 2)
+            dev.level[2].scope = RT_MEM_SCOPE_DEVICE;
+        rt_arena *a = rt_arena_new(1 << 20);
+        rt_err err = {0};
+        rt_perf_length_dist d;
+        rt_op *op = ragged_op(a, attn_v_text, 13, &d);
+        rt_perf_options opt = {.lengths = &d, .n_lengths = 1};
+        rt_perf_model *m = NULL;
+        RT_EXPECT(op && rt_perf_model_build(a, op, &dev, &opt, &m, &err) == RT_OK);
+        if (!m) {
+            rt_arena_free(a);
+            continue;
+        }
+        if (c == 3)
+            m->warm = false;
+        double l2 = dev.level[2].bandwidth_gbps, l3 = dev.level[1].bandwidth_gbps;
+        int32_t level = -1;
+        double gbps = rt_perf_cpu_roof_gbps(m, 1e6, 2, &level);
+        RT_EXPECT(c == 3 || m->warm);
+        if (c == 0) {
+            RT_EXPECT_NEAR(gbps, l2, 1e-9 * l2);
+            RT_EXPECT_EQ(level, 2);
+        } else if (c == 1) {
+            RT_EXPECT(gbps > 1.05 * l3 && gbps < 0.95 * l2);
+            RT_EXPECT_EQ(level, 1);
+        } else if (c == 2) {
+            RT_EXPECT_NEAR(gbps, l3, 1e-9 * l3);
+            RT_EXPECT_EQ(level, 1);
+        } else {
+            RT_EXPECT_NEAR(gbps, dev.level[0].bandwidth_gbps, 1e-9);
+            RT_EXPECT_EQ(level, 0);
+        }
+        rt_arena_free(a);
+    }
 }
 
 // vgemm's M, N and K from three length tensors of 64 distinct lengths each: the per-entry time
@@ -1172,6 +1221,7 @@ int main(void) {
     test_rentry_b_in_place(&dev);
     test_rentry_traffic(&dev);
     test_rentry_warm_roof(&dev);
+    test_warm_l2_share(&dev);
     test_gemm_items(&dev);
     test_c_revisits(&dev);
     test_loops(&dev);
