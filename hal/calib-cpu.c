@@ -403,10 +403,11 @@ static rt_status rt_calib_measure(rt_calib *c, rt_probe *p, rt_err *err) {
 // value is the best (the median: rt_probe_holds_clock) of RT_CALIB_HOST_GOOD undisturbed
 // samples, or fewer where other work makes them slow to come by (RT_CALIB_HOST_ENOUGH after
 // RT_CALIB_HOST_SOON_S, any after RT_CALIB_HOST_LATE_S); fewer than RT_CALIB_HOST_MIN skip the
-// probe (the note says so), and so does a probe still short of them after RT_CALIB_HOST_GIVE_UP_S: on a loaded machine each
-// sample of a two-thread probe can wait out a descheduled thread's time slice, 400 of them
-// seconds (a first-use probe in CI's sanitizer run once took over 10 s). 50: the best of 20
-// read the L3 of the Zen 3 VM anywhere from 62 to 133 GB/s, of 50 from 104 to 129.
+// probe (the note says so), and so does a probe still short of them after
+// RT_CALIB_HOST_GIVE_UP_S: on a loaded machine each sample of a two-thread probe can wait out a
+// descheduled thread's time slice, 400 of them seconds (a first-use probe in CI's sanitizer run
+// once took over 10 s). 50: the best of 20 read the L3 of the Zen 3 VM anywhere from 62 to
+// 133 GB/s, of 50 from 104 to 129.
 #define RT_CALIB_RUN_SHARE      0.9
 #define RT_CALIB_HOST_TRIES     400
 #define RT_CALIB_HOST_GOOD      50

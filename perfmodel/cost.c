@@ -166,9 +166,9 @@ bool rt_perf_cpu_warm(const rt_perf_model *m) {
 // A warm operator's share that its cores' own caches between the last level and the L1
 // (level 2, one per core) keep between runs: half of their capacity on the units in use over
 // the operator's bytes, at most 1; 0 without such a level. A static schedule gives each core
-// the same work every run, so its part stays where it was. On the 2-core Intel VM attention x V over a
-// batch of short sentences (about 2 MB) ran at 1.9-2.1x the last-level cache's measured
-// bandwidth on 1 and 2 threads, where the L3 roof bound every candidate alike.
+// the same work every run, so its part stays where it was. On the 2-core Intel VM attention
+// x V over a batch of short sentences (about 2 MB) ran at 1.9-2.1x the last-level cache's
+// measured bandwidth on 1 and 2 threads, where the L3 roof bound every candidate alike.
 static double cpu_l2_share(const rt_perf_model *m, int64_t units) {
     const rt_device *dev = m->dev;
     if (dev->n_levels < 4 || dev->level[2].managed != RT_MEM_CACHE ||
