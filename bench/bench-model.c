@@ -377,7 +377,10 @@ static void model_run(const model_op *o, const model_opts *mo, const rt_device *
             res->bottleneck = lv->name;
             res->unit = "GB/s";
             res->achieved = traffic / meas[0];
-            res->ceiling = rt_hal_level_gbps(lv, traffic / (double)units) * share;
+            // A packed GEMM's roof: the bandwidth it was priced at (L3's blended with L2's).
+            res->ceiling = p->bound_gbps > 0
+                               ? p->bound_gbps * share
+                               : rt_hal_level_gbps(lv, traffic / (double)units) * share;
         }
     }
     res->ok = true;

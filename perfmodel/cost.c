@@ -277,6 +277,7 @@ static bool cpu_price_plan(const rt_perf_model *m, rt_rprog *p, int64_t units, d
                 *worst = dram_ns;
                 p->bottleneck = level;
                 p->bound_bytes = bytes;
+                p->bound_gbps = gbps;
             }
             p->wave_eff = (double)g.items / (double)(units * rt_ceil_div(g.items, units));
         } else if (gwhy[0]) {
@@ -466,6 +467,7 @@ bool rt_perf_evaluate(const rt_perf_model *m, rt_rprog *p, const char **why) {
     double worst = 0;
     p->bottleneck = -1;
     p->bound_bytes = 0;
+    p->bound_gbps = 0;
     for (int32_t l = 1; l <= top; l++) {
         rt_rtile *t = &p->tile[l];
         const int64_t *red =

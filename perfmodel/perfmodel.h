@@ -288,6 +288,8 @@ typedef struct rt_rprog {
     double bound_bytes;               // bytes priced at that level's bandwidth where the CPU's
                                       // packed GEMM reads its operands (its roof); 0: the
                                       // traffic of the bottleneck's tile (tile[b + 1])
+    double bound_gbps;                // the roof's bandwidth with bound_bytes (L3's blended
+                                      // with L2's: rt_perf_cpu_roof_gbps)
     double waste;                     // padded iteration points / real points - 1
     double flops;                     // arithmetic including padding and fused statements
     double construct_ns;              // time from the start of construction to this candidate

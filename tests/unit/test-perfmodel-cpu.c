@@ -1090,7 +1090,8 @@ static void test_rentry_traffic(const rt_device *avx512) {
 // A packed GEMM bound by reading its operands names the level they come from: a warm operator
 // (attention x V over four 13-token sentences, all of it within half of L3) of which the cores'
 // L2s (cut to 64 KiB each) hold about a quarter names L3 (cut to 20 GB/s, so that the roof
-// binds), whose bandwidth its roof mostly used, never DRAM.
+// binds), whose bandwidth its roof mostly used, never DRAM; its time is its bytes at the
+// roof's bandwidth, and candidates the roof ties rank by their cores' time.
 static void test_rentry_warm_roof(const rt_device *avx512) {
     rt_arena *a = rt_arena_new(1 << 20);
     rt_err err = {0};
@@ -1102,12 +1103,25 @@ static void test_rentry_warm_roof(const rt_device *avx512) {
     rt_perf_options opt = {.top_k = 4, .lengths = &d, .n_lengths = 1};
     rt_perf_result *res = NULL;
     RT_EXPECT(op && rt_perf_construct(a, op, &dev, &opt, &res, &err) == RT_OK);
-    int32_t at_l3 = 0;
+    int32_t at_l3 = 0, tied = 0;
     for (int32_t i = 0; res && i < res->n_cands; i++) {
-        RT_EXPECT(res->cands[i].bottleneck != 0);
-        at_l3 += res->cands[i].bottleneck == 1;
+        const rt_rprog *p = &res->cands[i];
+        RT_EXPECT(p->bottleneck != 0);
+        if (p->bottleneck != 1)
+            continue;
+        at_l3++;
+        // Its roof: the bytes at the blended bandwidth, above L3's and below L2's.
+        RT_EXPECT(p->bound_gbps > 20.0 && p->bound_gbps < dev.level[2].bandwidth_gbps);
+        RT_EXPECT_NEAR(p->predicted_ns - dev.launch_overhead_us * 1000.0,
+                       p->bound_bytes / p->bound_gbps, 1e-6 * p->predicted_ns);
+        // Candidates the same roof ties rank by their cores' time (construct.c cmp_rprog).
+        if (i > 0 && res->cands[i - 1].predicted_ns == p->predicted_ns) {
+            RT_EXPECT(res->cands[i - 1].compute_ns <= p->compute_ns);
+            tied++;
+        }
     }
     RT_EXPECT(at_l3 > 0);
+    RT_EXPECT(tied > 0);
     rt_arena_free(a);
 }
 
