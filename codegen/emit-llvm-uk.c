@@ -215,7 +215,9 @@ static void rt_l_tpack_block(rt_lemit *l, const rt_kir_tpack *t, LLVMValueRef at
         }
         memcpy(v, w, sizeof w);
     }
-    LLVMValueRef rmask = kmask ? NULL : rt_l_lanes_below(l, rows, 16);
+    // No lanes to zero where the caller knows all 16 rows are valid (rows a constant 16).
+    bool all_rows = LLVMIsAConstantInt(rows) && LLVMConstIntGetSExtValue(rows) >= 16;
+    LLVMValueRef rmask = kmask || all_rows ? NULL : rt_l_lanes_below(l, rows, 16);
     LLVMValueRef al = rt_l_splat_n(l, LLVMConstReal(l->f32, t->alpha), 16);
     for (int32_t c = 0; c < 16; c++) {
         if (t->alpha != 1.0)
@@ -227,7 +229,8 @@ static void rt_l_tpack_block(rt_lemit *l, const rt_kir_tpack *t, LLVMValueRef at
 
 // A transposing pack (kir.h rt_kir_tpack) by blocks of 16 k steps (rt_l_tpack_block), stored as
 // 16 k-major rows (the block's valid ones where it is the last, short one). A whole block of k
-// steps from at least one row takes the clamped form (plain loads, one lane mask); a short
+// steps from all 16 rows takes plain loads (the clamped form at rows = 16, its selects folded
+// away); from fewer, at least one, the clamped form (plain loads, one lane mask); a short
 // block, or none of the rows, the masked one.
 void rt_l_tpack(rt_lemit *l, const rt_kir_tpack *t) {
     LLVMBuilderRef b = l->b;
@@ -251,18 +254,24 @@ void rt_l_tpack(rt_lemit *l, const rt_kir_tpack *t) {
     LLVMValueRef src = rt_l_addr(l, t->src, at0);
     for (int32_t r = 16; r < 32; r++)
         rt_l_prefetch(l, l->f32, src, LLVMBuildMul(b, rt_l_i64(l, r), s_row, ""), 0, 3);
-    LLVMValueRef whole = LLVMBuildAnd(b, LLVMBuildICmp(b, LLVMIntSGE, kn, rt_l_i64(l, 16), ""),
-                                      LLVMBuildICmp(b, LLVMIntSGE, rows, rt_l_i64(l, 1), ""), "");
-    LLVMBasicBlockRef bcl = rt_l_block(l, "tp.clamped"), bmk = rt_l_block(l, "tp.masked"),
+    LLVMValueRef sixteen = rt_l_i64(l, 16);
+    LLVMBasicBlockRef bk = rt_l_block(l, "tp.kwhole"), bfull = rt_l_block(l, "tp.full"),
+                      bcl = rt_l_block(l, "tp.clamped"), bmk = rt_l_block(l, "tp.masked"),
                       latch = rt_l_block(l, "tp.latch");
-    LLVMBuildCondBr(b, whole, bcl, bmk);
+    LLVMBuildCondBr(b, LLVMBuildICmp(b, LLVMIntSGE, kn, sixteen, ""), bk, bmk);
+    LLVMPositionBuilderAtEnd(b, bk);
+    LLVMBasicBlockRef bpart = rt_l_block(l, "tp.part");
+    LLVMBuildCondBr(b, LLVMBuildICmp(b, LLVMIntSGE, rows, sixteen, ""), bfull, bpart);
+    LLVMPositionBuilderAtEnd(b, bpart);
+    LLVMBuildCondBr(b, LLVMBuildICmp(b, LLVMIntSGE, rows, rt_l_i64(l, 1), ""), bcl, bmk);
     LLVMValueRef ld = rt_l_i64(l, t->dst_ld), v[16];
     // Column c of the block (k step k0 + c) goes to row k0 + c of the panel.
-    for (int32_t form = 0; form < 2; form++) {
-        LLVMPositionBuilderAtEnd(b, form == 0 ? bcl : bmk);
-        rt_l_tpack_block(l, t, at0, s_row, rows, form == 0 ? NULL : rt_l_lanes_below(l, kn, 16), v);
+    for (int32_t form = 0; form < 3; form++) {
+        LLVMPositionBuilderAtEnd(b, form == 0 ? bfull : form == 1 ? bcl : bmk);
+        rt_l_tpack_block(l, t, at0, s_row, form == 0 ? sixteen : rows,
+                         form == 2 ? rt_l_lanes_below(l, kn, 16) : NULL, v);
         for (int32_t c = 0; c < 16; c++) {
-            if (form == 1) {
+            if (form == 2) {
                 LLVMBasicBlockRef bs = rt_l_block(l, "tp.st");
                 LLVMBuildCondBr(b, LLVMBuildICmp(b, LLVMIntSLT, rt_l_i64(l, c), kn, ""), bs, latch);
                 LLVMPositionBuilderAtEnd(b, bs);
