@@ -163,28 +163,29 @@ bool rt_perf_cpu_warm(const rt_perf_model *m) {
            op_bytes(m) <= 0.5 * (double)dev->level[1].capacity_bytes;
 }
 
-// A warm operator's share that its cores' own caches between the last level and the L1
-// (level 2, one per core) keep between runs: half of their capacity on the units in use over
-// the operator's bytes, at most 1; 0 without such a level. A static schedule gives each core
-// the same work every run, so its part stays where it was. On the 2-core Intel VM attention
-// x V over a batch of short sentences (about 2 MB) ran at 1.9-2.1x the last-level cache's
-// measured bandwidth on 1 and 2 threads, where the L3 roof bound every candidate alike.
-static double cpu_l2_share(const rt_perf_model *m, int64_t units) {
+// rt_perf_cpu_l2_share (perfmodel.h): a static schedule gives each core the same work every run,
+// so its part stays where it was.
+// On the 2-core Intel VM attention x V over a batch of short sentences (about 2 MB) ran at
+// 1.9-2.1x the last-level cache's measured bandwidth on 1 and 2 threads, where the L3 roof
+// bound every candidate alike.
+double rt_perf_cpu_l2_share(const rt_perf_model *m) {
     const rt_device *dev = m->dev;
     if (dev->n_levels < 4 || dev->level[2].managed != RT_MEM_CACHE ||
         dev->level[3].managed != RT_MEM_CACHE || // level 2 is not the L1
         dev->level[2].scope != RT_MEM_SCOPE_UNIT || dev->level[2].capacity_bytes <= 0)
         return 0;
     double bytes = op_bytes(m);
-    double held = 0.5 * (double)dev->level[2].capacity_bytes * (double)units;
+    double held =
+        0.5 * (double)dev->level[2].capacity_bytes * (double)(dev->units > 0 ? dev->units : 1);
     return bytes > held ? held / bytes : 1.0;
 }
 
 double rt_perf_cpu_roof_gbps(const rt_perf_model *m, double bytes, int64_t units, int32_t *level) {
     const rt_device *dev = m->dev;
-    double gbps = rt_hal_level_gbps(&dev->level[m->warm ? 1 : 0], bytes / (double)units);
-    double l2_share = m->warm ? cpu_l2_share(m, units) : 0;
-    double l2_gbps = l2_share > 0 ? rt_hal_level_gbps(&dev->level[2], bytes / (double)units) : 0;
+    double per_unit = bytes / (double)units;
+    double gbps = rt_hal_level_gbps(&dev->level[m->warm ? 1 : 0], per_unit);
+    double l2_share = m->warm ? m->l2_share : 0;
+    double l2_gbps = l2_share > 0 ? rt_hal_level_gbps(&dev->level[2], per_unit) : 0;
     if (l2_gbps > 0 && gbps > 0)
         gbps = 1.0 / (l2_share / l2_gbps + (1.0 - l2_share) / gbps);
     *level = l2_gbps > 0 && l2_share >= 0.5 ? 2 : m->warm ? 1 : 0;

@@ -398,6 +398,8 @@ struct rt_perf_model {
     bool use_mma;
     bool recursive;    // modeled as a simple per-statement plan
     bool warm;         // CPU: the operator stays in the last-level cache (rt_perf_cpu_warm)
+    double l2_share;   // CPU: of a warm operator, the share its cores' L2s keep between runs
+                       // (rt_perf_cpu_l2_share); 0 otherwise
     rt_perf_flat flat; // CPU loop nests: the main statement's flat axis
     double peak_gflops;
     double epsilon;                // current tensor-padding bound
@@ -813,10 +815,15 @@ static inline bool rt_perf_expr_is_leaf(const rt_expr *e) {
 // at 95-140 GB/s against a 26 GB/s DRAM triad, the L3 bandwidth rtcalib measures being 86 GB/s.
 // rt_perf_model_build sets the model's warm from it.
 bool rt_perf_cpu_warm(const rt_perf_model *m);
+// The share of the operator that its cores' own caches between the last level and the L1
+// (level 2, one per core) keep between runs: half of their capacity on all the device's units
+// over the operator's bytes, at most 1; 0 without such a level. rt_perf_model_build sets the
+// model's l2_share from it for a warm operator.
+double rt_perf_cpu_l2_share(const rt_perf_model *m);
 // The bandwidth (GB/s) at which the CPU's packed GEMM reads its operands' bytes once, on units
 // cores (its roof), and in *level the level named for it: DRAM's for an operator that is not
-// warm; for a warm one L3's, blended by time with L2's for the share of the operator that half
-// the cores' own L2s hold (cost.c cpu_l2_share), named l2 where that share is half or more.
+// warm; for a warm one L3's, blended by time with L2's for the model's l2_share, named l2 where
+// that share is half or more.
 double rt_perf_cpu_roof_gbps(const rt_perf_model *m, double bytes, int64_t units, int32_t *level);
 // Per work item: decomposing the item index into tile bases (a multiply-shift division by a
 // constant per tiled variable) and the bounds of the tiles.

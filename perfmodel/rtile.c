@@ -856,6 +856,7 @@ rt_status rt_perf_model_build(rt_arena *a, const rt_op *op, const rt_device *dev
     rt_perf_tri_access_view(m);
     model_local(m);
     m->warm = rt_perf_cpu_warm(m);
+    m->l2_share = m->warm ? rt_perf_cpu_l2_share(m) : 0;
     rt_perf_cpu_flat_axis(m, st, &m->flat);
     if (m->thread_level < 0) {
         m->gemm_memo = rt_perf_gemm_memo_new(a);
